@@ -1,0 +1,311 @@
+//! Google Gemini CLI. Flags verified against `gemini --help` of @google/gemini-cli 0.61.0
+//! (see shared/reference/gemini-cli.md).
+
+use std::time::Duration;
+
+use super::{Adapter, Capabilities, ExitReason, LaunchCommand, shell_word_for_bin};
+use crate::error::{Error, Result};
+use crate::launch::single_quote;
+use crate::spec::{Mode, TaskSpec, render_prompt};
+
+pub const GEMINI_APPROVAL_MODES: [&str; 4] = ["default", "auto_edit", "yolo", "plan"];
+
+pub(super) static GEMINI: Adapter = Adapter {
+    capabilities: Capabilities {
+        agent_kind: "gemini",
+        supports_steering: true,
+        supports_attach: true,
+        supports_model_selection: true,
+        supports_artifacts: true,
+        supports_live_progress: false,
+        default_mode: Mode::Interactive,
+        supported_modes: &[Mode::Interactive, Mode::Batch],
+    },
+    default_bin: "gemini",
+    // Names the 0.61.0 CLI itself accepts: its aliases, then concrete model ids.
+    available_models: &[
+        "auto",
+        "pro",
+        "flash",
+        "flash-lite",
+        "gemini-2.5-pro",
+        "gemini-2.5-flash",
+        "gemini-3-pro-preview",
+        "gemini-3.1-pro-preview",
+        "gemini-3-flash-preview",
+        "gemini-3.5-flash",
+        "gemini-3.1-flash-lite",
+        "gemini-3.5-flash-lite",
+    ],
+    exit_reasons: &[
+        ExitReason {
+            code: 1,
+            reason: "agent_error",
+            hint: "usage or API error: read the transcript (`cuekit logs <id>`)",
+        },
+        ExitReason {
+            code: 41,
+            reason: "auth_missing",
+            hint: "set GEMINI_API_KEY (or another auth method) or run `gemini` once to log in",
+        },
+        ExitReason {
+            code: 42,
+            reason: "input_error",
+            hint: "Gemini rejected its input (e.g. an unknown --resume id); check the prompt and flags",
+        },
+        ExitReason {
+            code: 44,
+            reason: "sandbox_error",
+            hint: "Gemini's sandbox failed to start; check its sandbox settings",
+        },
+        ExitReason {
+            code: 52,
+            reason: "config_error",
+            hint: "Gemini's settings.json is invalid; fix ~/.gemini/settings.json",
+        },
+        ExitReason {
+            code: 53,
+            reason: "turn_limit",
+            hint: "the session reached its turn limit; split the task or raise the limit",
+        },
+        ExitReason {
+            code: 54,
+            reason: "tool_execution_error",
+            hint: "a tool call failed fatally; read the transcript",
+        },
+        ExitReason {
+            code: 55,
+            reason: "untrusted_workspace",
+            hint: "the folder is not trusted; cuekit passes --skip-trust, so check the CLI version",
+        },
+        ExitReason {
+            code: 130,
+            reason: "cancelled",
+            hint: "the run was cancelled inside Gemini (Ctrl-C)",
+        },
+    ],
+    // The TUI turns an Enter arriving within 30 ms of typed text into a newline.
+    interactive_unset_env: &["CI", "GITHUB_ACTIONS"],
+    steer_enter_delay: Duration::from_millis(100),
+    build_launch: build_gemini_launch_command,
+};
+
+/// Builds the Gemini command line for a task.
+///
+/// Shapes (adapter design, corrected by the real CLI):
+/// interactive `gemini --skip-trust [-y] [-m 'M'] 'P'`, batch `… -p 'P'`. A prompt starting
+/// with `-` is misparsed by the CLI as flags in both forms, so it goes in the attached
+/// `--prompt='P'` / `--prompt-interactive='P'` forms instead.
+pub fn build_gemini_launch_command(
+    spec: &TaskSpec,
+    mode: Mode,
+    bin: &str,
+) -> Result<LaunchCommand> {
+    let mut warnings = Vec::new();
+    let mut parts = vec![shell_word_for_bin(bin)?, "--skip-trust".to_string()];
+
+    match spec.approval_mode.as_deref() {
+        Some(approval) if GEMINI_APPROVAL_MODES.contains(&approval) => {
+            // The CLI rejects -y together with --approval-mode.
+            parts.push(format!("--approval-mode {approval}"));
+        }
+        other => {
+            if let Some(invalid) = other {
+                warnings.push(format!(
+                    "approval_mode '{invalid}' is not one of {}; ignored, permissions follow dangerously_skip_permissions",
+                    GEMINI_APPROVAL_MODES.join(", ")
+                ));
+            }
+            if spec.skips_permissions() {
+                parts.push("-y".to_string());
+            }
+        }
+    }
+
+    if let Some(model) = spec.model.as_deref() {
+        if model.is_empty() || model.starts_with('-') {
+            return Err(
+                Error::invalid_input(format!("invalid model name '{model}'")).with_hint(format!(
+                    "models Gemini knows: {}",
+                    GEMINI.available_models.join(", ")
+                )),
+            );
+        }
+        if !GEMINI.available_models.contains(&model) {
+            warnings.push(format!(
+                "model '{model}' is not one cuekit knows for gemini; passing it through unchanged"
+            ));
+        }
+        parts.push(format!("-m {}", single_quote(model)?));
+    }
+
+    let prompt = render_prompt(spec);
+    if prompt.trim().is_empty() {
+        return Err(
+            Error::invalid_input("the task has an empty objective").with_hint(
+                "say what the agent should do, e.g. `cuekit submit 'fix the failing test'`",
+            ),
+        );
+    }
+    let quoted = single_quote(&prompt)?;
+    let leading_dash = prompt.starts_with('-');
+    parts.push(match (mode, leading_dash) {
+        (Mode::Batch, false) => format!("-p {quoted}"),
+        (Mode::Batch, true) => format!("--prompt={quoted}"),
+        (Mode::Interactive, false) => quoted,
+        (Mode::Interactive, true) => format!("--prompt-interactive={quoted}"),
+    });
+
+    Ok(LaunchCommand {
+        command: parts.join(" "),
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(objective: &str) -> TaskSpec {
+        TaskSpec {
+            agent_kind: "gemini".into(),
+            objective: objective.into(),
+            ..TaskSpec::default()
+        }
+    }
+
+    fn build(spec: &TaskSpec, mode: Mode) -> LaunchCommand {
+        build_gemini_launch_command(spec, mode, "gemini").unwrap()
+    }
+
+    #[test]
+    fn capabilities_match_the_design() {
+        let caps = &GEMINI.capabilities;
+        assert_eq!(caps.agent_kind, "gemini");
+        assert!(caps.supports_attach && caps.supports_steering && caps.supports_model_selection);
+        assert_eq!(caps.default_mode, Mode::Interactive);
+        assert_eq!(caps.supported_modes, &[Mode::Interactive, Mode::Batch]);
+    }
+
+    #[test]
+    fn default_is_interactive_with_bypass() {
+        assert_eq!(
+            build(&spec("x"), Mode::Interactive).command,
+            "gemini --skip-trust -y 'x'"
+        );
+    }
+
+    #[test]
+    fn model_is_quoted() {
+        let mut s = spec("x");
+        s.model = Some("gemini-2.5-flash".into());
+        let launch = build(&s, Mode::Interactive);
+        assert_eq!(
+            launch.command,
+            "gemini --skip-trust -y -m 'gemini-2.5-flash' 'x'"
+        );
+        assert!(launch.warnings.is_empty());
+    }
+
+    #[test]
+    fn batch_uses_dash_p() {
+        let mut s = spec("x");
+        s.model = Some("gemini-2.5-flash".into());
+        assert_eq!(
+            build(&s, Mode::Batch).command,
+            "gemini --skip-trust -y -m 'gemini-2.5-flash' -p 'x'"
+        );
+    }
+
+    #[test]
+    fn opting_out_of_bypass_keeps_skip_trust() {
+        let mut s = spec("x");
+        s.dangerously_skip_permissions = Some(false);
+        assert_eq!(
+            build(&s, Mode::Interactive).command,
+            "gemini --skip-trust 'x'"
+        );
+        assert_eq!(build(&s, Mode::Batch).command, "gemini --skip-trust -p 'x'");
+    }
+
+    #[test]
+    fn valid_approval_mode_replaces_yolo_flag() {
+        for approval in GEMINI_APPROVAL_MODES {
+            let mut s = spec("x");
+            s.approval_mode = Some(approval.into());
+            // Precedence over the bypass option in both directions.
+            for bypass in [None, Some(false), Some(true)] {
+                s.dangerously_skip_permissions = bypass;
+                assert_eq!(
+                    build(&s, Mode::Interactive).command,
+                    format!("gemini --skip-trust --approval-mode {approval} 'x'")
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_approval_mode_falls_back_and_warns() {
+        let mut s = spec("x");
+        s.approval_mode = Some("readonly".into());
+        let launch = build(&s, Mode::Interactive);
+        assert_eq!(launch.command, "gemini --skip-trust -y 'x'");
+        assert_eq!(launch.warnings.len(), 1);
+        assert!(launch.warnings[0].contains("'readonly'"));
+        s.dangerously_skip_permissions = Some(false);
+        assert_eq!(
+            build(&s, Mode::Interactive).command,
+            "gemini --skip-trust 'x'"
+        );
+    }
+
+    #[test]
+    fn single_quotes_in_prompt_are_escaped() {
+        assert_eq!(
+            build(&spec("don't stop"), Mode::Batch).command,
+            r"gemini --skip-trust -y -p 'don'\''t stop'"
+        );
+    }
+
+    #[test]
+    fn leading_dash_prompts_use_attached_forms() {
+        assert_eq!(
+            build(&spec("-hello world"), Mode::Batch).command,
+            "gemini --skip-trust -y --prompt='-hello world'"
+        );
+        assert_eq!(
+            build(&spec("-hello world"), Mode::Interactive).command,
+            "gemini --skip-trust -y --prompt-interactive='-hello world'"
+        );
+    }
+
+    #[test]
+    fn unknown_model_passes_through_with_warning() {
+        let mut s = spec("x");
+        s.model = Some("gemini-9-ultra".into());
+        let launch = build(&s, Mode::Batch);
+        assert!(launch.command.contains("-m 'gemini-9-ultra'"));
+        assert!(launch.warnings[0].contains("gemini-9-ultra"));
+    }
+
+    #[test]
+    fn bad_inputs_are_invalid_input() {
+        let mut s = spec("x");
+        s.model = Some("-x".into());
+        assert!(build_gemini_launch_command(&s, Mode::Batch, "gemini").is_err());
+        let err = build_gemini_launch_command(&spec("a\0b"), Mode::Batch, "gemini").unwrap_err();
+        assert_eq!(err.code, crate::error::ErrorCode::InvalidInput);
+        let err = build_gemini_launch_command(&spec("  "), Mode::Batch, "gemini").unwrap_err();
+        assert_eq!(err.code, crate::error::ErrorCode::InvalidInput);
+    }
+
+    #[test]
+    fn custom_bin_is_used() {
+        assert_eq!(
+            build_gemini_launch_command(&spec("x"), Mode::Batch, "/opt/g/gemini")
+                .unwrap()
+                .command,
+            "/opt/g/gemini --skip-trust -y -p 'x'"
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! Agent adapters: per-agent data plus a pure launch builder. Everything else — launch
+//! script, tmux, transcript, status, steering — is shared, so adding an agent is one file
+//! here and one line in [`ADAPTERS`].
+
+mod gemini;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use gemini::{GEMINI_APPROVAL_MODES, build_gemini_launch_command};
+
+use crate::error::{Error, Result};
+use crate::spec::{Mode, TaskSpec};
+
+/// What a parent may do with this agent's tasks, named as the adapter design names them.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Capabilities {
+    pub agent_kind: &'static str,
+    pub supports_steering: bool,
+    pub supports_attach: bool,
+    pub supports_model_selection: bool,
+    pub supports_artifacts: bool,
+    pub supports_live_progress: bool,
+    pub default_mode: Mode,
+    pub supported_modes: &'static [Mode],
+}
+
+/// The agent command line for `launch.sh`, and anything the caller should be told about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchCommand {
+    pub command: String,
+    pub warnings: Vec<String>,
+}
+
+/// Why an agent exited with a given code, in words a parent can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitReason {
+    pub code: i32,
+    pub reason: &'static str,
+    pub hint: &'static str,
+}
+
+#[derive(Debug)]
+pub struct Adapter {
+    pub capabilities: Capabilities,
+    pub default_bin: &'static str,
+    pub available_models: &'static [&'static str],
+    /// Exit codes with a documented meaning for this agent.
+    pub exit_reasons: &'static [ExitReason],
+    /// Variables removed from the pane's environment for interactive runs (e.g. `CI`, which
+    /// makes some CLIs run headless even on a TTY).
+    pub interactive_unset_env: &'static [&'static str],
+    /// Pause between typed text and Enter: some TUIs turn a fast Enter into a newline.
+    pub steer_enter_delay: Duration,
+    pub build_launch: fn(&TaskSpec, Mode, &str) -> Result<LaunchCommand>,
+}
+
+pub static ADAPTERS: &[&Adapter] = &[&gemini::GEMINI];
+
+impl Adapter {
+    pub fn kind(&self) -> &'static str {
+        self.capabilities.agent_kind
+    }
+
+    pub fn supports(&self, mode: Mode) -> bool {
+        self.capabilities.supported_modes.contains(&mode)
+    }
+
+    /// Capabilities of one task: a batch task cannot be steered whatever the agent can do.
+    pub fn task_capabilities(&self, mode: Mode) -> Capabilities {
+        let mut capabilities = self.capabilities.clone();
+        capabilities.supports_steering &= mode == Mode::Interactive;
+        capabilities
+    }
+
+    /// The documented reason for an exit code, falling back to shell conventions.
+    pub fn exit_reason(&self, code: i32) -> Option<ExitReason> {
+        self.exit_reasons
+            .iter()
+            .chain(SHELL_EXIT_REASONS)
+            .find(|reason| reason.code == code)
+            .copied()
+    }
+}
+
+static SHELL_EXIT_REASONS: &[ExitReason] = &[
+    ExitReason {
+        code: 126,
+        reason: "agent_not_executable",
+        hint: "the agent binary exists but cannot be executed; check its permissions",
+    },
+    ExitReason {
+        code: 127,
+        reason: "agent_not_found",
+        hint: "the agent binary was not found on the pane's PATH; install it or set its path",
+    },
+    ExitReason {
+        code: 137,
+        reason: "killed",
+        hint: "the agent was killed with SIGKILL (out of memory or an outside kill)",
+    },
+    ExitReason {
+        code: 143,
+        reason: "terminated",
+        hint: "the agent was terminated with SIGTERM from outside cuekit",
+    },
+];
+
+pub fn lookup(kind: &str) -> Result<&'static Adapter> {
+    ADAPTERS
+        .iter()
+        .copied()
+        .find(|adapter| adapter.kind() == kind)
+        .ok_or_else(|| {
+            let known: Vec<&str> = ADAPTERS.iter().map(|a| a.kind()).collect();
+            Error::invalid_input(format!("unknown agent '{kind}'"))
+                .with_hint(format!("known agents: {}", known.join(", ")))
+        })
+}
+
+/// Quotes a binary path only when it needs it, so the usual `gemini …` reads naturally.
+pub(crate) fn shell_word_for_bin(bin: &str) -> Result<String> {
+    let plain = !bin.is_empty()
+        && bin
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./+@%=:,".contains(c));
+    if plain {
+        Ok(bin.to_string())
+    } else {
+        crate::launch::single_quote(bin)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_tasks_are_never_steerable() {
+        let gemini = lookup("gemini").unwrap();
+        assert!(
+            gemini
+                .task_capabilities(Mode::Interactive)
+                .supports_steering
+        );
+        assert!(!gemini.task_capabilities(Mode::Batch).supports_steering);
+    }
+
+    #[test]
+    fn unknown_agent_names_the_known_ones() {
+        let err = lookup("nope").unwrap_err();
+        assert_eq!(err.code, crate::error::ErrorCode::InvalidInput);
+        assert!(err.hint.unwrap().contains("gemini"));
+    }
+
+    #[test]
+    fn exit_reasons_fall_back_to_shell_conventions() {
+        let gemini = lookup("gemini").unwrap();
+        assert_eq!(gemini.exit_reason(41).unwrap().reason, "auth_missing");
+        assert_eq!(gemini.exit_reason(127).unwrap().reason, "agent_not_found");
+        assert!(gemini.exit_reason(3).is_none());
+    }
+
+    #[test]
+    fn bin_is_quoted_only_when_needed() {
+        assert_eq!(
+            shell_word_for_bin("/opt/bin/gemini").unwrap(),
+            "/opt/bin/gemini"
+        );
+        assert_eq!(
+            shell_word_for_bin("/my dir/gemini").unwrap(),
+            "'/my dir/gemini'"
+        );
+    }
+}

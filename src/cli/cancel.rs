@@ -1,0 +1,28 @@
+use std::path::Path;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::render::{print_json, task_line};
+use crate::ops;
+
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    #[arg(required = true, value_name = "ID")]
+    ids: Vec<String>,
+    /// How long the agent gets to exit on SIGTERM before SIGKILL.
+    #[arg(long, default_value = "3s", value_parser = super::parse_duration)]
+    grace: Duration,
+}
+
+pub fn run(args: &CancelArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let tasks = ops::cancel(&args.ids, cwd, args.grace)?;
+    if json {
+        print_json(&tasks);
+    } else {
+        for task in &tasks {
+            println!("{}", task_line(task));
+        }
+    }
+    Ok(0)
+}

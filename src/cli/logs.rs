@@ -1,0 +1,28 @@
+use std::path::Path;
+
+use clap::Args;
+
+use crate::ops;
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    #[arg(value_name = "ID")]
+    id: String,
+    /// The bytes exactly as the pane printed them (escape sequences included).
+    #[arg(long)]
+    raw: bool,
+    /// Keep printing until the task ends.
+    #[arg(long, short = 'f')]
+    follow: bool,
+}
+
+pub fn run(args: &LogsArgs, cwd: &Path) -> anyhow::Result<i32> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.follow {
+        ops::follow_logs(&args.id, cwd, args.raw, &mut out)?;
+    } else {
+        ops::read_logs(&args.id, cwd, args.raw, &mut out)?;
+    }
+    Ok(0)
+}

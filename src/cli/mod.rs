@@ -1,0 +1,164 @@
+//! The command line: clap definitions here, one small file per subcommand (parse → op →
+//! render). Errors become `error[code]: message` (or JSON) and the code's exit status.
+
+mod cancel;
+mod logs;
+mod render;
+mod status;
+mod steer;
+mod submit;
+mod wait;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::{Error, ErrorCode};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "cuekit",
+    version,
+    about = "Delegate work to child coding agents running in tmux"
+)]
+pub struct Cli {
+    /// Print machine-readable JSON (errors as {"error":{"code","message","hint"}}).
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start a task: render the prompt, launch the agent in a new tmux session.
+    Submit(submit::SubmitArgs),
+    /// Show the status of tasks.
+    Status {
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<String>,
+    },
+    /// List this project's tasks (or every task with --all).
+    List {
+        /// Every task cuekit knows, from any project.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Attach this terminal to a task's tmux session (detach with the tmux prefix, then d).
+    Attach {
+        #[arg(value_name = "ID")]
+        id: String,
+    },
+    /// Print a task's transcript (readable by default).
+    Logs(logs::LogsArgs),
+    /// Send a message to a running interactive task.
+    Steer(steer::SteerArgs),
+    /// Wait until tasks end; exit status says whether all completed.
+    Wait(wait::WaitArgs),
+    /// Cancel running tasks (whole process tree), or clean up ended ones' sessions.
+    Cancel(cancel::CancelArgs),
+    /// Internal: enforces a task's --timeout in the background.
+    #[command(name = "__watchdog", hide = true)]
+    Watchdog { task_dir: PathBuf },
+}
+
+/// Parses, runs, and returns the process exit status.
+pub fn run() -> i32 {
+    let wants_json = std::env::args().any(|arg| arg == "--json");
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) if !err.use_stderr() => {
+            // --help and --version.
+            let _ = err.print();
+            return 0;
+        }
+        Err(err) if wants_json => {
+            let message = err.kind().to_string();
+            return report(
+                &Error::new(ErrorCode::Usage, message)
+                    .with_hint("run `cuekit --help`")
+                    .into(),
+                true,
+            );
+        }
+        Err(err) => {
+            let _ = err.print();
+            return ErrorCode::Usage.exit_status();
+        }
+    };
+    match dispatch(&cli) {
+        Ok(status) => status,
+        Err(err) => report(&err, cli.json),
+    }
+}
+
+fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
+    let cwd = std::env::current_dir()?;
+    let json = cli.json;
+    match &cli.command {
+        Command::Submit(args) => submit::run(args, &cwd, json),
+        Command::Status { ids } => status::status(ids, &cwd, json),
+        Command::List { all } => status::list(*all, &cwd, json),
+        Command::Attach { id } => match crate::ops::attach(id, &cwd)? {},
+        Command::Logs(args) => logs::run(args, &cwd),
+        Command::Steer(args) => steer::run(args, &cwd, json),
+        Command::Wait(args) => wait::run(args, &cwd, json),
+        Command::Cancel(args) => cancel::run(args, &cwd, json),
+        Command::Watchdog { task_dir } => {
+            crate::ops::run_watchdog(task_dir)?;
+            Ok(0)
+        }
+    }
+}
+
+fn report(err: &anyhow::Error, json: bool) -> i32 {
+    let (code, message, hint) = match err.downcast_ref::<Error>() {
+        Some(known) => (known.code, known.message.clone(), known.hint.clone()),
+        None => (ErrorCode::Internal, format!("{err:#}"), None),
+    };
+    if json {
+        let error =
+            serde_json::json!({"error": {"code": code.as_str(), "message": message, "hint": hint}});
+        println!("{error}");
+    } else {
+        eprintln!("error[{}]: {message}", code.as_str());
+        if let Some(hint) = hint {
+            eprintln!("  hint: {hint}");
+        }
+    }
+    code.exit_status()
+}
+
+/// `30s`, `10m`, `1h30m`, or plain seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    if let Ok(secs) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    humantime::parse_duration(text).map_err(|err| format!("{err} (use e.g. 90s, 10m, 1h30m)"))
+}
+
+/// Text from the words given, `-` for stdin, or a file: shared by submit and steer.
+fn read_text(words: &[String], file: Option<&PathBuf>, what: &str) -> Result<String, Error> {
+    use std::io::Read;
+    match (file, words) {
+        (Some(_), [_, ..]) => Err(Error::new(
+            ErrorCode::Usage,
+            format!("give the {what} as words or with --file, not both"),
+        )),
+        (Some(path), []) => {
+            std::fs::read_to_string(path).map_err(|err| Error::io("read", path, err))
+        }
+        (None, [dash]) if dash == "-" => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).map_err(|err| {
+                Error::new(
+                    ErrorCode::Io,
+                    format!("cannot read the {what} from stdin: {err}"),
+                )
+            })?;
+            Ok(text)
+        }
+        (None, words) => Ok(words.join(" ")),
+    }
+}

@@ -1,0 +1,54 @@
+use std::path::Path;
+
+use super::render::{first_line, print_json, task_details};
+use crate::ops;
+
+pub fn status(ids: &[String], cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let tasks = ops::status(ids, cwd)?;
+    if json {
+        if let [task] = tasks.as_slice() {
+            print_json(task);
+        } else {
+            print_json(&tasks);
+        }
+    } else {
+        let details: Vec<String> = tasks.iter().map(task_details).collect();
+        println!("{}", details.join("\n\n"));
+    }
+    Ok(0)
+}
+
+pub fn list(all: bool, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let tasks = ops::list(all, cwd)?;
+    if json {
+        print_json(&tasks);
+        return Ok(0);
+    }
+    if tasks.is_empty() {
+        println!(
+            "no tasks{}",
+            if all {
+                ""
+            } else {
+                " in this project (try --all)"
+            }
+        );
+        return Ok(0);
+    }
+    println!(
+        "{:<16} {:<10} {:<8} {:<12} {:<24} OBJECTIVE",
+        "ID", "STATUS", "AGENT", "MODE", "CREATED"
+    );
+    for task in &tasks {
+        println!(
+            "{:<16} {:<10} {:<8} {:<12} {:<24} {}",
+            task.id,
+            task.status.as_str(),
+            task.agent_kind,
+            task.mode.as_str(),
+            task.created_at,
+            first_line(&task.objective, 60)
+        );
+    }
+    Ok(0)
+}

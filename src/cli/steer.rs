@@ -1,0 +1,33 @@
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::render::print_json;
+use crate::ops;
+
+#[derive(Debug, Args)]
+pub struct SteerArgs {
+    #[arg(value_name = "ID")]
+    id: String,
+    /// Read the message from a file.
+    #[arg(long, short = 'f')]
+    file: Option<PathBuf>,
+    /// The message (`-` reads it from stdin).
+    #[arg(
+        value_name = "MESSAGE",
+        allow_hyphen_values = true,
+        trailing_var_arg = true
+    )]
+    message: Vec<String>,
+}
+
+pub fn run(args: &SteerArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let message = super::read_text(&args.message, args.file.as_ref(), "message")?;
+    let receipt = ops::steer(&args.id, cwd, &message)?;
+    if json {
+        print_json(&receipt);
+    } else {
+        println!("{}  {}", receipt.task_id, receipt.receipt);
+    }
+    Ok(0)
+}

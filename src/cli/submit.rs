@@ -1,0 +1,91 @@
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+
+use super::render::{print_json, task_details};
+use crate::ops::{self, SubmitOutcome, SubmitRequest};
+use crate::spec::{Mode, TaskSpec};
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// Agent to run.
+    #[arg(long, default_value = "gemini")]
+    agent: String,
+    /// Model name passed to the agent (e.g. gemini-2.5-flash).
+    #[arg(long, short = 'm')]
+    model: Option<String>,
+    /// interactive (attachable, steerable TUI) or batch (single shot).
+    #[arg(long, value_parser = ["interactive", "batch"])]
+    mode: Option<String>,
+    /// Agent approval mode (Gemini: default, auto_edit, yolo, plan); replaces the bypass flag.
+    #[arg(long)]
+    approval_mode: Option<String>,
+    /// Do not pass the agent's permission-bypass flag (an unattended child may then stall).
+    #[arg(long)]
+    no_skip_permissions: bool,
+    /// Directory the agent works in (default: the current directory).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// Stop the task and mark it timed_out after this long (e.g. 30m).
+    #[arg(long, value_parser = super::parse_duration)]
+    timeout: Option<Duration>,
+    /// Print the launch command without running anything.
+    #[arg(long)]
+    dry_run: bool,
+    /// Read the objective from a file.
+    #[arg(long, short = 'f')]
+    file: Option<PathBuf>,
+    /// Background the agent should know, added to the prompt.
+    #[arg(long)]
+    context: Option<String>,
+    /// A constraint the agent must respect (repeatable).
+    #[arg(long = "constraint")]
+    constraints: Vec<String>,
+    /// What the agent should do (`-` reads it from stdin).
+    #[arg(
+        value_name = "OBJECTIVE",
+        allow_hyphen_values = true,
+        trailing_var_arg = true
+    )]
+    objective: Vec<String>,
+}
+
+pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let objective = super::read_text(&args.objective, args.file.as_ref(), "objective")?;
+    let spec = TaskSpec {
+        agent_kind: args.agent.clone(),
+        objective,
+        context: args.context.clone(),
+        constraints: args.constraints.clone(),
+        model: args.model.clone(),
+        mode: args.mode.as_deref().map(Mode::parse).transpose()?,
+        approval_mode: args.approval_mode.clone(),
+        dangerously_skip_permissions: args.no_skip_permissions.then_some(false),
+    };
+    let outcome = ops::submit(SubmitRequest {
+        spec,
+        cwd: args.cwd.clone().unwrap_or_else(|| cwd.to_path_buf()),
+        timeout: args.timeout,
+        dry_run: args.dry_run,
+        bin: None,
+    })?;
+    if json {
+        print_json(&outcome);
+        return Ok(0);
+    }
+    match outcome {
+        SubmitOutcome::DryRun {
+            launch_command,
+            warnings,
+            ..
+        } => {
+            println!("{launch_command}");
+            for warning in warnings {
+                eprintln!("warning: {warning}");
+            }
+        }
+        SubmitOutcome::Submitted(task) => println!("{}", task_details(&task)),
+    }
+    Ok(0)
+}

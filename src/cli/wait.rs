@@ -1,0 +1,50 @@
+use std::path::Path;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::render::{print_json, task_line};
+use crate::error::ErrorCode;
+use crate::ops::{self, WaitRequest};
+
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    #[arg(required = true, value_name = "ID")]
+    ids: Vec<String>,
+    /// Return as soon as one task ends.
+    #[arg(long)]
+    any: bool,
+    /// Give up after this long (exit status 21).
+    #[arg(long, value_parser = super::parse_duration)]
+    timeout: Option<Duration>,
+}
+
+pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let outcome = ops::wait(
+        &WaitRequest {
+            task_ids: args.ids.clone(),
+            any: args.any,
+            timeout: args.timeout,
+        },
+        cwd,
+    )?;
+    if json {
+        print_json(&serde_json::json!({"timed_out": outcome.timed_out, "tasks": outcome.tasks}));
+    } else {
+        for task in &outcome.tasks {
+            println!("{}", task_line(task));
+        }
+    }
+    let ended_ok = outcome
+        .tasks
+        .iter()
+        .filter(|task| task.status.is_terminal())
+        .all(|task| task.status == crate::status::Status::Completed);
+    Ok(if outcome.timed_out {
+        ErrorCode::WaitTimeout.exit_status()
+    } else if ended_ok {
+        0
+    } else {
+        ErrorCode::TaskFailed.exit_status()
+    })
+}

@@ -1,0 +1,104 @@
+//! Typed errors with stable codes. The code string and the process exit status of each
+//! code are public API (README "Exit codes"): scripts and AI parents branch on them.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    Internal,
+    Usage,
+    InvalidInput,
+    TaskNotFound,
+    InvalidState,
+    SteeringUnsupported,
+    AgentNotFound,
+    TmuxUnavailable,
+    TmuxFailed,
+    StoreCorrupt,
+    Io,
+    TaskFailed,
+    WaitTimeout,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Internal => "internal",
+            ErrorCode::Usage => "usage",
+            ErrorCode::InvalidInput => "invalid_input",
+            ErrorCode::TaskNotFound => "task_not_found",
+            ErrorCode::InvalidState => "invalid_state",
+            ErrorCode::SteeringUnsupported => "steering_unsupported",
+            ErrorCode::AgentNotFound => "agent_not_found",
+            ErrorCode::TmuxUnavailable => "tmux_unavailable",
+            ErrorCode::TmuxFailed => "tmux_failed",
+            ErrorCode::StoreCorrupt => "store_corrupt",
+            ErrorCode::Io => "io",
+            ErrorCode::TaskFailed => "task_failed",
+            ErrorCode::WaitTimeout => "wait_timeout",
+        }
+    }
+
+    /// Process exit status for this code. Never reuse or renumber: documented in the README.
+    pub fn exit_status(self) -> i32 {
+        match self {
+            ErrorCode::Internal => 1,
+            ErrorCode::Usage => 2,
+            ErrorCode::InvalidInput => 3,
+            ErrorCode::TaskNotFound => 4,
+            ErrorCode::InvalidState => 5,
+            ErrorCode::SteeringUnsupported => 6,
+            ErrorCode::AgentNotFound => 7,
+            ErrorCode::TmuxUnavailable => 8,
+            ErrorCode::TmuxFailed => 9,
+            ErrorCode::StoreCorrupt => 10,
+            ErrorCode::Io => 11,
+            ErrorCode::TaskFailed => 20,
+            ErrorCode::WaitTimeout => 21,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Error {
+    pub code: ErrorCode,
+    pub message: String,
+    /// What the user can do about it; shown under the message and in JSON errors.
+    pub hint: Option<String>,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Error {
+            code,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn invalid_input(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::InvalidInput, message)
+    }
+
+    pub fn task_not_found(id: &str) -> Self {
+        Error::new(ErrorCode::TaskNotFound, format!("no task with id '{id}'"))
+            .with_hint("run `cuekit list --all` to see known task ids")
+    }
+
+    /// An I/O failure on a named path: the path is what the user needs to act on it.
+    pub fn io(action: &str, path: &std::path::Path, err: std::io::Error) -> Self {
+        Error::new(
+            ErrorCode::Io,
+            format!("cannot {action} {}: {err}", path.display()),
+        )
+    }
+}

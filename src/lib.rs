@@ -1,0 +1,20 @@
+//! cuekit: delegate work to child coding agents running in tmux.
+//!
+//! Data flows one way: a request becomes a [`spec::TaskSpec`], an [`adapter`] turns it into a
+//! launch command, [`launch`] wraps it with the exit-code sentinel, [`tmux`] starts it, and
+//! [`store`] records it. [`status`] judges a task from its record, one pane snapshot and the
+//! sentinel. The [`ops`] are what the front ends ([`cli`]) call.
+
+pub mod adapter;
+pub mod cli;
+pub mod error;
+pub mod launch;
+pub mod ops;
+pub mod process;
+pub mod spec;
+pub mod status;
+pub mod store;
+pub mod tmux;
+pub mod transcript;
+
+pub use error::{Error, ErrorCode, Result};

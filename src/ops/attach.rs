@@ -1,0 +1,37 @@
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+
+use super::refresh::{find_pane, snapshot};
+use crate::error::{Error, ErrorCode, Result};
+use crate::tmux::args;
+
+/// Replaces this process with `tmux attach` on the task's server and session.
+pub fn attach(task_id: &str, cwd: &Path) -> Result<std::convert::Infallible> {
+    let record = super::open(task_id, cwd)?;
+    let placement = record.tmux.as_ref().ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidState,
+            format!("task {task_id} never started a tmux session"),
+        )
+    })?;
+    let alive =
+        snapshot(&placement.socket)?.is_some_and(|panes| find_pane(&record, &panes).is_some());
+    if !alive {
+        return Err(Error::new(
+            ErrorCode::InvalidState,
+            format!("task {task_id} has no tmux session any more"),
+        )
+        .with_hint("read what it printed with `cuekit logs <id>`"));
+    }
+    let err = Command::new("tmux")
+        .args(placement.socket.args())
+        .args(args::attach(&placement.session))
+        // Attaching from inside another tmux is what the user asked for here.
+        .env_remove("TMUX")
+        .exec();
+    Err(Error::new(
+        ErrorCode::TmuxUnavailable,
+        format!("cannot run tmux: {err}"),
+    ))
+}

@@ -1,0 +1,107 @@
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::ops::submit::PANE_HEIGHT;
+use crate::store::TaskRecord;
+use crate::transcript::Renderer;
+
+const CHUNK: usize = 64 * 1024;
+
+/// Streams a transcript to `out`: raw bytes, or the readable rendering. Memory stays bounded
+/// by one chunk and one screen whatever the transcript's size.
+pub fn read_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) -> Result<()> {
+    let record = super::open(task_id, cwd)?;
+    let path = super::transcript_path(&record);
+    let mut file = File::open(&path).map_err(|err| Error::io("open", &path, err))?;
+    let mut sink = Sink::new(out, raw);
+    copy_available(&mut file, &mut sink, &path)?;
+    sink.finish().map_err(|err| Error::io("write", &path, err))
+}
+
+/// Like [`read_logs`], then keeps printing what the pane prints until the task ends.
+pub fn follow_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) -> Result<()> {
+    let record = super::open(task_id, cwd)?;
+    let path = super::transcript_path(&record);
+    let mut file = File::open(&path).map_err(|err| Error::io("open", &path, err))?;
+    let mut sink = Sink::new(out, raw);
+    let mut last_check = Instant::now() - Duration::from_secs(1);
+    let mut ended_at: Option<Instant> = None;
+    loop {
+        let copied = copy_available(&mut file, &mut sink, &path)?;
+        if let Some(ended) = ended_at {
+            // The pipe's reader may flush its last bytes just after the pane's exit.
+            if copied == 0 && ended.elapsed() > Duration::from_millis(300) {
+                break;
+            }
+        } else if last_check.elapsed() >= Duration::from_millis(250) {
+            last_check = Instant::now();
+            if is_ended(&record)? {
+                ended_at = Some(Instant::now());
+            }
+        }
+        if copied == 0 {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    sink.finish().map_err(|err| Error::io("write", &path, err))
+}
+
+fn is_ended(record: &TaskRecord) -> Result<bool> {
+    let current = crate::store::load(&record.task_dir)?;
+    Ok(super::refresh::refresh(vec![current])?[0]
+        .status
+        .is_terminal())
+}
+
+fn copy_available(file: &mut File, sink: &mut Sink, path: &Path) -> Result<usize> {
+    let mut buffer = vec![0; CHUNK];
+    let mut total = 0;
+    loop {
+        let read = file
+            .read(&mut buffer)
+            .map_err(|err| Error::io("read", path, err))?;
+        if read == 0 {
+            // Stay at the end for the next look when following.
+            let _ = file.seek(SeekFrom::Current(0));
+            return Ok(total);
+        }
+        sink.write(&buffer[..read])
+            .map_err(|err| Error::io("write", path, err))?;
+        total += read;
+    }
+}
+
+enum Sink<'a> {
+    Raw(&'a mut dyn Write),
+    Readable(Renderer<&'a mut dyn Write>),
+}
+
+impl<'a> Sink<'a> {
+    fn new(out: &'a mut dyn Write, raw: bool) -> Self {
+        if raw {
+            Sink::Raw(out)
+        } else {
+            Sink::Readable(Renderer::new(out, PANE_HEIGHT as usize))
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Sink::Raw(out) => {
+                out.write_all(bytes)?;
+                out.flush()
+            }
+            Sink::Readable(renderer) => renderer.feed(bytes),
+        }
+    }
+
+    fn finish(self) -> std::io::Result<()> {
+        match self {
+            Sink::Raw(out) => out.flush(),
+            Sink::Readable(renderer) => renderer.finish()?.flush(),
+        }
+    }
+}

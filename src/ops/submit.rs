@@ -1,0 +1,196 @@
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::view::TaskView;
+use crate::adapter::{self, LaunchCommand};
+use crate::error::{Error, ErrorCode, Result};
+use crate::launch::render_launch_script;
+use crate::spec::{Mode, TaskSpec};
+use crate::status::Status;
+use crate::store::{self, TaskRecord, TmuxPlacement};
+use crate::tmux::{Socket, Tmux, args};
+
+pub const PANE_WIDTH: u16 = 200;
+pub const PANE_HEIGHT: u16 = 50;
+pub const HISTORY_LIMIT: u32 = 50_000;
+
+#[derive(Debug, Clone)]
+pub struct SubmitRequest {
+    pub spec: TaskSpec,
+    pub cwd: PathBuf,
+    pub timeout: Option<Duration>,
+    pub dry_run: bool,
+    /// The agent binary; the adapter's default name when `None`.
+    pub bin: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum SubmitOutcome {
+    DryRun {
+        agent_kind: String,
+        mode: Mode,
+        launch_command: String,
+        warnings: Vec<String>,
+    },
+    Submitted(TaskView),
+}
+
+pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
+    let adapter = adapter::lookup(&request.spec.agent_kind)?;
+    let mode = request
+        .spec
+        .mode
+        .unwrap_or(adapter.capabilities.default_mode);
+    if !adapter.supports(mode) {
+        return Err(Error::invalid_input(format!(
+            "agent '{}' has no {} mode",
+            adapter.kind(),
+            mode.as_str()
+        )));
+    }
+    let bin = request.bin.as_deref().unwrap_or(adapter.default_bin);
+    let LaunchCommand { command, warnings } = (adapter.build_launch)(&request.spec, mode, bin)?;
+    if request.dry_run {
+        return Ok(SubmitOutcome::DryRun {
+            agent_kind: adapter.kind().to_string(),
+            mode,
+            launch_command: command,
+            warnings,
+        });
+    }
+    let cwd = std::fs::canonicalize(&request.cwd)
+        .ok()
+        .filter(|dir| dir.is_dir())
+        .ok_or_else(|| {
+            Error::invalid_input(format!(
+                "working directory {} does not exist",
+                request.cwd.display()
+            ))
+            .with_hint("pass an existing directory with --cwd")
+        })?;
+    find_on_path(bin).ok_or_else(|| {
+        Error::new(
+            ErrorCode::AgentNotFound,
+            format!("the {} binary '{bin}' is not on PATH", adapter.kind()),
+        )
+        .with_hint(
+            "install it (for Gemini: `npm install -g @google/gemini-cli`) or run `cuekit doctor`",
+        )
+    })?;
+
+    let id = store::new_task_id();
+    let task_dir = store::task_dir(&cwd, &id);
+    // Owner-only: prompts and transcripts may hold private code.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&task_dir)
+        .map_err(|err| Error::io("create", &task_dir, err))?;
+    let unset_env = match mode {
+        Mode::Interactive => adapter.interactive_unset_env,
+        Mode::Batch => &[],
+    };
+    let script_path = task_dir.join(store::LAUNCH_FILE);
+    let script = render_launch_script(&id, &command, unset_env, &task_dir)?;
+    std::fs::write(&script_path, script).map_err(|err| Error::io("write", &script_path, err))?;
+    let transcript = task_dir.join(store::TRANSCRIPT_FILE);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&transcript)
+        .map_err(|err| Error::io("create", &transcript, err))?;
+
+    let mut record = TaskRecord {
+        id: id.clone(),
+        spec: request.spec.clone(),
+        mode,
+        cwd: cwd.clone(),
+        task_dir: task_dir.clone(),
+        launch_command: command,
+        status: Status::Running,
+        reason: None,
+        hint: None,
+        exit_code: None,
+        warnings,
+        tmux: None,
+        created_at: super::now_rfc3339(),
+        ended_at: None,
+        timeout_secs: request.timeout.map(|t| t.as_secs().max(1)),
+    };
+    let socket = Socket::from_env();
+    let session = args::session_name(&id);
+    let env = [
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("CUEKIT_TASK_ID", id.clone()),
+    ];
+    let launched = Tmux::new(socket.clone()).run(&args::new_task_session(&args::NewTaskSession {
+        session: &session,
+        cwd: &cwd,
+        env: &env,
+        width: PANE_WIDTH,
+        height: PANE_HEIGHT,
+        history_limit: HISTORY_LIMIT,
+        script: &script_path,
+        transcript: &transcript,
+    }));
+    let placement = launched.and_then(|stdout| parse_new_pane(&stdout, socket, session));
+    match placement {
+        Ok(placement) => record.tmux = Some(placement),
+        Err(err) => {
+            // Keep the record of what was attempted; the task never started.
+            record.status = Status::Failed;
+            record.reason = Some("launch_failed".into());
+            record.hint = Some(err.message.clone());
+            record.ended_at = Some(super::now_rfc3339());
+            store::save(&record)?;
+            store::register(&id, &task_dir)?;
+            return Err(err);
+        }
+    }
+    store::save(&record)?;
+    store::register(&id, &task_dir)?;
+    if record.timeout_secs.is_some() {
+        super::watchdog::spawn(&task_dir)?;
+    }
+    Ok(SubmitOutcome::Submitted(TaskView::from(&record)))
+}
+
+fn parse_new_pane(stdout: &str, socket: Socket, session: String) -> Result<TmuxPlacement> {
+    let mut fields = stdout.split_whitespace();
+    match (
+        fields.next(),
+        fields.next().and_then(|pid| pid.parse().ok()),
+    ) {
+        (Some(pane_id), Some(pane_pid)) if pane_id.starts_with('%') => Ok(TmuxPlacement {
+            socket,
+            session,
+            pane_id: pane_id.to_string(),
+            pane_pid,
+        }),
+        _ => Err(Error::new(
+            ErrorCode::TmuxFailed,
+            format!("tmux did not report the new pane (got {stdout:?})"),
+        )),
+    }
+}
+
+/// The executable `bin` resolves to, as the pane's shell will look it up.
+fn find_on_path(bin: &str) -> Option<PathBuf> {
+    let is_executable = |path: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        path.metadata()
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    };
+    if bin.contains('/') {
+        let path = PathBuf::from(bin);
+        return is_executable(&path).then_some(path);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(bin))
+        .find(|path| is_executable(path))
+}

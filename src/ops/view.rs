@@ -1,0 +1,66 @@
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::adapter::{self, Capabilities};
+use crate::spec::Mode;
+use crate::status::Status;
+use crate::store::TaskRecord;
+
+/// What `status`, `list`, `submit` and `wait` report about a task.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskView {
+    pub id: String,
+    pub agent_kind: String,
+    pub mode: Mode,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    pub warnings: Vec<String>,
+    pub objective: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub capabilities: Option<Capabilities>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attach_hint: Option<String>,
+    pub transcript: PathBuf,
+    pub task_dir: PathBuf,
+    pub launch_command: String,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+}
+
+impl From<&TaskRecord> for TaskView {
+    fn from(record: &TaskRecord) -> Self {
+        let capabilities = adapter::lookup(&record.spec.agent_kind)
+            .ok()
+            .map(|adapter| adapter.task_capabilities(record.mode));
+        TaskView {
+            id: record.id.clone(),
+            agent_kind: record.spec.agent_kind.clone(),
+            mode: record.mode,
+            status: record.status,
+            reason: record.reason.clone(),
+            hint: record.hint.clone(),
+            exit_code: record.exit_code,
+            warnings: record.warnings.clone(),
+            objective: record.spec.objective.clone(),
+            model: record.spec.model.clone(),
+            capabilities,
+            attach_hint: record
+                .tmux
+                .as_ref()
+                .map(|tmux| tmux.socket.attach_command(&tmux.session)),
+            transcript: super::transcript_path(record),
+            task_dir: record.task_dir.clone(),
+            launch_command: record.launch_command.clone(),
+            created_at: record.created_at.clone(),
+            ended_at: record.ended_at.clone(),
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! The rules that turn a task record, one pane snapshot and the exit-code sentinel into a
+//! status. Pure: no I/O, so every rule is unit-tested.
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::adapter::Adapter;
+use crate::store::TaskRecord;
+use crate::tmux::PaneInfo;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+    TimedOut,
+}
+
+impl Status {
+    pub fn is_terminal(self) -> bool {
+        self != Status::Running
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+            Status::TimedOut => "timed_out",
+        }
+    }
+}
+
+/// How a task ended, ready to be written into its record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ending {
+    pub status: Status,
+    pub reason: Option<String>,
+    pub hint: Option<String>,
+    pub exit_code: Option<i32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing to record; the task is running or its record already holds the end.
+    Unchanged,
+    Ended(Ending),
+    /// The task outlived its `--timeout`: it must be killed and recorded as timed out.
+    TimeoutDue,
+}
+
+/// What was seen of a task, in this order: the pane snapshot first, then the sentinel. A pane
+/// seen dead therefore always has its sentinel visible (it is written before the shell exits).
+pub struct Observation<'a> {
+    pub pane: Option<&'a PaneInfo>,
+    pub sentinel: Option<i32>,
+    pub now: SystemTime,
+}
+
+pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verdict {
+    if record.status.is_terminal() {
+        return Verdict::Unchanged;
+    }
+    if let Some(code) = seen.sentinel {
+        return Verdict::Ended(ending_for_exit(adapter, code));
+    }
+    match seen.pane {
+        Some(pane) if !pane.dead => {
+            if record
+                .deadline()
+                .is_some_and(|deadline| seen.now >= deadline)
+            {
+                Verdict::TimeoutDue
+            } else {
+                Verdict::Unchanged
+            }
+        }
+        pane => Verdict::Ended(Ending {
+            status: Status::Failed,
+            reason: Some("pane_disappeared".into()),
+            hint: Some(
+                "the task's tmux pane ended without an exit code (killed from outside cuekit?); \
+                 read the transcript with `cuekit logs <id>`"
+                    .into(),
+            ),
+            exit_code: pane.and_then(|p| p.dead_status),
+        }),
+    }
+}
+
+/// Sentinel code → status; a non-zero code carries the agent's documented reason.
+pub fn ending_for_exit(adapter: &Adapter, code: i32) -> Ending {
+    if code == 0 {
+        return Ending {
+            status: Status::Completed,
+            reason: None,
+            hint: None,
+            exit_code: Some(0),
+        };
+    }
+    let (reason, hint) = match adapter.exit_reason(code) {
+        Some(known) => (known.reason.to_string(), known.hint.to_string()),
+        None => (
+            "nonzero_exit".to_string(),
+            format!(
+                "the agent exited with status {code}; read the transcript with `cuekit logs <id>`"
+            ),
+        ),
+    };
+    Ending {
+        status: Status::Failed,
+        reason: Some(reason),
+        hint: Some(hint),
+        exit_code: Some(code),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::spec::{Mode, TaskSpec};
+
+    fn record(status: Status, timeout_secs: Option<u64>) -> TaskRecord {
+        TaskRecord {
+            id: "t_000000000000".into(),
+            spec: TaskSpec::default(),
+            mode: Mode::Interactive,
+            cwd: PathBuf::from("/w"),
+            task_dir: PathBuf::from("/w/.cuekit/tasks/t_000000000000"),
+            launch_command: "gemini".into(),
+            status,
+            reason: None,
+            hint: None,
+            exit_code: None,
+            warnings: vec![],
+            tmux: None,
+            created_at: "2026-01-01T00:00:00Z".into(),
+            ended_at: None,
+            timeout_secs,
+        }
+    }
+
+    fn pane(dead: bool, dead_status: Option<i32>) -> PaneInfo {
+        PaneInfo {
+            session: "s".into(),
+            pane_id: "%1".into(),
+            pane_pid: 1,
+            dead,
+            dead_status,
+            in_mode: false,
+        }
+    }
+
+    fn gemini() -> &'static Adapter {
+        crate::adapter::lookup("gemini").unwrap()
+    }
+
+    fn at(secs: u64) -> SystemTime {
+        humantime::parse_rfc3339("2026-01-01T00:00:00Z").unwrap() + Duration::from_secs(secs)
+    }
+
+    fn judge_with(
+        record: &TaskRecord,
+        pane: Option<&PaneInfo>,
+        sentinel: Option<i32>,
+        now: SystemTime,
+    ) -> Verdict {
+        judge(
+            record,
+            gemini(),
+            &Observation {
+                pane,
+                sentinel,
+                now,
+            },
+        )
+    }
+
+    #[test]
+    fn live_pane_without_sentinel_is_running() {
+        let live = pane(false, None);
+        assert_eq!(
+            judge_with(&record(Status::Running, None), Some(&live), None, at(5)),
+            Verdict::Unchanged
+        );
+    }
+
+    #[test]
+    fn sentinel_zero_completes_and_nonzero_fails_with_reason() {
+        let running = record(Status::Running, None);
+        let Verdict::Ended(done) = judge_with(&running, None, Some(0), at(1)) else {
+            panic!()
+        };
+        assert_eq!((done.status, done.exit_code), (Status::Completed, Some(0)));
+        let Verdict::Ended(auth) = judge_with(&running, None, Some(41), at(1)) else {
+            panic!()
+        };
+        assert_eq!(auth.status, Status::Failed);
+        assert_eq!(auth.reason.as_deref(), Some("auth_missing"));
+        assert!(auth.hint.unwrap().contains("GEMINI_API_KEY"));
+        let Verdict::Ended(other) = judge_with(&running, None, Some(3), at(1)) else {
+            panic!()
+        };
+        assert_eq!(other.reason.as_deref(), Some("nonzero_exit"));
+    }
+
+    #[test]
+    fn pane_gone_or_dead_without_sentinel_is_pane_disappeared() {
+        let running = record(Status::Running, None);
+        let dead = pane(true, Some(137));
+        for seen in [None, Some(&dead)] {
+            let Verdict::Ended(end) = judge_with(&running, seen, None, at(1)) else {
+                panic!()
+            };
+            assert_eq!(end.status, Status::Failed);
+            assert_eq!(end.reason.as_deref(), Some("pane_disappeared"));
+        }
+        let Verdict::Ended(end) = judge_with(&running, Some(&dead), None, at(1)) else {
+            panic!()
+        };
+        assert_eq!(end.exit_code, Some(137));
+    }
+
+    #[test]
+    fn recorded_endings_are_final() {
+        // A cancel is recorded before the kill: the agent's exit 0 on SIGTERM must not win.
+        let cancelled = record(Status::Cancelled, None);
+        assert_eq!(
+            judge_with(&cancelled, None, Some(0), at(1)),
+            Verdict::Unchanged
+        );
+    }
+
+    #[test]
+    fn deadline_passed_while_running_is_timeout_due() {
+        let timed = record(Status::Running, Some(10));
+        let live = pane(false, None);
+        assert_eq!(
+            judge_with(&timed, Some(&live), None, at(9)),
+            Verdict::Unchanged
+        );
+        assert_eq!(
+            judge_with(&timed, Some(&live), None, at(10)),
+            Verdict::TimeoutDue
+        );
+        // An exit before anyone noticed the deadline is still an exit.
+        assert!(matches!(
+            judge_with(&timed, Some(&live), Some(0), at(11)),
+            Verdict::Ended(_)
+        ));
+    }
+}

@@ -1,0 +1,66 @@
+//! Task state on disk: one directory per task under `<cwd>/.cuekit/tasks/<id>/`, its record
+//! in `task.json`, and a user-level registry so any command finds a task by id.
+
+mod atomic;
+mod record;
+mod registry;
+
+pub use atomic::write_atomic;
+pub use record::{TaskRecord, TmuxPlacement, load, save, update};
+pub use registry::{register, registered_tasks, resolve};
+
+use std::path::{Path, PathBuf};
+
+pub const TASKS_SUBDIR: &str = ".cuekit/tasks";
+pub const RECORD_FILE: &str = "task.json";
+pub const LAUNCH_FILE: &str = "launch.sh";
+pub const TRANSCRIPT_FILE: &str = "transcript.txt";
+pub const EVENTS_FILE: &str = "events.jsonl";
+
+pub fn task_dir(cwd: &Path, task_id: &str) -> PathBuf {
+    cwd.join(TASKS_SUBDIR).join(task_id)
+}
+
+/// A fresh task id: `t_` and 12 hex digits (48 random bits).
+pub fn new_task_id() -> String {
+    let uuid = uuid::Uuid::new_v4().simple().to_string();
+    format!("t_{}", &uuid[..12])
+}
+
+/// Ids are used as file names, so anything but the documented shape is rejected up front.
+pub fn is_task_id(id: &str) -> bool {
+    id.strip_prefix("t_").is_some_and(|hex| {
+        hex.len() == 12
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    })
+}
+
+/// The tasks directory of the project containing `cwd`: the nearest ancestor with one.
+pub fn project_tasks_root(cwd: &Path) -> Option<PathBuf> {
+    cwd.ancestors()
+        .map(|dir| dir.join(TASKS_SUBDIR))
+        .find(|candidate| candidate.is_dir())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_have_the_documented_shape() {
+        let id = new_task_id();
+        assert!(is_task_id(&id), "{id}");
+        assert_ne!(new_task_id(), id);
+        for bad in [
+            "t_123",
+            "t_0123456789AB",
+            "../etc/passwd",
+            "t_0123456789abc",
+            "x_0123456789ab",
+        ] {
+            assert!(!is_task_id(bad), "{bad}");
+        }
+    }
+}

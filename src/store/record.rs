@@ -1,0 +1,99 @@
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{RECORD_FILE, write_atomic};
+use crate::error::{Error, ErrorCode, Result};
+use crate::spec::{Mode, TaskSpec};
+use crate::status::Status;
+use crate::tmux::Socket;
+
+/// Where a task's pane lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TmuxPlacement {
+    pub socket: Socket,
+    pub session: String,
+    pub pane_id: String,
+    pub pane_pid: u32,
+}
+
+/// `task.json`: everything needed to explain a task after the fact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub id: String,
+    pub spec: TaskSpec,
+    pub mode: Mode,
+    pub cwd: PathBuf,
+    pub task_dir: PathBuf,
+    pub launch_command: String,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux: Option<TmuxPlacement>,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
+impl TaskRecord {
+    pub fn deadline(&self) -> Option<std::time::SystemTime> {
+        let created = humantime::parse_rfc3339(&self.created_at).ok()?;
+        Some(created + std::time::Duration::from_secs(self.timeout_secs?))
+    }
+}
+
+pub fn load(task_dir: &Path) -> Result<TaskRecord> {
+    let path = task_dir.join(RECORD_FILE);
+    let bytes = std::fs::read(&path).map_err(|err| Error::io("read", &path, err))?;
+    serde_json::from_slice(&bytes).map_err(|err| {
+        Error::new(
+            ErrorCode::StoreCorrupt,
+            format!("{} is not a valid task record: {err}", path.display()),
+        )
+        .with_hint("the file was edited or damaged; move it aside and run `cuekit doctor`")
+    })
+}
+
+pub fn save(record: &TaskRecord) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(record).expect("a task record always serializes");
+    bytes.push(b'\n');
+    write_atomic(&record.task_dir.join(RECORD_FILE), &bytes)
+}
+
+/// Read-modify-write of a record under an exclusive lock, so concurrent cuekit processes
+/// (a cancel racing a status refresh) never lose each other's update. `change` returns
+/// whether it changed anything; the record is written only then.
+pub fn update(
+    task_dir: &Path,
+    change: impl FnOnce(&mut TaskRecord) -> Result<bool>,
+) -> Result<TaskRecord> {
+    let _lock = lock(task_dir)?;
+    let mut record = load(task_dir)?;
+    if change(&mut record)? {
+        save(&record)?;
+    }
+    Ok(record)
+}
+
+/// Held until dropped (closing the file releases the lock).
+fn lock(task_dir: &Path) -> Result<File> {
+    let path = task_dir.join("task.lock");
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|err| Error::io("open", &path, err))?;
+    file.lock().map_err(|err| Error::io("lock", &path, err))?;
+    Ok(file)
+}

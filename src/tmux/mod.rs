@@ -1,0 +1,207 @@
+//! tmux: pure argv builders ([`args`]) and the one runner that spawns tmux ([`Tmux`]).
+
+pub mod args;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, ErrorCode, Result};
+
+/// Environment variable naming the tmux server: a name (`-L`) or, with a `/`, a path (`-S`).
+pub const SOCKET_ENV: &str = "CUEKIT_TMUX_SOCKET";
+/// A private server by default, so cuekit never types into or kills the user's own sessions.
+pub const DEFAULT_SOCKET: &str = "cuekit";
+
+/// The tmux server a task lives on. Stored with the task, so later commands reach the same
+/// server whatever their own environment says.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Socket(pub String);
+
+impl Socket {
+    pub fn from_env() -> Socket {
+        match std::env::var(SOCKET_ENV) {
+            Ok(value) if !value.is_empty() => Socket(value),
+            _ => Socket(DEFAULT_SOCKET.to_string()),
+        }
+    }
+
+    pub fn args(&self) -> [OsString; 2] {
+        let flag = if self.0.contains('/') { "-S" } else { "-L" };
+        [flag.into(), self.0.clone().into()]
+    }
+
+    /// The command a person types to look at a task's session.
+    pub fn attach_command(&self, session: &str) -> String {
+        let [flag, socket] = self.args();
+        let socket = crate::launch::single_quote(&socket.to_string_lossy())
+            .unwrap_or_else(|_| socket.to_string_lossy().into_owned());
+        format!(
+            "tmux {} {socket} attach -t '={session}'",
+            flag.to_string_lossy()
+        )
+    }
+}
+
+/// One pane of the server, as `list-panes -a` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneInfo {
+    pub session: String,
+    pub pane_id: String,
+    pub pane_pid: u32,
+    pub dead: bool,
+    pub dead_status: Option<i32>,
+    pub in_mode: bool,
+}
+
+/// Parses the output of [`args::list_panes`].
+pub fn parse_panes(stdout: &str) -> Vec<PaneInfo> {
+    stdout
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split('\t');
+            Some(PaneInfo {
+                session: fields.next()?.to_string(),
+                pane_id: fields.next()?.to_string(),
+                pane_pid: fields.next()?.parse().ok()?,
+                dead: fields.next()? == "1",
+                dead_status: fields.next()?.parse().ok(),
+                in_mode: fields.next()? == "1",
+            })
+        })
+        .collect()
+}
+
+pub struct Tmux {
+    socket: Socket,
+}
+
+impl Tmux {
+    pub fn new(socket: Socket) -> Tmux {
+        Tmux { socket }
+    }
+
+    pub fn socket(&self) -> &Socket {
+        &self.socket
+    }
+
+    pub fn run(&self, args: &[OsString]) -> Result<String> {
+        self.run_with_input(args, None)
+    }
+
+    /// Runs tmux with `input` on its stdin (for `load-buffer -`): text never goes on argv.
+    pub fn run_with_input(&self, args: &[OsString], input: Option<&[u8]>) -> Result<String> {
+        let mut command = Command::new("tmux");
+        command
+            .args(self.socket.args())
+            .args(args)
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().map_err(|err| {
+            if err.kind() == std::io::ErrorKind::NotFound {
+                Error::new(
+                    ErrorCode::TmuxUnavailable,
+                    "tmux is not installed (not found on PATH)",
+                )
+                .with_hint("install tmux 3.2 or newer, e.g. `apt-get install tmux`")
+            } else {
+                Error::new(
+                    ErrorCode::TmuxUnavailable,
+                    format!("cannot run tmux: {err}"),
+                )
+            }
+        })?;
+        if let Some(input) = input {
+            let mut stdin = child.stdin.take().expect("stdin was piped");
+            stdin.write_all(input).map_err(|err| {
+                Error::new(
+                    ErrorCode::TmuxFailed,
+                    format!("cannot write to tmux: {err}"),
+                )
+            })?;
+        }
+        let output = child.wait_with_output().map_err(|err| {
+            Error::new(ErrorCode::TmuxFailed, format!("tmux did not finish: {err}"))
+        })?;
+        if output.status.success() {
+            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+        } else {
+            let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+            Err(Error::new(
+                ErrorCode::TmuxFailed,
+                format!("tmux failed: {stderr}"),
+            ))
+        }
+    }
+
+    /// Every pane of the server in one tmux call; no server means no panes.
+    pub fn panes(&self) -> Result<Vec<PaneInfo>> {
+        match self.run(&args::list_panes()) {
+            Ok(stdout) => Ok(parse_panes(&stdout)),
+            Err(err) if err.code == ErrorCode::TmuxFailed && is_no_server(&err.message) => {
+                Ok(Vec::new())
+            }
+            Err(err) => Err(err),
+        }
+    }
+}
+
+fn is_no_server(message: &str) -> bool {
+    message.contains("no server running") || message.contains("error connecting to")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn socket_name_or_path() {
+        assert_eq!(
+            Socket("cuekit".into()).args(),
+            ["-L".into(), "cuekit".into()] as [OsString; 2]
+        );
+        assert_eq!(
+            Socket("/tmp/s".into()).args(),
+            ["-S".into(), "/tmp/s".into()] as [OsString; 2]
+        );
+    }
+
+    #[test]
+    fn attach_command_is_copy_pasteable() {
+        assert_eq!(
+            Socket("cuekit".into()).attach_command("cuekit-task-t_1"),
+            "tmux -L 'cuekit' attach -t '=cuekit-task-t_1'"
+        );
+    }
+
+    #[test]
+    fn parses_live_and_dead_panes() {
+        let panes = parse_panes(
+            "cuekit-task-a\t%1\t42\t0\t\t0\ncuekit-task-b\t%2\t43\t1\t3\t1\nbroken line\n",
+        );
+        assert_eq!(panes.len(), 2);
+        assert_eq!(panes[0].dead_status, None);
+        assert!(!panes[0].dead);
+        assert_eq!(panes[1].dead_status, Some(3));
+        assert!(panes[1].dead && panes[1].in_mode);
+    }
+
+    #[test]
+    fn recognises_no_server() {
+        assert!(is_no_server(
+            "tmux failed: no server running on /tmp/tmux-0/x"
+        ));
+        assert!(is_no_server(
+            "tmux failed: error connecting to /tmp/x (No such file or directory)"
+        ));
+        assert!(!is_no_server("tmux failed: can't find session"));
+    }
+}
