@@ -7,6 +7,38 @@ use crate::error::{Error, Result};
 
 /// File name of the sentinel inside a task directory.
 pub const EXIT_CODE_FILE: &str = "exit-code";
+/// The transcript file's name; the pane's output is piped into it.
+pub const TRANSCRIPT_FILE: &str = "transcript.txt";
+/// Printed by `launch.sh` after the agent exits: an OSC sequence terminals ignore, as seen in
+/// the raw transcript. The sentinel is written only once the marker is in the transcript, so a
+/// parent that sees the exit code can read every byte the agent printed.
+const END_MARKER_TEXT: &str = "cuekit:end";
+const END_MARKER: &str = "\\033]9999;cuekit:end\\007";
+
+/// The submitter's environment, read and deleted by `launch.sh` as its first act.
+pub const ENV_FILE: &str = "env.sh";
+
+/// Variables that describe the submitting shell or terminal rather than the task's world.
+const NOT_INHERITED: &[&str] = &[
+    "PWD",
+    "OLDPWD",
+    "SHLVL",
+    "_",
+    "IFS",
+    "PS1",
+    "PS2",
+    "PS4",
+    "ENV",
+    "TMUX",
+    "TMUX_PANE",
+    // The pane's terminal is tmux's, whatever terminal the submitter sits at.
+    "TERM",
+    "TERM_PROGRAM",
+    "TERM_PROGRAM_VERSION",
+    "COLORTERM",
+    "COLUMNS",
+    "LINES",
+];
 
 /// Quotes `word` as one single-quoted POSIX shell word (`'it'\''s'`).
 ///
@@ -38,6 +70,28 @@ fn quote_path(path: &Path) -> Result<String> {
     single_quote(&path.to_string_lossy())
 }
 
+/// Renders the env file: the submitter's environment as `export NAME='value'` lines.
+///
+/// A tmux server keeps the environment it started with, so without this a child would see
+/// whatever the first `cuekit` call had (a `GEMINI_API_KEY` exported later would be missing).
+/// Passing variables with `new-session -e` would put secrets on tmux's argv, visible in `ps`;
+/// an owner-only file that the pane deletes on start keeps them off it.
+pub fn render_env_file(vars: impl IntoIterator<Item = (String, String)>) -> String {
+    let mut file = String::new();
+    for (name, value) in vars {
+        let valid_name = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid_name || NOT_INHERITED.contains(&name.as_str()) {
+            continue;
+        }
+        if let Ok(quoted) = single_quote(&value) {
+            file.push_str(&format!("export {name}={quoted}\n"));
+        }
+    }
+    file
+}
+
 /// Renders `launch.sh` for a task.
 ///
 /// The agent runs in a subshell so that an `exit N` inside the command cannot skip the
@@ -51,14 +105,21 @@ pub fn render_launch_script(
 ) -> Result<String> {
     let sentinel = quote_path(&task_dir.join(EXIT_CODE_FILE))?;
     let sentinel_tmp = quote_path(&task_dir.join(format!("{EXIT_CODE_FILE}.tmp")))?;
-    let mut script =
-        format!("#!/bin/sh\n# cuekit task {task_id}: generated at submit, kept as a record.\n");
+    let env_file = quote_path(&task_dir.join(ENV_FILE))?;
+    let mut script = format!(
+        "#!/bin/sh\n# cuekit task {task_id}: generated at submit, kept as a record.\n\
+         if [ -f {env_file} ]; then . {env_file}; rm -f {env_file}; fi\n"
+    );
     if !unset_env.is_empty() {
         script.push_str(&format!("unset {}\n", unset_env.join(" ")));
     }
+    let transcript = quote_path(&task_dir.join(TRANSCRIPT_FILE))?;
     script.push_str(&format!(
         "(\n{agent_command}\n)\n\
          cuekit_code=$?\n\
+         printf '{END_MARKER}'\n\
+         cuekit_wait=0\n\
+         while [ $cuekit_wait -lt 300 ] && ! tail -c 64 {transcript} | grep -q '{END_MARKER_TEXT}'; do sleep 0.01; cuekit_wait=$((cuekit_wait + 1)); done\n\
          printf 'cuekit_exit=%s\\n' \"$cuekit_code\" > {sentinel_tmp} && mv -f {sentinel_tmp} {sentinel}\n\
          exit \"$cuekit_code\"\n"
     ));
@@ -97,9 +158,30 @@ mod tests {
         assert_eq!(
             script,
             "#!/bin/sh\n# cuekit task t_0: generated at submit, kept as a record.\n\
+             if [ -f '/tmp/a b/env.sh' ]; then . '/tmp/a b/env.sh'; rm -f '/tmp/a b/env.sh'; fi\n\
              unset CI\n(\ngemini 'x'\n)\ncuekit_code=$?\n\
+             printf '\\033]9999;cuekit:end\\007'\n\
+             cuekit_wait=0\n\
+             while [ $cuekit_wait -lt 300 ] && ! tail -c 64 '/tmp/a b/transcript.txt' | grep -q 'cuekit:end'; do sleep 0.01; cuekit_wait=$((cuekit_wait + 1)); done\n\
              printf 'cuekit_exit=%s\\n' \"$cuekit_code\" > '/tmp/a b/exit-code.tmp' && mv -f '/tmp/a b/exit-code.tmp' '/tmp/a b/exit-code'\n\
              exit \"$cuekit_code\"\n"
+        );
+    }
+
+    #[test]
+    fn env_file_exports_quoted_values_and_skips_shell_state() {
+        let vars = [
+            ("GEMINI_API_KEY", "k'ey"),
+            ("PWD", "/elsewhere"),
+            ("TMUX", "/tmp/tmux-0/default,1,0"),
+            ("BAD-NAME", "x"),
+            ("1X", "x"),
+            ("MULTI", "a\nb"),
+        ];
+        let file = render_env_file(vars.map(|(n, v)| (n.to_string(), v.to_string())));
+        assert_eq!(
+            file,
+            "export GEMINI_API_KEY='k'\\''ey'\nexport MULTI='a\nb'\n"
         );
     }
 

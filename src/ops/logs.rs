@@ -1,5 +1,5 @@
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -64,8 +64,6 @@ fn copy_available(file: &mut File, sink: &mut Sink, path: &Path) -> Result<usize
             .read(&mut buffer)
             .map_err(|err| Error::io("read", path, err))?;
         if read == 0 {
-            // Stay at the end for the next look when following.
-            let _ = file.seek(SeekFrom::Current(0));
             return Ok(total);
         }
         sink.write(&buffer[..read])

@@ -2,6 +2,7 @@
 //! server however many tasks there are.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -62,9 +63,9 @@ pub(crate) fn refresh(records: Vec<TaskRecord>) -> Result<Vec<TaskRecord>> {
         .filter_map(|r| r.tmux.as_ref().map(|t| t.socket.clone()));
     let mut snapshots: HashMap<Socket, Option<Vec<PaneInfo>>> = HashMap::new();
     for socket in needs_panes {
-        if !snapshots.contains_key(&socket) {
-            let panes = snapshot(&socket)?;
-            snapshots.insert(socket, panes);
+        if let Entry::Vacant(entry) = snapshots.entry(socket) {
+            let panes = snapshot(entry.key())?;
+            entry.insert(panes);
         }
     }
     let now = SystemTime::now();

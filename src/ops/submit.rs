@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::view::TaskView;
 use crate::adapter::{self, LaunchCommand};
 use crate::error::{Error, ErrorCode, Result};
-use crate::launch::render_launch_script;
+use crate::launch::{ENV_FILE, render_env_file, render_launch_script};
 use crate::spec::{Mode, TaskSpec};
 use crate::status::Status;
 use crate::store::{self, TaskRecord, TmuxPlacement};
@@ -36,7 +36,7 @@ pub enum SubmitOutcome {
         launch_command: String,
         warnings: Vec<String>,
     },
-    Submitted(TaskView),
+    Submitted(Box<TaskView>),
 }
 
 pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
@@ -97,6 +97,10 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
     let script_path = task_dir.join(store::LAUNCH_FILE);
     let script = render_launch_script(&id, &command, unset_env, &task_dir)?;
     std::fs::write(&script_path, script).map_err(|err| Error::io("write", &script_path, err))?;
+    let env_path = task_dir.join(ENV_FILE);
+    let inherited = std::env::vars().filter(|(name, _)| name != "CUEKIT_TASK_ID");
+    let env_file = render_env_file(inherited.chain([("CUEKIT_TASK_ID".to_string(), id.clone())]));
+    write_private(&env_path, env_file.as_bytes())?;
     let transcript = task_dir.join(store::TRANSCRIPT_FILE);
     std::fs::OpenOptions::new()
         .create(true)
@@ -124,14 +128,9 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
     };
     let socket = Socket::from_env();
     let session = args::session_name(&id);
-    let env = [
-        ("PATH", std::env::var("PATH").unwrap_or_default()),
-        ("CUEKIT_TASK_ID", id.clone()),
-    ];
     let launched = Tmux::new(socket.clone()).run(&args::new_task_session(&args::NewTaskSession {
         session: &session,
         cwd: &cwd,
-        env: &env,
         width: PANE_WIDTH,
         height: PANE_HEIGHT,
         history_limit: HISTORY_LIMIT,
@@ -142,6 +141,7 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
     match placement {
         Ok(placement) => record.tmux = Some(placement),
         Err(err) => {
+            let _ = std::fs::remove_file(&env_path);
             // Keep the record of what was attempted; the task never started.
             record.status = Status::Failed;
             record.reason = Some("launch_failed".into());
@@ -157,7 +157,7 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
     if record.timeout_secs.is_some() {
         super::watchdog::spawn(&task_dir)?;
     }
-    Ok(SubmitOutcome::Submitted(TaskView::from(&record)))
+    Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(&record))))
 }
 
 fn parse_new_pane(stdout: &str, socket: Socket, session: String) -> Result<TmuxPlacement> {
@@ -193,4 +193,16 @@ fn find_on_path(bin: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|dir| dir.join(bin))
         .find(|path| is_executable(path))
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| file.write_all(bytes))
+        .map_err(|err| Error::io("write", path, err))
 }

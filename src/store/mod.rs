@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 pub const TASKS_SUBDIR: &str = ".cuekit/tasks";
 pub const RECORD_FILE: &str = "task.json";
 pub const LAUNCH_FILE: &str = "launch.sh";
-pub const TRANSCRIPT_FILE: &str = "transcript.txt";
+pub use crate::launch::TRANSCRIPT_FILE;
 pub const EVENTS_FILE: &str = "events.jsonl";
 
 pub fn task_dir(cwd: &Path, task_id: &str) -> PathBuf {

@@ -23,7 +23,6 @@ fn escape_format(text: &str) -> String {
 pub struct NewTaskSession<'a> {
     pub session: &'a str,
     pub cwd: &'a Path,
-    pub env: &'a [(&'a str, String)],
     pub width: u16,
     pub height: u16,
     pub history_limit: u32,
@@ -53,10 +52,6 @@ pub fn new_task_session(new: &NewTaskSession) -> Vec<OsString> {
         "-c".into(),
         escape_format(&new.cwd.to_string_lossy()).into(),
     ];
-    for (key, value) in new.env {
-        args.push("-e".into());
-        args.push(format!("{key}={value}").into());
-    }
     args.extend([
         "-P".into(),
         "-F".into(),
@@ -141,14 +136,9 @@ mod tests {
 
     #[test]
     fn new_session_is_one_command_queue() {
-        let env = [
-            ("PATH", "/bin".to_string()),
-            ("CUEKIT_TASK_ID", "t_1".to_string()),
-        ];
         let args = strings(new_task_session(&NewTaskSession {
             session: "cuekit-task-t_1",
             cwd: Path::new("/w/#x"),
-            env: &env,
             width: 200,
             height: 50,
             history_limit: 50000,
@@ -158,7 +148,7 @@ mod tests {
         assert_eq!(
             args.join(" "),
             "set-option -g history-limit 50000 ; new-session -d -s cuekit-task-t_1 -x 200 -y 50 \
-             -c /w/##x -e PATH=/bin -e CUEKIT_TASK_ID=t_1 -P -F #{pane_id} #{pane_pid} -- /bin/sh \
+             -c /w/##x -P -F #{pane_id} #{pane_pid} -- /bin/sh \
              /w/#x/.cuekit/tasks/t_1/launch.sh ; set-option -p -t =cuekit-task-t_1: remain-on-exit on \
              ; pipe-pane -o -t =cuekit-task-t_1: exec cat >> '/w/##x/.cuekit/tasks/t_1/transcript.txt'"
         );

@@ -1,0 +1,244 @@
+//! Test harness: every test gets its own private tmux server, a temp HOME (so the registry
+//! and the Gemini CLI's state are isolated), a project directory, and a bin/ on PATH holding
+//! the agent under test — the real Gemini CLI with canned replies, or the fake where the real
+//! one cannot produce a case.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+static NEXT_SOCKET: AtomicUsize = AtomicUsize::new(0);
+
+pub const MODEL: &str = "gemini-2.5-flash";
+
+/// A canned Gemini reply (one `generateContentStream` line).
+pub fn canned_text(text: &str) -> String {
+    serde_json::json!({"method": "generateContentStream", "response": [{
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
+    }]})
+    .to_string()
+}
+
+pub struct Harness {
+    root: tempfile::TempDir,
+    pub project: PathBuf,
+    pub home: PathBuf,
+    pub bin: PathBuf,
+    pub socket: String,
+    env: Vec<(String, String)>,
+}
+
+impl Harness {
+    pub fn new() -> Harness {
+        let root = tempfile::Builder::new()
+            .prefix("cuekit-test-")
+            .tempdir()
+            .unwrap();
+        let path = root.path().canonicalize().unwrap();
+        for dir in ["project", "home", "bin", "tmp"] {
+            std::fs::create_dir_all(path.join(dir)).unwrap();
+        }
+        let socket = format!(
+            "ck-{}-{}",
+            std::process::id(),
+            NEXT_SOCKET.fetch_add(1, Ordering::SeqCst)
+        );
+        Harness {
+            project: path.join("project"),
+            home: path.join("home"),
+            bin: path.join("bin"),
+            socket,
+            env: Vec::new(),
+            root,
+        }
+    }
+
+    /// The fake Gemini CLI (tests/fixtures/fake-gemini) as `gemini` on PATH.
+    pub fn with_fake_gemini(self) -> Harness {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-gemini");
+        std::fs::copy(fixture, self.bin.join("gemini")).unwrap();
+        self
+    }
+
+    /// The real Gemini CLI, offline: a `gemini` wrapper that adds canned model replies, API-key
+    /// auth and its settings file, as shared/reference/gemini-cli.md describes.
+    pub fn with_real_gemini(self, canned_replies: &[String]) -> Harness {
+        let real = real_gemini();
+        let canned = self.root.path().join("canned.jsonl");
+        std::fs::write(&canned, canned_replies.join("\n") + "\n").unwrap();
+        let wrapper = format!(
+            "#!/bin/sh\nexec '{}' --fake-responses-non-strict '{}' \"$@\"\n",
+            real.display(),
+            canned.display()
+        );
+        write_executable(&self.bin.join("gemini"), &wrapper);
+        std::fs::create_dir_all(self.home.join(".gemini")).unwrap();
+        std::fs::write(
+            self.home.join(".gemini/settings.json"),
+            r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+        )
+        .unwrap();
+        self.env("GEMINI_API_KEY", "offline-test-key")
+    }
+
+    pub fn env(mut self, name: &str, value: &str) -> Harness {
+        self.env.push((name.into(), value.into()));
+        self
+    }
+
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    pub fn cuekit(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cuekit"));
+        let path = format!(
+            "{}:{}",
+            self.bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        command
+            .current_dir(&self.project)
+            .env("PATH", path)
+            .env("HOME", &self.home)
+            .env("XDG_DATA_HOME", self.home.join(".local/share"))
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("TMPDIR", self.root.path().join("tmp"))
+            .env("CUEKIT_TMUX_SOCKET", &self.socket)
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .env_remove("CI")
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GEMINI_API_KEY")
+            .stdin(Stdio::null());
+        for (name, value) in &self.env {
+            command.env(name, value);
+        }
+        command
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cuekit().args(args).output().unwrap()
+    }
+
+    /// Runs cuekit and returns stdout, failing the test on a non-zero exit.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        assert!(
+            output.status.success(),
+            "cuekit {args:?} failed ({:?}):\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// Runs `cuekit --json …` and parses stdout, whatever the exit status.
+    pub fn json(&self, args: &[&str]) -> (Value, i32) {
+        let output = self.cuekit().arg("--json").args(args).output().unwrap();
+        let value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+            panic!(
+                "cuekit --json {args:?}: not JSON ({err}):\n{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+        (value, output.status.code().unwrap_or(-1))
+    }
+
+    /// Submits and returns the task id.
+    pub fn submit(&self, args: &[&str]) -> String {
+        let mut all = vec!["submit"];
+        all.extend_from_slice(args);
+        let (value, code) = self.json(&all);
+        assert_eq!(code, 0, "submit failed: {value}");
+        value["id"].as_str().unwrap().to_string()
+    }
+
+    pub fn status(&self, id: &str) -> Value {
+        let (value, code) = self.json(&["status", id]);
+        assert_eq!(code, 0, "status failed: {value}");
+        value
+    }
+
+    pub fn task_dir(&self, id: &str) -> PathBuf {
+        self.project.join(".cuekit/tasks").join(id)
+    }
+
+    pub fn transcript(&self, id: &str) -> String {
+        String::from_utf8_lossy(&std::fs::read(self.task_dir(id).join("transcript.txt")).unwrap())
+            .into_owned()
+    }
+
+    /// Polls `condition` until it holds, failing with the task's transcript after `limit`.
+    pub fn wait_until(
+        &self,
+        id: &str,
+        what: &str,
+        limit: Duration,
+        mut condition: impl FnMut() -> bool,
+    ) {
+        let start = Instant::now();
+        while !condition() {
+            if start.elapsed() > limit {
+                panic!(
+                    "timed out after {limit:?} waiting for {what}; transcript:\n{}",
+                    self.transcript(id)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// What the task's pane shows now.
+    pub fn screen(&self, id: &str) -> String {
+        let record: Value =
+            serde_json::from_slice(&std::fs::read(self.task_dir(id).join("task.json")).unwrap())
+                .unwrap();
+        let pane = record["tmux"]["pane_id"].as_str().unwrap().to_string();
+        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", &pane]).stdout)
+            .into_owned()
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+pub fn write_executable(path: &Path, content: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, content).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The real Gemini CLI installed by scripts/test (or named by CUEKIT_TEST_GEMINI).
+pub fn real_gemini() -> PathBuf {
+    let path = std::env::var_os("CUEKIT_TEST_GEMINI")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/node_modules/.bin/gemini")
+        });
+    assert!(
+        path.exists(),
+        "the real Gemini CLI is not installed at {}: run scripts/test, which installs it into .tools/",
+        path.display()
+    );
+    path
+}
