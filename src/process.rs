@@ -39,6 +39,13 @@ fn all_processes() -> Vec<ProcStat> {
         .collect()
 }
 
+/// `root` and every live descendant of it.
+pub fn process_tree(root: u32) -> BTreeSet<u32> {
+    let mut tree = BTreeSet::from([root]);
+    extend_with_descendants(&mut tree);
+    tree
+}
+
 /// Adds every live descendant of the pids in `tree` to it.
 fn extend_with_descendants(tree: &mut BTreeSet<u32>) {
     let processes = all_processes();
@@ -81,8 +88,7 @@ fn signal(pids: &BTreeSet<u32>, sig: libc::c_int) {
 /// SIGTERM to the tree of `root` (every pid and process group), SIGKILL to whatever is left
 /// after `grace`. Returns the pids still alive at the end (empty unless unkillable).
 pub fn terminate_tree(root: u32, grace: Duration) -> Vec<u32> {
-    let mut tree = BTreeSet::from([root]);
-    extend_with_descendants(&mut tree);
+    let mut tree = process_tree(root);
     signal(&tree, libc::SIGTERM);
     let deadline = Instant::now() + grace;
     let mut alive = live(&mut tree);
@@ -127,8 +133,7 @@ mod tests {
             .unwrap();
         let root = child.id();
         std::thread::sleep(Duration::from_millis(200));
-        let mut tree = BTreeSet::from([root]);
-        extend_with_descendants(&mut tree);
+        let tree = process_tree(root);
         assert!(tree.len() >= 3, "expected sh and two sleeps, saw {tree:?}");
         let survivors = terminate_tree(root, Duration::from_millis(300));
         let _ = child.wait();

@@ -1,0 +1,112 @@
+//! The real Gemini CLI (@google/gemini-cli 0.61.0, installed by scripts/test), run fully
+//! offline with canned model replies, in real tmux.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Harness, MODEL, canned_text};
+
+fn replies(texts: &[&str]) -> Vec<String> {
+    texts.iter().map(|text| canned_text(text)).collect()
+}
+
+fn wait_ok(h: &Harness, id: &str, limit: &str) -> (serde_json::Value, i32) {
+    h.json(&["wait", id, "--timeout", limit])
+}
+
+#[test]
+fn interactive_task_shows_the_first_reply_and_quits_completed_even_under_ci() {
+    // CI=true makes a positional prompt run headless; cuekit must keep it interactive.
+    let h = Harness::new()
+        .with_real_gemini(&replies(&[
+            "Hello from the canned model.",
+            "Second canned answer.",
+        ]))
+        .env("CI", "true");
+    let id = h.submit(&["--model", MODEL, "Say hello"]);
+    h.wait_until(&id, "the first reply", Duration::from_secs(60), || {
+        h.screen(&id).contains("Type your message")
+            && h.ok(&["logs", &id])
+                .contains("Hello from the canned model.")
+    });
+    assert_eq!(
+        h.status(&id)["status"],
+        "running",
+        "an interactive child waits for the next message"
+    );
+    h.ok(&["steer", &id, "/quit"]);
+    let (waited, code) = wait_ok(&h, &id, "60s");
+    assert_eq!(code, 0, "{waited}");
+    let status = h.status(&id);
+    assert_eq!(
+        (status["status"].as_str(), status["exit_code"].as_i64()),
+        (Some("completed"), Some(0))
+    );
+}
+
+#[test]
+fn batch_task_completes_with_the_canned_reply() {
+    let h = Harness::new().with_real_gemini(&replies(&["Batch canned answer."]));
+    let id = h.submit(&["--mode", "batch", "--model", MODEL, "Summarise the repo"]);
+    let (waited, code) = wait_ok(&h, &id, "60s");
+    assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
+    assert!(h.ok(&["logs", &id]).contains("Batch canned answer."));
+}
+
+#[test]
+fn prompt_starting_with_a_dash_reaches_the_model_instead_of_printing_help() {
+    let h = Harness::new().with_real_gemini(&replies(&["Dash prompt understood."]));
+    let id = h.submit(&["--mode", "batch", "--model", MODEL, "-v is not a flag here"]);
+    let (_, code) = wait_ok(&h, &id, "60s");
+    assert_eq!(code, 0);
+    let logs = h.ok(&["logs", &id]);
+    assert!(logs.contains("Dash prompt understood."), "{logs}");
+    assert!(!logs.contains("Usage: gemini"), "{logs}");
+}
+
+#[test]
+fn missing_auth_fails_with_41_and_a_hint() {
+    let h = Harness::new().with_real_gemini(&replies(&["unused"]));
+    std::fs::remove_file(h.home.join(".gemini/settings.json")).unwrap();
+    let h = h.env("GEMINI_API_KEY", "");
+    let id = h.submit(&["--mode", "batch", "--model", MODEL, "hello"]);
+    let (_, code) = wait_ok(&h, &id, "60s");
+    assert_eq!(code, 20);
+    let status = h.status(&id);
+    assert_eq!(status["exit_code"], 41, "{}", h.transcript(&id));
+    assert_eq!(status["reason"], "auth_missing");
+    assert!(status["hint"].as_str().unwrap().contains("GEMINI_API_KEY"));
+}
+
+#[test]
+fn cancel_ends_the_whole_tree_and_is_never_read_as_success() {
+    let h = Harness::new().with_real_gemini(&replies(&["Ready."]));
+    let id = h.submit(&["--model", MODEL, "Wait for instructions"]);
+    h.wait_until(&id, "the TUI", Duration::from_secs(60), || {
+        h.screen(&id).contains("Type your message")
+    });
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(h.task_dir(&id).join("task.json")).unwrap()).unwrap();
+    let pane_pid = record["tmux"]["pane_pid"].as_u64().unwrap() as u32;
+    let tree = cuekit::process::process_tree(pane_pid);
+    assert!(
+        tree.len() >= 3,
+        "sh, the gemini launcher and its relaunched child: {tree:?}"
+    );
+    let (cancelled, code) = h.json(&["cancel", &id]);
+    assert_eq!(code, 0, "{cancelled}");
+    assert_eq!(cancelled[0]["status"], "cancelled");
+    for pid in &tree {
+        assert!(
+            !cuekit::process::is_alive(*pid),
+            "pid {pid} of the task survived the cancel"
+        );
+    }
+    let sessions = h.tmux(&["list-sessions", "-F", "#{session_name}"]);
+    assert!(!String::from_utf8_lossy(&sessions.stdout).contains(&id));
+    // Gemini exits 0 on SIGTERM; the recorded cancel stands.
+    assert_eq!(h.status(&id)["status"], "cancelled");
+    let (waited, code) = wait_ok(&h, &id, "5s");
+    assert_eq!(code, 20, "{waited}");
+}
