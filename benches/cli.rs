@@ -1,0 +1,392 @@
+//! Prints the figures behind the README's performance targets; asserts nothing about time.
+//! Run with `cargo bench` (release build). Uses real tmux on a private socket and a stand-in
+//! agent that sleeps, so the numbers are cuekit's and tmux's, not a model's.
+//!
+//! - submit: `cuekit submit` against the one chained tmux invocation it makes, interleaved;
+//! - list: `cuekit list` with 10 / 100 / 1000 running tasks, and how many tmux processes it runs;
+//! - wait: from the child's exit to `cuekit wait` returning;
+//! - steer: from `cuekit steer` starting to the child reading the message;
+//! - peak RSS of each CLI call, including `logs` over a multi-megabyte transcript.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+struct Bench {
+    _root: tempfile::TempDir,
+    root: PathBuf,
+    project: PathBuf,
+    socket: String,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let dir = tempfile::Builder::new()
+            .prefix("cuekit-bench-")
+            .tempdir()
+            .unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for sub in ["project", "home", "bin", "shim"] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        let bench = Bench {
+            project: root.join("project"),
+            socket: format!("ck-bench-{}", std::process::id()),
+            root,
+            _root: dir,
+        };
+        // The agent: records when it exits or reads a line, so latencies are measured from
+        // the child's side.
+        bench.executable(
+            "bin/gemini",
+            "#!/bin/sh\nif [ -n \"$BENCH_EXIT_AFTER\" ]; then sleep \"$BENCH_EXIT_AFTER\"; date +%s%N > \"$BENCH_STAMP\"; exit 0; fi\n\
+             if [ -n \"$BENCH_READ\" ]; then IFS= read -r line; date +%s%N > \"$BENCH_STAMP\"; exec sleep 600; fi\n\
+             exec sleep 3600\n",
+        );
+        // A tmux that counts its invocations.
+        let real_tmux = which("tmux");
+        bench.executable(
+            "shim/tmux",
+            &format!(
+                "#!/bin/sh\necho x >> '{}'\nexec '{}' \"$@\"\n",
+                bench.root.join("tmux-calls").display(),
+                real_tmux.display()
+            ),
+        );
+        bench
+    }
+
+    fn executable(&self, relative: &str, content: &str) {
+        let path = self.root.join(relative);
+        std::fs::write(&path, content).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    fn cuekit(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cuekit"));
+        command
+            .args(args)
+            .current_dir(&self.project)
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    self.root.join("bin").display(),
+                    std::env::var("PATH").unwrap()
+                ),
+            )
+            .env("HOME", self.root.join("home"))
+            .env("XDG_DATA_HOME", self.root.join("home/.local/share"))
+            .env("CUEKIT_TMUX_SOCKET", &self.socket)
+            .env_remove("TMUX")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+
+    fn submit(&self, extra: &[&str]) -> String {
+        let mut args = vec!["--json", "submit", "--mode", "batch"];
+        args.extend_from_slice(extra);
+        args.push("bench task");
+        let output = self.cuekit(&args).output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        value["id"].as_str().unwrap().to_string()
+    }
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+fn which(name: &str) -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| panic!("{name} not on PATH"))
+}
+
+/// Runs a command to completion; returns its wall time and peak RSS (KiB) via wait4.
+fn measure(mut command: Command) -> (Duration, i64) {
+    let start = Instant::now();
+    let child = command.spawn().unwrap();
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    // Reap through wait4 to read this child's own rusage.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, pid);
+    let elapsed = start.elapsed();
+    std::mem::forget(child);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "command failed: {command:?}"
+    );
+    (elapsed, usage.ru_maxrss)
+}
+
+fn median(mut values: Vec<Duration>) -> Duration {
+    values.sort();
+    values[values.len() / 2]
+}
+
+fn ms(duration: Duration) -> String {
+    format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// A nanosecond timestamp the agent wrote, once it is completely written.
+fn read_stamp(path: &std::path::Path) -> u128 {
+    loop {
+        if let Some(stamp) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return stamp;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn raw_tmux_chain(bench: &Bench, i: usize) -> Command {
+    let dir = bench.root.join(format!("raw/{i}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut command = Command::new("tmux");
+    let session = format!("raw-{i}");
+    let target = format!("={session}:");
+    command.args([
+        "-L",
+        &bench.socket,
+        "set-option",
+        "-g",
+        "history-limit",
+        "50000",
+        ";",
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+    ]);
+    command
+        .args(["-x", "200", "-y", "50", "-c"])
+        .arg(&bench.project);
+    command.args([
+        "-P",
+        "-F",
+        "#{pane_id} #{pane_pid}",
+        "--",
+        "/bin/sh",
+        "-c",
+        "exec sleep 3600",
+        ";",
+    ]);
+    command.args([
+        "set-option",
+        "-p",
+        "-t",
+        &target,
+        "remain-on-exit",
+        "on",
+        ";",
+        "pipe-pane",
+        "-o",
+        "-t",
+        &target,
+    ]);
+    command.arg(format!("exec cat >> '{}/transcript.txt'", dir.display()));
+    command.stdout(Stdio::null());
+    command
+}
+
+fn bench_submit(bench: &Bench) -> i64 {
+    // Warm the server so neither side pays for starting it.
+    bench.submit(&[]);
+    let mut cuekit = Vec::new();
+    let mut raw = Vec::new();
+    let mut peak = 0;
+    for i in 0..30 {
+        let (raw_time, _) = measure(raw_tmux_chain(bench, i));
+        raw.push(raw_time);
+        let (time, rss) = measure(bench.cuekit(&["submit", "--mode", "batch", "bench"]));
+        cuekit.push(time);
+        peak = peak.max(rss);
+    }
+    let (c, r) = (median(cuekit), median(raw));
+    println!(
+        "submit: cuekit {} vs raw tmux invocation {} (median of 30, interleaved): ratio {:.2}x (target <= 1.5x)",
+        ms(c),
+        ms(r),
+        c.as_secs_f64() / r.as_secs_f64()
+    );
+    peak
+}
+
+fn bench_list(bench: &Bench) -> i64 {
+    let mut peak = 0;
+    let listed = bench.cuekit(&["--json", "list"]).output().unwrap().stdout;
+    let mut count = serde_json::from_slice::<serde_json::Value>(&listed)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .len();
+    for target in [10, 100, 1000] {
+        while count < target {
+            bench.submit(&[]);
+            count += 1;
+        }
+        let times: Vec<Duration> = (0..7)
+            .map(|_| {
+                let (time, rss) = measure(bench.cuekit(&["list"]));
+                peak = peak.max(rss);
+                time
+            })
+            .collect();
+        let calls = bench.root.join("tmux-calls");
+        let _ = std::fs::remove_file(&calls);
+        let mut counted = bench.cuekit(&["list"]);
+        counted.env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bench.root.join("shim").display(),
+                std::env::var("PATH").unwrap()
+            ),
+        );
+        measure(counted);
+        let tmux_calls = std::fs::read_to_string(&calls).map_or(0, |s| s.lines().count());
+        let listed = bench.cuekit(&["--json", "list"]).output().unwrap().stdout;
+        let tasks: serde_json::Value = serde_json::from_slice(&listed).unwrap();
+        let running = tasks
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["status"] == "running")
+            .count();
+        println!(
+            "list: {target:>4} tasks ({running} running): {} median of 7, {tmux_calls} tmux process(es) (targets <= 100 ms, <= 3)",
+            ms(median(times))
+        );
+    }
+    peak
+}
+
+fn bench_wait(bench: &Bench) {
+    let mut latencies = Vec::new();
+    for i in 0..5 {
+        let stamp = bench.root.join(format!("exit-stamp-{i}"));
+        let mut submit = bench.cuekit(&["--json", "submit", "--mode", "batch", "exit soon"]);
+        submit
+            .env("BENCH_EXIT_AFTER", "1")
+            .env("BENCH_STAMP", &stamp);
+        let value: serde_json::Value =
+            serde_json::from_slice(&submit.output().unwrap().stdout).unwrap();
+        let id = value["id"].as_str().unwrap();
+        let output = bench
+            .cuekit(&["wait", id, "--timeout", "30s"])
+            .output()
+            .unwrap();
+        let returned = now_ns();
+        assert!(output.status.success());
+        let exited = read_stamp(&stamp);
+        latencies.push(Duration::from_nanos((returned - exited) as u64));
+    }
+    let max = *latencies.iter().max().unwrap();
+    println!(
+        "wait: child exit -> wait returns: median {}, max {} over 5 (target <= 100 ms)",
+        ms(median(latencies)),
+        ms(max)
+    );
+}
+
+fn bench_steer(bench: &Bench) -> i64 {
+    let mut latencies = Vec::new();
+    let mut walls = Vec::new();
+    let mut peak = 0;
+    for i in 0..5 {
+        let stamp = bench.root.join(format!("read-stamp-{i}"));
+        let mut submit = bench.cuekit(&["--json", "submit", "steer me"]);
+        submit.env("BENCH_READ", "1").env("BENCH_STAMP", &stamp);
+        let value: serde_json::Value =
+            serde_json::from_slice(&submit.output().unwrap().stdout).unwrap();
+        let id = value["id"].as_str().unwrap().to_string();
+        std::thread::sleep(Duration::from_millis(300));
+        let started = now_ns();
+        let (wall, rss) = measure(bench.cuekit(&["steer", &id, "the message"]));
+        peak = peak.max(rss);
+        walls.push(wall);
+        let read = read_stamp(&stamp);
+        latencies.push(Duration::from_nanos((read - started) as u64));
+        bench
+            .cuekit(&["cancel", "--grace", "0s", &id])
+            .output()
+            .unwrap();
+    }
+    println!(
+        "steer: send -> child reads it: median {}; steer command (send -> receipt) median {} over 5 (target <= 300 ms)",
+        ms(median(latencies)),
+        ms(median(walls))
+    );
+    peak
+}
+
+fn bench_logs(bench: &Bench) -> i64 {
+    // A 6 MB transcript with escapes, rendered and raw.
+    let id = bench.submit(&[]);
+    let transcript = bench
+        .project
+        .join(".cuekit/tasks")
+        .join(&id)
+        .join("transcript.txt");
+    let mut raw = Vec::new();
+    for i in 0..120_000 {
+        raw.extend_from_slice(
+            format!("\x1b[32mline {i:08}\x1b[0m abcdefghijklmnopqrstuvwxyz0123456789\r\n")
+                .as_bytes(),
+        );
+    }
+    std::fs::write(&transcript, &raw).unwrap();
+    let (time, rss) = measure(bench.cuekit(&["logs", &id]));
+    let (raw_time, raw_rss) = measure(bench.cuekit(&["logs", "--raw", &id]));
+    println!(
+        "logs: {:.1} MB transcript: readable {} (peak RSS {} KiB), raw {} (peak RSS {} KiB)",
+        raw.len() as f64 / 1e6,
+        ms(time),
+        rss,
+        ms(raw_time),
+        raw_rss
+    );
+    rss.max(raw_rss)
+}
+
+fn main() {
+    // `cargo bench` passes --bench; nothing to parse.
+    let bench = Bench::new();
+    println!(
+        "cuekit benchmarks (tmux {})",
+        String::from_utf8_lossy(&Command::new("tmux").arg("-V").output().unwrap().stdout).trim()
+    );
+    let submit_rss = bench_submit(&bench);
+    bench_wait(&bench);
+    let steer_rss = bench_steer(&bench);
+    let logs_rss = bench_logs(&bench);
+    let list_rss = bench_list(&bench);
+    println!(
+        "peak RSS (KiB): submit {submit_rss}, steer {steer_rss}, logs {logs_rss}, list(1000) {list_rss} (target <= 10240)"
+    );
+}
