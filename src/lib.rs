@@ -6,6 +6,7 @@
 //! sentinel. The [`ops`] are what the front ends ([`cli`]) call.
 
 pub mod adapter;
+pub mod attention;
 pub mod cli;
 pub mod error;
 pub mod launch;
@@ -13,6 +14,7 @@ pub mod ops;
 pub mod process;
 pub mod spec;
 pub mod status;
+pub mod steer;
 pub mod store;
 pub mod tmux;
 pub mod transcript;

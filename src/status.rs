@@ -17,11 +17,14 @@ pub enum Status {
     Failed,
     Cancelled,
     TimedOut,
+    /// Running, but the child waits on a human (its `reason` says why). Only ever shown in a
+    /// view, never stored: it is read off the screen at the time of asking.
+    InputRequired,
 }
 
 impl Status {
     pub fn is_terminal(self) -> bool {
-        self != Status::Running
+        !matches!(self, Status::Running | Status::InputRequired)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -31,6 +34,7 @@ impl Status {
             Status::Failed => "failed",
             Status::Cancelled => "cancelled",
             Status::TimedOut => "timed_out",
+            Status::InputRequired => "input_required",
         }
     }
 }
@@ -155,6 +159,8 @@ mod tests {
             dead,
             dead_status,
             in_mode: false,
+            height: 50,
+            history_lines: 0,
         }
     }
 

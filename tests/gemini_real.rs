@@ -30,11 +30,12 @@ fn interactive_task_shows_the_first_reply_and_quits_completed_even_under_ci() {
             && h.ok(&["logs", &id])
                 .contains("Hello from the canned model.")
     });
+    let status = h.status(&id);
     assert_eq!(
-        h.status(&id)["status"],
-        "running",
-        "an interactive child waits for the next message"
+        status["status"], "input_required",
+        "the child waits for the next message"
     );
+    assert_eq!(status["reason"], "idle_at_prompt");
     h.ok(&["steer", &id, "/quit"]);
     let (waited, code) = wait_ok(&h, &id, "60s");
     assert_eq!(code, 0, "{waited}");

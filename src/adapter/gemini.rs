@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::{Adapter, Capabilities, ExitReason, LaunchCommand, shell_word_for_bin};
+use crate::attention::{Attention, ScreenRules};
 use crate::error::{Error, Result};
 use crate::launch::single_quote;
 use crate::spec::{Mode, TaskSpec, render_prompt};
@@ -87,6 +88,31 @@ pub(super) static GEMINI: Adapter = Adapter {
     // The TUI turns an Enter arriving within 30 ms of typed text into a newline.
     interactive_unset_env: &["CI", "GITHUB_ACTIONS"],
     steer_enter_delay: Duration::from_millis(100),
+    // A bracketed paste needs longer: 100 ms is at the edge (90 ms failed), 120-200 ms held.
+    paste_enter_delay: Duration::from_millis(250),
+    // Nothing to clear: a steer is refused while a dialog is up, and an idle prompt is empty.
+    steer_pre_keys: &[],
+    // Read off the 0.61.0 TUI in tmux (tests/fixtures/screens/gemini-*.txt).
+    screen: ScreenRules {
+        dialogs: &[
+            (
+                Attention::AuthRequired,
+                &["How would you like to authenticate"],
+            ),
+            (
+                Attention::TrustRequired,
+                &["Do you trust the files in this folder?"],
+            ),
+            (
+                Attention::PermissionPrompt,
+                &["Allow once", "Allow execution of", "Apply this change?"],
+            ),
+        ],
+        busy: &["esc to cancel"],
+        ready: &["Type your message"],
+        // `*` in YOLO mode (-y), `>` otherwise.
+        input_prefixes: &[">", "*"],
+    },
     build_launch: build_gemini_launch_command,
 };
 
@@ -297,6 +323,52 @@ mod tests {
         assert_eq!(err.code, crate::error::ErrorCode::InvalidInput);
         let err = build_gemini_launch_command(&spec("  "), Mode::Batch, "gemini").unwrap_err();
         assert_eq!(err.code, crate::error::ErrorCode::InvalidInput);
+    }
+
+    fn screen(name: &str) -> String {
+        let path = format!(
+            "{}/tests/fixtures/screens/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"))
+    }
+
+    #[test]
+    fn recognises_the_real_tuis_screens() {
+        use crate::attention::{detect, input_line, is_busy};
+        let rules = &GEMINI.screen;
+        for (fixture, expected) in [
+            ("gemini-auth.txt", Some(Attention::AuthRequired)),
+            (
+                "gemini-auth-key-detected.txt",
+                Some(Attention::AuthRequired),
+            ),
+            ("gemini-trust.txt", Some(Attention::TrustRequired)),
+            ("gemini-permission.txt", Some(Attention::PermissionPrompt)),
+            ("gemini-idle.txt", Some(Attention::IdleAtPrompt)),
+            ("gemini-busy.txt", None),
+            ("gemini-typed-not-submitted.txt", None),
+        ] {
+            assert_eq!(
+                detect(rules, &screen(fixture), false),
+                expected,
+                "{fixture}"
+            );
+        }
+        assert!(is_busy(rules, &screen("gemini-busy.txt")));
+        assert!(is_busy(rules, &screen("gemini-busy-yolo.txt")));
+        assert_eq!(
+            input_line(rules, &screen("gemini-busy-yolo.txt")),
+            Some(" *   Type your message or @path/to/file")
+        );
+        assert_eq!(
+            input_line(rules, &screen("gemini-typed-not-submitted.txt")),
+            Some(" > hello there")
+        );
+        assert_eq!(
+            input_line(rules, &screen("gemini-idle.txt")),
+            Some(" >   Type your message or @path/to/file")
+        );
     }
 
     #[test]

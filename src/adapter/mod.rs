@@ -10,6 +10,7 @@ use serde::Serialize;
 
 pub use gemini::{GEMINI_APPROVAL_MODES, build_gemini_launch_command};
 
+use crate::attention::ScreenRules;
 use crate::error::{Error, Result};
 use crate::spec::{Mode, TaskSpec};
 
@@ -53,6 +54,12 @@ pub struct Adapter {
     pub interactive_unset_env: &'static [&'static str],
     /// Pause between typed text and Enter: some TUIs turn a fast Enter into a newline.
     pub steer_enter_delay: Duration,
+    /// The same pause after a pasted (multi-line or long) message.
+    pub paste_enter_delay: Duration,
+    /// tmux key names sent before a steering message (e.g. to clear a half-typed line).
+    pub steer_pre_keys: &'static [&'static str],
+    /// How to read this agent's screen: dialogs, busy and ready markers, the input line.
+    pub screen: ScreenRules,
     pub build_launch: fn(&TaskSpec, Mode, &str) -> Result<LaunchCommand>,
 }
 

@@ -27,7 +27,11 @@ pub fn run(args: &SteerArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     if json {
         print_json(&receipt);
     } else {
-        println!("{}  {}", receipt.task_id, receipt.receipt);
+        let blocked = receipt
+            .blocked_by
+            .map(|a| format!(" [{}]: {}", a.as_str(), a.hint()))
+            .unwrap_or_default();
+        println!("{}  {}{blocked}", receipt.task_id, receipt.receipt.as_str());
     }
-    Ok(0)
+    Ok(receipt.receipt.exit_status())
 }

@@ -5,7 +5,7 @@ use clap::Args;
 
 use super::render::{print_json, task_line};
 use crate::error::ErrorCode;
-use crate::ops::{self, WaitRequest};
+use crate::ops::{self, WaitRequest, WaitUntil};
 
 #[derive(Debug, Args)]
 pub struct WaitArgs {
@@ -17,6 +17,10 @@ pub struct WaitArgs {
     /// Give up after this long (exit status 21).
     #[arg(long, value_parser = super::parse_duration)]
     timeout: Option<Duration>,
+    /// `ended` (default), or `input-required`: also return when a child waits on a human
+    /// (a login, trust or permission screen, or idle at its prompt after a turn).
+    #[arg(long, default_value = "ended", value_parser = ["ended", "input-required"])]
+    until: String,
 }
 
 pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
@@ -25,6 +29,11 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             task_ids: args.ids.clone(),
             any: args.any,
             timeout: args.timeout,
+            until: if args.until == "input-required" {
+                WaitUntil::InputRequired
+            } else {
+                WaitUntil::Ended
+            },
         },
         cwd,
     )?;

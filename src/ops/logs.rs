@@ -51,7 +51,7 @@ pub fn follow_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) ->
 
 fn is_ended(record: &TaskRecord) -> Result<bool> {
     let current = crate::store::load(&record.task_dir)?;
-    Ok(super::refresh::refresh(vec![current])?[0]
+    Ok(super::refresh::refresh(vec![current])?.records[0]
         .status
         .is_terminal())
 }

@@ -18,7 +18,7 @@ pub use refresh::{list, status};
 pub use steer::{SteerReceipt, steer};
 pub use submit::{SubmitOutcome, SubmitRequest, submit};
 pub use view::TaskView;
-pub use wait::{WaitOutcome, WaitRequest, wait};
+pub use wait::{WaitOutcome, WaitRequest, WaitUntil, wait};
 pub use watchdog::run_watchdog;
 
 use std::path::{Path, PathBuf};

@@ -1,5 +1,6 @@
 //! Bringing records up to date: the sentinel files, plus at most one `list-panes -a` per tmux
-//! server however many tasks there are.
+//! server however many tasks there are, and for interactive tasks their screens, captured a
+//! few hundred per tmux invocation.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -8,15 +9,16 @@ use std::time::SystemTime;
 
 use super::view::TaskView;
 use crate::adapter;
+use crate::attention;
 use crate::error::{ErrorCode, Result};
 use crate::launch::{EXIT_CODE_FILE, parse_sentinel};
+use crate::spec::Mode;
 use crate::status::{Ending, Observation, Status, Verdict, judge};
 use crate::store::{self, TaskRecord};
 use crate::tmux::{PaneInfo, Socket, Tmux};
 
 pub fn status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
-    let records = refresh(super::open_all(task_ids, cwd)?)?;
-    Ok(records.iter().map(TaskView::from).collect())
+    Ok(refresh(super::open_all(task_ids, cwd)?)?.views())
 }
 
 /// This project's tasks (nearest `.cuekit/tasks` above `cwd`), or every registered task.
@@ -39,13 +41,68 @@ pub fn list(all: bool, cwd: &Path) -> Result<Vec<TaskView>> {
         .iter()
         .map(|dir| store::load(dir))
         .collect::<Result<Vec<_>>>()?;
-    let mut records = refresh(records)?;
-    records.sort_by(|a, b| {
+    let mut refreshed = refresh(records)?;
+    refreshed.records.sort_by(|a, b| {
         a.created_at
             .cmp(&b.created_at)
             .then_with(|| a.id.cmp(&b.id))
     });
-    Ok(records.iter().map(TaskView::from).collect())
+    Ok(refreshed.views())
+}
+
+/// Records after a refresh, with the pane snapshots that judged them.
+pub(crate) struct Refreshed {
+    pub records: Vec<TaskRecord>,
+    snapshots: HashMap<Socket, Option<Vec<PaneInfo>>>,
+}
+
+impl Refreshed {
+    pub fn pane(&self, record: &TaskRecord) -> Option<&PaneInfo> {
+        let placement = record.tmux.as_ref()?;
+        let panes = self.snapshots.get(&placement.socket)?.as_ref()?;
+        find_pane(record, panes)
+    }
+
+    /// Views of the records; a running interactive task whose child waits on a human is shown
+    /// as `input_required` with the reason read off its screen.
+    pub fn views(&self) -> Vec<TaskView> {
+        let watched: Vec<(&TaskRecord, &PaneInfo)> = self
+            .records
+            .iter()
+            .filter(|r| r.status == Status::Running && r.mode == Mode::Interactive)
+            .filter_map(|r| self.pane(r).filter(|p| !p.dead).map(|p| (r, p)))
+            .collect();
+        let mut by_socket: HashMap<&Socket, Vec<(&str, usize)>> = HashMap::new();
+        for (record, pane) in &watched {
+            let socket = &record.tmux.as_ref().expect("has a pane").socket;
+            by_socket
+                .entry(socket)
+                .or_default()
+                .push((&pane.pane_id, pane.height));
+        }
+        let screens: HashMap<String, String> = by_socket
+            .into_iter()
+            .flat_map(|(socket, panes)| Tmux::new(socket.clone()).capture_screens(&panes))
+            .collect();
+        self.records
+            .iter()
+            .map(|record| {
+                let mut view = TaskView::from(record);
+                let pane = self.pane(record);
+                let screen = pane
+                    .and_then(|pane| Some((screens.get(&pane.pane_id)?, pane.history_lines > 0)));
+                let rules = adapter::lookup(&record.spec.agent_kind).map(|a| &a.screen);
+                if let (Some((screen, scrolled)), Ok(rules)) = (screen, rules)
+                    && let Some(attention) = attention::detect(rules, screen, scrolled)
+                {
+                    view.status = Status::InputRequired;
+                    view.reason = Some(attention.as_str().to_string());
+                    view.hint = Some(attention.hint().to_string());
+                }
+                view
+            })
+            .collect()
+    }
 }
 
 pub(crate) fn read_sentinel(record: &TaskRecord) -> Option<i32> {
@@ -54,7 +111,7 @@ pub(crate) fn read_sentinel(record: &TaskRecord) -> Option<i32> {
 }
 
 /// Judges every running record and records each ending (or enforces a due timeout).
-pub(crate) fn refresh(records: Vec<TaskRecord>) -> Result<Vec<TaskRecord>> {
+pub(crate) fn refresh(records: Vec<TaskRecord>) -> Result<Refreshed> {
     // Panes are looked at first and sentinels after (see `Observation`); tasks whose sentinel
     // is already there need no tmux call at all.
     let needs_panes = records
@@ -69,7 +126,7 @@ pub(crate) fn refresh(records: Vec<TaskRecord>) -> Result<Vec<TaskRecord>> {
         }
     }
     let now = SystemTime::now();
-    records
+    let records = records
         .into_iter()
         .map(|record| {
             if record.status.is_terminal() {
@@ -101,7 +158,8 @@ pub(crate) fn refresh(records: Vec<TaskRecord>) -> Result<Vec<TaskRecord>> {
                 Verdict::TimeoutDue => super::cancel::stop(&record, timed_out()),
             }
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Refreshed { records, snapshots })
 }
 
 /// One snapshot of a server's panes; `None` when tmux itself is missing.

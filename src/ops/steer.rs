@@ -1,53 +1,58 @@
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
+use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::adapter;
+use crate::adapter::{self, Adapter};
+use crate::attention::{self, Attention};
 use crate::error::{Error, ErrorCode, Result};
+use crate::launch::EXIT_CODE_FILE;
 use crate::spec::Mode;
+use crate::steer::{Delivery, RECEIPT_POLL, RECEIPT_WINDOW, Receipt, prepare};
 use crate::store::{self, TaskRecord};
-use crate::tmux::{Tmux, args};
+use crate::tmux::{PaneInfo, Tmux, args};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SteerReceipt {
     pub task_id: String,
-    pub receipt: &'static str,
+    pub receipt: Receipt,
+    /// For `blocked`: the screen the child is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<Attention>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
+    /// Whether a second Enter was needed.
+    pub enter_retried: bool,
+    pub elapsed_ms: u64,
     pub at: String,
 }
 
-/// Types `message` into an interactive child's pane and submits it: literal text, the
-/// adapter's pause, then Enter as a separate command (an Enter glued to the text is taken as
-/// a newline by some TUIs). Sends to one pane are serialised across cuekit processes.
+/// Delivers `message` to a running interactive child and reports what became of it.
+///
+/// Short single-line text is typed literally, anything else pasted as one bracketed paste;
+/// then, after the adapter's pause, Enter goes as a separate command (an Enter glued to the
+/// text is taken as a newline by some TUIs). Nothing is typed into a dialog. Sends to one pane
+/// are serialised across cuekit processes, and every steer is logged to `events.jsonl`.
 pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
-    if message.trim().is_empty() {
-        return Err(
-            Error::invalid_input("the steering message is empty").with_hint(
-                "say what the child should do next, e.g. `cuekit steer <id> 'also run the tests'`",
-            ),
-        );
-    }
-    if message.contains('\0') {
-        return Err(Error::invalid_input(
-            "the steering message contains a NUL byte",
-        ));
-    }
+    let (message, delivery) = prepare(message)?;
     let record = super::open(task_id, cwd)?;
     let adapter = adapter::lookup(&record.spec.agent_kind)?;
     if !adapter.task_capabilities(record.mode).supports_steering {
-        let mode = if record.mode == Mode::Batch {
+        let what = if record.mode == Mode::Batch {
             "a batch task"
         } else {
-            "this agent"
+            "not steerable"
         };
         return Err(Error::new(
             ErrorCode::SteeringUnsupported,
-            format!("task {task_id} is {mode} and cannot be steered"),
+            format!("task {task_id} is {what} and cannot be steered"),
         )
         .with_hint("submit with --mode interactive to steer a child"));
     }
-    let record = super::refresh::refresh(vec![record])?.remove(0);
+    let refreshed = super::refresh::refresh(vec![record])?;
+    let record = &refreshed.records[0];
     if record.status.is_terminal() {
         return Err(Error::new(
             ErrorCode::InvalidState,
@@ -58,22 +63,138 @@ pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
         )
         .with_hint("read what it did with `cuekit logs <id>`, or submit a new task"));
     }
-    let placement = record.tmux.as_ref().expect("a running task has a pane");
-    let tmux = Tmux::new(placement.socket.clone());
-    let _serialised = lock_pane(&record)?;
-    tmux.run(&args::send_literal(&placement.pane_id, message))?;
-    std::thread::sleep(adapter.steer_enter_delay);
-    tmux.run(&args::send_key(&placement.pane_id, "Enter"))?;
+    let started = Instant::now();
+    let outcome = match refreshed.pane(record).filter(|pane| !pane.dead) {
+        Some(pane) => {
+            let _serialised = lock_pane(record)?;
+            let placement = record.tmux.as_ref().expect("a pane was found for it");
+            let tmux = Tmux::new(placement.socket.clone());
+            let exited = || record.task_dir.join(EXIT_CODE_FILE).exists();
+            deliver(&tmux, adapter, pane, message, delivery, exited)?
+        }
+        None => Outcome::not_running(),
+    };
     let receipt = SteerReceipt {
         task_id: record.id.clone(),
-        receipt: "sent",
+        receipt: outcome.receipt,
+        blocked_by: outcome.blocked_by,
+        delivery: outcome.sent.then_some(delivery),
+        enter_retried: outcome.enter_retried,
+        elapsed_ms: started.elapsed().as_millis() as u64,
         at: super::now_rfc3339(),
     };
     append_event(
-        &record,
-        &serde_json::json!({"type": "steer", "message": message, "receipt": receipt.receipt, "at": receipt.at}),
+        record,
+        &serde_json::json!({"type": "steer", "message": message, "receipt": &receipt}),
     )?;
     Ok(receipt)
+}
+
+struct Outcome {
+    receipt: Receipt,
+    blocked_by: Option<Attention>,
+    sent: bool,
+    enter_retried: bool,
+}
+
+impl Outcome {
+    fn not_running() -> Outcome {
+        Outcome {
+            receipt: Receipt::NotRunning,
+            blocked_by: None,
+            sent: false,
+            enter_retried: false,
+        }
+    }
+}
+
+/// `exited` tells whether the child has exited since: one that ends on the message (`/quit`)
+/// took it.
+fn deliver(
+    tmux: &Tmux,
+    adapter: &Adapter,
+    pane: &PaneInfo,
+    message: &str,
+    delivery: Delivery,
+    exited: impl Fn() -> bool,
+) -> Result<Outcome> {
+    let rules = &adapter.screen;
+    let capture = || {
+        tmux.capture_screens(&[(&pane.pane_id, pane.height)])
+            .remove(&pane.pane_id)
+    };
+    let Some(screen) = capture() else {
+        return Ok(Outcome::not_running());
+    };
+    if let Some(dialog) =
+        attention::detect(rules, &screen, pane.history_lines > 0).filter(|a| a.blocks_input())
+    {
+        return Ok(Outcome {
+            receipt: Receipt::Blocked,
+            blocked_by: Some(dialog),
+            sent: false,
+            enter_retried: false,
+        });
+    }
+    if pane.in_mode {
+        // Copy mode swallows keys; leaving it loses nothing. A steer that held the lock before
+        // this one may have left it already ("not in a mode").
+        let _ = tmux.run(&args::cancel_copy_mode(&pane.pane_id));
+    }
+    for key in adapter.steer_pre_keys {
+        tmux.run(&args::send_key(&pane.pane_id, key))?;
+    }
+    match delivery {
+        Delivery::Typed => {
+            tmux.run(&args::send_literal(&pane.pane_id, message))?;
+        }
+        Delivery::Pasted => {
+            let buffer = format!("cuekit-steer-{}", pane.pane_id.trim_start_matches('%'));
+            tmux.run_with_input(&args::load_buffer(&buffer), Some(message.as_bytes()))?;
+            tmux.run(&args::paste_buffer(&buffer, &pane.pane_id))?;
+        }
+    }
+    std::thread::sleep(match delivery {
+        Delivery::Typed => adapter.steer_enter_delay,
+        Delivery::Pasted => adapter.paste_enter_delay,
+    });
+    let Some(typed_screen) = capture() else {
+        return Ok(Outcome {
+            sent: true,
+            ..Outcome::not_running()
+        });
+    };
+    let typed = attention::input_line(rules, &typed_screen).map(str::to_string);
+    for attempt in 0..2 {
+        tmux.run(&args::send_key(&pane.pane_id, "Enter"))?;
+        let deadline = Instant::now() + RECEIPT_WINDOW;
+        loop {
+            std::thread::sleep(RECEIPT_POLL);
+            let Some(screen) = capture() else {
+                return Ok(Outcome {
+                    sent: true,
+                    ..Outcome::not_running()
+                });
+            };
+            if exited() || attention::was_submitted(rules, typed.as_deref(), &screen) {
+                return Ok(Outcome {
+                    receipt: Receipt::Submitted,
+                    blocked_by: None,
+                    sent: true,
+                    enter_retried: attempt > 0,
+                });
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+        }
+    }
+    Ok(Outcome {
+        receipt: Receipt::TypedNotSubmitted,
+        blocked_by: None,
+        sent: true,
+        enter_retried: true,
+    })
 }
 
 fn lock_pane(record: &TaskRecord) -> Result<std::fs::File> {

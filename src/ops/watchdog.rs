@@ -38,7 +38,7 @@ pub(super) fn spawn(task_dir: &Path) -> Result<()> {
 pub fn run_watchdog(task_dir: &Path) -> Result<()> {
     loop {
         let record = store::load(task_dir)?;
-        let record = super::refresh::refresh(vec![record])?.remove(0);
+        let record = super::refresh::refresh(vec![record])?.records.remove(0);
         if record.status.is_terminal() {
             return Ok(());
         }

@@ -5,8 +5,7 @@ use std::ffi::OsString;
 use std::path::Path;
 
 /// Fields reported by [`list_panes`], tab-separated; parsed by [`super::parse_panes`].
-const PANE_FORMAT: &str =
-    "#{session_name}\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_in_mode}";
+const PANE_FORMAT: &str = "#{session_name}\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_in_mode}\t#{pane_height}\t#{history_size}";
 
 /// Output format of [`new_task_session`]: `<pane id> <pane pid>`.
 pub const NEW_PANE_FORMAT: &str = "#{pane_id} #{pane_pid}";
@@ -119,6 +118,49 @@ pub fn send_literal(pane: &str, text: &str) -> Vec<OsString> {
         "-l".into(),
         "--".into(),
         text.into(),
+    ]
+}
+
+/// The visible screen of each pane, in one tmux invocation. `capture-pane -p` prints exactly
+/// `pane_height` lines per pane, which is how the output is split again.
+pub fn capture_panes<'a>(panes: impl IntoIterator<Item = &'a str>) -> Vec<OsString> {
+    let mut args: Vec<OsString> = Vec::new();
+    for pane in panes {
+        if !args.is_empty() {
+            args.push(";".into());
+        }
+        args.extend(["capture-pane".into(), "-p".into(), "-t".into(), pane.into()]);
+    }
+    args
+}
+
+/// Leaves copy mode, in which a pane swallows keys.
+pub fn cancel_copy_mode(pane: &str) -> Vec<OsString> {
+    vec![
+        "send-keys".into(),
+        "-X".into(),
+        "-t".into(),
+        pane.into(),
+        "cancel".into(),
+    ]
+}
+
+/// Loads stdin into a named buffer: long or multi-line text never goes on argv.
+pub fn load_buffer(buffer: &str) -> Vec<OsString> {
+    vec!["load-buffer".into(), "-b".into(), buffer.into(), "-".into()]
+}
+
+/// Pastes and deletes a buffer; `-p` brackets the paste when the application asked for it, so
+/// a multi-line message arrives as one.
+pub fn paste_buffer(buffer: &str, pane: &str) -> Vec<OsString> {
+    vec![
+        "paste-buffer".into(),
+        "-p".into(),
+        "-d".into(),
+        "-b".into(),
+        buffer.into(),
+        "-t".into(),
+        pane.into(),
     ]
 }
 

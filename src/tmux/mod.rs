@@ -2,6 +2,7 @@
 
 pub mod args;
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -55,6 +56,9 @@ pub struct PaneInfo {
     pub dead: bool,
     pub dead_status: Option<i32>,
     pub in_mode: bool,
+    pub height: usize,
+    /// Lines scrolled off the top of the screen into the pane's history.
+    pub history_lines: usize,
 }
 
 /// Parses the output of [`args::list_panes`].
@@ -70,6 +74,8 @@ pub fn parse_panes(stdout: &str) -> Vec<PaneInfo> {
                 dead: fields.next()? == "1",
                 dead_status: fields.next()?.parse().ok(),
                 in_mode: fields.next()? == "1",
+                height: fields.next()?.parse().ok()?,
+                history_lines: fields.next()?.parse().ok()?,
             })
         })
         .collect()
@@ -154,6 +160,52 @@ impl Tmux {
     }
 }
 
+/// Largest argv, in bytes, sent in one tmux invocation: tmux refuses a command list over
+/// about 16 KB ("command too long").
+const MAX_ARGV_BYTES: usize = 12 * 1024;
+
+impl Tmux {
+    /// The visible screens of `panes` (pane id, height), a few hundred per tmux invocation.
+    /// A pane that vanished meanwhile is simply missing from the result.
+    pub fn capture_screens(&self, panes: &[(&str, usize)]) -> HashMap<String, String> {
+        let mut screens = HashMap::new();
+        let mut chunk: Vec<(&str, usize)> = Vec::new();
+        let mut bytes = 0;
+        for &(pane, height) in panes {
+            let cost = pane.len() + 24;
+            if bytes + cost > MAX_ARGV_BYTES {
+                self.capture_chunk(&chunk, &mut screens);
+                chunk.clear();
+                bytes = 0;
+            }
+            chunk.push((pane, height));
+            bytes += cost;
+        }
+        self.capture_chunk(&chunk, &mut screens);
+        screens
+    }
+
+    fn capture_chunk(&self, chunk: &[(&str, usize)], screens: &mut HashMap<String, String>) {
+        if chunk.is_empty() {
+            return;
+        }
+        let Ok(stdout) = self.run(&args::capture_panes(chunk.iter().map(|(pane, _)| *pane))) else {
+            // One pane gone stops tmux's command list: fall back to one pane at a time.
+            if chunk.len() > 1 {
+                for one in chunk {
+                    self.capture_chunk(std::slice::from_ref(one), screens);
+                }
+            }
+            return;
+        };
+        let mut lines = stdout.split_inclusive('\n');
+        for (pane, height) in chunk {
+            let screen: String = lines.by_ref().take(*height).collect();
+            screens.insert(pane.to_string(), screen);
+        }
+    }
+}
+
 fn is_no_server(message: &str) -> bool {
     message.contains("no server running") || message.contains("error connecting to")
 }
@@ -185,7 +237,7 @@ mod tests {
     #[test]
     fn parses_live_and_dead_panes() {
         let panes = parse_panes(
-            "cuekit-task-a\t%1\t42\t0\t\t0\ncuekit-task-b\t%2\t43\t1\t3\t1\nbroken line\n",
+            "cuekit-task-a\t%1\t42\t0\t\t0\t50\t0\ncuekit-task-b\t%2\t43\t1\t3\t1\t50\t7\nbroken line\n",
         );
         assert_eq!(panes.len(), 2);
         assert_eq!(panes[0].dead_status, None);

@@ -217,7 +217,15 @@ impl Harness {
 }
 
 impl Drop for Harness {
+    /// `kill-server` alone leaves the Gemini CLI running: end every pane's process tree first.
     fn drop(&mut self) {
+        let panes = self.tmux(&["list-panes", "-a", "-F", "#{pane_pid}"]);
+        for pid in String::from_utf8_lossy(&panes.stdout)
+            .lines()
+            .filter_map(|l| l.parse().ok())
+        {
+            cuekit::process::terminate_tree(pid, Duration::from_millis(500));
+        }
         let _ = self.tmux(&["kill-server"]);
     }
 }
