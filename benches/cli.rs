@@ -41,7 +41,7 @@ impl Bench {
         bench.executable(
             "bin/gemini",
             "#!/bin/sh\nif [ -n \"$BENCH_EXIT_AFTER\" ]; then sleep \"$BENCH_EXIT_AFTER\"; date +%s%N > \"$BENCH_STAMP\"; exit 0; fi\n\
-             if [ -n \"$BENCH_READ\" ]; then IFS= read -r line; date +%s%N > \"$BENCH_STAMP\"; exec sleep 600; fi\n\
+             if [ -n \"$BENCH_READ\" ]; then printf ' > '; IFS= read -r line; date +%s%N > \"$BENCH_STAMP\"; printf 'ok\\n > '; exec sleep 600; fi\n\
              exec sleep 3600\n",
         );
         // A tmux that counts its invocations.

@@ -18,5 +18,6 @@ pub mod steer;
 pub mod store;
 pub mod tmux;
 pub mod transcript;
+pub mod which;
 
 pub use error::{Error, ErrorCode, Result};

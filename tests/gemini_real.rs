@@ -87,9 +87,7 @@ fn cancel_ends_the_whole_tree_and_is_never_read_as_success() {
     h.wait_until(&id, "the TUI", Duration::from_secs(60), || {
         h.screen(&id).contains("Type your message")
     });
-    let record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(h.task_dir(&id).join("task.json")).unwrap()).unwrap();
-    let pane_pid = record["tmux"]["pane_pid"].as_u64().unwrap() as u32;
+    let (_, pane_pid) = h.pane(&id);
     let tree = cuekit::process::process_tree(pane_pid);
     assert!(
         tree.len() >= 3,

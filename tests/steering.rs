@@ -20,10 +20,8 @@ fn wait_input_required(h: &Harness, id: &str) -> serde_json::Value {
 
 /// How often `text` shows in the pane's whole history as tmux rendered it.
 fn occurrences(h: &Harness, id: &str, text: &str) -> usize {
-    let record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(h.task_dir(id).join("task.json")).unwrap()).unwrap();
-    let pane = record["tmux"]["pane_id"].as_str().unwrap();
-    let history = h.tmux(&["capture-pane", "-p", "-J", "-S", "-", "-t", pane]);
+    let (pane, _) = h.pane(id);
+    let history = h.tmux(&["capture-pane", "-p", "-J", "-S", "-", "-t", &pane]);
     String::from_utf8_lossy(&history.stdout)
         .matches(text)
         .count()
@@ -166,9 +164,7 @@ fn parallel_steers_never_interleave_and_copy_mode_is_left_first() {
     h.wait_until(&id, "the prompt", Duration::from_secs(10), || {
         h.screen(&id).contains("Type your message")
     });
-    let record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(h.task_dir(&id).join("task.json")).unwrap()).unwrap();
-    let pane = record["tmux"]["pane_id"].as_str().unwrap().to_string();
+    let (pane, _) = h.pane(&id);
     assert!(h.tmux(&["copy-mode", "-t", &pane]).status.success());
     let messages: Vec<String> = ["a", "b", "c", "d"].iter().map(|c| c.repeat(150)).collect();
     let steers: Vec<_> = messages

@@ -24,7 +24,7 @@ pub fn attach(task_id: &str, cwd: &Path) -> Result<std::convert::Infallible> {
         )
         .with_hint("read what it printed with `cuekit logs <id>`"));
     }
-    let err = Command::new("tmux")
+    let err = Command::new(crate::tmux::binary())
         .args(placement.socket.args())
         .args(args::attach(&placement.session))
         // Attaching from inside another tmux is what the user asked for here.

@@ -171,11 +171,19 @@ pub(crate) fn snapshot(socket: &Socket) -> Result<Option<Vec<PaneInfo>>> {
     }
 }
 
+/// The task's pane: the first pane of its session (pane ids only grow, so a pane the user
+/// split off later never takes its place).
 pub(crate) fn find_pane<'a>(record: &TaskRecord, panes: &'a [PaneInfo]) -> Option<&'a PaneInfo> {
-    let tmux = record.tmux.as_ref()?;
+    let session = &record.tmux.as_ref()?.session;
     panes
         .iter()
-        .find(|pane| pane.pane_id == tmux.pane_id && pane.session == tmux.session)
+        .filter(|pane| &pane.session == session)
+        .min_by_key(|pane| {
+            pane.pane_id
+                .trim_start_matches('%')
+                .parse::<u64>()
+                .unwrap_or(u64::MAX)
+        })
 }
 
 /// Writes an ending unless another process recorded one first (the first ending wins).

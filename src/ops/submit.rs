@@ -72,7 +72,7 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
             ))
             .with_hint("pass an existing directory with --cwd")
         })?;
-    find_on_path(bin).ok_or_else(|| {
+    crate::which::find_on_path(bin).ok_or_else(|| {
         Error::new(
             ErrorCode::AgentNotFound,
             format!("the {} binary '{bin}' is not on PATH", adapter.kind()),
@@ -109,6 +109,8 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
         .open(&transcript)
         .map_err(|err| Error::io("create", &transcript, err))?;
 
+    let socket = Socket::from_env();
+    let session = args::session_name(&id);
     let mut record = TaskRecord {
         id: id.clone(),
         spec: request.spec.clone(),
@@ -121,14 +123,18 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
         hint: None,
         exit_code: None,
         warnings,
-        tmux: None,
+        tmux: Some(TmuxPlacement {
+            socket: socket.clone(),
+            session: session.clone(),
+        }),
         created_at: super::now_rfc3339(),
         ended_at: None,
         timeout_secs: request.timeout.map(|t| t.as_secs().max(1)),
     };
-    let socket = Socket::from_env();
-    let session = args::session_name(&id);
-    let launched = Tmux::new(socket.clone()).run(&args::new_task_session(&args::NewTaskSession {
+    // The one tmux call runs while the record and the registry entry are written and synced;
+    // both are put in place only once the session exists, so no reader ever sees a running
+    // task without its pane.
+    let launch = Tmux::new(socket).spawn(&args::new_task_session(&args::NewTaskSession {
         session: &session,
         cwd: &cwd,
         width: PANE_WIDTH,
@@ -136,63 +142,29 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
         history_limit: HISTORY_LIMIT,
         script: &script_path,
         transcript: &transcript,
-    }));
-    let placement = launched.and_then(|stdout| parse_new_pane(&stdout, socket, session));
-    match placement {
-        Ok(placement) => record.tmux = Some(placement),
-        Err(err) => {
-            let _ = std::fs::remove_file(&env_path);
-            // Keep the record of what was attempted; the task never started.
-            record.status = Status::Failed;
-            record.reason = Some("launch_failed".into());
-            record.hint = Some(err.message.clone());
-            record.ended_at = Some(super::now_rfc3339());
-            store::save(&record)?;
-            store::register(&id, &task_dir)?;
-            return Err(err);
-        }
+    }))?;
+    let staged = (
+        store::stage_record(&record)?,
+        store::stage_registration(&id, &task_dir)?,
+    );
+    if let Err(err) = launch.finish() {
+        drop(staged);
+        let _ = std::fs::remove_file(&env_path);
+        // Keep the record of what was attempted; the task never started.
+        record.status = Status::Failed;
+        record.reason = Some("launch_failed".into());
+        record.hint = Some(err.message.clone());
+        record.ended_at = Some(super::now_rfc3339());
+        store::save(&record)?;
+        store::register(&id, &task_dir)?;
+        return Err(err);
     }
-    store::save(&record)?;
-    store::register(&id, &task_dir)?;
+    staged.0.commit()?;
+    staged.1.commit()?;
     if record.timeout_secs.is_some() {
         super::watchdog::spawn(&task_dir)?;
     }
     Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(&record))))
-}
-
-fn parse_new_pane(stdout: &str, socket: Socket, session: String) -> Result<TmuxPlacement> {
-    let mut fields = stdout.split_whitespace();
-    match (
-        fields.next(),
-        fields.next().and_then(|pid| pid.parse().ok()),
-    ) {
-        (Some(pane_id), Some(pane_pid)) if pane_id.starts_with('%') => Ok(TmuxPlacement {
-            socket,
-            session,
-            pane_id: pane_id.to_string(),
-            pane_pid,
-        }),
-        _ => Err(Error::new(
-            ErrorCode::TmuxFailed,
-            format!("tmux did not report the new pane (got {stdout:?})"),
-        )),
-    }
-}
-
-/// The executable `bin` resolves to, as the pane's shell will look it up.
-fn find_on_path(bin: &str) -> Option<PathBuf> {
-    let is_executable = |path: &Path| {
-        use std::os::unix::fs::PermissionsExt;
-        path.metadata()
-            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-    };
-    if bin.contains('/') {
-        let path = PathBuf::from(bin);
-        return is_executable(&path).then_some(path);
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(bin))
-        .find(|path| is_executable(path))
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {

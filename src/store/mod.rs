@@ -5,9 +5,9 @@ mod atomic;
 mod record;
 mod registry;
 
-pub use atomic::write_atomic;
-pub use record::{TaskRecord, TmuxPlacement, load, save, update};
-pub use registry::{register, registered_tasks, resolve};
+pub use atomic::{Staged, stage, write_atomic};
+pub use record::{TaskRecord, TmuxPlacement, load, save, stage_record, update};
+pub use registry::{register, registered_tasks, resolve, stage_registration};
 
 use std::path::{Path, PathBuf};
 

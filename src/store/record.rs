@@ -9,13 +9,12 @@ use crate::spec::{Mode, TaskSpec};
 use crate::status::Status;
 use crate::tmux::Socket;
 
-/// Where a task's pane lives.
+/// Where a task's pane lives. The pane itself is found in a snapshot by its session (the
+/// session's first pane), so the record is complete before tmux has answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TmuxPlacement {
     pub socket: Socket,
     pub session: String,
-    pub pane_id: String,
-    pub pane_pid: u32,
 }
 
 /// `task.json`: everything needed to explain a task after the fact.
@@ -65,9 +64,18 @@ pub fn load(task_dir: &Path) -> Result<TaskRecord> {
 }
 
 pub fn save(record: &TaskRecord) -> Result<()> {
+    write_atomic(&record.task_dir.join(RECORD_FILE), &to_bytes(record))
+}
+
+/// `task.json` written and synced but not yet in place (see [`super::Staged`]).
+pub fn stage_record(record: &TaskRecord) -> Result<super::Staged> {
+    super::stage(&record.task_dir.join(RECORD_FILE), &to_bytes(record))
+}
+
+fn to_bytes(record: &TaskRecord) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(record).expect("a task record always serializes");
     bytes.push(b'\n');
-    write_atomic(&record.task_dir.join(RECORD_FILE), &bytes)
+    bytes
 }
 
 /// Read-modify-write of a record under an exclusive lock, so concurrent cuekit processes

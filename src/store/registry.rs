@@ -20,9 +20,13 @@ fn registry_dir() -> Result<PathBuf> {
 }
 
 pub fn register(task_id: &str, task_dir: &Path) -> Result<()> {
+    stage_registration(task_id, task_dir)?.commit()
+}
+
+pub fn stage_registration(task_id: &str, task_dir: &Path) -> Result<super::Staged> {
     let dir = registry_dir()?;
     std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, err))?;
-    super::write_atomic(&dir.join(task_id), task_dir.as_os_str().as_encoded_bytes())
+    super::stage(&dir.join(task_id), task_dir.as_os_str().as_encoded_bytes())
 }
 
 /// The task directory of `task_id`, from the registry or else from the current project.

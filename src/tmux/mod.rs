@@ -85,6 +85,36 @@ pub struct Tmux {
     socket: Socket,
 }
 
+/// A tmux invocation under way.
+pub struct Pending {
+    child: std::process::Child,
+}
+
+impl Pending {
+    /// Waits for tmux; its stdout, or its complaint as a `tmux_failed` error.
+    pub fn finish(self) -> Result<String> {
+        let output = self.child.wait_with_output().map_err(|err| {
+            Error::new(ErrorCode::TmuxFailed, format!("tmux did not finish: {err}"))
+        })?;
+        if output.status.success() {
+            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+        } else {
+            let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+            Err(Error::new(
+                ErrorCode::TmuxFailed,
+                format!("tmux failed: {stderr}"),
+            ))
+        }
+    }
+}
+
+/// tmux's path, looked up once with `stat`s: spawning by bare name would try an `execve` in
+/// every PATH directory before tmux's own.
+pub fn binary() -> &'static std::path::Path {
+    static TMUX: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    TMUX.get_or_init(|| crate::which::find_on_path("tmux").unwrap_or_else(|| "tmux".into()))
+}
+
 impl Tmux {
     pub fn new(socket: Socket) -> Tmux {
         Tmux { socket }
@@ -100,7 +130,16 @@ impl Tmux {
 
     /// Runs tmux with `input` on its stdin (for `load-buffer -`): text never goes on argv.
     pub fn run_with_input(&self, args: &[OsString], input: Option<&[u8]>) -> Result<String> {
-        let mut command = Command::new("tmux");
+        self.start(args, input)?.finish()
+    }
+
+    /// Starts tmux and returns at once; [`Pending::finish`] collects its answer.
+    pub fn spawn(&self, args: &[OsString]) -> Result<Pending> {
+        self.start(args, None)
+    }
+
+    fn start(&self, args: &[OsString], input: Option<&[u8]>) -> Result<Pending> {
+        let mut command = Command::new(binary());
         command
             .args(self.socket.args())
             .args(args)
@@ -134,18 +173,7 @@ impl Tmux {
                 )
             })?;
         }
-        let output = child.wait_with_output().map_err(|err| {
-            Error::new(ErrorCode::TmuxFailed, format!("tmux did not finish: {err}"))
-        })?;
-        if output.status.success() {
-            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-        } else {
-            let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
-            Err(Error::new(
-                ErrorCode::TmuxFailed,
-                format!("tmux failed: {stderr}"),
-            ))
-        }
+        Ok(Pending { child })
     }
 
     /// Every pane of the server in one tmux call; no server means no panes.

@@ -205,12 +205,21 @@ impl Harness {
             .unwrap()
     }
 
+    /// The task's pane: its id (`%N`) and the pid of its first process.
+    pub fn pane(&self, id: &str) -> (String, u32) {
+        let target = format!("=cuekit-task-{id}:");
+        let output = self.tmux(&["list-panes", "-t", &target, "-F", "#{pane_id} #{pane_pid}"]);
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        let (pane, pid) = text
+            .trim()
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("no pane for {id}: {text:?}"));
+        (pane.to_string(), pid.parse().unwrap())
+    }
+
     /// What the task's pane shows now.
     pub fn screen(&self, id: &str) -> String {
-        let record: Value =
-            serde_json::from_slice(&std::fs::read(self.task_dir(id).join("task.json")).unwrap())
-                .unwrap();
-        let pane = record["tmux"]["pane_id"].as_str().unwrap().to_string();
+        let (pane, _) = self.pane(id);
         String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", &pane]).stdout)
             .into_owned()
     }
