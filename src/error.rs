@@ -17,6 +17,7 @@ pub enum ErrorCode {
     TmuxFailed,
     StoreCorrupt,
     Io,
+    ConfigInvalid,
     TaskFailed,
     WaitTimeout,
 }
@@ -35,6 +36,7 @@ impl ErrorCode {
             ErrorCode::TmuxFailed => "tmux_failed",
             ErrorCode::StoreCorrupt => "store_corrupt",
             ErrorCode::Io => "io",
+            ErrorCode::ConfigInvalid => "config_invalid",
             ErrorCode::TaskFailed => "task_failed",
             ErrorCode::WaitTimeout => "wait_timeout",
         }
@@ -54,6 +56,7 @@ impl ErrorCode {
             ErrorCode::TmuxFailed => 9,
             ErrorCode::StoreCorrupt => 10,
             ErrorCode::Io => 11,
+            ErrorCode::ConfigInvalid => 12,
             ErrorCode::TaskFailed => 20,
             ErrorCode::WaitTimeout => 21,
         }

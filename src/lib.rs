@@ -8,6 +8,8 @@
 pub mod adapter;
 pub mod attention;
 pub mod cli;
+pub mod config;
+pub mod doctor;
 pub mod error;
 pub mod launch;
 pub mod ops;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{Adapter, Capabilities, ExitReason, LaunchCommand, shell_word_for_bin};
+use super::{Adapter, AuthProbe, Capabilities, ExitReason, LaunchCommand, shell_word_for_bin};
 use crate::attention::{Attention, ScreenRules};
 use crate::error::{Error, Result};
 use crate::launch::single_quote;
@@ -114,7 +114,55 @@ pub(super) static GEMINI: Adapter = Adapter {
         input_prefixes: &[">", "*"],
     },
     build_launch: build_gemini_launch_command,
+    install_hint: "npm install -g @google/gemini-cli",
+    auth_probe: gemini_auth,
 };
+
+/// Gemini's own order of auth sources (env first, then `security.auth.selectedType` in its
+/// settings file). Never runs the CLI: `gemini --list-sessions` can make network calls and hang.
+fn gemini_auth() -> AuthProbe {
+    let env_true = |name: &str| std::env::var(name).is_ok_and(|v| v == "true" || v == "1");
+    let env_set = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty());
+    for (name, how) in [
+        (
+            "GOOGLE_GENAI_USE_GCA",
+            "GOOGLE_GENAI_USE_GCA=true (Google login)",
+        ),
+        (
+            "GOOGLE_GENAI_USE_VERTEXAI",
+            "GOOGLE_GENAI_USE_VERTEXAI=true (Vertex AI)",
+        ),
+        ("CLOUD_SHELL", "CLOUD_SHELL=true"),
+        (
+            "GEMINI_CLI_USE_COMPUTE_ADC",
+            "GEMINI_CLI_USE_COMPUTE_ADC=true",
+        ),
+    ] {
+        if env_true(name) {
+            return AuthProbe::Configured(how.to_string());
+        }
+    }
+    for name in ["GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY"] {
+        if env_set(name) {
+            return AuthProbe::Configured(format!("{name} is set"));
+        }
+    }
+    let home = std::env::var_os("GEMINI_CLI_HOME").or_else(|| std::env::var_os("HOME"));
+    let settings = home.map(|home| std::path::PathBuf::from(home).join(".gemini/settings.json"));
+    let selected = settings.as_ref().and_then(|path| {
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+        json.pointer("/security/auth/selectedType")?
+            .as_str()
+            .map(String::from)
+    });
+    match (selected, settings) {
+        (Some(kind), Some(path)) => AuthProbe::Configured(format!("{kind} selected in {}", path.display())),
+        _ => AuthProbe::Missing(
+            "set GEMINI_API_KEY (or GOOGLE_GENAI_USE_VERTEXAI / GOOGLE_GENAI_USE_GCA), or run `gemini` once and log in"
+                .to_string(),
+        ),
+    }
+}
 
 /// Builds the Gemini command line for a task.
 ///

@@ -10,6 +10,9 @@ use serde::Serialize;
 
 pub use gemini::{GEMINI_APPROVAL_MODES, build_gemini_launch_command};
 
+/// How long `doctor` waits for an agent's `--version`: some take seconds to start.
+pub const VERSION_TIMEOUT: Duration = Duration::from_secs(5);
+
 use crate::attention::ScreenRules;
 use crate::error::{Error, Result};
 use crate::spec::{Mode, TaskSpec};
@@ -61,11 +64,44 @@ pub struct Adapter {
     /// How to read this agent's screen: dialogs, busy and ready markers, the input line.
     pub screen: ScreenRules,
     pub build_launch: fn(&TaskSpec, Mode, &str) -> Result<LaunchCommand>,
+    /// How to install the agent, for `doctor` and `agent_not_found` hints.
+    pub install_hint: &'static str,
+    /// Whether credentials are configured, judged without running the agent or the network.
+    pub auth_probe: fn() -> AuthProbe,
+}
+
+/// What `doctor` can tell about an agent's credentials without side effects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthProbe {
+    /// Configured, and how (e.g. "GEMINI_API_KEY is set").
+    Configured(String),
+    /// Nothing found; the hint says how to set it up.
+    Missing(String),
 }
 
 pub static ADAPTERS: &[&Adapter] = &[&gemini::GEMINI];
 
+/// What `cuekit adapters` reports: the capabilities, as the adapter design names them, plus
+/// models and how the agent is launched.
+#[derive(Debug, Clone, Serialize)]
+pub struct AdapterInfo {
+    #[serde(flatten)]
+    pub capabilities: Capabilities,
+    pub available_models: &'static [&'static str],
+    pub default_bin: &'static str,
+    pub install_hint: &'static str,
+}
+
 impl Adapter {
+    pub fn info(&self) -> AdapterInfo {
+        AdapterInfo {
+            capabilities: self.capabilities.clone(),
+            available_models: self.available_models,
+            default_bin: self.default_bin,
+            install_hint: self.install_hint,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         self.capabilities.agent_kind
     }

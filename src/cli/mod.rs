@@ -4,6 +4,7 @@
 mod cancel;
 mod logs;
 mod render;
+mod setup;
 mod status;
 mod steer;
 mod submit;
@@ -58,6 +59,22 @@ enum Command {
     Wait(wait::WaitArgs),
     /// Cancel running tasks (whole process tree), or clean up ended ones' sessions.
     Cancel(cancel::CancelArgs),
+    /// List the agents cuekit can run, with their capabilities and models.
+    Adapters,
+    /// Print the effective configuration and where each value comes from.
+    Config,
+    /// Write a starter .cuekit.yaml here and add .cuekit/ to .gitignore.
+    Init {
+        /// Replace an existing .cuekit.yaml.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Check what is missing before anything runs (exit status 1 if a check fails).
+    Doctor {
+        /// Repair what is safe to repair: create directories, add the .gitignore entry.
+        #[arg(long)]
+        fix: bool,
+    },
     /// Internal: enforces a task's --timeout in the background.
     #[command(name = "__watchdog", hide = true)]
     Watchdog { task_dir: PathBuf },
@@ -105,6 +122,10 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Steer(args) => steer::run(args, &cwd, json),
         Command::Wait(args) => wait::run(args, &cwd, json),
         Command::Cancel(args) => cancel::run(args, &cwd, json),
+        Command::Adapters => setup::adapters(json),
+        Command::Config => setup::config(&cwd, json),
+        Command::Init { force } => setup::init(&cwd, *force, json),
+        Command::Doctor { fix } => setup::doctor(&cwd, *fix, json),
         Command::Watchdog { task_dir } => {
             crate::ops::run_watchdog(task_dir)?;
             Ok(0)

@@ -5,13 +5,13 @@ use clap::Args;
 
 use super::render::{print_json, task_details};
 use crate::ops::{self, SubmitOutcome, SubmitRequest};
-use crate::spec::{Mode, TaskSpec};
+use crate::spec::Mode;
 
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
-    /// Agent to run.
-    #[arg(long, default_value = "gemini")]
-    agent: String,
+    /// Agent to run (default: `defaults.agent` in the config, else gemini).
+    #[arg(long)]
+    agent: Option<String>,
     /// Model name passed to the agent (e.g. gemini-2.5-flash).
     #[arg(long, short = 'm')]
     model: Option<String>,
@@ -22,8 +22,11 @@ pub struct SubmitArgs {
     #[arg(long)]
     approval_mode: Option<String>,
     /// Do not pass the agent's permission-bypass flag (an unattended child may then stall).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "skip_permissions")]
     no_skip_permissions: bool,
+    /// Pass the agent's permission-bypass flag even where the config says `permissions: prompt`.
+    #[arg(long)]
+    skip_permissions: bool,
     /// Directory the agent works in (default: the current directory).
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -53,22 +56,23 @@ pub struct SubmitArgs {
 
 pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     let objective = super::read_text(&args.objective, args.file.as_ref(), "objective")?;
-    let spec = TaskSpec {
-        agent_kind: args.agent.clone(),
+    let bypass = match (args.skip_permissions, args.no_skip_permissions) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    };
+    let outcome = ops::submit(SubmitRequest {
+        agent: args.agent.clone(),
         objective,
         context: args.context.clone(),
         constraints: args.constraints.clone(),
         model: args.model.clone(),
         mode: args.mode.as_deref().map(Mode::parse).transpose()?,
         approval_mode: args.approval_mode.clone(),
-        dangerously_skip_permissions: args.no_skip_permissions.then_some(false),
-    };
-    let outcome = ops::submit(SubmitRequest {
-        spec,
+        dangerously_skip_permissions: bypass,
         cwd: args.cwd.clone().unwrap_or_else(|| cwd.to_path_buf()),
         timeout: args.timeout,
         dry_run: args.dry_run,
-        bin: None,
     })?;
     if json {
         print_json(&outcome);

@@ -4,7 +4,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::ops::submit::PANE_HEIGHT;
 use crate::store::TaskRecord;
 use crate::transcript::Renderer;
 
@@ -16,7 +15,7 @@ pub fn read_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) -> R
     let record = super::open(task_id, cwd)?;
     let path = super::transcript_path(&record);
     let mut file = File::open(&path).map_err(|err| Error::io("open", &path, err))?;
-    let mut sink = Sink::new(out, raw);
+    let mut sink = Sink::new(out, raw, screen_height(&record));
     copy_available(&mut file, &mut sink, &path)?;
     sink.finish().map_err(|err| Error::io("write", &path, err))
 }
@@ -26,7 +25,7 @@ pub fn follow_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) ->
     let record = super::open(task_id, cwd)?;
     let path = super::transcript_path(&record);
     let mut file = File::open(&path).map_err(|err| Error::io("open", &path, err))?;
-    let mut sink = Sink::new(out, raw);
+    let mut sink = Sink::new(out, raw, screen_height(&record));
     let mut last_check = Instant::now() - Duration::from_secs(1);
     let mut ended_at: Option<Instant> = None;
     loop {
@@ -47,6 +46,10 @@ pub fn follow_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) ->
         }
     }
     sink.finish().map_err(|err| Error::io("write", &path, err))
+}
+
+fn screen_height(record: &TaskRecord) -> u16 {
+    record.tmux.as_ref().map_or(50, |tmux| tmux.height)
 }
 
 fn is_ended(record: &TaskRecord) -> Result<bool> {
@@ -78,11 +81,11 @@ enum Sink<'a> {
 }
 
 impl<'a> Sink<'a> {
-    fn new(out: &'a mut dyn Write, raw: bool) -> Self {
+    fn new(out: &'a mut dyn Write, raw: bool, height: u16) -> Self {
         if raw {
             Sink::Raw(out)
         } else {
-            Sink::Readable(Renderer::new(out, PANE_HEIGHT as usize))
+            Sink::Readable(Renderer::new(out, height as usize))
         }
     }
 

@@ -3,6 +3,7 @@
 
 mod attach;
 mod cancel;
+mod init;
 mod logs;
 mod refresh;
 mod steer;
@@ -13,6 +14,7 @@ mod watchdog;
 
 pub use attach::attach;
 pub use cancel::cancel;
+pub use init::{InitOutcome, init};
 pub use logs::{follow_logs, read_logs};
 pub use refresh::{list, status};
 pub use steer::{SteerReceipt, steer};

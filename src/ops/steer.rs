@@ -1,12 +1,13 @@
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::adapter::{self, Adapter};
 use crate::attention::{self, Attention};
+use crate::config::Config;
 use crate::error::{Error, ErrorCode, Result};
 use crate::launch::EXIT_CODE_FILE;
 use crate::spec::Mode;
@@ -70,7 +71,14 @@ pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
             let placement = record.tmux.as_ref().expect("a pane was found for it");
             let tmux = Tmux::new(placement.socket.clone());
             let exited = || record.task_dir.join(EXIT_CODE_FILE).exists();
-            deliver(&tmux, adapter, pane, message, delivery, exited)?
+            let enter_delay = enter_delay(adapter, delivery, &record.cwd)?;
+            deliver(
+                &tmux,
+                adapter,
+                pane,
+                (message, delivery, enter_delay),
+                exited,
+            )?
         }
         None => Outcome::not_running(),
     };
@@ -88,6 +96,19 @@ pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
         &serde_json::json!({"type": "steer", "message": message, "receipt": &receipt}),
     )?;
     Ok(receipt)
+}
+
+/// The pause before Enter: `adapters.<kind>.steer_delay_ms` from the task's config, else the
+/// adapter's; a paste never waits less than the adapter's paste pause.
+fn enter_delay(adapter: &Adapter, delivery: Delivery, task_cwd: &Path) -> Result<Duration> {
+    let configured = Config::load(task_cwd)?
+        .steer_delay(adapter.kind())
+        .map(|s| s.value);
+    let typed = configured.unwrap_or(adapter.steer_enter_delay);
+    Ok(match delivery {
+        Delivery::Typed => typed,
+        Delivery::Pasted => typed.max(adapter.paste_enter_delay),
+    })
 }
 
 struct Outcome {
@@ -114,8 +135,7 @@ fn deliver(
     tmux: &Tmux,
     adapter: &Adapter,
     pane: &PaneInfo,
-    message: &str,
-    delivery: Delivery,
+    (message, delivery, enter_delay): (&str, Delivery, Duration),
     exited: impl Fn() -> bool,
 ) -> Result<Outcome> {
     let rules = &adapter.screen;
@@ -154,10 +174,7 @@ fn deliver(
             tmux.run(&args::paste_buffer(&buffer, &pane.pane_id))?;
         }
     }
-    std::thread::sleep(match delivery {
-        Delivery::Typed => adapter.steer_enter_delay,
-        Delivery::Pasted => adapter.paste_enter_delay,
-    });
+    std::thread::sleep(enter_delay);
     let Some(typed_screen) = capture() else {
         return Ok(Outcome {
             sent: true,

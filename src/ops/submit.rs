@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::view::TaskView;
 use crate::adapter::{self, LaunchCommand};
+use crate::config::{Config, Permissions, Setting};
 use crate::error::{Error, ErrorCode, Result};
 use crate::launch::{ENV_FILE, render_env_file, render_launch_script};
 use crate::spec::{Mode, TaskSpec};
@@ -13,18 +14,20 @@ use crate::status::Status;
 use crate::store::{self, TaskRecord, TmuxPlacement};
 use crate::tmux::{Socket, Tmux, args};
 
-pub const PANE_WIDTH: u16 = 200;
-pub const PANE_HEIGHT: u16 = 50;
-pub const HISTORY_LIMIT: u32 = 50_000;
-
-#[derive(Debug, Clone)]
+/// What a parent asks for. Every `None` is filled from the configuration, then the adapter.
+#[derive(Debug, Clone, Default)]
 pub struct SubmitRequest {
-    pub spec: TaskSpec,
+    pub agent: Option<String>,
+    pub objective: String,
+    pub context: Option<String>,
+    pub constraints: Vec<String>,
+    pub model: Option<String>,
+    pub mode: Option<Mode>,
+    pub approval_mode: Option<String>,
+    pub dangerously_skip_permissions: Option<bool>,
     pub cwd: PathBuf,
     pub timeout: Option<Duration>,
     pub dry_run: bool,
-    /// The agent binary; the adapter's default name when `None`.
-    pub bin: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -39,29 +42,37 @@ pub enum SubmitOutcome {
     Submitted(Box<TaskView>),
 }
 
+/// The task spec with the configuration applied (flag > project file > user file > built-in).
+fn resolve_spec(request: &SubmitRequest, config: &Config) -> TaskSpec {
+    let agent_kind = request
+        .agent
+        .clone()
+        .unwrap_or_else(|| config.agent().value);
+    let value = |setting: Option<Setting<String>>| setting.map(|s| s.value);
+    // The adapter design's safety rule: `permissions: prompt` turns the bypass off for tasks
+    // that did not ask for it explicitly.
+    let configured_bypass = config
+        .permissions(&agent_kind)
+        .map(|p| p.value == Permissions::Bypass);
+    TaskSpec {
+        objective: request.objective.clone(),
+        context: request.context.clone(),
+        constraints: request.constraints.clone(),
+        model: request
+            .model
+            .clone()
+            .or_else(|| value(config.model(&agent_kind))),
+        mode: request.mode.or_else(|| config.mode().map(|s| s.value)),
+        approval_mode: request
+            .approval_mode
+            .clone()
+            .or_else(|| value(config.approval_mode(&agent_kind))),
+        dangerously_skip_permissions: request.dangerously_skip_permissions.or(configured_bypass),
+        agent_kind,
+    }
+}
+
 pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
-    let adapter = adapter::lookup(&request.spec.agent_kind)?;
-    let mode = request
-        .spec
-        .mode
-        .unwrap_or(adapter.capabilities.default_mode);
-    if !adapter.supports(mode) {
-        return Err(Error::invalid_input(format!(
-            "agent '{}' has no {} mode",
-            adapter.kind(),
-            mode.as_str()
-        )));
-    }
-    let bin = request.bin.as_deref().unwrap_or(adapter.default_bin);
-    let LaunchCommand { command, warnings } = (adapter.build_launch)(&request.spec, mode, bin)?;
-    if request.dry_run {
-        return Ok(SubmitOutcome::DryRun {
-            agent_kind: adapter.kind().to_string(),
-            mode,
-            launch_command: command,
-            warnings,
-        });
-    }
     let cwd = std::fs::canonicalize(&request.cwd)
         .ok()
         .filter(|dir| dir.is_dir())
@@ -72,14 +83,39 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
             ))
             .with_hint("pass an existing directory with --cwd")
         })?;
-    crate::which::find_on_path(bin).ok_or_else(|| {
+    let config = Config::load(&cwd)?;
+    let spec = resolve_spec(&request, &config);
+    let adapter = adapter::lookup(&spec.agent_kind)?;
+    let mode = spec.mode.unwrap_or(adapter.capabilities.default_mode);
+    if !adapter.supports(mode) {
+        return Err(Error::invalid_input(format!(
+            "agent '{}' has no {} mode",
+            adapter.kind(),
+            mode.as_str()
+        )));
+    }
+    let bin = config
+        .bin(adapter.kind())
+        .map_or_else(|| adapter.default_bin.to_string(), |s| s.value);
+    let LaunchCommand { command, warnings } = (adapter.build_launch)(&spec, mode, &bin)?;
+    if request.dry_run {
+        return Ok(SubmitOutcome::DryRun {
+            agent_kind: adapter.kind().to_string(),
+            mode,
+            launch_command: command,
+            warnings,
+        });
+    }
+    crate::which::find_on_path(&bin).ok_or_else(|| {
         Error::new(
             ErrorCode::AgentNotFound,
             format!("the {} binary '{bin}' is not on PATH", adapter.kind()),
         )
-        .with_hint(
-            "install it (for Gemini: `npm install -g @google/gemini-cli`) or run `cuekit doctor`",
-        )
+        .with_hint(format!(
+            "install it (`{}`), set adapters.{}.bin, or run `cuekit doctor`",
+            adapter.install_hint,
+            adapter.kind()
+        ))
     })?;
 
     let id = store::new_task_id();
@@ -98,8 +134,17 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
     let script = render_launch_script(&id, &command, unset_env, &task_dir)?;
     std::fs::write(&script_path, script).map_err(|err| Error::io("write", &script_path, err))?;
     let env_path = task_dir.join(ENV_FILE);
+    // The submitter's environment, then the adapter's configured `env`, then the task id.
     let inherited = std::env::vars().filter(|(name, _)| name != "CUEKIT_TASK_ID");
-    let env_file = render_env_file(inherited.chain([("CUEKIT_TASK_ID".to_string(), id.clone())]));
+    let configured = config
+        .env(adapter.kind())
+        .into_iter()
+        .map(|(name, s)| (name, s.value));
+    let env_file = render_env_file(
+        inherited
+            .chain(configured)
+            .chain([("CUEKIT_TASK_ID".to_string(), id.clone())]),
+    );
     write_private(&env_path, env_file.as_bytes())?;
     let transcript = task_dir.join(store::TRANSCRIPT_FILE);
     std::fs::OpenOptions::new()
@@ -109,11 +154,12 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
         .open(&transcript)
         .map_err(|err| Error::io("create", &transcript, err))?;
 
-    let socket = Socket::from_env();
+    let socket = Socket(config.socket().value);
+    let height = config.height().value;
     let session = args::session_name(&id);
     let mut record = TaskRecord {
         id: id.clone(),
-        spec: request.spec.clone(),
+        spec,
         mode,
         cwd: cwd.clone(),
         task_dir: task_dir.clone(),
@@ -126,10 +172,14 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
         tmux: Some(TmuxPlacement {
             socket: socket.clone(),
             session: session.clone(),
+            height,
         }),
         created_at: super::now_rfc3339(),
         ended_at: None,
-        timeout_secs: request.timeout.map(|t| t.as_secs().max(1)),
+        timeout_secs: request
+            .timeout
+            .or_else(|| config.timeout().map(|s| s.value))
+            .map(|t| t.as_secs().max(1)),
     };
     // The one tmux call runs while the record and the registry entry are written and synced;
     // both are put in place only once the session exists, so no reader ever sees a running
@@ -137,9 +187,9 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
     let launch = Tmux::new(socket).spawn(&args::new_task_session(&args::NewTaskSession {
         session: &session,
         cwd: &cwd,
-        width: PANE_WIDTH,
-        height: PANE_HEIGHT,
-        history_limit: HISTORY_LIMIT,
+        width: config.width().value,
+        height,
+        history_limit: config.history_limit().value,
         script: &script_path,
         transcript: &transcript,
     }))?;

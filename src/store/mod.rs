@@ -7,7 +7,7 @@ mod registry;
 
 pub use atomic::{Staged, stage, write_atomic};
 pub use record::{TaskRecord, TmuxPlacement, load, save, stage_record, update};
-pub use registry::{register, registered_tasks, resolve, stage_registration};
+pub use registry::{register, registered_tasks, registry_dir, resolve, stage_registration};
 
 use std::path::{Path, PathBuf};
 

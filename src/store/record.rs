@@ -15,6 +15,8 @@ use crate::tmux::Socket;
 pub struct TmuxPlacement {
     pub socket: Socket,
     pub session: String,
+    /// Rows of the pane: the readable transcript is rendered on a screen this tall.
+    pub height: u16,
 }
 
 /// `task.json`: everything needed to explain a task after the fact.

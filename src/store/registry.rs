@@ -8,15 +8,19 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
-fn registry_dir() -> Result<PathBuf> {
-    let dirs = directories::ProjectDirs::from("", "", "cuekit").ok_or_else(|| {
+/// `~/.local/share/cuekit/tasks` (or under `XDG_DATA_HOME`).
+pub fn registry_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "cuekit").map(|dirs| dirs.data_dir().join("tasks"))
+}
+
+fn require_registry_dir() -> Result<PathBuf> {
+    registry_dir().ok_or_else(|| {
         Error::new(
             crate::error::ErrorCode::Io,
             "cannot find a home directory for cuekit's registry",
         )
         .with_hint("set HOME (or XDG_DATA_HOME)")
-    })?;
-    Ok(dirs.data_dir().join("tasks"))
+    })
 }
 
 pub fn register(task_id: &str, task_dir: &Path) -> Result<()> {
@@ -24,7 +28,7 @@ pub fn register(task_id: &str, task_dir: &Path) -> Result<()> {
 }
 
 pub fn stage_registration(task_id: &str, task_dir: &Path) -> Result<super::Staged> {
-    let dir = registry_dir()?;
+    let dir = require_registry_dir()?;
     std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, err))?;
     super::stage(&dir.join(task_id), task_dir.as_os_str().as_encoded_bytes())
 }
@@ -36,7 +40,6 @@ pub fn resolve(task_id: &str, cwd: &Path) -> Result<PathBuf> {
             .with_hint("task ids look like t_0123456789ab; run `cuekit list --all`"));
     }
     let from_registry = registry_dir()
-        .ok()
         .and_then(|dir| std::fs::read(dir.join(task_id)).ok())
         .map(path_from_bytes);
     let from_project = super::project_tasks_root(cwd).map(|root| root.join(task_id));
@@ -49,7 +52,7 @@ pub fn resolve(task_id: &str, cwd: &Path) -> Result<PathBuf> {
 
 /// Every registered task directory that still exists.
 pub fn registered_tasks() -> Result<Vec<PathBuf>> {
-    let dir = registry_dir()?;
+    let dir = require_registry_dir()?;
     let entries = match std::fs::read_dir(&dir) {
         Ok(entries) => entries,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

@@ -1,0 +1,564 @@
+//! Configuration: `.cuekit.yaml` (found by walking up from the working directory) over a user
+//! file (`~/.config/cuekit/config.yaml`) over built-in defaults; a command-line flag or
+//! environment variable beats them all. Unknown keys and wrong types are errors that name the
+//! file, line and column, so nothing runs on a config that does not say what it seems to.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::adapter::ADAPTERS;
+use crate::error::{Error, ErrorCode, Result};
+use crate::spec::Mode;
+
+pub const PROJECT_FILE: &str = ".cuekit.yaml";
+const USER_FILE: &str = "config.yaml";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub defaults: Defaults,
+    #[serde(default)]
+    pub adapters: BTreeMap<String, AdapterConfig>,
+    #[serde(default)]
+    pub tmux: TmuxConfig,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    pub agent: Option<String>,
+    pub model: Option<String>,
+    pub mode: Option<Mode>,
+    pub timeout: Option<DurationText>,
+    pub approval_mode: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdapterConfig {
+    pub bin: Option<String>,
+    pub model: Option<String>,
+    pub permissions: Option<Permissions>,
+    pub approval_mode: Option<String>,
+    pub steer_delay_ms: Option<u64>,
+    pub env: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TmuxConfig {
+    pub socket: Option<String>,
+    pub width: Option<u16>,
+    pub height: Option<u16>,
+    pub history_limit: Option<u32>,
+}
+
+/// `prompt` keeps the agent's approval prompts (no bypass flag) unless a task asks otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Permissions {
+    Prompt,
+    Bypass,
+}
+
+/// A duration written as `90s`, `10m`, `1h30m` or plain seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DurationText(pub Duration);
+
+impl<'de> Deserialize<'de> for DurationText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = DurationText;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a duration such as 90s, 10m or 1h30m, or a number of seconds")
+            }
+
+            fn visit_u64<E: serde::de::Error>(
+                self,
+                secs: u64,
+            ) -> std::result::Result<DurationText, E> {
+                Ok(DurationText(Duration::from_secs(secs)))
+            }
+
+            fn visit_str<E: serde::de::Error>(
+                self,
+                text: &str,
+            ) -> std::result::Result<DurationText, E> {
+                humantime::parse_duration(text)
+                    .map(DurationText)
+                    .map_err(|err| {
+                        E::custom(format!(
+                            "invalid duration '{text}': {err} (use e.g. 90s, 10m, 1h30m)"
+                        ))
+                    })
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// Where an effective value came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "path")]
+pub enum Source {
+    Flag,
+    Env,
+    Project(PathBuf),
+    User(PathBuf),
+    BuiltIn,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Flag => write!(f, "command line"),
+            Source::Env => write!(f, "environment"),
+            Source::Project(path) | Source::User(path) => write!(f, "{}", path.display()),
+            Source::BuiltIn => write!(f, "built-in"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Setting<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+/// The config files that apply to one working directory, most specific first.
+#[derive(Debug, Default)]
+pub struct Config {
+    layers: Vec<(Source, ConfigFile)>,
+}
+
+impl Config {
+    /// Loads the project file above `cwd` and the user file; a broken file is an error.
+    pub fn load(cwd: &Path) -> Result<Config> {
+        let mut layers = Vec::new();
+        if let Some(path) = project_file(cwd) {
+            layers.push((Source::Project(path.clone()), parse_file(&path)?));
+        }
+        if let Some(path) = user_file().filter(|path| path.is_file()) {
+            layers.push((Source::User(path.clone()), parse_file(&path)?));
+        }
+        Ok(Config { layers })
+    }
+
+    pub fn files(&self) -> Vec<&Source> {
+        self.layers.iter().map(|(source, _)| source).collect()
+    }
+
+    /// The first layer that sets a value.
+    fn pick<T>(&self, get: impl Fn(&ConfigFile) -> Option<T>) -> Option<Setting<T>> {
+        self.layers.iter().find_map(|(source, file)| {
+            get(file).map(|value| Setting {
+                value,
+                source: source.clone(),
+            })
+        })
+    }
+
+    /// An adapter setting, where `adapters.<kind>.X` beats `defaults.X` within one file.
+    fn pick_adapter<T>(
+        &self,
+        kind: &str,
+        adapter: impl Fn(&AdapterConfig) -> Option<T>,
+        defaults: impl Fn(&Defaults) -> Option<T>,
+    ) -> Option<Setting<T>> {
+        self.pick(|file| {
+            file.adapters
+                .get(kind)
+                .and_then(&adapter)
+                .or_else(|| defaults(&file.defaults))
+        })
+    }
+
+    pub fn agent(&self) -> Setting<String> {
+        self.pick(|f| f.defaults.agent.clone())
+            .unwrap_or_else(|| built_in(crate::adapter::ADAPTERS[0].kind().to_string()))
+    }
+
+    pub fn model(&self, kind: &str) -> Option<Setting<String>> {
+        self.pick_adapter(kind, |a| a.model.clone(), |d| d.model.clone())
+    }
+
+    pub fn mode(&self) -> Option<Setting<Mode>> {
+        self.pick(|f| f.defaults.mode)
+    }
+
+    pub fn timeout(&self) -> Option<Setting<Duration>> {
+        self.pick(|f| f.defaults.timeout.map(|t| t.0))
+    }
+
+    pub fn approval_mode(&self, kind: &str) -> Option<Setting<String>> {
+        self.pick_adapter(
+            kind,
+            |a| a.approval_mode.clone(),
+            |d| d.approval_mode.clone(),
+        )
+    }
+
+    pub fn permissions(&self, kind: &str) -> Option<Setting<Permissions>> {
+        self.pick(|f| f.adapters.get(kind).and_then(|a| a.permissions))
+    }
+
+    pub fn bin(&self, kind: &str) -> Option<Setting<String>> {
+        self.pick(|f| f.adapters.get(kind).and_then(|a| a.bin.clone()))
+    }
+
+    pub fn steer_delay(&self, kind: &str) -> Option<Setting<Duration>> {
+        self.pick(|f| {
+            f.adapters
+                .get(kind)
+                .and_then(|a| a.steer_delay_ms)
+                .map(Duration::from_millis)
+        })
+    }
+
+    /// Extra environment for the agent's pane; files merge, a nearer file winning per variable.
+    pub fn env(&self, kind: &str) -> BTreeMap<String, Setting<String>> {
+        let mut merged = BTreeMap::new();
+        for (source, file) in self.layers.iter().rev() {
+            for (name, value) in file
+                .adapters
+                .get(kind)
+                .and_then(|a| a.env.as_ref())
+                .into_iter()
+                .flatten()
+            {
+                merged.insert(
+                    name.clone(),
+                    Setting {
+                        value: value.clone(),
+                        source: source.clone(),
+                    },
+                );
+            }
+        }
+        merged
+    }
+
+    /// The tmux server: `CUEKIT_TMUX_SOCKET`, then the files, then cuekit's private default.
+    pub fn socket(&self) -> Setting<String> {
+        match std::env::var(crate::tmux::SOCKET_ENV) {
+            Ok(value) if !value.is_empty() => Setting {
+                value,
+                source: Source::Env,
+            },
+            _ => self
+                .pick(|f| f.tmux.socket.clone())
+                .unwrap_or_else(|| built_in(crate::tmux::DEFAULT_SOCKET.to_string())),
+        }
+    }
+
+    pub fn width(&self) -> Setting<u16> {
+        self.pick(|f| f.tmux.width).unwrap_or_else(|| built_in(200))
+    }
+
+    pub fn height(&self) -> Setting<u16> {
+        self.pick(|f| f.tmux.height).unwrap_or_else(|| built_in(50))
+    }
+
+    pub fn history_limit(&self) -> Setting<u32> {
+        self.pick(|f| f.tmux.history_limit)
+            .unwrap_or_else(|| built_in(50_000))
+    }
+}
+
+fn built_in<T>(value: T) -> Setting<T> {
+    Setting {
+        value,
+        source: Source::BuiltIn,
+    }
+}
+
+/// The nearest `.cuekit.yaml` at or above `cwd`.
+pub fn project_file(cwd: &Path) -> Option<PathBuf> {
+    cwd.ancestors()
+        .map(|dir| dir.join(PROJECT_FILE))
+        .find(|path| path.is_file())
+}
+
+pub fn user_file() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "cuekit").map(|dirs| dirs.config_dir().join(USER_FILE))
+}
+
+pub fn parse_file(path: &Path) -> Result<ConfigFile> {
+    let text = std::fs::read_to_string(path).map_err(|err| Error::io("read", path, err))?;
+    parse(&text, path)
+}
+
+/// Parses a config text; `path` is only used in messages.
+pub fn parse(text: &str, path: &Path) -> Result<ConfigFile> {
+    if text.trim().is_empty() {
+        return Ok(ConfigFile::default());
+    }
+    let file: ConfigFile = serde_yaml_ng::from_str(text).map_err(|err| {
+        let (line, column) = err.location().map_or((1, 1), |at| (at.line(), at.column()));
+        let message = err.to_string();
+        let message = message
+            .split(" at line ")
+            .next()
+            .unwrap_or(&message)
+            .to_string();
+        invalid(path, line, column, message)
+    })?;
+    for kind in file.adapters.keys() {
+        if !ADAPTERS.iter().any(|adapter| adapter.kind() == kind) {
+            let line = line_of_key(text, kind);
+            let known: Vec<String> = ADAPTERS.iter().map(|a| format!("`{}`", a.kind())).collect();
+            return Err(invalid(
+                path,
+                line,
+                3,
+                format!(
+                    "adapters: unknown adapter `{kind}`, expected one of {}",
+                    known.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(file)
+}
+
+fn invalid(path: &Path, line: usize, column: usize, message: String) -> Error {
+    Error::new(
+        ErrorCode::ConfigInvalid,
+        format!("{}:{line}:{column}: {message}", path.display()),
+    )
+    .with_hint(
+        "fix the file (every key is documented in .cuekit.yaml.example) or run `cuekit doctor`",
+    )
+}
+
+/// The 1-based line where `key:` is first written under `adapters:`.
+fn line_of_key(text: &str, key: &str) -> usize {
+    let adapters = text
+        .lines()
+        .position(|line| line.trim_start().starts_with("adapters:"))
+        .unwrap_or(0);
+    text.lines()
+        .enumerate()
+        .skip(adapters)
+        .find(|(_, line)| {
+            line.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+        .map_or(adapters + 1, |(index, _)| index + 1)
+}
+
+/// The starter file `cuekit init` writes: the documented example.
+pub const EXAMPLE: &str = include_str!("../.cuekit.yaml.example");
+
+/// One effective value, for `cuekit config`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    pub key: String,
+    pub value: serde_json::Value,
+    pub source: Source,
+}
+
+impl Config {
+    /// Every key with its effective value and where it came from.
+    pub fn entries(&self) -> Vec<Entry> {
+        fn entry<T: Serialize>(key: impl Into<String>, setting: Option<Setting<T>>) -> Entry {
+            let (value, source) = match setting {
+                Some(s) => (
+                    serde_json::to_value(s.value).expect("settings serialize"),
+                    s.source,
+                ),
+                None => (serde_json::Value::Null, Source::BuiltIn),
+            };
+            Entry {
+                key: key.into(),
+                value,
+                source,
+            }
+        }
+        let secs = |s: Setting<Duration>| Setting {
+            value: humantime::format_duration(s.value).to_string(),
+            source: s.source,
+        };
+        let mut entries = vec![
+            entry("defaults.agent", Some(self.agent())),
+            entry("defaults.model", self.pick(|f| f.defaults.model.clone())),
+            entry("defaults.mode", self.mode()),
+            entry("defaults.timeout", self.timeout().map(secs)),
+            entry(
+                "defaults.approval_mode",
+                self.pick(|f| f.defaults.approval_mode.clone()),
+            ),
+        ];
+        for adapter in ADAPTERS {
+            let kind = adapter.kind();
+            let key = |name: &str| format!("adapters.{kind}.{name}");
+            let bin = self
+                .bin(kind)
+                .unwrap_or_else(|| built_in(adapter.default_bin.to_string()));
+            let permissions = self
+                .permissions(kind)
+                .unwrap_or_else(|| built_in(Permissions::Bypass));
+            let delay = self
+                .steer_delay(kind)
+                .unwrap_or_else(|| built_in(adapter.steer_enter_delay));
+            let delay_ms = Setting {
+                value: delay.value.as_millis() as u64,
+                source: delay.source,
+            };
+            entries.extend([
+                entry(key("bin"), Some(bin)),
+                entry(key("model"), self.model(kind)),
+                entry(key("permissions"), Some(permissions)),
+                entry(key("approval_mode"), self.approval_mode(kind)),
+                entry(key("steer_delay_ms"), Some(delay_ms)),
+            ]);
+            for (name, setting) in self.env(kind) {
+                entries.push(entry(key(&format!("env.{name}")), Some(setting)));
+            }
+        }
+        entries.extend([
+            entry("tmux.socket", Some(self.socket())),
+            entry("tmux.width", Some(self.width())),
+            entry("tmux.height", Some(self.height())),
+            entry("tmux.history_limit", Some(self.history_limit())),
+        ]);
+        entries
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_parses_and_documents_every_key() {
+        let file = parse_str(EXAMPLE).unwrap();
+        assert_eq!(file.tmux.width, Some(200));
+        for key in [
+            "agent:",
+            "model:",
+            "mode:",
+            "timeout:",
+            "approval_mode:",
+            "bin:",
+            "permissions:",
+            "steer_delay_ms:",
+            "env:",
+            "socket:",
+            "width:",
+            "height:",
+            "history_limit:",
+        ] {
+            assert!(EXAMPLE.contains(key), "{key} is not documented");
+        }
+    }
+
+    fn parse_str(text: &str) -> Result<ConfigFile> {
+        parse(text, Path::new("/p/.cuekit.yaml"))
+    }
+
+    fn message(text: &str) -> String {
+        let err = parse_str(text).unwrap_err();
+        assert_eq!(err.code, ErrorCode::ConfigInvalid);
+        err.message
+    }
+
+    #[test]
+    fn parses_every_key() {
+        let file = parse_str(
+            "defaults:\n  agent: gemini\n  model: flash\n  mode: batch\n  timeout: 30m\n  approval_mode: plan\n\
+             adapters:\n  gemini:\n    bin: /opt/gemini\n    model: pro\n    permissions: prompt\n    approval_mode: auto_edit\n    steer_delay_ms: 150\n    env:\n      FOO: bar\n\
+             tmux:\n  socket: mine\n  width: 120\n  height: 40\n  history_limit: 1000\n",
+        )
+        .unwrap();
+        assert_eq!(
+            file.defaults.timeout,
+            Some(DurationText(Duration::from_secs(1800)))
+        );
+        assert_eq!(file.defaults.mode, Some(Mode::Batch));
+        assert_eq!(
+            file.adapters["gemini"].permissions,
+            Some(Permissions::Prompt)
+        );
+        assert_eq!(file.tmux.history_limit, Some(1000));
+    }
+
+    #[test]
+    fn unknown_keys_name_file_line_column_and_allowed_keys() {
+        assert_eq!(
+            message("defaults:\n  agent: gemini\n  modle: flash\n"),
+            "/p/.cuekit.yaml:3:3: defaults: unknown field `modle`, expected one of `agent`, `model`, `mode`, `timeout`, `approval_mode`"
+        );
+        assert_eq!(
+            message("tmux:\n  width: 10\ncolour: red\n"),
+            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`"
+        );
+        assert_eq!(
+            message("adapters:\n  gemini:\n    bin: g\n  gemni:\n    bin: x\n"),
+            "/p/.cuekit.yaml:4:3: adapters: unknown adapter `gemni`, expected one of `gemini`"
+        );
+    }
+
+    #[test]
+    fn wrong_types_are_errors_with_a_position() {
+        let width = message("tmux:\n  width: wide\n");
+        assert!(
+            width.starts_with("/p/.cuekit.yaml:2:10: tmux.width: invalid type: string \"wide\""),
+            "{width}"
+        );
+        let mode = message("defaults:\n  mode: sideways\n");
+        assert!(
+            mode.starts_with("/p/.cuekit.yaml:2:9: defaults.mode: unknown variant `sideways`"),
+            "{mode}"
+        );
+        let timeout = message("defaults:\n  timeout: soon\n");
+        assert!(timeout.contains("invalid duration 'soon'"), "{timeout}");
+        let permissions = message("adapters:\n  gemini:\n    permissions: ask\n");
+        assert!(
+            permissions.contains("unknown variant `ask`, expected `prompt` or `bypass`"),
+            "{permissions}"
+        );
+        let yaml = message("defaults:\n\tagent: x\n");
+        assert!(yaml.starts_with("/p/.cuekit.yaml:"), "{yaml}");
+    }
+
+    #[test]
+    fn nearer_layers_win_and_adapter_keys_beat_defaults() {
+        let project = parse_str(
+            "defaults:\n  model: flash\nadapters:\n  gemini:\n    env:\n      A: project\n",
+        )
+        .unwrap();
+        let user = parse_str("defaults:\n  agent: gemini\n  model: pro\nadapters:\n  gemini:\n    model: flash-lite\n    env:\n      A: user\n      B: user\n").unwrap();
+        let config = Config {
+            layers: vec![
+                (Source::Project("/p".into()), project),
+                (Source::User("/u".into()), user),
+            ],
+        };
+        assert_eq!(
+            config.model("gemini").unwrap(),
+            Setting {
+                value: "flash".into(),
+                source: Source::Project("/p".into())
+            }
+        );
+        assert_eq!(config.agent().source, Source::User("/u".into()));
+        assert_eq!(
+            config.width(),
+            Setting {
+                value: 200,
+                source: Source::BuiltIn
+            }
+        );
+        let env = config.env("gemini");
+        assert_eq!(env["A"].value, "project");
+        assert_eq!(env["B"].source, Source::User("/u".into()));
+    }
+}

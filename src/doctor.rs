@@ -1,0 +1,480 @@
+//! `cuekit doctor`: what is missing before anything runs, one line per check with the next
+//! step for each problem. Nothing here touches the network, writes credentials or waits long
+//! on a hung binary; `--fix` only creates directories and adds the `.gitignore` entry.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::adapter::{ADAPTERS, Adapter, AuthProbe, VERSION_TIMEOUT};
+use crate::config::Config;
+use crate::store;
+use crate::tmux::Socket;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub name: String,
+    pub level: Level,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<String>,
+    /// What `--fix` did about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixed: Option<String>,
+}
+
+impl Check {
+    fn new(name: impl Into<String>, level: Level, message: impl Into<String>) -> Check {
+        Check {
+            name: name.into(),
+            level,
+            message: message.into(),
+            next_step: None,
+            fixed: None,
+        }
+    }
+
+    fn next(mut self, step: impl Into<String>) -> Check {
+        self.next_step = Some(step.into());
+        self
+    }
+}
+
+/// Oldest tmux cuekit supports: `new-session -e`, `-f` filters, `pane_dead_status`.
+const MIN_TMUX: (u32, u32) = (3, 2);
+/// `sun_path` holds 108 bytes on Linux (104 on macOS), terminator included.
+const MAX_SOCKET_PATH: usize = 103;
+
+pub fn doctor(cwd: &Path, fix: bool) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let config = match Config::load(cwd) {
+        Ok(config) => {
+            let files: Vec<String> = config.files().iter().map(|f| f.to_string()).collect();
+            let message = if files.is_empty() {
+                "no config file (built-in defaults)".to_string()
+            } else {
+                format!("parses: {}", files.join(", "))
+            };
+            checks.push(Check::new("config", Level::Ok, message));
+            config
+        }
+        Err(err) => {
+            checks.push(
+                Check::new("config", Level::Fail, err.message)
+                    .next("fix the file; nothing can be submitted until it parses"),
+            );
+            Config::default()
+        }
+    };
+    checks.extend(tmux_checks(&Socket(config.socket().value)));
+    checks.extend(agent_checks(&config));
+    checks.extend(environment_checks());
+    checks.extend(storage_checks(cwd, fix));
+    checks
+}
+
+fn tmux_checks(socket: &Socket) -> Vec<Check> {
+    let Some(path) = crate::which::find_on_path("tmux") else {
+        return vec![
+            Check::new("tmux", Level::Fail, "tmux is not installed")
+                .next("install tmux 3.2 or newer, e.g. `apt-get install tmux`"),
+        ];
+    };
+    let version = Command::new(&path)
+        .arg("-V")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let mut checks = vec![match parse_tmux_version(&version) {
+        Some(found) if found >= MIN_TMUX => Check::new(
+            "tmux",
+            Level::Ok,
+            format!("{version} at {}", path.display()),
+        ),
+        Some(_) => Check::new("tmux", Level::Fail, format!("{version} is older than 3.2"))
+            .next("install tmux 3.2 or newer"),
+        None => Check::new(
+            "tmux",
+            Level::Warn,
+            format!(
+                "cannot tell the version of {} ({version:?})",
+                path.display()
+            ),
+        ),
+    }];
+    let socket_path = socket_path(socket);
+    let length = socket_path.as_os_str().len();
+    checks.push(if length > MAX_SOCKET_PATH {
+        Check::new(
+            "tmux socket",
+            Level::Fail,
+            format!(
+                "{} is {length} bytes, over the {MAX_SOCKET_PATH}-byte limit",
+                socket_path.display()
+            ),
+        )
+        .next("use a shorter CUEKIT_TMUX_SOCKET or TMUX_TMPDIR")
+    } else {
+        let [flag, name] = socket.args();
+        let listed = Command::new(&path)
+            .arg(flag)
+            .arg(name)
+            .args(["list-sessions", "-F", "#{session_name}"])
+            .output();
+        match listed {
+            Ok(out) if out.status.success() => {
+                let sessions = String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter(|s| s.starts_with("cuekit-task-"))
+                    .count();
+                Check::new(
+                    "tmux server",
+                    Level::Ok,
+                    format!(
+                        "{} reachable, {sessions} task session(s)",
+                        socket_path.display()
+                    ),
+                )
+            }
+            Ok(out) => {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                if stderr.contains("no server running") || stderr.contains("error connecting") {
+                    Check::new(
+                        "tmux server",
+                        Level::Ok,
+                        format!(
+                            "{} not running yet (the first task starts it)",
+                            socket_path.display()
+                        ),
+                    )
+                } else {
+                    Check::new(
+                        "tmux server",
+                        Level::Fail,
+                        format!("{}: {}", socket_path.display(), stderr.trim()),
+                    )
+                    .next("remove a stale socket file, or set CUEKIT_TMUX_SOCKET to another name")
+                }
+            }
+            Err(err) => Check::new(
+                "tmux server",
+                Level::Fail,
+                format!("cannot run tmux: {err}"),
+            ),
+        }
+    });
+    checks
+}
+
+/// `tmux 3.3a` → (3, 3); `tmux next-3.5` → (3, 5).
+fn parse_tmux_version(text: &str) -> Option<(u32, u32)> {
+    let start = text.find(|c: char| c.is_ascii_digit())?;
+    let mut parts = text[start..].split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+fn socket_path(socket: &Socket) -> PathBuf {
+    if socket.0.contains('/') {
+        return PathBuf::from(&socket.0);
+    }
+    let dir = std::env::var_os("TMUX_TMPDIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    dir.join(format!("tmux-{}", unsafe { libc::getuid() }))
+        .join(&socket.0)
+}
+
+/// Each agent's binary and version (probed in parallel, each under a timeout) and its auth.
+fn agent_checks(config: &Config) -> Vec<Check> {
+    let default_agent = config.agent().value;
+    let probes: Vec<_> = ADAPTERS
+        .iter()
+        .map(|adapter| {
+            let bin = config
+                .bin(adapter.kind())
+                .map_or_else(|| adapter.default_bin.to_string(), |s| s.value);
+            let path = crate::which::find_on_path(&bin);
+            let version = path
+                .clone()
+                .map(|path| std::thread::spawn(move || probe_version(&path)));
+            (adapter, bin, path, version)
+        })
+        .collect();
+    let mut checks = Vec::new();
+    for (adapter, bin, path, version) in probes {
+        let name = format!("{} binary", adapter.kind());
+        let Some(path) = path else {
+            let level = if adapter.kind() == default_agent {
+                Level::Fail
+            } else {
+                Level::Warn
+            };
+            checks.push(
+                Check::new(name, level, format!("'{bin}' is not on PATH")).next(format!(
+                    "install it: `{}` (or set adapters.{}.bin)",
+                    adapter.install_hint,
+                    adapter.kind()
+                )),
+            );
+            continue;
+        };
+        let version = version.map_or(Err("was not run".to_string()), |probe| {
+            probe.join().unwrap_or(Err("crashed".into()))
+        });
+        checks.push(match version {
+            Ok(version) => Check::new(name, Level::Ok, format!("{version} at {}", path.display())),
+            Err(problem) => Check::new(
+                name,
+                Level::Warn,
+                format!("{} is installed but `--version` {problem}", path.display()),
+            )
+            .next("run it by hand to see what it waits for"),
+        });
+        checks.push(auth_check(adapter));
+    }
+    checks
+}
+
+fn auth_check(adapter: &Adapter) -> Check {
+    let name = format!("{} auth", adapter.kind());
+    match (adapter.auth_probe)() {
+        AuthProbe::Configured(how) => Check::new(name, Level::Ok, how),
+        AuthProbe::Missing(hint) => Check::new(name, Level::Warn, "no credentials found; batch tasks will fail and interactive ones wait on a login screen").next(hint),
+    }
+}
+
+/// `<bin> --version`, killed (with its process group) if it does not answer in time.
+fn probe_version(path: &Path) -> Result<String, String> {
+    let mut child = Command::new(path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|err| format!("cannot run: {err}"))?;
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let mut out = String::new();
+                let _ = child.stdout.take().expect("piped").read_to_string(&mut out);
+                let version = out.lines().next().unwrap_or("").trim().to_string();
+                return if status.success() && !version.is_empty() {
+                    Ok(version)
+                } else {
+                    Err(format!("failed ({status})"))
+                };
+            }
+            Ok(None) if started.elapsed() < VERSION_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            _ => {
+                unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+                let _ = child.wait();
+                return Err(format!(
+                    "did not answer within {}s",
+                    VERSION_TIMEOUT.as_secs()
+                ));
+            }
+        }
+    }
+}
+
+fn environment_checks() -> Vec<Check> {
+    let mut checks = Vec::new();
+    for name in ["CI", "GITHUB_ACTIONS"] {
+        if let Ok(value) = std::env::var(name) {
+            checks.push(Check::new(format!("environment {name}"), Level::Warn, format!("{name}={value}: the Gemini CLI runs a positional prompt headless when it is set; cuekit unsets it for interactive tasks, other tools you start may not")));
+        }
+    }
+    for (name, agent) in [
+        ("GEMINI_CLI", "the Gemini CLI"),
+        ("CLAUDECODE", "Claude Code"),
+        ("CODEX_SANDBOX", "Codex"),
+        ("OPENCODE", "opencode"),
+    ] {
+        if std::env::var_os(name).is_some() {
+            checks.push(Check::new(format!("environment {name}"), Level::Warn, format!("running inside {agent} ({name} is set): children inherit its environment and sandbox"))
+                .next("if a child misbehaves, submit from a plain shell"));
+        }
+    }
+    if checks.is_empty() {
+        checks.push(Check::new(
+            "environment",
+            Level::Ok,
+            "no variables that change how children run",
+        ));
+    }
+    checks
+}
+
+fn storage_checks(cwd: &Path, fix: bool) -> Vec<Check> {
+    let mut checks = Vec::new();
+    if let Some(registry) = store::registry_dir() {
+        checks.push(writable_dir("task registry", &registry, fix));
+    }
+    let tasks = store::project_tasks_root(cwd).unwrap_or_else(|| cwd.join(store::TASKS_SUBDIR));
+    checks.push(writable_dir("task directory", &tasks, fix));
+    let broken: Vec<String> = std::fs::read_dir(&tasks)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|dir| dir.join(store::RECORD_FILE).is_file())
+        .filter_map(|dir| store::load(&dir).err().map(|err| err.message))
+        .collect();
+    checks.push(if broken.is_empty() {
+        Check::new("task records", Level::Ok, "every task.json parses")
+    } else {
+        Check::new("task records", Level::Fail, broken.join("; "))
+            .next("move the damaged task directory aside; other tasks are unaffected")
+    });
+    checks.push(gitignore_check(cwd, fix));
+    checks
+}
+
+fn writable_dir(name: &str, dir: &Path, fix: bool) -> Check {
+    if !dir.exists() {
+        if fix {
+            return match std::fs::create_dir_all(dir) {
+                Ok(()) => Check {
+                    fixed: Some(format!("created {}", dir.display())),
+                    ..Check::new(name, Level::Ok, format!("{} created", dir.display()))
+                },
+                Err(err) => Check::new(
+                    name,
+                    Level::Fail,
+                    format!("cannot create {}: {err}", dir.display()),
+                ),
+            };
+        }
+        return Check::new(
+            name,
+            Level::Ok,
+            format!(
+                "{} does not exist yet (created on first submit)",
+                dir.display()
+            ),
+        );
+    }
+    let probe = dir.join(format!(".doctor-{}", std::process::id()));
+    match std::fs::write(&probe, b"") {
+        Ok(()) => {
+            let _ = std::fs::remove_file(&probe);
+            Check::new(name, Level::Ok, format!("{} is writable", dir.display()))
+        }
+        Err(err) => Check::new(
+            name,
+            Level::Fail,
+            format!("{} is not writable: {err}", dir.display()),
+        )
+        .next("fix its ownership or permissions"),
+    }
+}
+
+/// In a git work tree, `.cuekit/` (transcripts, prompts) should not be committed.
+fn gitignore_check(cwd: &Path, fix: bool) -> Check {
+    let Some(root) = cwd.ancestors().find(|dir| dir.join(".git").exists()) else {
+        return Check::new("gitignore", Level::Ok, "not in a git repository");
+    };
+    let path = root.join(".gitignore");
+    if ignores_cuekit(&std::fs::read_to_string(&path).unwrap_or_default()) {
+        return Check::new(
+            "gitignore",
+            Level::Ok,
+            format!("{} ignores .cuekit/", path.display()),
+        );
+    }
+    if fix {
+        return match add_gitignore_entry(root) {
+            Ok(()) => Check {
+                fixed: Some(format!("added .cuekit/ to {}", path.display())),
+                ..Check::new(
+                    "gitignore",
+                    Level::Ok,
+                    format!("{} ignores .cuekit/", path.display()),
+                )
+            },
+            Err(err) => Check::new(
+                "gitignore",
+                Level::Fail,
+                format!("cannot write {}: {err}", path.display()),
+            ),
+        };
+    }
+    Check::new(
+        "gitignore",
+        Level::Warn,
+        format!(
+            "{} does not ignore .cuekit/ (task transcripts and prompts)",
+            path.display()
+        ),
+    )
+    .next("run `cuekit doctor --fix` or `cuekit init`")
+}
+
+pub fn ignores_cuekit(gitignore: &str) -> bool {
+    gitignore
+        .lines()
+        .map(str::trim)
+        .any(|line| matches!(line, ".cuekit" | ".cuekit/" | "/.cuekit" | "/.cuekit/"))
+}
+
+/// Appends `.cuekit/` to `<dir>/.gitignore`, creating it if needed; a no-op when present.
+pub fn add_gitignore_entry(dir: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let path = dir.join(".gitignore");
+    let existing = std::fs::read_to_string(&path).unwrap_or_default();
+    if ignores_cuekit(&existing) {
+        return Ok(());
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)?;
+    let separator = if existing.is_empty() || existing.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    writeln!(file, "{separator}.cuekit/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tmux_versions() {
+        assert_eq!(parse_tmux_version("tmux 3.3a"), Some((3, 3)));
+        assert_eq!(parse_tmux_version("tmux next-3.5"), Some((3, 5)));
+        assert_eq!(parse_tmux_version("tmux 2.9"), Some((2, 9)));
+        assert!(parse_tmux_version("tmux 3.10") > Some(MIN_TMUX));
+        assert_eq!(parse_tmux_version("garbage"), None);
+    }
+
+    #[test]
+    fn gitignore_entry_is_added_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".gitignore"), "target").unwrap();
+        add_gitignore_entry(dir.path()).unwrap();
+        add_gitignore_entry(dir.path()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(".gitignore")).unwrap(),
+            "target\n.cuekit/\n"
+        );
+        assert!(ignores_cuekit("/.cuekit\n"));
+        assert!(!ignores_cuekit(".cuekit.yaml\n"));
+    }
+}

@@ -1,0 +1,36 @@
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::config::{EXAMPLE, PROJECT_FILE};
+use crate::error::{Error, ErrorCode, Result};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InitOutcome {
+    pub config: PathBuf,
+    /// Whether an existing file was replaced (`--force`).
+    pub overwritten: bool,
+    pub gitignore: PathBuf,
+}
+
+/// Writes the starter `.cuekit.yaml` into `dir` (never over an existing one unless `force`)
+/// and makes `.gitignore` ignore `.cuekit/`.
+pub fn init(dir: &Path, force: bool) -> Result<InitOutcome> {
+    let config = dir.join(PROJECT_FILE);
+    let exists = config.exists();
+    if exists && !force {
+        return Err(Error::new(
+            ErrorCode::InvalidState,
+            format!("{} already exists", config.display()),
+        )
+        .with_hint("keep it, or run `cuekit init --force` to replace it with the starter file"));
+    }
+    crate::store::write_atomic(&config, EXAMPLE.as_bytes())?;
+    crate::doctor::add_gitignore_entry(dir)
+        .map_err(|err| Error::io("update", &dir.join(".gitignore"), err))?;
+    Ok(InitOutcome {
+        config,
+        overwritten: exists,
+        gitignore: dir.join(".gitignore"),
+    })
+}
