@@ -92,16 +92,22 @@ pub fn render_env_file(vars: impl IntoIterator<Item = (String, String)>) -> Stri
     file
 }
 
+/// Where the agent's exit status is kept when its stdout goes through the event filter (a
+/// pipeline's status would be the filter's).
+pub const AGENT_EXIT_FILE: &str = "agent-exit";
+
 /// Renders `launch.sh` for a task.
 ///
 /// The agent runs in a subshell so that an `exit N` inside the command cannot skip the
 /// sentinel; the sentinel is written to a temp file and renamed so a reader never sees a
-/// half-written code.
+/// half-written code. With `event_filter` (the cuekit binary), the agent's stdout is piped
+/// through `cuekit __events <task dir>`.
 pub fn render_launch_script(
     task_id: &str,
     agent_command: &str,
     unset_env: &[&str],
     task_dir: &Path,
+    event_filter: Option<&Path>,
 ) -> Result<String> {
     let sentinel = quote_path(&task_dir.join(EXIT_CODE_FILE))?;
     let sentinel_tmp = quote_path(&task_dir.join(format!("{EXIT_CODE_FILE}.tmp")))?;
@@ -114,10 +120,20 @@ pub fn render_launch_script(
         script.push_str(&format!("unset {}\n", unset_env.join(" ")));
     }
     let transcript = quote_path(&task_dir.join(TRANSCRIPT_FILE))?;
+    match event_filter {
+        None => script.push_str(&format!("(\n{agent_command}\n)\ncuekit_code=$?\n")),
+        Some(cuekit) => {
+            let agent_exit = quote_path(&task_dir.join(AGENT_EXIT_FILE))?;
+            let (cuekit, dir) = (quote_path(cuekit)?, quote_path(task_dir)?);
+            script.push_str(&format!(
+                "(\n(\n{agent_command}\n)\nprintf '%s\\n' \"$?\" > {agent_exit}\n) | {cuekit} __events {dir}\n\
+                 cuekit_code=$(cat {agent_exit} 2>/dev/null)\n\
+                 [ -n \"$cuekit_code\" ] || cuekit_code=1\n"
+            ));
+        }
+    }
     script.push_str(&format!(
-        "(\n{agent_command}\n)\n\
-         cuekit_code=$?\n\
-         printf '{END_MARKER}'\n\
+        "printf '{END_MARKER}'\n\
          cuekit_wait=0\n\
          while [ $cuekit_wait -lt 300 ] && ! tail -c 64 {transcript} | grep -q '{END_MARKER_TEXT}'; do sleep 0.01; cuekit_wait=$((cuekit_wait + 1)); done\n\
          printf 'cuekit_exit=%s\\n' \"$cuekit_code\" > {sentinel_tmp} && mv -f {sentinel_tmp} {sentinel}\n\
@@ -154,7 +170,8 @@ mod tests {
     #[test]
     fn script_runs_agent_in_subshell_then_writes_sentinel_atomically() {
         let script =
-            render_launch_script("t_0", "gemini 'x'", &["CI"], Path::new("/tmp/a b")).unwrap();
+            render_launch_script("t_0", "gemini 'x'", &["CI"], Path::new("/tmp/a b"), None)
+                .unwrap();
         assert_eq!(
             script,
             "#!/bin/sh\n# cuekit task t_0: generated at submit, kept as a record.\n\
@@ -166,6 +183,22 @@ mod tests {
              printf 'cuekit_exit=%s\\n' \"$cuekit_code\" > '/tmp/a b/exit-code.tmp' && mv -f '/tmp/a b/exit-code.tmp' '/tmp/a b/exit-code'\n\
              exit \"$cuekit_code\"\n"
         );
+    }
+
+    #[test]
+    fn an_event_stream_is_piped_through_the_filter_and_keeps_the_agents_status() {
+        let script = render_launch_script(
+            "t_0",
+            "gemini -o stream-json",
+            &[],
+            Path::new("/d"),
+            Some(Path::new("/bin/cuekit")),
+        )
+        .unwrap();
+        assert!(script.contains(
+            "(\n(\ngemini -o stream-json\n)\nprintf '%s\\n' \"$?\" > '/d/agent-exit'\n) | '/bin/cuekit' __events '/d'\n\
+             cuekit_code=$(cat '/d/agent-exit' 2>/dev/null)\n[ -n \"$cuekit_code\" ] || cuekit_code=1\n"
+        ), "{script}");
     }
 
     #[test]

@@ -11,7 +11,9 @@ pub mod cli;
 pub mod config;
 pub mod doctor;
 pub mod error;
+pub mod events;
 pub mod launch;
+pub mod mcp;
 pub mod ops;
 pub mod process;
 pub mod spec;
@@ -21,5 +23,6 @@ pub mod store;
 pub mod tmux;
 pub mod transcript;
 pub mod which;
+pub mod worktree;
 
 pub use error::{Error, ErrorCode, Result};

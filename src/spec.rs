@@ -50,6 +50,15 @@ pub struct TaskSpec {
     /// `None` means "not said": the adapter default (bypass on) applies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dangerously_skip_permissions: Option<bool>,
+    /// Batch runs print a structured event stream where the agent can (`None`: yes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_events: Option<bool>,
+    /// The agent session to start under a chosen id, so cuekit knows it without asking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// An earlier agent session to continue instead of starting a new one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_session: Option<String>,
 }
 
 impl TaskSpec {

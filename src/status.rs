@@ -63,6 +63,17 @@ pub struct Observation<'a> {
     pub pane: Option<&'a PaneInfo>,
     pub sentinel: Option<i32>,
     pub now: SystemTime,
+    /// For a task with an event stream whose agent exited 0: what the stream reported.
+    pub stream: Option<StreamReport>,
+}
+
+/// How an event stream ended, as its `result` event told (or did not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamReport {
+    Succeeded,
+    Failed(String),
+    /// No `result` event: the run was cut short, whatever the exit code says.
+    Unfinished,
 }
 
 pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verdict {
@@ -70,7 +81,21 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
         return Verdict::Unchanged;
     }
     if let Some(code) = seen.sentinel {
-        return Verdict::Ended(ending_for_exit(adapter, code));
+        let failed = |reason: &str, hint: String| Ending {
+            status: Status::Failed,
+            reason: Some(reason.to_string()),
+            hint: Some(hint),
+            exit_code: Some(code),
+        };
+        return Verdict::Ended(match (&seen.stream, code) {
+            (Some(StreamReport::Failed(message)), 0) => failed("agent_error", message.clone()),
+            (Some(StreamReport::Unfinished), 0) => failed(
+                "no_result_event",
+                "the agent exited 0 without reporting the end of its run (killed or crashed?)"
+                    .to_string(),
+            ),
+            _ => ending_for_exit(adapter, code),
+        });
     }
     match seen.pane {
         Some(pane) if !pane.dead => {
@@ -148,6 +173,9 @@ mod tests {
             created_at: "2026-01-01T00:00:00Z".into(),
             ended_at: None,
             timeout_secs,
+            event_stream: false,
+            agent_session_id: None,
+            resumed_from: None,
         }
     }
 
@@ -185,6 +213,7 @@ mod tests {
                 pane,
                 sentinel,
                 now,
+                stream: None,
             },
         )
     }
@@ -241,6 +270,39 @@ mod tests {
         assert_eq!(
             judge_with(&cancelled, None, Some(0), at(1)),
             Verdict::Unchanged
+        );
+    }
+
+    #[test]
+    fn an_event_stream_must_report_success_for_exit_zero_to_count() {
+        let running = record(Status::Running, None);
+        let seen = |stream| Observation {
+            pane: None,
+            sentinel: Some(0),
+            now: at(1),
+            stream: Some(stream),
+        };
+        let Verdict::Ended(ok) = judge(&running, gemini(), &seen(StreamReport::Succeeded)) else {
+            panic!()
+        };
+        assert_eq!(ok.status, Status::Completed);
+        let Verdict::Ended(cut) = judge(&running, gemini(), &seen(StreamReport::Unfinished)) else {
+            panic!()
+        };
+        assert_eq!(
+            (cut.status, cut.reason.as_deref()),
+            (Status::Failed, Some("no_result_event"))
+        );
+        let Verdict::Ended(bad) = judge(
+            &running,
+            gemini(),
+            &seen(StreamReport::Failed("quota".into())),
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            (bad.reason.as_deref(), bad.hint.as_deref()),
+            (Some("agent_error"), Some("quota"))
         );
     }
 

@@ -45,6 +45,9 @@ fn expected(prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String> {
     if let Some(model) = model {
         argv.extend(["-m".to_string(), model.to_string()]);
     }
+    if mode == Mode::Batch {
+        argv.extend(["-o".to_string(), "stream-json".to_string()]);
+    }
     match (mode, prompt.starts_with('-')) {
         (Mode::Batch, false) => argv.extend(["-p".to_string(), prompt.to_string()]),
         (Mode::Batch, true) => argv.push(format!("--prompt={prompt}")),

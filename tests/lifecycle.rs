@@ -27,7 +27,7 @@ fn batch_task_completes_with_exit_zero_and_is_not_steerable() {
     assert_eq!(status["capabilities"]["supports_steering"], false);
     assert_eq!(
         status["launch_command"],
-        "gemini --skip-trust -y -p 'say hello'"
+        format!("gemini --skip-trust -y -o stream-json --session-id '{id}' -p 'say hello'")
     );
     assert!(h.transcript(&id).contains("reply to: say hello"));
     let (error, code) = h.json(&["steer", &id, "more"]);
@@ -135,10 +135,15 @@ fn timeout_stops_the_task_and_marks_it_timed_out() {
     let status = h.status(&id);
     assert_eq!(status["status"], "timed_out");
     assert_eq!(status["reason"], "timeout");
-    let panes = h.tmux(&["list-panes", "-a", "-F", "#{session_name}"]);
-    assert!(
-        !String::from_utf8_lossy(&panes.stdout).contains(&id),
-        "session was not cleaned up"
+    // The ending is recorded first; the process tree and the session go right after.
+    h.wait_until(
+        &id,
+        "the session to be cleaned up",
+        Duration::from_secs(10),
+        || {
+            let panes = h.tmux(&["list-panes", "-a", "-F", "#{session_name}"]);
+            !String::from_utf8_lossy(&panes.stdout).contains(&id)
+        },
     );
 }
 
@@ -148,7 +153,7 @@ fn transcript_holds_the_first_line_and_a_multi_megabyte_burst() {
     let h = Harness::new()
         .with_fake_gemini()
         .env("FAKE_GEMINI_BURST_LINES", &lines.to_string());
-    let id = h.submit(&["--mode", "batch", "burst"]);
+    let id = h.submit(&["--mode", "batch", "--no-events", "burst"]);
     let (_, code) = wait_json(&h, &[&id, "--timeout", "60s"]);
     assert_eq!(code, 0);
     // No waiting for the pipe to drain: once the exit code is visible, every byte is in.
@@ -324,7 +329,7 @@ fn dry_run_prints_the_launch_command_and_runs_nothing() {
     ]);
     assert_eq!(
         out.trim(),
-        "gemini --skip-trust -y -m 'gemini-2.5-flash' --prompt='-fix it'"
+        "gemini --skip-trust -y -m 'gemini-2.5-flash' -o stream-json --prompt='-fix it'"
     );
     let (value, _) = h.json(&["submit", "--dry-run", "--approval-mode", "bogus", "x"]);
     assert_eq!(value["launch_command"], "gemini --skip-trust -y 'x'");

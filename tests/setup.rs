@@ -33,12 +33,12 @@ fn flag_beats_project_beats_user_beats_built_in() {
     );
     assert_eq!(
         dry_run(&h, &[]),
-        "/opt/user/gemini --skip-trust -y -m 'pro' -p 'x'"
+        "/opt/user/gemini --skip-trust -y -m 'pro' -o stream-json -p 'x'"
     );
     project_config(&h, "adapters:\n  gemini:\n    model: flash\n");
     assert_eq!(
         dry_run(&h, &[]),
-        "/opt/user/gemini --skip-trust -y -m 'flash' -p 'x'"
+        "/opt/user/gemini --skip-trust -y -m 'flash' -o stream-json -p 'x'"
     );
     assert_eq!(
         dry_run(&h, &["--model", "flash-lite", "--mode", "interactive"]),
@@ -55,7 +55,7 @@ fn flag_beats_project_beats_user_beats_built_in() {
         .unwrap();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
-        "/opt/user/gemini --skip-trust -y -m 'flash' -p 'x'"
+        "/opt/user/gemini --skip-trust -y -m 'flash' -o stream-json -p 'x'"
     );
 
     let (entries, code) = h.json(&["config"]);
@@ -166,7 +166,7 @@ fn configured_env_and_tmux_size_reach_the_pane() {
         &h,
         "adapters:\n  gemini:\n    env:\n      CUEKIT_TEST_VAR: \"it's here\"\ntmux:\n  width: 120\n  height: 40\n",
     );
-    let id = h.submit(&["--mode", "batch", "x"]);
+    let id = h.submit(&["--mode", "batch", "--no-events", "x"]);
     h.json(&["wait", &id, "--timeout", "10s"]);
     let transcript = h.transcript(&id);
     assert!(

@@ -213,6 +213,17 @@ pub fn build_gemini_launch_command(
         parts.push(format!("-m {}", single_quote(model)?));
     }
 
+    let event_stream = mode == Mode::Batch && spec.stream_events.unwrap_or(true);
+    if event_stream {
+        parts.push("-o stream-json".to_string());
+    }
+    // The CLI refuses --session-id together with --resume.
+    if let Some(session) = spec.resume_session.as_deref() {
+        parts.push(format!("--resume {}", single_quote(session)?));
+    } else if let Some(session) = spec.session_id.as_deref() {
+        parts.push(format!("--session-id {}", single_quote(session)?));
+    }
+
     let prompt = render_prompt(spec);
     if prompt.trim().is_empty() {
         return Err(
@@ -233,6 +244,7 @@ pub fn build_gemini_launch_command(
     Ok(LaunchCommand {
         command: parts.join(" "),
         warnings,
+        event_stream,
     })
 }
 
@@ -240,10 +252,12 @@ pub fn build_gemini_launch_command(
 mod tests {
     use super::*;
 
+    /// A task in the seed's shape: plain-text batch output, so `-o stream-json` stays out.
     fn spec(objective: &str) -> TaskSpec {
         TaskSpec {
             agent_kind: "gemini".into(),
             objective: objective.into(),
+            stream_events: Some(false),
             ..TaskSpec::default()
         }
     }
@@ -416,6 +430,37 @@ mod tests {
         assert_eq!(
             input_line(rules, &screen("gemini-idle.txt")),
             Some(" >   Type your message or @path/to/file")
+        );
+    }
+
+    #[test]
+    fn batch_streams_events_by_default_and_interactive_never() {
+        let mut s = spec("x");
+        s.stream_events = None;
+        let batch = build(&s, Mode::Batch);
+        assert_eq!(
+            batch.command,
+            "gemini --skip-trust -y -o stream-json -p 'x'"
+        );
+        assert!(batch.event_stream);
+        let interactive = build(&s, Mode::Interactive);
+        assert_eq!(interactive.command, "gemini --skip-trust -y 'x'");
+        assert!(!interactive.event_stream);
+        assert!(!build(&spec("x"), Mode::Batch).event_stream);
+    }
+
+    #[test]
+    fn sessions_are_named_or_resumed_never_both() {
+        let mut s = spec("x");
+        s.session_id = Some("t_0123456789ab".into());
+        assert_eq!(
+            build(&s, Mode::Interactive).command,
+            "gemini --skip-trust -y --session-id 't_0123456789ab' 'x'"
+        );
+        s.resume_session = Some("abc-123".into());
+        assert_eq!(
+            build(&s, Mode::Batch).command,
+            "gemini --skip-trust -y --resume 'abc-123' -p 'x'"
         );
     }
 

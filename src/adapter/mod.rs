@@ -35,6 +35,9 @@ pub struct Capabilities {
 pub struct LaunchCommand {
     pub command: String,
     pub warnings: Vec<String>,
+    /// The command prints the agent's event stream on stdout, to be piped through cuekit's
+    /// event filter (events.jsonl, progress, result.json, a readable pane).
+    pub event_stream: bool,
 }
 
 /// Why an agent exited with a given code, in words a parent can act on.

@@ -3,7 +3,9 @@
 
 mod cancel;
 mod logs;
+mod mcp;
 mod render;
+mod result;
 mod setup;
 mod status;
 mod steer;
@@ -53,6 +55,11 @@ enum Command {
     },
     /// Print a task's transcript (readable by default).
     Logs(logs::LogsArgs),
+    /// What a task did: status, final text, tool calls, tokens, files changed.
+    Result {
+        #[arg(value_name = "ID")]
+        id: String,
+    },
     /// Send a message to a running interactive task.
     Steer(steer::SteerArgs),
     /// Wait until tasks end; exit status says whether all completed.
@@ -75,6 +82,11 @@ enum Command {
         #[arg(long)]
         fix: bool,
     },
+    /// Serve the Model Context Protocol on stdio (`cuekit mcp config` prints client setup).
+    Mcp(mcp::McpArgs),
+    /// Internal: the filter an agent's event stream is piped through in its pane.
+    #[command(name = "__events", hide = true)]
+    Events { task_dir: PathBuf },
     /// Internal: enforces a task's --timeout in the background.
     #[command(name = "__watchdog", hide = true)]
     Watchdog { task_dir: PathBuf },
@@ -126,6 +138,12 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Config => setup::config(&cwd, json),
         Command::Init { force } => setup::init(&cwd, *force, json),
         Command::Doctor { fix } => setup::doctor(&cwd, *fix, json),
+        Command::Mcp(args) => mcp::run(args, &cwd),
+        Command::Result { id } => result::run(id, &cwd, json),
+        Command::Events { task_dir } => {
+            crate::ops::run_event_filter(task_dir)?;
+            Ok(0)
+        }
         Command::Watchdog { task_dir } => {
             crate::ops::run_watchdog(task_dir)?;
             Ok(0)

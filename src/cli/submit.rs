@@ -33,7 +33,13 @@ pub struct SubmitArgs {
     /// Stop the task and mark it timed_out after this long (e.g. 30m).
     #[arg(long, value_parser = super::parse_duration)]
     timeout: Option<Duration>,
-    /// Print the launch command without running anything.
+    /// Batch: plain-text output instead of the agent's event stream (no result.json details).
+    #[arg(long)]
+    no_events: bool,
+    /// Continue the agent session of an earlier task (its directory is the default --cwd).
+    #[arg(long, value_name = "TASK_ID")]
+    resume_from: Option<String>,
+    /// Print the launch command without running anything (without the per-task --session-id).
     #[arg(long)]
     dry_run: bool,
     /// Read the objective from a file.
@@ -61,19 +67,24 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         (_, true) => Some(false),
         _ => None,
     };
-    let outcome = ops::submit(SubmitRequest {
-        agent: args.agent.clone(),
-        objective,
-        context: args.context.clone(),
-        constraints: args.constraints.clone(),
-        model: args.model.clone(),
-        mode: args.mode.as_deref().map(Mode::parse).transpose()?,
-        approval_mode: args.approval_mode.clone(),
-        dangerously_skip_permissions: bypass,
-        cwd: args.cwd.clone().unwrap_or_else(|| cwd.to_path_buf()),
-        timeout: args.timeout,
-        dry_run: args.dry_run,
-    })?;
+    let outcome = ops::submit(
+        SubmitRequest {
+            agent: args.agent.clone(),
+            objective,
+            context: args.context.clone(),
+            constraints: args.constraints.clone(),
+            model: args.model.clone(),
+            mode: args.mode.as_deref().map(Mode::parse).transpose()?,
+            approval_mode: args.approval_mode.clone(),
+            dangerously_skip_permissions: bypass,
+            cwd: args.cwd.clone(),
+            timeout: args.timeout,
+            stream_events: args.no_events.then_some(false),
+            resume_from: args.resume_from.clone(),
+            dry_run: args.dry_run,
+        },
+        cwd,
+    )?;
     if json {
         print_json(&outcome);
         return Ok(0);

@@ -12,10 +12,13 @@ const CHUNK: usize = 64 * 1024;
 /// Streams a transcript to `out`: raw bytes, or the readable rendering. Memory stays bounded
 /// by one chunk and one screen whatever the transcript's size.
 pub fn read_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) -> Result<()> {
-    let record = super::open(task_id, cwd)?;
-    let path = super::transcript_path(&record);
+    read_logs_of(&super::open(task_id, cwd)?, raw, out)
+}
+
+pub(crate) fn read_logs_of(record: &TaskRecord, raw: bool, out: &mut dyn Write) -> Result<()> {
+    let path = super::transcript_path(record);
     let mut file = File::open(&path).map_err(|err| Error::io("open", &path, err))?;
-    let mut sink = Sink::new(out, raw, screen_height(&record));
+    let mut sink = Sink::new(out, raw, screen_height(record));
     copy_available(&mut file, &mut sink, &path)?;
     sink.finish().map_err(|err| Error::io("write", &path, err))
 }

@@ -144,15 +144,15 @@ pub(crate) fn refresh(records: Vec<TaskRecord>) -> Result<Refreshed> {
             }
             let pane = panes.and_then(|panes| find_pane(&record, panes));
             let adapter = adapter::lookup(&record.spec.agent_kind)?;
-            match judge(
-                &record,
-                adapter,
-                &Observation {
-                    pane,
-                    sentinel,
-                    now,
-                },
-            ) {
+            let stream = (record.event_stream && sentinel == Some(0))
+                .then(|| super::result::stream_report(&record));
+            let seen = Observation {
+                pane,
+                sentinel,
+                now,
+                stream,
+            };
+            match judge(&record, adapter, &seen) {
                 Verdict::Unchanged => Ok(record),
                 Verdict::Ended(ending) => record_ending(&record.task_dir, ending),
                 Verdict::TimeoutDue => super::cancel::stop(&record, timed_out()),

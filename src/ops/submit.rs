@@ -25,8 +25,13 @@ pub struct SubmitRequest {
     pub mode: Option<Mode>,
     pub approval_mode: Option<String>,
     pub dangerously_skip_permissions: Option<bool>,
-    pub cwd: PathBuf,
+    /// Where the agent works; by default the resumed task's directory, else the caller's.
+    pub cwd: Option<PathBuf>,
     pub timeout: Option<Duration>,
+    /// `Some(false)` runs a batch task with plain-text output instead of the event stream.
+    pub stream_events: Option<bool>,
+    /// An earlier task whose agent session this one continues.
+    pub resume_from: Option<String>,
     pub dry_run: bool,
 }
 
@@ -43,10 +48,15 @@ pub enum SubmitOutcome {
 }
 
 /// The task spec with the configuration applied (flag > project file > user file > built-in).
-fn resolve_spec(request: &SubmitRequest, config: &Config) -> TaskSpec {
+fn resolve_spec(
+    request: &SubmitRequest,
+    config: &Config,
+    resumed: Option<&TaskRecord>,
+) -> TaskSpec {
     let agent_kind = request
         .agent
         .clone()
+        .or_else(|| resumed.map(|r| r.spec.agent_kind.clone()))
         .unwrap_or_else(|| config.agent().value);
     let value = |setting: Option<Setting<String>>| setting.map(|s| s.value);
     // The adapter design's safety rule: `permissions: prompt` turns the bypass off for tasks
@@ -68,24 +78,57 @@ fn resolve_spec(request: &SubmitRequest, config: &Config) -> TaskSpec {
             .clone()
             .or_else(|| value(config.approval_mode(&agent_kind))),
         dangerously_skip_permissions: request.dangerously_skip_permissions.or(configured_bypass),
+        stream_events: request.stream_events,
+        session_id: None,
+        resume_session: None,
         agent_kind,
     }
 }
 
-pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
-    let cwd = std::fs::canonicalize(&request.cwd)
+/// The agent session of an earlier task, for `--resume-from`.
+fn resumable_session(earlier: &TaskRecord) -> Result<String> {
+    super::result::agent_session(earlier).ok_or_else(|| {
+        Error::invalid_input(format!(
+            "task {} has no known agent session to resume",
+            earlier.id
+        ))
+        .with_hint("only tasks whose agent reported a session (Gemini) can be resumed")
+    })
+}
+
+pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome> {
+    let resumed = request
+        .resume_from
+        .as_deref()
+        .map(|id| super::open(id, caller_cwd))
+        .transpose()?;
+    let requested_cwd = request
+        .cwd
+        .clone()
+        .or_else(|| resumed.as_ref().map(|r| r.cwd.clone()))
+        .unwrap_or_else(|| caller_cwd.to_path_buf());
+    let cwd = std::fs::canonicalize(&requested_cwd)
         .ok()
         .filter(|dir| dir.is_dir())
         .ok_or_else(|| {
             Error::invalid_input(format!(
                 "working directory {} does not exist",
-                request.cwd.display()
+                requested_cwd.display()
             ))
             .with_hint("pass an existing directory with --cwd")
         })?;
     let config = Config::load(&cwd)?;
-    let spec = resolve_spec(&request, &config);
+    let mut spec = resolve_spec(&request, &config, resumed.as_ref());
     let adapter = adapter::lookup(&spec.agent_kind)?;
+    if let Some(earlier) = &resumed {
+        if earlier.spec.agent_kind != spec.agent_kind {
+            return Err(Error::invalid_input(format!(
+                "task {} ran {}, not {}: a session continues only with the same agent",
+                earlier.id, earlier.spec.agent_kind, spec.agent_kind
+            )));
+        }
+        spec.resume_session = Some(resumable_session(earlier)?);
+    }
     let mode = spec.mode.unwrap_or(adapter.capabilities.default_mode);
     if !adapter.supports(mode) {
         return Err(Error::invalid_input(format!(
@@ -97,8 +140,10 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
     let bin = config
         .bin(adapter.kind())
         .map_or_else(|| adapter.default_bin.to_string(), |s| s.value);
-    let LaunchCommand { command, warnings } = (adapter.build_launch)(&spec, mode, &bin)?;
     if request.dry_run {
+        let LaunchCommand {
+            command, warnings, ..
+        } = (adapter.build_launch)(&spec, mode, &bin)?;
         return Ok(SubmitOutcome::DryRun {
             agent_kind: adapter.kind().to_string(),
             mode,
@@ -106,6 +151,16 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
             warnings,
         });
     }
+    let id = store::new_task_id();
+    // Named after the task, so cuekit knows the agent's session without asking it.
+    if spec.resume_session.is_none() {
+        spec.session_id = Some(id.clone());
+    }
+    let LaunchCommand {
+        command,
+        warnings,
+        event_stream,
+    } = (adapter.build_launch)(&spec, mode, &bin)?;
     crate::which::find_on_path(&bin).ok_or_else(|| {
         Error::new(
             ErrorCode::AgentNotFound,
@@ -117,8 +172,12 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
             adapter.kind()
         ))
     })?;
+    let agent_session_id = command
+        .contains("--session-id")
+        .then(|| spec.session_id.clone())
+        .flatten()
+        .or_else(|| spec.resume_session.clone());
 
-    let id = store::new_task_id();
     let task_dir = store::task_dir(&cwd, &id);
     // Owner-only: prompts and transcripts may hold private code.
     std::fs::DirBuilder::new()
@@ -130,8 +189,19 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
         Mode::Interactive => adapter.interactive_unset_env,
         Mode::Batch => &[],
     };
+    let event_filter = if event_stream {
+        Some(std::env::current_exe().map_err(|err| {
+            Error::new(
+                ErrorCode::Io,
+                format!("cannot find the cuekit binary: {err}"),
+            )
+        })?)
+    } else {
+        None
+    };
     let script_path = task_dir.join(store::LAUNCH_FILE);
-    let script = render_launch_script(&id, &command, unset_env, &task_dir)?;
+    let script =
+        render_launch_script(&id, &command, unset_env, &task_dir, event_filter.as_deref())?;
     std::fs::write(&script_path, script).map_err(|err| Error::io("write", &script_path, err))?;
     let env_path = task_dir.join(ENV_FILE);
     // The submitter's environment, then the adapter's configured `env`, then the task id.
@@ -180,6 +250,9 @@ pub fn submit(request: SubmitRequest) -> Result<SubmitOutcome> {
             .timeout
             .or_else(|| config.timeout().map(|s| s.value))
             .map(|t| t.as_secs().max(1)),
+        event_stream,
+        agent_session_id,
+        resumed_from: resumed.map(|r| r.id),
     };
     // The one tmux call runs while the record and the registry entry are written and synced;
     // both are put in place only once the session exists, so no reader ever sees a running

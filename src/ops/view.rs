@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::adapter::{self, Capabilities};
+use crate::events::Progress;
 use crate::spec::Mode;
 use crate::status::Status;
 use crate::store::TaskRecord;
@@ -33,13 +34,23 @@ pub struct TaskView {
     pub created_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<String>,
+    /// For a running task with an event stream: turns, tool calls, tokens, last activity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Progress>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_session_id: Option<String>,
 }
 
 impl From<&TaskRecord> for TaskView {
     fn from(record: &TaskRecord) -> Self {
         let capabilities = adapter::lookup(&record.spec.agent_kind)
             .ok()
-            .map(|adapter| adapter.task_capabilities(record.mode));
+            .map(|adapter| {
+                let mut capabilities = adapter.task_capabilities(record.mode);
+                // An event stream is what makes progress visible while the task runs.
+                capabilities.supports_live_progress |= record.event_stream;
+                capabilities
+            });
         TaskView {
             id: record.id.clone(),
             agent_kind: record.spec.agent_kind.clone(),
@@ -61,6 +72,10 @@ impl From<&TaskRecord> for TaskView {
             launch_command: record.launch_command.clone(),
             created_at: record.created_at.clone(),
             ended_at: record.ended_at.clone(),
+            progress: (record.event_stream && !record.status.is_terminal())
+                .then(|| super::stream::read_progress(&record.task_dir))
+                .flatten(),
+            agent_session_id: record.agent_session_id.clone(),
         }
     }
 }

@@ -44,6 +44,14 @@ pub struct TaskRecord {
     pub ended_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
+    /// The agent's stdout is an event stream, folded into progress and `result.json`.
+    #[serde(default)]
+    pub event_stream: bool,
+    /// The agent's own session id, when cuekit chose it (or resumed it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<String>,
 }
 
 impl TaskRecord {

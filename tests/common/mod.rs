@@ -71,8 +71,10 @@ impl Harness {
         let real = real_gemini();
         let canned = self.root.path().join("canned.jsonl");
         std::fs::write(&canned, canned_replies.join("\n") + "\n").unwrap();
+        // CUEKIT_TEST_CANNED (reaching the pane with the submitter's environment) swaps the
+        // replies for one task.
         let wrapper = format!(
-            "#!/bin/sh\nexec '{}' --fake-responses-non-strict '{}' \"$@\"\n",
+            "#!/bin/sh\nexec '{}' --fake-responses-non-strict \"${{CUEKIT_TEST_CANNED:-{}}}\" \"$@\"\n",
             real.display(),
             canned.display()
         );

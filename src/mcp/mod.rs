@@ -1,0 +1,94 @@
+//! `cuekit mcp`: a Model Context Protocol server on stdio, so AI parents can delegate through
+//! cuekit as a tool. The tools ([`tools`]) call the same [`crate::ops`] as the command line;
+//! nothing here decides anything about a task. stdout is the protocol: logs go to stderr.
+
+mod client_config;
+mod tail;
+mod tools;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool_handler};
+
+pub use client_config::{Client, client_config};
+
+/// What the server tells a client about itself at `initialize`.
+const INSTRUCTIONS: &str = "cuekit runs child coding agents (Gemini CLI first) in tmux and \
+follows each to its end. Typical flow: submit_task → wait (call again while it reports \
+`timed_out`) → get_task_result. For an interactive task: wait with until=input_required, \
+read get_task_snapshot, steer_task with the next message, and cancel_tasks when done. \
+Errors carry stable codes (task_not_found, invalid_input, invalid_state, \
+steering_unsupported, …) in structuredContent.error.code.";
+
+/// The MCP server: the working directory it was started in (the default `cwd` of submitted
+/// tasks and the project `list` shows) and its tools.
+#[derive(Clone)]
+pub struct CuekitServer {
+    cwd: PathBuf,
+    tool_router: ToolRouter<CuekitServer>,
+}
+
+impl CuekitServer {
+    pub fn new(cwd: &Path) -> CuekitServer {
+        CuekitServer {
+            cwd: cwd.to_path_buf(),
+            tool_router: CuekitServer::tool_router(),
+        }
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for CuekitServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("cuekit", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let call = ToolCallContext::new(self, request, context);
+        Ok(match self.tool_router.call(call).await? {
+            CallToolResponse::Complete(result) => tools::with_error_code(result).into(),
+            other => other,
+        })
+    }
+}
+
+/// Serves MCP on stdin/stdout until the client closes the connection.
+///
+/// The operations are blocking (short sleeps and `stat`s, tmux calls), so each tool call runs
+/// on tokio's blocking pool and a long `wait` never holds up another call.
+pub fn serve(cwd: &Path) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let server = CuekitServer::new(cwd);
+    let result = runtime.block_on(async move {
+        eprintln!(
+            "cuekit mcp {}: serving on stdio (cwd {})",
+            env!("CARGO_PKG_VERSION"),
+            cwd.display()
+        );
+        let running = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|err| anyhow::anyhow!("MCP initialization failed: {err}"))?;
+        let reason = running.waiting().await?;
+        eprintln!("cuekit mcp: stopped ({reason:?})");
+        anyhow::Ok(())
+    });
+    // A tool call may still be sleeping in `wait` on the blocking pool: do not hang on it.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    result
+}

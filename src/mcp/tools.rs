@@ -1,0 +1,517 @@
+//! The MCP tools: each parses its arguments (the schema is derived from the same structs),
+//! calls one operation from [`crate::ops`] on tokio's blocking pool, and returns its JSON as
+//! structured content. An operation's error becomes a tool error (`isError: true`) carrying
+//! the CLI's stable code: `{"error": {"code", "message", "hint"}}`. Arguments that do not fit
+//! the schema are a protocol error (invalid params) from the SDK.
+//!
+//! Ids resolve only through cuekit's own registry and project task directories
+//! ([`crate::store::resolve`]): nothing here accepts a tmux target.
+
+use std::time::Duration;
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::{ErrorData, tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::CuekitServer;
+use super::tail::Tail;
+use crate::adapter::ADAPTERS;
+use crate::error::{Error, ErrorCode};
+use crate::ops::{self, SubmitRequest, WaitRequest, WaitUntil};
+use crate::spec::Mode;
+use crate::status::Status;
+
+/// The longest one `wait` call blocks: MCP clients time requests out (often at 60 s), so a
+/// longer wait is several calls.
+pub const WAIT_CAP_SECS: f64 = 50.0;
+const DEFAULT_SNAPSHOT_LINES: usize = 40;
+const MAX_SNAPSHOT_LINES: usize = 2000;
+const MAX_GRACE_SECS: f64 = 60.0;
+/// `cuekit cancel`'s default `--grace`.
+const DEFAULT_GRACE: Duration = Duration::from_secs(3);
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ModeArg {
+    /// The agent's own TUI in tmux: steerable with steer_task, reports input_required.
+    Interactive,
+    /// A single headless run that ends by itself; cannot be steered.
+    Batch,
+}
+
+/// Seconds, or a duration such as "90s", "10m", "1h30m".
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum DurationArg {
+    Seconds(u64),
+    Text(String),
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitTaskParams {
+    /// What the child agent should do, in plain words. Required, non-empty.
+    pub objective: String,
+    /// Which agent runs the task (see `list` with kind=adapters). Default: the configured
+    /// `defaults.agent`, else "gemini".
+    #[serde(default)]
+    pub agent_kind: Option<String>,
+    /// Model name passed to the agent, e.g. "gemini-2.5-flash". Default: the configured model,
+    /// else the agent's own default.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// "interactive" (default; steerable, stays at its prompt after each turn until cancelled
+    /// or told to quit) or "batch" (one headless run that ends by itself).
+    #[serde(default)]
+    pub mode: Option<ModeArg>,
+    /// The agent's approval mode (Gemini: default, auto_edit, yolo, plan); replaces the
+    /// permission-bypass flag. An unknown value is ignored with a warning on the task.
+    #[serde(default)]
+    pub approval_mode: Option<String>,
+    /// true: pass the agent's permission-bypass flag (e.g. Gemini `-y`) so it never stops to
+    /// ask; false: leave it out (an unattended child may then wait on a permission prompt).
+    /// Default: the configuration (`adapters.<kind>.permissions`), else true.
+    #[serde(default)]
+    pub dangerously_skip_permissions: Option<bool>,
+    /// Directory the agent works in; relative paths are taken from the server's directory.
+    /// The task's files go under `<cwd>/.cuekit/tasks/<id>/`. Default: the server's directory.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Stop the task and mark it timed_out after this long: seconds, or "90s", "10m", "1h30m".
+    #[serde(default)]
+    pub timeout: Option<DurationArg>,
+    /// Background the agent should know, added to its prompt.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// Rules the agent must respect, each added to its prompt.
+    #[serde(default)]
+    pub constraints: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IdsParams {
+    /// Task ids (`t_` and 12 hex digits), as returned by submit_task or list. At least one.
+    #[schemars(length(min = 1), inner(regex(pattern = r"^t_[0-9a-f]{12}$")))]
+    pub ids: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IdParams {
+    /// Task id (`t_` and 12 hex digits), as returned by submit_task or list.
+    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    pub id: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ListKind {
+    /// Tasks with their current status.
+    #[default]
+    Tasks,
+    /// The agents cuekit can run, with capabilities and known models.
+    Adapters,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    /// "tasks" (default) or "adapters".
+    #[serde(default)]
+    pub kind: ListKind,
+    /// For tasks: every task cuekit knows, from any project, instead of only the project of
+    /// the server's directory (nearest `.cuekit/tasks` above it).
+    #[serde(default)]
+    pub all: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SteerParams {
+    /// Task id of a running interactive task.
+    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    pub id: String,
+    /// The message, as a person would type it at the child's prompt. Multi-line text is pasted
+    /// as one message.
+    pub message: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelParams {
+    /// Task ids to cancel. At least one.
+    #[schemars(length(min = 1), inner(regex(pattern = r"^t_[0-9a-f]{12}$")))]
+    pub ids: Vec<String>,
+    /// Seconds the agent gets to exit on SIGTERM before SIGKILL (default 3, at most 60).
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 60.0))]
+    pub grace_seconds: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitMode {
+    /// Return when every task is done.
+    #[default]
+    All,
+    /// Return as soon as one task is done.
+    Any,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UntilArg {
+    /// Done means ended (completed, failed, cancelled, timed_out).
+    #[default]
+    Ended,
+    /// Done also when an interactive child waits on a human: idle at its prompt after a turn,
+    /// or a login, trust or permission screen (status input_required, with a reason).
+    InputRequired,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitParams {
+    /// Task ids to wait on. At least one.
+    #[schemars(length(min = 1), inner(regex(pattern = r"^t_[0-9a-f]{12}$")))]
+    pub ids: Vec<String>,
+    /// "all" (default) or "any".
+    #[serde(default)]
+    pub mode: WaitMode,
+    /// How long this call may block, in seconds: default and maximum 50. When it runs out the
+    /// result says `timed_out: true`: call wait again.
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 50.0))]
+    pub timeout_seconds: Option<f64>,
+    /// "ended" (default) or "input_required".
+    #[serde(default)]
+    pub until: UntilArg,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotParams {
+    /// Task id.
+    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    pub id: String,
+    /// How many of the last lines of the readable transcript to return (default 40, at most
+    /// 2000). Trailing blank lines are left out.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 2000))]
+    pub lines: Option<usize>,
+}
+
+#[tool_router(router = tool_router, vis = "pub(super)")]
+impl CuekitServer {
+    #[tool(
+        name = "submit_task",
+        description = "Start a child coding agent (Gemini CLI by default) on a task in its own tmux session. Returns the task (id, status \"running\", transcript path, attach command). Then use wait, get_task_result, get_task_snapshot, steer_task (interactive only) and cancel_tasks with the returned id.",
+        annotations(
+            title = "Submit a task to a child agent",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn submit_task(
+        &self,
+        Parameters(params): Parameters<SubmitTaskParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let server_cwd = self.cwd.clone();
+        blocking(move || {
+            let timeout = params.timeout.as_ref().map(parse_duration).transpose()?;
+            let outcome = ops::submit(
+                SubmitRequest {
+                    agent: params.agent_kind,
+                    objective: params.objective,
+                    context: params.context,
+                    constraints: params.constraints,
+                    model: params.model,
+                    mode: params.mode.map(|mode| match mode {
+                        ModeArg::Interactive => Mode::Interactive,
+                        ModeArg::Batch => Mode::Batch,
+                    }),
+                    approval_mode: params.approval_mode,
+                    dangerously_skip_permissions: params.dangerously_skip_permissions,
+                    cwd: params.cwd.map(|dir| server_cwd.join(dir)),
+                    timeout,
+                    ..SubmitRequest::default()
+                },
+                &server_cwd,
+            )?;
+            Ok(json!({"task": outcome}))
+        })
+        .await
+    }
+
+    #[tool(
+        name = "get_status",
+        description = "Status of one or more tasks: running, input_required (an interactive child waits on a human; `reason` says why: idle_at_prompt, permission_prompt, trust_required, auth_required), completed, failed, cancelled or timed_out, with reason, hint, exit code, capabilities and transcript path.",
+        annotations(title = "Task status", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_status(
+        &self,
+        Parameters(params): Parameters<IdsParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || {
+            require_ids(&params.ids)?;
+            Ok(json!({"tasks": ops::status(&params.ids, &cwd)?}))
+        })
+        .await
+    }
+
+    #[tool(
+        name = "list",
+        description = "List tasks (this project's, or every task with all=true) with their status, or the agents (kind=adapters) cuekit can run with their capabilities and models.",
+        annotations(
+            title = "List tasks or agents",
+            read_only_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn list(
+        &self,
+        Parameters(params): Parameters<ListParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || {
+            Ok(match params.kind {
+                ListKind::Tasks => json!({"tasks": ops::list(params.all, &cwd)?}),
+                ListKind::Adapters => {
+                    let infos: Vec<_> = ADAPTERS.iter().map(|adapter| adapter.info()).collect();
+                    json!({"adapters": infos})
+                }
+            })
+        })
+        .await
+    }
+
+    #[tool(
+        name = "steer_task",
+        description = "Send a message to a running interactive task, as if typed at its prompt, and report the delivery receipt: \"submitted\" (the child took it), \"typed_not_submitted\" (the text sits in its input), \"blocked\" (a login, trust or permission screen; nothing typed; see blocked_by) or \"not_running\". Errors: steering_unsupported for a batch task, invalid_state for a task that has ended.",
+        annotations(
+            title = "Steer an interactive task",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn steer_task(
+        &self,
+        Parameters(params): Parameters<SteerParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || {
+            let receipt = ops::steer(&params.id, &cwd, &params.message)?;
+            Ok(serde_json::to_value(receipt).expect("receipts serialize"))
+        })
+        .await
+    }
+
+    #[tool(
+        name = "cancel_tasks",
+        description = "Cancel tasks: the cancel is recorded first, then the task's whole process tree is ended (SIGTERM, SIGKILL after the grace period) with its tmux session. For a task that has already ended it only removes the leftover session. Returns each task's final status.",
+        annotations(
+            title = "Cancel tasks",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn cancel_tasks(
+        &self,
+        Parameters(params): Parameters<CancelParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || {
+            require_ids(&params.ids)?;
+            let grace = match params.grace_seconds {
+                None => DEFAULT_GRACE,
+                Some(secs) if (0.0..=MAX_GRACE_SECS).contains(&secs) => {
+                    Duration::from_secs_f64(secs)
+                }
+                Some(secs) => {
+                    return Err(Error::invalid_input(format!(
+                        "grace_seconds must be between 0 and {MAX_GRACE_SECS}, not {secs}"
+                    )));
+                }
+            };
+            Ok(json!({"tasks": ops::cancel(&params.ids, &cwd, grace)?}))
+        })
+        .await
+    }
+
+    #[tool(
+        name = "wait",
+        description = "Block until the tasks are done (mode all, or any), or until an interactive child waits on a human too (until=input_required), for at most timeout_seconds (default and maximum 50). If `timed_out` is true nothing is wrong: call wait again with the same ids. `all_completed` tells whether every ended task completed successfully.",
+        annotations(
+            title = "Wait for tasks",
+            read_only_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn wait(
+        &self,
+        Parameters(params): Parameters<WaitParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || {
+            require_ids(&params.ids)?;
+            let secs = params.timeout_seconds.unwrap_or(WAIT_CAP_SECS);
+            if !(0.0..=WAIT_CAP_SECS).contains(&secs) {
+                return Err(Error::invalid_input(format!(
+                    "timeout_seconds must be between 0 and {WAIT_CAP_SECS}, not {secs}"
+                ))
+                .with_hint("call wait again to wait longer"));
+            }
+            let outcome = ops::wait(
+                &WaitRequest {
+                    task_ids: params.ids,
+                    any: params.mode == WaitMode::Any,
+                    timeout: Some(Duration::from_secs_f64(secs)),
+                    until: match params.until {
+                        UntilArg::Ended => WaitUntil::Ended,
+                        UntilArg::InputRequired => WaitUntil::InputRequired,
+                    },
+                },
+                &cwd,
+            )?;
+            let all_completed = outcome
+                .tasks
+                .iter()
+                .filter(|task| task.status.is_terminal())
+                .all(|task| task.status == Status::Completed);
+            let mut result = json!({
+                "timed_out": outcome.timed_out,
+                "all_completed": all_completed,
+                "tasks": outcome.tasks,
+            });
+            if outcome.timed_out {
+                result["hint"] = json!(format!(
+                    "not done after {secs} s; call wait again with the same ids to keep waiting"
+                ));
+            }
+            Ok(result)
+        })
+        .await
+    }
+
+    #[tool(
+        name = "get_task_result",
+        description = "What a task did, for a parent that will not read a terminal: status, reason, exit code, the agent's final text, its tool calls, errors and warnings, token stats, files changed (in a git work tree), and for a task without an event stream the end of its readable transcript. For a task still running it reports status \"running\" and what is known so far: wait first.",
+        annotations(title = "Task result", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_task_result(
+        &self,
+        Parameters(params): Parameters<IdParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || Ok(json!({"result": ops::result(&params.id, &cwd)?}))).await
+    }
+
+    #[tool(
+        name = "get_task_snapshot",
+        description = "The task's current status plus the last `lines` lines (default 40) of its readable transcript: what its terminal shows, with escape sequences and redraws rendered away. Use it to see what a child is doing or asking.",
+        annotations(
+            title = "Task snapshot",
+            read_only_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn get_task_snapshot(
+        &self,
+        Parameters(params): Parameters<SnapshotParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || {
+            let lines = params.lines.unwrap_or(DEFAULT_SNAPSHOT_LINES);
+            if !(1..=MAX_SNAPSHOT_LINES).contains(&lines) {
+                return Err(Error::invalid_input(format!(
+                    "lines must be between 1 and {MAX_SNAPSHOT_LINES}, not {lines}"
+                )));
+            }
+            let task = ops::status(std::slice::from_ref(&params.id), &cwd)?
+                .pop()
+                .expect("one view per id");
+            let mut tail = Tail::new(lines);
+            ops::read_logs(&params.id, &cwd, false, &mut tail)?;
+            let tail = tail.finish();
+            Ok(json!({"task": task, "lines": tail.len(), "transcript_tail": tail.join("\n")}))
+        })
+        .await
+    }
+}
+
+/// Runs an operation on the blocking pool and turns its outcome into a tool result.
+async fn blocking<T, F>(operation: F) -> Result<CallToolResult, ErrorData>
+where
+    T: Serialize + Send + 'static,
+    F: FnOnce() -> Result<T, Error> + Send + 'static,
+{
+    Ok(match tokio::task::spawn_blocking(operation).await {
+        Ok(Ok(value)) => {
+            CallToolResult::structured(serde_json::to_value(value).expect("tool results serialize"))
+        }
+        Ok(Err(err)) => tool_error(&err),
+        Err(join) => tool_error(&Error::new(
+            ErrorCode::Internal,
+            format!("the operation failed: {join}"),
+        )),
+    })
+}
+
+/// The CLI's `--json` error shape, as a tool error.
+fn tool_error(err: &Error) -> CallToolResult {
+    let error: Value = json!({
+        "code": err.code.as_str(),
+        "message": err.message,
+        "hint": err.hint,
+    });
+    CallToolResult::structured_error(json!({"error": error}))
+}
+
+fn require_ids(ids: &[String]) -> Result<(), Error> {
+    if ids.is_empty() {
+        return Err(Error::invalid_input("ids must name at least one task"));
+    }
+    Ok(())
+}
+
+/// The SDK reports arguments that do not deserialize as a tool error with only a text; give
+/// it the same shape and code (`invalid_input`) as every other error.
+pub(super) fn with_error_code(result: CallToolResult) -> CallToolResult {
+    if result.is_error != Some(true) || result.structured_content.is_some() {
+        return result;
+    }
+    let message = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    tool_error(
+        &Error::invalid_input(message)
+            .with_hint("check the arguments against the tool's inputSchema"),
+    )
+}
+
+fn parse_duration(value: &DurationArg) -> Result<Duration, Error> {
+    match value {
+        DurationArg::Seconds(secs) => Ok(Duration::from_secs(*secs)),
+        DurationArg::Text(text) => match text.trim().parse::<u64>() {
+            Ok(secs) => Ok(Duration::from_secs(secs)),
+            Err(_) => humantime::parse_duration(text.trim()).map_err(|err| {
+                Error::invalid_input(format!("timeout '{text}': {err}"))
+                    .with_hint("give seconds, or a duration such as 90s, 10m, 1h30m")
+            }),
+        },
+    }
+}

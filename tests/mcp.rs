@@ -1,0 +1,575 @@
+//! `cuekit mcp` driven by a real MCP client nobody here wrote: the official Python SDK (`mcp`
+//! from PyPI) through tests/fixtures/mcp/client.py, against real tmux and the real `cuekit`
+//! binary. Python is `.tools/venv/bin/python` (scripts/test installs the SDK there) or
+//! `CUEKIT_TEST_PYTHON`.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use common::{Harness, MODEL, canned_text};
+use serde_json::{Value, json};
+
+static NEXT_LOG: AtomicUsize = AtomicUsize::new(0);
+
+/// Sorted: the names are public API.
+const TOOLS: [&str; 8] = [
+    "cancel_tasks",
+    "get_status",
+    "get_task_result",
+    "get_task_snapshot",
+    "list",
+    "steer_task",
+    "submit_task",
+    "wait",
+];
+
+fn python() -> PathBuf {
+    let path = std::env::var_os("CUEKIT_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/venv/bin/python"));
+    assert!(
+        path.exists(),
+        "no Python with the MCP SDK at {}: run scripts/test (it installs `mcp` into .tools/venv)",
+        path.display()
+    );
+    path
+}
+
+/// One MCP client session: the Python SDK's client, which starts its own `cuekit mcp`.
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    log: PathBuf,
+    initialize: Value,
+}
+
+impl Client {
+    fn start(h: &Harness) -> Client {
+        let cuekit = h.cuekit();
+        let mut command = Command::new(python());
+        command
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/client.py"))
+            .arg(env!("CARGO_BIN_EXE_cuekit"))
+            .current_dir(cuekit.get_current_dir().unwrap());
+        // The harness's environment (private tmux socket, temp HOME, bin/ on PATH); the client
+        // hands all of it to the server it starts.
+        for (name, value) in cuekit.get_envs() {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
+        let log = h.root().join(format!(
+            "mcp-client-{}.log",
+            NEXT_LOG.fetch_add(1, Ordering::SeqCst)
+        ));
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut client = Client {
+            child,
+            stdin,
+            stdout,
+            log,
+            initialize: Value::Null,
+        };
+        client.initialize = client.read_line()["initialize"].clone();
+        client
+    }
+
+    fn read_line(&mut self) -> Value {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|err| {
+            panic!(
+                "MCP client: not a JSON line ({err}): {line:?}\nclient and server stderr:\n{}",
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            )
+        })
+    }
+
+    fn request(&mut self, request: Value) -> Value {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{request}").unwrap();
+        stdin.flush().unwrap();
+        self.read_line()
+    }
+
+    fn tools(&mut self) -> Vec<Value> {
+        let reply = self.request(json!({"op": "list_tools"}));
+        reply["tools"].as_array().unwrap().clone()
+    }
+
+    /// The raw reply to a tool call: `{"result": …}` or `{"protocol_error": …}`.
+    fn call_raw(&mut self, tool: &str, arguments: Value) -> Value {
+        self.request(json!({"op": "call", "tool": tool, "arguments": arguments}))
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let reply = self.call_raw(tool, arguments.clone());
+        assert!(reply.get("result").is_some(), "{tool} {arguments}: {reply}");
+        reply["result"].clone()
+    }
+
+    /// A successful call's structured content.
+    fn ok(&mut self, tool: &str, arguments: Value) -> Value {
+        let result = self.call(tool, arguments.clone());
+        assert_eq!(result["isError"], false, "{tool} {arguments}: {result}");
+        // The text content is the same JSON, for clients that only read text.
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(text).unwrap(),
+            result["structuredContent"]
+        );
+        result["structuredContent"].clone()
+    }
+
+    /// A tool error's `{code, message, hint}`.
+    fn error(&mut self, tool: &str, arguments: Value) -> Value {
+        let result = self.call(tool, arguments.clone());
+        assert_eq!(result["isError"], true, "{tool} {arguments}: {result}");
+        let error = result["structuredContent"]["error"].clone();
+        assert!(error["message"].is_string(), "{result}");
+        error
+    }
+
+    fn error_code(&mut self, tool: &str, arguments: Value) -> String {
+        self.error(tool, arguments)["code"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// Calls `wait` until it stops timing out (each call is capped by the server).
+    fn wait(&mut self, arguments: Value) -> Value {
+        for _ in 0..6 {
+            let waited = self.ok("wait", arguments.clone());
+            if waited["timed_out"] == false {
+                return waited;
+            }
+            assert!(waited["hint"].as_str().unwrap().contains("call wait again"));
+        }
+        panic!("wait {arguments} never finished");
+    }
+}
+
+impl Drop for Client {
+    /// Closing stdin ends the session; the SDK then stops the server.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+fn submit(client: &mut Client, arguments: Value) -> String {
+    let submitted = client.ok("submit_task", arguments);
+    assert_eq!(submitted["task"]["status"], "running", "{submitted}");
+    submitted["task"]["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn initialize_lists_every_tool_with_a_schema() {
+    let h = Harness::new();
+    let mut client = Client::start(&h);
+    assert_eq!(client.initialize["serverInfo"]["name"], "cuekit");
+    assert!(client.initialize["capabilities"]["tools"].is_object());
+    assert!(
+        client.initialize["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("submit_task")
+    );
+
+    let tools = client.tools();
+    let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, TOOLS);
+    for tool in &tools {
+        assert!(tool["description"].as_str().unwrap().len() > 40, "{tool}");
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+        assert_eq!(tool["inputSchema"]["additionalProperties"], false, "{tool}");
+    }
+    let schema =
+        |name: &str| tools.iter().find(|t| t["name"] == name).unwrap()["inputSchema"].clone();
+    let submit = schema("submit_task");
+    assert_eq!(submit["required"], json!(["objective"]));
+    for field in [
+        "objective",
+        "agent_kind",
+        "model",
+        "mode",
+        "approval_mode",
+        "dangerously_skip_permissions",
+        "cwd",
+        "timeout",
+        "context",
+        "constraints",
+    ] {
+        assert!(submit["properties"][field].is_object(), "{field}: {submit}");
+    }
+    assert!(submit.to_string().contains(r#""interactive""#), "{submit}");
+    assert!(submit.to_string().contains(r#""batch""#), "{submit}");
+    assert_eq!(schema("get_status")["required"], json!(["ids"]));
+    assert_eq!(schema("get_status")["properties"]["ids"]["minItems"], 1);
+    let wait = schema("wait");
+    assert_eq!(wait["properties"]["timeout_seconds"]["maximum"], 50.0);
+    assert!(wait.to_string().contains("input_required"), "{wait}");
+    assert_eq!(schema("steer_task")["required"], json!(["id", "message"]));
+    assert!(schema("list").to_string().contains("adapters"));
+
+    let adapters = client.ok("list", json!({"kind": "adapters"}));
+    assert_eq!(adapters["adapters"][0]["agent_kind"], "gemini");
+    assert_eq!(
+        client.ok("list", json!({}))["tasks"],
+        json!([]),
+        "a new project has no tasks"
+    );
+}
+
+#[test]
+fn bad_arguments_are_invalid_input_and_unknown_ids_task_not_found() {
+    let h = Harness::new().with_fake_gemini();
+    let mut client = Client::start(&h);
+    // Arguments that do not fit the schema: a tool error the model can correct, with the code.
+    for (tool, arguments) in [
+        ("get_status", json!({"ids": "t_0123456789ab"})),
+        ("get_status", json!({})),
+        ("get_status", json!({"ids": []})),
+        ("submit_task", json!({})),
+        ("submit_task", json!({"objective": "x", "mode": "sideways"})),
+        ("submit_task", json!({"objective": "x", "colour": "blue"})),
+        ("submit_task", json!({"objective": "   "})),
+        ("submit_task", json!({"objective": "x", "timeout": "soon"})),
+        (
+            "submit_task",
+            json!({"objective": "x", "agent_kind": "nope"}),
+        ),
+        (
+            "submit_task",
+            json!({"objective": "x", "cwd": "no/such/dir"}),
+        ),
+        (
+            "wait",
+            json!({"ids": ["t_0123456789ab"], "timeout_seconds": 3600}),
+        ),
+        ("wait", json!({"ids": ["t_0123456789ab"], "mode": "some"})),
+        ("list", json!({"kind": "panes"})),
+        (
+            "get_task_snapshot",
+            json!({"id": "t_0123456789ab", "lines": 0}),
+        ),
+        (
+            "cancel_tasks",
+            json!({"ids": ["t_0123456789ab"], "grace_seconds": 600}),
+        ),
+    ] {
+        let error = client.error(tool, arguments.clone());
+        assert_eq!(
+            error["code"], "invalid_input",
+            "{tool} {arguments}: {error}"
+        );
+    }
+    // An unknown tool is a protocol error (JSON-RPC invalid params).
+    let reply = client.call_raw("run_shell", json!({"command": "true"}));
+    assert_eq!(reply["protocol_error"]["code"], -32602, "{reply}");
+
+    // Unknown ids, and anything that is not a cuekit task id (a tmux target), are not found.
+    for id in [
+        "t_0123456789ab",
+        "%0",
+        "=cuekit-task-t_0123456789ab",
+        "../etc",
+    ] {
+        for (tool, arguments) in [
+            ("get_status", json!({"ids": [id]})),
+            ("steer_task", json!({"id": id, "message": "hi"})),
+            ("cancel_tasks", json!({"ids": [id]})),
+            ("wait", json!({"ids": [id], "timeout_seconds": 1})),
+            ("get_task_result", json!({"id": id})),
+            ("get_task_snapshot", json!({"id": id})),
+        ] {
+            assert_eq!(
+                client.error_code(tool, arguments.clone()),
+                "task_not_found",
+                "{tool} {arguments}"
+            );
+        }
+    }
+    assert!(
+        !h.project.join(".cuekit").exists(),
+        "nothing was submitted by a bad call"
+    );
+}
+
+#[test]
+fn an_interactive_task_from_submit_to_result_with_the_fake() {
+    let h = Harness::new().with_fake_gemini();
+    let mut client = Client::start(&h);
+    let id = submit(
+        &mut client,
+        json!({"objective": "hello from mcp", "constraints": ["be brief"], "timeout": "10m"}),
+    );
+    // The task directory is owner-only (prompts and transcripts may hold private code).
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&h.task_dir(&id)), 0o700);
+    assert_eq!(mode(&h.task_dir(&id).join("transcript.txt")), 0o600);
+
+    let status = client.ok("get_status", json!({"ids": [id]}));
+    assert_eq!(status["tasks"][0]["id"], id.as_str());
+    assert_eq!(status["tasks"][0]["mode"], "interactive");
+    let listed = client.ok("list", json!({}));
+    assert_eq!(listed["tasks"][0]["id"], id.as_str());
+    assert_eq!(
+        client.ok("list", json!({"all": true}))["tasks"][0]["id"],
+        id.as_str()
+    );
+
+    // A wait that runs out says so, with a hint, and is not an error.
+    let waited = client.ok("wait", json!({"ids": [id], "timeout_seconds": 0.2}));
+    assert_eq!(waited["timed_out"], true, "{waited}");
+    assert!(waited["hint"].as_str().unwrap().contains("call wait again"));
+
+    h.wait_until(&id, "the prompt", Duration::from_secs(10), || {
+        h.screen(&id).contains("Type your message")
+    });
+    let receipt = client.ok("steer_task", json!({"id": id, "message": "second message"}));
+    assert_eq!(receipt["receipt"], "submitted", "{receipt}");
+    assert_eq!(receipt["task_id"], id.as_str());
+    assert_eq!(receipt["delivery"], "typed");
+    h.wait_until(&id, "the reply", Duration::from_secs(10), || {
+        h.ok(&["logs", &id]).contains("reply to: second message")
+    });
+    let snapshot = client.ok("get_task_snapshot", json!({"id": id, "lines": 3}));
+    assert_eq!(snapshot["task"]["id"], id.as_str());
+    let tail = snapshot["transcript_tail"].as_str().unwrap();
+    assert!(tail.contains("reply to: second message"), "{snapshot}");
+    assert!(snapshot["lines"].as_u64().unwrap() <= 3, "{snapshot}");
+    assert!(
+        !tail.contains("FAKE-GEMINI-START"),
+        "only the last lines: {tail}"
+    );
+
+    // The fake ends on /quit: the task completes.
+    let receipt = client.ok("steer_task", json!({"id": id, "message": "/quit"}));
+    assert_eq!(receipt["receipt"], "submitted", "{receipt}");
+    let waited = client.wait(json!({"ids": [id]}));
+    assert_eq!(waited["all_completed"], true, "{waited}");
+    assert_eq!(waited["tasks"][0]["status"], "completed");
+    assert_eq!(waited["tasks"][0]["exit_code"], 0);
+
+    let result = client.ok("get_task_result", json!({"id": id}));
+    assert_eq!(result["result"]["task_id"], id.as_str(), "{result}");
+    assert_eq!(result["result"]["status"], "completed", "{result}");
+    assert_eq!(result["result"]["exit_code"], 0, "{result}");
+
+    // Steering an ended task, and cancelling one (only its session is cleaned up).
+    let error = client.error("steer_task", json!({"id": id, "message": "more"}));
+    assert_eq!(error["code"], "invalid_state", "{error}");
+    assert!(error["hint"].is_string());
+    let cancelled = client.ok("cancel_tasks", json!({"ids": [id]}));
+    assert_eq!(cancelled["tasks"][0]["status"], "completed");
+
+    // The same record as the CLI sees it.
+    assert_eq!(h.status(&id)["status"], "completed");
+}
+
+#[test]
+fn cancel_and_batch_rules_over_mcp() {
+    let h = Harness::new().with_fake_gemini();
+    let mut client = Client::start(&h);
+    let id = submit(&mut client, json!({"objective": "run until cancelled"}));
+    let batch = submit(
+        &mut client,
+        json!({"objective": "one shot", "mode": "batch", "model": MODEL}),
+    );
+    assert_eq!(
+        client.error_code("steer_task", json!({"id": batch, "message": "more"})),
+        "steering_unsupported"
+    );
+    let cancelled = client.ok("cancel_tasks", json!({"ids": [id], "grace_seconds": 1}));
+    assert_eq!(cancelled["tasks"][0]["status"], "cancelled", "{cancelled}");
+    assert_eq!(cancelled["tasks"][0]["reason"], "cancelled");
+    let waited = client.wait(json!({"ids": [id, batch], "mode": "all"}));
+    let statuses: Vec<&str> = waited["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses[0], "cancelled", "{waited}");
+    assert_eq!(waited["all_completed"], false, "{waited}");
+    assert_eq!(
+        client.ok("get_task_result", json!({"id": id}))["result"]["status"],
+        "cancelled"
+    );
+    assert_eq!(h.status(&id)["status"], "cancelled");
+}
+
+#[test]
+fn an_interactive_gemini_task_is_steered_and_read_over_mcp() {
+    let h =
+        Harness::new().with_real_gemini(&[canned_text("Answer one."), canned_text("Answer two.")]);
+    let mut client = Client::start(&h);
+    let id = submit(
+        &mut client,
+        json!({"objective": "First question", "model": MODEL}),
+    );
+    let until_input = json!({"ids": [id], "until": "input_required"});
+    let waited = client.wait(until_input.clone());
+    assert_eq!(waited["tasks"][0]["status"], "input_required", "{waited}");
+    assert_eq!(waited["tasks"][0]["reason"], "idle_at_prompt", "{waited}");
+    let snapshot = client.ok("get_task_snapshot", json!({"id": id, "lines": 200}));
+    assert_eq!(snapshot["task"]["status"], "input_required");
+    assert!(
+        snapshot["transcript_tail"]
+            .as_str()
+            .unwrap()
+            .contains("Answer one."),
+        "{snapshot}"
+    );
+
+    let receipt = client.ok(
+        "steer_task",
+        json!({"id": id, "message": "Second question"}),
+    );
+    assert_eq!(receipt["receipt"], "submitted", "{receipt}");
+    h.wait_until(&id, "the second answer", Duration::from_secs(60), || {
+        h.ok(&["logs", &id]).contains("Answer two.")
+    });
+    client.wait(until_input);
+    let snapshot = client.ok("get_task_snapshot", json!({"id": id, "lines": 200}));
+    assert!(
+        snapshot["transcript_tail"]
+            .as_str()
+            .unwrap()
+            .contains("Answer two."),
+        "{snapshot}"
+    );
+
+    let cancelled = client.ok("cancel_tasks", json!({"ids": [id]}));
+    assert_eq!(cancelled["tasks"][0]["status"], "cancelled");
+    let result = client.ok("get_task_result", json!({"id": id}));
+    assert_eq!(result["result"]["status"], "cancelled", "{result}");
+    assert_eq!(
+        client.error_code("steer_task", json!({"id": id, "message": "too late"})),
+        "invalid_state"
+    );
+}
+
+#[test]
+fn several_servers_in_one_project_never_corrupt_a_record() {
+    const SERVERS: usize = 4;
+    const TASKS_EACH: usize = 3;
+    let h = Arc::new(Harness::new().with_fake_gemini());
+    let start = Arc::new(Barrier::new(SERVERS));
+    let submitted = Arc::new(Barrier::new(SERVERS));
+    let all_ids = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let workers: Vec<_> = (0..SERVERS)
+        .map(|n| {
+            let (h, start, submitted, all_ids) =
+                (h.clone(), start.clone(), submitted.clone(), all_ids.clone());
+            std::thread::spawn(move || {
+                let mut client = Client::start(&h);
+                start.wait();
+                let mut mine = Vec::new();
+                for t in 0..TASKS_EACH {
+                    mine.push(submit(
+                        &mut client,
+                        json!({"objective": format!("server {n} task {t}")}),
+                    ));
+                    // Polls between submits: refreshes race with the other servers' writes.
+                    client.ok("list", json!({}));
+                    client.ok("get_status", json!({"ids": mine}));
+                }
+                all_ids.lock().unwrap().extend(mine.iter().cloned());
+                submitted.wait();
+                let everyone = all_ids.lock().unwrap().clone();
+                // Everybody polls everybody's tasks while each server ends its own: the first
+                // one with /quit (completes), the rest with a cancel.
+                for id in &mine {
+                    h.wait_until(id, "the prompt", Duration::from_secs(20), || {
+                        h.screen(id).contains("Type your message")
+                    });
+                }
+                let receipt = client.ok("steer_task", json!({"id": mine[0], "message": "/quit"}));
+                assert_eq!(receipt["receipt"], "submitted", "{receipt}");
+                client.ok("get_status", json!({"ids": everyone}));
+                client.ok(
+                    "cancel_tasks",
+                    json!({"ids": &mine[1..], "grace_seconds": 1}),
+                );
+                client.ok("list", json!({"all": true}));
+                client.wait(json!({"ids": everyone, "mode": "all"}));
+                mine
+            })
+        })
+        .collect();
+    let mut ids: Vec<String> = workers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), SERVERS * TASKS_EACH);
+
+    // Every record parses, names its own directory, and holds the one ending it was given.
+    for id in &ids {
+        let text = std::fs::read_to_string(h.task_dir(id).join("task.json")).unwrap();
+        let record: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|err| panic!("{id}: task.json does not parse ({err}): {text}"));
+        assert_eq!(record["id"], id.as_str());
+    }
+    let (listed, code) = h.json(&["list"]);
+    assert_eq!(code, 0, "{listed}");
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), ids.len());
+    let completed = listed.iter().filter(|t| t["status"] == "completed").count();
+    let cancelled = listed.iter().filter(|t| t["status"] == "cancelled").count();
+    assert_eq!(
+        (completed, cancelled),
+        (SERVERS, SERVERS * (TASKS_EACH - 1)),
+        "{listed:?}"
+    );
+    for task in listed {
+        let objective = task["objective"].as_str().unwrap();
+        assert!(objective.starts_with("server "), "{objective}");
+    }
+}
+
+#[test]
+fn mcp_config_prints_a_snippet_for_each_client() {
+    let h = Harness::new();
+    let exe = Path::new(env!("CARGO_BIN_EXE_cuekit"))
+        .canonicalize()
+        .unwrap();
+    for client in ["claude", "gemini", "generic"] {
+        let out = h.ok(&["mcp", "config", "--client", client]);
+        let config: Value = serde_json::from_str(&out).unwrap();
+        let server = &config["mcpServers"]["cuekit"];
+        assert_eq!(
+            server["command"],
+            exe.to_str().unwrap(),
+            "{client}: {config}"
+        );
+        assert_eq!(server["args"], json!(["mcp"]), "{client}");
+    }
+    assert_eq!(
+        serde_json::from_str::<Value>(&h.ok(&["mcp", "config"])).unwrap()["mcpServers"]["cuekit"]["args"],
+        json!(["mcp"])
+    );
+    let output = h.run(&["mcp", "config", "--client", "cursor"]);
+    assert_eq!(output.status.code(), Some(2));
+}
