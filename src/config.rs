@@ -502,7 +502,7 @@ mod tests {
         );
         assert_eq!(
             message("adapters:\n  gemini:\n    bin: g\n  gemni:\n    bin: x\n"),
-            "/p/.cuekit.yaml:4:3: adapters: unknown adapter `gemni`, expected one of `gemini`"
+            "/p/.cuekit.yaml:4:3: adapters: unknown adapter `gemni`, expected one of `gemini`, `claude-code`, `codex`, `opencode`, `pi`, `qwen`, `copilot`, `command`"
         );
     }
 

@@ -199,6 +199,7 @@ fn agent_checks(config: &Config) -> Vec<Check> {
     let default_agent = config.agent().value;
     let probes: Vec<_> = ADAPTERS
         .iter()
+        .filter(|adapter| !adapter.runs_argv)
         .map(|adapter| {
             let bin = config
                 .bin(adapter.kind())

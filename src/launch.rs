@@ -15,6 +15,11 @@ pub const TRANSCRIPT_FILE: &str = "transcript.txt";
 const END_MARKER_TEXT: &str = "cuekit:end";
 const END_MARKER: &str = "\\033]9999;cuekit:end\\007";
 
+/// The rendered prompt, for agents that read it from stdin; `launch.sh` names it in
+/// [`PROMPT_VARIABLE`] so a launch command can say `< "$cuekit_prompt"`.
+pub const PROMPT_FILE: &str = "prompt.txt";
+pub const PROMPT_VARIABLE: &str = "cuekit_prompt";
+
 /// The submitter's environment, read and deleted by `launch.sh` as its first act.
 pub const ENV_FILE: &str = "env.sh";
 
@@ -112,9 +117,11 @@ pub fn render_launch_script(
     let sentinel = quote_path(&task_dir.join(EXIT_CODE_FILE))?;
     let sentinel_tmp = quote_path(&task_dir.join(format!("{EXIT_CODE_FILE}.tmp")))?;
     let env_file = quote_path(&task_dir.join(ENV_FILE))?;
+    let prompt_file = quote_path(&task_dir.join(PROMPT_FILE))?;
     let mut script = format!(
         "#!/bin/sh\n# cuekit task {task_id}: generated at submit, kept as a record.\n\
-         if [ -f {env_file} ]; then . {env_file}; rm -f {env_file}; fi\n"
+         if [ -f {env_file} ]; then . {env_file}; rm -f {env_file}; fi\n\
+         {PROMPT_VARIABLE}={prompt_file}\n"
     );
     if !unset_env.is_empty() {
         script.push_str(&format!("unset {}\n", unset_env.join(" ")));
@@ -176,6 +183,7 @@ mod tests {
             script,
             "#!/bin/sh\n# cuekit task t_0: generated at submit, kept as a record.\n\
              if [ -f '/tmp/a b/env.sh' ]; then . '/tmp/a b/env.sh'; rm -f '/tmp/a b/env.sh'; fi\n\
+             cuekit_prompt='/tmp/a b/prompt.txt'\n\
              unset CI\n(\ngemini 'x'\n)\ncuekit_code=$?\n\
              printf '\\033]9999;cuekit:end\\007'\n\
              cuekit_wait=0\n\

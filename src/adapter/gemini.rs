@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use super::{Adapter, AuthProbe, Capabilities, ExitReason, LaunchCommand, shell_word_for_bin};
 use crate::attention::{Attention, ScreenRules};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::launch::single_quote;
-use crate::spec::{Mode, TaskSpec, render_prompt};
+use crate::spec::{Mode, TaskSpec};
 
 pub const GEMINI_APPROVAL_MODES: [&str; 4] = ["default", "auto_edit", "yolo", "plan"];
 
@@ -114,6 +114,7 @@ pub(super) static GEMINI: Adapter = Adapter {
         input_prefixes: &[">", "*"],
     },
     build_launch: build_gemini_launch_command,
+    runs_argv: false,
     install_hint: "npm install -g @google/gemini-cli",
     auth_probe: gemini_auth,
 };
@@ -122,7 +123,6 @@ pub(super) static GEMINI: Adapter = Adapter {
 /// settings file). Never runs the CLI: `gemini --list-sessions` can make network calls and hang.
 fn gemini_auth() -> AuthProbe {
     let env_true = |name: &str| std::env::var(name).is_ok_and(|v| v == "true" || v == "1");
-    let env_set = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty());
     for (name, how) in [
         (
             "GOOGLE_GENAI_USE_GCA",
@@ -142,10 +142,8 @@ fn gemini_auth() -> AuthProbe {
             return AuthProbe::Configured(how.to_string());
         }
     }
-    for name in ["GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY"] {
-        if env_set(name) {
-            return AuthProbe::Configured(format!("{name} is set"));
-        }
+    if let Some(name) = super::env_set(&["GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY"]) {
+        return AuthProbe::Configured(format!("{name} is set"));
     }
     let home = std::env::var_os("GEMINI_CLI_HOME").or_else(|| std::env::var_os("HOME"));
     let settings = home.map(|home| std::path::PathBuf::from(home).join(".gemini/settings.json"));
@@ -178,39 +176,14 @@ pub fn build_gemini_launch_command(
     let mut warnings = Vec::new();
     let mut parts = vec![shell_word_for_bin(bin)?, "--skip-trust".to_string()];
 
-    match spec.approval_mode.as_deref() {
-        Some(approval) if GEMINI_APPROVAL_MODES.contains(&approval) => {
-            // The CLI rejects -y together with --approval-mode.
-            parts.push(format!("--approval-mode {approval}"));
-        }
-        other => {
-            if let Some(invalid) = other {
-                warnings.push(format!(
-                    "approval_mode '{invalid}' is not one of {}; ignored, permissions follow dangerously_skip_permissions",
-                    GEMINI_APPROVAL_MODES.join(", ")
-                ));
-            }
-            if spec.skips_permissions() {
-                parts.push("-y".to_string());
-            }
-        }
+    match super::approval_mode(spec, &GEMINI_APPROVAL_MODES, "gemini", &mut warnings) {
+        // The CLI rejects -y together with --approval-mode.
+        Some(approval) => parts.push(format!("--approval-mode {approval}")),
+        None if spec.skips_permissions() => parts.push("-y".to_string()),
+        None => {}
     }
-
     if let Some(model) = spec.model.as_deref() {
-        if model.is_empty() || model.starts_with('-') {
-            return Err(
-                Error::invalid_input(format!("invalid model name '{model}'")).with_hint(format!(
-                    "models Gemini knows: {}",
-                    GEMINI.available_models.join(", ")
-                )),
-            );
-        }
-        if !GEMINI.available_models.contains(&model) {
-            warnings.push(format!(
-                "model '{model}' is not one cuekit knows for gemini; passing it through unchanged"
-            ));
-        }
-        parts.push(format!("-m {}", single_quote(model)?));
+        parts.push(super::model_arg(&GEMINI, "-m", model, &mut warnings)?);
     }
 
     let event_stream = mode == Mode::Batch && spec.stream_events.unwrap_or(true);
@@ -224,14 +197,7 @@ pub fn build_gemini_launch_command(
         parts.push(format!("--session-id {}", single_quote(session)?));
     }
 
-    let prompt = render_prompt(spec);
-    if prompt.trim().is_empty() {
-        return Err(
-            Error::invalid_input("the task has an empty objective").with_hint(
-                "say what the agent should do, e.g. `cuekit submit 'fix the failing test'`",
-            ),
-        );
-    }
+    let prompt = super::prompt_of(spec)?;
     let quoted = single_quote(&prompt)?;
     let leading_dash = prompt.starts_with('-');
     parts.push(match (mode, leading_dash) {

@@ -2,7 +2,14 @@
 //! script, tmux, transcript, status, steering — is shared, so adding an agent is one file
 //! here and one line in [`ADAPTERS`].
 
+mod claude;
+mod codex;
+mod command;
+mod copilot;
 mod gemini;
+mod opencode;
+mod pi;
+mod qwen;
 
 use std::time::Duration;
 
@@ -67,6 +74,9 @@ pub struct Adapter {
     /// How to read this agent's screen: dialogs, busy and ready markers, the input line.
     pub screen: ScreenRules,
     pub build_launch: fn(&TaskSpec, Mode, &str) -> Result<LaunchCommand>,
+    /// The task's words are the program and its arguments (the `command` agent): no prompt is
+    /// rendered and there is no fixed binary to look for.
+    pub runs_argv: bool,
     /// How to install the agent, for `doctor` and `agent_not_found` hints.
     pub install_hint: &'static str,
     /// Whether credentials are configured, judged without running the agent or the network.
@@ -82,7 +92,17 @@ pub enum AuthProbe {
     Missing(String),
 }
 
-pub static ADAPTERS: &[&Adapter] = &[&gemini::GEMINI];
+/// Every agent cuekit can run; the first is the default.
+pub static ADAPTERS: &[&Adapter] = &[
+    &gemini::GEMINI,
+    &claude::CLAUDE,
+    &codex::CODEX,
+    &opencode::OPENCODE,
+    &pi::PI,
+    &qwen::QWEN,
+    &copilot::COPILOT,
+    &command::COMMAND,
+];
 
 /// What `cuekit adapters` reports: the capabilities, as the adapter design names them, plus
 /// models and how the agent is launched.
@@ -163,6 +183,83 @@ pub fn lookup(kind: &str) -> Result<&'static Adapter> {
             Error::invalid_input(format!("unknown agent '{kind}'"))
                 .with_hint(format!("known agents: {}", known.join(", ")))
         })
+}
+
+/// The task's prompt, refused when there is nothing in it.
+pub(crate) fn prompt_of(spec: &TaskSpec) -> Result<String> {
+    let prompt = crate::spec::render_prompt(spec);
+    if prompt.trim().is_empty() {
+        return Err(
+            Error::invalid_input("the task has an empty objective").with_hint(
+                "say what the agent should do, e.g. `cuekit submit 'fix the failing test'`",
+            ),
+        );
+    }
+    Ok(prompt)
+}
+
+/// `<flag> '<model>'`: a model starting with `-` would be read as a flag, so it is refused; one
+/// the adapter does not list is passed through with a warning (the CLIs accept new names).
+pub(crate) fn model_arg(
+    adapter: &Adapter,
+    flag: &str,
+    model: &str,
+    warnings: &mut Vec<String>,
+) -> Result<String> {
+    if model.is_empty() || model.starts_with('-') {
+        return Err(
+            Error::invalid_input(format!("invalid model name '{model}'")).with_hint(format!(
+                "models {} knows: {}",
+                adapter.kind(),
+                adapter.available_models.join(", ")
+            )),
+        );
+    }
+    if !adapter.available_models.is_empty() && !adapter.available_models.contains(&model) {
+        warnings.push(format!(
+            "model '{model}' is not one cuekit knows for {}; passing it through unchanged",
+            adapter.kind()
+        ));
+    }
+    Ok(format!("{flag} {}", crate::launch::single_quote(model)?))
+}
+
+/// The approval mode to pass, if it is one of `valid`; a warning for any other value.
+pub(crate) fn approval_mode<'a>(
+    spec: &'a TaskSpec,
+    valid: &[&str],
+    kind: &str,
+    warnings: &mut Vec<String>,
+) -> Option<&'a str> {
+    match spec.approval_mode.as_deref() {
+        Some(mode) if valid.contains(&mode) => Some(mode),
+        Some(other) => {
+            warnings.push(if valid.is_empty() {
+                format!("{kind} has no approval modes; approval_mode '{other}' is ignored")
+            } else {
+                format!(
+                    "approval_mode '{other}' is not one of {}; ignored, permissions follow dangerously_skip_permissions",
+                    valid.join(", ")
+                )
+            });
+            None
+        }
+        None => None,
+    }
+}
+
+/// The first of `names` set to a non-empty value in the environment.
+pub(crate) fn env_set(names: &[&str]) -> Option<String> {
+    names
+        .iter()
+        .find(|name| std::env::var(name).is_ok_and(|value| !value.is_empty()))
+        .map(|name| name.to_string())
+}
+
+/// `$HOME/<relative>`, if that file exists.
+pub(crate) fn home_file(relative: &str) -> Option<std::path::PathBuf> {
+    let path = std::path::PathBuf::from(std::env::var_os("HOME")?).join(relative);
+    path.is_file().then_some(path)
 }
 
 /// Quotes a binary path only when it needs it, so the usual `gemini …` reads naturally.

@@ -81,6 +81,12 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             timeout: args.timeout,
             stream_events: args.no_events.then_some(false),
             resume_from: args.resume_from.clone(),
+            // The words as given: the `command` agent runs them as program and arguments.
+            argv: if args.file.is_none() && args.objective != ["-"] {
+                args.objective.clone()
+            } else {
+                Vec::new()
+            },
             dry_run: args.dry_run,
         },
         cwd,

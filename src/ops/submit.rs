@@ -32,6 +32,8 @@ pub struct SubmitRequest {
     pub stream_events: Option<bool>,
     /// An earlier task whose agent session this one continues.
     pub resume_from: Option<String>,
+    /// For the `command` agent: the program and its arguments (the objective names the task).
+    pub argv: Vec<String>,
     pub dry_run: bool,
 }
 
@@ -81,6 +83,7 @@ fn resolve_spec(
         stream_events: request.stream_events,
         session_id: None,
         resume_session: None,
+        argv: request.argv.clone(),
         agent_kind,
     }
 }
@@ -120,6 +123,9 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     let config = Config::load(&cwd)?;
     let mut spec = resolve_spec(&request, &config, resumed.as_ref());
     let adapter = adapter::lookup(&spec.agent_kind)?;
+    if !adapter.runs_argv {
+        spec.argv.clear();
+    }
     if let Some(earlier) = &resumed {
         if earlier.spec.agent_kind != spec.agent_kind {
             return Err(Error::invalid_input(format!(
@@ -161,8 +167,9 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         warnings,
         event_stream,
     } = (adapter.build_launch)(&spec, mode, &bin)?;
-    crate::which::find_on_path(&bin).ok_or_else(|| {
-        Error::new(
+    // The command agent's program is the task's own first word, found by the pane's shell.
+    if !adapter.runs_argv && crate::which::find_on_path(&bin).is_none() {
+        return Err(Error::new(
             ErrorCode::AgentNotFound,
             format!("the {} binary '{bin}' is not on PATH", adapter.kind()),
         )
@@ -170,8 +177,8 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             "install it (`{}`), set adapters.{}.bin, or run `cuekit doctor`",
             adapter.install_hint,
             adapter.kind()
-        ))
-    })?;
+        )));
+    }
     let agent_session_id = command
         .contains("--session-id")
         .then(|| spec.session_id.clone())
@@ -199,6 +206,15 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     } else {
         None
     };
+    let prompt = if adapter.runs_argv {
+        spec.argv.join(" ")
+    } else {
+        crate::spec::render_prompt(&spec)
+    };
+    write_private(
+        &task_dir.join(crate::launch::PROMPT_FILE),
+        prompt.as_bytes(),
+    )?;
     let script_path = task_dir.join(store::LAUNCH_FILE);
     let script =
         render_launch_script(&id, &command, unset_env, &task_dir, event_filter.as_deref())?;

@@ -1,0 +1,168 @@
+//! Anthropic's Claude Code. Flags verified against `claude --help` of
+//! @anthropic-ai/claude-code 2.1.197 (the newest that installs on Node 20).
+
+use std::time::Duration;
+
+use super::{Adapter, AuthProbe, Capabilities, LaunchCommand, shell_word_for_bin};
+use crate::attention::{Attention, ScreenRules};
+use crate::error::Result;
+use crate::launch::single_quote;
+use crate::spec::{Mode, TaskSpec};
+
+/// `--permission-mode` choices; any of them replaces the bypass flag.
+const PERMISSION_MODES: [&str; 5] = [
+    "default",
+    "acceptEdits",
+    "auto",
+    "plan",
+    "bypassPermissions",
+];
+
+pub(super) static CLAUDE: Adapter = Adapter {
+    capabilities: Capabilities {
+        agent_kind: "claude-code",
+        supports_steering: true,
+        supports_attach: true,
+        supports_model_selection: true,
+        supports_artifacts: true,
+        supports_live_progress: false,
+        default_mode: Mode::Interactive,
+        supported_modes: &[Mode::Interactive, Mode::Batch],
+    },
+    default_bin: "claude",
+    available_models: &["haiku", "sonnet", "opus"],
+    exit_reasons: &[],
+    interactive_unset_env: &[],
+    steer_enter_delay: Duration::from_millis(100),
+    paste_enter_delay: Duration::from_millis(250),
+    steer_pre_keys: &[],
+    // From the 2.1.x TUI's texts; not yet captured as fixtures from a live screen.
+    screen: ScreenRules {
+        dialogs: &[
+            (
+                Attention::AuthRequired,
+                &[
+                    "Please run /login",
+                    "Select login method",
+                    "Do you want to use this API key?",
+                ],
+            ),
+            (
+                Attention::TrustRequired,
+                &[
+                    "Is this a project you created or one you trust",
+                    "Do you trust the files in this folder?",
+                ],
+            ),
+            (
+                Attention::PermissionPrompt,
+                &["Do you want to proceed?", "Yes, I accept"],
+            ),
+        ],
+        busy: &["esc to interrupt"],
+        ready: &["? for shortcuts"],
+        input_prefixes: &[">"],
+    },
+    build_launch: build_claude_launch_command,
+    runs_argv: false,
+    install_hint: "npm install -g @anthropic-ai/claude-code",
+    auth_probe: claude_auth,
+};
+
+/// Interactive `claude [--model 'M'] [--dangerously-skip-permissions] -- 'P'`, batch adds `-p`
+/// (a switch) and reads nothing from stdin. `--` keeps a prompt starting with `-` a prompt.
+/// The auto-updater is switched off (it installs globally mid-task); as root the bypass flag
+/// is refused unless `IS_SANDBOX=1`, which a delegated pane is the sandbox for.
+pub fn build_claude_launch_command(
+    spec: &TaskSpec,
+    mode: Mode,
+    bin: &str,
+) -> Result<LaunchCommand> {
+    let mut warnings = Vec::new();
+    let mut parts = vec!["DISABLE_AUTOUPDATER=1".to_string()];
+    let permission_mode =
+        super::approval_mode(spec, &PERMISSION_MODES, "claude-code", &mut warnings);
+    let bypass = permission_mode.is_none() && spec.skips_permissions();
+    if bypass || permission_mode == Some("bypassPermissions") {
+        parts.push("IS_SANDBOX=1".to_string());
+    }
+    parts.push(shell_word_for_bin(bin)?);
+    if mode == Mode::Batch {
+        parts.push("-p".to_string());
+    }
+    if let Some(model) = spec.model.as_deref() {
+        parts.push(super::model_arg(&CLAUDE, "--model", model, &mut warnings)?);
+    }
+    match permission_mode {
+        Some(permission_mode) => parts.push(format!("--permission-mode {permission_mode}")),
+        None if bypass => parts.push("--dangerously-skip-permissions".to_string()),
+        None => {}
+    }
+    parts.push(format!("-- {}", single_quote(&super::prompt_of(spec)?)?));
+    if mode == Mode::Batch {
+        parts.push("</dev/null".to_string());
+    }
+    Ok(LaunchCommand {
+        command: parts.join(" "),
+        warnings,
+        event_stream: false,
+    })
+}
+
+fn claude_auth() -> AuthProbe {
+    let env = [
+        "ANTHROPIC_API_KEY",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "ANTHROPIC_AUTH_TOKEN",
+        "CLAUDE_CODE_USE_BEDROCK",
+        "CLAUDE_CODE_USE_VERTEX",
+    ];
+    if let Some(name) = super::env_set(&env) {
+        return AuthProbe::Configured(format!("{name} is set"));
+    }
+    match super::home_file(".claude/.credentials.json") {
+        Some(path) => AuthProbe::Configured(format!("login stored in {}", path.display())),
+        None => {
+            AuthProbe::Missing("set ANTHROPIC_API_KEY, or run `claude` once and /login".to_string())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(objective: &str, mode: Mode, edit: impl FnOnce(&mut TaskSpec)) -> String {
+        let mut spec = TaskSpec {
+            agent_kind: "claude-code".into(),
+            objective: objective.into(),
+            ..TaskSpec::default()
+        };
+        edit(&mut spec);
+        build_claude_launch_command(&spec, mode, "claude")
+            .unwrap()
+            .command
+    }
+
+    #[test]
+    fn launch_shapes() {
+        assert_eq!(
+            build("fix it", Mode::Interactive, |_| {}),
+            "DISABLE_AUTOUPDATER=1 IS_SANDBOX=1 claude --dangerously-skip-permissions -- 'fix it'"
+        );
+        assert_eq!(
+            build("-v is a prompt", Mode::Batch, |s| s.model =
+                Some("sonnet".into())),
+            "DISABLE_AUTOUPDATER=1 IS_SANDBOX=1 claude -p --model 'sonnet' --dangerously-skip-permissions -- '-v is a prompt' </dev/null"
+        );
+        assert_eq!(
+            build("x", Mode::Interactive, |s| s.dangerously_skip_permissions =
+                Some(false)),
+            "DISABLE_AUTOUPDATER=1 claude -- 'x'"
+        );
+        assert_eq!(
+            build("x", Mode::Batch, |s| s.approval_mode = Some("plan".into())),
+            "DISABLE_AUTOUPDATER=1 claude -p --permission-mode plan -- 'x' </dev/null"
+        );
+    }
+}

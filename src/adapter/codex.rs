@@ -1,0 +1,137 @@
+//! OpenAI's Codex CLI. Flags verified against `codex --help` / `codex exec --help` of
+//! @openai/codex 0.171.0.
+
+use std::time::Duration;
+
+use super::{Adapter, AuthProbe, Capabilities, LaunchCommand, shell_word_for_bin};
+use crate::attention::{Attention, ScreenRules};
+use crate::error::Result;
+use crate::launch::single_quote;
+use crate::spec::{Mode, TaskSpec};
+
+pub(super) static CODEX: Adapter = Adapter {
+    capabilities: Capabilities {
+        agent_kind: "codex",
+        supports_steering: true,
+        supports_attach: true,
+        supports_model_selection: true,
+        supports_artifacts: true,
+        supports_live_progress: false,
+        default_mode: Mode::Interactive,
+        supported_modes: &[Mode::Interactive, Mode::Batch],
+    },
+    default_bin: "codex",
+    available_models: &[],
+    exit_reasons: &[],
+    interactive_unset_env: &[],
+    steer_enter_delay: Duration::from_millis(100),
+    paste_enter_delay: Duration::from_millis(250),
+    steer_pre_keys: &[],
+    // From the 0.171 TUI's texts; not yet captured as fixtures from a live screen.
+    screen: ScreenRules {
+        dialogs: &[
+            (Attention::AuthRequired, &["Sign in with ChatGPT"]),
+            (
+                Attention::TrustRequired,
+                &[
+                    "Trust this folder?",
+                    "Do you trust the files in this folder?",
+                ],
+            ),
+            (
+                Attention::PermissionPrompt,
+                &[
+                    "Allow command?",
+                    "Would you like to run the following command?",
+                ],
+            ),
+        ],
+        busy: &["Esc to interrupt", "esc to interrupt"],
+        ready: &["? for shortcuts"],
+        input_prefixes: &["›", ">"],
+    },
+    build_launch: build_codex_launch_command,
+    runs_argv: false,
+    install_hint: "npm install -g @openai/codex",
+    auth_probe: codex_auth,
+};
+
+/// Interactive `codex --no-daemon [-m 'M'] [bypass] -- 'P'` (no background app-server that
+/// would outlive the pane); batch `codex exec --skip-git-repo-check … -- 'P' </dev/null`.
+/// Without `--`, a prompt starting with `-` makes codex print help and exit 0.
+pub fn build_codex_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Result<LaunchCommand> {
+    let mut warnings = Vec::new();
+    super::approval_mode(spec, &[], "codex", &mut warnings);
+    let mut parts = vec![shell_word_for_bin(bin)?];
+    parts.push(match mode {
+        Mode::Interactive => "--no-daemon".to_string(),
+        Mode::Batch => "exec --skip-git-repo-check".to_string(),
+    });
+    if let Some(model) = spec.model.as_deref() {
+        parts.push(super::model_arg(&CODEX, "-m", model, &mut warnings)?);
+    }
+    if spec.skips_permissions() {
+        parts.push("--dangerously-bypass-approvals-and-sandbox".to_string());
+    }
+    parts.push(format!("-- {}", single_quote(&super::prompt_of(spec)?)?));
+    if mode == Mode::Batch {
+        // `exec` appends a piped stdin to the prompt and waits for its end.
+        parts.push("</dev/null".to_string());
+    }
+    Ok(LaunchCommand {
+        command: parts.join(" "),
+        warnings,
+        event_stream: false,
+    })
+}
+
+/// Only `CODEX_API_KEY` or a stored login count: `OPENAI_API_KEY` in the environment is ignored.
+fn codex_auth() -> AuthProbe {
+    if let Some(name) = super::env_set(&["CODEX_API_KEY", "CODEX_ACCESS_TOKEN"]) {
+        return AuthProbe::Configured(format!("{name} is set"));
+    }
+    let codex_home = std::env::var("CODEX_HOME")
+        .ok()
+        .map(std::path::PathBuf::from);
+    let stored = match codex_home {
+        Some(home) => Some(home.join("auth.json")).filter(|p| p.is_file()),
+        None => super::home_file(".codex/auth.json"),
+    };
+    match stored {
+        Some(path) => AuthProbe::Configured(format!("login stored in {}", path.display())),
+        None => AuthProbe::Missing(
+            "set CODEX_API_KEY or run `codex login` (OPENAI_API_KEY alone is ignored by codex)"
+                .to_string(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(objective: &str, mode: Mode, edit: impl FnOnce(&mut TaskSpec)) -> String {
+        let mut spec = TaskSpec {
+            agent_kind: "codex".into(),
+            objective: objective.into(),
+            ..TaskSpec::default()
+        };
+        edit(&mut spec);
+        build_codex_launch_command(&spec, mode, "codex")
+            .unwrap()
+            .command
+    }
+
+    #[test]
+    fn launch_shapes() {
+        assert_eq!(
+            build("fix it", Mode::Interactive, |s| s.model = Some("o3".into())),
+            "codex --no-daemon -m 'o3' --dangerously-bypass-approvals-and-sandbox -- 'fix it'"
+        );
+        assert_eq!(
+            build("-hello", Mode::Batch, |s| s.dangerously_skip_permissions =
+                Some(false)),
+            "codex exec --skip-git-repo-check -- '-hello' </dev/null"
+        );
+    }
+}

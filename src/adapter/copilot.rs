@@ -1,0 +1,129 @@
+//! GitHub Copilot CLI. Flags verified against `copilot --help` of @github/copilot 1.0.102.
+
+use std::time::Duration;
+
+use super::{Adapter, AuthProbe, Capabilities, LaunchCommand, shell_word_for_bin};
+use crate::attention::{Attention, ScreenRules};
+use crate::error::Result;
+use crate::launch::single_quote;
+use crate::spec::{Mode, TaskSpec};
+
+pub(super) static COPILOT: Adapter = Adapter {
+    capabilities: Capabilities {
+        agent_kind: "copilot",
+        supports_steering: true,
+        supports_attach: true,
+        supports_model_selection: true,
+        supports_artifacts: true,
+        supports_live_progress: false,
+        default_mode: Mode::Interactive,
+        supported_modes: &[Mode::Interactive, Mode::Batch],
+    },
+    default_bin: "copilot",
+    available_models: &[],
+    exit_reasons: &[],
+    interactive_unset_env: &[],
+    steer_enter_delay: Duration::from_millis(100),
+    paste_enter_delay: Duration::from_millis(250),
+    steer_pre_keys: &[],
+    screen: ScreenRules {
+        dialogs: &[
+            (Attention::AuthRequired, &["Please use /login"]),
+            (
+                Attention::TrustRequired,
+                &[
+                    "Do you trust the files in this folder?",
+                    "Confirm folder trust",
+                ],
+            ),
+        ],
+        busy: &["Esc to cancel"],
+        ready: &[],
+        input_prefixes: &[],
+    },
+    build_launch: build_copilot_launch_command,
+    runs_argv: false,
+    install_hint: "npm install -g @github/copilot",
+    auth_probe: copilot_auth,
+};
+
+/// Interactive `copilot [--model 'M'] [--yolo] --interactive='P'`, batch `… --prompt='P'
+/// </dev/null`: attached forms, since `-p -x` and `-p -- -x` fail. With the bypass on,
+/// `COPILOT_ALLOW_ALL=true` also skips the folder-trust dialog that `--yolo` alone still shows.
+pub fn build_copilot_launch_command(
+    spec: &TaskSpec,
+    mode: Mode,
+    bin: &str,
+) -> Result<LaunchCommand> {
+    let mut warnings = Vec::new();
+    super::approval_mode(spec, &[], "copilot", &mut warnings);
+    let mut parts = vec!["COPILOT_AUTO_UPDATE=false".to_string()];
+    if spec.skips_permissions() {
+        parts.push("COPILOT_ALLOW_ALL=true".to_string());
+    }
+    parts.push(shell_word_for_bin(bin)?);
+    if let Some(model) = spec.model.as_deref() {
+        parts.push(super::model_arg(&COPILOT, "--model", model, &mut warnings)?);
+    }
+    if spec.skips_permissions() {
+        parts.push("--yolo".to_string());
+    }
+    let prompt = single_quote(&super::prompt_of(spec)?)?;
+    parts.push(match mode {
+        Mode::Interactive => format!("--interactive={prompt}"),
+        Mode::Batch => format!("--prompt={prompt} </dev/null"),
+    });
+    Ok(LaunchCommand {
+        command: parts.join(" "),
+        warnings,
+        event_stream: false,
+    })
+}
+
+fn copilot_auth() -> AuthProbe {
+    if let Some(name) = super::env_set(&["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"]) {
+        let classic = std::env::var(&name).is_ok_and(|token| token.starts_with("ghp_"));
+        if !classic {
+            return AuthProbe::Configured(format!("{name} is set (validated by Copilot online)"));
+        }
+    }
+    if super::env_set(&["COPILOT_PROVIDER_BASE_URL"]).is_some() {
+        return AuthProbe::Configured(
+            "COPILOT_PROVIDER_BASE_URL is set (own model provider)".to_string(),
+        );
+    }
+    AuthProbe::Missing(
+        "set COPILOT_GITHUB_TOKEN (not a classic ghp_ token) or run `copilot` and /login"
+            .to_string(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(objective: &str, mode: Mode, edit: impl FnOnce(&mut TaskSpec)) -> String {
+        let mut spec = TaskSpec {
+            agent_kind: "copilot".into(),
+            objective: objective.into(),
+            ..TaskSpec::default()
+        };
+        edit(&mut spec);
+        build_copilot_launch_command(&spec, mode, "copilot")
+            .unwrap()
+            .command
+    }
+
+    #[test]
+    fn launch_shapes() {
+        assert_eq!(
+            build("-x", Mode::Interactive, |_| {}),
+            "COPILOT_AUTO_UPDATE=false COPILOT_ALLOW_ALL=true copilot --yolo --interactive='-x'"
+        );
+        assert_eq!(
+            build("x", Mode::Batch, |s| s.dangerously_skip_permissions =
+                Some(false)),
+            "COPILOT_AUTO_UPDATE=false copilot --prompt='x' </dev/null"
+        );
+    }
+}

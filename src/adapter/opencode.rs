@@ -1,0 +1,114 @@
+//! opencode. Flags verified against `opencode --help` / `opencode run --help` of
+//! opencode-ai 1.18.33.
+
+use std::time::Duration;
+
+use super::{Adapter, AuthProbe, Capabilities, LaunchCommand, shell_word_for_bin};
+use crate::attention::ScreenRules;
+use crate::error::Result;
+use crate::launch::{PROMPT_VARIABLE, single_quote};
+use crate::spec::{Mode, TaskSpec};
+
+pub(super) static OPENCODE: Adapter = Adapter {
+    capabilities: Capabilities {
+        agent_kind: "opencode",
+        supports_steering: true,
+        supports_attach: true,
+        supports_model_selection: true,
+        supports_artifacts: true,
+        supports_live_progress: false,
+        default_mode: Mode::Interactive,
+        supported_modes: &[Mode::Interactive, Mode::Batch],
+    },
+    default_bin: "opencode",
+    available_models: &[],
+    exit_reasons: &[],
+    interactive_unset_env: &[],
+    steer_enter_delay: Duration::from_millis(100),
+    paste_enter_delay: Duration::from_millis(250),
+    steer_pre_keys: &[],
+    // opencode shows no login or trust screen (its default model is free).
+    screen: ScreenRules {
+        dialogs: &[],
+        busy: &["esc interrupt"],
+        ready: &[],
+        input_prefixes: &[],
+    },
+    build_launch: build_opencode_launch_command,
+    runs_argv: false,
+    install_hint: "npm install -g opencode-ai",
+    auth_probe: opencode_auth,
+};
+
+/// Interactive `opencode [-m 'M'] [--auto] --prompt='P'` (a positional is a project
+/// directory); batch `opencode run [-m 'M'] [--auto] < prompt.txt`. The batch prompt goes on
+/// stdin because `run` wraps any argument containing a space in literal double quotes before
+/// the model sees it, and crashes on number-like arguments.
+pub fn build_opencode_launch_command(
+    spec: &TaskSpec,
+    mode: Mode,
+    bin: &str,
+) -> Result<LaunchCommand> {
+    let mut warnings = Vec::new();
+    super::approval_mode(spec, &[], "opencode", &mut warnings);
+    let mut parts = vec![
+        "OPENCODE_DISABLE_AUTOUPDATE=1".to_string(),
+        shell_word_for_bin(bin)?,
+    ];
+    if mode == Mode::Batch {
+        parts.push("run".to_string());
+    }
+    if let Some(model) = spec.model.as_deref() {
+        parts.push(super::model_arg(&OPENCODE, "-m", model, &mut warnings)?);
+    }
+    if spec.skips_permissions() {
+        parts.push("--auto".to_string());
+    }
+    let prompt = super::prompt_of(spec)?;
+    parts.push(match mode {
+        Mode::Interactive => format!("--prompt={}", single_quote(&prompt)?),
+        Mode::Batch => format!("< \"${PROMPT_VARIABLE}\""),
+    });
+    Ok(LaunchCommand {
+        command: parts.join(" "),
+        warnings,
+        event_stream: false,
+    })
+}
+
+fn opencode_auth() -> AuthProbe {
+    match super::home_file(".local/share/opencode/auth.json") {
+        Some(path) => AuthProbe::Configured(format!("providers stored in {}", path.display())),
+        None => {
+            AuthProbe::Configured("no key needed for opencode's default free model".to_string())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(objective: &str, mode: Mode) -> String {
+        let spec = TaskSpec {
+            agent_kind: "opencode".into(),
+            objective: objective.into(),
+            ..TaskSpec::default()
+        };
+        build_opencode_launch_command(&spec, mode, "opencode")
+            .unwrap()
+            .command
+    }
+
+    #[test]
+    fn launch_shapes() {
+        assert_eq!(
+            build("-fix 'it'", Mode::Interactive),
+            r"OPENCODE_DISABLE_AUTOUPDATE=1 opencode --auto --prompt='-fix '\''it'\'''"
+        );
+        assert_eq!(
+            build("fix it", Mode::Batch),
+            "OPENCODE_DISABLE_AUTOUPDATE=1 opencode run --auto < \"$cuekit_prompt\""
+        );
+    }
+}

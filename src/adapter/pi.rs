@@ -1,0 +1,123 @@
+//! pi (the pi coding agent). Flags verified against `pi --help` of
+//! @mariozechner/pi-coding-agent 0.73.1.
+
+use std::time::Duration;
+
+use super::{Adapter, AuthProbe, Capabilities, LaunchCommand, shell_word_for_bin};
+use crate::attention::ScreenRules;
+use crate::error::Result;
+use crate::launch::{PROMPT_VARIABLE, single_quote};
+use crate::spec::{Mode, TaskSpec};
+
+pub(super) static PI: Adapter = Adapter {
+    capabilities: Capabilities {
+        agent_kind: "pi",
+        supports_steering: true,
+        supports_attach: true,
+        supports_model_selection: true,
+        supports_artifacts: true,
+        supports_live_progress: false,
+        default_mode: Mode::Interactive,
+        supported_modes: &[Mode::Interactive, Mode::Batch],
+    },
+    default_bin: "pi",
+    available_models: &[],
+    exit_reasons: &[],
+    interactive_unset_env: &[],
+    steer_enter_delay: Duration::from_millis(100),
+    paste_enter_delay: Duration::from_millis(250),
+    steer_pre_keys: &[],
+    screen: ScreenRules {
+        dialogs: &[],
+        busy: &[],
+        ready: &[],
+        input_prefixes: &[],
+    },
+    build_launch: build_pi_launch_command,
+    runs_argv: false,
+    install_hint: "npm install -g @mariozechner/pi-coding-agent",
+    auth_probe: pi_auth,
+};
+
+/// Interactive `pi [--model 'M'] 'P'`; batch `pi -p [--model 'M'] < prompt.txt`. pi has no `--`
+/// terminator: any word starting with `-` is an option and one starting with `@` a file, so an
+/// interactive prompt starting with either gets a leading space (pi keeps it), and batch reads
+/// the prompt from stdin. pi has no permission system: the bypass option changes nothing.
+pub fn build_pi_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Result<LaunchCommand> {
+    let mut warnings = Vec::new();
+    super::approval_mode(spec, &[], "pi", &mut warnings);
+    if spec.dangerously_skip_permissions == Some(false) {
+        warnings
+            .push("pi has no permission prompts; --no-skip-permissions has no effect".to_string());
+    }
+    let mut parts = vec![shell_word_for_bin(bin)?];
+    if mode == Mode::Batch {
+        parts.push("-p".to_string());
+    }
+    if let Some(model) = spec.model.as_deref() {
+        parts.push(super::model_arg(&PI, "--model", model, &mut warnings)?);
+    }
+    let prompt = super::prompt_of(spec)?;
+    parts.push(match mode {
+        Mode::Interactive if prompt.starts_with(['-', '@']) => single_quote(&format!(" {prompt}"))?,
+        Mode::Interactive => single_quote(&prompt)?,
+        Mode::Batch => format!("< \"${PROMPT_VARIABLE}\""),
+    });
+    Ok(LaunchCommand {
+        command: parts.join(" "),
+        warnings,
+        event_stream: false,
+    })
+}
+
+/// pi creates `~/.pi/agent/auth.json` as `{}` on every run: only a non-empty one counts.
+fn pi_auth() -> AuthProbe {
+    let env = [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_OAUTH_TOKEN",
+        "OPENAI_API_KEY",
+        "GEMINI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "GROQ_API_KEY",
+        "XAI_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "MISTRAL_API_KEY",
+    ];
+    if let Some(name) = super::env_set(&env) {
+        return AuthProbe::Configured(format!("{name} is set"));
+    }
+    let stored = super::home_file(".pi/agent/auth.json").filter(|path| {
+        std::fs::read(path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+            .is_some_and(|json| json.as_object().is_some_and(|o| !o.is_empty()))
+    });
+    match stored {
+        Some(path) => AuthProbe::Configured(format!("keys stored in {}", path.display())),
+        None => AuthProbe::Missing(
+            "set a provider key such as ANTHROPIC_API_KEY, or log in with pi once".to_string(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(objective: &str, mode: Mode) -> String {
+        let spec = TaskSpec {
+            agent_kind: "pi".into(),
+            objective: objective.into(),
+            ..TaskSpec::default()
+        };
+        build_pi_launch_command(&spec, mode, "pi").unwrap().command
+    }
+
+    #[test]
+    fn launch_shapes() {
+        assert_eq!(build("fix it", Mode::Interactive), "pi 'fix it'");
+        assert_eq!(build("-v it", Mode::Interactive), "pi ' -v it'");
+        assert_eq!(build("@file", Mode::Interactive), "pi ' @file'");
+        assert_eq!(build("-v it", Mode::Batch), "pi -p < \"$cuekit_prompt\"");
+    }
+}

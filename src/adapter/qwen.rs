@@ -1,0 +1,126 @@
+//! Qwen Code (a Gemini CLI fork). Flags verified against `qwen --help` of
+//! @qwen-code/qwen-code 0.15.10 (the newest that installs on Node 20).
+
+use std::time::Duration;
+
+use super::{Adapter, AuthProbe, Capabilities, LaunchCommand, shell_word_for_bin};
+use crate::attention::{Attention, ScreenRules};
+use crate::error::Result;
+use crate::launch::single_quote;
+use crate::spec::{Mode, TaskSpec};
+
+const APPROVAL_MODES: [&str; 4] = ["plan", "default", "auto-edit", "yolo"];
+
+pub(super) static QWEN: Adapter = Adapter {
+    capabilities: Capabilities {
+        agent_kind: "qwen",
+        supports_steering: true,
+        supports_attach: true,
+        supports_model_selection: true,
+        supports_artifacts: true,
+        supports_live_progress: false,
+        default_mode: Mode::Interactive,
+        supported_modes: &[Mode::Interactive, Mode::Batch],
+    },
+    default_bin: "qwen",
+    available_models: &[],
+    exit_reasons: &[],
+    // Like Gemini, a set CI makes it run headless.
+    interactive_unset_env: &["CI", "GITHUB_ACTIONS"],
+    steer_enter_delay: Duration::from_millis(100),
+    paste_enter_delay: Duration::from_millis(250),
+    steer_pre_keys: &[],
+    screen: ScreenRules {
+        dialogs: &[(
+            Attention::AuthRequired,
+            &["Connect a Provider", "How would you like to authenticate"],
+        )],
+        busy: &["esc to cancel"],
+        ready: &["Type your message"],
+        input_prefixes: &[">", "*"],
+    },
+    build_launch: build_qwen_launch_command,
+    runs_argv: false,
+    install_hint: "npm install -g @qwen-code/qwen-code",
+    auth_probe: qwen_auth,
+};
+
+/// Interactive `qwen [-m 'M'] [-y] --prompt-interactive='P'`, batch `… --prompt='P' </dev/null`.
+/// Always the attached forms: `-p -x`, a positional `-x` and `-- -x` all fail to reach the model.
+/// The auto-updater (which installs globally mid-task) is switched off.
+pub fn build_qwen_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Result<LaunchCommand> {
+    let mut warnings = Vec::new();
+    let mut parts = vec!["NO_UPDATE_NOTIFIER=1".to_string(), shell_word_for_bin(bin)?];
+    if let Some(model) = spec.model.as_deref() {
+        parts.push(super::model_arg(&QWEN, "-m", model, &mut warnings)?);
+    }
+    match super::approval_mode(spec, &APPROVAL_MODES, "qwen", &mut warnings) {
+        // `-y` together with `--approval-mode` is a parse error.
+        Some(approval) => parts.push(format!("--approval-mode {approval}")),
+        None if spec.skips_permissions() => parts.push("-y".to_string()),
+        None => {}
+    }
+    let prompt = single_quote(&super::prompt_of(spec)?)?;
+    parts.push(match mode {
+        Mode::Interactive => format!("--prompt-interactive={prompt}"),
+        Mode::Batch => format!("--prompt={prompt} </dev/null"),
+    });
+    Ok(LaunchCommand {
+        command: parts.join(" "),
+        warnings,
+        event_stream: false,
+    })
+}
+
+/// qwen needs an auth *type* (settings or `--auth-type`); a key in the environment alone is
+/// not enough.
+fn qwen_auth() -> AuthProbe {
+    let selected = super::home_file(".qwen/settings.json").and_then(|path| {
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+        Some((
+            json.pointer("/security/auth/selectedType")?
+                .as_str()?
+                .to_string(),
+            path,
+        ))
+    });
+    if let Some((kind, path)) = selected {
+        return AuthProbe::Configured(format!("{kind} selected in {}", path.display()));
+    }
+    match super::home_file(".qwen/oauth_creds.json") {
+        Some(path) => AuthProbe::Configured(format!("Qwen OAuth login in {}", path.display())),
+        None => AuthProbe::Missing(
+            "select an auth type in ~/.qwen/settings.json (security.auth.selectedType) and set its key; a key alone is not enough"
+                .to_string(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(objective: &str, mode: Mode, edit: impl FnOnce(&mut TaskSpec)) -> String {
+        let mut spec = TaskSpec {
+            agent_kind: "qwen".into(),
+            objective: objective.into(),
+            ..TaskSpec::default()
+        };
+        edit(&mut spec);
+        build_qwen_launch_command(&spec, mode, "qwen")
+            .unwrap()
+            .command
+    }
+
+    #[test]
+    fn launch_shapes() {
+        assert_eq!(
+            build("-fix", Mode::Interactive, |_| {}),
+            "NO_UPDATE_NOTIFIER=1 qwen -y --prompt-interactive='-fix'"
+        );
+        assert_eq!(
+            build("x", Mode::Batch, |s| s.approval_mode = Some("plan".into())),
+            "NO_UPDATE_NOTIFIER=1 qwen --approval-mode plan --prompt='x' </dev/null"
+        );
+    }
+}
