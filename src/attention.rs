@@ -137,13 +137,18 @@ fn input_text<'a>(rules: &ScreenRules, line: &'a str) -> &'a str {
     line[prompt.map_or(0, |p| p.len())..].trim()
 }
 
-/// Whether a message typed into the input line (shown as `typed` before Enter) was submitted,
-/// judging by the screen after Enter: the child turned busy, or the typed text left the input
-/// line. (A line that merely changed is not enough: a TUI may echo the Enter it ignored.)
-pub fn was_submitted(rules: &ScreenRules, typed: Option<&str>, screen_after: &str) -> bool {
+/// Whether a typed message was submitted, judging by the screen before Enter (`typed_screen`,
+/// text in the input) and after: the child turned busy, or the typed text left the input line.
+/// (A line that merely changed is not enough: a TUI may echo the Enter it ignored.) For an agent
+/// whose input line cuekit cannot find, any change of the screen is the best evidence there is.
+pub fn was_submitted(rules: &ScreenRules, typed_screen: &str, screen_after: &str) -> bool {
     if is_busy(rules, screen_after) {
         return true;
     }
+    if rules.input_prefixes.is_empty() {
+        return screen_after.trim_end() != typed_screen.trim_end();
+    }
+    let typed = input_line(rules, typed_screen);
     let after = input_line(rules, screen_after);
     match typed
         .map(|line| input_text(rules, line))
@@ -211,23 +216,31 @@ mod tests {
     fn input_line_is_the_last_prompt_line() {
         let screen = " > first question\nanswer\n > half typed   \nstatus bar\n";
         assert_eq!(input_line(&RULES, screen), Some(" > half typed"));
-        assert!(!was_submitted(&RULES, Some(" > half typed"), screen));
+        assert!(!was_submitted(&RULES, screen, screen));
+        assert!(was_submitted(&RULES, screen, " > Type your message\n"));
         assert!(was_submitted(
             &RULES,
-            Some(" > half typed"),
-            " > Type your message\n"
-        ));
-        assert!(was_submitted(
-            &RULES,
-            Some(" > half typed"),
+            screen,
             " > half typed\n(esc to cancel)\n"
         ));
         // An ignored Enter echoed into the line does not count as a submit.
-        assert!(!was_submitted(
-            &RULES,
-            Some(" > half typed"),
-            " > half typed^M\n"
+        assert!(!was_submitted(&RULES, screen, " > half typed^M\n"));
+        assert!(was_submitted(&RULES, screen, "reply\n >\n"));
+    }
+
+    #[test]
+    fn without_an_input_line_any_screen_change_counts() {
+        let blind = ScreenRules {
+            dialogs: &[],
+            busy: &[],
+            ready: &[],
+            input_prefixes: &[],
+        };
+        assert!(!was_submitted(&blind, "prompt: hi\n", "prompt: hi\n\n"));
+        assert!(was_submitted(
+            &blind,
+            "prompt: hi\n",
+            "prompt: hi\nanswer\n"
         ));
-        assert!(was_submitted(&RULES, Some(" > half typed"), "reply\n >\n"));
     }
 }

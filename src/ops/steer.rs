@@ -181,7 +181,6 @@ fn deliver(
             ..Outcome::not_running()
         });
     };
-    let typed = attention::input_line(rules, &typed_screen).map(str::to_string);
     for attempt in 0..2 {
         tmux.run(&args::send_key(&pane.pane_id, "Enter"))?;
         let deadline = Instant::now() + RECEIPT_WINDOW;
@@ -193,7 +192,7 @@ fn deliver(
                     ..Outcome::not_running()
                 });
             };
-            if exited() || attention::was_submitted(rules, typed.as_deref(), &screen) {
+            if exited() || attention::was_submitted(rules, &typed_screen, &screen) {
                 return Ok(Outcome {
                     receipt: Receipt::Submitted,
                     blocked_by: None,
