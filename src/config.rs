@@ -46,6 +46,8 @@ pub struct AdapterConfig {
     pub approval_mode: Option<String>,
     pub steer_delay_ms: Option<u64>,
     pub env: Option<BTreeMap<String, String>>,
+    /// jcode's `--provider-profile`; other agents have none.
+    pub provider_profile: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -206,6 +208,14 @@ impl Config {
 
     pub fn permissions(&self, kind: &str) -> Option<Setting<Permissions>> {
         self.pick(|f| f.adapters.get(kind).and_then(|a| a.permissions))
+    }
+
+    pub fn provider_profile(&self, kind: &str) -> Option<Setting<String>> {
+        self.pick(|f| {
+            f.adapters
+                .get(kind)
+                .and_then(|a| a.provider_profile.clone())
+        })
     }
 
     pub fn bin(&self, kind: &str) -> Option<Setting<String>> {
@@ -422,6 +432,9 @@ impl Config {
             for (name, setting) in self.env(kind) {
                 entries.push(entry(key(&format!("env.{name}")), Some(setting)));
             }
+            if let Some(profile) = self.provider_profile(kind) {
+                entries.push(entry(key("provider_profile"), Some(profile)));
+            }
         }
         entries.extend([
             entry("tmux.socket", Some(self.socket())),
@@ -455,6 +468,7 @@ mod tests {
             "width:",
             "height:",
             "history_limit:",
+            "provider_profile:",
         ] {
             assert!(EXAMPLE.contains(key), "{key} is not documented");
         }
@@ -502,7 +516,7 @@ mod tests {
         );
         assert_eq!(
             message("adapters:\n  gemini:\n    bin: g\n  gemni:\n    bin: x\n"),
-            "/p/.cuekit.yaml:4:3: adapters: unknown adapter `gemni`, expected one of `gemini`, `claude-code`, `codex`, `opencode`, `pi`, `qwen`, `copilot`, `command`"
+            "/p/.cuekit.yaml:4:3: adapters: unknown adapter `gemni`, expected one of `gemini`, `claude-code`, `codex`, `opencode`, `pi`, `jcode`, `qwen`, `copilot`, `command`"
         );
     }
 

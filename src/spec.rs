@@ -59,6 +59,9 @@ pub struct TaskSpec {
     /// An earlier agent session to continue instead of starting a new one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_session: Option<String>,
+    /// jcode's provider profile (`--provider-profile`); other agents have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_profile: Option<String>,
     /// For the `command` agent: the program and its arguments, word for word.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub argv: Vec<String>,

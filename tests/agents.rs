@@ -140,6 +140,7 @@ fn without_the_bypass_the_flags_stay_out_and_the_adapters_say_so() {
             "codex",
             "opencode",
             "pi",
+            "jcode",
             "qwen",
             "copilot",
             "command"

@@ -122,7 +122,7 @@ fn a_broken_config_names_file_line_and_column_and_nothing_is_submitted() {
         ),
         (
             "adapters:\n  gemni: {}\n",
-            ":2:3: adapters: unknown adapter `gemni`, expected one of `gemini`, `claude-code`, `codex`, `opencode`, `pi`, `qwen`, `copilot`, `command`",
+            ":2:3: adapters: unknown adapter `gemni`, expected one of `gemini`, `claude-code`, `codex`, `opencode`, `pi`, `jcode`, `qwen`, `copilot`, `command`",
         ),
         (
             "defaults:\n\tagent: x\n",

@@ -27,7 +27,8 @@ pub(super) static CODEX: Adapter = Adapter {
     steer_enter_delay: Duration::from_millis(100),
     paste_enter_delay: Duration::from_millis(250),
     steer_pre_keys: &[],
-    // From the 0.171 TUI's texts; not yet captured as fixtures from a live screen.
+    // The login screen is read off the 0.171 TUI (tests/fixtures/screens/codex-auth.txt); the
+    // other patterns come from its texts, not yet from a live screen.
     screen: ScreenRules {
         dialogs: &[
             (Attention::AuthRequired, &["Sign in with ChatGPT"]),
@@ -120,6 +121,15 @@ mod tests {
         build_codex_launch_command(&spec, mode, "codex")
             .unwrap()
             .command
+    }
+
+    #[test]
+    fn recognises_the_real_login_screen() {
+        let screen = include_str!("../../tests/fixtures/screens/codex-auth.txt");
+        assert_eq!(
+            crate::attention::detect(&CODEX.screen, screen, false),
+            Some(Attention::AuthRequired)
+        );
     }
 
     #[test]

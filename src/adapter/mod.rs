@@ -7,6 +7,7 @@ mod codex;
 mod command;
 mod copilot;
 mod gemini;
+mod jcode;
 mod opencode;
 mod pi;
 mod qwen;
@@ -99,6 +100,7 @@ pub static ADAPTERS: &[&Adapter] = &[
     &codex::CODEX,
     &opencode::OPENCODE,
     &pi::PI,
+    &jcode::JCODE,
     &qwen::QWEN,
     &copilot::COPILOT,
     &command::COMMAND,

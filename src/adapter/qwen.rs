@@ -31,9 +31,14 @@ pub(super) static QWEN: Adapter = Adapter {
     paste_enter_delay: Duration::from_millis(250),
     steer_pre_keys: &[],
     screen: ScreenRules {
+        // The auth dialog read off the 0.15.10 TUI (tests/fixtures/screens/qwen-auth.txt).
         dialogs: &[(
             Attention::AuthRequired,
-            &["Connect a Provider", "How would you like to authenticate"],
+            &[
+                "Select Authentication Method",
+                "Connect a Provider",
+                "How would you like to authenticate",
+            ],
         )],
         busy: &["esc to cancel"],
         ready: &["Type your message"],
@@ -110,6 +115,15 @@ mod tests {
         build_qwen_launch_command(&spec, mode, "qwen")
             .unwrap()
             .command
+    }
+
+    #[test]
+    fn recognises_the_real_login_screen() {
+        let screen = include_str!("../../tests/fixtures/screens/qwen-auth.txt");
+        assert_eq!(
+            crate::attention::detect(&QWEN.screen, screen, false),
+            Some(Attention::AuthRequired)
+        );
     }
 
     #[test]

@@ -94,6 +94,8 @@ enum Command {
 
 /// Parses, runs, and returns the process exit status.
 pub fn run() -> i32 {
+    // Output piped into `head` must end the process quietly, not panic on a broken pipe.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let wants_json = std::env::args().any(|arg| arg == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

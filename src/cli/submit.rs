@@ -36,6 +36,9 @@ pub struct SubmitArgs {
     /// Batch: plain-text output instead of the agent's event stream (no result.json details).
     #[arg(long)]
     no_events: bool,
+    /// jcode: the provider profile to run with (default: adapters.jcode.provider_profile).
+    #[arg(long, value_name = "PROFILE")]
+    provider_profile: Option<String>,
     /// Continue the agent session of an earlier task (its directory is the default --cwd).
     #[arg(long, value_name = "TASK_ID")]
     resume_from: Option<String>,
@@ -81,6 +84,7 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             timeout: args.timeout,
             stream_events: args.no_events.then_some(false),
             resume_from: args.resume_from.clone(),
+            provider_profile: args.provider_profile.clone(),
             // The words as given: the `command` agent runs them as program and arguments.
             argv: if args.file.is_none() && args.objective != ["-"] {
                 args.objective.clone()

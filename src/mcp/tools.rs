@@ -30,8 +30,6 @@ pub const WAIT_CAP_SECS: f64 = 50.0;
 const DEFAULT_SNAPSHOT_LINES: usize = 40;
 const MAX_SNAPSHOT_LINES: usize = 2000;
 const MAX_GRACE_SECS: f64 = 60.0;
-/// `cuekit cancel`'s default `--grace`.
-const DEFAULT_GRACE: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -89,6 +87,15 @@ pub struct SubmitTaskParams {
     /// Rules the agent must respect, each added to its prompt.
     #[serde(default)]
     pub constraints: Vec<String>,
+    /// Continue the agent session of this earlier task (Gemini): the child sees that
+    /// conversation. Its directory is the default cwd.
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    pub resume_from: Option<String>,
+    /// Batch only: false runs the agent with plain-text output instead of its event stream
+    /// (the result then has no tool calls or token stats). Default true.
+    #[serde(default)]
+    pub stream_events: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -240,6 +247,8 @@ impl CuekitServer {
                     dangerously_skip_permissions: params.dangerously_skip_permissions,
                     cwd: params.cwd.map(|dir| server_cwd.join(dir)),
                     timeout,
+                    resume_from: params.resume_from,
+                    stream_events: params.stream_events,
                     ..SubmitRequest::default()
                 },
                 &server_cwd,
@@ -334,7 +343,7 @@ impl CuekitServer {
         blocking(move || {
             require_ids(&params.ids)?;
             let grace = match params.grace_seconds {
-                None => DEFAULT_GRACE,
+                None => ops::DEFAULT_GRACE,
                 Some(secs) if (0.0..=MAX_GRACE_SECS).contains(&secs) => {
                     Duration::from_secs_f64(secs)
                 }

@@ -15,7 +15,7 @@ mod wait;
 mod watchdog;
 
 pub use attach::attach;
-pub use cancel::cancel;
+pub use cancel::{DEFAULT_GRACE, cancel};
 pub use init::{InitOutcome, init};
 pub use logs::{follow_logs, read_logs};
 pub use refresh::{list, status};

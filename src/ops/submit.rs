@@ -32,6 +32,8 @@ pub struct SubmitRequest {
     pub stream_events: Option<bool>,
     /// An earlier task whose agent session this one continues.
     pub resume_from: Option<String>,
+    /// jcode's provider profile (else `adapters.jcode.provider_profile`).
+    pub provider_profile: Option<String>,
     /// For the `command` agent: the program and its arguments (the objective names the task).
     pub argv: Vec<String>,
     pub dry_run: bool,
@@ -83,6 +85,10 @@ fn resolve_spec(
         stream_events: request.stream_events,
         session_id: None,
         resume_session: None,
+        provider_profile: request
+            .provider_profile
+            .clone()
+            .or_else(|| value(config.provider_profile(&agent_kind))),
         argv: request.argv.clone(),
         agent_kind,
     }

@@ -1,5 +1,5 @@
-use std::fs::File;
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -29,7 +29,12 @@ pub fn stage(path: &Path, bytes: &[u8]) -> Result<Staged> {
         tmp: dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple())),
         path: path.to_path_buf(),
     };
-    File::create(&staged.tmp)
+    // Owner-only, like everything else in a task directory.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&staged.tmp)
         .and_then(|mut file| {
             file.write_all(bytes)?;
             file.sync_all()

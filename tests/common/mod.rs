@@ -261,3 +261,16 @@ pub fn real_gemini() -> PathBuf {
     );
     path
 }
+
+/// A CLI installed by scripts/test into .tools/ (the real binary, not a stand-in).
+pub fn installed_tool(name: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(".tools/node_modules/.bin")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is not installed: run scripts/test, which installs it into .tools/",
+        path.display()
+    );
+    path
+}
