@@ -400,3 +400,61 @@ fn the_pane_gets_the_submitters_environment_without_secrets_on_argv() {
     let launch = std::fs::read_to_string(h.task_dir(&id).join("launch.sh")).unwrap();
     assert!(!launch.contains("sekrit"));
 }
+
+#[test]
+fn logs_follow_streams_until_the_task_ends() {
+    let h = Harness::new();
+    let id = h.submit(&[
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "sh",
+        "-c",
+        "for i in 1 2 3; do echo tick $i; sleep 0.3; done",
+    ]);
+    let started = Instant::now();
+    let output = h.cuekit().args(["logs", "--follow", &id]).output().unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("tick "))
+            .collect::<Vec<_>>(),
+        ["tick 1", "tick 2", "tick 3"],
+        "{text}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "follow must return once the task ends"
+    );
+    let raw = h
+        .cuekit()
+        .args(["logs", "--follow", "--raw", &id])
+        .output()
+        .unwrap();
+    assert_eq!(
+        raw.stdout,
+        std::fs::read(h.task_dir(&id).join("transcript.txt")).unwrap()
+    );
+}
+
+#[test]
+fn attach_refuses_a_task_whose_session_is_gone() {
+    let h = Harness::new();
+    let id = h.submit(&["--agent", "command", "--mode", "batch", "--", "true"]);
+    h.json(&["wait", &id, "--timeout", "10s"]);
+    h.ok(&["cancel", &id]); // removes the ended task's leftover session
+    let (error, code) = h.json(&["attach", &id]);
+    assert_eq!(
+        (error["error"]["code"].as_str(), code),
+        (Some("invalid_state"), 5),
+        "{error}"
+    );
+    assert_eq!(
+        h.status(&id)["status"],
+        "completed",
+        "cleaning up a session keeps the ending"
+    );
+}
