@@ -10,25 +10,17 @@ use crate::launch::single_quote;
 use crate::spec::{Mode, TaskSpec};
 
 /// `--permission-mode` choices; any of them replaces the bypass flag.
-const PERMISSION_MODES: [&str; 5] = [
+const PERMISSION_MODES: [&str; 6] = [
     "default",
     "acceptEdits",
     "auto",
+    "dontAsk",
     "plan",
     "bypassPermissions",
 ];
 
 pub(super) static CLAUDE: Adapter = Adapter {
-    capabilities: Capabilities {
-        agent_kind: "claude-code",
-        supports_steering: true,
-        supports_attach: true,
-        supports_model_selection: true,
-        supports_artifacts: true,
-        supports_live_progress: false,
-        default_mode: Mode::Interactive,
-        supported_modes: &[Mode::Interactive, Mode::Batch],
-    },
+    capabilities: Capabilities::pane_agent("claude-code"),
     default_bin: "claude",
     available_models: &["haiku", "sonnet", "opus"],
     exit_reasons: &[],
@@ -133,15 +125,7 @@ mod tests {
     use super::*;
 
     fn build(objective: &str, mode: Mode, edit: impl FnOnce(&mut TaskSpec)) -> String {
-        let mut spec = TaskSpec {
-            agent_kind: "claude-code".into(),
-            objective: objective.into(),
-            ..TaskSpec::default()
-        };
-        edit(&mut spec);
-        build_claude_launch_command(&spec, mode, "claude")
-            .unwrap()
-            .command
+        crate::adapter::built(&CLAUDE, objective, mode, edit)
     }
 
     #[test]

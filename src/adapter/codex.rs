@@ -10,16 +10,7 @@ use crate::launch::single_quote;
 use crate::spec::{Mode, TaskSpec};
 
 pub(super) static CODEX: Adapter = Adapter {
-    capabilities: Capabilities {
-        agent_kind: "codex",
-        supports_steering: true,
-        supports_attach: true,
-        supports_model_selection: true,
-        supports_artifacts: true,
-        supports_live_progress: false,
-        default_mode: Mode::Interactive,
-        supported_modes: &[Mode::Interactive, Mode::Batch],
-    },
+    capabilities: Capabilities::pane_agent("codex"),
     default_bin: "codex",
     available_models: &[],
     exit_reasons: &[],
@@ -112,15 +103,7 @@ mod tests {
     use super::*;
 
     fn build(objective: &str, mode: Mode, edit: impl FnOnce(&mut TaskSpec)) -> String {
-        let mut spec = TaskSpec {
-            agent_kind: "codex".into(),
-            objective: objective.into(),
-            ..TaskSpec::default()
-        };
-        edit(&mut spec);
-        build_codex_launch_command(&spec, mode, "codex")
-            .unwrap()
-            .command
+        crate::adapter::built(&CODEX, objective, mode, edit)
     }
 
     #[test]

@@ -12,14 +12,8 @@ use crate::spec::{Mode, TaskSpec};
 
 pub(super) static COMMAND: Adapter = Adapter {
     capabilities: Capabilities {
-        agent_kind: "command",
-        supports_steering: true,
-        supports_attach: true,
         supports_model_selection: false,
-        supports_artifacts: true,
-        supports_live_progress: false,
-        default_mode: Mode::Interactive,
-        supported_modes: &[Mode::Interactive, Mode::Batch],
+        ..Capabilities::pane_agent("command")
     },
     // The program is the first word of each task, not a fixed binary.
     default_bin: "",

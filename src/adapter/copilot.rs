@@ -9,16 +9,7 @@ use crate::launch::single_quote;
 use crate::spec::{Mode, TaskSpec};
 
 pub(super) static COPILOT: Adapter = Adapter {
-    capabilities: Capabilities {
-        agent_kind: "copilot",
-        supports_steering: true,
-        supports_attach: true,
-        supports_model_selection: true,
-        supports_artifacts: true,
-        supports_live_progress: false,
-        default_mode: Mode::Interactive,
-        supported_modes: &[Mode::Interactive, Mode::Batch],
-    },
+    capabilities: Capabilities::pane_agent("copilot"),
     default_bin: "copilot",
     available_models: &[],
     exit_reasons: &[],
@@ -103,15 +94,7 @@ mod tests {
     use super::*;
 
     fn build(objective: &str, mode: Mode, edit: impl FnOnce(&mut TaskSpec)) -> String {
-        let mut spec = TaskSpec {
-            agent_kind: "copilot".into(),
-            objective: objective.into(),
-            ..TaskSpec::default()
-        };
-        edit(&mut spec);
-        build_copilot_launch_command(&spec, mode, "copilot")
-            .unwrap()
-            .command
+        crate::adapter::built(&COPILOT, objective, mode, edit)
     }
 
     #[test]

@@ -12,16 +12,7 @@ use crate::spec::{Mode, TaskSpec};
 pub const GEMINI_APPROVAL_MODES: [&str; 4] = ["default", "auto_edit", "yolo", "plan"];
 
 pub(super) static GEMINI: Adapter = Adapter {
-    capabilities: Capabilities {
-        agent_kind: "gemini",
-        supports_steering: true,
-        supports_attach: true,
-        supports_model_selection: true,
-        supports_artifacts: true,
-        supports_live_progress: false,
-        default_mode: Mode::Interactive,
-        supported_modes: &[Mode::Interactive, Mode::Batch],
-    },
+    capabilities: Capabilities::pane_agent("gemini"),
     default_bin: "gemini",
     // Names the 0.61.0 CLI itself accepts: its aliases, then concrete model ids.
     available_models: &[

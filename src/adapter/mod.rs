@@ -38,6 +38,23 @@ pub struct Capabilities {
     pub supported_modes: &'static [Mode],
 }
 
+impl Capabilities {
+    /// A pane agent with the usual abilities: interactive (default) and batch, steerable and
+    /// attachable, a model to choose, its work left in its directory, no live progress.
+    pub const fn pane_agent(agent_kind: &'static str) -> Capabilities {
+        Capabilities {
+            agent_kind,
+            supports_steering: true,
+            supports_attach: true,
+            supports_model_selection: true,
+            supports_artifacts: true,
+            supports_live_progress: false,
+            default_mode: Mode::Interactive,
+            supported_modes: &[Mode::Interactive, Mode::Batch],
+        }
+    }
+}
+
 /// The agent command line for `launch.sh`, and anything the caller should be told about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchCommand {
@@ -275,6 +292,25 @@ pub(crate) fn shell_word_for_bin(bin: &str) -> Result<String> {
     } else {
         crate::launch::single_quote(bin)
     }
+}
+
+/// The launch command an adapter builds for `objective` in `mode`, after `edit` of the spec.
+#[cfg(test)]
+pub(crate) fn built(
+    adapter: &Adapter,
+    objective: &str,
+    mode: Mode,
+    edit: impl FnOnce(&mut TaskSpec),
+) -> String {
+    let mut spec = TaskSpec {
+        agent_kind: adapter.kind().into(),
+        objective: objective.into(),
+        ..TaskSpec::default()
+    };
+    edit(&mut spec);
+    (adapter.build_launch)(&spec, mode, adapter.default_bin)
+        .unwrap()
+        .command
 }
 
 #[cfg(test)]

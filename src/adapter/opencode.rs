@@ -10,16 +10,7 @@ use crate::launch::{PROMPT_VARIABLE, single_quote};
 use crate::spec::{Mode, TaskSpec};
 
 pub(super) static OPENCODE: Adapter = Adapter {
-    capabilities: Capabilities {
-        agent_kind: "opencode",
-        supports_steering: true,
-        supports_attach: true,
-        supports_model_selection: true,
-        supports_artifacts: true,
-        supports_live_progress: false,
-        default_mode: Mode::Interactive,
-        supported_modes: &[Mode::Interactive, Mode::Batch],
-    },
+    capabilities: Capabilities::pane_agent("opencode"),
     default_bin: "opencode",
     available_models: &[],
     exit_reasons: &[],
@@ -90,14 +81,7 @@ mod tests {
     use super::*;
 
     fn build(objective: &str, mode: Mode) -> String {
-        let spec = TaskSpec {
-            agent_kind: "opencode".into(),
-            objective: objective.into(),
-            ..TaskSpec::default()
-        };
-        build_opencode_launch_command(&spec, mode, "opencode")
-            .unwrap()
-            .command
+        crate::adapter::built(&OPENCODE, objective, mode, |_| {})
     }
 
     #[test]

@@ -10,16 +10,7 @@ use crate::launch::{PROMPT_VARIABLE, single_quote};
 use crate::spec::{Mode, TaskSpec};
 
 pub(super) static PI: Adapter = Adapter {
-    capabilities: Capabilities {
-        agent_kind: "pi",
-        supports_steering: true,
-        supports_attach: true,
-        supports_model_selection: true,
-        supports_artifacts: true,
-        supports_live_progress: false,
-        default_mode: Mode::Interactive,
-        supported_modes: &[Mode::Interactive, Mode::Batch],
-    },
+    capabilities: Capabilities::pane_agent("pi"),
     default_bin: "pi",
     available_models: &[],
     exit_reasons: &[],
@@ -105,12 +96,7 @@ mod tests {
     use super::*;
 
     fn build(objective: &str, mode: Mode) -> String {
-        let spec = TaskSpec {
-            agent_kind: "pi".into(),
-            objective: objective.into(),
-            ..TaskSpec::default()
-        };
-        build_pi_launch_command(&spec, mode, "pi").unwrap().command
+        crate::adapter::built(&PI, objective, mode, |_| {})
     }
 
     #[test]

@@ -12,16 +12,7 @@ use crate::spec::{Mode, TaskSpec};
 const APPROVAL_MODES: [&str; 4] = ["plan", "default", "auto-edit", "yolo"];
 
 pub(super) static QWEN: Adapter = Adapter {
-    capabilities: Capabilities {
-        agent_kind: "qwen",
-        supports_steering: true,
-        supports_attach: true,
-        supports_model_selection: true,
-        supports_artifacts: true,
-        supports_live_progress: false,
-        default_mode: Mode::Interactive,
-        supported_modes: &[Mode::Interactive, Mode::Batch],
-    },
+    capabilities: Capabilities::pane_agent("qwen"),
     default_bin: "qwen",
     available_models: &[],
     exit_reasons: &[],
@@ -106,15 +97,7 @@ mod tests {
     use super::*;
 
     fn build(objective: &str, mode: Mode, edit: impl FnOnce(&mut TaskSpec)) -> String {
-        let mut spec = TaskSpec {
-            agent_kind: "qwen".into(),
-            objective: objective.into(),
-            ..TaskSpec::default()
-        };
-        edit(&mut spec);
-        build_qwen_launch_command(&spec, mode, "qwen")
-            .unwrap()
-            .command
+        crate::adapter::built(&QWEN, objective, mode, edit)
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Start a task: render the prompt, launch the agent in a new tmux session.
-    Submit(submit::SubmitArgs),
+    Submit(Box<submit::SubmitArgs>),
     /// Show the status of tasks.
     Status {
         #[arg(required = true, value_name = "ID")]

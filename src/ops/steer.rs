@@ -67,7 +67,7 @@ pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
     let started = Instant::now();
     let outcome = match refreshed.pane(record).filter(|pane| !pane.dead) {
         Some(pane) => {
-            let _serialised = lock_pane(record)?;
+            let _serialised = store::lock_file(&record.task_dir.join("steer.lock"))?;
             let placement = record.tmux.as_ref().expect("a pane was found for it");
             let tmux = Tmux::new(placement.socket.clone());
             let exited = || record.task_dir.join(EXIT_CODE_FILE).exists();
@@ -211,18 +211,6 @@ fn deliver(
         sent: true,
         enter_retried: true,
     })
-}
-
-fn lock_pane(record: &TaskRecord) -> Result<std::fs::File> {
-    let path = record.task_dir.join("steer.lock");
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|err| Error::io("open", &path, err))?;
-    file.lock().map_err(|err| Error::io("lock", &path, err))?;
-    Ok(file)
 }
 
 /// One JSON object a line; a single `write` of a whole line keeps lines from interleaving.

@@ -95,7 +95,7 @@ pub fn update(
     task_dir: &Path,
     change: impl FnOnce(&mut TaskRecord) -> Result<bool>,
 ) -> Result<TaskRecord> {
-    let _lock = lock(task_dir)?;
+    let _lock = lock_file(&task_dir.join("task.lock"))?;
     let mut record = load(task_dir)?;
     if change(&mut record)? {
         save(&record)?;
@@ -104,14 +104,15 @@ pub fn update(
 }
 
 /// Held until dropped (closing the file releases the lock).
-fn lock(task_dir: &Path) -> Result<File> {
-    let path = task_dir.join("task.lock");
+/// An exclusive lock on `path` (created if missing) across processes, held until the returned
+/// file is dropped.
+pub fn lock_file(path: &Path) -> Result<File> {
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
-        .map_err(|err| Error::io("open", &path, err))?;
-    file.lock().map_err(|err| Error::io("lock", &path, err))?;
+        .open(path)
+        .map_err(|err| Error::io("open", path, err))?;
+    file.lock().map_err(|err| Error::io("lock", path, err))?;
     Ok(file)
 }
