@@ -222,7 +222,7 @@ fn agent_checks(config: &Config) -> Vec<Check> {
             };
             checks.push(
                 Check::new(name, level, format!("'{bin}' is not on PATH")).next(format!(
-                    "install it: `{}` (or set adapters.{}.bin)",
+                    "to install: {} (or set adapters.{}.bin)",
                     adapter.install_hint,
                     adapter.kind()
                 )),

@@ -180,7 +180,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             format!("the {} binary '{bin}' is not on PATH", adapter.kind()),
         )
         .with_hint(format!(
-            "install it (`{}`), set adapters.{}.bin, or run `cuekit doctor`",
+            "to install: {}; or set adapters.{}.bin; `cuekit doctor` checks every agent",
             adapter.install_hint,
             adapter.kind()
         )));
