@@ -14,16 +14,7 @@ use crate::launch::{PROMPT_VARIABLE, single_quote};
 use crate::spec::{Mode, TaskSpec};
 
 pub(super) static JCODE: Adapter = Adapter {
-    capabilities: Capabilities {
-        agent_kind: "jcode",
-        supports_steering: true,
-        supports_attach: true,
-        supports_model_selection: true,
-        supports_artifacts: true,
-        supports_live_progress: false,
-        default_mode: Mode::Interactive,
-        supported_modes: &[Mode::Interactive, Mode::Batch],
-    },
+    capabilities: Capabilities::pane_agent("jcode"),
     default_bin: "jcode",
     available_models: &[],
     exit_reasons: &[],
@@ -49,7 +40,7 @@ pub(super) static JCODE: Adapter = Adapter {
 };
 
 /// Where jcode records running REPLs, one file per session holding the REPL's PID.
-const ACTIVE_PIDS: &str = "$HOME/.jcode/nope";
+const ACTIVE_PIDS: &str = "$HOME/.jcode/active_pids";
 
 /// Builds the jcode command line for a task.
 ///
