@@ -121,6 +121,26 @@ fn interactive_answers_the_prompt_takes_a_steer_and_cleans_only_its_own_marker()
 }
 
 #[test]
+fn a_cancelled_repl_leaves_no_marker_of_its_own_either() {
+    let h = with_fake_jcode();
+    let id = h.submit(&["--agent", "jcode", "wait for me"]);
+    h.wait_until(&id, "the first answer", Duration::from_secs(20), || {
+        h.transcript(&id).contains("JCODE-REPLY 1: wait for me")
+    });
+    let own = own_markers(&h);
+    assert_eq!(own.len(), 1, "{own:?}");
+    let (cancelled, code) = h.json(&["cancel", &id]);
+    assert_eq!(code, 0, "{cancelled}");
+    assert_eq!(h.status(&id)["status"], "cancelled");
+    h.wait_until(&id, "the REPL to end", Duration::from_secs(10), || {
+        !alive(&own[0].1)
+    });
+    h.wait_until(&id, "the marker cleanup", Duration::from_secs(10), || {
+        own_markers(&h).is_empty()
+    });
+}
+
+#[test]
 fn batch_completes_with_the_prompt_intact_and_refuses_steering() {
     let h = with_fake_jcode();
     let argv_file = h.root().join("argv");

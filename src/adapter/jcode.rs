@@ -52,8 +52,10 @@ const ACTIVE_PIDS: &str = "$HOME/.jcode/active_pids";
 /// terminal, so steering typed into the pane reaches it line by line. The REPL runs in the
 /// background to learn its PID; once it exits the relay is ended and only the
 /// `~/.jcode/active_pids/*` markers holding that PID are removed (jcode leaves them behind and
-/// would later restore them as crashed sessions). The terminal's signal keys are off meanwhile:
-/// a Ctrl-C would otherwise kill the shared launch script before it writes the exit code.
+/// would later restore them as crashed sessions). A cancel (SIGTERM) or a killed session
+/// (SIGHUP) is passed on to the REPL and the cleanup still runs once it is gone. The terminal's
+/// signal keys are off meanwhile: a Ctrl-C would otherwise kill the shared launch script before
+/// it writes the exit code.
 pub fn build_jcode_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Result<LaunchCommand> {
     let mut warnings = Vec::new();
     super::approval_mode(spec, &[], "jcode", &mut warnings);
@@ -114,8 +116,10 @@ fn interactive_script(repl: &str) -> String {
          cuekit_feed=$!\n\
          {repl} < \"$cuekit_in\" 3<&- &\n\
          cuekit_repl=$!\n\
+         trap 'kill \"$cuekit_repl\" 2>/dev/null' HUP TERM\n\
          wait \"$cuekit_repl\"\n\
          cuekit_status=$?\n\
+         while kill -0 \"$cuekit_repl\" 2>/dev/null; do wait \"$cuekit_repl\"; cuekit_status=$?; done\n\
          kill \"$cuekit_feed\" 2>/dev/null\n\
          rm -f \"$cuekit_in\"\n\
          stty isig <&3 2>/dev/null\n\
