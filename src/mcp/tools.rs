@@ -96,6 +96,9 @@ pub struct SubmitTaskParams {
     /// (the result then has no tool calls or token stats). Default true.
     #[serde(default)]
     pub stream_events: Option<bool>,
+    /// jcode only: the provider profile to run with (`--provider-profile`).
+    #[serde(default)]
+    pub provider_profile: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -249,6 +252,7 @@ impl CuekitServer {
                     timeout,
                     resume_from: params.resume_from,
                     stream_events: params.stream_events,
+                    provider_profile: params.provider_profile,
                     ..SubmitRequest::default()
                 },
                 &server_cwd,
