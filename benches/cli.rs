@@ -310,7 +310,15 @@ fn bench_wait(bench: &Bench) {
     let mut latencies = Vec::new();
     for i in 0..5 {
         let stamp = bench.root.join(format!("exit-stamp-{i}"));
-        let mut submit = bench.cuekit(&["--json", "submit", "--mode", "batch", "exit soon"]);
+        // The stand-in prints no event stream, so the batch task runs with plain output.
+        let mut submit = bench.cuekit(&[
+            "--json",
+            "submit",
+            "--mode",
+            "batch",
+            "--no-events",
+            "exit soon",
+        ]);
         submit
             .env("BENCH_EXIT_AFTER", "1")
             .env("BENCH_STAMP", &stamp);

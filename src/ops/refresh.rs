@@ -15,10 +15,19 @@ use crate::launch::{EXIT_CODE_FILE, parse_sentinel};
 use crate::spec::Mode;
 use crate::status::{Ending, Observation, Status, Verdict, judge};
 use crate::store::{self, TaskRecord};
-use crate::tmux::{PaneInfo, Socket, Tmux};
+use crate::tmux::{PaneIndex, PaneInfo, Socket, Tmux};
 
+/// The tasks' views, with live progress for running tasks that stream events (a file read
+/// each, which `list` leaves out).
 pub fn status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
-    Ok(refresh(super::open_all(task_ids, cwd)?)?.views())
+    let refreshed = refresh(super::open_all(task_ids, cwd)?)?;
+    let mut views = refreshed.views();
+    for (view, record) in views.iter_mut().zip(&refreshed.records) {
+        if record.event_stream && !record.status.is_terminal() {
+            view.progress = super::stream::read_progress(&record.task_dir);
+        }
+    }
+    Ok(views)
 }
 
 /// This project's tasks (nearest `.cuekit/tasks` above `cwd`), or every registered task.
@@ -53,7 +62,7 @@ pub fn list(all: bool, cwd: &Path) -> Result<Vec<TaskView>> {
 /// Records after a refresh, with the pane snapshots that judged them.
 pub(crate) struct Refreshed {
     pub records: Vec<TaskRecord>,
-    snapshots: HashMap<Socket, Option<Vec<PaneInfo>>>,
+    snapshots: HashMap<Socket, Option<PaneIndex>>,
 }
 
 impl Refreshed {
@@ -118,7 +127,7 @@ pub(crate) fn refresh(records: Vec<TaskRecord>) -> Result<Refreshed> {
         .iter()
         .filter(|r| !r.status.is_terminal() && read_sentinel(r).is_none())
         .filter_map(|r| r.tmux.as_ref().map(|t| t.socket.clone()));
-    let mut snapshots: HashMap<Socket, Option<Vec<PaneInfo>>> = HashMap::new();
+    let mut snapshots: HashMap<Socket, Option<PaneIndex>> = HashMap::new();
     for socket in needs_panes {
         if let Entry::Vacant(entry) = snapshots.entry(socket) {
             let panes = snapshot(entry.key())?;
@@ -163,27 +172,17 @@ pub(crate) fn refresh(records: Vec<TaskRecord>) -> Result<Refreshed> {
 }
 
 /// One snapshot of a server's panes; `None` when tmux itself is missing.
-pub(crate) fn snapshot(socket: &Socket) -> Result<Option<Vec<PaneInfo>>> {
+pub(crate) fn snapshot(socket: &Socket) -> Result<Option<PaneIndex>> {
     match Tmux::new(socket.clone()).panes() {
-        Ok(panes) => Ok(Some(panes)),
+        Ok(panes) => Ok(Some(PaneIndex::new(panes))),
         Err(err) if err.code == ErrorCode::TmuxUnavailable => Ok(None),
         Err(err) => Err(err),
     }
 }
 
-/// The task's pane: the first pane of its session (pane ids only grow, so a pane the user
-/// split off later never takes its place).
-pub(crate) fn find_pane<'a>(record: &TaskRecord, panes: &'a [PaneInfo]) -> Option<&'a PaneInfo> {
-    let session = &record.tmux.as_ref()?.session;
-    panes
-        .iter()
-        .filter(|pane| &pane.session == session)
-        .min_by_key(|pane| {
-            pane.pane_id
-                .trim_start_matches('%')
-                .parse::<u64>()
-                .unwrap_or(u64::MAX)
-        })
+/// The task's pane in a snapshot.
+pub(crate) fn find_pane<'a>(record: &TaskRecord, panes: &'a PaneIndex) -> Option<&'a PaneInfo> {
+    panes.get(&record.tmux.as_ref()?.session)
 }
 
 /// Writes an ending unless another process recorded one first (the first ending wins).

@@ -34,7 +34,8 @@ pub struct TaskView {
     pub created_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<String>,
-    /// For a running task with an event stream: turns, tool calls, tokens, last activity.
+    /// For a running task with an event stream, in `status`: turns, tool calls, tokens, last
+    /// activity.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub progress: Option<Progress>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -72,9 +73,7 @@ impl From<&TaskRecord> for TaskView {
             launch_command: record.launch_command.clone(),
             created_at: record.created_at.clone(),
             ended_at: record.ended_at.clone(),
-            progress: (record.event_stream && !record.status.is_terminal())
-                .then(|| super::stream::read_progress(&record.task_dir))
-                .flatten(),
+            progress: None,
             agent_session_id: record.agent_session_id.clone(),
         }
     }

@@ -61,6 +61,37 @@ pub struct PaneInfo {
     pub history_lines: usize,
 }
 
+/// A server's panes by session, each session's first pane (pane ids only grow, so a pane a
+/// user split off later never takes its place). Built once per snapshot so that judging a
+/// thousand tasks is a thousand lookups, not a thousand scans.
+#[derive(Debug, Clone, Default)]
+pub struct PaneIndex(HashMap<String, PaneInfo>);
+
+impl PaneIndex {
+    pub fn new(panes: Vec<PaneInfo>) -> PaneIndex {
+        let number = |pane: &PaneInfo| {
+            pane.pane_id
+                .trim_start_matches('%')
+                .parse::<u64>()
+                .unwrap_or(u64::MAX)
+        };
+        let mut index: HashMap<String, PaneInfo> = HashMap::with_capacity(panes.len());
+        for pane in panes {
+            match index.get(&pane.session) {
+                Some(first) if number(first) <= number(&pane) => {}
+                _ => {
+                    index.insert(pane.session.clone(), pane);
+                }
+            }
+        }
+        PaneIndex(index)
+    }
+
+    pub fn get(&self, session: &str) -> Option<&PaneInfo> {
+        self.0.get(session)
+    }
+}
+
 /// Parses the output of [`args::list_panes`].
 pub fn parse_panes(stdout: &str) -> Vec<PaneInfo> {
     stdout
@@ -272,6 +303,17 @@ mod tests {
         assert!(!panes[0].dead);
         assert_eq!(panes[1].dead_status, Some(3));
         assert!(panes[1].dead && panes[1].in_mode);
+    }
+
+    #[test]
+    fn a_sessions_first_pane_stands_for_it() {
+        let panes = parse_panes(
+            "s\t%7\t1\t0\t\t0\t50\t0\ns\t%3\t2\t0\t\t0\t50\t0\nt\t%5\t3\t0\t\t0\t50\t0\n",
+        );
+        let index = PaneIndex::new(panes);
+        assert_eq!(index.get("s").unwrap().pane_id, "%3");
+        assert_eq!(index.get("t").unwrap().pane_pid, 3);
+        assert!(index.get("u").is_none());
     }
 
     #[test]
