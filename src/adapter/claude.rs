@@ -94,11 +94,7 @@ pub fn build_claude_launch_command(
     if mode == Mode::Batch {
         parts.push("</dev/null".to_string());
     }
-    Ok(LaunchCommand {
-        command: parts.join(" "),
-        warnings,
-        event_stream: false,
-    })
+    Ok(LaunchCommand::from_words(parts, warnings))
 }
 
 fn claude_auth() -> AuthProbe {

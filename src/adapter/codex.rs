@@ -70,11 +70,7 @@ pub fn build_codex_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Res
         // `exec` appends a piped stdin to the prompt and waits for its end.
         parts.push("</dev/null".to_string());
     }
-    Ok(LaunchCommand {
-        command: parts.join(" "),
-        warnings,
-        event_stream: false,
-    })
+    Ok(LaunchCommand::from_words(parts, warnings))
 }
 
 /// Only `CODEX_API_KEY` or a stored login count: `OPENAI_API_KEY` in the environment is ignored.

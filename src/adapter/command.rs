@@ -56,11 +56,7 @@ pub fn build_command_launch(spec: &TaskSpec, mode: Mode, _bin: &str) -> Result<L
     if mode == Mode::Batch {
         words.push("</dev/null".to_string());
     }
-    Ok(LaunchCommand {
-        command: words.join(" "),
-        warnings,
-        event_stream: false,
-    })
+    Ok(LaunchCommand::from_words(words, warnings))
 }
 
 #[cfg(test)]

@@ -64,11 +64,7 @@ pub fn build_copilot_launch_command(
         Mode::Interactive => format!("--interactive={prompt}"),
         Mode::Batch => format!("--prompt={prompt} </dev/null"),
     });
-    Ok(LaunchCommand {
-        command: parts.join(" "),
-        warnings,
-        event_stream: false,
-    })
+    Ok(LaunchCommand::from_words(parts, warnings))
 }
 
 fn copilot_auth() -> AuthProbe {

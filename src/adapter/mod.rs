@@ -38,6 +38,17 @@ pub struct Capabilities {
     pub supported_modes: &'static [Mode],
 }
 
+impl LaunchCommand {
+    /// A command of plain words (no event stream), as most adapters build it.
+    pub(crate) fn from_words(words: Vec<String>, warnings: Vec<String>) -> LaunchCommand {
+        LaunchCommand {
+            command: words.join(" "),
+            warnings,
+            event_stream: false,
+        }
+    }
+}
+
 impl Capabilities {
     /// A pane agent with the usual abilities: interactive (default) and batch, steerable and
     /// attachable, a model to choose, its work left in its directory, no live progress.

@@ -60,11 +60,7 @@ pub fn build_opencode_launch_command(
         Mode::Interactive => format!("--prompt={}", single_quote(&prompt)?),
         Mode::Batch => format!("< \"${PROMPT_VARIABLE}\""),
     });
-    Ok(LaunchCommand {
-        command: parts.join(" "),
-        warnings,
-        event_stream: false,
-    })
+    Ok(LaunchCommand::from_words(parts, warnings))
 }
 
 fn opencode_auth() -> AuthProbe {

@@ -54,11 +54,7 @@ pub fn build_pi_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Result
         Mode::Interactive => single_quote(&prompt)?,
         Mode::Batch => format!("< \"${PROMPT_VARIABLE}\""),
     });
-    Ok(LaunchCommand {
-        command: parts.join(" "),
-        warnings,
-        event_stream: false,
-    })
+    Ok(LaunchCommand::from_words(parts, warnings))
 }
 
 /// pi creates `~/.pi/agent/auth.json` as `{}` on every run: only a non-empty one counts.

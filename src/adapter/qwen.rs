@@ -61,11 +61,7 @@ pub fn build_qwen_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Resu
         Mode::Interactive => format!("--prompt-interactive={prompt}"),
         Mode::Batch => format!("--prompt={prompt} </dev/null"),
     });
-    Ok(LaunchCommand {
-        command: parts.join(" "),
-        warnings,
-        event_stream: false,
-    })
+    Ok(LaunchCommand::from_words(parts, warnings))
 }
 
 /// qwen needs an auth *type* (settings or `--auth-type`); a key in the environment alone is
