@@ -458,3 +458,23 @@ fn attach_refuses_a_task_whose_session_is_gone() {
         "cleaning up a session keeps the ending"
     );
 }
+
+#[test]
+fn wait_any_returns_when_the_first_task_ends() {
+    let h = Harness::new();
+    let slow = h.submit(&["--agent", "command", "--mode", "batch", "--", "sleep", "30"]);
+    let fast = h.submit(&["--agent", "command", "--mode", "batch", "--", "true"]);
+    let (waited, code) = h.json(&["wait", "--any", "--timeout", "20s", &slow, &fast]);
+    assert_eq!(code, 0, "{waited}");
+    assert_eq!(waited["timed_out"], false);
+    let statuses: Vec<&str> = waited["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["running", "completed"]);
+    let (timed_out, code) = h.json(&["wait", "--timeout", "1s", &slow]);
+    assert_eq!((timed_out["timed_out"].as_bool(), code), (Some(true), 21));
+    h.ok(&["cancel", "--grace", "1s", &slow]);
+}
