@@ -104,11 +104,15 @@ pub fn build_jcode_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Res
 }
 
 /// The REPL between its stdin relay and the marker cleanup (see the builder). `repl` is already
-/// quoted. Runs inside launch.sh's subshell, so its descriptors and variables stay there.
+/// quoted. Runs inside launch.sh's subshell, so its descriptors and variables stay there. The
+/// trap is set before anything starts: a cancel that lands while the REPL is being started
+/// must still end it and leave the cleanup to run.
 fn interactive_script(repl: &str) -> String {
     let prompt = PROMPT_VARIABLE;
     format!(
         "exec 3<&0\n\
+         cuekit_repl= cuekit_stop=\n\
+         trap 'cuekit_stop=1; [ -n \"$cuekit_repl\" ] && kill \"$cuekit_repl\" 2>/dev/null' HUP TERM\n\
          cuekit_in=\"${{{prompt}%/*}}/jcode-stdin\"\n\
          rm -f \"$cuekit_in\" && mkfifo -m 600 \"$cuekit_in\" || exit 1\n\
          stty -isig <&3 2>/dev/null\n\
@@ -116,7 +120,7 @@ fn interactive_script(repl: &str) -> String {
          cuekit_feed=$!\n\
          {repl} < \"$cuekit_in\" 3<&- &\n\
          cuekit_repl=$!\n\
-         trap 'kill \"$cuekit_repl\" 2>/dev/null' HUP TERM\n\
+         [ -z \"$cuekit_stop\" ] || kill \"$cuekit_repl\" 2>/dev/null\n\
          wait \"$cuekit_repl\"\n\
          cuekit_status=$?\n\
          while kill -0 \"$cuekit_repl\" 2>/dev/null; do wait \"$cuekit_repl\"; cuekit_status=$?; done\n\
