@@ -18,6 +18,8 @@ pub enum ErrorCode {
     StoreCorrupt,
     Io,
     ConfigInvalid,
+    Untrusted,
+    ConfigUntrusted,
     TaskFailed,
     WaitTimeout,
 }
@@ -37,6 +39,8 @@ impl ErrorCode {
             ErrorCode::StoreCorrupt => "store_corrupt",
             ErrorCode::Io => "io",
             ErrorCode::ConfigInvalid => "config_invalid",
+            ErrorCode::Untrusted => "untrusted",
+            ErrorCode::ConfigUntrusted => "config_untrusted",
             ErrorCode::TaskFailed => "task_failed",
             ErrorCode::WaitTimeout => "wait_timeout",
         }
@@ -57,13 +61,15 @@ impl ErrorCode {
             ErrorCode::StoreCorrupt => 10,
             ErrorCode::Io => 11,
             ErrorCode::ConfigInvalid => 12,
+            ErrorCode::Untrusted => 13,
+            ErrorCode::ConfigUntrusted => 14,
             ErrorCode::TaskFailed => 20,
             ErrorCode::WaitTimeout => 21,
         }
     }
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct Error {
     pub code: ErrorCode,

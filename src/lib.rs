@@ -22,6 +22,7 @@ pub mod steer;
 pub mod store;
 pub mod tmux;
 pub mod transcript;
+pub mod trust;
 pub mod which;
 pub mod worktree;
 

@@ -1,15 +1,16 @@
-//! Enforces `--timeout` while nobody is watching: a detached `cuekit __watchdog <task dir>`
-//! started by submit, which refreshes the task once a second until it has ended.
+//! Enforces `--timeout` while nobody is watching: a detached `cuekit __watchdog <task id>`
+//! started by submit, which judges the task once a second until it has ended. It works from the
+//! registry, so the timeout holds even when the task's directory was deleted.
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use super::task::Found;
 use crate::error::{Error, ErrorCode, Result};
-use crate::store;
 
-pub(super) fn spawn(task_dir: &Path) -> Result<()> {
+pub(super) fn spawn(task_id: &str) -> Result<()> {
     let exe = std::env::current_exe().map_err(|err| {
         Error::new(
             ErrorCode::Io,
@@ -18,7 +19,8 @@ pub(super) fn spawn(task_dir: &Path) -> Result<()> {
     })?;
     Command::new(exe)
         .arg("__watchdog")
-        .arg(task_dir)
+        .arg(task_id)
+        .env_remove(crate::process::TASK_ID_VARIABLE)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -35,12 +37,36 @@ pub(super) fn spawn(task_dir: &Path) -> Result<()> {
     Ok(())
 }
 
-pub fn run_watchdog(task_dir: &Path) -> Result<()> {
+pub fn run_watchdog(task_id: &str) -> Result<()> {
     loop {
-        let record = store::load(task_dir)?;
-        let record = super::refresh::refresh(vec![record])?.records.remove(0);
-        if record.status.is_terminal() {
-            return Ok(());
+        match super::task::find(task_id, Path::new("/"))? {
+            Found::Trusted(task) => {
+                if super::judge::refresh(vec![*task])?.tasks[0]
+                    .record
+                    .status
+                    .is_terminal()
+                {
+                    return Ok(());
+                }
+            }
+            Found::Unreadable {
+                placement, pane, ..
+            } => {
+                // No record to judge (its directory was deleted): the deadline still holds.
+                if placement
+                    .deadline()
+                    .is_some_and(|deadline| SystemTime::now() >= deadline)
+                {
+                    super::judge::end_processes(
+                        &placement,
+                        pane.as_ref(),
+                        None,
+                        super::judge::DEFAULT_GRACE,
+                    );
+                    return Ok(());
+                }
+            }
+            Found::Untrusted { .. } => return Ok(()),
         }
         std::thread::sleep(Duration::from_secs(1));
     }
