@@ -33,12 +33,18 @@ fn flag_beats_project_beats_user_beats_built_in() {
     );
     assert_eq!(
         dry_run(&h, &[]),
-        "/opt/user/gemini --skip-trust -y -m 'pro' -o stream-json -p 'x'"
+        format!(
+            "/opt/user/gemini --skip-trust -y -m 'pro' -o stream-json {}",
+            common::STDIN_PROMPT
+        )
     );
     project_config(&h, "adapters:\n  gemini:\n    model: flash\n");
     assert_eq!(
         dry_run(&h, &[]),
-        "/opt/user/gemini --skip-trust -y -m 'flash' -o stream-json -p 'x'"
+        format!(
+            "/opt/user/gemini --skip-trust -y -m 'flash' -o stream-json {}",
+            common::STDIN_PROMPT
+        )
     );
     assert_eq!(
         dry_run(&h, &["--model", "flash-lite", "--mode", "interactive"]),
@@ -55,7 +61,10 @@ fn flag_beats_project_beats_user_beats_built_in() {
         .unwrap();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
-        "/opt/user/gemini --skip-trust -y -m 'flash' -o stream-json -p 'x'"
+        format!(
+            "/opt/user/gemini --skip-trust -y -m 'flash' -o stream-json {}",
+            common::STDIN_PROMPT
+        )
     );
 
     let (entries, code) = h.json(&["config"]);

@@ -94,7 +94,11 @@ enum Command {
     Watchdog { task_id: String },
     /// Internal: ends a task's processes and session, detached from its caller.
     #[command(name = "__stop", hide = true)]
-    Stop { task_id: String },
+    Stop {
+        task_id: String,
+        #[arg(long)]
+        after: Option<u32>,
+    },
 }
 
 /// Parses, runs, and returns the process exit status.
@@ -157,8 +161,8 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
             crate::ops::run_watchdog(task_id)?;
             Ok(0)
         }
-        Command::Stop { task_id } => {
-            crate::ops::run_stopper(task_id)?;
+        Command::Stop { task_id, after } => {
+            crate::ops::run_stopper(task_id, *after)?;
             Ok(0)
         }
     }

@@ -118,10 +118,13 @@ pub(crate) fn refresh(tasks: Vec<Task>) -> Result<Refreshed> {
     refresh_with(tasks, true)
 }
 
-/// [`refresh`]; with `stop_leftovers`, the processes of a task found ended without its exit
-/// code (or past its timeout) are ended by a detached stopper. A caller that ends them itself
-/// passes `false`.
-fn refresh_with(tasks: Vec<Task>, stop_leftovers: bool) -> Result<Refreshed> {
+/// [`refresh`]; with `stop_timed_out`, a task whose timeout is due is recorded `timed_out` and
+/// its processes are ended by a detached stopper. A caller that ends them itself passes `false`.
+///
+/// A task whose pane went away without an exit code (its server was killed) is recorded as
+/// failed, and processes that ignored the hang-up are left for `status` to show and for
+/// `cancel` or the task's timeout to end: a look never kills anything unasked.
+fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
     super::reap::reap_orphans();
     // Panes are looked at first and sentinels after (see `Observation`); tasks whose sentinel
     // is already there need no tmux call at all.
@@ -174,20 +177,11 @@ fn refresh_with(tasks: Vec<Task>, stop_leftovers: bool) -> Result<Refreshed> {
             };
             match judge(&task.record, adapter, &seen) {
                 Verdict::Unchanged => Ok(task),
-                Verdict::Ended(ending) => {
-                    // A pane gone without an exit code may leave processes that ignored the
-                    // hang-up (the server was killed): a task that has ended runs nothing.
-                    let leftovers = sentinel.is_none();
-                    let task = record_ending(task, ending)?;
-                    if leftovers && stop_leftovers {
-                        stop_in_background(&task);
-                    }
-                    Ok(task)
-                }
+                Verdict::Ended(ending) => record_ending(task, ending),
                 Verdict::TimeoutDue => {
                     let task = record_ending(task, timed_out())?;
-                    if stop_leftovers {
-                        stop_in_background(&task);
+                    if stop_timed_out {
+                        stop_in_background(&task, None);
                     }
                     Ok(task)
                 }
@@ -309,8 +303,9 @@ pub(crate) fn stop(task: Task, ending: Ending, grace: Duration) -> Result<Task> 
         record_ending(task, ending)?
     };
     if inside(&task) {
-        // Run from the task's own pane: ending the tree here would end this process half-way.
-        stop_in_background(&task);
+        // Run from the task's own pane: ending the tree here would end this process half-way,
+        // so a detached stopper does it once this process has answered and exited.
+        stop_in_background(&task, Some(std::process::id()));
         return Ok(task);
     }
     end_processes(&task.placement, task.pane.as_ref(), pane_pid, grace);
@@ -344,15 +339,19 @@ fn inside(task: &Task) -> bool {
 }
 
 /// Ends a task's processes from a detached `cuekit __stop <id>`, for callers that must not wait
-/// for it (a listing) or that are themselves inside the task.
-pub(crate) fn stop_in_background(task: &Task) {
+/// for it (a listing) or that are themselves inside the task (`after`: the stopper first waits
+/// for that process to exit).
+pub(crate) fn stop_in_background(task: &Task, after: Option<u32>) {
     use std::os::unix::process::CommandExt;
     let Ok(exe) = std::env::current_exe() else {
         return;
     };
-    let _ = std::process::Command::new(exe)
-        .arg("__stop")
-        .arg(&task.record.id)
+    let mut command = std::process::Command::new(exe);
+    command.arg("__stop").arg(&task.record.id);
+    if let Some(pid) = after {
+        command.arg("--after").arg(pid.to_string());
+    }
+    let _ = command
         .env_remove(crate::process::TASK_ID_VARIABLE)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -362,15 +361,22 @@ pub(crate) fn stop_in_background(task: &Task) {
         .spawn();
 }
 
-/// `cuekit __stop <id>`: ends a task's processes and session (see [`stop_in_background`]).
-pub fn run_stopper(task_id: &str) -> Result<()> {
+/// `cuekit __stop <id> [--after PID]`: ends a task's processes and session (see
+/// [`stop_in_background`]).
+pub fn run_stopper(task_id: &str, after: Option<u32>) -> Result<()> {
     unsafe { libc::setsid() };
     let Some(placement) = store::placement(task_id)? else {
         return Err(Error::task_not_found(task_id));
     };
     let pane = store::pane_start(task_id);
-    // Let a caller inside the task print its answer first.
-    std::thread::sleep(Duration::from_millis(100));
+    if let Some(caller) = after {
+        // Let the caller inside the task print its answer and exit first (it is part of the
+        // task, so it would be ended with it).
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while crate::process::is_alive(caller) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
     end_processes(&placement, pane.as_ref(), None, DEFAULT_GRACE);
     Ok(())
 }

@@ -157,6 +157,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         let LaunchCommand {
             command, warnings, ..
         } = (adapter.build_launch)(&spec, mode, &bin)?;
+        check_argv_limit(&spec, adapter, &command)?;
         return Ok(SubmitOutcome::DryRun {
             agent_kind: adapter.kind().to_string(),
             mode,
@@ -174,6 +175,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         warnings,
         event_stream,
     } = (adapter.build_launch)(&spec, mode, &bin)?;
+    check_argv_limit(&spec, adapter, &command)?;
     // The command agent's program is the task's own first word, found by the pane's shell.
     if !adapter.runs_argv && crate::which::find_on_path(&bin).is_none() {
         return Err(Error::new(
@@ -193,7 +195,6 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .or_else(|| spec.resume_session.clone());
 
     let task_dir = store::task_dir(&cwd, &id);
-    create_task_dir(&cwd, &task_dir)?;
     let socket = Socket(config.socket().value).resolve()?;
     socket.ensure_dir()?;
     let session = args::session_name(&id);
@@ -213,15 +214,14 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     };
     // From here on, whatever stops this submit is undone by the next cuekit call (see
     // `reap`): the pending entry names what it is creating.
-    store::write_pending(&placement).inspect_err(|_| {
-        let _ = std::fs::remove_dir_all(&task_dir);
-    })?;
+    store::write_pending(&placement)?;
     let undo = |err: Error| {
         let _ = Tmux::new(socket.clone()).run(&args::kill_session(&session));
         let _ = std::fs::remove_dir_all(&task_dir);
         store::remove_pending(&id);
         err
     };
+    create_task_dir(&cwd, &task_dir).map_err(undo)?;
     let files = write_task_files(
         &id,
         &task_dir,
@@ -311,6 +311,40 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         super::watchdog::spawn(&id)?;
     }
     Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(&record))))
+}
+
+/// Linux refuses to start a program with an argument over 128 KiB (`MAX_ARG_STRLEN`, the NUL
+/// included): refused before anything starts, rather than ending as "Argument list too long".
+const MAX_ARGV_WORD: usize = 128 * 1024 - 1;
+
+/// A prompt that goes on the agent's command line must fit in one argv word (with a little room
+/// for an attached `--prompt=`); a launch that reads the prompt file has no such limit.
+fn check_argv_limit(spec: &TaskSpec, adapter: &adapter::Adapter, command: &str) -> Result<()> {
+    let reads_prompt_file = command.contains(&format!("\"${}\"", crate::launch::PROMPT_VARIABLE));
+    let longest = if adapter.runs_argv {
+        spec.argv.iter().map(String::len).max().unwrap_or(0)
+    } else if reads_prompt_file {
+        0
+    } else {
+        crate::spec::render_prompt(spec).len() + 32
+    };
+    if longest <= MAX_ARGV_WORD {
+        return Ok(());
+    }
+    Err(Error::invalid_input(format!(
+        "the {} is {longest} bytes: {} takes it as one command-line word, and Linux limits a \
+         word to 128 KiB",
+        if adapter.runs_argv {
+            "longest argument"
+        } else {
+            "prompt"
+        },
+        adapter.kind()
+    ))
+    .with_hint(
+        "shorten it, or put the material in a file and name the file in the prompt; \
+         Gemini in batch mode (`--mode batch`) reads prompts of any size from stdin",
+    ))
 }
 
 /// `<pane id> <pane pid>` as tmux printed it for the new pane.

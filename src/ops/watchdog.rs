@@ -39,34 +39,37 @@ pub(super) fn spawn(task_id: &str) -> Result<()> {
 
 pub fn run_watchdog(task_id: &str) -> Result<()> {
     loop {
-        match super::task::find(task_id, Path::new("/"))? {
+        let (placement, pane) = match super::task::find(task_id, Path::new("/"))? {
             Found::Trusted(task) => {
-                if super::judge::refresh(vec![*task])?.tasks[0]
-                    .record
-                    .status
-                    .is_terminal()
+                let task = super::judge::refresh(vec![*task])?.tasks.remove(0);
+                // Done once it has ended and nothing of it is left: processes that outlived a
+                // killed server still fall to the deadline below.
+                if task.record.status.is_terminal()
+                    && (task.record.exit_code.is_some()
+                        || crate::process::task_processes(&task.record.id, task.group_leader())
+                            .is_empty())
                 {
                     return Ok(());
                 }
+                (task.placement, task.pane)
             }
+            // No record to judge (its directory was deleted): the deadline still holds.
             Found::Unreadable {
                 placement, pane, ..
-            } => {
-                // No record to judge (its directory was deleted): the deadline still holds.
-                if placement
-                    .deadline()
-                    .is_some_and(|deadline| SystemTime::now() >= deadline)
-                {
-                    super::judge::end_processes(
-                        &placement,
-                        pane.as_ref(),
-                        None,
-                        super::judge::DEFAULT_GRACE,
-                    );
-                    return Ok(());
-                }
-            }
+            } => (placement, pane),
             Found::Untrusted { .. } => return Ok(()),
+        };
+        if placement
+            .deadline()
+            .is_some_and(|deadline| SystemTime::now() >= deadline)
+        {
+            super::judge::end_processes(
+                &placement,
+                pane.as_ref(),
+                None,
+                super::judge::DEFAULT_GRACE,
+            );
+            return Ok(());
         }
         std::thread::sleep(Duration::from_secs(1));
     }

@@ -109,13 +109,20 @@ pub fn write_pending(placement: &Placement) -> Result<()> {
         submitter_start: crate::process::start_ticks(me),
     };
     let path = dir.join(&placement.id);
+    // Renamed into place, never seen half-written; a writer killed first leaves only a temp
+    // file named after it, which the next reader removes.
+    let tmp = dir.join(format!(".{}.{me}.pending.tmp", placement.id));
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(&path)
+        .open(&tmp)
         .and_then(|mut file| file.write_all(&serde_json::to_vec(&pending).expect("serializes")))
-        .map_err(|err| Error::io("write", &path, err))
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|err| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::io("write", &path, err)
+        })
 }
 
 pub fn remove_pending(task_id: &str) {
@@ -141,11 +148,10 @@ pub fn pending_submits() -> Vec<Pending> {
                 .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             {
                 Some(found) => pending.push(found),
-                // Written by a submit killed mid-write: nothing was started after it.
-                None if super::atomic::older_than(&entry.path(), 5) => {
+                // Entries are renamed into place whole: this one was damaged from outside.
+                None => {
                     let _ = std::fs::remove_file(entry.path());
                 }
-                None => {}
             }
         } else {
             super::atomic::remove_if_stale_tmp(&entry.path());
