@@ -5,6 +5,9 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+/// How long an agent gets to exit on SIGTERM before SIGKILL.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(3);
+
 struct ProcStat {
     pid: u32,
     ppid: u32,

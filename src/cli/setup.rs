@@ -158,6 +158,8 @@ pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     let (path, state) = if args.revoke {
         (crate::trust::revoke(&file)?, "untrusted")
     } else {
+        // Only a file that parses can be trusted: a broken one is refused with its location.
+        crate::config::parse_file(&file)?;
         (crate::trust::trust(&file)?, "trusted")
     };
     if json {

@@ -18,8 +18,7 @@ use crate::status::{Ending, Observation, Status, Verdict, judge};
 use crate::store::{self, TaskRecord};
 use crate::tmux::{self, PaneIndex, PaneInfo, Socket, Tmux, args};
 
-/// How long an agent gets to exit on SIGTERM before SIGKILL.
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(3);
+use crate::process::DEFAULT_GRACE;
 
 /// What tmux said about one server.
 enum Snapshot {

@@ -21,10 +21,11 @@ mod view;
 mod wait;
 mod watchdog;
 
+pub use crate::process::DEFAULT_GRACE;
 pub use attach::attach;
 pub use cancel::cancel;
 pub use init::{InitOutcome, init};
-pub use judge::{DEFAULT_GRACE, run_stopper};
+pub use judge::run_stopper;
 pub use list::{list, status};
 pub use logs::{follow_logs, read_logs};
 pub use outcome::TaskResult;

@@ -34,7 +34,7 @@ fn undo(pending: Pending) -> Option<String> {
     let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));
     crate::process::terminate(
         crate::process::task_processes(&placement.id, None),
-        super::judge::DEFAULT_GRACE,
+        crate::process::DEFAULT_GRACE,
     );
     if placement.task_dir.ends_with(&placement.id) {
         let _ = std::fs::remove_dir_all(&placement.task_dir);

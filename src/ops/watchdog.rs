@@ -67,7 +67,7 @@ pub fn run_watchdog(task_id: &str) -> Result<()> {
                 &placement,
                 pane.as_ref(),
                 None,
-                super::judge::DEFAULT_GRACE,
+                crate::process::DEFAULT_GRACE,
             );
             return Ok(());
         }
