@@ -26,6 +26,85 @@ pub struct ConfigFile {
     pub adapters: BTreeMap<String, AdapterConfig>,
     #[serde(default)]
     pub tmux: TmuxConfig,
+    #[serde(default)]
+    pub monitor: MonitorConfig,
+    #[serde(default)]
+    pub hooks: HooksConfig,
+    /// Where transitions are announced: `tmux`, `desktop`, `bell`.
+    pub notify: Option<Vec<NotifyChannel>>,
+    /// Which new statuses are announced.
+    pub notify_on: Option<Vec<NotifyOn>>,
+}
+
+/// The per-server monitor's pace. Read from the user's file only: one monitor serves every
+/// project on its server.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorConfig {
+    /// Time between two looks at the server.
+    pub interval: Option<DurationText>,
+    /// How long a child must wait on a human, with its screen unchanged, before it counts.
+    pub dwell: Option<DurationText>,
+}
+
+/// Shell commands run on a task's transitions. They run code: a project file's apply only once
+/// it is trusted.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HooksConfig {
+    pub on_start: Option<String>,
+    pub on_end: Option<String>,
+    pub on_input_required: Option<String>,
+    pub on_change: Option<String>,
+    /// A hook still running after this is killed (default 10s).
+    pub timeout: Option<DurationText>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotifyChannel {
+    /// A message on the tmux client the task was submitted from.
+    Tmux,
+    /// A freedesktop notification over the D-Bus session bus.
+    Desktop,
+    /// A terminal bell in the pane the task was submitted from.
+    Bell,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotifyOn {
+    Running,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+    TimedOut,
+}
+
+impl NotifyOn {
+    pub fn matches(self, status: crate::status::Status) -> bool {
+        use crate::status::Status;
+        matches!(
+            (self, status),
+            (NotifyOn::Running, Status::Running)
+                | (NotifyOn::InputRequired, Status::InputRequired)
+                | (NotifyOn::Completed, Status::Completed)
+                | (NotifyOn::Failed, Status::Failed)
+                | (NotifyOn::Cancelled, Status::Cancelled)
+                | (NotifyOn::TimedOut, Status::TimedOut)
+        )
+    }
+}
+
+/// The hook commands that apply to a task, each with the file it came from.
+#[derive(Debug, Clone, Default)]
+pub struct Hooks {
+    pub on_start: Option<Setting<String>>,
+    pub on_end: Option<Setting<String>>,
+    pub on_input_required: Option<Setting<String>>,
+    pub on_change: Option<Setting<String>>,
+    pub timeout: Duration,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -206,6 +285,17 @@ impl Config {
                     keys.push(format!("adapters.{kind}.env.{name}"));
                 }
             }
+            let hooks = &file.hooks;
+            for (name, command) in [
+                ("on_start", &hooks.on_start),
+                ("on_end", &hooks.on_end),
+                ("on_input_required", &hooks.on_input_required),
+                ("on_change", &hooks.on_change),
+            ] {
+                if command.is_some() {
+                    keys.push(format!("hooks.{name}"));
+                }
+            }
         }
         keys
     }
@@ -351,6 +441,55 @@ impl Config {
                 .pick(|f| f.tmux.socket.clone())
                 .unwrap_or_else(|| built_in(crate::tmux::DEFAULT_SOCKET.to_string())),
         }
+    }
+
+    /// The hook commands: they run code, so an untrusted project file's are not used.
+    pub fn hooks(&self) -> Hooks {
+        let pick = |get: fn(&HooksConfig) -> &Option<String>| {
+            self.code_layers().find_map(|(source, file)| {
+                Some(Setting {
+                    value: get(&file.hooks).clone()?,
+                    source: source.clone(),
+                })
+            })
+        };
+        Hooks {
+            on_start: pick(|h| &h.on_start),
+            on_end: pick(|h| &h.on_end),
+            on_input_required: pick(|h| &h.on_input_required),
+            on_change: pick(|h| &h.on_change),
+            timeout: self
+                .pick(|f| f.hooks.timeout.map(|t| t.0))
+                .map_or(Duration::from_secs(10), |s| s.value),
+        }
+    }
+
+    pub fn notify(&self) -> Setting<Vec<NotifyChannel>> {
+        self.pick(|f| f.notify.clone())
+            .unwrap_or_else(|| built_in(vec![NotifyChannel::Tmux]))
+    }
+
+    pub fn notify_on(&self) -> Setting<Vec<NotifyOn>> {
+        self.pick(|f| f.notify_on.clone()).unwrap_or_else(|| {
+            built_in(vec![
+                NotifyOn::InputRequired,
+                NotifyOn::Failed,
+                NotifyOn::Completed,
+            ])
+        })
+    }
+
+    /// Time between two looks of the monitor (the user's file; default 1 s).
+    pub fn monitor_interval(&self) -> Setting<Duration> {
+        self.pick(|f| f.monitor.interval.map(|d| d.0))
+            .unwrap_or_else(|| built_in(Duration::from_secs(1)))
+    }
+
+    /// How long a wait on a human must hold, screen unchanged, before it is announced
+    /// (default 2 s).
+    pub fn monitor_dwell(&self) -> Setting<Duration> {
+        self.pick(|f| f.monitor.dwell.map(|d| d.0))
+            .unwrap_or_else(|| built_in(Duration::from_secs(2)))
     }
 
     pub fn width(&self) -> Setting<u16> {
@@ -522,7 +661,22 @@ impl Config {
                 entries.push(entry(key("provider_profile"), Some(profile)));
             }
         }
+        let hooks = self.hooks();
+        for (name, setting) in [
+            ("on_start", hooks.on_start),
+            ("on_end", hooks.on_end),
+            ("on_input_required", hooks.on_input_required),
+            ("on_change", hooks.on_change),
+        ] {
+            if setting.is_some() {
+                entries.push(entry(format!("hooks.{name}"), setting));
+            }
+        }
         entries.extend([
+            entry("notify", Some(self.notify())),
+            entry("notify_on", Some(self.notify_on())),
+            entry("monitor.interval", Some(secs(self.monitor_interval()))),
+            entry("monitor.dwell", Some(secs(self.monitor_dwell()))),
             entry("tmux.socket", Some(self.socket())),
             entry("tmux.width", Some(self.width())),
             entry("tmux.height", Some(self.height())),
@@ -555,6 +709,16 @@ mod tests {
             "height:",
             "history_limit:",
             "provider_profile:",
+            "monitor:",
+            "interval:",
+            "dwell:",
+            "hooks:",
+            "on_start:",
+            "on_end:",
+            "on_input_required:",
+            "on_change:",
+            "notify:",
+            "notify_on:",
         ] {
             assert!(EXAMPLE.contains(key), "{key} is not documented");
         }

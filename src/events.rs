@@ -197,11 +197,19 @@ fn excerpt(text: &str) -> String {
     }
 }
 
+/// Whether a line of `events.jsonl` is cuekit's own (a transition, a hook's outcome, a
+/// notification: `"type":"cuekit_…"`) rather than the agent's stream.
+fn is_cuekit_record(line: &str) -> bool {
+    line.contains("\"cuekit_")
+        && serde_json::from_str::<Value>(line)
+            .is_ok_and(|v| v["type"].as_str().is_some_and(|t| t.starts_with("cuekit_")))
+}
+
 impl Digest {
     /// Folds one raw line in; returns the parsed line, or `None` for a line that is not an event.
     pub fn push_line(&mut self, line: &str) -> Option<Parsed> {
         self.lines += 1;
-        if line.trim().is_empty() {
+        if line.trim().is_empty() || is_cuekit_record(line) {
             return None;
         }
         match parse_line(line) {
@@ -538,6 +546,15 @@ this is not json
             r#"{"type":"result","status":"error","error":{"type":"API","message":"quota"}}"#,
         );
         assert!(!failed.succeeded());
+    }
+
+    #[test]
+    fn cuekits_own_lines_are_not_part_of_the_agents_stream() {
+        let mut d = Digest::default();
+        d.push_line(r#"{"transition":{"task_id":"t_1"},"type":"cuekit_transition"}"#);
+        d.push_line(r#"{"type":"cuekit_hook","hook":"on_end","exit_code":0}"#);
+        assert!(d.unknown_events.is_empty() && d.parse_errors.is_empty());
+        assert_eq!(d.lines, 2);
     }
 
     #[test]

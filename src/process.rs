@@ -91,10 +91,18 @@ pub fn task_processes(task_id: &str, leader: Option<GroupLeader>) -> BTreeSet<u3
         .collect()
 }
 
-/// Whether the environment `pid` started with holds the exact entry `marker`.
+/// Set in the environment of hook commands: they carry a task's id but are not part of it.
+pub const HOOK_VARIABLE: &str = "CUEKIT_HOOK";
+
+/// Whether the environment `pid` started with holds the exact entry `marker` (and is not a
+/// hook's).
 fn carries(pid: u32, marker: &[u8]) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .is_ok_and(|environ| environ.split(|&b| b == 0).any(|entry| entry == marker))
+    let hook = format!("{HOOK_VARIABLE}=");
+    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+        let mut entries = environ.split(|&b| b == 0);
+        entries.clone().any(|entry| entry == marker)
+            && !entries.any(|entry| entry.starts_with(hook.as_bytes()))
+    })
 }
 
 /// Whether `pid` descends from `ancestor` (following parents up to init).

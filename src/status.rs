@@ -187,6 +187,7 @@ mod tests {
             event_stream: false,
             agent_session_id: None,
             resumed_from: None,
+            submitted_from: None,
         }
     }
 
@@ -200,6 +201,7 @@ mod tests {
             in_mode: false,
             height: 50,
             history_lines: 0,
+            activity: 0,
         }
     }
 

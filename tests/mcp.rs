@@ -18,12 +18,13 @@ use serde_json::{Value, json};
 static NEXT_LOG: AtomicUsize = AtomicUsize::new(0);
 
 /// Sorted: the names are public API.
-const TOOLS: [&str; 8] = [
+const TOOLS: [&str; 9] = [
     "cancel_tasks",
     "get_status",
     "get_task_result",
     "get_task_snapshot",
     "list",
+    "next_event",
     "steer_task",
     "submit_task",
     "wait",

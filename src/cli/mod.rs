@@ -2,6 +2,7 @@
 //! render). Errors become `error[code]: message` (or JSON) and the code's exit status.
 
 mod cancel;
+mod events;
 mod logs;
 mod mcp;
 mod render;
@@ -66,6 +67,8 @@ enum Command {
     Wait(wait::WaitArgs),
     /// Cancel running tasks (whole process tree), or clean up ended ones' sessions.
     Cancel(cancel::CancelArgs),
+    /// Transitions of this project's tasks (or all), as the monitor announced them.
+    Events(events::EventsArgs),
     /// List the agents cuekit can run, with their capabilities and models.
     Adapters,
     /// Print the effective configuration and where each value comes from.
@@ -86,12 +89,12 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Internal: the filter an agent's event stream is piped through in its pane.
     #[command(name = "__events", hide = true)]
-    Events { task_dir: PathBuf },
+    EventFilter { task_dir: PathBuf },
     /// Trust the project's .cuekit.yaml (or FILE) as it is now, so its keys that run code apply.
     Trust(setup::TrustArgs),
-    /// Internal: enforces a task's --timeout in the background.
-    #[command(name = "__watchdog", hide = true)]
-    Watchdog { task_id: String },
+    /// Internal: the monitor of one tmux server (endings, timeouts, transitions, hooks).
+    #[command(name = "__monitor", hide = true)]
+    Monitor { socket: String },
     /// Internal: ends a task's processes and session, detached from its caller.
     #[command(name = "__stop", hide = true)]
     Stop {
@@ -146,19 +149,20 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Steer(args) => steer::run(args, &cwd, json),
         Command::Wait(args) => wait::run(args, &cwd, json),
         Command::Cancel(args) => cancel::run(args, &cwd, json),
+        Command::Events(args) => events::run(args, &cwd, json),
         Command::Adapters => setup::adapters(json),
         Command::Config => setup::config(&cwd, json),
         Command::Init { force } => setup::init(&cwd, *force, json),
         Command::Doctor { fix } => setup::doctor(&cwd, *fix, json),
         Command::Mcp(args) => mcp::run(args, &cwd),
         Command::Result { id } => result::run(id, &cwd, json),
-        Command::Events { task_dir } => {
+        Command::EventFilter { task_dir } => {
             crate::ops::run_event_filter(task_dir)?;
             Ok(0)
         }
         Command::Trust(args) => setup::trust(args, &cwd, json),
-        Command::Watchdog { task_id } => {
-            crate::ops::run_watchdog(task_id)?;
+        Command::Monitor { socket } => {
+            crate::ops::run_monitor(socket)?;
             Ok(0)
         }
         Command::Stop { task_id, after } => {

@@ -205,6 +205,22 @@ pub struct WaitParams {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+pub struct NextEventParams {
+    /// Where to continue: the `cursor` of the previous call. Without it, only transitions that
+    /// happen from now on are returned.
+    #[serde(default)]
+    pub cursor: Option<u64>,
+    /// How long this call may block, in seconds: default and maximum 50.
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 50.0))]
+    pub timeout_seconds: Option<f64>,
+    /// Every task's transitions, not only this project's.
+    #[serde(default)]
+    pub all: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SnapshotParams {
     /// Task id.
     #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
@@ -414,6 +430,35 @@ impl CuekitServer {
                 ));
             }
             Ok(result)
+        })
+        .await
+    }
+
+    #[tool(
+        name = "next_event",
+        description = "Block until any task of this project (or of all projects, with all=true) makes a transition — starts, waits on a human (input_required with its reason), returns to work, or ends — for at most timeout_seconds (default and maximum 50). Returns the transitions and a `cursor`: pass it to the next call so none is missed or repeated. An empty list means nothing happened in time: call again with the same cursor.",
+        annotations(
+            title = "Next transition",
+            read_only_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn next_event(
+        &self,
+        Parameters(params): Parameters<NextEventParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || {
+            let secs = params.timeout_seconds.unwrap_or(WAIT_CAP_SECS);
+            if !(0.0..=WAIT_CAP_SECS).contains(&secs) {
+                return Err(Error::invalid_input(format!(
+                    "timeout_seconds must be between 0 and {WAIT_CAP_SECS}, not {secs}"
+                )));
+            }
+            let scope = ops::EventScope::new(params.all, &cwd);
+            let (events, cursor) =
+                ops::next_events(&scope, params.cursor, Duration::from_secs_f64(secs))?;
+            Ok(json!({"events": events, "cursor": cursor}))
         })
         .await
     }

@@ -147,6 +147,16 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
             }
         }
     }
+    // Whoever looks at a task that was running starts its server's monitor if none runs (it
+    // was killed, or ended before this task did): transitions are announced whoever watches.
+    let sockets: std::collections::HashSet<&Socket> = tasks
+        .iter()
+        .filter(|t| !t.record.status.is_terminal())
+        .map(|t| &t.placement.socket)
+        .collect();
+    for socket in sockets {
+        super::monitor_lock::ensure_running(socket);
+    }
     let now = SystemTime::now();
     let tasks = tasks
         .into_iter()

@@ -6,10 +6,13 @@
 
 mod attach;
 mod cancel;
+mod events;
 mod init;
 mod judge;
 mod list;
 mod logs;
+mod monitor;
+mod monitor_lock;
 mod outcome;
 mod reap;
 mod result;
@@ -19,15 +22,16 @@ mod submit;
 mod task;
 mod view;
 mod wait;
-mod watchdog;
 
 pub use crate::process::DEFAULT_GRACE;
 pub use attach::attach;
 pub use cancel::cancel;
+pub use events::{EventScope, events, next_events};
 pub use init::{InitOutcome, init};
 pub use judge::run_stopper;
 pub use list::{list, status};
 pub use logs::{follow_logs, read_logs};
+pub use monitor::run_monitor;
 pub use outcome::TaskResult;
 pub use reap::reap_orphans;
 pub use result::result;
@@ -36,7 +40,6 @@ pub use stream::run_event_filter;
 pub use submit::{SubmitOutcome, SubmitRequest, submit};
 pub use view::TaskView;
 pub use wait::{WaitOutcome, WaitRequest, WaitUntil, wait};
-pub use watchdog::run_watchdog;
 
 use std::path::PathBuf;
 

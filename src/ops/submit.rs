@@ -257,6 +257,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         event_stream,
         agent_session_id,
         resumed_from: resumed.map(|r| r.record.id),
+        submitted_from: crate::notify::SubmittedFrom::from_env(),
     };
     // The one tmux call runs while the record and the registry entry are written and synced;
     // both are put in place only once the session exists, so no reader ever sees a running
@@ -312,9 +313,8 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         let _ = store::record_pane_start(&id, pane);
     }
     store::remove_pending(&id);
-    if record.timeout_secs.is_some() {
-        super::watchdog::spawn(&id)?;
-    }
+    // Endings, timeouts and transitions are the monitor's from here, whoever watches or not.
+    super::monitor_lock::ensure_running(&socket);
     Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(&record))))
 }
 

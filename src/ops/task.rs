@@ -127,7 +127,13 @@ pub(crate) fn scan_registry() -> Result<Vec<Found>> {
             Ok(Some(placement)) => {
                 let dir = placement.task_dir.clone();
                 // A task whose directory is gone and that has no process left is history.
-                if !dir.exists() && store::pane_start(&id).is_none() {
+                if !dir.exists()
+                    && crate::process::task_processes(
+                        &id,
+                        leader_of(store::pane_start(&id).as_ref()),
+                    )
+                    .is_empty()
+                {
                     continue;
                 }
                 found.push(judge_trust(placement, &dir));
@@ -155,6 +161,12 @@ fn untrusted_unregistered(dir: &Path) -> Found {
         why: "cuekit's registry has no such task".into(),
         id,
     }
+}
+
+/// A registered task, judged against its record as it is now.
+pub(crate) fn found_for(placement: Placement) -> Found {
+    let dir = placement.task_dir.clone();
+    judge_trust(placement, &dir)
 }
 
 /// Holds the record found in `dir` against the registry's `placement`.

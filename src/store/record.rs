@@ -52,6 +52,9 @@ pub struct TaskRecord {
     pub agent_session_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_from: Option<String>,
+    /// The tmux pane of the submitter, when it ran inside tmux: where notifications go.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted_from: Option<crate::notify::SubmittedFrom>,
 }
 
 impl TaskRecord {

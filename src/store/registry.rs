@@ -256,10 +256,18 @@ pub fn registered_ids() -> Result<Vec<String>> {
         .collect())
 }
 
-/// Forgets a task: its placement and pane.
-pub fn unregister(task_id: &str) {
-    if let Some(dir) = registry_dir() {
-        let _ = std::fs::remove_file(dir.join(format!("{task_id}.pane")));
-        let _ = std::fs::remove_file(dir.join(task_id));
-    }
+/// What the monitor last announced for `task_id` (`tasks/<id>.seen`): kept on disk, so a
+/// monitor that was killed announces each transition once, never twice or not at all.
+pub fn announced(task_id: &str) -> crate::transition::Announced {
+    registry_dir()
+        .and_then(|dir| std::fs::read(dir.join(format!("{task_id}.seen"))).ok())
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+pub fn save_announced(task_id: &str, announced: &crate::transition::Announced) -> Result<()> {
+    let dir = require(registry_dir())?;
+    let bytes = serde_json::to_vec(announced).expect("serializes");
+    let tmp_dir = require(pending_dir())?;
+    super::atomic::stage_in(&tmp_dir, &dir.join(format!("{task_id}.seen")), &bytes)?.commit()
 }

@@ -100,6 +100,9 @@ pub struct PaneInfo {
     pub height: usize,
     /// Lines scrolled off the top of the screen into the pane's history.
     pub history_lines: usize,
+    /// When the pane's window last printed anything (Unix seconds): a screen whose window has
+    /// been quiet since it was captured need not be captured again.
+    pub activity: u64,
 }
 
 /// A server's panes by session, each session's first pane (pane ids only grow, so a pane a
@@ -148,6 +151,7 @@ pub fn parse_panes(stdout: &str) -> Vec<PaneInfo> {
                 in_mode: fields.next()? == "1",
                 height: fields.next()?.parse().ok()?,
                 history_lines: fields.next()?.parse().ok()?,
+                activity: fields.next()?.parse().ok()?,
             })
         })
         .collect()
@@ -353,19 +357,20 @@ mod tests {
     #[test]
     fn parses_live_and_dead_panes() {
         let panes = parse_panes(
-            "cuekit-task-a\t%1\t42\t0\t\t0\t50\t0\ncuekit-task-b\t%2\t43\t1\t3\t1\t50\t7\nbroken line\n",
+            "cuekit-task-a\t%1\t42\t0\t\t0\t50\t0\t100\ncuekit-task-b\t%2\t43\t1\t3\t1\t50\t7\t101\nbroken line\n",
         );
         assert_eq!(panes.len(), 2);
         assert_eq!(panes[0].dead_status, None);
         assert!(!panes[0].dead);
         assert_eq!(panes[1].dead_status, Some(3));
         assert!(panes[1].dead && panes[1].in_mode);
+        assert_eq!(panes[1].activity, 101);
     }
 
     #[test]
     fn a_sessions_first_pane_stands_for_it() {
         let panes = parse_panes(
-            "s\t%7\t1\t0\t\t0\t50\t0\ns\t%3\t2\t0\t\t0\t50\t0\nt\t%5\t3\t0\t\t0\t50\t0\n",
+            "s\t%7\t1\t0\t\t0\t50\t0\t1\ns\t%3\t2\t0\t\t0\t50\t0\t1\nt\t%5\t3\t0\t\t0\t50\t0\t1\n",
         );
         let index = PaneIndex::new(panes);
         assert_eq!(index.get("s").unwrap().pane_id, "%3");

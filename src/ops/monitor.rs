@@ -1,0 +1,436 @@
+//! One monitor per tmux server: a detached `cuekit __monitor <socket>` that looks at the server
+//! once a tick, records endings and enforces timeouts through the judge (the same code as
+//! `status`), and announces each task's transitions once — to the transitions log, the task's
+//! `events.jsonl`, hooks and notifications. A lock file decides who runs; every cuekit call that
+//! meets a running task (or records an ending) starts one if none runs, and a monitor ends itself
+//! once nothing on its server is left to watch. A tick costs at most two tmux calls (the pane
+//! listing, and the screens of interactive tasks whose window printed since they were last
+//! captured) whatever the number of tasks; a tick that falls behind is dropped, never queued.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::judge::{Refreshed, end_processes, refresh};
+use super::monitor_lock::{lock_path, open_lock};
+use super::task::{Found, Task, found_for};
+use super::view::TaskView;
+use crate::adapter;
+use crate::attention::{self, Attention};
+use crate::config::Config;
+use crate::error::Result;
+use crate::hooks::{HookRun, spawn as spawn_hook};
+use crate::spec::Mode;
+use crate::status::Status;
+use crate::store::transitions::{self, TransitionEvent};
+use crate::store::{self, Placement};
+use crate::tmux::{Socket, Tmux};
+use crate::transition::{self, Announced, Seen, Transition, screen_hash};
+
+/// `cuekit __monitor <socket>`: runs until nothing on the server is left to watch.
+pub fn run_monitor(socket: &str) -> Result<()> {
+    // A hook that exits without reading its stdin must not take the monitor with it: writes to
+    // a closed pipe fail with EPIPE here instead of ending the process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        libc::setsid();
+    }
+    let socket = Socket(socket.to_string());
+    let Some(path) = lock_path(&socket) else {
+        return Ok(());
+    };
+    let lock = open_lock(&path).map_err(|err| crate::error::Error::io("open", &path, err))?;
+    if lock.try_lock().is_err() {
+        return Ok(());
+    }
+    // One monitor serves every project on the server: its pace is the user's.
+    let user = Config::load(Path::new("/")).unwrap_or_default();
+    let interval = user
+        .monitor_interval()
+        .value
+        .max(Duration::from_millis(100));
+    let dwell = user.monitor_dwell().value;
+    let mut monitor = Monitor {
+        socket,
+        dwell,
+        watched: HashMap::new(),
+        known: HashSet::new(),
+        hooks: Vec::new(),
+    };
+    let mut next_tick = Instant::now();
+    loop {
+        // A tick that fails (a full disk, a record being replaced) is logged and the next one
+        // tries again: a monitor never dies of a passing fault.
+        let watching = monitor.tick().unwrap_or_else(|err| {
+            log_fault(&path, &err);
+            true
+        });
+        monitor.hooks.retain(|hook| !hook.is_finished());
+        if !watching && monitor.hooks.is_empty() {
+            return Ok(());
+        }
+        next_tick += interval;
+        let now = Instant::now();
+        if next_tick < now {
+            // Fell behind: the missed ticks are dropped, the next one is a whole interval away.
+            next_tick = now + interval;
+        }
+        std::thread::sleep(next_tick - now);
+    }
+}
+
+struct Watched {
+    placement: Placement,
+    announced: Announced,
+    /// The last screen captured: reused while the pane's window has printed nothing since.
+    screen: Option<Screen>,
+    /// Processes left past the deadline were ended (or there were none).
+    swept: bool,
+}
+
+#[derive(Clone)]
+struct Screen {
+    pane_id: String,
+    captured_at: u64,
+    attention: Option<Attention>,
+    hash: u64,
+}
+
+struct Monitor {
+    socket: Socket,
+    dwell: Duration,
+    watched: HashMap<String, Watched>,
+    /// Every registry id looked at (other servers' included), so each is read once.
+    known: HashSet<String>,
+    hooks: Vec<JoinHandle<()>>,
+}
+
+impl Monitor {
+    /// One look at the server. Returns whether anything is left to watch.
+    fn tick(&mut self) -> Result<bool> {
+        self.discover()?;
+        let mut trusted = Vec::new();
+        let mut unreadable = Vec::new();
+        let mut untrusted = Vec::new();
+        for (id, watched) in &self.watched {
+            match found_for(watched.placement.clone()) {
+                Found::Trusted(task) => trusted.push(*task),
+                Found::Unreadable { pane, .. } => unreadable.push((id.clone(), pane)),
+                Found::Untrusted { .. } => untrusted.push(id.clone()),
+            }
+        }
+        for id in untrusted {
+            self.watched.remove(&id);
+        }
+        for (id, pane) in unreadable {
+            // No record to judge (its directory was deleted): its deadline still holds.
+            let watched = self.watched.get_mut(&id).expect("watched");
+            if past(watched.placement.deadline()) {
+                end_processes(
+                    &watched.placement,
+                    pane.as_ref(),
+                    None,
+                    crate::process::DEFAULT_GRACE,
+                );
+                self.watched.remove(&id);
+            }
+        }
+        let refreshed = refresh(trusted)?;
+        let screens = self.screens(&refreshed);
+        for task in &refreshed.tasks {
+            self.follow(task, &refreshed, screens.get(&task.record.id));
+        }
+        Ok(!self.watched.is_empty())
+    }
+
+    /// Registered tasks of this server not seen before.
+    fn discover(&mut self) -> Result<()> {
+        for id in store::registered_ids()? {
+            if self.known.contains(&id) {
+                continue;
+            }
+            let Ok(Some(placement)) = store::placement(&id) else {
+                // Not readable yet (a submit writing it): looked at again next tick.
+                continue;
+            };
+            self.known.insert(id.clone());
+            if placement.socket != self.socket {
+                continue;
+            }
+            let announced = store::announced(&id);
+            if announced.status.is_some_and(Status::is_terminal) {
+                continue;
+            }
+            self.watched.insert(
+                id,
+                Watched {
+                    placement,
+                    announced,
+                    screen: None,
+                    swept: false,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// The screens of running interactive tasks: captured (all in one tmux call) only where the
+    /// pane printed since the last capture.
+    fn screens(&mut self, refreshed: &Refreshed) -> HashMap<String, Screen> {
+        let now = unix_now();
+        let mut wanted: Vec<(&Task, String, usize)> = Vec::new();
+        let mut screens = HashMap::new();
+        for task in &refreshed.tasks {
+            if task.record.status != Status::Running || task.record.mode != Mode::Interactive {
+                continue;
+            }
+            let Ok(Some(pane)) = refreshed.pane(task) else {
+                continue;
+            };
+            if pane.dead {
+                continue;
+            }
+            let cached = self
+                .watched
+                .get(&task.record.id)
+                .and_then(|w| w.screen.clone())
+                .filter(|s| s.pane_id == pane.pane_id && pane.activity < s.captured_at);
+            match cached {
+                Some(screen) => {
+                    screens.insert(task.record.id.clone(), screen);
+                }
+                None => wanted.push((task, pane.pane_id.clone(), pane.height)),
+            }
+        }
+        if wanted.is_empty() {
+            return screens;
+        }
+        let panes: Vec<(&str, usize)> = wanted.iter().map(|(_, id, h)| (id.as_str(), *h)).collect();
+        let captured = Tmux::new(self.socket.clone()).capture_screens(&panes);
+        for (task, pane_id, _) in &wanted {
+            let Some(text) = captured.get(pane_id) else {
+                continue;
+            };
+            let scrolled = refreshed
+                .pane(task)
+                .ok()
+                .flatten()
+                .is_some_and(|p| p.history_lines > 0);
+            let attention = adapter::lookup(&task.record.spec.agent_kind)
+                .ok()
+                .and_then(|a| attention::detect(&a.screen, text, scrolled));
+            let screen = Screen {
+                pane_id: pane_id.clone(),
+                captured_at: now,
+                attention,
+                hash: screen_hash(text),
+            };
+            if let Some(watched) = self.watched.get_mut(&task.record.id) {
+                watched.screen = Some(screen.clone());
+            }
+            screens.insert(task.record.id.clone(), screen);
+        }
+        screens
+    }
+
+    /// Announces the task's transition, if it made one, and ends what outlived its deadline.
+    fn follow(&mut self, task: &Task, refreshed: &Refreshed, screen: Option<&Screen>) {
+        let record = &task.record;
+        let seen = if record.status.is_terminal() {
+            Seen::Ended {
+                status: record.status,
+                reason: record.reason.clone(),
+            }
+        } else {
+            match (
+                screen.and_then(|s| s.attention.map(|a| (a, s.hash))),
+                refreshed.pane(task),
+            ) {
+                (Some((attention, hash)), Ok(Some(pane))) => Seen::Waiting {
+                    reason: attention.as_str().to_string(),
+                    screen: hash,
+                    // Whole seconds of quiet: output in the window's last active second counts.
+                    quiet_for: Duration::from_secs(unix_now().saturating_sub(pane.activity + 1)),
+                },
+                _ => Seen::Running,
+            }
+        };
+        let Some(watched) = self.watched.get_mut(&record.id) else {
+            return;
+        };
+        let (announce, after) = transition::next(&watched.announced, &seen, self.dwell);
+        if let Some(after) = after {
+            let _ = store::save_announced(&record.id, &after);
+            watched.announced = after;
+        }
+        if let Some(transition) = announce {
+            self.hooks.extend(deliver(task, &transition));
+        }
+        let Some(watched) = self.watched.get_mut(&record.id) else {
+            return;
+        };
+        if record.status.is_terminal() {
+            // A pane gone without an exit code may have left processes that ignored the
+            // hang-up: they are ended at the deadline, with nobody watching.
+            let leftovers = record.exit_code.is_none()
+                && !crate::process::task_processes(&record.id, task.group_leader()).is_empty();
+            if leftovers && !watched.swept && past(task.placement.deadline()) {
+                end_processes(
+                    &task.placement,
+                    task.pane.as_ref(),
+                    None,
+                    crate::process::DEFAULT_GRACE,
+                );
+                watched.swept = true;
+            }
+            if !leftovers || watched.swept || task.placement.deadline().is_none() {
+                self.watched.remove(&record.id);
+            }
+        }
+    }
+}
+
+/// Appends a fault to `<lock>.log` beside the monitor's lock file, kept small.
+fn log_fault(lock: &Path, err: &crate::error::Error) {
+    let log = lock.with_extension("log");
+    if std::fs::metadata(&log).is_ok_and(|m| m.len() > 64 * 1024) {
+        let _ = std::fs::remove_file(&log);
+    }
+    append_line(
+        &log,
+        &serde_json::json!({"at": super::now_rfc3339(), "code": err.code.as_str(), "message": err.message}),
+    );
+}
+
+fn past(deadline: Option<SystemTime>) -> bool {
+    deadline.is_some_and(|deadline| SystemTime::now() >= deadline)
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Records the transition (transitions log, the task's `events.jsonl`) and starts its hooks and
+/// notifications; returns their threads.
+fn deliver(task: &Task, transition: &Transition) -> Vec<JoinHandle<()>> {
+    let record = &task.record;
+    let objective: String = record.spec.objective.chars().take(200).collect();
+    let event = TransitionEvent {
+        at: super::now_rfc3339(),
+        task_id: record.id.clone(),
+        agent: record.spec.agent_kind.clone(),
+        old_status: transition.old_status,
+        new_status: transition.new_status,
+        reason: transition.reason.clone(),
+        task_dir: record.task_dir.clone(),
+        objective: objective.clone(),
+    };
+    let _ = transitions::append(&event);
+    let events_file = record.task_dir.join(store::EVENTS_FILE);
+    append_line(
+        &events_file,
+        &serde_json::json!({"type": "cuekit_transition", "transition": &event}),
+    );
+    let Ok(config) = Config::load(&record.cwd) else {
+        return Vec::new();
+    };
+    let mut threads = Vec::new();
+    let hooks = config.hooks();
+    let skipped: Vec<String> = config
+        .untrusted_code_keys(&record.spec.agent_kind)
+        .into_iter()
+        .filter(|key| key.starts_with("hooks."))
+        .collect();
+    if !skipped.is_empty() {
+        append_line(
+            &events_file,
+            &serde_json::json!({"type": "cuekit_hook", "skipped": skipped,
+                "why": "the project's .cuekit.yaml is not trusted (`cuekit trust`)"}),
+        );
+    }
+    let mut view = TaskView::from(record);
+    view.status = transition.new_status;
+    view.reason = transition.reason.clone();
+    let stdin = serde_json::to_vec(&view).expect("views serialize");
+    let old = transition.old_status.map_or("", Status::as_str);
+    let env = vec![
+        ("CUEKIT_TASK_ID".to_string(), record.id.clone()),
+        ("CUEKIT_AGENT".to_string(), record.spec.agent_kind.clone()),
+        ("CUEKIT_OLD_STATUS".to_string(), old.to_string()),
+        (
+            "CUEKIT_NEW_STATUS".to_string(),
+            transition.new_status.as_str().to_string(),
+        ),
+        (
+            "CUEKIT_REASON".to_string(),
+            transition.reason.clone().unwrap_or_default(),
+        ),
+        (
+            "CUEKIT_TASK_DIR".to_string(),
+            record.task_dir.display().to_string(),
+        ),
+        ("CUEKIT_OBJECTIVE".to_string(), objective.clone()),
+    ];
+    let specific = match transition.new_status {
+        Status::Running if transition.old_status.is_none() => Some(("on_start", &hooks.on_start)),
+        Status::InputRequired => Some(("on_input_required", &hooks.on_input_required)),
+        status if status.is_terminal() => Some(("on_end", &hooks.on_end)),
+        _ => None,
+    };
+    for (name, command) in specific
+        .into_iter()
+        .chain([("on_change", &hooks.on_change)])
+    {
+        let Some(command) = command else {
+            continue;
+        };
+        let mut env = env.clone();
+        env.push((crate::process::HOOK_VARIABLE.to_string(), name.to_string()));
+        threads.push(spawn_hook(HookRun {
+            name,
+            command: command.value.clone(),
+            cwd: record.cwd.clone(),
+            env,
+            stdin: stdin.clone(),
+            timeout: hooks.timeout,
+            log: events_file.clone(),
+        }));
+    }
+    let wanted = config
+        .notify_on()
+        .value
+        .iter()
+        .any(|on| on.matches(transition.new_status));
+    if wanted {
+        let channels = config.notify().value;
+        let from = record.submitted_from.clone();
+        let title = format!("cuekit {}", record.id);
+        let message = match &transition.reason {
+            Some(reason) => format!("{} ({reason}): {objective}", transition.new_status.as_str()),
+            None => format!("{}: {objective}", transition.new_status.as_str()),
+        };
+        let log = events_file.clone();
+        threads.push(std::thread::spawn(move || {
+            let done = crate::notify::announce(&channels, from.as_ref(), &title, &message);
+            append_line(
+                &log,
+                &serde_json::json!({"type": "cuekit_notify", "channels": done}),
+            );
+        }));
+    }
+    threads
+}
+
+/// One JSON line appended in a single write.
+fn append_line(path: &Path, value: &serde_json::Value) {
+    let mut line = serde_json::to_vec(value).expect("values serialize");
+    line.push(b'\n');
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, &line));
+}
