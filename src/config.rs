@@ -762,7 +762,7 @@ mod tests {
         );
         assert_eq!(
             message("tmux:\n  width: 10\ncolour: red\n"),
-            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`"
+            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `monitor`, `hooks`, `notify`, `notify_on`"
         );
         assert_eq!(
             message("adapters:\n  gemini:\n    bin: g\n  gemni:\n    bin: x\n"),

@@ -88,12 +88,12 @@ fn single_and_multi_line_messages_each_arrive_as_one_turn() {
     assert_eq!(code, 0);
     assert_eq!(h.status(&id)["status"], "completed");
     let events = std::fs::read_to_string(h.task_dir(&id).join("events.jsonl")).unwrap();
+    // The steers' lines (the monitor's transitions are in the same log).
     let receipts: Vec<String> = events
         .lines()
-        .map(|line| {
-            serde_json::from_str::<serde_json::Value>(line).unwrap()["receipt"]["receipt"]
-                .to_string()
-        })
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|event| event["type"] == "steer")
+        .map(|event| event["receipt"]["receipt"].to_string())
         .collect();
     assert_eq!(receipts, ["\"submitted\""; 3]);
 }
