@@ -20,6 +20,7 @@ pub enum ErrorCode {
     ConfigInvalid,
     TaskFailed,
     WaitTimeout,
+    NotTaskPane,
 }
 
 impl ErrorCode {
@@ -39,6 +40,7 @@ impl ErrorCode {
             ErrorCode::ConfigInvalid => "config_invalid",
             ErrorCode::TaskFailed => "task_failed",
             ErrorCode::WaitTimeout => "wait_timeout",
+            ErrorCode::NotTaskPane => "not_task_pane",
         }
     }
 
@@ -57,6 +59,7 @@ impl ErrorCode {
             ErrorCode::StoreCorrupt => 10,
             ErrorCode::Io => 11,
             ErrorCode::ConfigInvalid => 12,
+            ErrorCode::NotTaskPane => 17,
             ErrorCode::TaskFailed => 20,
             ErrorCode::WaitTimeout => 21,
         }

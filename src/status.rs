@@ -176,6 +176,8 @@ mod tests {
             event_stream: false,
             agent_session_id: None,
             resumed_from: None,
+            team: None,
+            last_report: None,
         }
     }
 

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::adapter::{self, Capabilities};
 use crate::events::Progress;
+use crate::report::{Report, ReportKind};
 use crate::spec::Mode;
 use crate::status::Status;
 use crate::store::TaskRecord;
@@ -40,6 +41,16 @@ pub struct TaskView {
     pub progress: Option<Progress>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The child's latest `cuekit report`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_report: Option<Report>,
+    /// The latest report says the child is blocked: it waits on the parent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub blocked: bool,
 }
 
 impl From<&TaskRecord> for TaskView {
@@ -75,6 +86,13 @@ impl From<&TaskRecord> for TaskView {
             ended_at: record.ended_at.clone(),
             progress: None,
             agent_session_id: record.agent_session_id.clone(),
+            team: record.team.clone(),
+            role: record.spec.role.clone(),
+            last_report: record.last_report.clone(),
+            blocked: record
+                .last_report
+                .as_ref()
+                .is_some_and(|r| r.kind == ReportKind::Blocked),
         }
     }
 }

@@ -1,5 +1,5 @@
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::refresh::{Refreshed, refresh};
 use super::view::TaskView;
@@ -24,6 +24,8 @@ pub enum WaitUntil {
     Ended,
     /// The task has ended or its child waits on a human (a dialog, or idle at its prompt).
     InputRequired,
+    /// The task has ended or its child made a report since the wait began.
+    Report,
 }
 
 #[derive(Debug, Clone)]
@@ -43,13 +45,16 @@ pub struct WaitOutcome {
 
 pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
     let started = Instant::now();
-    let mut refreshed = refresh(super::open_all(&request.task_ids, cwd)?)?;
+    let records = super::open_all(&request.task_ids, cwd)?;
+    // Reports made before the wait began do not end it.
+    let reports_before: Vec<u64> = records.iter().map(report_seq).collect();
+    let mut refreshed = refresh(records)?;
     // Since when each task has been seen needing a human, without a break.
     let mut attention_since: Vec<Option<Instant>> = vec![None; request.task_ids.len()];
     loop {
         let views = match request.until {
             WaitUntil::InputRequired => Some(refreshed.views()),
-            WaitUntil::Ended => None,
+            WaitUntil::Ended | WaitUntil::Report => None,
         };
         let settled = refreshed
             .records
@@ -65,7 +70,10 @@ pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
                 } else {
                     None
                 };
+                let reported =
+                    request.until == WaitUntil::Report && report_seq(record) > reports_before[*i];
                 record.status.is_terminal()
+                    || reported
                     || since.is_some_and(|t| t.elapsed() >= ATTENTION_SETTLE)
             })
             .count();
@@ -83,14 +91,35 @@ pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
                 timed_out: !done,
             });
         }
-        wait_for_change(&refreshed, started, request.timeout);
+        wait_for_change(
+            &refreshed,
+            started,
+            request.timeout,
+            request.until == WaitUntil::Report,
+        );
         refreshed = refresh(reload(&refreshed.records)?)?;
     }
 }
 
-/// Sleeps until a sentinel appears or a full refresh is due (or the wait's own timeout).
-fn wait_for_change(refreshed: &Refreshed, started: Instant, timeout: Option<Duration>) {
+/// Sleeps until a sentinel appears or a full refresh is due (or the wait's own timeout); with
+/// `records_changed`, also when a task record is rewritten (a report is written to it).
+fn wait_for_change(
+    refreshed: &Refreshed,
+    started: Instant,
+    timeout: Option<Duration>,
+    records_changed: bool,
+) {
     let since = Instant::now();
+    let record_times = |records: &[TaskRecord]| -> Vec<Option<SystemTime>> {
+        records
+            .iter()
+            .map(|r| {
+                let meta = std::fs::metadata(r.task_dir.join(store::RECORD_FILE)).ok()?;
+                meta.modified().ok()
+            })
+            .collect()
+    };
+    let before = records_changed.then(|| record_times(&refreshed.records));
     while since.elapsed() < FULL_REFRESH_EVERY
         && timeout.is_none_or(|limit| started.elapsed() < limit)
     {
@@ -98,7 +127,16 @@ fn wait_for_change(refreshed: &Refreshed, started: Instant, timeout: Option<Dura
         if refreshed.records.iter().any(sentinel_appeared) {
             return;
         }
+        if let Some(before) = &before
+            && record_times(&refreshed.records) != *before
+        {
+            return;
+        }
     }
+}
+
+fn report_seq(record: &TaskRecord) -> u64 {
+    record.last_report.as_ref().map_or(0, |r| r.seq)
 }
 
 fn sentinel_appeared(record: &TaskRecord) -> bool {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{RECORD_FILE, write_atomic};
 use crate::error::{Error, ErrorCode, Result};
+use crate::report::Report;
 use crate::spec::{Mode, TaskSpec};
 use crate::status::Status;
 use crate::tmux::Socket;
@@ -52,6 +53,12 @@ pub struct TaskRecord {
     pub agent_session_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_from: Option<String>,
+    /// The team the task was submitted into: a label, so there is no team record to lose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+    /// The child's latest `cuekit report` (all of them are in `events.jsonl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_report: Option<Report>,
 }
 
 impl TaskRecord {
