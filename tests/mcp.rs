@@ -221,12 +221,26 @@ fn initialize_lists_every_tool_with_a_schema() {
     }
     assert!(submit.to_string().contains(r#""interactive""#), "{submit}");
     assert!(submit.to_string().contains(r#""batch""#), "{submit}");
-    assert_eq!(schema("get_status")["required"], json!(["ids"]));
-    assert_eq!(schema("get_status")["properties"]["ids"]["minItems"], 1);
+    // Tasks are named by ids or by a team; the server refuses neither and both.
+    let status = schema("get_status");
+    assert!(status["properties"]["ids"].is_object(), "{status}");
+    assert!(status["properties"]["team"].is_object(), "{status}");
+    for tool in [
+        "list",
+        "wait",
+        "cancel_tasks",
+        "steer_task",
+        "get_task_result",
+    ] {
+        assert!(schema(tool)["properties"]["team"].is_object(), "{tool}");
+    }
+    assert!(submit["properties"]["role"].is_object(), "{submit}");
+    assert!(submit["properties"]["team"].is_object(), "{submit}");
     let wait = schema("wait");
     assert_eq!(wait["properties"]["timeout_seconds"]["maximum"], 50.0);
     assert!(wait.to_string().contains("input_required"), "{wait}");
-    assert_eq!(schema("steer_task")["required"], json!(["id", "message"]));
+    assert_eq!(schema("steer_task")["required"], json!(["message"]));
+    assert!(wait.to_string().contains(r#""report""#), "{wait}");
     assert!(schema("list").to_string().contains("adapters"));
 
     let adapters = client.ok("list", json!({"kind": "adapters"}));
@@ -247,6 +261,15 @@ fn bad_arguments_are_invalid_input_and_unknown_ids_task_not_found() {
         ("get_status", json!({"ids": "t_0123456789ab"})),
         ("get_status", json!({})),
         ("get_status", json!({"ids": []})),
+        (
+            "get_status",
+            json!({"ids": ["t_0123456789ab"], "team": "a"}),
+        ),
+        ("get_task_result", json!({})),
+        ("steer_task", json!({"message": "hi"})),
+        ("wait", json!({"team": "no such team!"})),
+        ("submit_task", json!({"objective": "x", "role": "../etc"})),
+        ("submit_task", json!({"objective": "x", "team": "a b"})),
         ("submit_task", json!({})),
         ("submit_task", json!({"objective": "x", "mode": "sideways"})),
         ("submit_task", json!({"objective": "x", "colour": "blue"})),
