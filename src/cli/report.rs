@@ -28,13 +28,8 @@ pub struct ReportArgs {
     /// Structured detail for the parent, as JSON (e.g. '{"pr": 42}').
     #[arg(long, value_name = "JSON")]
     data: Option<String>,
-    /// The report, in words.
-    #[arg(
-        value_name = "MESSAGE",
-        required = true,
-        allow_hyphen_values = true,
-        trailing_var_arg = true
-    )]
+    /// The report, in words (after `--` if it starts with `-`).
+    #[arg(value_name = "MESSAGE", required = true)]
     message: Vec<String>,
 }
 
