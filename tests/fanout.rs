@@ -534,3 +534,94 @@ fn a_child_reports_from_its_own_pane_and_nobody_else_can() {
     let (result, _) = h.json(&["result", &id]);
     assert_eq!(result["reports"].as_array().unwrap().len(), 2, "{result}");
 }
+
+#[test]
+fn a_real_gemini_child_reports_blocked_through_its_shell_tool() {
+    // The real Gemini CLI, offline: its canned model reply calls the shell tool with
+    // `cuekit report`, which runs in the task's pane as any agent's shell command would.
+    let tool_call = serde_json::json!({"method": "generateContentStream", "response": [{
+        "candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
+            "name": "run_shell_command",
+            "args": {"command": "cuekit report --blocked \"need the API key\"",
+                     "description": "Tell the parent what is missing"}}}]},
+            "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}}]})
+    .to_string();
+    let h = Harness::new().with_real_gemini(&[
+        tool_call,
+        common::canned_text("I told the parent I need the API key."),
+    ]);
+    cuekit_on_path(&h);
+    let id = h.submit(&[
+        "--mode",
+        "batch",
+        "--model",
+        common::MODEL,
+        "--team",
+        "deploy",
+        "Deploy the service",
+    ]);
+    let waiter = h
+        .cuekit()
+        .args([
+            "--json",
+            "wait",
+            &id,
+            "--until",
+            "report",
+            "--timeout",
+            "90s",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = waiter.wait_with_output().unwrap();
+    let returned = std::time::SystemTime::now();
+    let waited: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{waited}\n{}",
+        h.transcript(&id)
+    );
+    let report = &waited["tasks"][0]["last_report"];
+    assert_eq!(report["kind"], "blocked", "{waited}\n{}", h.transcript(&id));
+    assert_eq!(report["message"], "need the API key");
+    let reported = humantime::parse_rfc3339(report["at"].as_str().unwrap()).unwrap();
+    // A figure, not an assertion: how long after the report the parent's wait returned.
+    eprintln!(
+        "wait --until report returned {} ms after the report",
+        returned
+            .duration_since(reported)
+            .unwrap_or_default()
+            .as_millis()
+    );
+
+    let (ended, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+    assert_eq!(code, 0, "{ended}\n{}", h.transcript(&id));
+    let status = h.status(&id);
+    assert_eq!(
+        (
+            status["blocked"].as_bool(),
+            status["last_report"]["kind"].as_str()
+        ),
+        (Some(true), Some("blocked")),
+        "{status}"
+    );
+    let list = h.ok(&["list"]);
+    let line = list.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(line.contains(" blocked "), "{list}");
+    // The stream and the report share events.jsonl: the result keeps them apart.
+    let (result, _) = h.json(&["result", &id]);
+    assert_eq!(
+        result["tool_calls"][0]["name"], "run_shell_command",
+        "{result}"
+    );
+    assert_eq!(result["tool_calls"][0]["status"], "success", "{result}");
+    assert_eq!(result["reports"].as_array().unwrap().len(), 1, "{result}");
+    assert_eq!(result["unknown_events"], serde_json::json!([]), "{result}");
+    assert_eq!(
+        result["final_text"],
+        "I told the parent I need the API key."
+    );
+}
