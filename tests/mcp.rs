@@ -442,6 +442,65 @@ fn cancel_and_batch_rules_over_mcp() {
 }
 
 #[test]
+fn a_team_with_a_role_is_followed_through_team_parameters() {
+    let h = Harness::new().with_fake_gemini();
+    let mut client = Client::start(&h);
+    let members: Vec<String> = (0..2)
+        .map(|n| {
+            submit(
+                &mut client,
+                json!({"objective": format!("member {n}"), "role": "worker", "team": "crew",
+                       "mode": "interactive"}),
+            )
+        })
+        .collect();
+    let outsider = submit(&mut client, json!({"objective": "not in the crew"}));
+    let status = client.ok("get_status", json!({"team": "crew"}));
+    assert_eq!(status["total"], 2, "{status}");
+    assert_eq!(status["tasks"][0]["role"], "worker", "{status}");
+    let listed = client.ok("list", json!({"team": "crew"}));
+    let listed: Vec<&str> = listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, members);
+    for id in &members {
+        h.wait_until(id, "the prompt", Duration::from_secs(10), || {
+            h.screen(id).contains("Type your message")
+        });
+    }
+    let steered = client.ok("steer_task", json!({"team": "crew", "message": "status?"}));
+    assert_eq!(
+        steered["receipts"].as_array().unwrap().len(),
+        2,
+        "{steered}"
+    );
+    let waited = client.ok("wait", json!({"team": "crew", "timeout_seconds": 0.2}));
+    assert_eq!(waited["timed_out"], true, "{waited}");
+    let cancelled = client.ok("cancel_tasks", json!({"team": "crew", "grace_seconds": 1}));
+    assert_eq!(
+        cancelled["tasks"].as_array().unwrap().len(),
+        2,
+        "{cancelled}"
+    );
+    let results = client.ok("get_task_result", json!({"team": "crew"}));
+    assert_eq!(results["team"], "crew");
+    assert_eq!(results["results"][1]["status"], "cancelled", "{results}");
+    assert_ne!(
+        h.status(&outsider)["status"],
+        "cancelled",
+        "not in the team"
+    );
+    assert_eq!(
+        client.error_code("wait", json!({"team": "nobody"})),
+        "task_not_found"
+    );
+    client.ok("cancel_tasks", json!({"ids": [outsider]}));
+}
+
+#[test]
 fn an_interactive_gemini_task_is_steered_and_read_over_mcp() {
     let h =
         Harness::new().with_real_gemini(&[canned_text("Answer one."), canned_text("Answer two.")]);
