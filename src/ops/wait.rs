@@ -1,4 +1,4 @@
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::refresh::{Refreshed, refresh};
@@ -45,7 +45,18 @@ pub struct WaitOutcome {
 
 pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
     let started = Instant::now();
-    let records = super::open_all(&request.task_ids, cwd)?;
+    let watch_records = request.until == WaitUntil::Report;
+    let dirs = request
+        .task_ids
+        .iter()
+        .map(|id| store::resolve(id, cwd))
+        .collect::<Result<Vec<_>>>()?;
+    // Taken before each read of the records, so a report written after the read is noticed.
+    let mut stamps = watch_records.then(|| record_stamps(&dirs));
+    let records = dirs
+        .iter()
+        .map(|dir| store::load(dir))
+        .collect::<Result<Vec<_>>>()?;
     // Reports made before the wait began do not end it.
     let reports_before: Vec<u64> = records.iter().map(report_seq).collect();
     let mut refreshed = refresh(records)?;
@@ -93,33 +104,27 @@ pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
         }
         wait_for_change(
             &refreshed,
+            &dirs,
+            stamps.as_deref(),
             started,
             request.timeout,
-            request.until == WaitUntil::Report,
         );
+        stamps = watch_records.then(|| record_stamps(&dirs));
         refreshed = refresh(reload(&refreshed.records)?)?;
     }
 }
 
 /// Sleeps until a sentinel appears or a full refresh is due (or the wait's own timeout); with
-/// `records_changed`, also when a task record is rewritten (a report is written to it).
+/// `stamps`, also when a task record has been rewritten since they were taken (a report is
+/// written to it): a `stat` per task per tick, like the sentinels.
 fn wait_for_change(
     refreshed: &Refreshed,
+    dirs: &[PathBuf],
+    stamps: Option<&[Option<SystemTime>]>,
     started: Instant,
     timeout: Option<Duration>,
-    records_changed: bool,
 ) {
     let since = Instant::now();
-    let record_times = |records: &[TaskRecord]| -> Vec<Option<SystemTime>> {
-        records
-            .iter()
-            .map(|r| {
-                let meta = std::fs::metadata(r.task_dir.join(store::RECORD_FILE)).ok()?;
-                meta.modified().ok()
-            })
-            .collect()
-    };
-    let before = records_changed.then(|| record_times(&refreshed.records));
     while since.elapsed() < FULL_REFRESH_EVERY
         && timeout.is_none_or(|limit| started.elapsed() < limit)
     {
@@ -127,12 +132,21 @@ fn wait_for_change(
         if refreshed.records.iter().any(sentinel_appeared) {
             return;
         }
-        if let Some(before) = &before
-            && record_times(&refreshed.records) != *before
-        {
+        if stamps.is_some_and(|stamps| record_stamps(dirs) != stamps) {
             return;
         }
     }
+}
+
+/// When each task's `task.json` was last replaced.
+fn record_stamps(dirs: &[PathBuf]) -> Vec<Option<SystemTime>> {
+    dirs.iter()
+        .map(|dir| {
+            std::fs::metadata(dir.join(store::RECORD_FILE))
+                .and_then(|meta| meta.modified())
+                .ok()
+        })
+        .collect()
 }
 
 fn report_seq(record: &TaskRecord) -> u64 {
