@@ -333,6 +333,8 @@ fn a_team_of_five_is_listed_waited_on_cancelled_and_read_together() {
     assert_eq!(results["results"][0]["status"], "cancelled");
     let (error, code) = h.json(&["steer", "--team", "five", "hello"]);
     assert_eq!(code, 5, "no running interactive member: {error}");
+    let (error, code) = h.json(&["steer"]);
+    assert_eq!((code, error["error"]["code"].as_str()), (2, Some("usage")));
     let (error, code) = h.json(&["wait", "--team", "nobody"]);
     assert_eq!(
         (code, error["error"]["code"].as_str()),

@@ -17,27 +17,35 @@ pub struct SteerArgs {
     /// Read the message from a file.
     #[arg(long, short = 'f')]
     file: Option<PathBuf>,
-    /// The task id, then the message (`-` reads it from stdin); with --team, only the message.
+    /// The task to steer (with --team, the first word of the message).
+    #[arg(value_name = "ID")]
+    id: Option<String>,
+    /// The message (`-` reads it from stdin).
     #[arg(
-        value_name = "ID> <MESSAGE",
+        value_name = "MESSAGE",
         allow_hyphen_values = true,
         trailing_var_arg = true
     )]
-    words: Vec<String>,
+    message: Vec<String>,
 }
 
 pub fn run(args: &SteerArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
-    let receipts = if let Some(team) = &args.team {
-        let message = super::read_text(&args.words, args.file.as_ref(), "message")?;
-        ops::team_steer(team, cwd, &message)?
-    } else {
-        let Some((id, words)) = args.words.split_first() else {
+    let receipts = match (&args.team, &args.id) {
+        (Some(team), first) => {
+            // Without an id to name, the first positional word is the message's.
+            let words: Vec<String> = first.iter().chain(&args.message).cloned().collect();
+            let message = super::read_text(&words, args.file.as_ref(), "message")?;
+            ops::team_steer(team, cwd, &message)?
+        }
+        (None, Some(id)) => {
+            let message = super::read_text(&args.message, args.file.as_ref(), "message")?;
+            vec![ops::steer(id, cwd, &message)?]
+        }
+        (None, None) => {
             return Err(Error::new(ErrorCode::Usage, "name the task to steer")
                 .with_hint("cuekit steer <ID> <MESSAGE>, or cuekit steer --team <NAME> <MESSAGE>")
                 .into());
-        };
-        let message = super::read_text(words, args.file.as_ref(), "message")?;
-        vec![ops::steer(id, cwd, &message)?]
+        }
     };
     if json {
         match (&args.team, receipts.as_slice()) {
