@@ -429,23 +429,56 @@ fn team_submit_starts_every_member_and_steer_reaches_each_interactive_one() {
     assert_eq!(code, 4, "no member of the bad team was started: {error}");
 }
 
+/// Starts `cuekit wait --until report`, then opens the child's gate; returns what the wait
+/// printed. The pause only orders the two (a report made before the wait began does not count).
+fn wait_for_report_after(h: &Harness, id: &str, gate: &std::path::Path) -> Value {
+    let waiter = h
+        .cuekit()
+        .args([
+            "--json",
+            "wait",
+            id,
+            "--until",
+            "report",
+            "--timeout",
+            "30s",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    std::fs::write(gate, "").unwrap();
+    let output = waiter.wait_with_output().unwrap();
+    let waited: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{waited}\n{}",
+        h.transcript(id)
+    );
+    assert_eq!(waited["timed_out"], false, "{waited}");
+    waited
+}
+
 #[test]
 fn a_child_reports_from_its_own_pane_and_nobody_else_can() {
     let h = Harness::new();
     cuekit_on_path(&h);
-    let gate = h.root().join("go");
-    // The child reports blocked, waits for its gate, reports done, then idles until cancelled.
+    let (first, second) = (h.root().join("go1"), h.root().join("go2"));
+    // The child reports blocked once its first gate opens, done at its second, then idles until
+    // cancelled.
     let script = format!(
-        "cuekit report --blocked 'need the API key' --data '{{\"missing\":\"GEMINI_API_KEY\"}}' \
-         || exit 9; while [ ! -e '{gate}' ]; do sleep 0.05; done; \
+        "while [ ! -e '{first}' ]; do sleep 0.05; done; \
+         cuekit report --blocked 'need the API key' --data '{{\"missing\":\"GEMINI_API_KEY\"}}' \
+         || exit 9; while [ ! -e '{second}' ]; do sleep 0.05; done; \
          cuekit report --done all set || exit 9; sleep 30",
-        gate = gate.display()
+        first = first.display(),
+        second = second.display()
     );
     let id = h.submit(&[
         "--team", "solo", "--agent", "command", "--mode", "batch", "--", "sh", "-c", &script,
     ]);
-    let (waited, code) = h.json(&["wait", &id, "--until", "report", "--timeout", "20s"]);
-    assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
+    let waited = wait_for_report_after(&h, &id, &first);
     let report = &waited["tasks"][0]["last_report"];
     assert_eq!(
         (
@@ -508,9 +541,7 @@ fn a_child_reports_from_its_own_pane_and_nobody_else_can() {
         h.transcript(&forger)
     );
 
-    std::fs::write(&gate, "").unwrap();
-    let (waited, code) = h.json(&["wait", &id, "--until", "report", "--timeout", "20s"]);
-    assert_eq!(code, 0, "{waited}");
+    let waited = wait_for_report_after(&h, &id, &second);
     assert_eq!(waited["tasks"][0]["last_report"]["kind"], "done");
     assert_eq!(waited["tasks"][0]["last_report"]["seq"], 2);
     let (result, _) = h.json(&["result", &id]);
@@ -535,6 +566,40 @@ fn a_child_reports_from_its_own_pane_and_nobody_else_can() {
     assert_eq!(error["error"]["code"], "invalid_state");
     let (result, _) = h.json(&["result", &id]);
     assert_eq!(result["reports"].as_array().unwrap().len(), 2, "{result}");
+}
+
+#[test]
+fn a_child_finds_cuekit_when_the_parent_ran_it_by_its_full_path() {
+    // No `cuekit` on the submitter's PATH (an MCP client starts cuekit by its full path):
+    // the pane's PATH gets this binary's directory, at the end.
+    let h = Harness::new();
+    let id = String::from_utf8(
+        h.cuekit()
+            .env("PATH", format!("{}:/usr/bin:/bin", h.bin.display()))
+            .args([
+                "--json",
+                "submit",
+                "--agent",
+                "command",
+                "--mode",
+                "batch",
+                "--",
+                "sh",
+                "-c",
+                "cuekit report --done found it || exit 9; sleep 30",
+            ])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let id: Value = serde_json::from_str(&id).unwrap();
+    let id = id["id"].as_str().unwrap().to_string();
+    // The report may come before any wait could begin: read it off the status.
+    h.wait_until(&id, "the report", Duration::from_secs(20), || {
+        h.status(&id)["last_report"]["message"] == "found it"
+    });
+    h.ok(&["cancel", &id]);
 }
 
 #[test]

@@ -3,12 +3,17 @@
 
 use std::path::Path;
 
+use std::time::{Duration, Instant};
+
 use serde_json::Value;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::process::descends_from;
 use crate::report::{Report, ReportKind};
 use crate::store;
+
+/// How long a report waits for its task's record to appear (see `open_when_in_place`).
+const RECORD_GRACE: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Clone)]
 pub struct ReportRequest {
@@ -34,7 +39,7 @@ pub fn report(
         return Err(Error::invalid_input("the report has no message")
             .with_hint("say it in words, e.g. `cuekit report --blocked \"need the API key\"`"));
     }
-    let record = super::open(task_id, cwd)?;
+    let record = open_when_in_place(task_id, cwd)?;
     let refreshed = super::refresh::refresh(vec![record])?;
     let record = &refreshed.records[0];
     let ended = || {
@@ -78,6 +83,24 @@ pub fn report(
         Ok(true)
     })?;
     Ok(written.expect("the update ran"))
+}
+
+/// A task's record is put in place only once tmux has started its pane, so a child that reports
+/// at once can be a few milliseconds early: when the task's directory is there (the pane works
+/// in the task's directory) but its record is not yet, give the submit a moment to finish.
+fn open_when_in_place(task_id: &str, cwd: &Path) -> Result<crate::store::TaskRecord> {
+    let deadline = Instant::now() + RECORD_GRACE;
+    let starting = store::is_task_id(task_id) && store::task_dir(cwd, task_id).is_dir();
+    loop {
+        match super::open(task_id, cwd) {
+            Err(err)
+                if err.code == ErrorCode::TaskNotFound && starting && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Every report of a task, oldest first, from its `events.jsonl`.

@@ -266,6 +266,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .map(|(name, s)| (name, s.value));
     let env_file = render_env_file(
         inherited
+            .chain(path_with_cuekit())
             .chain(configured)
             .chain([("CUEKIT_TASK_ID".to_string(), id.clone())]),
     );
@@ -344,6 +345,26 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         super::watchdog::spawn(&task_dir)?;
     }
     Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(&record))))
+}
+
+/// The submitter's PATH with this binary's directory added at the end, when `cuekit` is not on
+/// it: a child must be able to run `cuekit report`, also when its parent started cuekit by its
+/// full path (as MCP clients do). `None` leaves PATH as inherited.
+fn path_with_cuekit() -> Option<(String, String)> {
+    const NAME: &str = "cuekit";
+    if crate::which::find_on_path(NAME).is_some() {
+        return None;
+    }
+    let exe = std::env::current_exe().ok()?;
+    if exe.file_name()? != NAME {
+        return None;
+    }
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).collect())
+        .unwrap_or_default();
+    dirs.push(exe.parent()?.to_path_buf());
+    let path = std::env::join_paths(dirs).ok()?.into_string().ok()?;
+    Some(("PATH".to_string(), path))
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
