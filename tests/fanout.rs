@@ -343,6 +343,30 @@ fn a_team_of_five_is_listed_waited_on_cancelled_and_read_together() {
     let (error, code) = h.json(&["list", "--team", "bad name"]);
     assert_eq!(code, 3, "{error}");
     std::fs::write(h.root().join("go9"), "").unwrap();
+
+    // A wait on a whole team returns once the last member ends, all completed: exit 0.
+    let trio: Vec<String> = (10..13).map(|n| gated(&h, "trio", n)).collect();
+    let waiter = h
+        .cuekit()
+        .args(["--json", "wait", "--team", "trio", "--timeout", "30s"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for n in 10..13 {
+        std::fs::write(h.root().join(format!("go{n}")), "").unwrap();
+    }
+    let output = waiter.wait_with_output().unwrap();
+    let waited: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{waited}");
+    assert_eq!(ids(&waited["tasks"]), trio);
+    assert!(
+        waited["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["status"] == "completed"),
+        "{waited}"
+    );
 }
 
 #[test]
