@@ -22,6 +22,7 @@ pub enum ErrorCode {
     ConfigUntrusted,
     TaskFailed,
     WaitTimeout,
+    NotTaskPane,
 }
 
 impl ErrorCode {
@@ -43,6 +44,7 @@ impl ErrorCode {
             ErrorCode::ConfigUntrusted => "config_untrusted",
             ErrorCode::TaskFailed => "task_failed",
             ErrorCode::WaitTimeout => "wait_timeout",
+            ErrorCode::NotTaskPane => "not_task_pane",
         }
     }
 
@@ -63,6 +65,7 @@ impl ErrorCode {
             ErrorCode::ConfigInvalid => 12,
             ErrorCode::Untrusted => 13,
             ErrorCode::ConfigUntrusted => 14,
+            ErrorCode::NotTaskPane => 17,
             ErrorCode::TaskFailed => 20,
             ErrorCode::WaitTimeout => 21,
         }

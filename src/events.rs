@@ -314,6 +314,8 @@ impl Digest {
                 self.result =
                     Some(serde_json::json!({"status": status, "error": error, "stats": stats}));
             }
+            // A child's `cuekit report` shares the file with the stream; results list those apart.
+            Event::Unknown { event } if crate::report::is_report_event(event) => {}
             Event::Unknown { event } => self.unknown_events.push(event.clone()),
         }
     }
@@ -534,6 +536,29 @@ this is not json
             vec![serde_json::json!({"type": "thought", "text": "hmm"})]
         );
         assert_eq!(d.unknown_fields["tool_result"]["novel_field"], 7);
+    }
+
+    #[test]
+    fn a_childs_reports_in_the_same_file_are_not_unknown_events() {
+        let report = crate::report::Report {
+            seq: 1,
+            kind: crate::report::ReportKind::Blocked,
+            message: "need the API key".into(),
+            data: None,
+            at: "2026-11-29T10:00:01.700Z".into(),
+        };
+        let line = String::from_utf8(report.event_line()).unwrap();
+        let with_report: String = STREAM
+            .lines()
+            .flat_map(|l| [l, line.as_str()])
+            .collect::<Vec<_>>()
+            .join("\n");
+        let d = digest(&with_report);
+        let plain = digest(STREAM);
+        assert_eq!(d.unknown_events, plain.unknown_events);
+        assert_eq!(d.final_text, plain.final_text);
+        assert_eq!(d.tool_calls, plain.tool_calls);
+        assert!(d.succeeded());
     }
 
     #[test]

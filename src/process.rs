@@ -105,20 +105,19 @@ fn carries(pid: u32, marker: &[u8]) -> bool {
     })
 }
 
-/// Whether `pid` descends from `ancestor` (following parents up to init).
-pub fn is_descendant_of(pid: u32, ancestor: u32) -> bool {
+/// Whether `ancestor` is `pid` itself or one of its ancestors, following parent pids up
+/// through `/proc` (the kernel's word, which no environment variable can forge).
+pub fn descends_from(pid: u32, ancestor: u32) -> bool {
     let mut current = pid;
+    // A bound against a cycle read across a pid being reused mid-walk.
     for _ in 0..4096 {
-        let Some(stat) = read_stat(current) else {
-            return false;
-        };
-        if stat.ppid == ancestor {
+        if current == ancestor {
             return true;
         }
-        if stat.ppid <= 1 {
-            return false;
+        match read_stat(current) {
+            Some(stat) if stat.ppid != 0 && stat.ppid != current => current = stat.ppid,
+            _ => return false,
         }
-        current = stat.ppid;
     }
     false
 }
@@ -214,6 +213,22 @@ mod tests {
     use std::process::Command;
 
     use super::*;
+
+    #[test]
+    fn ancestry_follows_parent_pids() {
+        let me = std::process::id();
+        let mut child = Command::new("/bin/sh")
+            .args(["-c", "sleep 30"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(descends_from(child.id(), me));
+        assert!(descends_from(me, me));
+        assert!(descends_from(me, 1), "everything descends from init");
+        assert!(!descends_from(me, child.id()));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 
     #[test]
     fn kills_a_tree_that_ignores_sigterm() {

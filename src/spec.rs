@@ -65,6 +65,16 @@ pub struct TaskSpec {
     /// For the `command` agent: the program and its arguments, word for word.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub argv: Vec<String>,
+    /// The role (agent profile) the task was submitted with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The role's instructions as resolved at submit time, so the record explains the prompt
+    /// even after the profile file changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role_instructions: Option<String>,
+    /// Tell the child how to report back with `cuekit report` (tasks in a team or with a role).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub report_hint: bool,
 }
 
 impl TaskSpec {
@@ -74,8 +84,17 @@ impl TaskSpec {
     }
 }
 
+/// The paragraph that tells a child how to talk back to its parent; short, because it is read
+/// by every child of a team on every run.
+pub const REPORT_HINT: &str = "Reporting back: you run as a cuekit task, and your parent reads \
+your reports. If you are blocked and need something from it (a decision, access, a missing \
+input), run `cuekit report --blocked \"what you need\"` in your shell; on long work, \
+`cuekit report --progress \"where you are\"` now and then; when you finish, \
+`cuekit report --done \"what you did\"` (or `--failed \"why\"`).";
+
 /// The prompt a child agent receives: the objective first, then the optional parts as
-/// labelled sections, so a human reading the transcript sees the same structure.
+/// labelled sections, so a human reading the transcript sees the same structure. The role's
+/// instructions come before the constraints, so the task's own rules are read last.
 pub fn render_prompt(spec: &TaskSpec) -> String {
     let mut prompt = spec.objective.trim_end().to_string();
     if let Some(context) = spec.context.as_deref().map(str::trim_end)
@@ -84,12 +103,23 @@ pub fn render_prompt(spec: &TaskSpec) -> String {
         prompt.push_str("\n\nContext:\n");
         prompt.push_str(context);
     }
+    if let Some(instructions) = spec.role_instructions.as_deref().map(str::trim)
+        && !instructions.is_empty()
+    {
+        let role = spec.role.as_deref().unwrap_or("assigned");
+        prompt.push_str(&format!("\n\nInstructions for your role ({role}):\n"));
+        prompt.push_str(instructions);
+    }
     if !spec.constraints.is_empty() {
         prompt.push_str("\n\nConstraints:");
         for constraint in &spec.constraints {
             prompt.push_str("\n- ");
             prompt.push_str(constraint.trim());
         }
+    }
+    if spec.report_hint {
+        prompt.push_str("\n\n");
+        prompt.push_str(REPORT_HINT);
     }
     prompt
 }
@@ -118,6 +148,25 @@ mod tests {
         assert_eq!(
             render_prompt(&spec),
             "fix the build\n\nContext:\nCI fails on main\n\nConstraints:\n- no new deps\n- keep tests green"
+        );
+    }
+
+    #[test]
+    fn role_instructions_come_before_constraints_and_the_report_hint_last() {
+        let spec = TaskSpec {
+            objective: "review the PR".into(),
+            constraints: vec!["be brief".into()],
+            role: Some("reviewer".into()),
+            role_instructions: Some("Read the diff.\n".into()),
+            report_hint: true,
+            ..TaskSpec::default()
+        };
+        assert_eq!(
+            render_prompt(&spec),
+            format!(
+                "review the PR\n\nInstructions for your role (reviewer):\nRead the diff.\n\n\
+                 Constraints:\n- be brief\n\n{REPORT_HINT}"
+            )
         );
     }
 

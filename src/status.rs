@@ -188,6 +188,8 @@ mod tests {
             agent_session_id: None,
             resumed_from: None,
             submitted_from: None,
+            team: None,
+            last_report: None,
         }
     }
 

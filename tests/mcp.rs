@@ -222,12 +222,26 @@ fn initialize_lists_every_tool_with_a_schema() {
     }
     assert!(submit.to_string().contains(r#""interactive""#), "{submit}");
     assert!(submit.to_string().contains(r#""batch""#), "{submit}");
-    assert_eq!(schema("get_status")["required"], json!(["ids"]));
-    assert_eq!(schema("get_status")["properties"]["ids"]["minItems"], 1);
+    // Tasks are named by ids or by a team; the server refuses neither and both.
+    let status = schema("get_status");
+    assert!(status["properties"]["ids"].is_object(), "{status}");
+    assert!(status["properties"]["team"].is_object(), "{status}");
+    for tool in [
+        "list",
+        "wait",
+        "cancel_tasks",
+        "steer_task",
+        "get_task_result",
+    ] {
+        assert!(schema(tool)["properties"]["team"].is_object(), "{tool}");
+    }
+    assert!(submit["properties"]["role"].is_object(), "{submit}");
+    assert!(submit["properties"]["team"].is_object(), "{submit}");
     let wait = schema("wait");
     assert_eq!(wait["properties"]["timeout_seconds"]["maximum"], 50.0);
     assert!(wait.to_string().contains("input_required"), "{wait}");
-    assert_eq!(schema("steer_task")["required"], json!(["id", "message"]));
+    assert_eq!(schema("steer_task")["required"], json!(["message"]));
+    assert!(wait.to_string().contains(r#""report""#), "{wait}");
     assert!(schema("list").to_string().contains("adapters"));
 
     let adapters = client.ok("list", json!({"kind": "adapters"}));
@@ -248,6 +262,15 @@ fn bad_arguments_are_invalid_input_and_unknown_ids_task_not_found() {
         ("get_status", json!({"ids": "t_0123456789ab"})),
         ("get_status", json!({})),
         ("get_status", json!({"ids": []})),
+        (
+            "get_status",
+            json!({"ids": ["t_0123456789ab"], "team": "a"}),
+        ),
+        ("get_task_result", json!({})),
+        ("steer_task", json!({"message": "hi"})),
+        ("wait", json!({"team": "no such team!"})),
+        ("submit_task", json!({"objective": "x", "role": "../etc"})),
+        ("submit_task", json!({"objective": "x", "team": "a b"})),
         ("submit_task", json!({})),
         ("submit_task", json!({"objective": "x", "mode": "sideways"})),
         ("submit_task", json!({"objective": "x", "colour": "blue"})),
@@ -417,6 +440,65 @@ fn cancel_and_batch_rules_over_mcp() {
         "cancelled"
     );
     assert_eq!(h.status(&id)["status"], "cancelled");
+}
+
+#[test]
+fn a_team_with_a_role_is_followed_through_team_parameters() {
+    let h = Harness::new().with_fake_gemini();
+    let mut client = Client::start(&h);
+    let members: Vec<String> = (0..2)
+        .map(|n| {
+            submit(
+                &mut client,
+                json!({"objective": format!("member {n}"), "role": "worker", "team": "crew",
+                       "mode": "interactive"}),
+            )
+        })
+        .collect();
+    let outsider = submit(&mut client, json!({"objective": "not in the crew"}));
+    let status = client.ok("get_status", json!({"team": "crew"}));
+    assert_eq!(status["total"], 2, "{status}");
+    assert_eq!(status["tasks"][0]["role"], "worker", "{status}");
+    let listed = client.ok("list", json!({"team": "crew"}));
+    let listed: Vec<&str> = listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, members);
+    for id in &members {
+        h.wait_until(id, "the prompt", Duration::from_secs(10), || {
+            h.screen(id).contains("Type your message")
+        });
+    }
+    let steered = client.ok("steer_task", json!({"team": "crew", "message": "status?"}));
+    assert_eq!(
+        steered["receipts"].as_array().unwrap().len(),
+        2,
+        "{steered}"
+    );
+    let waited = client.ok("wait", json!({"team": "crew", "timeout_seconds": 0.2}));
+    assert_eq!(waited["timed_out"], true, "{waited}");
+    let cancelled = client.ok("cancel_tasks", json!({"team": "crew", "grace_seconds": 1}));
+    assert_eq!(
+        cancelled["tasks"].as_array().unwrap().len(),
+        2,
+        "{cancelled}"
+    );
+    let results = client.ok("get_task_result", json!({"team": "crew"}));
+    assert_eq!(results["team"], "crew");
+    assert_eq!(results["results"][1]["status"], "cancelled", "{results}");
+    assert_ne!(
+        h.status(&outsider)["status"],
+        "cancelled",
+        "not in the team"
+    );
+    assert_eq!(
+        client.error_code("wait", json!({"team": "nobody"})),
+        "task_not_found"
+    );
+    client.ok("cancel_tasks", json!({"ids": [outsider]}));
 }
 
 #[test]

@@ -8,15 +8,22 @@ use crate::ops;
 
 #[derive(Debug, Args)]
 pub struct CancelArgs {
-    #[arg(required = true, value_name = "ID")]
+    #[arg(required_unless_present = "team", value_name = "ID")]
     ids: Vec<String>,
+    /// Cancel every member of a team (ended members only lose their leftover sessions).
+    #[arg(long, value_name = "NAME", conflicts_with = "ids")]
+    team: Option<String>,
     /// How long the agent gets to exit on SIGTERM before SIGKILL.
     #[arg(long, default_value = "3s", value_parser = super::parse_duration)]
     grace: Duration,
 }
 
 pub fn run(args: &CancelArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
-    let tasks = ops::cancel(&args.ids, cwd, args.grace)?;
+    let ids = match &args.team {
+        Some(team) => ops::team_ids(team)?,
+        None => args.ids.clone(),
+    };
+    let tasks = ops::cancel(&ids, cwd, args.grace)?;
     if json {
         print_json(&tasks);
     } else {

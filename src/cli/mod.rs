@@ -6,11 +6,14 @@ mod events;
 mod logs;
 mod mcp;
 mod render;
+mod report;
 mod result;
+mod roles;
 mod setup;
 mod status;
 mod steer;
 mod submit;
+mod team;
 mod wait;
 
 use std::path::PathBuf;
@@ -38,16 +41,22 @@ pub struct Cli {
 enum Command {
     /// Start a task: render the prompt, launch the agent in a new tmux session.
     Submit(Box<submit::SubmitArgs>),
-    /// Show the status of tasks.
+    /// Show the status of tasks (or a team's summary with --team).
     Status {
-        #[arg(required = true, value_name = "ID")]
+        #[arg(required_unless_present = "team", value_name = "ID")]
         ids: Vec<String>,
+        /// A team's summary: members per status, who waits on a human or the parent.
+        #[arg(long, value_name = "NAME", conflicts_with = "ids")]
+        team: Option<String>,
     },
-    /// List this project's tasks (or every task with --all).
+    /// List this project's tasks (or every task with --all, or a team's with --team).
     List {
         /// Every task cuekit knows, from any project.
         #[arg(long)]
         all: bool,
+        /// The members of a team, whichever project they work in.
+        #[arg(long, value_name = "NAME", conflicts_with = "all")]
+        team: Option<String>,
     },
     /// Attach this terminal to a task's tmux session (detach with the tmux prefix, then d).
     Attach {
@@ -56,10 +65,13 @@ enum Command {
     },
     /// Print a task's transcript (readable by default).
     Logs(logs::LogsArgs),
-    /// What a task did: status, final text, tool calls, tokens, files changed.
+    /// What a task did: status, final text, tool calls, tokens, files changed, reports.
     Result {
-        #[arg(value_name = "ID")]
-        id: String,
+        #[arg(value_name = "ID", required_unless_present = "team")]
+        id: Option<String>,
+        /// Every member's result, in one document.
+        #[arg(long, value_name = "NAME", conflicts_with = "id")]
+        team: Option<String>,
     },
     /// Send a message to a running interactive task.
     Steer(steer::SteerArgs),
@@ -71,6 +83,13 @@ enum Command {
     Events(events::EventsArgs),
     /// List the agents cuekit can run, with their capabilities and models.
     Adapters,
+    /// List the roles (agent profiles) for `submit --role`, with the files they come from.
+    Roles,
+    /// Teams of tasks: `cuekit team submit NAME --spec FILE`.
+    #[command(subcommand)]
+    Team(team::TeamCommand),
+    /// Inside a task's pane: tell the parent how the task stands (progress, blocked, done, failed).
+    Report(report::ReportArgs),
     /// Print the effective configuration and where each value comes from.
     Config,
     /// Write a starter .cuekit.yaml here and add .cuekit/ to .gitignore.
@@ -142,8 +161,11 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
     let json = cli.json;
     match &cli.command {
         Command::Submit(args) => submit::run(args, &cwd, json),
-        Command::Status { ids } => status::status(ids, &cwd, json),
-        Command::List { all } => status::list(*all, &cwd, json),
+        Command::Status { ids, team: None } => status::status(ids, &cwd, json),
+        Command::Status {
+            team: Some(team), ..
+        } => status::team_status(team, &cwd, json),
+        Command::List { all, team } => status::list(*all, team.as_deref(), &cwd, json),
         Command::Attach { id } => match crate::ops::attach(id, &cwd)? {},
         Command::Logs(args) => logs::run(args, &cwd),
         Command::Steer(args) => steer::run(args, &cwd, json),
@@ -151,11 +173,14 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Cancel(args) => cancel::run(args, &cwd, json),
         Command::Events(args) => events::run(args, &cwd, json),
         Command::Adapters => setup::adapters(json),
+        Command::Roles => roles::run(&cwd, json),
+        Command::Team(command) => team::run(command, &cwd, json),
+        Command::Report(args) => report::run(args, &cwd, json),
         Command::Config => setup::config(&cwd, json),
         Command::Init { force } => setup::init(&cwd, *force, json),
         Command::Doctor { fix } => setup::doctor(&cwd, *fix, json),
         Command::Mcp(args) => mcp::run(args, &cwd),
-        Command::Result { id } => result::run(id, &cwd, json),
+        Command::Result { id, team } => result::run(id.as_deref(), team.as_deref(), &cwd, json),
         Command::EventFilter { task_dir } => {
             crate::ops::run_event_filter(task_dir)?;
             Ok(0)

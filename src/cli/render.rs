@@ -45,6 +45,21 @@ pub fn task_details(task: &TaskView) -> String {
     if let Some(hint) = &task.hint {
         out.push_str(&format!("\n  hint:       {hint}"));
     }
+    if let Some(role) = &task.role {
+        out.push_str(&format!("\n  role:       {role}"));
+    }
+    if let Some(team) = &task.team {
+        out.push_str(&format!("\n  team:       {team}"));
+    }
+    if let Some(report) = &task.last_report {
+        out.push_str(&format!(
+            "\n  report:     {} #{} at {}: {}",
+            report.kind.as_str(),
+            report.seq,
+            report.at,
+            first_line(&report.message, 100)
+        ));
+    }
     for warning in &task.warnings {
         out.push_str(&format!("\n  warning:    {warning}"));
     }

@@ -1,14 +1,37 @@
 use std::path::Path;
 
 use super::render::print_json;
-use crate::ops;
+use crate::ops::{self, TaskResult};
 
-pub fn run(id: &str, cwd: &Path, json: bool) -> anyhow::Result<i32> {
-    let result = ops::result(id, cwd)?;
-    if json {
-        print_json(&result);
+pub fn run(id: Option<&str>, team: Option<&str>, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    if let Some(team) = team {
+        let results = ops::team_result(team, cwd)?;
+        if json {
+            print_json(&results);
+        } else {
+            let texts: Vec<String> = results.results.iter().map(render).collect();
+            println!(
+                "team {}
+
+{}",
+                results.team,
+                texts.join("\n\n")
+            );
+        }
         return Ok(0);
     }
+    let result = ops::result(id.expect("clap requires an id without --team"), cwd)?;
+    if json {
+        print_json(&result);
+    } else {
+        println!("{}", render(&result));
+    }
+    Ok(0)
+}
+
+fn render(result: &TaskResult) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
     let exit = result
         .exit_code
         .map(|c| format!(" (exit {c})"))
@@ -18,29 +41,33 @@ pub fn run(id: &str, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         .as_deref()
         .map(|r| format!(" [{r}]"))
         .unwrap_or_default();
-    println!(
+    let _ = writeln!(
+        out,
         "{}  {}{exit}{reason}",
         result.task_id,
         result.status.as_str()
     );
     if let Some(session) = &result.agent_session_id {
-        println!("  session:  {session}");
+        let _ = writeln!(out, "  session:  {session}");
     }
     for call in &result.tool_calls {
-        println!(
+        let _ = writeln!(
+            out,
             "  tool:     {} {} ({})",
             call.name, call.parameters, call.status
         );
     }
     for error in &result.errors {
-        println!(
+        let _ = writeln!(
+            out,
             "  error:    {}",
             error["message"].as_str().unwrap_or_default()
         );
     }
     if let Some(stats) = &result.stats {
         let n = |key: &str| stats.get(key).and_then(|v| v.as_u64()).unwrap_or(0);
-        println!(
+        let _ = writeln!(
+            out,
             "  tokens:   {} ({} in, {} out) in {} ms",
             n("total_tokens"),
             n("input_tokens"),
@@ -50,15 +77,25 @@ pub fn run(id: &str, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     }
     if let Some(files) = &result.files_changed {
         for file in files {
-            println!("  changed:  {} {}", file.status, file.path);
+            let _ = writeln!(out, "  changed:  {} {}", file.status, file.path);
         }
     }
     let text = result
         .transcript_tail
         .as_deref()
         .unwrap_or(&result.final_text);
-    if !text.is_empty() {
-        println!("\n{text}");
+    for report in &result.reports {
+        let _ = writeln!(
+            out,
+            "  report:   {} #{} at {}: {}",
+            report.kind.as_str(),
+            report.seq,
+            report.at,
+            report.message
+        );
     }
-    Ok(0)
+    if !text.is_empty() {
+        let _ = writeln!(out, "\n{text}");
+    }
+    out.trim_end().to_string()
 }

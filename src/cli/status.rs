@@ -1,6 +1,6 @@
 use std::path::Path;
 
-use super::render::{first_line, print_json, task_details};
+use super::render::{first_line, print_json, task_details, task_line};
 use crate::ops;
 
 pub fn status(ids: &[String], cwd: &Path, json: bool) -> anyhow::Result<i32> {
@@ -18,8 +18,43 @@ pub fn status(ids: &[String], cwd: &Path, json: bool) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn list(all: bool, cwd: &Path, json: bool) -> anyhow::Result<i32> {
-    let tasks = ops::list(all, cwd)?;
+pub fn team_status(team: &str, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let summary = ops::team_status(team, cwd)?;
+    if json {
+        print_json(&summary);
+        return Ok(0);
+    }
+    let counts: Vec<String> = summary
+        .counts
+        .iter()
+        .map(|(status, n)| format!("{n} {status}"))
+        .collect();
+    println!(
+        "team {}: {} task{} ({})",
+        summary.team,
+        summary.total,
+        if summary.total == 1 { "" } else { "s" },
+        counts.join(", ")
+    );
+    for waiting in &summary.waiting {
+        let message = waiting
+            .message
+            .as_deref()
+            .map(|m| format!(": {}", first_line(m, 80)))
+            .unwrap_or_default();
+        println!("  waits:  {} [{}]{message}", waiting.id, waiting.reason);
+    }
+    for task in &summary.tasks {
+        println!("  {}", task_line(task));
+    }
+    Ok(0)
+}
+
+pub fn list(all: bool, team: Option<&str>, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let tasks = match team {
+        Some(team) => ops::team_list(team, cwd)?,
+        None => ops::list(all, cwd)?,
+    };
     if json {
         print_json(&tasks);
         return Ok(0);
@@ -36,14 +71,20 @@ pub fn list(all: bool, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         return Ok(0);
     }
     println!(
-        "{:<16} {:<10} {:<8} {:<12} {:<24} OBJECTIVE",
-        "ID", "STATUS", "AGENT", "MODE", "CREATED"
+        "{:<16} {:<14} {:<8} {:<8} {:<12} {:<24} OBJECTIVE",
+        "ID", "STATUS", "REPORT", "AGENT", "MODE", "CREATED"
     );
     for task in &tasks {
+        // The kind of the child's last report: `blocked` means it waits on the parent.
+        let report = task
+            .last_report
+            .as_ref()
+            .map_or("-", |report| report.kind.as_str());
         println!(
-            "{:<16} {:<10} {:<8} {:<12} {:<24} {}",
+            "{:<16} {:<14} {:<8} {:<8} {:<12} {:<24} {}",
             task.id,
             task.status.as_str(),
+            report,
             task.agent_kind,
             task.mode.map_or("-", |m| m.as_str()),
             task.created_at,

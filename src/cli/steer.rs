@@ -3,15 +3,23 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::render::print_json;
+use crate::error::{Error, ErrorCode};
 use crate::ops;
 
 #[derive(Debug, Args)]
+#[command(
+    override_usage = "cuekit steer <ID> <MESSAGE>...\n       cuekit steer --team <NAME> <MESSAGE>..."
+)]
 pub struct SteerArgs {
-    #[arg(value_name = "ID")]
-    id: String,
+    /// Send the message to every running interactive member of a team (one receipt each).
+    #[arg(long, value_name = "NAME")]
+    team: Option<String>,
     /// Read the message from a file.
     #[arg(long, short = 'f')]
     file: Option<PathBuf>,
+    /// The task to steer (with --team, the first word of the message).
+    #[arg(value_name = "ID")]
+    id: Option<String>,
     /// The message (`-` reads it from stdin).
     #[arg(
         value_name = "MESSAGE",
@@ -22,16 +30,41 @@ pub struct SteerArgs {
 }
 
 pub fn run(args: &SteerArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
-    let message = super::read_text(&args.message, args.file.as_ref(), "message")?;
-    let receipt = ops::steer(&args.id, cwd, &message)?;
+    let receipts = match (&args.team, &args.id) {
+        (Some(team), first) => {
+            // Without an id to name, the first positional word is the message's.
+            let words: Vec<String> = first.iter().chain(&args.message).cloned().collect();
+            let message = super::read_text(&words, args.file.as_ref(), "message")?;
+            ops::team_steer(team, cwd, &message)?
+        }
+        (None, Some(id)) => {
+            let message = super::read_text(&args.message, args.file.as_ref(), "message")?;
+            vec![ops::steer(id, cwd, &message)?]
+        }
+        (None, None) => {
+            return Err(Error::new(ErrorCode::Usage, "name the task to steer")
+                .with_hint("cuekit steer <ID> <MESSAGE>, or cuekit steer --team <NAME> <MESSAGE>")
+                .into());
+        }
+    };
     if json {
-        print_json(&receipt);
+        match (&args.team, receipts.as_slice()) {
+            (None, [receipt]) => print_json(receipt),
+            _ => print_json(&receipts),
+        }
     } else {
-        let blocked = receipt
-            .blocked_by
-            .map(|a| format!(" [{}]: {}", a.as_str(), a.hint()))
-            .unwrap_or_default();
-        println!("{}  {}{blocked}", receipt.task_id, receipt.receipt.as_str());
+        for receipt in &receipts {
+            let blocked = receipt
+                .blocked_by
+                .map(|a| format!(" [{}]: {}", a.as_str(), a.hint()))
+                .unwrap_or_default();
+            println!("{}  {}{blocked}", receipt.task_id, receipt.receipt.as_str());
+        }
     }
-    Ok(receipt.receipt.exit_status())
+    // The worst receipt decides: a script sees a failure if any member did not take it.
+    Ok(receipts
+        .iter()
+        .map(|r| r.receipt.exit_status())
+        .max()
+        .unwrap_or(0))
 }

@@ -42,6 +42,12 @@ pub struct SubmitArgs {
     /// Continue the agent session of an earlier task (its directory is the default --cwd).
     #[arg(long, value_name = "TASK_ID")]
     resume_from: Option<String>,
+    /// A role (agent profile): its defaults and instructions (`cuekit roles` lists them).
+    #[arg(long, value_name = "NAME")]
+    role: Option<String>,
+    /// Tag the task with a team, to follow it with `--team` on list, status, wait, cancel, …
+    #[arg(long, value_name = "NAME")]
+    team: Option<String>,
     /// Print the launch command without running anything (without the per-task --session-id).
     #[arg(long)]
     dry_run: bool,
@@ -91,6 +97,8 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             } else {
                 Vec::new()
             },
+            role: args.role.clone(),
+            team: args.team.clone(),
             dry_run: args.dry_run,
         },
         cwd,

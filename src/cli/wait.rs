@@ -9,30 +9,38 @@ use crate::ops::{self, WaitRequest, WaitUntil};
 
 #[derive(Debug, Args)]
 pub struct WaitArgs {
-    #[arg(required = true, value_name = "ID")]
+    #[arg(required_unless_present = "team", value_name = "ID")]
     ids: Vec<String>,
+    /// Wait on every member of a team.
+    #[arg(long, value_name = "NAME", conflicts_with = "ids")]
+    team: Option<String>,
     /// Return as soon as one task ends.
     #[arg(long)]
     any: bool,
     /// Give up after this long (exit status 21).
     #[arg(long, value_parser = super::parse_duration)]
     timeout: Option<Duration>,
-    /// `ended` (default), or `input-required`: also return when a child waits on a human
-    /// (a login, trust or permission screen, or idle at its prompt after a turn).
-    #[arg(long, default_value = "ended", value_parser = ["ended", "input-required"])]
+    /// `ended` (default); `input-required`: also return when a child waits on a human
+    /// (a login, trust or permission screen, or idle at its prompt after a turn); `report`:
+    /// also return when a child makes a `cuekit report` after the wait began.
+    #[arg(long, default_value = "ended", value_parser = ["ended", "input-required", "report"])]
     until: String,
 }
 
 pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let task_ids = match &args.team {
+        Some(team) => ops::team_ids(team)?,
+        None => args.ids.clone(),
+    };
     let outcome = ops::wait(
         &WaitRequest {
-            task_ids: args.ids.clone(),
+            task_ids,
             any: args.any,
             timeout: args.timeout,
-            until: if args.until == "input-required" {
-                WaitUntil::InputRequired
-            } else {
-                WaitUntil::Ended
+            until: match args.until.as_str() {
+                "input-required" => WaitUntil::InputRequired,
+                "report" => WaitUntil::Report,
+                _ => WaitUntil::Ended,
             },
         },
         cwd,

@@ -100,22 +100,39 @@ pub struct SubmitTaskParams {
     /// jcode only: the provider profile to run with (`--provider-profile`).
     #[serde(default)]
     pub provider_profile: Option<String>,
+    /// A role (agent profile): "worker", "reviewer", "tester", "planner", or one defined in
+    /// `.cuekit/agents/NAME.md`. Its defaults (agent, model, mode, approval mode) apply where
+    /// this call sets none; its instructions go into the child's prompt.
+    #[serde(default)]
+    pub role: Option<String>,
+    /// Tag the task with a team name, to follow all members together with the `team`
+    /// parameter of get_status, list, wait, steer_task, cancel_tasks and get_task_result.
+    #[serde(default)]
+    pub team: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IdsParams {
-    /// Task ids (`t_` and 12 hex digits), as returned by submit_task or list. At least one.
-    #[schemars(length(min = 1), inner(regex(pattern = r"^t_[0-9a-f]{12}$")))]
+    /// Task ids (`t_` and 12 hex digits), as returned by submit_task or list. Give ids or team.
+    #[serde(default)]
+    #[schemars(inner(regex(pattern = r"^t_[0-9a-f]{12}$")))]
     pub ids: Vec<String>,
+    /// A team name (set with submit_task's `team`) instead of ids: every member of the team.
+    #[serde(default)]
+    pub team: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct IdParams {
-    /// Task id (`t_` and 12 hex digits), as returned by submit_task or list.
+pub struct ResultParams {
+    /// Task id (`t_` and 12 hex digits), as returned by submit_task or list. Give id or team.
+    #[serde(default)]
     #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
-    pub id: String,
+    pub id: Option<String>,
+    /// A team name instead of an id: every member's result, in one document.
+    #[serde(default)]
+    pub team: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
@@ -138,14 +155,22 @@ pub struct ListParams {
     /// the server's directory (nearest `.cuekit/tasks` above it).
     #[serde(default)]
     pub all: bool,
+    /// For tasks: only the members of this team, whichever project they work in.
+    #[serde(default)]
+    pub team: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SteerParams {
-    /// Task id of a running interactive task.
+    /// Task id of a running interactive task. Give id or team.
+    #[serde(default)]
     #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
-    pub id: String,
+    pub id: Option<String>,
+    /// A team name instead of an id: the message goes to every running interactive member,
+    /// with one receipt each.
+    #[serde(default)]
+    pub team: Option<String>,
     /// The message, as a person would type it at the child's prompt. Multi-line text is pasted
     /// as one message.
     pub message: String,
@@ -154,9 +179,14 @@ pub struct SteerParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelParams {
-    /// Task ids to cancel. At least one.
-    #[schemars(length(min = 1), inner(regex(pattern = r"^t_[0-9a-f]{12}$")))]
+    /// Task ids to cancel. Give ids or team.
+    #[serde(default)]
+    #[schemars(inner(regex(pattern = r"^t_[0-9a-f]{12}$")))]
     pub ids: Vec<String>,
+    /// A team name (set with submit_task's `team`) instead of ids: every member of the team.
+    #[serde(default)]
+    pub team: Option<String>,
+
     /// Seconds the agent gets to exit on SIGTERM before SIGKILL (default 3, at most 60).
     #[serde(default)]
     #[schemars(range(min = 0.0, max = 60.0))]
@@ -182,14 +212,22 @@ pub enum UntilArg {
     /// Done also when an interactive child waits on a human: idle at its prompt after a turn,
     /// or a login, trust or permission screen (status input_required, with a reason).
     InputRequired,
+    /// Done also when a child makes a report (`cuekit report`) after the wait began; its
+    /// `last_report` says what (`blocked`, `progress`, `done`, `failed`).
+    Report,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitParams {
-    /// Task ids to wait on. At least one.
-    #[schemars(length(min = 1), inner(regex(pattern = r"^t_[0-9a-f]{12}$")))]
+    /// Task ids to wait on. Give ids or team.
+    #[serde(default)]
+    #[schemars(inner(regex(pattern = r"^t_[0-9a-f]{12}$")))]
     pub ids: Vec<String>,
+    /// A team name (set with submit_task's `team`) instead of ids: every member of the team.
+    #[serde(default)]
+    pub team: Option<String>,
+
     /// "all" (default) or "any".
     #[serde(default)]
     pub mode: WaitMode,
@@ -198,7 +236,7 @@ pub struct WaitParams {
     #[serde(default)]
     #[schemars(range(min = 0.0, max = 50.0))]
     pub timeout_seconds: Option<f64>,
-    /// "ended" (default) or "input_required".
+    /// "ended" (default), "input_required" or "report".
     #[serde(default)]
     pub until: UntilArg,
 }
@@ -270,6 +308,8 @@ impl CuekitServer {
                     resume_from: params.resume_from,
                     stream_events: params.stream_events,
                     provider_profile: params.provider_profile,
+                    role: params.role,
+                    team: params.team,
                     ..SubmitRequest::default()
                 },
                 &server_cwd,
@@ -290,7 +330,10 @@ impl CuekitServer {
     ) -> Result<CallToolResult, ErrorData> {
         let cwd = self.cwd.clone();
         blocking(move || {
-            require_ids(&params.ids)?;
+            if let Some(team) = team_only(&params.ids, params.team.as_deref())? {
+                let summary = ops::team_status(team, &cwd)?;
+                return Ok(serde_json::to_value(summary).expect("summaries serialize"));
+            }
             Ok(json!({"tasks": ops::status(&params.ids, &cwd)?}))
         })
         .await
@@ -312,7 +355,10 @@ impl CuekitServer {
         let cwd = self.cwd.clone();
         blocking(move || {
             Ok(match params.kind {
-                ListKind::Tasks => json!({"tasks": ops::list(params.all, &cwd)?}),
+                ListKind::Tasks => match &params.team {
+                    Some(team) => json!({"tasks": ops::team_list(team, &cwd)?}),
+                    None => json!({"tasks": ops::list(params.all, &cwd)?}),
+                },
                 ListKind::Adapters => {
                     let infos: Vec<_> = ADAPTERS.iter().map(|adapter| adapter.info()).collect();
                     json!({"adapters": infos})
@@ -338,9 +384,16 @@ impl CuekitServer {
         Parameters(params): Parameters<SteerParams>,
     ) -> Result<CallToolResult, ErrorData> {
         let cwd = self.cwd.clone();
-        blocking(move || {
-            let receipt = ops::steer(&params.id, &cwd, &params.message)?;
-            Ok(serde_json::to_value(receipt).expect("receipts serialize"))
+        blocking(move || match (params.id, params.team) {
+            (Some(id), None) => {
+                let receipt = ops::steer(&id, &cwd, &params.message)?;
+                Ok(serde_json::to_value(receipt).expect("receipts serialize"))
+            }
+            (None, Some(team)) => {
+                let receipts = ops::team_steer(&team, &cwd, &params.message)?;
+                Ok(json!({"team": team, "receipts": receipts}))
+            }
+            _ => Err(Error::invalid_input("give either id or team").with_hint(ID_OR_TEAM)),
         })
         .await
     }
@@ -362,7 +415,7 @@ impl CuekitServer {
     ) -> Result<CallToolResult, ErrorData> {
         let cwd = self.cwd.clone();
         blocking(move || {
-            require_ids(&params.ids)?;
+            let ids = ids_or_team(params.ids, params.team.as_deref())?;
             let grace = match params.grace_seconds {
                 None => ops::DEFAULT_GRACE,
                 Some(secs) if (0.0..=MAX_GRACE_SECS).contains(&secs) => {
@@ -374,7 +427,7 @@ impl CuekitServer {
                     )));
                 }
             };
-            Ok(json!({"tasks": ops::cancel(&params.ids, &cwd, grace)?}))
+            Ok(json!({"tasks": ops::cancel(&ids, &cwd, grace)?}))
         })
         .await
     }
@@ -394,7 +447,7 @@ impl CuekitServer {
     ) -> Result<CallToolResult, ErrorData> {
         let cwd = self.cwd.clone();
         blocking(move || {
-            require_ids(&params.ids)?;
+            let ids = ids_or_team(params.ids, params.team.as_deref())?;
             let secs = params.timeout_seconds.unwrap_or(WAIT_CAP_SECS);
             if !(0.0..=WAIT_CAP_SECS).contains(&secs) {
                 return Err(Error::invalid_input(format!(
@@ -404,12 +457,13 @@ impl CuekitServer {
             }
             let outcome = ops::wait(
                 &WaitRequest {
-                    task_ids: params.ids,
+                    task_ids: ids,
                     any: params.mode == WaitMode::Any,
                     timeout: Some(Duration::from_secs_f64(secs)),
                     until: match params.until {
                         UntilArg::Ended => WaitUntil::Ended,
                         UntilArg::InputRequired => WaitUntil::InputRequired,
+                        UntilArg::Report => WaitUntil::Report,
                     },
                 },
                 &cwd,
@@ -470,10 +524,18 @@ impl CuekitServer {
     )]
     async fn get_task_result(
         &self,
-        Parameters(params): Parameters<IdParams>,
+        Parameters(params): Parameters<ResultParams>,
     ) -> Result<CallToolResult, ErrorData> {
         let cwd = self.cwd.clone();
-        blocking(move || Ok(json!({"result": ops::result(&params.id, &cwd)?}))).await
+        blocking(move || match (params.id, params.team) {
+            (Some(id), None) => Ok(json!({"result": ops::result(&id, &cwd)?})),
+            (None, Some(team)) => {
+                let results = ops::team_result(&team, &cwd)?;
+                Ok(serde_json::to_value(results).expect("results serialize"))
+            }
+            _ => Err(Error::invalid_input("give either id or team").with_hint(ID_OR_TEAM)),
+        })
+        .await
     }
 
     #[tool(
@@ -537,11 +599,30 @@ fn tool_error(err: &Error) -> CallToolResult {
     CallToolResult::structured_error(json!({"error": error}))
 }
 
-fn require_ids(ids: &[String]) -> Result<(), Error> {
-    if ids.is_empty() {
-        return Err(Error::invalid_input("ids must name at least one task"));
+const ID_OR_TEAM: &str = "name tasks by id (from submit_task or list), or a team by the name \
+    given to submit_task's `team`, not both";
+
+/// The ids named directly, or every member of the team.
+fn ids_or_team(ids: Vec<String>, team: Option<&str>) -> Result<Vec<String>, Error> {
+    match team_only(&ids, team)? {
+        Some(team) => ops::team_ids(team),
+        None => Ok(ids),
     }
-    Ok(())
+}
+
+/// `Some(team)` when the call names a team, `None` when it names ids; neither or both is an
+/// error.
+fn team_only<'a>(ids: &[String], team: Option<&'a str>) -> Result<Option<&'a str>, Error> {
+    match (ids.is_empty(), team) {
+        (false, None) => Ok(None),
+        (true, Some(team)) => Ok(Some(team)),
+        (true, None) => {
+            Err(Error::invalid_input("ids must name at least one task").with_hint(ID_OR_TEAM))
+        }
+        (false, Some(_)) => {
+            Err(Error::invalid_input("give either ids or team, not both").with_hint(ID_OR_TEAM))
+        }
+    }
 }
 
 /// The SDK reports arguments that do not deserialize as a tool error with only a text; give

@@ -343,7 +343,7 @@ fn inside(task: &Task) -> bool {
     std::env::var(crate::process::TASK_ID_VARIABLE).is_ok_and(|id| id == task.record.id)
         || task.group_leader().is_some_and(|leader| {
             (unsafe { libc::getpgrp() } as u32) == leader.pid
-                || crate::process::is_descendant_of(std::process::id(), leader.pid)
+                || crate::process::descends_from(std::process::id(), leader.pid)
         })
 }
 

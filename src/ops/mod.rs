@@ -15,11 +15,13 @@ mod monitor;
 mod monitor_lock;
 mod outcome;
 mod reap;
+mod report;
 mod result;
 mod steer;
 mod stream;
 mod submit;
 mod task;
+mod team;
 mod view;
 mod wait;
 
@@ -34,19 +36,40 @@ pub use logs::{follow_logs, read_logs};
 pub use monitor::run_monitor;
 pub use outcome::TaskResult;
 pub use reap::reap_orphans;
+pub use report::{ReportRequest, report};
 pub use result::result;
 pub use steer::{SteerReceipt, steer};
 pub use stream::run_event_filter;
 pub use submit::{SubmitOutcome, SubmitRequest, submit};
+pub use team::{
+    TeamResult, TeamSubmitted, TeamSummary, team_ids, team_list, team_result, team_status,
+    team_steer, team_submit,
+};
 pub use view::TaskView;
 pub use wait::{WaitOutcome, WaitRequest, WaitUntil, wait};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::store::{self, TaskRecord};
 
 pub(crate) fn transcript_path(record: &TaskRecord) -> PathBuf {
     record.task_dir.join(store::TRANSCRIPT_FILE)
+}
+
+/// Appends one line to the task's `events.jsonl`. A single `write` of a whole line (the file
+/// is opened for appending) keeps lines from different processes from interleaving.
+pub(crate) fn append_event(task_dir: &Path, line: &[u8]) -> crate::error::Result<()> {
+    use std::io::Write;
+    let path = task_dir.join(store::EVENTS_FILE);
+    let mut bytes = Vec::with_capacity(line.len() + 1);
+    bytes.extend_from_slice(line);
+    bytes.push(b'\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut file| file.write_all(&bytes))
+        .map_err(|err| crate::error::Error::io("append to", &path, err))
 }
 
 pub(crate) fn now_rfc3339() -> String {

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::events::{Digest, ParseError, ToolCall};
+use crate::report::Report;
 use crate::status::{Status, StreamReport};
 use crate::store::{self, TaskRecord};
 use crate::worktree::ChangedFile;
@@ -42,6 +43,9 @@ pub struct TaskResult {
     /// For tasks without an event stream: the end of the readable transcript.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript_tail: Option<String>,
+    /// Everything the child said with `cuekit report`, oldest first.
+    #[serde(default)]
+    pub reports: Vec<Report>,
 }
 
 /// The status a stream implies: success needs both exit 0 and the agent's own success report.
@@ -78,6 +82,7 @@ pub fn from_digest(
         unknown_events: digest.unknown_events,
         unknown_fields: digest.unknown_fields,
         transcript_tail: None,
+        reports: Vec::new(),
     }
 }
 

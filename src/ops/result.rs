@@ -33,6 +33,7 @@ pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
         result.status = Status::Running;
     }
     result.agent_session_id = result.agent_session_id.or(record.agent_session_id.clone());
+    result.reports = super::report::read_reports(&record.task_dir)?;
     Ok(result)
 }
 

@@ -1,5 +1,3 @@
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -12,7 +10,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::launch::EXIT_CODE_FILE;
 use crate::spec::Mode;
 use crate::steer::{Delivery, RECEIPT_POLL, RECEIPT_WINDOW, Receipt, prepare};
-use crate::store::{self, TaskRecord};
+use crate::store;
 use crate::tmux::{PaneInfo, Tmux, args};
 
 #[derive(Debug, Clone, Serialize)]
@@ -92,9 +90,10 @@ pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
         elapsed_ms: started.elapsed().as_millis() as u64,
         at: super::now_rfc3339(),
     };
-    append_event(
-        record,
-        &serde_json::json!({"type": "steer", "message": message, "receipt": &receipt}),
+    let event = serde_json::json!({"type": "steer", "message": message, "receipt": &receipt});
+    super::append_event(
+        &record.task_dir,
+        &serde_json::to_vec(&event).expect("events serialize"),
     )?;
     Ok(receipt)
 }
@@ -212,17 +211,4 @@ fn deliver(
         sent: true,
         enter_retried: true,
     })
-}
-
-/// One JSON object a line; a single `write` of a whole line keeps lines from interleaving.
-fn append_event(record: &TaskRecord, event: &serde_json::Value) -> Result<()> {
-    let path = record.task_dir.join(store::EVENTS_FILE);
-    let mut line = serde_json::to_vec(event).expect("events serialize");
-    line.push(b'\n');
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut file| file.write_all(&line))
-        .map_err(|err| Error::io("append to", &path, err))
 }

@@ -9,6 +9,7 @@ use crate::adapter::{self, LaunchCommand};
 use crate::config::{Config, Permissions, Setting};
 use crate::error::{Error, ErrorCode, Result};
 use crate::launch::{ENV_FILE, StartGate, render_env_file, render_launch_script};
+use crate::role::{Role, Roles};
 use crate::spec::{Mode, TaskSpec};
 use crate::status::Status;
 use crate::store::{self, PaneStart, Placement, TaskRecord, TmuxPlacement};
@@ -36,6 +37,11 @@ pub struct SubmitRequest {
     pub provider_profile: Option<String>,
     /// For the `command` agent: the program and its arguments (the objective names the task).
     pub argv: Vec<String>,
+    /// A role (agent profile): its defaults fill what the request leaves open, its
+    /// instructions go into the prompt.
+    pub role: Option<String>,
+    /// A team label: the task can then be listed, waited on, steered and cancelled with its team.
+    pub team: Option<String>,
     pub dry_run: bool,
 }
 
@@ -51,17 +57,24 @@ pub enum SubmitOutcome {
     Submitted(Box<TaskView>),
 }
 
-/// The task spec with the configuration applied (flag > project file > user file > built-in).
+/// The task spec with the role and the configuration applied (flag > role > project file >
+/// user file > built-in).
 fn resolve_spec(
     request: &SubmitRequest,
     config: &Config,
     resumed: Option<&TaskRecord>,
+    role: Option<&Role>,
 ) -> TaskSpec {
     let agent_kind = request
         .agent
         .clone()
         .or_else(|| resumed.map(|r| r.spec.agent_kind.clone()))
+        .or_else(|| role.and_then(|r| r.agent.clone()))
         .unwrap_or_else(|| config.agent().value);
+    // A role's model is meant for the role's agent: another agent chosen by flag keeps its own.
+    let role_model = role
+        .filter(|r| r.agent.as_ref().is_none_or(|agent| *agent == agent_kind))
+        .and_then(|r| r.model.clone());
     let value = |setting: Option<Setting<String>>| setting.map(|s| s.value);
     // The adapter design's safety rule: `permissions: prompt` turns the bypass off for tasks
     // that did not ask for it explicitly.
@@ -75,11 +88,16 @@ fn resolve_spec(
         model: request
             .model
             .clone()
+            .or(role_model)
             .or_else(|| value(config.model(&agent_kind))),
-        mode: request.mode.or_else(|| config.mode().map(|s| s.value)),
+        mode: request
+            .mode
+            .or_else(|| role.and_then(|r| r.mode))
+            .or_else(|| config.mode().map(|s| s.value)),
         approval_mode: request
             .approval_mode
             .clone()
+            .or_else(|| role.and_then(|r| r.approval_mode.clone()))
             .or_else(|| value(config.approval_mode(&agent_kind))),
         dangerously_skip_permissions: request.dangerously_skip_permissions.or(configured_bypass),
         stream_events: request.stream_events,
@@ -90,6 +108,12 @@ fn resolve_spec(
             .clone()
             .or_else(|| value(config.provider_profile(&agent_kind))),
         argv: request.argv.clone(),
+        role: role.map(|r| r.name.clone()),
+        role_instructions: role
+            .map(|r| r.instructions.clone())
+            .filter(|text| !text.is_empty()),
+        // A child sent with a role or into a team is one a parent wants to hear from.
+        report_hint: role.is_some() || request.team.is_some(),
         agent_kind,
     }
 }
@@ -127,7 +151,20 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             .with_hint("pass an existing directory with --cwd")
         })?;
     let config = Config::load(&cwd)?;
-    let mut spec = resolve_spec(&request, &config, resumed.as_ref().map(|r| &r.record));
+    if let Some(team) = &request.team {
+        super::team::check_name(team)?;
+    }
+    let role = request
+        .role
+        .as_deref()
+        .map(|name| Roles::for_cwd(&cwd).resolve(name))
+        .transpose()?;
+    let mut spec = resolve_spec(
+        &request,
+        &config,
+        resumed.as_ref().map(|r| &r.record),
+        role.as_ref(),
+    );
     let adapter = adapter::lookup(&spec.agent_kind)?;
     config.refuse_untrusted(adapter.kind())?;
     if !adapter.runs_argv {
@@ -258,6 +295,8 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         agent_session_id,
         resumed_from: resumed.map(|r| r.record.id),
         submitted_from: crate::notify::SubmittedFrom::from_env(),
+        team: request.team.clone(),
+        last_report: None,
     };
     // The one tmux call runs while the record and the registry entry are written and synced;
     // both are put in place only once the session exists, so no reader ever sees a running
@@ -460,6 +499,7 @@ fn write_task_files(
         .map(|(name, s)| (name, s.value));
     let env_file = render_env_file(
         inherited
+            .chain(path_with_cuekit())
             .chain(configured)
             .chain([(crate::process::TASK_ID_VARIABLE.to_string(), id.to_string())]),
     );
@@ -488,4 +528,24 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
         .open(path)
         .and_then(|mut file| file.write_all(bytes))
         .map_err(|err| Error::io("write", path, err))
+}
+
+/// The submitter's PATH with this binary's directory added at the end, when `cuekit` is not on
+/// it: a child must be able to run `cuekit report`, also when its parent started cuekit by its
+/// full path (as MCP clients do). `None` leaves PATH as inherited.
+fn path_with_cuekit() -> Option<(String, String)> {
+    const NAME: &str = "cuekit";
+    if crate::which::find_on_path(NAME).is_some() {
+        return None;
+    }
+    let exe = std::env::current_exe().ok()?;
+    if exe.file_name()? != NAME {
+        return None;
+    }
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).collect())
+        .unwrap_or_default();
+    dirs.push(exe.parent()?.to_path_buf());
+    let path = std::env::join_paths(dirs).ok()?.into_string().ok()?;
+    Some(("PATH".to_string(), path))
 }

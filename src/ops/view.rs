@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::adapter::{self, Capabilities};
 use crate::error::Error;
 use crate::events::Progress;
+use crate::report::{Report, ReportKind};
 use crate::spec::Mode;
 use crate::status::Status;
 use crate::store::{Placement, TaskRecord};
@@ -45,6 +46,16 @@ pub struct TaskView {
     /// For a task whose pane is gone: the pids of its processes still alive.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub survivors: Option<Vec<u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The child's latest `cuekit report`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_report: Option<Report>,
+    /// The latest report says the child is blocked: it waits on the parent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub blocked: bool,
 }
 
 impl TaskView {
@@ -104,6 +115,10 @@ impl TaskView {
             progress: None,
             agent_session_id: None,
             survivors: None,
+            team: None,
+            role: None,
+            last_report: None,
+            blocked: false,
         }
     }
 }
@@ -142,6 +157,13 @@ impl From<&TaskRecord> for TaskView {
             progress: None,
             agent_session_id: record.agent_session_id.clone(),
             survivors: None,
+            team: record.team.clone(),
+            role: record.spec.role.clone(),
+            last_report: record.last_report.clone(),
+            blocked: record
+                .last_report
+                .as_ref()
+                .is_some_and(|r| r.kind == ReportKind::Blocked),
         }
     }
 }

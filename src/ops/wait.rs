@@ -1,5 +1,5 @@
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::judge::{Refreshed, refresh, reload};
 use super::task::open;
@@ -7,7 +7,7 @@ use super::view::TaskView;
 use crate::error::Result;
 use crate::launch::EXIT_CODE_FILE;
 use crate::status::Status;
-use crate::store::TaskRecord;
+use crate::store::{self, TaskRecord};
 
 /// The sentinel is a file, so noticing an exit costs one `stat` per pending task per tick:
 /// a fine tick keeps `wait` within tens of milliseconds of the child's exit.
@@ -25,6 +25,8 @@ pub enum WaitUntil {
     Ended,
     /// The task has ended or its child waits on a human (a dialog, or idle at its prompt).
     InputRequired,
+    /// The task has ended or its child made a report since the wait began.
+    Report,
 }
 
 #[derive(Debug, Clone)]
@@ -44,18 +46,24 @@ pub struct WaitOutcome {
 
 pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
     let started = Instant::now();
+    let watch_records = request.until == WaitUntil::Report;
     let tasks = request
         .task_ids
         .iter()
         .map(|id| open(id, cwd))
         .collect::<Result<Vec<_>>>()?;
+    let dirs: Vec<PathBuf> = tasks.iter().map(|t| t.placement.task_dir.clone()).collect();
+    // Taken before each read of the records, so a report written after the read is noticed.
+    let mut stamps = watch_records.then(|| record_stamps(&dirs));
+    // Reports made before the wait began do not end it.
+    let reports_before: Vec<u64> = tasks.iter().map(|t| report_seq(&t.record)).collect();
     let mut refreshed = refresh(tasks)?;
     // Since when each task has been seen needing a human, without a break.
     let mut attention_since: Vec<Option<Instant>> = vec![None; request.task_ids.len()];
     loop {
         let views = match request.until {
             WaitUntil::InputRequired => Some(refreshed.views()),
-            WaitUntil::Ended => None,
+            WaitUntil::Ended | WaitUntil::Report => None,
         };
         let settled = refreshed
             .tasks
@@ -72,7 +80,10 @@ pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
                 } else {
                     None
                 };
+                let reported =
+                    request.until == WaitUntil::Report && report_seq(record) > reports_before[*i];
                 record.status.is_terminal()
+                    || reported
                     || since.is_some_and(|t| t.elapsed() >= ATTENTION_SETTLE)
             })
             .count();
@@ -90,13 +101,28 @@ pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
                 timed_out: !done,
             });
         }
-        wait_for_change(&refreshed, started, request.timeout);
+        wait_for_change(
+            &refreshed,
+            &dirs,
+            stamps.as_deref(),
+            started,
+            request.timeout,
+        );
+        stamps = watch_records.then(|| record_stamps(&dirs));
         refreshed = refresh(reload(&refreshed.tasks)?)?;
     }
 }
 
-/// Sleeps until a sentinel appears or a full refresh is due (or the wait's own timeout).
-fn wait_for_change(refreshed: &Refreshed, started: Instant, timeout: Option<Duration>) {
+/// Sleeps until a sentinel appears or a full refresh is due (or the wait's own timeout); with
+/// `stamps`, also when a task record has been rewritten since they were taken (a report is
+/// written to it): a `stat` per task per tick, like the sentinels.
+fn wait_for_change(
+    refreshed: &Refreshed,
+    dirs: &[PathBuf],
+    stamps: Option<&[Option<SystemTime>]>,
+    started: Instant,
+    timeout: Option<Duration>,
+) {
     let since = Instant::now();
     while since.elapsed() < FULL_REFRESH_EVERY
         && timeout.is_none_or(|limit| started.elapsed() < limit)
@@ -105,7 +131,25 @@ fn wait_for_change(refreshed: &Refreshed, started: Instant, timeout: Option<Dura
         if refreshed.tasks.iter().any(|t| sentinel_appeared(&t.record)) {
             return;
         }
+        if stamps.is_some_and(|stamps| record_stamps(dirs) != stamps) {
+            return;
+        }
     }
+}
+
+/// When each task's `task.json` was last replaced.
+fn record_stamps(dirs: &[PathBuf]) -> Vec<Option<SystemTime>> {
+    dirs.iter()
+        .map(|dir| {
+            std::fs::metadata(dir.join(store::RECORD_FILE))
+                .and_then(|meta| meta.modified())
+                .ok()
+        })
+        .collect()
+}
+
+fn report_seq(record: &TaskRecord) -> u64 {
+    record.last_report.as_ref().map_or(0, |r| r.seq)
 }
 
 fn sentinel_appeared(record: &TaskRecord) -> bool {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{RECORD_FILE, write_atomic};
 use crate::error::{Error, ErrorCode, Result};
+use crate::report::Report;
 use crate::spec::{Mode, TaskSpec};
 use crate::status::Status;
 use crate::tmux::Socket;
@@ -55,6 +56,12 @@ pub struct TaskRecord {
     /// The tmux pane of the submitter, when it ran inside tmux: where notifications go.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub submitted_from: Option<crate::notify::SubmittedFrom>,
+    /// The team the task was submitted into: a label, so there is no team record to lose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+    /// The child's latest `cuekit report` (all of them are in `events.jsonl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_report: Option<Report>,
 }
 
 impl TaskRecord {

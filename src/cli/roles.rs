@@ -1,0 +1,40 @@
+use std::path::Path;
+
+use super::render::{first_line, print_json};
+use crate::role::Roles;
+
+pub fn run(cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let roles = Roles::for_cwd(cwd).all()?;
+    if json {
+        print_json(&roles);
+        return Ok(0);
+    }
+    println!(
+        "{:<14} {:<24} {:<40} DESCRIPTION",
+        "ROLE", "DEFAULTS", "SOURCE"
+    );
+    for role in &roles {
+        let defaults: Vec<String> = [
+            role.agent.clone(),
+            role.model.clone(),
+            role.mode.map(|m| m.as_str().to_string()),
+            role.approval_mode.as_ref().map(|a| format!("approval {a}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let defaults = if defaults.is_empty() {
+            "-".to_string()
+        } else {
+            defaults.join(", ")
+        };
+        println!(
+            "{:<14} {:<24} {:<40} {}",
+            role.name,
+            defaults,
+            role.source.to_string(),
+            first_line(role.description.as_deref().unwrap_or(""), 70)
+        );
+    }
+    Ok(0)
+}

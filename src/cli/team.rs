@@ -1,0 +1,42 @@
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+
+use super::render::{print_json, task_line};
+use crate::error::Error;
+use crate::ops::{self, SubmitOutcome};
+use crate::team::parse_team_spec;
+
+#[derive(Debug, Subcommand)]
+pub enum TeamCommand {
+    /// Submit every member of a team spec (a YAML list of `{objective, role?, agent?, …}`).
+    Submit {
+        /// The team's name: a label on each member, for `--team` on list, status, wait, …
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// The YAML file listing the members.
+        #[arg(long, value_name = "FILE")]
+        spec: PathBuf,
+    },
+}
+
+pub fn run(command: &TeamCommand, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    match command {
+        TeamCommand::Submit { name, spec } => {
+            let text = std::fs::read_to_string(spec).map_err(|err| Error::io("read", spec, err))?;
+            let members = parse_team_spec(&text, &spec.display().to_string())?;
+            let submitted = ops::team_submit(name, members, cwd)?;
+            if json {
+                print_json(&submitted);
+                return Ok(0);
+            }
+            for outcome in &submitted.tasks {
+                match outcome {
+                    SubmitOutcome::Submitted(task) => println!("{}", task_line(task)),
+                    SubmitOutcome::DryRun { launch_command, .. } => println!("{launch_command}"),
+                }
+            }
+            Ok(0)
+        }
+    }
+}

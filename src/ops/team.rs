@@ -1,0 +1,235 @@
+//! Teams: a label on tasks, so a parent can fan one job out and then follow, steer, stop and
+//! read the members together. There is no team record: the members are the registered tasks
+//! carrying the label, whichever directory each works in.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::outcome::TaskResult;
+use super::steer::SteerReceipt;
+use super::submit::{SubmitOutcome, SubmitRequest};
+use super::view::TaskView;
+use crate::error::{Error, ErrorCode, Result};
+use crate::spec::Mode;
+use crate::status::Status;
+use crate::store::TaskRecord;
+use crate::team::TeamMember;
+
+/// Team names are shown in tables and typed in shells: keep them plain.
+pub(crate) fn check_name(name: &str) -> Result<()> {
+    let plain = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        && !name.starts_with(['-', '.']);
+    if plain {
+        Ok(())
+    } else {
+        Err(Error::invalid_input(format!(
+            "'{name}' is not a team name: use up to 64 letters, digits, '-', '_' and '.'"
+        ))
+        .with_hint("e.g. --team review-pr-42"))
+    }
+}
+
+fn members(name: &str) -> Result<Vec<TaskRecord>> {
+    check_name(name)?;
+    // Only tasks the registry vouches for: an untrusted record cannot join a team, and one
+    // unreadable record does not stop the others.
+    let mut records = Vec::new();
+    for found in super::task::scan_registry()? {
+        if let super::task::Found::Trusted(task) = found
+            && task.record.team.as_deref() == Some(name)
+        {
+            records.push(task.record);
+        }
+    }
+    if records.is_empty() {
+        return Err(
+            Error::new(ErrorCode::TaskNotFound, format!("no task in team '{name}'")).with_hint(
+                "submit into a team with `cuekit submit --team NAME …` or `cuekit team submit`",
+            ),
+        );
+    }
+    records.sort_by(|a, b| {
+        a.created_at
+            .cmp(&b.created_at)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    Ok(records)
+}
+
+/// The ids of a team's members, oldest first; an empty team is `task_not_found`.
+pub fn team_ids(name: &str) -> Result<Vec<String>> {
+    Ok(members(name)?.into_iter().map(|r| r.id).collect())
+}
+
+/// The members' views, oldest first (as `list` shows them, with live progress).
+pub fn team_list(name: &str, cwd: &Path) -> Result<Vec<TaskView>> {
+    super::status(&team_ids(name)?, cwd)
+}
+
+/// A member that waits on someone: its screen says so, or its last report is `blocked`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Waiting {
+    pub id: String,
+    /// `blocked` (from its report) or the input_required reason read off its screen.
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TeamSummary {
+    pub team: String,
+    pub total: usize,
+    /// Members per status (`running`, `input_required`, `completed`, …).
+    pub counts: BTreeMap<&'static str, usize>,
+    /// Members that wait on a human or on the parent.
+    pub waiting: Vec<Waiting>,
+    pub tasks: Vec<TaskView>,
+}
+
+pub fn team_status(name: &str, cwd: &Path) -> Result<TeamSummary> {
+    let tasks = super::status(&team_ids(name)?, cwd)?;
+    let mut counts = BTreeMap::new();
+    for task in &tasks {
+        *counts.entry(task.status.as_str()).or_default() += 1;
+    }
+    let waiting = tasks
+        .iter()
+        .filter_map(|task| {
+            if task.status == Status::InputRequired {
+                Some(Waiting {
+                    id: task.id.clone(),
+                    reason: task.reason.clone().unwrap_or_default(),
+                    message: task.hint.clone(),
+                })
+            } else if task.blocked && !task.status.is_terminal() {
+                Some(Waiting {
+                    id: task.id.clone(),
+                    reason: "blocked".into(),
+                    message: task.last_report.as_ref().map(|r| r.message.clone()),
+                })
+            } else {
+                None
+            }
+        })
+        .collect();
+    Ok(TeamSummary {
+        team: name.to_string(),
+        total: tasks.len(),
+        counts,
+        waiting,
+        tasks,
+    })
+}
+
+/// The same message to every running interactive member, one receipt each. Members that
+/// ended or run in batch mode are left out; a team with none to steer is `invalid_state`.
+pub fn team_steer(name: &str, cwd: &Path, message: &str) -> Result<Vec<SteerReceipt>> {
+    let targets: Vec<TaskView> = super::status(&team_ids(name)?, cwd)?
+        .into_iter()
+        .filter(|task| !task.status.is_terminal() && task.mode == Some(Mode::Interactive))
+        .collect();
+    if targets.is_empty() {
+        return Err(Error::new(
+            ErrorCode::InvalidState,
+            format!("team '{name}' has no running interactive member to steer"),
+        )
+        .with_hint("see the members with `cuekit status --team NAME`"));
+    }
+    targets
+        .iter()
+        .map(|task| super::steer(&task.id, cwd, message))
+        .collect()
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TeamResult {
+    pub team: String,
+    pub results: Vec<TaskResult>,
+}
+
+pub fn team_result(name: &str, cwd: &Path) -> Result<TeamResult> {
+    let results = team_ids(name)?
+        .iter()
+        .map(|id| super::result(id, cwd))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(TeamResult {
+        team: name.to_string(),
+        results,
+    })
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TeamSubmitted {
+    pub team: String,
+    pub tasks: Vec<SubmitOutcome>,
+}
+
+/// Submits every member into team `name`. All roles and agents are checked before the first
+/// member starts; a member that still fails to start stops the rest, and the error names the
+/// members already running (they carry the label, so `cancel --team` reaches them).
+pub fn team_submit(name: &str, members: Vec<TeamMember>, cwd: &Path) -> Result<TeamSubmitted> {
+    check_name(name)?;
+    if members.is_empty() {
+        return Err(Error::invalid_input("the team spec lists no members")
+            .with_hint("list at least one `- objective: …`"));
+    }
+    let members: Vec<SubmitRequest> = members
+        .into_iter()
+        .map(|member| SubmitRequest {
+            agent: member.agent,
+            objective: member.objective,
+            context: member.context,
+            constraints: member.constraints,
+            model: member.model,
+            mode: member.mode,
+            approval_mode: member.approval_mode,
+            cwd: member.cwd.map(|dir| cwd.join(dir)),
+            timeout: member.timeout.map(|t| t.0),
+            argv: member.argv,
+            role: member.role,
+            team: Some(name.to_string()),
+            ..SubmitRequest::default()
+        })
+        .collect();
+    // A dry run of each is the whole check (role, agent, mode, model, directory), with
+    // nothing started.
+    for (index, member) in members.iter().enumerate() {
+        let check = SubmitRequest {
+            dry_run: true,
+            ..member.clone()
+        };
+        super::submit(check, cwd).map_err(|err| member_error(err, index, &[]))?;
+    }
+    let mut tasks = Vec::new();
+    let mut started = Vec::new();
+    for (index, member) in members.into_iter().enumerate() {
+        let outcome =
+            super::submit(member, cwd).map_err(|err| member_error(err, index, &started))?;
+        if let SubmitOutcome::Submitted(task) = &outcome {
+            started.push(task.id.clone());
+        }
+        tasks.push(outcome);
+    }
+    Ok(TeamSubmitted {
+        team: name.to_string(),
+        tasks,
+    })
+}
+
+fn member_error(err: Error, index: usize, started: &[String]) -> Error {
+    let hint = if started.is_empty() {
+        err.hint.unwrap_or_else(|| "nothing was started".into())
+    } else {
+        format!(
+            "already running: {} (end them with `cuekit cancel --team NAME`)",
+            started.join(", ")
+        )
+    };
+    Error::new(err.code, format!("member {}: {}", index + 1, err.message)).with_hint(hint)
+}
