@@ -25,6 +25,8 @@ pub struct ConfigFile {
     pub adapters: BTreeMap<String, AdapterConfig>,
     #[serde(default)]
     pub tmux: TmuxConfig,
+    #[serde(default)]
+    pub worktree: WorktreeConfig,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -35,6 +37,8 @@ pub struct Defaults {
     pub mode: Option<Mode>,
     pub timeout: Option<DurationText>,
     pub approval_mode: Option<String>,
+    /// Every task in its own git worktree unless `--no-worktree`.
+    pub worktree: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -57,6 +61,22 @@ pub struct TmuxConfig {
     pub width: Option<u16>,
     pub height: Option<u16>,
     pub history_limit: Option<u32>,
+}
+
+/// Task worktrees: where they go, their branches, what they bring from the main checkout.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeConfig {
+    /// Folder of a task's worktree, with `{repo}` and `{id}` placeholders.
+    pub dir: Option<String>,
+    pub branch_prefix: Option<String>,
+    /// Untracked files copied into a new worktree (gitignore-style patterns).
+    pub copy: Option<Vec<String>>,
+    /// Untracked files or folders linked into a new worktree.
+    pub symlink: Option<Vec<String>>,
+    /// A shell command run in the new worktree before the agent starts. It runs code: from a
+    /// project file it is subject to the trust rule for code-running keys.
+    pub setup: Option<String>,
 }
 
 /// `prompt` keeps the agent's approval prompts (no bypass flag) unless a task asks otherwise.
@@ -267,6 +287,33 @@ impl Config {
         }
     }
 
+    pub fn worktree_default(&self) -> Option<Setting<bool>> {
+        self.pick(|f| f.defaults.worktree)
+    }
+
+    pub fn worktree_dir(&self) -> Setting<String> {
+        self.pick(|f| f.worktree.dir.clone())
+            .unwrap_or_else(|| built_in(crate::git::plan::DEFAULT_DIR.to_string()))
+    }
+
+    pub fn branch_prefix(&self) -> Setting<String> {
+        self.pick(|f| f.worktree.branch_prefix.clone())
+            .unwrap_or_else(|| built_in(crate::git::plan::DEFAULT_BRANCH_PREFIX.to_string()))
+    }
+
+    pub fn worktree_copy(&self) -> Option<Setting<Vec<String>>> {
+        self.pick(|f| f.worktree.copy.clone())
+    }
+
+    pub fn worktree_symlink(&self) -> Option<Setting<Vec<String>>> {
+        self.pick(|f| f.worktree.symlink.clone())
+    }
+
+    /// A code-running key: its source says whether the trust rule applies (a project file).
+    pub fn worktree_setup(&self) -> Option<Setting<String>> {
+        self.pick(|f| f.worktree.setup.clone())
+    }
+
     pub fn width(&self) -> Setting<u16> {
         self.pick(|f| f.tmux.width).unwrap_or_else(|| built_in(200))
     }
@@ -441,6 +488,12 @@ impl Config {
             entry("tmux.width", Some(self.width())),
             entry("tmux.height", Some(self.height())),
             entry("tmux.history_limit", Some(self.history_limit())),
+            entry("defaults.worktree", self.worktree_default()),
+            entry("worktree.dir", Some(self.worktree_dir())),
+            entry("worktree.branch_prefix", Some(self.branch_prefix())),
+            entry("worktree.copy", self.worktree_copy()),
+            entry("worktree.symlink", self.worktree_symlink()),
+            entry("worktree.setup", self.worktree_setup()),
         ]);
         entries
     }
@@ -469,6 +522,12 @@ mod tests {
             "height:",
             "history_limit:",
             "provider_profile:",
+            "worktree:",
+            "dir:",
+            "branch_prefix:",
+            "copy:",
+            "symlink:",
+            "setup:",
         ] {
             assert!(EXAMPLE.contains(key), "{key} is not documented");
         }
@@ -508,11 +567,11 @@ mod tests {
     fn unknown_keys_name_file_line_column_and_allowed_keys() {
         assert_eq!(
             message("defaults:\n  agent: gemini\n  modle: flash\n"),
-            "/p/.cuekit.yaml:3:3: defaults: unknown field `modle`, expected one of `agent`, `model`, `mode`, `timeout`, `approval_mode`"
+            "/p/.cuekit.yaml:3:3: defaults: unknown field `modle`, expected one of `agent`, `model`, `mode`, `timeout`, `approval_mode`, `worktree`"
         );
         assert_eq!(
             message("tmux:\n  width: 10\ncolour: red\n"),
-            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`"
+            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `worktree`"
         );
         assert_eq!(
             message("adapters:\n  gemini:\n    bin: g\n  gemni:\n    bin: x\n"),

@@ -20,6 +20,7 @@ pub enum ErrorCode {
     ConfigInvalid,
     TaskFailed,
     WaitTimeout,
+    MergeConflict,
 }
 
 impl ErrorCode {
@@ -39,6 +40,7 @@ impl ErrorCode {
             ErrorCode::ConfigInvalid => "config_invalid",
             ErrorCode::TaskFailed => "task_failed",
             ErrorCode::WaitTimeout => "wait_timeout",
+            ErrorCode::MergeConflict => "merge_conflict",
         }
     }
 
@@ -59,6 +61,7 @@ impl ErrorCode {
             ErrorCode::ConfigInvalid => 12,
             ErrorCode::TaskFailed => 20,
             ErrorCode::WaitTimeout => 21,
+            ErrorCode::MergeConflict => 15,
         }
     }
 }

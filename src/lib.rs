@@ -12,6 +12,7 @@ pub mod config;
 pub mod doctor;
 pub mod error;
 pub mod events;
+pub mod git;
 pub mod launch;
 pub mod mcp;
 pub mod ops;
@@ -23,6 +24,5 @@ pub mod store;
 pub mod tmux;
 pub mod transcript;
 pub mod which;
-pub mod worktree;
 
 pub use error::{Error, ErrorCode, Result};

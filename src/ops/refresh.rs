@@ -11,7 +11,7 @@ use super::view::TaskView;
 use crate::adapter;
 use crate::attention;
 use crate::error::{ErrorCode, Result};
-use crate::launch::{EXIT_CODE_FILE, parse_sentinel};
+use crate::launch::{EXIT_CODE_FILE, SETUP_FAILED_FILE, parse_sentinel};
 use crate::spec::Mode;
 use crate::status::{Ending, Observation, Status, Verdict, judge};
 use crate::store::{self, TaskRecord};
@@ -160,6 +160,7 @@ pub(crate) fn refresh(records: Vec<TaskRecord>) -> Result<Refreshed> {
                 sentinel,
                 now,
                 stream,
+                setup_failed: record.task_dir.join(SETUP_FAILED_FILE).exists(),
             };
             match judge(&record, adapter, &seen) {
                 Verdict::Unchanged => Ok(record),

@@ -8,10 +8,11 @@ use super::view::TaskView;
 use crate::adapter::{self, LaunchCommand};
 use crate::config::{Config, Permissions, Setting};
 use crate::error::{Error, ErrorCode, Result};
+use crate::git;
 use crate::launch::{ENV_FILE, render_env_file, render_launch_script};
 use crate::spec::{Mode, TaskSpec};
 use crate::status::Status;
-use crate::store::{self, TaskRecord, TmuxPlacement};
+use crate::store::{self, TaskRecord, TmuxPlacement, WorktreeRecord};
 use crate::tmux::{Socket, Tmux, args};
 
 /// What a parent asks for. Every `None` is filled from the configuration, then the adapter.
@@ -37,6 +38,12 @@ pub struct SubmitRequest {
     /// For the `command` agent: the program and its arguments (the objective names the task).
     pub argv: Vec<String>,
     pub dry_run: bool,
+    /// Run in a new git worktree on a new branch (else `defaults.worktree`, else no).
+    pub worktree: Option<bool>,
+    /// The worktree's base (default: the caller's current branch, or `HEAD`).
+    pub base: Option<String>,
+    /// The worktree's branch (default: `worktree.branch_prefix` and the task id).
+    pub branch: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -163,7 +170,29 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             warnings,
         });
     }
+    let use_worktree = request
+        .worktree
+        .or_else(|| config.worktree_default().map(|s| s.value))
+        .unwrap_or(false);
+    if !use_worktree && (request.base.is_some() || request.branch.is_some()) {
+        return Err(Error::invalid_input(
+            "--base and --branch only apply to a task in its own worktree",
+        )
+        .with_hint("add --worktree (or set defaults.worktree: true)"));
+    }
     let id = store::new_task_id();
+    let plan = if use_worktree {
+        Some(git::create::plan(&git::create::Request {
+            cwd: &cwd,
+            task_id: &id,
+            base: request.base.as_deref(),
+            branch: request.branch.as_deref(),
+            dir_template: &config.worktree_dir().value,
+            branch_prefix: &config.branch_prefix().value,
+        })?)
+    } else {
+        None
+    };
     // Named after the task, so cuekit knows the agent's session without asking it.
     if spec.resume_session.is_none() {
         spec.session_id = Some(id.clone());
@@ -190,6 +219,28 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .then(|| spec.session_id.clone())
         .flatten()
         .or_else(|| spec.resume_session.clone());
+
+    // Trust hook (issue 11): `worktree.setup` runs code; a value whose source is a project file
+    // (`Source::Project`) must pass the trust check here, before anything is created.
+    let setup = plan
+        .as_ref()
+        .and_then(|_| config.worktree_setup())
+        .map(|s| s.value);
+    let created = match &plan {
+        Some(plan) => {
+            let includes = git::include::Includes {
+                copy: config.worktree_copy().map(|s| s.value).unwrap_or_default(),
+                symlink: config
+                    .worktree_symlink()
+                    .map(|s| s.value)
+                    .unwrap_or_default(),
+            };
+            git::create::create(plan, &includes)?;
+            Some(CreatedWorktree(Some(plan.clone())))
+        }
+        None => None,
+    };
+    let agent_dir = plan.as_ref().map_or_else(|| cwd.clone(), |p| p.agent_dir());
 
     let task_dir = store::task_dir(&cwd, &id);
     // Owner-only: prompts and transcripts may hold private code.
@@ -222,8 +273,14 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         prompt.as_bytes(),
     )?;
     let script_path = task_dir.join(store::LAUNCH_FILE);
-    let script =
-        render_launch_script(&id, &command, unset_env, &task_dir, event_filter.as_deref())?;
+    let script = render_launch_script(
+        &id,
+        &command,
+        unset_env,
+        &task_dir,
+        event_filter.as_deref(),
+        setup.as_deref(),
+    )?;
     std::fs::write(&script_path, script).map_err(|err| Error::io("write", &script_path, err))?;
     let env_path = task_dir.join(ENV_FILE);
     // The submitter's environment, then the adapter's configured `env`, then the task id.
@@ -275,13 +332,21 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         event_stream,
         agent_session_id,
         resumed_from: resumed.map(|r| r.id),
+        worktree: plan.map(|plan| WorktreeRecord {
+            repo_root: plan.repo_root,
+            path: plan.path,
+            branch: plan.branch,
+            base_ref: plan.base_ref,
+            base_commit: plan.base_commit,
+            merged_tip: None,
+        }),
     };
     // The one tmux call runs while the record and the registry entry are written and synced;
     // both are put in place only once the session exists, so no reader ever sees a running
     // task without its pane.
     let launch = Tmux::new(socket).spawn(&args::new_task_session(&args::NewTaskSession {
         session: &session,
-        cwd: &cwd,
+        cwd: &agent_dir,
         width: config.width().value,
         height,
         history_limit: config.history_limit().value,
@@ -300,16 +365,39 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         record.reason = Some("launch_failed".into());
         record.hint = Some(err.message.clone());
         record.ended_at = Some(super::now_rfc3339());
+        // The worktree goes with the failed launch (the guard removes it): the record must
+        // not point at it.
+        record.worktree = None;
         store::save(&record)?;
         store::register(&id, &task_dir)?;
         return Err(err);
     }
     staged.0.commit()?;
     staged.1.commit()?;
+    if let Some(mut created) = created {
+        created.keep();
+    }
     if record.timeout_secs.is_some() {
         super::watchdog::spawn(&task_dir)?;
     }
     Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(&record))))
+}
+
+/// A worktree this submit created, removed again unless the task started.
+struct CreatedWorktree(Option<git::create::Plan>);
+
+impl CreatedWorktree {
+    fn keep(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CreatedWorktree {
+    fn drop(&mut self) {
+        if let Some(plan) = self.0.take() {
+            git::create::remove_created(&plan);
+        }
+    }
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {

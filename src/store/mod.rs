@@ -6,7 +6,9 @@ mod record;
 mod registry;
 
 pub use atomic::{Staged, stage, write_atomic};
-pub use record::{TaskRecord, TmuxPlacement, load, lock_file, save, stage_record, update};
+pub use record::{
+    TaskRecord, TmuxPlacement, WorktreeRecord, load, lock_file, save, stage_record, update,
+};
 pub use registry::{register, registered_tasks, registry_dir, resolve, stage_registration};
 
 use std::path::{Path, PathBuf};

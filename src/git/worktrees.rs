@@ -1,0 +1,82 @@
+//! The repository's worktrees as `git worktree list --porcelain` reports them.
+
+use std::path::{Path, PathBuf};
+
+use super::Git;
+use crate::error::Result;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worktree {
+    pub path: PathBuf,
+    /// Short branch name; `None` when detached (or bare).
+    pub branch: Option<String>,
+    pub head: Option<String>,
+}
+
+pub fn list(repo: &Path) -> Result<Vec<Worktree>> {
+    Ok(parse(&Git::new(repo).run([
+        "worktree",
+        "list",
+        "--porcelain",
+        "-z",
+    ])?))
+}
+
+/// The worktree where `branch` is checked out.
+pub fn checked_out(worktrees: &[Worktree], branch: &str) -> Option<PathBuf> {
+    worktrees
+        .iter()
+        .find(|w| w.branch.as_deref() == Some(branch))
+        .map(|w| w.path.clone())
+}
+
+/// `-z` porcelain: attributes separated by NUL, worktrees by an empty attribute.
+fn parse(text: &str) -> Vec<Worktree> {
+    let mut worktrees = Vec::new();
+    let mut current: Option<Worktree> = None;
+    for field in text.split('\0') {
+        if field.is_empty() {
+            worktrees.extend(current.take());
+            continue;
+        }
+        let (key, value) = field.split_once(' ').unwrap_or((field, ""));
+        match (key, current.as_mut()) {
+            ("worktree", _) => {
+                worktrees.extend(current.take());
+                current = Some(Worktree {
+                    path: PathBuf::from(value),
+                    branch: None,
+                    head: None,
+                });
+            }
+            ("HEAD", Some(w)) => w.head = Some(value.to_string()),
+            ("branch", Some(w)) => {
+                w.branch = Some(
+                    value
+                        .strip_prefix("refs/heads/")
+                        .unwrap_or(value)
+                        .to_string(),
+                );
+            }
+            _ => {}
+        }
+    }
+    worktrees.extend(current);
+    worktrees
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn porcelain_is_parsed_into_worktrees_with_their_branches() {
+        let text = "worktree /r\0HEAD aaa\0branch refs/heads/main\0\0worktree /r.wt/t_1\0HEAD bbb\0detached\0\0worktree /x\0HEAD ccc\0branch refs/heads/cuekit/t_2\0locked\0\0";
+        let list = parse(text);
+        assert_eq!(list.len(), 3);
+        assert_eq!(list[0].branch.as_deref(), Some("main"));
+        assert_eq!(list[1].branch, None);
+        assert_eq!(checked_out(&list, "cuekit/t_2"), Some(PathBuf::from("/x")));
+        assert_eq!(checked_out(&list, "other"), None);
+    }
+}
