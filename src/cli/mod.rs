@@ -2,10 +2,14 @@
 //! render). Errors become `error[code]: message` (or JSON) and the code's exit status.
 
 mod cancel;
+mod diff;
 mod logs;
 mod mcp;
+mod merge;
+mod prune;
 mod render;
 mod result;
+mod rm;
 mod setup;
 mod status;
 mod steer;
@@ -66,6 +70,14 @@ enum Command {
     Wait(wait::WaitArgs),
     /// Cancel running tasks (whole process tree), or clean up ended ones' sessions.
     Cancel(cancel::CancelArgs),
+    /// A worktree task's work against its base: commits, uncommitted and untracked changes.
+    Diff(diff::DiffArgs),
+    /// Merge an ended worktree task's branch into the target branch (where it is checked out).
+    Merge(merge::MergeArgs),
+    /// Remove ended tasks: record, transcript, worktree and branch (work in a worktree keeps it).
+    Rm(rm::RmArgs),
+    /// Remove this project's ended tasks, keeping worktrees that hold work.
+    Prune(prune::PruneArgs),
     /// List the agents cuekit can run, with their capabilities and models.
     Adapters,
     /// Print the effective configuration and where each value comes from.
@@ -136,6 +148,10 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Steer(args) => steer::run(args, &cwd, json),
         Command::Wait(args) => wait::run(args, &cwd, json),
         Command::Cancel(args) => cancel::run(args, &cwd, json),
+        Command::Diff(args) => diff::run(args, &cwd, json),
+        Command::Merge(args) => merge::run(args, &cwd, json),
+        Command::Rm(args) => rm::run(args, &cwd, json),
+        Command::Prune(args) => prune::run(args, &cwd, json),
         Command::Adapters => setup::adapters(json),
         Command::Config => setup::config(&cwd, json),
         Command::Init { force } => setup::init(&cwd, *force, json),

@@ -35,13 +35,32 @@ pub fn list(all: bool, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         );
         return Ok(0);
     }
+    // The branch column only when some task has one.
+    let branches = tasks.iter().any(|t| t.branch.is_some());
+    let branch_header = if branches {
+        format!("{:<40} ", "BRANCH (CHANGES)")
+    } else {
+        String::new()
+    };
     println!(
-        "{:<16} {:<10} {:<8} {:<12} {:<24} OBJECTIVE",
+        "{:<16} {:<10} {:<8} {:<12} {:<24} {branch_header}OBJECTIVE",
         "ID", "STATUS", "AGENT", "MODE", "CREATED"
     );
     for task in &tasks {
+        let branch = match (&task.branch, &task.diff_stat) {
+            (Some(branch), Some(stat)) => format!(
+                "{:<40} ",
+                format!(
+                    "{branch} ({}f +{} -{})",
+                    stat.files, stat.insertions, stat.deletions
+                )
+            ),
+            (Some(branch), None) => format!("{branch:<40} "),
+            (None, _) if branches => format!("{:<40} ", "-"),
+            (None, _) => String::new(),
+        };
         println!(
-            "{:<16} {:<10} {:<8} {:<12} {:<24} {}",
+            "{:<16} {:<10} {:<8} {:<12} {:<24} {branch}{}",
             task.id,
             task.status.as_str(),
             task.agent_kind,

@@ -178,6 +178,10 @@ pub fn remove(target: &Target, force: bool) -> Result<Cleanup> {
     }
     if target.worktree.exists() {
         root.run(args::worktree_remove(target.worktree, force))?;
+        // The `<repo>.worktrees` folder goes with its last worktree (only if empty).
+        if let Some(parent) = target.worktree.parent() {
+            let _ = std::fs::remove_dir(parent);
+        }
     } else {
         root.run(["worktree", "prune"])?;
     }

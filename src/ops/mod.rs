@@ -3,9 +3,12 @@
 
 mod attach;
 mod cancel;
+mod diff;
 mod init;
 mod logs;
+mod merge;
 mod refresh;
+mod remove;
 mod result;
 mod steer;
 mod stream;
@@ -16,9 +19,12 @@ mod watchdog;
 
 pub use attach::attach;
 pub use cancel::{DEFAULT_GRACE, cancel};
+pub use diff::{TaskDiff, diff};
 pub use init::{InitOutcome, init};
 pub use logs::{follow_logs, read_logs};
+pub use merge::merge;
 pub use refresh::{list, status};
+pub use remove::{Outcome, PruneFilter, Removal, prune, remove};
 pub use result::{TaskResult, result};
 pub use steer::{SteerReceipt, steer};
 pub use stream::run_event_filter;

@@ -97,6 +97,8 @@ impl Refreshed {
             .iter()
             .map(|record| {
                 let mut view = TaskView::from(record);
+                view.diff_stat =
+                    super::diff::changed_files(record).map(|files| crate::git::diff::stat(&files));
                 let pane = self.pane(record);
                 let screen = pane
                     .and_then(|pane| Some((screens.get(&pane.pane_id)?, pane.history_lines > 0)));

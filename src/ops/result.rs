@@ -104,6 +104,18 @@ pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
         result.status = Status::Running;
     }
     result.agent_session_id = result.agent_session_id.or(record.agent_session_id.clone());
+    if record.worktree.is_some() {
+        // The branch's commits count too, which a before/after `git status` cannot see.
+        result.files_changed = super::diff::changed_files(&record).map(|files| {
+            files
+                .into_iter()
+                .map(|file| ChangedFile {
+                    path: file.path,
+                    status: file.status,
+                })
+                .collect()
+        });
+    }
     Ok(result)
 }
 

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::adapter::{self, Capabilities};
 use crate::events::Progress;
+use crate::git::diff::DiffStat;
 use crate::spec::Mode;
 use crate::status::Status;
 use crate::store::TaskRecord;
@@ -40,6 +41,16 @@ pub struct TaskView {
     pub progress: Option<Progress>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_session_id: Option<String>,
+    /// For a task in its own worktree: its branch, folder and base.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_ref: Option<String>,
+    /// Its work against the base commit (`status` and `list`; `cuekit diff` for the files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff_stat: Option<DiffStat>,
 }
 
 impl From<&TaskRecord> for TaskView {
@@ -75,6 +86,10 @@ impl From<&TaskRecord> for TaskView {
             ended_at: record.ended_at.clone(),
             progress: None,
             agent_session_id: record.agent_session_id.clone(),
+            branch: record.worktree.as_ref().map(|w| w.branch.clone()),
+            worktree: record.worktree.as_ref().map(|w| w.path.clone()),
+            base_ref: record.worktree.as_ref().map(|w| w.base_ref.clone()),
+            diff_stat: None,
         }
     }
 }

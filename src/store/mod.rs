@@ -9,7 +9,9 @@ pub use atomic::{Staged, stage, write_atomic};
 pub use record::{
     TaskRecord, TmuxPlacement, WorktreeRecord, load, lock_file, save, stage_record, update,
 };
-pub use registry::{register, registered_tasks, registry_dir, resolve, stage_registration};
+pub use registry::{
+    register, registered_tasks, registry_dir, resolve, stage_registration, unregister,
+};
 
 use std::path::{Path, PathBuf};
 

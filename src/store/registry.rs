@@ -33,6 +33,17 @@ pub fn stage_registration(task_id: &str, task_dir: &Path) -> Result<super::Stage
     super::stage(&dir.join(task_id), task_dir.as_os_str().as_encoded_bytes())
 }
 
+/// Forgets a removed task; an entry already gone is fine.
+pub fn unregister(task_id: &str) -> Result<()> {
+    let path = require_registry_dir()?.join(task_id);
+    match std::fs::remove_file(&path) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+            Err(Error::io("remove", &path, err))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The task directory of `task_id`, from the registry or else from the current project.
 pub fn resolve(task_id: &str, cwd: &Path) -> Result<PathBuf> {
     if !super::is_task_id(task_id) {

@@ -1,0 +1,193 @@
+//! `cuekit rm` and `cuekit prune`: ended tasks go with their record, transcript, worktree and
+//! branch. A running task is never removed; a worktree that holds work (or that cannot be
+//! inspected) is kept, and its task with it, unless forced.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::git::cleanup::{self, Cleanup, KeepReason};
+use crate::status::Status;
+use crate::store::{self, TaskRecord};
+use crate::tmux::{Tmux, args};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Removed,
+    Kept,
+    /// `--dry-run`: would be removed.
+    WouldRemove,
+    /// `--dry-run`: would be kept.
+    WouldKeep,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Removal {
+    pub task_id: String,
+    pub outcome: Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<KeepReason>,
+}
+
+/// Which ended tasks `prune` takes.
+#[derive(Debug, Clone, Default)]
+pub struct PruneFilter {
+    pub older_than: Option<Duration>,
+    /// Empty: every ended status.
+    pub statuses: Vec<Status>,
+}
+
+pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Result<Vec<Removal>> {
+    let records = super::refresh::refresh(super::open_all(task_ids, cwd)?)?.records;
+    if let Some(running) = records.iter().find(|r| !r.status.is_terminal()) {
+        return Err(Error::new(
+            ErrorCode::InvalidState,
+            format!("task {} is still running; nothing was removed", running.id),
+        )
+        .with_hint(format!("cancel it first (`cuekit cancel {}`)", running.id)));
+    }
+    records
+        .iter()
+        .map(|record| remove_one(record, force, dry_run))
+        .collect()
+}
+
+pub fn prune(cwd: &Path, filter: &PruneFilter, force: bool, dry_run: bool) -> Result<Vec<Removal>> {
+    let Some(root) = store::project_tasks_root(cwd) else {
+        return Ok(Vec::new());
+    };
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map_err(|err| Error::io("read", &root, err))?
+        .flatten()
+        .filter(|entry| store::is_task_id(&entry.file_name().to_string_lossy()))
+        .map(|entry| entry.path())
+        .filter(|dir| dir.join(store::RECORD_FILE).is_file())
+        .collect();
+    let records = dirs
+        .iter()
+        .map(|dir| store::load(dir))
+        .collect::<Result<Vec<_>>>()?;
+    let now = SystemTime::now();
+    let mut records: Vec<TaskRecord> = super::refresh::refresh(records)?
+        .records
+        .into_iter()
+        .filter(|record| selected(record, filter, now))
+        .collect();
+    records.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+    records
+        .iter()
+        .map(|record| remove_one(record, force, dry_run))
+        .collect()
+}
+
+/// Pure: an ended task matching the filter.
+fn selected(record: &TaskRecord, filter: &PruneFilter, now: SystemTime) -> bool {
+    if !record.status.is_terminal() {
+        return false;
+    }
+    if !filter.statuses.is_empty() && !filter.statuses.contains(&record.status) {
+        return false;
+    }
+    match filter.older_than {
+        None => true,
+        Some(age) => record
+            .ended_at
+            .as_deref()
+            .and_then(|t| humantime::parse_rfc3339(t).ok())
+            .is_some_and(|ended| ended + age <= now),
+    }
+}
+
+fn remove_one(record: &TaskRecord, force: bool, dry_run: bool) -> Result<Removal> {
+    let mut removal = Removal {
+        task_id: record.id.clone(),
+        outcome: if dry_run {
+            Outcome::WouldRemove
+        } else {
+            Outcome::Removed
+        },
+        worktree: None,
+        branch: None,
+        reasons: Vec::new(),
+    };
+    if let Some(worktree) = &record.worktree {
+        removal.worktree = Some(worktree.path.clone());
+        let target = cleanup::Target {
+            repo_root: &worktree.repo_root,
+            worktree: &worktree.path,
+            branch: &worktree.branch,
+            base_ref: &worktree.base_ref,
+            base_commit: &worktree.base_commit,
+            merged_tip: worktree.merged_tip.as_deref(),
+        };
+        if dry_run {
+            let inspection = cleanup::inspect(&target);
+            removal.branch = inspection.branch_tip.map(|_| worktree.branch.clone());
+            if !inspection.keep.is_empty() && !force {
+                removal.outcome = Outcome::WouldKeep;
+                removal.reasons = inspection.keep;
+            }
+            return Ok(removal);
+        }
+        match cleanup::remove(&target, force)? {
+            Cleanup::Kept { reasons, .. } => {
+                removal.outcome = Outcome::Kept;
+                removal.reasons = reasons;
+                return Ok(removal);
+            }
+            Cleanup::Removed { branch, .. } => removal.branch = branch,
+        }
+    }
+    if dry_run {
+        return Ok(removal);
+    }
+    if let Some(placement) = &record.tmux {
+        // A dead pane left by remain-on-exit: gone already is fine.
+        let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));
+    }
+    std::fs::remove_dir_all(&record.task_dir)
+        .map_err(|err| Error::io("remove", &record.task_dir, err))?;
+    store::unregister(&record.id)?;
+    Ok(removal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prune_takes_only_ended_tasks_of_the_asked_statuses_and_age() {
+        let json = r#"{"id":"t_000000000001","spec":{"objective":"x","agent_kind":"command"},
+            "mode":"batch","cwd":"/p","task_dir":"/p/.cuekit/tasks/t_000000000001",
+            "launch_command":"true","status":"completed","created_at":"2026-01-01T00:00:00Z",
+            "ended_at":"2026-01-01T00:10:00Z"}"#;
+        let record: TaskRecord = serde_json::from_str(json).unwrap();
+        let at = |min: u64| {
+            humantime::parse_rfc3339("2026-01-01T00:00:00Z").unwrap()
+                + Duration::from_secs(min * 60)
+        };
+        let all = PruneFilter::default();
+        assert!(selected(&record, &all, at(11)));
+        let old = PruneFilter {
+            older_than: Some(Duration::from_secs(3600)),
+            statuses: vec![],
+        };
+        assert!(!selected(&record, &old, at(30)));
+        assert!(selected(&record, &old, at(70)));
+        let failed_only = PruneFilter {
+            older_than: None,
+            statuses: vec![Status::Failed],
+        };
+        assert!(!selected(&record, &failed_only, at(11)));
+        let mut running = record.clone();
+        running.status = Status::Running;
+        assert!(!selected(&running, &all, at(11)));
+    }
+}
