@@ -77,7 +77,12 @@ pub fn plan(request: &Request) -> Result<Plan> {
             })
         })?;
     let branch = plan::branch_name(request.branch, request.branch_prefix, request.task_id);
-    if !git.yes(["check-ref-format", "--branch", &branch])? {
+    // git answers a bad name with status 128, not 1.
+    if !git
+        .output(["check-ref-format", "--branch", &branch])?
+        .status
+        .success()
+    {
         return Err(
             Error::invalid_input(format!("'{branch}' is not a valid branch name"))
                 .with_hint("see `git check-ref-format --help`"),
