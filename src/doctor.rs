@@ -82,7 +82,90 @@ pub fn doctor(cwd: &Path, fix: bool) -> Vec<Check> {
     checks.extend(agent_checks(&config));
     checks.extend(environment_checks());
     checks.extend(storage_checks(cwd, fix));
+    checks.extend(worktree_check(cwd, &config, fix));
     checks
+}
+
+/// Worktrees on cuekit's branches that no task record knows; `--fix` removes only those the
+/// cleanup rules let go (clean, merged into the checkout's HEAD, nothing running inside).
+fn worktree_check(cwd: &Path, config: &Config, fix: bool) -> Option<Check> {
+    use crate::git::{cleanup, worktrees};
+    let root = crate::git::toplevel(cwd)?;
+    let name = "task worktrees";
+    let listed = match worktrees::list(&root) {
+        Ok(listed) => listed,
+        Err(err) => return Some(Check::new(name, Level::Warn, err.message)),
+    };
+    let known: Vec<PathBuf> = store::registered_tasks()
+        .unwrap_or_default()
+        .into_iter()
+        .chain(
+            store::project_tasks_root(cwd)
+                .and_then(|tasks| std::fs::read_dir(tasks).ok())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|entry| entry.path()),
+        )
+        .filter_map(|dir| store::load(&dir).ok()?.worktree.map(|w| w.path))
+        .collect();
+    let prefix = config.branch_prefix().value;
+    let orphans = worktrees::orphans(&listed, &prefix, &known);
+    if orphans.is_empty() {
+        return Some(Check::new(
+            name,
+            Level::Ok,
+            "every cuekit worktree belongs to a task",
+        ));
+    }
+    let head = crate::git::Git::new(&root)
+        .line(["rev-parse", "HEAD"])
+        .unwrap_or_default();
+    let mut lines = Vec::new();
+    let mut fixed = Vec::new();
+    for orphan in orphans {
+        let branch = orphan.branch.clone().unwrap_or_default();
+        let target = cleanup::Target {
+            repo_root: &root,
+            worktree: &orphan.path,
+            branch: &branch,
+            base_ref: "HEAD",
+            base_commit: &head,
+            merged_tip: None,
+        };
+        let outcome = if fix {
+            cleanup::remove(&target, false).map(|c| match c {
+                cleanup::Cleanup::Removed { .. } => Vec::new(),
+                cleanup::Cleanup::Kept { reasons, .. } => reasons,
+            })
+        } else {
+            Ok(cleanup::inspect(&target).keep)
+        };
+        let described = format!("{} ({branch})", orphan.path.display());
+        match outcome {
+            Ok(reasons) if reasons.is_empty() && fix => fixed.push(described),
+            Ok(reasons) if reasons.is_empty() => lines.push(format!("{described}: safe to remove")),
+            Ok(reasons) => {
+                let why: Vec<String> = reasons.iter().map(ToString::to_string).collect();
+                lines.push(format!("{described}: kept, {}", why.join("; ")));
+            }
+            Err(err) => lines.push(format!("{described}: kept, {}", err.message)),
+        }
+    }
+    let mut check = if lines.is_empty() {
+        Check::new(name, Level::Ok, "no orphaned cuekit worktree left")
+    } else {
+        Check::new(
+            name,
+            Level::Warn,
+            format!("worktrees no task knows about: {}", lines.join("; ")),
+        )
+        .next("`cuekit doctor --fix` removes the safe ones; look into the kept ones, then `git worktree remove`")
+    };
+    if !fixed.is_empty() {
+        check.fixed = Some(format!("removed {}", fixed.join(", ")));
+    }
+    Some(check)
 }
 
 fn tmux_checks(socket: &Socket) -> Vec<Check> {

@@ -568,3 +568,95 @@ fn a_failing_setup_fails_the_task_and_a_passing_one_runs_first() {
     assert_eq!(code, 0, "{waited}");
     assert!(h.transcript(&ok).contains("prepared"));
 }
+
+#[test]
+fn rebase_replays_the_tasks_commits_and_fast_forwards_the_target() {
+    let h = Harness::new();
+    repo(&h);
+    let id = submit_sh(
+        &h,
+        &[],
+        "echo a > a.txt && git add a.txt && git commit -qm 'task a'",
+    );
+    let (waited, code) = wait_all(&h, std::slice::from_ref(&id));
+    assert_eq!(code, 0, "{waited}");
+    std::fs::write(h.project.join("b.txt"), "b\n").unwrap();
+    git(&h.project, &["add", "b.txt"]);
+    git(&h.project, &["commit", "-qm", "meanwhile on main"]);
+    let (merged, code) = h.json(&["merge", &id, "--rebase"]);
+    assert_eq!(code, 0, "{merged}");
+    assert_eq!(git(&h.project, &["rev-list", "--merges", "main"]), "");
+    assert_eq!(
+        git(&h.project, &["log", "--format=%s", "main"]),
+        "task a\nmeanwhile on main\ninit\n"
+    );
+    assert_eq!(
+        git(&h.project, &["rev-parse", "main"]),
+        git(&h.project, &["rev-parse", &branch_of(&h, &id)])
+    );
+    assert!(h.project.join("a.txt").is_file());
+}
+
+#[test]
+fn doctor_reports_orphaned_worktrees_and_fix_removes_only_the_safe_ones() {
+    let h = Harness::new();
+    repo(&h);
+    let id = submit_sh(&h, &[], "true");
+    let (waited, code) = wait_all(&h, std::slice::from_ref(&id));
+    assert_eq!(code, 0, "{waited}");
+    let clean = h.root().join("orphan-clean");
+    let dirty = h.root().join("orphan-dirty");
+    for (path, branch) in [
+        (&clean, "cuekit/orphan-clean"),
+        (&dirty, "cuekit/orphan-dirty"),
+    ] {
+        git(
+            &h.project,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                branch,
+                path.to_str().unwrap(),
+            ],
+        );
+    }
+    std::fs::write(dirty.join("unsaved.txt"), "work\n").unwrap();
+    let check = |args: &[&str]| {
+        let (checks, _) = h.json(args);
+        checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "task worktrees")
+            .cloned()
+            .unwrap()
+    };
+    let found = check(&["doctor"]);
+    assert_eq!(found["level"], "warn", "{found}");
+    let message = found["message"].as_str().unwrap();
+    assert!(
+        message.contains("orphan-clean") && message.contains("safe to remove"),
+        "{message}"
+    );
+    assert!(
+        message.contains("orphan-dirty") && message.contains("uncommitted"),
+        "{message}"
+    );
+    assert!(
+        !message.contains(&id),
+        "a task's own worktree is no orphan: {message}"
+    );
+    assert!(clean.exists(), "doctor without --fix changes nothing");
+
+    let fixed = check(&["doctor", "--fix"]);
+    assert!(
+        fixed["fixed"].as_str().unwrap().contains("orphan-clean"),
+        "{fixed}"
+    );
+    assert!(!clean.exists());
+    assert!(!branches(&h).contains("orphan-clean"));
+    assert!(dirty.join("unsaved.txt").is_file());
+    assert!(worktree_of(&h, &id).is_dir());
+}

@@ -30,6 +30,20 @@ pub fn checked_out(worktrees: &[Worktree], branch: &str) -> Option<PathBuf> {
         .map(|w| w.path.clone())
 }
 
+/// Worktrees on a cuekit branch (`prefix`) that no task record names: left by a crash, a
+/// deleted task directory, or a hand-made `git worktree add`.
+pub fn orphans<'a>(
+    worktrees: &'a [Worktree],
+    prefix: &str,
+    known: &[PathBuf],
+) -> Vec<&'a Worktree> {
+    worktrees
+        .iter()
+        .filter(|w| w.branch.as_deref().is_some_and(|b| b.starts_with(prefix)))
+        .filter(|w| !known.contains(&w.path))
+        .collect()
+}
+
 /// `-z` porcelain: attributes separated by NUL, worktrees by an empty attribute.
 fn parse(text: &str) -> Vec<Worktree> {
     let mut worktrees = Vec::new();
@@ -78,5 +92,10 @@ mod tests {
         assert_eq!(list[1].branch, None);
         assert_eq!(checked_out(&list, "cuekit/t_2"), Some(PathBuf::from("/x")));
         assert_eq!(checked_out(&list, "other"), None);
+        let known = [PathBuf::from("/elsewhere")];
+        let orphans = orphans(&list, "cuekit/", &known);
+        assert_eq!(orphans.len(), 1);
+        assert_eq!(orphans[0].path, PathBuf::from("/x"));
+        assert!(super::orphans(&list, "cuekit/", &[PathBuf::from("/x")]).is_empty());
     }
 }
