@@ -660,3 +660,26 @@ fn doctor_reports_orphaned_worktrees_and_fix_removes_only_the_safe_ones() {
     assert!(dirty.join("unsaved.txt").is_file());
     assert!(worktree_of(&h, &id).is_dir());
 }
+
+#[test]
+fn a_worktree_that_cannot_be_inspected_is_kept_even_when_forced() {
+    let h = Harness::new();
+    repo(&h);
+    let id = submit_sh(&h, &[], "true");
+    let (waited, code) = wait_all(&h, std::slice::from_ref(&id));
+    assert_eq!(code, 0, "{waited}");
+    let worktree = worktree_of(&h, &id);
+    let (git_dir, hidden) = (h.project.join(".git"), h.project.join("git-moved-away"));
+    std::fs::rename(&git_dir, &hidden).unwrap();
+    let (kept, code) = h.json(&["rm", "--force", &id]);
+    std::fs::rename(&hidden, &git_dir).unwrap();
+    assert_eq!(code, 0, "{kept}");
+    assert_eq!(kept[0]["outcome"], "kept", "{kept}");
+    assert_eq!(
+        kept[0]["reasons"][0]["reason"], "inspection_failed",
+        "{kept}"
+    );
+    assert!(worktree.is_dir() && h.task_dir(&id).is_dir());
+    let (removed, _) = h.json(&["rm", &id]);
+    assert_eq!(removed[0]["outcome"], "removed", "{removed}");
+}

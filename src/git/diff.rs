@@ -45,7 +45,6 @@ pub struct Subject<'a> {
     pub repo_root: &'a Path,
     pub worktree: &'a Path,
     pub branch: &'a str,
-    pub base_commit: &'a str,
     /// Where the scratch index may be written (removed afterwards).
     pub scratch: &'a Path,
 }

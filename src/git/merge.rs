@@ -92,7 +92,6 @@ pub fn merge(request: &Request) -> Result<Merged> {
             repo_root: request.repo_root,
             worktree: request.task_worktree,
             branch: request.branch,
-            base_commit: &old_tip,
             scratch: request.scratch,
         })
     });

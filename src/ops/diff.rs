@@ -65,7 +65,6 @@ fn work_tree(record: &TaskRecord, worktree: &WorktreeRecord) -> Result<String> {
         repo_root: &worktree.repo_root,
         worktree: &worktree.path,
         branch: &worktree.branch,
-        base_commit: &worktree.base_commit,
         scratch: &record.task_dir,
     })
 }

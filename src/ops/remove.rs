@@ -136,13 +136,19 @@ fn remove_one(record: &TaskRecord, force: bool, dry_run: bool) -> Result<Removal
             }
             return Ok(removal);
         }
-        match cleanup::remove(&target, force)? {
-            Cleanup::Kept { reasons, .. } => {
+        // Any doubt keeps it: a repository that cannot be asked (moved, broken) included.
+        match cleanup::remove(&target, force) {
+            Ok(Cleanup::Kept { reasons, .. }) => {
                 removal.outcome = Outcome::Kept;
                 removal.reasons = reasons;
                 return Ok(removal);
             }
-            Cleanup::Removed { branch, .. } => removal.branch = branch,
+            Err(err) => {
+                removal.outcome = Outcome::Kept;
+                removal.reasons = vec![KeepReason::InspectionFailed(err.message)];
+                return Ok(removal);
+            }
+            Ok(Cleanup::Removed { branch, .. }) => removal.branch = branch,
         }
     }
     if dry_run {
