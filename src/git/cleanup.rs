@@ -1,7 +1,7 @@
 //! Removing a task's worktree and branch, failing closed: a worktree with uncommitted or
 //! untracked changes, commits not merged into its base, or a live process inside it is kept
 //! (unless forced), and any inspection that fails keeps it too. The worktree goes before its
-//! branch, the branch only at the commit inspected, under a lock in the git common dir.
+//! branch, the branch only at the commit inspected, under cuekit's worktree lock (see [`super::lock_worktrees`]).
 
 use std::path::{Path, PathBuf};
 
@@ -166,9 +166,7 @@ pub enum Cleanup {
 /// keep reasons (never a failed lock or a failed removal).
 pub fn remove(target: &Target, force: bool) -> Result<Cleanup> {
     let root = Git::new(target.repo_root);
-    let common =
-        PathBuf::from(root.line(["rev-parse", "--path-format=absolute", "--git-common-dir"])?);
-    let _lock = crate::store::lock_file(&common.join("cuekit-cleanup.lock"))?;
+    let _lock = super::lock_worktrees(target.repo_root)?;
     let inspection = inspect(target);
     if !inspection.keep.is_empty() && !force {
         return Ok(Cleanup::Kept {

@@ -129,11 +129,14 @@ pub fn create(plan: &Plan, includes: &Includes) -> Result<()> {
     if let Some(parent) = plan.path.parent() {
         std::fs::create_dir_all(parent).map_err(|err| Error::io("create", parent, err))?;
     }
-    git.run(args::worktree_add(
-        &plan.path,
-        &plan.branch,
-        &plan.base_commit,
-    ))?;
+    {
+        let _lock = super::lock_worktrees(&plan.repo_root)?;
+        git.run(args::worktree_add(
+            &plan.path,
+            &plan.branch,
+            &plan.base_commit,
+        ))?;
+    }
     let populated =
         init_submodules(plan).and_then(|()| bring_over(&plan.repo_root, &plan.path, includes));
     if let Err(err) = populated {
@@ -147,6 +150,7 @@ pub fn create(plan: &Plan, includes: &Includes) -> Result<()> {
 /// only while the branch is still at the base commit.
 pub fn remove_created(plan: &Plan) {
     let git = Git::new(&plan.repo_root);
+    let _lock = super::lock_worktrees(&plan.repo_root);
     if git.run(args::worktree_remove(&plan.path, true)).is_err() {
         let _ = std::fs::remove_dir_all(&plan.path);
         let _ = git.run(["worktree", "prune"]);

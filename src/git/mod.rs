@@ -134,3 +134,16 @@ pub fn toplevel(dir: &Path) -> Option<PathBuf> {
         .ok()
         .map(PathBuf::from)
 }
+
+/// Serialises cuekit's worktree changes in one repository across processes, held until the
+/// file is dropped. git itself does not: a `worktree add` reading the admin folder of another
+/// one still being created fails ("failed to read …/commondir"), and a `worktree prune` could
+/// take that folder away.
+pub fn lock_worktrees(repo: &Path) -> Result<std::fs::File> {
+    let common = PathBuf::from(Git::new(repo).line([
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-common-dir",
+    ])?);
+    crate::store::lock_file(&common.join("cuekit-worktrees.lock"))
+}

@@ -13,7 +13,9 @@ pub struct Worktree {
     pub head: Option<String>,
 }
 
+/// Under cuekit's worktree lock: git fails to list a worktree still being created.
 pub fn list(repo: &Path) -> Result<Vec<Worktree>> {
+    let _lock = super::lock_worktrees(repo)?;
     Ok(parse(&Git::new(repo).run([
         "worktree",
         "list",
