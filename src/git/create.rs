@@ -32,6 +32,8 @@ pub struct Plan {
     pub base_commit: String,
     /// The caller's directory relative to the repository root: the agent starts there too.
     pub subdir: PathBuf,
+    /// The repository's git common dir, where cuekit's worktree lock lives.
+    pub common_dir: PathBuf,
 }
 
 impl Plan {
@@ -44,13 +46,25 @@ impl Plan {
 
 /// Checks everything a creation needs; creates nothing.
 pub fn plan(request: &Request) -> Result<Plan> {
-    let repo_root = super::toplevel(request.cwd).ok_or_else(|| {
-        Error::invalid_input(format!(
+    // One git call for both: every call costs a process start on each submit.
+    let found = Git::new(request.cwd)
+        .run([
+            "rev-parse",
+            "--path-format=absolute",
+            "--show-toplevel",
+            "--git-common-dir",
+        ])
+        .ok();
+    let mut lines = found.as_deref().unwrap_or("").lines().map(PathBuf::from);
+    let (Some(repo_root), Some(common_dir)) = (lines.next(), lines.next()) else {
+        return Err(Error::invalid_input(format!(
             "{} is not in a git repository: --worktree needs one",
             request.cwd.display()
         ))
-        .with_hint("run from inside a git checkout (or `git init`), or submit without --worktree")
-    })?;
+        .with_hint(
+            "run from inside a git checkout (or `git init`), or submit without --worktree",
+        ));
+    };
     let git = Git::new(&repo_root);
     let base_ref = match request.base {
         Some(base) => base.to_string(),
@@ -77,28 +91,13 @@ pub fn plan(request: &Request) -> Result<Plan> {
             })
         })?;
     let branch = plan::branch_name(request.branch, request.branch_prefix, request.task_id);
-    // git answers a bad name with status 128, not 1.
-    if !git
-        .output(["check-ref-format", "--branch", &branch])?
-        .status
-        .success()
-    {
-        return Err(
-            Error::invalid_input(format!("'{branch}' is not a valid branch name"))
-                .with_hint("see `git check-ref-format --help`"),
-        );
-    }
-    if git.yes([
-        "show-ref",
-        "--verify",
-        "--quiet",
-        &format!("refs/heads/{branch}"),
-    ])? {
-        return Err(
-            Error::invalid_input(format!("the branch '{branch}' already exists")).with_hint(
-                "name another with --branch (cuekit never reuses or resets an existing branch)",
-            ),
-        );
+    // A name built from the built-in prefix and a fresh random id is valid and free; checking
+    // it would cost two git processes on every submit (and `worktree add -b` refuses an
+    // existing branch before creating anything anyway).
+    let generated =
+        request.branch.is_none() && request.branch_prefix == plan::DEFAULT_BRANCH_PREFIX;
+    if !generated {
+        check_branch(&git, &branch)?;
     }
     let path = plan::worktree_path(request.dir_template, &repo_root, request.task_id)?;
     if std::fs::symlink_metadata(&path).is_ok() {
@@ -119,7 +118,36 @@ pub fn plan(request: &Request) -> Result<Plan> {
         base_ref,
         base_commit,
         subdir,
+        common_dir,
     })
+}
+
+/// A valid branch name that does not exist yet.
+fn check_branch(git: &Git, branch: &str) -> Result<()> {
+    // git answers a bad name with status 128, not 1.
+    if !git
+        .output(["check-ref-format", "--branch", branch])?
+        .status
+        .success()
+    {
+        return Err(
+            Error::invalid_input(format!("'{branch}' is not a valid branch name"))
+                .with_hint("see `git check-ref-format --help`"),
+        );
+    }
+    if git.yes([
+        "show-ref",
+        "--verify",
+        "--quiet",
+        &format!("refs/heads/{branch}"),
+    ])? {
+        return Err(
+            Error::invalid_input(format!("the branch '{branch}' already exists")).with_hint(
+                "name another with --branch (cuekit never reuses or resets an existing branch)",
+            ),
+        );
+    }
+    Ok(())
 }
 
 /// Creates the planned worktree with its submodules and included files; on failure removes
@@ -130,7 +158,7 @@ pub fn create(plan: &Plan, includes: &Includes) -> Result<()> {
         std::fs::create_dir_all(parent).map_err(|err| Error::io("create", parent, err))?;
     }
     {
-        let _lock = super::lock_worktrees(&plan.repo_root)?;
+        let _lock = super::lock_in(&plan.common_dir)?;
         git.run(args::worktree_add(
             &plan.path,
             &plan.branch,
@@ -150,7 +178,7 @@ pub fn create(plan: &Plan, includes: &Includes) -> Result<()> {
 /// only while the branch is still at the base commit.
 pub fn remove_created(plan: &Plan) {
     let git = Git::new(&plan.repo_root);
-    let _lock = super::lock_worktrees(&plan.repo_root);
+    let _lock = super::lock_in(&plan.common_dir);
     if git.run(args::worktree_remove(&plan.path, true)).is_err() {
         let _ = std::fs::remove_dir_all(&plan.path);
         let _ = git.run(["worktree", "prune"]);

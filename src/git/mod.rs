@@ -140,10 +140,12 @@ pub fn toplevel(dir: &Path) -> Option<PathBuf> {
 /// one still being created fails ("failed to read …/commondir"), and a `worktree prune` could
 /// take that folder away.
 pub fn lock_worktrees(repo: &Path) -> Result<std::fs::File> {
-    let common = PathBuf::from(Git::new(repo).line([
-        "rev-parse",
-        "--path-format=absolute",
-        "--git-common-dir",
-    ])?);
-    crate::store::lock_file(&common.join("cuekit-worktrees.lock"))
+    let common =
+        Git::new(repo).line(["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+    lock_in(Path::new(&common))
+}
+
+/// [`lock_worktrees`] for a repository whose common dir is known.
+pub fn lock_in(common_dir: &Path) -> Result<std::fs::File> {
+    crate::store::lock_file(&common_dir.join("cuekit-worktrees.lock"))
 }
