@@ -683,3 +683,32 @@ fn a_worktree_that_cannot_be_inspected_is_kept_even_when_forced() {
     let (removed, _) = h.json(&["rm", &id]);
     assert_eq!(removed[0]["outcome"], "removed", "{removed}");
 }
+
+#[test]
+fn a_copy_never_overwrites_a_file_the_worktree_has() {
+    let h = Harness::new();
+    repo(&h);
+    git(&h.project, &["switch", "-q", "-c", "other"]);
+    std::fs::write(h.project.join("local.conf"), "tracked on other\n").unwrap();
+    git(&h.project, &["add", "local.conf"]);
+    git(&h.project, &["commit", "-qm", "other tracks local.conf"]);
+    git(&h.project, &["switch", "-q", "main"]);
+    std::fs::write(h.project.join("local.conf"), "main's untracked copy\n").unwrap();
+    let config = h.home.join(".config/cuekit");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.yaml"),
+        "worktree:\n  copy: [\"local.conf\"]\n",
+    )
+    .unwrap();
+    let id = submit_sh(&h, &["--base", "other"], "true");
+    assert_eq!(
+        std::fs::read_to_string(worktree_of(&h, &id).join("local.conf")).unwrap(),
+        "tracked on other\n"
+    );
+    let plain = submit_sh(&h, &[], "true");
+    assert_eq!(
+        std::fs::read_to_string(worktree_of(&h, &plain).join("local.conf")).unwrap(),
+        "main's untracked copy\n"
+    );
+}
