@@ -548,9 +548,15 @@ mod tests {
         let file = parse_str(
             "defaults:\n  agent: gemini\n  model: flash\n  mode: batch\n  timeout: 30m\n  approval_mode: plan\n\
              adapters:\n  gemini:\n    bin: /opt/gemini\n    model: pro\n    permissions: prompt\n    approval_mode: auto_edit\n    steer_delay_ms: 150\n    env:\n      FOO: bar\n\
-             tmux:\n  socket: mine\n  width: 120\n  height: 40\n  history_limit: 1000\n",
+             tmux:\n  socket: mine\n  width: 120\n  height: 40\n  history_limit: 1000\n\
+             worktree:\n  dir: /trees/{id}\n  branch_prefix: agents/\n  copy: [.env]\n  symlink: [node_modules]\n  setup: npm ci\n",
         )
         .unwrap();
+        assert_eq!(file.worktree.setup.as_deref(), Some("npm ci"));
+        assert_eq!(
+            file.worktree.symlink,
+            Some(vec!["node_modules".to_string()])
+        );
         assert_eq!(
             file.defaults.timeout,
             Some(DurationText(Duration::from_secs(1800)))

@@ -712,3 +712,23 @@ fn a_copy_never_overwrites_a_file_the_worktree_has() {
         "main's untracked copy\n"
     );
 }
+
+#[test]
+fn defaults_worktree_makes_it_the_default_and_no_worktree_overrides_it() {
+    let h = Harness::new();
+    repo(&h);
+    let config = h.home.join(".config/cuekit");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.yaml"), "defaults:\n  worktree: true\n").unwrap();
+    let isolated = h.submit(&["--agent", "command", "--mode", "batch", "true"]);
+    assert_eq!(h.status(&isolated)["branch"], format!("cuekit/{isolated}"));
+    let shared = h.submit(&[
+        "--no-worktree",
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "true",
+    ]);
+    assert!(h.status(&shared).get("branch").is_none());
+}

@@ -201,13 +201,7 @@ fn apply(request: &Request, there: &Git, target: &str, tip: &str) -> Result<()> 
         Strategy::Merge => run_or_abort(there, args::merge(tip, request.merge_message)),
         Strategy::Squash => {
             run_or_abort(there, args::merge_squash(tip))?;
-            if let Err(err) = there.run([
-                "commit",
-                "--quiet",
-                "--no-verify",
-                "-m",
-                request.merge_message,
-            ]) {
+            if let Err(err) = there.run(["commit", "--quiet", "-m", request.merge_message]) {
                 let _ = there.run(["reset", "--merge"]);
                 return Err(err);
             }
