@@ -732,3 +732,28 @@ fn defaults_worktree_makes_it_the_default_and_no_worktree_overrides_it() {
     ]);
     assert!(h.status(&shared).get("branch").is_none());
 }
+
+#[test]
+fn a_live_process_inside_keeps_an_ended_tasks_worktree() {
+    let h = Harness::new();
+    repo(&h);
+    let id = submit_sh(&h, &[], "true");
+    let (waited, code) = wait_all(&h, std::slice::from_ref(&id));
+    assert_eq!(code, 0, "{waited}");
+    let worktree = worktree_of(&h, &id);
+    let mut lingering = Command::new("sleep")
+        .arg("60")
+        .current_dir(&worktree)
+        .spawn()
+        .unwrap();
+    let (kept, code) = h.json(&["prune"]);
+    assert_eq!(code, 0, "{kept}");
+    assert_eq!(kept[0]["outcome"], "kept", "{kept}");
+    assert_eq!(kept[0]["reasons"][0]["reason"], "live_process");
+    assert_eq!(kept[0]["reasons"][0]["detail"][0], lingering.id());
+    lingering.kill().unwrap();
+    lingering.wait().unwrap();
+    let (removed, _) = h.json(&["prune"]);
+    assert_eq!(removed[0]["outcome"], "removed", "{removed}");
+    assert!(!worktree.exists());
+}
