@@ -3,6 +3,7 @@
 //! agent that sleeps, so the numbers are cuekit's and tmux's, not a model's.
 //!
 //! - submit: `cuekit submit` against the one chained tmux invocation it makes, interleaved;
+//! - status: `cuekit status` of one interactive task against a bare `tmux has-session`;
 //! - list: `cuekit list` with 10 / 100 / 1000 running tasks, and how many tmux processes it runs;
 //! - wait: from the child's exit to `cuekit wait` returning;
 //! - steer: from `cuekit steer` starting to the child reading the message;
@@ -266,6 +267,42 @@ fn bench_submit(bench: &Bench) -> String {
     peak_rss(&bench.cuekit(&["submit", "--mode", "batch", "bench"]))
 }
 
+/// `cuekit status` of one running interactive task (pane and screen in one tmux invocation)
+/// against a bare `tmux has-session`, interleaved.
+fn bench_status(bench: &Bench) {
+    let id = bench.submit(&["--mode", "interactive"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let session = format!("=cuekit-task-{id}");
+    let mut cuekit = Vec::new();
+    let mut raw = Vec::new();
+    for _ in 0..30 {
+        let mut has = Command::new("tmux");
+        has.args(["-L", &bench.socket, "has-session", "-t", &session]);
+        raw.push(measure(has));
+        cuekit.push(measure(bench.cuekit(&["status", &id])));
+    }
+    let calls = bench.root.join("tmux-calls");
+    let _ = std::fs::remove_file(&calls);
+    let mut counted = bench.cuekit(&["status", &id]);
+    counted.env(
+        "PATH",
+        format!(
+            "{}:{}",
+            bench.root.join("shim").display(),
+            std::env::var("PATH").unwrap()
+        ),
+    );
+    measure(counted);
+    let tmux_calls = std::fs::read_to_string(&calls).map_or(0, |s| s.lines().count());
+    let (c, r) = (median(cuekit), median(raw));
+    println!(
+        "status: cuekit {} vs tmux has-session {} (median of 30, interleaved): ratio {:.2}x, {tmux_calls} tmux process(es) (targets <= 1.5x, 1)",
+        ms(c),
+        ms(r),
+        c.as_secs_f64() / r.as_secs_f64()
+    );
+}
+
 fn bench_list(bench: &Bench) -> String {
     let listed = bench.cuekit(&["--json", "list"]).output().unwrap().stdout;
     let mut count = serde_json::from_slice::<serde_json::Value>(&listed)
@@ -273,7 +310,7 @@ fn bench_list(bench: &Bench) -> String {
         .as_array()
         .unwrap()
         .len();
-    for target in [10, 100, 1000] {
+    for target in [10, 100, 300, 1000] {
         while count < target {
             bench.submit(&[]);
             count += 1;
@@ -299,7 +336,7 @@ fn bench_list(bench: &Bench) -> String {
             .filter(|t| t["status"] == "running")
             .count();
         println!(
-            "list: {target:>4} tasks ({running} running): {} median of 7, {tmux_calls} tmux process(es) (targets <= 100 ms, <= 3)",
+            "list: {target:>4} tasks ({running} running): {} median of 7, {tmux_calls} tmux process(es) (targets: 300 tasks <= 35 ms, 1000 <= 100 ms; <= 2 calls)",
             ms(median(times))
         );
     }
@@ -414,6 +451,7 @@ fn main() {
         String::from_utf8_lossy(&Command::new("tmux").arg("-V").output().unwrap().stdout).trim()
     );
     let submit_rss = bench_submit(&bench);
+    bench_status(&bench);
     bench_wait(&bench);
     let steer_rss = bench_steer(&bench);
     let (logs_rss, raw_logs_rss) = bench_logs(&bench);

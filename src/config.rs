@@ -12,6 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::adapter::ADAPTERS;
 use crate::error::{Error, ErrorCode, Result};
 use crate::spec::Mode;
+use crate::trust::TrustState;
 
 pub const PROJECT_FILE: &str = ".cuekit.yaml";
 const USER_FILE: &str = "config.yaml";
@@ -157,19 +158,115 @@ pub struct Setting<T> {
 #[derive(Debug, Default)]
 pub struct Config {
     layers: Vec<(Source, ConfigFile)>,
+    /// The project file's trust (see [`crate::trust`]); the user's own file is always trusted.
+    project_trust: Option<(PathBuf, TrustState)>,
 }
 
 impl Config {
     /// Loads the project file above `cwd` and the user file; a broken file is an error.
     pub fn load(cwd: &Path) -> Result<Config> {
         let mut layers = Vec::new();
+        let mut project_trust = None;
         if let Some(path) = project_file(cwd) {
-            layers.push((Source::Project(path.clone()), parse_file(&path)?));
+            let path = std::fs::canonicalize(&path).unwrap_or(path);
+            // Trust is judged on the very bytes that are parsed.
+            let bytes = std::fs::read(&path).map_err(|err| Error::io("read", &path, err))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| invalid(&path, 1, 1, "the file is not valid UTF-8".to_string()))?;
+            layers.push((Source::Project(path.clone()), parse(&text, &path)?));
+            project_trust = Some((path.clone(), crate::trust::state(&path, text.as_bytes())));
         }
         if let Some(path) = user_file().filter(|path| path.is_file()) {
             layers.push((Source::User(path.clone()), parse_file(&path)?));
         }
-        Ok(Config { layers })
+        Ok(Config {
+            layers,
+            project_trust,
+        })
+    }
+
+    /// The project file and whether it is trusted, if there is one.
+    pub fn project_trust(&self) -> Option<(&Path, TrustState)> {
+        self.project_trust
+            .as_ref()
+            .map(|(path, state)| (path.as_path(), *state))
+    }
+
+    fn project_is_trusted(&self) -> bool {
+        self.project_trust
+            .as_ref()
+            .is_none_or(|(_, state)| *state == TrustState::Trusted)
+    }
+
+    /// Layers whose code-running keys apply: an untrusted project file's are left out.
+    fn code_layers(&self) -> impl DoubleEndedIterator<Item = &(Source, ConfigFile)> {
+        let trusted = self.project_is_trusted();
+        self.layers
+            .iter()
+            .filter(move |(source, _)| trusted || !matches!(source, Source::Project(_)))
+    }
+
+    /// The code-running keys for agent `kind` that an untrusted project file sets (and that are
+    /// therefore not used). A submit with any of them is refused rather than run differently
+    /// from what the file says.
+    pub fn untrusted_code_keys(&self, kind: &str) -> Vec<String> {
+        if self.project_is_trusted() {
+            return Vec::new();
+        }
+        let mut keys = Vec::new();
+        for (source, file) in &self.layers {
+            if !matches!(source, Source::Project(_)) {
+                continue;
+            }
+            if let Some(adapter) = file.adapters.get(kind) {
+                if adapter.bin.is_some() {
+                    keys.push(format!("adapters.{kind}.bin"));
+                }
+                for name in adapter.env.iter().flat_map(|env| env.keys()) {
+                    keys.push(format!("adapters.{kind}.env.{name}"));
+                }
+            }
+        }
+        keys
+    }
+
+    /// `worktree.setup` when an untrusted project file sets it (and it is therefore not used).
+    /// Apart from the adapter keys: it matters only to tasks that run in a worktree.
+    pub fn untrusted_setup_key(&self) -> Option<String> {
+        let set = self.layers.iter().any(|(source, file)| {
+            matches!(source, Source::Project(_)) && file.worktree.setup.is_some()
+        });
+        (set && !self.project_is_trusted()).then(|| "worktree.setup".to_string())
+    }
+
+    /// The error a `--worktree` submit gets when the project file's `worktree.setup` is not
+    /// trusted.
+    pub fn refuse_untrusted_setup(&self) -> Result<()> {
+        self.refuse_keys(self.untrusted_setup_key().into_iter().collect())
+    }
+
+    /// The error a submit gets when the project file's code-running keys are not trusted.
+    pub fn refuse_untrusted(&self, kind: &str) -> Result<()> {
+        self.refuse_keys(self.untrusted_code_keys(kind))
+    }
+
+    fn refuse_keys(&self, keys: Vec<String>) -> Result<()> {
+        let Some((path, state)) = self.project_trust().filter(|_| !keys.is_empty()) else {
+            return Ok(());
+        };
+        Err(Error::new(
+            ErrorCode::ConfigUntrusted,
+            format!(
+                "{} is {} and sets keys that run code: {}",
+                path.display(),
+                state.as_str(),
+                keys.join(", ")
+            ),
+        )
+        .with_hint(format!(
+            "read the file; if you trust it, run `cuekit trust {}` (only you can: MCP cannot)",
+            crate::launch::single_quote(&path.to_string_lossy()).unwrap_or_default()
+        )))
     }
 
     pub fn files(&self) -> Vec<&Source> {
@@ -238,8 +335,14 @@ impl Config {
         })
     }
 
+    /// The agent's binary: runs code, so an untrusted project file's is not used.
     pub fn bin(&self, kind: &str) -> Option<Setting<String>> {
-        self.pick(|f| f.adapters.get(kind).and_then(|a| a.bin.clone()))
+        self.code_layers().find_map(|(source, file)| {
+            Some(Setting {
+                value: file.adapters.get(kind)?.bin.clone()?,
+                source: source.clone(),
+            })
+        })
     }
 
     pub fn steer_delay(&self, kind: &str) -> Option<Setting<Duration>> {
@@ -252,9 +355,10 @@ impl Config {
     }
 
     /// Extra environment for the agent's pane; files merge, a nearer file winning per variable.
+    /// It can change what runs (`PATH`, `LD_PRELOAD`), so an untrusted project file's is not used.
     pub fn env(&self, kind: &str) -> BTreeMap<String, Setting<String>> {
         let mut merged = BTreeMap::new();
-        for (source, file) in self.layers.iter().rev() {
+        for (source, file) in self.code_layers().rev() {
             for (name, value) in file
                 .adapters
                 .get(kind)
@@ -309,9 +413,14 @@ impl Config {
         self.pick(|f| f.worktree.symlink.clone())
     }
 
-    /// A code-running key: its source says whether the trust rule applies (a project file).
+    /// Runs code: an untrusted project file's is not used (see [`Config::refuse_untrusted_setup`]).
     pub fn worktree_setup(&self) -> Option<Setting<String>> {
-        self.pick(|f| f.worktree.setup.clone())
+        self.code_layers().find_map(|(source, file)| {
+            Some(Setting {
+                value: file.worktree.setup.clone()?,
+                source: source.clone(),
+            })
+        })
     }
 
     pub fn width(&self) -> Setting<u16> {
@@ -615,11 +724,12 @@ mod tests {
         )
         .unwrap();
         let user = parse_str("defaults:\n  agent: gemini\n  model: pro\nadapters:\n  gemini:\n    model: flash-lite\n    env:\n      A: user\n      B: user\n").unwrap();
-        let config = Config {
+        let mut config = Config {
             layers: vec![
                 (Source::Project("/p".into()), project),
                 (Source::User("/u".into()), user),
             ],
+            project_trust: Some(("/p".into(), TrustState::Trusted)),
         };
         assert_eq!(
             config.model("gemini").unwrap(),
@@ -639,5 +749,23 @@ mod tests {
         let env = config.env("gemini");
         assert_eq!(env["A"].value, "project");
         assert_eq!(env["B"].source, Source::User("/u".into()));
+        assert!(config.untrusted_code_keys("gemini").is_empty());
+
+        // Untrusted, the project's code-running keys are named and not used; the rest apply.
+        config.project_trust = Some(("/p".into(), TrustState::Changed));
+        assert_eq!(
+            config.untrusted_code_keys("gemini"),
+            ["adapters.gemini.env.A"]
+        );
+        assert_eq!(config.env("gemini")["A"].value, "user");
+        assert_eq!(config.model("gemini").unwrap().value, "flash");
+        let refused = config.refuse_untrusted("gemini").unwrap_err();
+        assert_eq!(refused.code, ErrorCode::ConfigUntrusted);
+        assert!(
+            refused.message.contains("adapters.gemini.env.A"),
+            "{}",
+            refused.message
+        );
+        assert!(config.refuse_untrusted("codex").is_ok());
     }
 }

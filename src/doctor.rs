@@ -36,7 +36,7 @@ pub struct Check {
 }
 
 impl Check {
-    fn new(name: impl Into<String>, level: Level, message: impl Into<String>) -> Check {
+    pub fn new(name: impl Into<String>, level: Level, message: impl Into<String>) -> Check {
         Check {
             name: name.into(),
             level,
@@ -68,6 +68,9 @@ pub fn doctor(cwd: &Path, fix: bool) -> Vec<Check> {
                 format!("parses: {}", files.join(", "))
             };
             checks.push(Check::new("config", Level::Ok, message));
+            if let Some(check) = trust_check(&config) {
+                checks.push(check);
+            }
             config
         }
         Err(err) => {
@@ -78,7 +81,11 @@ pub fn doctor(cwd: &Path, fix: bool) -> Vec<Check> {
             Config::default()
         }
     };
-    checks.extend(tmux_checks(&Socket(config.socket().value)));
+    let socket = Socket(config.socket().value);
+    checks.extend(tmux_checks(&socket));
+    if let Ok(socket) = socket.resolve() {
+        checks.push(orphan_check(&socket, fix));
+    }
     checks.extend(agent_checks(&config));
     checks.extend(environment_checks());
     checks.extend(storage_checks(cwd, fix));
@@ -96,9 +103,10 @@ fn worktree_check(cwd: &Path, config: &Config, fix: bool) -> Option<Check> {
         Ok(listed) => listed,
         Err(err) => return Some(Check::new(name, Level::Warn, err.message)),
     };
-    let known: Vec<PathBuf> = store::registered_tasks()
+    let known: Vec<PathBuf> = store::registered_ids()
         .unwrap_or_default()
         .into_iter()
+        .filter_map(|id| Some(store::placement(&id).ok()??.task_dir))
         .chain(
             store::project_tasks_root(cwd)
                 .and_then(|tasks| std::fs::read_dir(tasks).ok())
@@ -107,7 +115,7 @@ fn worktree_check(cwd: &Path, config: &Config, fix: bool) -> Option<Check> {
                 .flatten()
                 .map(|entry| entry.path()),
         )
-        .filter_map(|dir| store::load(&dir).ok()?.worktree.map(|w| w.path))
+        .filter_map(|dir: PathBuf| store::load(&dir).ok()?.worktree.map(|w| w.path))
         .collect();
     let prefix = config.branch_prefix().value;
     let orphans = worktrees::orphans(&listed, &prefix, &known);
@@ -269,12 +277,97 @@ fn parse_tmux_version(text: &str) -> Option<(u32, u32)> {
 }
 
 fn socket_path(socket: &Socket) -> PathBuf {
-    if socket.0.contains('/') {
-        return PathBuf::from(&socket.0);
+    socket.path()
+}
+
+/// Whether the project file's code-running keys apply. Nothing the file names is run here
+/// unless it is trusted (the agent checks use only trusted binaries).
+fn trust_check(config: &Config) -> Option<Check> {
+    let (path, state) = config.project_trust()?;
+    let ignored: Vec<String> = ADAPTERS
+        .iter()
+        .flat_map(|adapter| config.untrusted_code_keys(adapter.kind()))
+        .chain(config.untrusted_setup_key())
+        .collect();
+    Some(if ignored.is_empty() {
+        Check::new(
+            "config trust",
+            Level::Ok,
+            format!("{}: {}", path.display(), state.as_str()),
+        )
+    } else {
+        Check::new(
+            "config trust",
+            Level::Warn,
+            format!(
+                "{} is {}: its keys that run code are not used ({}); submits that need them are refused",
+                path.display(),
+                state.as_str(),
+                ignored.join(", ")
+            ),
+        )
+        .next(format!(
+            "read it; if you trust it, run `cuekit trust {}`",
+            path.display()
+        ))
+    })
+}
+
+/// Sessions of cuekit's server that no task owns: left by a submit that was killed before it
+/// recorded its task (pending submits are undone by every cuekit call; this finds the rest).
+fn orphan_check(socket: &Socket, fix: bool) -> Check {
+    let listed = crate::tmux::Tmux::new(socket.clone()).run(&[
+        "list-sessions".into(),
+        "-F".into(),
+        "#{session_name}".into(),
+    ]);
+    let Ok(sessions) = listed else {
+        return Check::new("orphan sessions", Level::Ok, "no tmux server running");
+    };
+    let orphans: Vec<&str> = sessions
+        .lines()
+        .filter(|name| {
+            name.strip_prefix("cuekit-task-").is_some_and(|id| {
+                store::is_task_id(id)
+                    && matches!(store::placement(id), Ok(None))
+                    && !store::pending_submits()
+                        .iter()
+                        .any(|pending| pending.placement.id == id)
+            })
+        })
+        .collect();
+    if orphans.is_empty() {
+        return Check::new(
+            "orphan sessions",
+            Level::Ok,
+            "every task session has its task",
+        );
     }
-    let dir = std::env::var_os("TMUX_TMPDIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
-    dir.join(format!("tmux-{}", unsafe { libc::getuid() }))
-        .join(&socket.0)
+    if fix {
+        for session in &orphans {
+            let _ = crate::tmux::Tmux::new(socket.clone())
+                .run(&crate::tmux::args::kill_session(session));
+        }
+        return Check::new(
+            "orphan sessions",
+            Level::Ok,
+            format!(
+                "ended {} session(s) no task owns: {}",
+                orphans.len(),
+                orphans.join(", ")
+            ),
+        );
+    }
+    Check::new(
+        "orphan sessions",
+        Level::Warn,
+        format!(
+            "{} session(s) no task owns: {}",
+            orphans.len(),
+            orphans.join(", ")
+        ),
+    )
+    .next("`cuekit doctor --fix` ends them")
 }
 
 /// Each agent's binary and version (probed in parallel, each under a timeout) and its auth.

@@ -18,6 +18,8 @@ pub enum ErrorCode {
     StoreCorrupt,
     Io,
     ConfigInvalid,
+    Untrusted,
+    ConfigUntrusted,
     TaskFailed,
     WaitTimeout,
     MergeConflict,
@@ -38,6 +40,8 @@ impl ErrorCode {
             ErrorCode::StoreCorrupt => "store_corrupt",
             ErrorCode::Io => "io",
             ErrorCode::ConfigInvalid => "config_invalid",
+            ErrorCode::Untrusted => "untrusted",
+            ErrorCode::ConfigUntrusted => "config_untrusted",
             ErrorCode::TaskFailed => "task_failed",
             ErrorCode::WaitTimeout => "wait_timeout",
             ErrorCode::MergeConflict => "merge_conflict",
@@ -59,6 +63,8 @@ impl ErrorCode {
             ErrorCode::StoreCorrupt => 10,
             ErrorCode::Io => 11,
             ErrorCode::ConfigInvalid => 12,
+            ErrorCode::Untrusted => 13,
+            ErrorCode::ConfigUntrusted => 14,
             ErrorCode::TaskFailed => 20,
             ErrorCode::WaitTimeout => 21,
             ErrorCode::MergeConflict => 15,
@@ -66,7 +72,7 @@ impl ErrorCode {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct Error {
     pub code: ErrorCode,

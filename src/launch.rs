@@ -97,9 +97,23 @@ pub fn render_env_file(vars: impl IntoIterator<Item = (String, String)>) -> Stri
     file
 }
 
+/// `launch.sh`'s exit status when its submit was undone before the task was recorded.
+pub const GATE_CLOSED: i32 = 125;
+
 /// Where the agent's exit status is kept when its stdout goes through the event filter (a
 /// pipeline's status would be the filter's).
 pub const AGENT_EXIT_FILE: &str = "agent-exit";
+
+/// The files `launch.sh` watches before it starts the agent: the task's registry entry (the
+/// submit recorded the task) and its pending entry (the submit is still under way).
+#[derive(Debug, Clone, Copy)]
+pub struct StartGate<'a> {
+    pub registered: &'a Path,
+    pub pending: &'a Path,
+}
+
+/// Variables of the tmux server's own environment that a pane keeps: they describe the pane.
+const PANE_VARIABLES: &str = "TERM|TMUX|TMUX_PANE";
 
 /// Left in the task directory by `launch.sh` when `worktree.setup` failed (the agent then never
 /// started): the sentinel alone cannot tell a setup's exit status from the agent's.
@@ -107,27 +121,37 @@ pub const SETUP_FAILED_FILE: &str = "setup-failed";
 
 /// Renders `launch.sh` for a task.
 ///
-/// The agent runs in a subshell so that an `exit N` inside the command cannot skip the
-/// sentinel; the sentinel is written to a temp file and renamed so a reader never sees a
-/// half-written code. With `event_filter` (the cuekit binary), the agent's stdout is piped
-/// through `cuekit __events <task dir>`. With `setup` (`worktree.setup`), that command runs
-/// first under `/bin/sh -c`, its output in the pane; if it fails the agent is skipped, its
-/// status becomes the task's and [`SETUP_FAILED_FILE`] is written.
+/// The pane starts in the tmux server's environment, which is whatever the first cuekit call
+/// had: the script clears it (but for the pane's own terminal variables) and takes the
+/// submitter's from the env file, so a task sees exactly its own submitter's environment.
+/// Then it waits for the submit to record the task: an agent never runs without a record, and
+/// a submit cut short starts nothing. The agent runs in a subshell so that an `exit N` inside
+/// the command cannot skip the sentinel; the sentinel is written to a temp file and renamed so
+/// a reader never sees a half-written code. With `event_filter` (the cuekit binary), the
+/// agent's stdout is piped through `cuekit __events <task dir>`. With `setup`
+/// (`worktree.setup`), that command runs first under `/bin/sh -c`, its output in the pane; if it
+/// fails the agent is skipped, its status becomes the task's and [`SETUP_FAILED_FILE`] is
+/// written.
 pub fn render_launch_script(
     task_id: &str,
     agent_command: &str,
     unset_env: &[&str],
     task_dir: &Path,
     event_filter: Option<&Path>,
+    gate: StartGate,
     setup: Option<&str>,
 ) -> Result<String> {
     let sentinel = quote_path(&task_dir.join(EXIT_CODE_FILE))?;
     let sentinel_tmp = quote_path(&task_dir.join(format!("{EXIT_CODE_FILE}.tmp")))?;
     let env_file = quote_path(&task_dir.join(ENV_FILE))?;
     let prompt_file = quote_path(&task_dir.join(PROMPT_FILE))?;
+    let (registered, pending) = (quote_path(gate.registered)?, quote_path(gate.pending)?);
     let mut script = format!(
         "#!/bin/sh\n# cuekit task {task_id}: generated at submit, kept as a record.\n\
+         for cuekit_v in $(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p'); do \
+         case $cuekit_v in {PANE_VARIABLES}) ;; *) unset \"$cuekit_v\" 2>/dev/null ;; esac; done\n\
          if [ -f {env_file} ]; then . {env_file}; rm -f {env_file}; fi\n\
+         while [ ! -e {registered} ]; do [ -e {pending} ] || exit {GATE_CLOSED}; sleep 0.01; done\n\
          {PROMPT_VARIABLE}={prompt_file}\n"
     );
     if !unset_env.is_empty() {
@@ -192,6 +216,13 @@ mod tests {
         assert_eq!(err.code, crate::error::ErrorCode::InvalidInput);
     }
 
+    fn gate() -> StartGate<'static> {
+        StartGate {
+            registered: Path::new("/d/tasks/t_0"),
+            pending: Path::new("/d/pending/t_0"),
+        }
+    }
+
     #[test]
     fn script_runs_agent_in_subshell_then_writes_sentinel_atomically() {
         let script = render_launch_script(
@@ -200,13 +231,17 @@ mod tests {
             &["CI"],
             Path::new("/tmp/a b"),
             None,
+            gate(),
             None,
         )
         .unwrap();
         assert_eq!(
             script,
             "#!/bin/sh\n# cuekit task t_0: generated at submit, kept as a record.\n\
+             for cuekit_v in $(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p'); do \
+             case $cuekit_v in TERM|TMUX|TMUX_PANE) ;; *) unset \"$cuekit_v\" 2>/dev/null ;; esac; done\n\
              if [ -f '/tmp/a b/env.sh' ]; then . '/tmp/a b/env.sh'; rm -f '/tmp/a b/env.sh'; fi\n\
+             while [ ! -e '/d/tasks/t_0' ]; do [ -e '/d/pending/t_0' ] || exit 125; sleep 0.01; done\n\
              cuekit_prompt='/tmp/a b/prompt.txt'\n\
              unset CI\n(\ngemini 'x'\n)\ncuekit_code=$?\n\
              printf '\\033]9999;cuekit:end\\007'\n\
@@ -225,6 +260,7 @@ mod tests {
             &[],
             Path::new("/d"),
             Some(Path::new("/bin/cuekit")),
+            gate(),
             None,
         )
         .unwrap();
@@ -242,6 +278,7 @@ mod tests {
             &[],
             Path::new("/d"),
             None,
+            gate(),
             Some("npm ci && echo 'ok'"),
         )
         .unwrap();

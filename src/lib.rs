@@ -23,6 +23,7 @@ pub mod steer;
 pub mod store;
 pub mod tmux;
 pub mod transcript;
+pub mod trust;
 pub mod which;
 
 pub use error::{Error, ErrorCode, Result};

@@ -5,11 +5,17 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+/// How long an agent gets to exit on SIGTERM before SIGKILL.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(3);
+
 struct ProcStat {
     pid: u32,
     ppid: u32,
     pgid: u32,
     zombie: bool,
+    /// Clock ticks after boot when the process started: with the pid, names one process for
+    /// the life of the machine.
+    start_ticks: u64,
 }
 
 fn read_stat(pid: u32) -> Option<ProcStat> {
@@ -20,11 +26,14 @@ fn read_stat(pid: u32) -> Option<ProcStat> {
     let state = fields.next()?;
     let ppid = fields.next()?.parse().ok()?;
     let pgid = fields.next()?.parse().ok()?;
+    // Field 22 of stat; `fields` stands at field 6 now.
+    let start_ticks = fields.nth(16)?.parse().ok()?;
     Some(ProcStat {
         pid,
         ppid,
         pgid,
         zombie: state == "Z" || state == "X",
+        start_ticks,
     })
 }
 
@@ -37,6 +46,73 @@ fn all_processes() -> Vec<ProcStat> {
         .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
         .filter_map(read_stat)
         .collect()
+}
+
+/// When the process `pid` started, in clock ticks after boot.
+pub fn start_ticks(pid: u32) -> Option<u64> {
+    read_stat(pid).map(|stat| stat.start_ticks)
+}
+
+/// The environment variable every process of a task carries (set by `launch.sh`).
+pub const TASK_ID_VARIABLE: &str = "CUEKIT_TASK_ID";
+
+/// A task's pane process as recorded at start: it leads the task's process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupLeader {
+    pub pid: u32,
+    pub start_ticks: Option<u64>,
+}
+
+/// Every live process of a task, found without tmux: the members of its process group (only
+/// while its leader is the very process recorded at start, so a reused pid is never taken for
+/// it) and every process carrying `CUEKIT_TASK_ID=<id>` in its environment (which finds the
+/// ones that left the group, and the group after its leader died). This process is never in it.
+pub fn task_processes(task_id: &str, leader: Option<GroupLeader>) -> BTreeSet<u32> {
+    let me = std::process::id();
+    let processes = all_processes();
+    let leader_is_ours = leader.is_some_and(|leader| {
+        processes.iter().any(|p| {
+            p.pid == leader.pid
+                && !p.zombie
+                && leader
+                    .start_ticks
+                    .is_none_or(|ticks| ticks == p.start_ticks)
+        })
+    });
+    let marker = format!("{TASK_ID_VARIABLE}={task_id}");
+    processes
+        .iter()
+        .filter(|p| p.pid != me && !p.zombie)
+        .filter(|p| {
+            (leader_is_ours && leader.is_some_and(|l| p.pgid == l.pid))
+                || carries(p.pid, marker.as_bytes())
+        })
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// Whether the environment `pid` started with holds the exact entry `marker`.
+fn carries(pid: u32, marker: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|environ| environ.split(|&b| b == 0).any(|entry| entry == marker))
+}
+
+/// Whether `pid` descends from `ancestor` (following parents up to init).
+pub fn is_descendant_of(pid: u32, ancestor: u32) -> bool {
+    let mut current = pid;
+    for _ in 0..4096 {
+        let Some(stat) = read_stat(current) else {
+            return false;
+        };
+        if stat.ppid == ancestor {
+            return true;
+        }
+        if stat.ppid <= 1 {
+            return false;
+        }
+        current = stat.ppid;
+    }
+    false
 }
 
 /// `root` and every live descendant of it.
@@ -76,7 +152,7 @@ fn signal(pids: &BTreeSet<u32>, sig: libc::c_int) {
         .collect();
     for &pgid in &groups {
         // Never signal our own group (a task started from inside cuekit's group).
-        if pgid > 1 && pgid != std::process::id() {
+        if pgid > 1 && pgid != unsafe { libc::getpgrp() } as u32 {
             unsafe { libc::kill(-(pgid as libc::pid_t), sig) };
         }
     }
@@ -88,7 +164,16 @@ fn signal(pids: &BTreeSet<u32>, sig: libc::c_int) {
 /// SIGTERM to the tree of `root` (every pid and process group), SIGKILL to whatever is left
 /// after `grace`. Returns the pids still alive at the end (empty unless unkillable).
 pub fn terminate_tree(root: u32, grace: Duration) -> Vec<u32> {
-    let mut tree = process_tree(root);
+    terminate(process_tree(root), grace)
+}
+
+/// [`terminate_tree`] for a set of processes and all their descendants.
+pub fn terminate(mut tree: BTreeSet<u32>, grace: Duration) -> Vec<u32> {
+    tree.remove(&std::process::id());
+    if tree.is_empty() {
+        return Vec::new();
+    }
+    extend_with_descendants(&mut tree);
     signal(&tree, libc::SIGTERM);
     let deadline = Instant::now() + grace;
     let mut alive = live(&mut tree);

@@ -20,11 +20,20 @@ pub enum Status {
     /// Running, but the child waits on a human (its `reason` says why). Only ever shown in a
     /// view, never stored: it is read off the screen at the time of asking.
     InputRequired,
+    /// A record cuekit did not write (or that was changed): shown, never acted on. View only.
+    Untrusted,
+    /// Cannot be told now: the record is unreadable, or tmux could not be asked. View only.
+    Unknown,
 }
 
 impl Status {
+    /// Whether the task has ended. An untrusted or unknown task has not ended as far as
+    /// anyone can tell.
     pub fn is_terminal(self) -> bool {
-        !matches!(self, Status::Running | Status::InputRequired)
+        matches!(
+            self,
+            Status::Completed | Status::Failed | Status::Cancelled | Status::TimedOut
+        )
     }
 
     pub fn as_str(self) -> &'static str {
@@ -35,6 +44,8 @@ impl Status {
             Status::Cancelled => "cancelled",
             Status::TimedOut => "timed_out",
             Status::InputRequired => "input_required",
+            Status::Untrusted => "untrusted",
+            Status::Unknown => "unknown",
         }
     }
 }

@@ -122,3 +122,53 @@ fn cancel_ends_the_whole_tree_and_is_never_read_as_success() {
     let (waited, code) = wait_ok(&h, &id, "5s");
     assert_eq!(code, 20, "{waited}");
 }
+
+#[test]
+fn a_one_mebibyte_prompt_reaches_batch_gemini_whole() {
+    // Far over the 128 KiB one argv word can carry: batch Gemini reads its prompt from stdin.
+    let h = Harness::new().with_real_gemini(&[]);
+    let mut prompt = String::from("BEGIN-OF-PROMPT ");
+    while prompt.len() < 1024 * 1024 {
+        prompt.push_str("filler text for a very large task description. ");
+    }
+    prompt.push_str(" END-OF-PROMPT-7f3a");
+    let file = h.root().join("big-prompt.txt");
+    std::fs::write(&file, &prompt).unwrap();
+    // With no canned reply the CLI fails its model call and prints the request it made.
+    let empty = h.root().join("no-replies.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let submitted = h
+        .cuekit()
+        .env("CUEKIT_TEST_CANNED", &empty)
+        .args([
+            "--json", "submit", "--mode", "batch", "--model", MODEL, "--file",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let view: serde_json::Value = serde_json::from_slice(&submitted.stdout).unwrap();
+    let id = view["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{view}"))
+        .to_string();
+    assert!(
+        !view["launch_command"]
+            .as_str()
+            .unwrap()
+            .contains("BEGIN-OF-PROMPT"),
+        "the prompt is on the command line: {view}"
+    );
+    wait_ok(&h, &id, "60s");
+    let request_log = h.transcript(&id);
+    assert!(
+        request_log.contains("got request"),
+        "{}",
+        &request_log[..2000.min(request_log.len())]
+    );
+    for marker in ["BEGIN-OF-PROMPT", "END-OF-PROMPT-7f3a"] {
+        assert!(
+            request_log.contains(marker),
+            "{marker} did not reach the model"
+        );
+    }
+}

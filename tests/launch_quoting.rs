@@ -7,10 +7,14 @@ use cuekit::adapter::build_gemini_launch_command;
 use cuekit::spec::{Mode, TaskSpec};
 use proptest::prelude::*;
 
-/// Runs `command` with `gemini` defined as a function that prints its argv NUL-separated.
-fn argv_seen_by_sh(command: &str) -> Vec<String> {
-    let script =
-        format!("gemini() {{ for arg in \"$@\"; do printf '%s\\0' \"$arg\"; done; }}\n{command}\n");
+/// Runs `command` with `gemini` defined as a function that prints its argv NUL-separated, then
+/// its stdin (the launch script names the prompt file in `$cuekit_prompt`).
+fn argv_seen_by_sh(command: &str, prompt_file: &std::path::Path) -> Vec<String> {
+    let script = format!(
+        "gemini() {{ for arg in \"$@\"; do printf '%s\\0' \"$arg\"; done; [ -t 0 ] || cat; }}\n\
+         cuekit_prompt={}\n{command}\n",
+        shlex::try_quote(&prompt_file.to_string_lossy()).unwrap()
+    );
     let output = Command::new("/bin/sh")
         .arg("-c")
         .arg(script)
@@ -26,8 +30,18 @@ fn argv_seen_by_sh(command: &str) -> Vec<String> {
         .split(|b| *b == 0)
         .map(|arg| String::from_utf8(arg.to_vec()).unwrap())
         .collect();
-    argv.pop(); // after the last NUL
+    // After the last NUL: what the agent read on stdin, as one more "word".
+    if argv.last().is_some_and(String::is_empty) {
+        argv.pop();
+    }
     argv
+}
+
+/// The prompt file as submit writes it.
+fn prompt_file(prompt: &str) -> tempfile::NamedTempFile {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), prompt).unwrap();
+    file
 }
 
 fn spec(objective: &str, model: Option<&str>) -> TaskSpec {
@@ -39,7 +53,7 @@ fn spec(objective: &str, model: Option<&str>) -> TaskSpec {
     }
 }
 
-/// The argv the Gemini CLI must receive for a prompt, per mode.
+/// The argv the Gemini CLI must receive for a prompt, per mode, and (batch) the prompt on stdin.
 fn expected(prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String> {
     let mut argv = vec!["--skip-trust".to_string(), "-y".to_string()];
     if let Some(model) = model {
@@ -49,8 +63,11 @@ fn expected(prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String> {
         argv.extend(["-o".to_string(), "stream-json".to_string()]);
     }
     match (mode, prompt.starts_with('-')) {
-        (Mode::Batch, false) => argv.extend(["-p".to_string(), prompt.to_string()]),
-        (Mode::Batch, true) => argv.push(format!("--prompt={prompt}")),
+        (Mode::Batch, _) => argv.extend([
+            "-p".to_string(),
+            cuekit::adapter::GEMINI_STDIN_PROMPT_NOTE.to_string(),
+            prompt.to_string(),
+        ]),
         (Mode::Interactive, false) => argv.push(prompt.to_string()),
         (Mode::Interactive, true) => argv.push(format!("--prompt-interactive={prompt}")),
     }
@@ -77,9 +94,14 @@ fn tricky_prompts_arrive_intact() {
                 "gemini",
             )
             .unwrap();
+            let file = prompt_file(&cuekit::spec::render_prompt(&spec(prompt, None)));
             assert_eq!(
-                argv_seen_by_sh(&launch.command),
-                expected(prompt, mode, Some("gemini-2.5-flash")),
+                argv_seen_by_sh(&launch.command, file.path()),
+                expected(
+                    &cuekit::spec::render_prompt(&spec(prompt, None)),
+                    mode,
+                    Some("gemini-2.5-flash")
+                ),
                 "{prompt:?} in {mode:?}"
             );
         }
@@ -100,10 +122,13 @@ proptest! {
         prop_assume!(!rendered.trim().is_empty());
         let mode = if batch { Mode::Batch } else { Mode::Interactive };
         let launch = build_gemini_launch_command(&spec(&prompt, None), mode, "gemini").unwrap();
-        prop_assert_eq!(argv_seen_by_sh(&launch.command), expected(&rendered, mode, None));
-        // An independent POSIX-words parser agrees with the shell.
-        let words = shlex::split(&launch.command).expect("well-formed quoting");
+        let file = prompt_file(&rendered);
         let want = expected(&rendered, mode, None);
-        prop_assert_eq!(&words[1..], want.as_slice());
+        prop_assert_eq!(argv_seen_by_sh(&launch.command, file.path()), want.clone());
+        // An independent POSIX-words parser agrees with the shell (batch: but for the
+        // redirection, `<` and its file, where the shell reads the prompt instead).
+        let words = shlex::split(&launch.command).expect("well-formed quoting");
+        let argv_words = if batch { &words[1..words.len() - 2] } else { &words[1..] };
+        prop_assert_eq!(argv_words, &want[..want.len() - usize::from(batch)]);
     }
 }

@@ -27,7 +27,10 @@ fn batch_task_completes_with_exit_zero_and_is_not_steerable() {
     assert_eq!(status["capabilities"]["supports_steering"], false);
     assert_eq!(
         status["launch_command"],
-        format!("gemini --skip-trust -y -o stream-json --session-id '{id}' -p 'say hello'")
+        format!(
+            "gemini --skip-trust -y -o stream-json --session-id '{id}' {}",
+            common::STDIN_PROMPT
+        )
     );
     assert!(h.transcript(&id).contains("reply to: say hello"));
     let (error, code) = h.json(&["steer", &id, "more"]);
@@ -329,7 +332,10 @@ fn dry_run_prints_the_launch_command_and_runs_nothing() {
     ]);
     assert_eq!(
         out.trim(),
-        "gemini --skip-trust -y -m 'gemini-2.5-flash' -o stream-json --prompt='-fix it'"
+        format!(
+            "gemini --skip-trust -y -m 'gemini-2.5-flash' -o stream-json {}",
+            common::STDIN_PROMPT
+        )
     );
     let (value, _) = h.json(&["submit", "--dry-run", "--approval-mode", "bogus", "x"]);
     assert_eq!(value["launch_command"], "gemini --skip-trust -y 'x'");

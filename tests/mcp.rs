@@ -643,3 +643,63 @@ fn mcp_config_prints_a_snippet_for_each_client() {
     let output = h.run(&["mcp", "config", "--client", "cursor"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn a_planted_record_is_listed_untrusted_and_no_tool_acts_on_it() {
+    let h = Harness::new();
+    // Another server's session, and a record in the project that names it.
+    let victim = h.root().join("victim.sock");
+    let started = Command::new("tmux")
+        .arg("-S")
+        .arg(&victim)
+        .args(["new-session", "-d", "-s", "victim", "sleep 600"])
+        .status()
+        .unwrap();
+    assert!(started.success());
+    let id = "t_bbbbbbbbbbbb";
+    let dir = h.task_dir(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = json!({
+        "id": id, "spec": {"agent_kind": "gemini", "objective": "planted"},
+        "mode": "interactive", "cwd": h.project, "task_dir": dir, "launch_command": "gemini",
+        "status": "running", "warnings": [],
+        "tmux": {"socket": victim, "session": "victim", "height": 50},
+        "created_at": "2020-01-01T00:00:00Z", "timeout_secs": 1
+    });
+    std::fs::write(dir.join("task.json"), record.to_string()).unwrap();
+
+    let mut client = Client::start(&h);
+    let listed = client.ok("list", json!({}));
+    assert_eq!(listed["tasks"][0]["status"], "untrusted", "{listed}");
+    let status = client.ok("get_status", json!({"ids": [id]}));
+    assert_eq!(status["tasks"][0]["status"], "untrusted", "{status}");
+    for (tool, arguments) in [
+        (
+            "steer_task",
+            json!({"id": id, "message": "echo typed-by-mcp"}),
+        ),
+        ("cancel_tasks", json!({"ids": [id]})),
+        ("wait", json!({"ids": [id], "timeout_seconds": 1})),
+        ("get_task_result", json!({"id": id})),
+        ("get_task_snapshot", json!({"id": id})),
+    ] {
+        assert_eq!(
+            client.error_code(tool, arguments.clone()),
+            "untrusted",
+            "{tool}"
+        );
+    }
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&victim)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert!(tmux(&["has-session", "-t", "=victim"]).status.success());
+    let screen = String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", "=victim:"]).stdout)
+        .into_owned();
+    assert!(!screen.contains("typed-by-mcp"), "{screen}");
+    tmux(&["kill-server"]);
+}

@@ -33,12 +33,18 @@ fn flag_beats_project_beats_user_beats_built_in() {
     );
     assert_eq!(
         dry_run(&h, &[]),
-        "/opt/user/gemini --skip-trust -y -m 'pro' -o stream-json -p 'x'"
+        format!(
+            "/opt/user/gemini --skip-trust -y -m 'pro' -o stream-json {}",
+            common::STDIN_PROMPT
+        )
     );
     project_config(&h, "adapters:\n  gemini:\n    model: flash\n");
     assert_eq!(
         dry_run(&h, &[]),
-        "/opt/user/gemini --skip-trust -y -m 'flash' -o stream-json -p 'x'"
+        format!(
+            "/opt/user/gemini --skip-trust -y -m 'flash' -o stream-json {}",
+            common::STDIN_PROMPT
+        )
     );
     assert_eq!(
         dry_run(&h, &["--model", "flash-lite", "--mode", "interactive"]),
@@ -55,7 +61,10 @@ fn flag_beats_project_beats_user_beats_built_in() {
         .unwrap();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
-        "/opt/user/gemini --skip-trust -y -m 'flash' -o stream-json -p 'x'"
+        format!(
+            "/opt/user/gemini --skip-trust -y -m 'flash' -o stream-json {}",
+            common::STDIN_PROMPT
+        )
     );
 
     let (entries, code) = h.json(&["config"]);
@@ -166,6 +175,7 @@ fn configured_env_and_tmux_size_reach_the_pane() {
         &h,
         "adapters:\n  gemini:\n    env:\n      CUEKIT_TEST_VAR: \"it's here\"\ntmux:\n  width: 120\n  height: 40\n",
     );
+    h.ok(&["trust"]);
     let id = h.submit(&["--mode", "batch", "--no-events", "x"]);
     h.json(&["wait", &id, "--timeout", "10s"]);
     let transcript = h.transcript(&id);
@@ -403,4 +413,90 @@ fn doctor_fix_creates_directories_and_the_gitignore_entry_and_reports_broken_rec
             .unwrap()
             .contains("t_0123456789ab")
     );
+}
+
+#[test]
+fn a_project_files_code_running_keys_need_the_persons_trust() {
+    let h = Harness::new();
+    // What a cloned repository could carry: a binary of its own and an environment for it.
+    common::write_executable(&h.project.join("evil"), "#!/bin/sh\ntouch \"$0.ran\"\n");
+    project_config(
+        &h,
+        "defaults:\n  model: flash\nadapters:\n  gemini:\n    bin: ./evil\n    env:\n      LD_PRELOAD: /x.so\n",
+    );
+    let ran = h.project.join("evil.ran");
+
+    let (error, code) = h.json(&["submit", "--mode", "batch", "x"]);
+    assert_eq!(code, 14, "{error}");
+    assert_eq!(error["error"]["code"], "config_untrusted");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("adapters.gemini.bin")
+            && message.contains("adapters.gemini.env.LD_PRELOAD"),
+        "{message}"
+    );
+    assert!(
+        error["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("cuekit trust")
+    );
+    // A dry run is refused the same way; keys that run nothing still apply.
+    let (_, code) = h.json(&["submit", "--dry-run", "x"]);
+    assert_eq!(code, 14);
+
+    // doctor says so, and runs nothing the file names.
+    let (checks, _) = h.json(&["doctor"]);
+    let trust = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "config trust")
+        .expect("a trust check");
+    assert_eq!(trust["level"], "warn", "{trust}");
+    assert!(!ran.exists(), "doctor ran the project's binary");
+
+    let (config, _) = h.json(&["config"]);
+    assert_eq!(config[0]["key"], "trust");
+    assert_eq!(config[0]["value"]["state"], "untrusted");
+    let entry = |config: &serde_json::Value, key: &str| {
+        config
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["key"] == key)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(entry(&config, "defaults.model")["value"], "flash");
+    assert_eq!(entry(&config, "adapters.gemini.bin")["value"], "gemini");
+
+    // Trust is not given from inside a task's pane.
+    let inside = h
+        .cuekit()
+        .arg("trust")
+        .env("CUEKIT_TASK_ID", "t_0123456789ab")
+        .output()
+        .unwrap();
+    assert_eq!(inside.status.code(), Some(5));
+
+    h.ok(&["trust"]);
+    let (config, _) = h.json(&["config"]);
+    assert_eq!(config[0]["value"], "trusted");
+    assert_eq!(dry_run(&h, &[]), "./evil --skip-trust -y -m 'flash' 'x'");
+
+    // Any change withdraws the trust.
+    let file = h.project.join(".cuekit.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("flash", "pro")).unwrap();
+    let (config, _) = h.json(&["config"]);
+    assert_eq!(config[0]["value"]["state"], "changed");
+    let (_, code) = h.json(&["submit", "--mode", "batch", "x"]);
+    assert_eq!(code, 14);
+
+    h.ok(&["trust"]);
+    h.ok(&["trust", "--revoke"]);
+    let (_, code) = h.json(&["submit", "--mode", "batch", "x"]);
+    assert_eq!(code, 14);
+    assert!(!ran.exists());
 }

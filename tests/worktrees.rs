@@ -757,3 +757,45 @@ fn a_live_process_inside_keeps_an_ended_tasks_worktree() {
     assert_eq!(removed[0]["outcome"], "removed", "{removed}");
     assert!(!worktree.exists());
 }
+
+#[test]
+fn a_project_files_setup_runs_only_once_the_file_is_trusted() {
+    let h = Harness::new();
+    repo(&h);
+    std::fs::write(
+        h.project.join(".cuekit.yaml"),
+        "worktree:\n  setup: echo from the project > setup.txt\n",
+    )
+    .unwrap();
+    let (error, code) = h.json(&[
+        "submit",
+        "--worktree",
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "true",
+    ]);
+    assert_eq!(
+        (error["error"]["code"].as_str(), code),
+        (Some("config_untrusted"), 14)
+    );
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("worktree.setup"),
+        "{error}"
+    );
+    assert!(
+        !h.root().join("project.worktrees").exists(),
+        "nothing was created"
+    );
+    // A task without a worktree never runs the setup, so it needs no trust.
+    h.submit(&["--agent", "command", "--mode", "batch", "true"]);
+    h.ok(&["trust"]);
+    let id = submit_sh(&h, &[], "cat setup.txt");
+    let (waited, code) = wait_all(&h, std::slice::from_ref(&id));
+    assert_eq!(code, 0, "{waited}");
+    assert!(h.transcript(&id).contains("from the project"));
+}

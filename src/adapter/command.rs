@@ -37,7 +37,7 @@ pub(super) static COMMAND: Adapter = Adapter {
 
 /// Every word single-quoted; batch runs read nothing from the terminal.
 pub fn build_command_launch(spec: &TaskSpec, mode: Mode, _bin: &str) -> Result<LaunchCommand> {
-    if spec.argv.is_empty() {
+    if spec.argv.first().is_none_or(|program| program.is_empty()) {
         return Err(
             Error::invalid_input("the command agent needs a program to run")
                 .with_hint("e.g. `cuekit submit --agent command -- ./script.sh arg`"),

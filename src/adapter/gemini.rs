@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::{Adapter, AuthProbe, Capabilities, ExitReason, LaunchCommand, shell_word_for_bin};
 use crate::attention::{Attention, ScreenRules};
 use crate::error::Result;
-use crate::launch::single_quote;
+use crate::launch::{PROMPT_VARIABLE, single_quote};
 use crate::spec::{Mode, TaskSpec};
 
 pub const GEMINI_APPROVAL_MODES: [&str; 4] = ["default", "auto_edit", "yolo", "plan"];
@@ -153,12 +153,18 @@ fn gemini_auth() -> AuthProbe {
     }
 }
 
+/// What batch runs pass as `-p`: the prompt itself arrives on standard input, which headless
+/// Gemini reads first (the model gets the stdin text, a blank line, then this).
+pub const STDIN_PROMPT_NOTE: &str = "Do the task given on standard input.";
+
 /// Builds the Gemini command line for a task.
 ///
 /// Shapes (adapter design, corrected by the real CLI):
-/// interactive `gemini --skip-trust [-y] [-m 'M'] 'P'`, batch `… -p 'P'`. A prompt starting
-/// with `-` is misparsed by the CLI as flags in both forms, so it goes in the attached
-/// `--prompt='P'` / `--prompt-interactive='P'` forms instead.
+/// interactive `gemini --skip-trust [-y] [-m 'M'] 'P'`; batch
+/// `… -p 'Do the task given on standard input.' < "$cuekit_prompt"`: headless Gemini reads the
+/// prompt from stdin, so it may be far larger than one argv word (128 KiB on Linux) and stays
+/// out of `ps`. A prompt starting with `-` is misparsed by the CLI as flags, so the interactive
+/// form uses the attached `--prompt-interactive='P'` then.
 pub fn build_gemini_launch_command(
     spec: &TaskSpec,
     mode: Mode,
@@ -190,12 +196,15 @@ pub fn build_gemini_launch_command(
 
     let prompt = super::prompt_of(spec)?;
     let quoted = single_quote(&prompt)?;
-    let leading_dash = prompt.starts_with('-');
-    parts.push(match (mode, leading_dash) {
-        (Mode::Batch, false) => format!("-p {quoted}"),
-        (Mode::Batch, true) => format!("--prompt={quoted}"),
-        (Mode::Interactive, false) => quoted,
-        (Mode::Interactive, true) => format!("--prompt-interactive={quoted}"),
+    parts.push(match mode {
+        Mode::Batch => format!(
+            "-p {} < \"${PROMPT_VARIABLE}\"",
+            single_quote(STDIN_PROMPT_NOTE)?
+        ),
+        Mode::Interactive if prompt.starts_with('-') => {
+            format!("--prompt-interactive={quoted}")
+        }
+        Mode::Interactive => quoted,
     });
 
     Ok(LaunchCommand {
@@ -208,6 +217,9 @@ pub fn build_gemini_launch_command(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// How every batch command ends: the prompt is read from its file on stdin.
+    const STDIN: &str = "-p 'Do the task given on standard input.' < \"$cuekit_prompt\"";
 
     /// A task in the seed's shape: plain-text batch output, so `-o stream-json` stays out.
     fn spec(objective: &str) -> TaskSpec {
@@ -258,7 +270,7 @@ mod tests {
         s.model = Some("gemini-2.5-flash".into());
         assert_eq!(
             build(&s, Mode::Batch).command,
-            "gemini --skip-trust -y -m 'gemini-2.5-flash' -p 'x'"
+            "gemini --skip-trust -y -m 'gemini-2.5-flash' -p 'Do the task given on standard input.' < \"$cuekit_prompt\""
         );
     }
 
@@ -270,7 +282,10 @@ mod tests {
             build(&s, Mode::Interactive).command,
             "gemini --skip-trust 'x'"
         );
-        assert_eq!(build(&s, Mode::Batch).command, "gemini --skip-trust -p 'x'");
+        assert_eq!(
+            build(&s, Mode::Batch).command,
+            format!("gemini --skip-trust {STDIN}")
+        );
     }
 
     #[test]
@@ -307,16 +322,16 @@ mod tests {
     #[test]
     fn single_quotes_in_prompt_are_escaped() {
         assert_eq!(
-            build(&spec("don't stop"), Mode::Batch).command,
-            r"gemini --skip-trust -y -p 'don'\''t stop'"
+            build(&spec("don't stop"), Mode::Interactive).command,
+            r"gemini --skip-trust -y 'don'\''t stop'"
         );
     }
 
     #[test]
-    fn leading_dash_prompts_use_attached_forms() {
+    fn leading_dash_prompts_use_attached_forms_or_stdin() {
         assert_eq!(
             build(&spec("-hello world"), Mode::Batch).command,
-            "gemini --skip-trust -y --prompt='-hello world'"
+            format!("gemini --skip-trust -y {STDIN}")
         );
         assert_eq!(
             build(&spec("-hello world"), Mode::Interactive).command,
@@ -397,7 +412,7 @@ mod tests {
         let batch = build(&s, Mode::Batch);
         assert_eq!(
             batch.command,
-            "gemini --skip-trust -y -o stream-json -p 'x'"
+            format!("gemini --skip-trust -y -o stream-json {STDIN}")
         );
         assert!(batch.event_stream);
         let interactive = build(&s, Mode::Interactive);
@@ -417,7 +432,7 @@ mod tests {
         s.resume_session = Some("abc-123".into());
         assert_eq!(
             build(&s, Mode::Batch).command,
-            "gemini --skip-trust -y --resume 'abc-123' -p 'x'"
+            format!("gemini --skip-trust -y --resume 'abc-123' {STDIN}")
         );
     }
 
@@ -427,7 +442,7 @@ mod tests {
             build_gemini_launch_command(&spec("x"), Mode::Batch, "/opt/g/gemini")
                 .unwrap()
                 .command,
-            "/opt/g/gemini --skip-trust -y -p 'x'"
+            format!("/opt/g/gemini --skip-trust -y {STDIN}")
         );
     }
 }

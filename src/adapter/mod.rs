@@ -16,7 +16,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use gemini::{GEMINI_APPROVAL_MODES, build_gemini_launch_command};
+pub use gemini::{
+    GEMINI_APPROVAL_MODES, STDIN_PROMPT_NOTE as GEMINI_STDIN_PROMPT_NOTE,
+    build_gemini_launch_command,
+};
 
 /// How long `doctor` waits for an agent's `--version`: some take seconds to start.
 pub const VERSION_TIMEOUT: Duration = Duration::from_secs(5);

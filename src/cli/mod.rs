@@ -99,16 +99,26 @@ enum Command {
     /// Internal: the filter an agent's event stream is piped through in its pane.
     #[command(name = "__events", hide = true)]
     Events { task_dir: PathBuf },
+    /// Trust the project's .cuekit.yaml (or FILE) as it is now, so its keys that run code apply.
+    Trust(setup::TrustArgs),
     /// Internal: enforces a task's --timeout in the background.
     #[command(name = "__watchdog", hide = true)]
-    Watchdog { task_dir: PathBuf },
+    Watchdog { task_id: String },
+    /// Internal: ends a task's processes and session, detached from its caller.
+    #[command(name = "__stop", hide = true)]
+    Stop {
+        task_id: String,
+        #[arg(long)]
+        after: Option<u32>,
+    },
 }
 
 /// Parses, runs, and returns the process exit status.
 pub fn run() -> i32 {
     // Output piped into `head` must end the process quietly, not panic on a broken pipe.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let wants_json = std::env::args().any(|arg| arg == "--json");
+    // `args_os`: an argument that is not UTF-8 is clap's usage error, never a panic here.
+    let wants_json = std::env::args_os().any(|arg| arg == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) if !err.use_stderr() => {
@@ -162,8 +172,13 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
             crate::ops::run_event_filter(task_dir)?;
             Ok(0)
         }
-        Command::Watchdog { task_dir } => {
-            crate::ops::run_watchdog(task_dir)?;
+        Command::Trust(args) => setup::trust(args, &cwd, json),
+        Command::Watchdog { task_id } => {
+            crate::ops::run_watchdog(task_id)?;
+            Ok(0)
+        }
+        Command::Stop { task_id, after } => {
+            crate::ops::run_stopper(task_id, *after)?;
             Ok(0)
         }
     }

@@ -28,7 +28,7 @@ pub fn task_line(task: &TaskView) -> String {
 /// The full view used by submit and status.
 pub fn task_details(task: &TaskView) -> String {
     let mut out = task_line(task);
-    let mode = task.mode.as_str();
+    let mode = task.mode.map_or("-", |m| m.as_str());
     let model = task
         .model
         .as_deref()

@@ -1,6 +1,7 @@
-//! The commands that prepare and inspect rather than run tasks: adapters, config, init, doctor.
+//! The commands that prepare and inspect rather than run tasks: adapters, config, init, doctor,
+//! trust.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::render::print_json;
 use crate::adapter::ADAPTERS;
@@ -41,7 +42,26 @@ pub fn adapters(json: bool) -> anyhow::Result<i32> {
 
 pub fn config(cwd: &Path, json: bool) -> anyhow::Result<i32> {
     let config = Config::load(cwd)?;
-    let entries = config.entries();
+    let mut entries = config.entries();
+    if let Some((path, state)) = config.project_trust() {
+        let ignored: Vec<String> = ADAPTERS
+            .iter()
+            .flat_map(|adapter| config.untrusted_code_keys(adapter.kind()))
+            .chain(config.untrusted_setup_key())
+            .collect();
+        entries.insert(
+            0,
+            crate::config::Entry {
+                key: "trust".into(),
+                value: if ignored.is_empty() {
+                    serde_json::json!(state)
+                } else {
+                    serde_json::json!({"state": state, "ignored_keys": ignored})
+                },
+                source: crate::config::Source::Project(path.to_path_buf()),
+            },
+        );
+    }
     if json {
         print_json(&entries);
         return Ok(0);
@@ -75,7 +95,16 @@ pub fn init(cwd: &Path, force: bool, json: bool) -> anyhow::Result<i32> {
 
 /// Exit status 1 when any check failed, 0 otherwise (warnings included).
 pub fn doctor(cwd: &Path, fix: bool, json: bool) -> anyhow::Result<i32> {
-    let checks = doctor::doctor(cwd, fix);
+    // Submits that were cut short are undone first, so what is left to report is real.
+    let undone = ops::reap_orphans();
+    let mut checks = doctor::doctor(cwd, fix);
+    if !undone.is_empty() {
+        checks.push(doctor::Check::new(
+            "interrupted submits",
+            Level::Ok,
+            format!("undone: {}", undone.join(", ")),
+        ));
+    }
     if json {
         print_json(&checks);
     } else {
@@ -97,4 +126,47 @@ pub fn doctor(cwd: &Path, fix: bool, json: bool) -> anyhow::Result<i32> {
     Ok(i32::from(
         checks.iter().any(|check| check.level == Level::Fail),
     ))
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TrustArgs {
+    /// The config file (default: the project's .cuekit.yaml, found from here upwards).
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
+    /// Withdraw the trust instead.
+    #[arg(long)]
+    revoke: bool,
+}
+
+pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    use crate::error::{Error, ErrorCode};
+    // A child agent may run shell commands: trust is the person's, not the task's.
+    if std::env::var_os(crate::process::TASK_ID_VARIABLE).is_some() {
+        return Err(Error::new(
+            ErrorCode::InvalidState,
+            "`cuekit trust` does not run inside a cuekit task: trust is a person's decision",
+        )
+        .with_hint("run it yourself, in your own shell")
+        .into());
+    }
+    let file = match &args.file {
+        Some(file) => file.clone(),
+        None => crate::config::project_file(cwd).ok_or_else(|| {
+            Error::invalid_input(format!("no {} here or above", crate::config::PROJECT_FILE))
+                .with_hint("name the file: `cuekit trust PATH`")
+        })?,
+    };
+    let (path, state) = if args.revoke {
+        (crate::trust::revoke(&file)?, "untrusted")
+    } else {
+        // Only a file that parses can be trusted: a broken one is refused with its location.
+        crate::config::parse_file(&file)?;
+        (crate::trust::trust(&file)?, "trusted")
+    };
+    if json {
+        print_json(&serde_json::json!({"file": path, "state": state}));
+    } else {
+        println!("{}: {state}", path.display());
+    }
+    Ok(0)
 }

@@ -64,7 +64,7 @@ pub fn list(all: bool, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             task.id,
             task.status.as_str(),
             task.agent_kind,
-            task.mode.as_str(),
+            task.mode.map_or("-", |m| m.as_str()),
             task.created_at,
             first_line(&task.objective, 60)
         );

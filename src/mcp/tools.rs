@@ -4,8 +4,9 @@
 //! the CLI's stable code: `{"error": {"code", "message", "hint"}}`. Arguments that do not fit
 //! the schema are a protocol error (invalid params) from the SDK.
 //!
-//! Ids resolve only through cuekit's own registry and project task directories
-//! ([`crate::store::resolve`]): nothing here accepts a tmux target.
+//! Ids resolve only through cuekit's own registry (project records are shown, never believed):
+//! nothing here accepts a tmux target, and a record the registry does not vouch for is never
+//! acted on. Nothing here can trust a config file: that is a person's decision.
 
 use std::time::Duration;
 

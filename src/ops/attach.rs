@@ -2,21 +2,15 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
-use super::refresh::{find_pane, snapshot};
 use crate::error::{Error, ErrorCode, Result};
 use crate::tmux::args;
 
 /// Replaces this process with `tmux attach` on the task's server and session.
 pub fn attach(task_id: &str, cwd: &Path) -> Result<std::convert::Infallible> {
-    let record = super::open(task_id, cwd)?;
-    let placement = record.tmux.as_ref().ok_or_else(|| {
-        Error::new(
-            ErrorCode::InvalidState,
-            format!("task {task_id} never started a tmux session"),
-        )
-    })?;
-    let alive =
-        snapshot(&placement.socket)?.is_some_and(|panes| find_pane(&record, &panes).is_some());
+    let task = super::task::open(task_id, cwd)?;
+    let refreshed = super::judge::refresh(vec![task.clone()])?;
+    let alive = refreshed.pane(&refreshed.tasks[0])?.is_some();
+    let placement = &task.placement;
     if !alive {
         return Err(Error::new(
             ErrorCode::InvalidState,

@@ -1,55 +1,42 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::refresh::{find_pane, record_ending, snapshot};
+use super::judge::{cancelled, end_processes, stop};
+use super::task::{Found, find, untrusted_error};
 use super::view::TaskView;
 use crate::error::Result;
-use crate::process::terminate_tree;
-use crate::status::{Ending, Status};
-use crate::store::TaskRecord;
-use crate::tmux::{Tmux, args};
 
-/// How long an agent gets to exit on SIGTERM before SIGKILL.
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(3);
-
-/// Cancels running tasks; for tasks that already ended, removes their leftover tmux session.
+/// Cancels running tasks; for tasks that already ended, records their real ending and removes
+/// what is left of them (their session, any process that outlived the pane).
+///
+/// A registered task whose record is gone (its directory was deleted) still has its processes
+/// ended, from what the registry recorded at submit. An untrusted record is refused.
 pub fn cancel(task_ids: &[String], cwd: &Path, grace: Duration) -> Result<Vec<TaskView>> {
-    let records = super::open_all(task_ids, cwd)?;
-    records
+    // Every id is checked before anything is stopped.
+    let targets = task_ids
         .iter()
-        .map(|record| {
-            let ending = Ending {
-                status: Status::Cancelled,
-                reason: Some("cancelled".into()),
-                hint: Some("cancelled by the parent with `cuekit cancel`".into()),
-                exit_code: None,
-            };
-            stop_with_grace(record, ending, grace).map(|record| TaskView::from(&record))
+        .map(|id| match find(id, cwd)? {
+            Found::Untrusted { id, why, .. } => Err(untrusted_error(&id, &why)),
+            acceptable => Ok(acceptable),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    targets
+        .into_iter()
+        .filter_map(|found| match found {
+            Found::Trusted(task) => {
+                Some(stop(*task, cancelled(), grace).map(|task| TaskView::from(&task.record)))
+            }
+            Found::Unreadable {
+                placement,
+                pane,
+                error,
+            } => {
+                let survivors = end_processes(&placement, pane.as_ref(), None, grace);
+                let mut view = TaskView::unreadable(&placement, &error);
+                view.survivors = Some(survivors);
+                Some(Ok(view))
+            }
+            Found::Untrusted { .. } => None,
         })
         .collect()
-}
-
-pub(crate) fn stop(record: &TaskRecord, ending: Ending) -> Result<TaskRecord> {
-    stop_with_grace(record, ending, DEFAULT_GRACE)
-}
-
-/// Records the ending first, then ends the process tree and the session. Recording first is
-/// what keeps an agent that exits 0 on SIGTERM (Gemini) from reading as completed.
-fn stop_with_grace(record: &TaskRecord, ending: Ending, grace: Duration) -> Result<TaskRecord> {
-    let updated = record_ending(&record.task_dir, ending)?;
-    let Some(placement) = &record.tmux else {
-        return Ok(updated);
-    };
-    let tmux = Tmux::new(placement.socket.clone());
-    if let Some(panes) = snapshot(&placement.socket)?
-        && let Some(pane) = find_pane(record, &panes)
-    {
-        // The pid is only trusted while its pane is alive; a dead pane's pid may be reused.
-        if !pane.dead {
-            terminate_tree(pane.pane_pid, grace);
-        }
-        // Gone already is fine: another cancel may have raced us.
-        let _ = tmux.run(&args::kill_session(&placement.session));
-    }
-    Ok(updated)
 }

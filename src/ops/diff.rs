@@ -23,7 +23,7 @@ pub struct TaskDiff {
 }
 
 pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
-    let record = super::open(task_id, cwd)?;
+    let record = super::task::open(task_id, cwd)?.record;
     let worktree = worktree_of(&record)?;
     let tree = work_tree(&record, worktree)?;
     let git = Git::new(&worktree.repo_root);

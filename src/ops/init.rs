@@ -14,7 +14,8 @@ pub struct InitOutcome {
 }
 
 /// Writes the starter `.cuekit.yaml` into `dir` (never over an existing one unless `force`)
-/// and makes `.gitignore` ignore `.cuekit/`.
+/// and makes `.gitignore` ignore `.cuekit/`. The starter is trusted (see [`crate::trust`]);
+/// any later edit withdraws that until `cuekit trust`.
 pub fn init(dir: &Path, force: bool) -> Result<InitOutcome> {
     let config = dir.join(PROJECT_FILE);
     let exists = config.exists();
@@ -26,6 +27,8 @@ pub fn init(dir: &Path, force: bool) -> Result<InitOutcome> {
         .with_hint("keep it, or run `cuekit init --force` to replace it with the starter file"));
     }
     crate::store::write_atomic(&config, EXAMPLE.as_bytes())?;
+    // cuekit's own starter, written at the person's request: its keys are trusted as written.
+    crate::trust::trust(&config)?;
     crate::doctor::add_gitignore_entry(dir)
         .map_err(|err| Error::io("update", &dir.join(".gitignore"), err))?;
     Ok(InitOutcome {

@@ -12,7 +12,7 @@ const CHUNK: usize = 64 * 1024;
 /// Streams a transcript to `out`: raw bytes, or the readable rendering. Memory stays bounded
 /// by one chunk and one screen whatever the transcript's size.
 pub fn read_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) -> Result<()> {
-    read_logs_of(&super::open(task_id, cwd)?, raw, out)
+    read_logs_of(&super::task::open(task_id, cwd)?.record, raw, out)
 }
 
 pub(crate) fn read_logs_of(record: &TaskRecord, raw: bool, out: &mut dyn Write) -> Result<()> {
@@ -25,10 +25,11 @@ pub(crate) fn read_logs_of(record: &TaskRecord, raw: bool, out: &mut dyn Write) 
 
 /// Like [`read_logs`], then keeps printing what the pane prints until the task ends.
 pub fn follow_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) -> Result<()> {
-    let record = super::open(task_id, cwd)?;
-    let path = super::transcript_path(&record);
+    let task = super::task::open(task_id, cwd)?;
+    let record = &task.record;
+    let path = super::transcript_path(record);
     let mut file = File::open(&path).map_err(|err| Error::io("open", &path, err))?;
-    let mut sink = Sink::new(out, raw, screen_height(&record));
+    let mut sink = Sink::new(out, raw, screen_height(record));
     let mut last_check = Instant::now() - Duration::from_secs(1);
     let mut ended_at: Option<Instant> = None;
     loop {
@@ -40,7 +41,7 @@ pub fn follow_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) ->
             }
         } else if last_check.elapsed() >= Duration::from_millis(250) {
             last_check = Instant::now();
-            if is_ended(&record)? {
+            if super::judge::has_ended(&task)? {
                 ended_at = Some(Instant::now());
             }
         }
@@ -53,13 +54,6 @@ pub fn follow_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) ->
 
 fn screen_height(record: &TaskRecord) -> u16 {
     record.tmux.as_ref().map_or(50, |tmux| tmux.height)
-}
-
-fn is_ended(record: &TaskRecord) -> Result<bool> {
-    let current = crate::store::load(&record.task_dir)?;
-    Ok(super::refresh::refresh(vec![current])?.records[0]
-        .status
-        .is_terminal())
 }
 
 fn copy_available(file: &mut File, sink: &mut Sink, path: &Path) -> Result<usize> {

@@ -7,8 +7,8 @@ use crate::git::merge::{self, Merged, Strategy};
 use crate::store;
 
 pub fn merge(task_id: &str, cwd: &Path, strategy: Strategy, into: Option<&str>) -> Result<Merged> {
-    let record = super::open(task_id, cwd)?;
-    let record = super::refresh::refresh(vec![record])?.records.remove(0);
+    let task = super::task::open(task_id, cwd)?;
+    let record = super::judge::refresh(vec![task])?.tasks.remove(0).record;
     let worktree = super::diff::worktree_of(&record)?;
     if !record.status.is_terminal() {
         return Err(Error::new(

@@ -1,31 +1,42 @@
-//! The library operations both front ends (CLI, and later MCP) call. No logic lives only in
-//! a front end: they parse, call one of these, and render the result.
+//! The library operations every front end (CLI, MCP) calls. No logic lives only in a front
+//! end: they parse, call one of these, and render the result.
+//!
+//! `task` finds tasks and holds the trust boundary; `judge` is the one place that judges them
+//! and records their endings; the other operations build on those two, never the reverse.
 
 mod attach;
 mod cancel;
 mod diff;
 mod init;
+mod judge;
+mod list;
 mod logs;
 mod merge;
-mod refresh;
+mod outcome;
+mod reap;
 mod remove;
 mod result;
 mod steer;
 mod stream;
 mod submit;
+mod task;
 mod view;
 mod wait;
 mod watchdog;
 
+pub use crate::process::DEFAULT_GRACE;
 pub use attach::attach;
-pub use cancel::{DEFAULT_GRACE, cancel};
+pub use cancel::cancel;
 pub use diff::{TaskDiff, diff};
 pub use init::{InitOutcome, init};
+pub use judge::run_stopper;
+pub use list::{list, status};
 pub use logs::{follow_logs, read_logs};
 pub use merge::merge;
-pub use refresh::{list, status};
+pub use outcome::TaskResult;
+pub use reap::reap_orphans;
 pub use remove::{Outcome, PruneFilter, Removal, prune, remove};
-pub use result::{TaskResult, result};
+pub use result::result;
 pub use steer::{SteerReceipt, steer};
 pub use stream::run_event_filter;
 pub use submit::{SubmitOutcome, SubmitRequest, submit};
@@ -33,20 +44,9 @@ pub use view::TaskView;
 pub use wait::{WaitOutcome, WaitRequest, WaitUntil, wait};
 pub use watchdog::run_watchdog;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::error::Result;
 use crate::store::{self, TaskRecord};
-
-/// A task found by id: where it lives and what its record says.
-pub(crate) fn open(task_id: &str, cwd: &Path) -> Result<TaskRecord> {
-    let dir = store::resolve(task_id, cwd)?;
-    store::load(&dir)
-}
-
-pub(crate) fn open_all(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskRecord>> {
-    task_ids.iter().map(|id| open(id, cwd)).collect()
-}
 
 pub(crate) fn transcript_path(record: &TaskRecord) -> PathBuf {
     record.task_dir.join(store::TRANSCRIPT_FILE)

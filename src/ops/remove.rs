@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
+use super::task::{Found, Task};
 use crate::error::{Error, ErrorCode, Result};
 use crate::git::cleanup::{self, Cleanup, KeepReason};
 use crate::status::Status;
@@ -44,46 +45,50 @@ pub struct PruneFilter {
     pub statuses: Vec<Status>,
 }
 
+/// Only tasks cuekit may act on (see [`super::task`]): a record written by anything else could
+/// name any folder as its worktree.
 pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Result<Vec<Removal>> {
-    let records = super::refresh::refresh(super::open_all(task_ids, cwd)?)?.records;
-    if let Some(running) = records.iter().find(|r| !r.status.is_terminal()) {
+    let tasks = task_ids
+        .iter()
+        .map(|id| super::task::open(id, cwd))
+        .collect::<Result<Vec<_>>>()?;
+    let tasks = super::judge::refresh(tasks)?.tasks;
+    if let Some(running) = tasks
+        .iter()
+        .map(|t| &t.record)
+        .find(|r| !r.status.is_terminal())
+    {
         return Err(Error::new(
             ErrorCode::InvalidState,
             format!("task {} is still running; nothing was removed", running.id),
         )
         .with_hint(format!("cancel it first (`cuekit cancel {}`)", running.id)));
     }
-    records
+    tasks
         .iter()
-        .map(|record| remove_one(record, force, dry_run))
+        .map(|task| remove_one(task, force, dry_run))
         .collect()
 }
 
+/// This project's trusted tasks that match the filter; untrusted records are never touched.
 pub fn prune(cwd: &Path, filter: &PruneFilter, force: bool, dry_run: bool) -> Result<Vec<Removal>> {
-    let Some(root) = store::project_tasks_root(cwd) else {
-        return Ok(Vec::new());
-    };
-    let dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .map_err(|err| Error::io("read", &root, err))?
-        .flatten()
-        .filter(|entry| store::is_task_id(&entry.file_name().to_string_lossy()))
-        .map(|entry| entry.path())
-        .filter(|dir| dir.join(store::RECORD_FILE).is_file())
-        .collect();
-    let records = dirs
-        .iter()
-        .map(|dir| store::load(dir))
-        .collect::<Result<Vec<_>>>()?;
-    let now = SystemTime::now();
-    let mut records: Vec<TaskRecord> = super::refresh::refresh(records)?
-        .records
+    let trusted = super::task::scan_project(cwd)?
         .into_iter()
-        .filter(|record| selected(record, filter, now))
+        .filter_map(|found| match found {
+            Found::Trusted(task) => Some(*task),
+            _ => None,
+        })
         .collect();
-    records.sort_by(|a, b| a.created_at.cmp(&b.created_at));
-    records
+    let now = SystemTime::now();
+    let mut tasks: Vec<Task> = super::judge::refresh(trusted)?
+        .tasks
+        .into_iter()
+        .filter(|task| selected(&task.record, filter, now))
+        .collect();
+    tasks.sort_by(|a, b| a.record.created_at.cmp(&b.record.created_at));
+    tasks
         .iter()
-        .map(|record| remove_one(record, force, dry_run))
+        .map(|task| remove_one(task, force, dry_run))
         .collect()
 }
 
@@ -105,7 +110,8 @@ fn selected(record: &TaskRecord, filter: &PruneFilter, now: SystemTime) -> bool 
     }
 }
 
-fn remove_one(record: &TaskRecord, force: bool, dry_run: bool) -> Result<Removal> {
+fn remove_one(task: &Task, force: bool, dry_run: bool) -> Result<Removal> {
+    let record = &task.record;
     let mut removal = Removal {
         task_id: record.id.clone(),
         outcome: if dry_run {
@@ -154,13 +160,12 @@ fn remove_one(record: &TaskRecord, force: bool, dry_run: bool) -> Result<Removal
     if dry_run {
         return Ok(removal);
     }
-    if let Some(placement) = &record.tmux {
-        // A dead pane left by remain-on-exit: gone already is fine.
-        let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));
-    }
-    std::fs::remove_dir_all(&record.task_dir)
-        .map_err(|err| Error::io("remove", &record.task_dir, err))?;
-    store::unregister(&record.id)?;
+    // A dead pane left by remain-on-exit: gone already is fine.
+    let placement = &task.placement;
+    let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));
+    std::fs::remove_dir_all(&placement.task_dir)
+        .map_err(|err| Error::io("remove", &placement.task_dir, err))?;
+    store::unregister(&record.id);
     Ok(removal)
 }
 

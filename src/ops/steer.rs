@@ -38,7 +38,8 @@ pub struct SteerReceipt {
 /// are serialised across cuekit processes, and every steer is logged to `events.jsonl`.
 pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
     let (message, delivery) = prepare(message)?;
-    let record = super::open(task_id, cwd)?;
+    let task = super::task::open(task_id, cwd)?;
+    let record = &task.record;
     let adapter = adapter::lookup(&record.spec.agent_kind)?;
     if !adapter.task_capabilities(record.mode).supports_steering {
         let what = if record.mode == Mode::Batch {
@@ -52,8 +53,9 @@ pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
         )
         .with_hint("submit with --mode interactive to steer a child"));
     }
-    let refreshed = super::refresh::refresh(vec![record])?;
-    let record = &refreshed.records[0];
+    let refreshed = super::judge::refresh(vec![task.clone()])?;
+    let task = &refreshed.tasks[0];
+    let record = &task.record;
     if record.status.is_terminal() {
         return Err(Error::new(
             ErrorCode::InvalidState,
@@ -65,11 +67,10 @@ pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
         .with_hint("read what it did with `cuekit logs <id>`, or submit a new task"));
     }
     let started = Instant::now();
-    let outcome = match refreshed.pane(record).filter(|pane| !pane.dead) {
+    let outcome = match refreshed.pane(task)?.filter(|pane| !pane.dead) {
         Some(pane) => {
             let _serialised = store::lock_file(&record.task_dir.join("steer.lock"))?;
-            let placement = record.tmux.as_ref().expect("a pane was found for it");
-            let tmux = Tmux::new(placement.socket.clone());
+            let tmux = Tmux::new(task.placement.socket.clone());
             let exited = || record.task_dir.join(EXIT_CODE_FILE).exists();
             let enter_delay = enter_delay(adapter, delivery, &record.cwd)?;
             deliver(

@@ -7,7 +7,7 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::result::{RESULT_FILE, from_digest};
+use super::outcome::{RESULT_FILE, from_digest};
 use crate::error::{Error, Result};
 use crate::events::{Digest, Printer, Progress};
 use crate::launch::AGENT_EXIT_FILE;

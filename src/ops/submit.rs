@@ -9,10 +9,10 @@ use crate::adapter::{self, LaunchCommand};
 use crate::config::{Config, Permissions, Setting};
 use crate::error::{Error, ErrorCode, Result};
 use crate::git;
-use crate::launch::{ENV_FILE, render_env_file, render_launch_script};
+use crate::launch::{ENV_FILE, StartGate, render_env_file, render_launch_script};
 use crate::spec::{Mode, TaskSpec};
 use crate::status::Status;
-use crate::store::{self, TaskRecord, TmuxPlacement, WorktreeRecord};
+use crate::store::{self, PaneStart, Placement, TaskRecord, TmuxPlacement, WorktreeRecord};
 use crate::tmux::{Socket, Tmux, args};
 
 /// What a parent asks for. Every `None` is filled from the configuration, then the adapter.
@@ -116,12 +116,12 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     let resumed = request
         .resume_from
         .as_deref()
-        .map(|id| super::open(id, caller_cwd))
+        .map(|id| super::task::open(id, caller_cwd))
         .transpose()?;
     let requested_cwd = request
         .cwd
         .clone()
-        .or_else(|| resumed.as_ref().map(|r| r.cwd.clone()))
+        .or_else(|| resumed.as_ref().map(|r| r.record.cwd.clone()))
         .unwrap_or_else(|| caller_cwd.to_path_buf());
     let cwd = std::fs::canonicalize(&requested_cwd)
         .ok()
@@ -134,12 +134,13 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             .with_hint("pass an existing directory with --cwd")
         })?;
     let config = Config::load(&cwd)?;
-    let mut spec = resolve_spec(&request, &config, resumed.as_ref());
+    let mut spec = resolve_spec(&request, &config, resumed.as_ref().map(|r| &r.record));
     let adapter = adapter::lookup(&spec.agent_kind)?;
+    config.refuse_untrusted(adapter.kind())?;
     if !adapter.runs_argv {
         spec.argv.clear();
     }
-    if let Some(earlier) = &resumed {
+    if let Some(earlier) = resumed.as_ref().map(|r| &r.record) {
         if earlier.spec.agent_kind != spec.agent_kind {
             return Err(Error::invalid_input(format!(
                 "task {} ran {}, not {}: a session continues only with the same agent",
@@ -163,6 +164,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         let LaunchCommand {
             command, warnings, ..
         } = (adapter.build_launch)(&spec, mode, &bin)?;
+        check_argv_limit(&spec, adapter, &command)?;
         return Ok(SubmitOutcome::DryRun {
             agent_kind: adapter.kind().to_string(),
             mode,
@@ -179,6 +181,9 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             "--base and --branch only apply to a task in its own worktree",
         )
         .with_hint("add --worktree (or set defaults.worktree: true)"));
+    }
+    if use_worktree {
+        config.refuse_untrusted_setup()?;
     }
     let id = store::new_task_id();
     let plan = if use_worktree {
@@ -202,6 +207,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         warnings,
         event_stream,
     } = (adapter.build_launch)(&spec, mode, &bin)?;
+    check_argv_limit(&spec, adapter, &command)?;
     // The command agent's program is the task's own first word, found by the pane's shell.
     if !adapter.runs_argv && crate::which::find_on_path(&bin).is_none() {
         return Err(Error::new(
@@ -220,13 +226,13 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .flatten()
         .or_else(|| spec.resume_session.clone());
 
-    // Trust hook (issue 11): `worktree.setup` runs code; a value whose source is a project file
-    // (`Source::Project`) must pass the trust check here, before anything is created.
+    // `worktree.setup` runs code: an untrusted project file's was refused above and is not
+    // read here (`Config::worktree_setup` skips it).
     let setup = plan
         .as_ref()
         .and_then(|_| config.worktree_setup())
         .map(|s| s.value);
-    let created = match &plan {
+    let mut created = match &plan {
         Some(plan) => {
             let includes = git::include::Includes {
                 copy: config.worktree_copy().map(|s| s.value).unwrap_or_default(),
@@ -243,69 +249,46 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     let agent_dir = plan.as_ref().map_or_else(|| cwd.clone(), |p| p.agent_dir());
 
     let task_dir = store::task_dir(&cwd, &id);
-    // Owner-only: prompts and transcripts may hold private code.
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&task_dir)
-        .map_err(|err| Error::io("create", &task_dir, err))?;
-    let unset_env = match mode {
-        Mode::Interactive => adapter.interactive_unset_env,
-        Mode::Batch => &[],
-    };
-    let event_filter = if event_stream {
-        Some(std::env::current_exe().map_err(|err| {
-            Error::new(
-                ErrorCode::Io,
-                format!("cannot find the cuekit binary: {err}"),
-            )
-        })?)
-    } else {
-        None
-    };
-    let prompt = if adapter.runs_argv {
-        spec.argv.join(" ")
-    } else {
-        crate::spec::render_prompt(&spec)
-    };
-    write_private(
-        &task_dir.join(crate::launch::PROMPT_FILE),
-        prompt.as_bytes(),
-    )?;
-    let script_path = task_dir.join(store::LAUNCH_FILE);
-    let script = render_launch_script(
-        &id,
-        &command,
-        unset_env,
-        &task_dir,
-        event_filter.as_deref(),
-        setup.as_deref(),
-    )?;
-    std::fs::write(&script_path, script).map_err(|err| Error::io("write", &script_path, err))?;
-    let env_path = task_dir.join(ENV_FILE);
-    // The submitter's environment, then the adapter's configured `env`, then the task id.
-    let inherited = std::env::vars().filter(|(name, _)| name != "CUEKIT_TASK_ID");
-    let configured = config
-        .env(adapter.kind())
-        .into_iter()
-        .map(|(name, s)| (name, s.value));
-    let env_file = render_env_file(
-        inherited
-            .chain(configured)
-            .chain([("CUEKIT_TASK_ID".to_string(), id.clone())]),
-    );
-    write_private(&env_path, env_file.as_bytes())?;
-    let transcript = task_dir.join(store::TRANSCRIPT_FILE);
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(&transcript)
-        .map_err(|err| Error::io("create", &transcript, err))?;
-
-    let socket = Socket(config.socket().value);
-    let height = config.height().value;
+    let socket = Socket(config.socket().value).resolve()?;
+    socket.ensure_dir()?;
     let session = args::session_name(&id);
+    let created_at = super::now_rfc3339();
+    let timeout_secs = request
+        .timeout
+        .or_else(|| config.timeout().map(|s| s.value))
+        .map(|t| t.as_secs().max(1));
+    let placement = Placement {
+        id: id.clone(),
+        task_dir: task_dir.clone(),
+        socket: socket.clone(),
+        session: session.clone(),
+        created_at: created_at.clone(),
+        timeout_secs,
+        legacy: false,
+    };
+    // From here on, whatever stops this submit is undone by the next cuekit call (see
+    // `reap`): the pending entry names what it is creating.
+    store::write_pending(&placement)?;
+    let undo = |err: Error| {
+        let _ = Tmux::new(socket.clone()).run(&args::kill_session(&session));
+        let _ = std::fs::remove_dir_all(&task_dir);
+        store::remove_pending(&id);
+        err
+    };
+    create_task_dir(&cwd, &task_dir).map_err(undo)?;
+    let files = write_task_files(
+        &id,
+        &task_dir,
+        &spec,
+        adapter,
+        mode,
+        &command,
+        event_stream,
+        &config,
+        setup.as_deref(),
+    )
+    .map_err(undo)?;
+    let height = config.height().value;
     let mut record = TaskRecord {
         id: id.clone(),
         spec,
@@ -323,15 +306,12 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             session: session.clone(),
             height,
         }),
-        created_at: super::now_rfc3339(),
+        created_at,
         ended_at: None,
-        timeout_secs: request
-            .timeout
-            .or_else(|| config.timeout().map(|s| s.value))
-            .map(|t| t.as_secs().max(1)),
+        timeout_secs,
         event_stream,
         agent_session_id,
-        resumed_from: resumed.map(|r| r.id),
+        resumed_from: resumed.map(|r| r.record.id),
         worktree: plan.map(|plan| WorktreeRecord {
             repo_root: plan.repo_root,
             path: plan.path,
@@ -343,44 +323,225 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     };
     // The one tmux call runs while the record and the registry entry are written and synced;
     // both are put in place only once the session exists, so no reader ever sees a running
-    // task without its pane.
-    let launch = Tmux::new(socket).spawn(&args::new_task_session(&args::NewTaskSession {
-        session: &session,
-        cwd: &agent_dir,
-        width: config.width().value,
-        height,
-        history_limit: config.history_limit().value,
-        script: &script_path,
-        transcript: &transcript,
-    }))?;
-    let staged = (
-        store::stage_record(&record)?,
-        store::stage_registration(&id, &task_dir)?,
-    );
-    if let Err(err) = launch.finish() {
-        drop(staged);
-        let _ = std::fs::remove_file(&env_path);
-        // Keep the record of what was attempted; the task never started.
-        record.status = Status::Failed;
-        record.reason = Some("launch_failed".into());
-        record.hint = Some(err.message.clone());
-        record.ended_at = Some(super::now_rfc3339());
-        // The worktree goes with the failed launch (the guard removes it): the record must
-        // not point at it.
-        record.worktree = None;
-        store::save(&record)?;
-        store::register(&id, &task_dir)?;
-        return Err(err);
+    // task without its pane. The pane itself waits for the registry entry before it starts
+    // the agent.
+    let launch = Tmux::new(socket.clone())
+        .spawn(&args::new_task_session(&args::NewTaskSession {
+            session: &session,
+            cwd: &agent_dir,
+            width: config.width().value,
+            height,
+            history_limit: config.history_limit().value,
+            script: &files.script,
+            transcript: &files.transcript,
+        }))
+        .map_err(undo)?;
+    let staged = store::stage_record(&record)
+        .and_then(|record| Ok((record, store::stage_placement(&placement)?)));
+    let answer = launch.finish();
+    let staged = match staged {
+        Ok(staged) => staged,
+        Err(err) => return Err(undo(err)),
+    };
+    let pane = match answer {
+        Ok(stdout) => parse_new_pane(&stdout),
+        Err(err) => {
+            drop(staged);
+            let _ = std::fs::remove_file(&files.env);
+            // Keep the record of what was attempted; the task never started.
+            record.status = Status::Failed;
+            record.reason = Some("launch_failed".into());
+            record.hint = Some(err.message.clone());
+            record.ended_at = Some(super::now_rfc3339());
+            // The worktree goes with the failed launch (the guard removes it): the record must
+            // not point at it.
+            record.worktree = None;
+            store::save(&record)
+                .and_then(|_| store::stage_placement(&placement)?.commit())
+                .map_err(undo)?;
+            store::remove_pending(&id);
+            return Err(err);
+        }
+    };
+    let (record_file, placement_file) = staged;
+    record_file
+        .commit()
+        .and_then(|_| placement_file.commit())
+        .map_err(undo)?;
+    if let Some(pane) = &pane {
+        // Best effort: without it, the pane is known by its session alone.
+        let _ = store::record_pane_start(&id, pane);
     }
-    staged.0.commit()?;
-    staged.1.commit()?;
-    if let Some(mut created) = created {
+    store::remove_pending(&id);
+    if let Some(created) = created.as_mut() {
         created.keep();
     }
     if record.timeout_secs.is_some() {
-        super::watchdog::spawn(&task_dir)?;
+        super::watchdog::spawn(&id)?;
     }
     Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(&record))))
+}
+
+/// Linux refuses to start a program with an argument over 128 KiB (`MAX_ARG_STRLEN`, the NUL
+/// included): refused before anything starts, rather than ending as "Argument list too long".
+const MAX_ARGV_WORD: usize = 128 * 1024 - 1;
+
+/// A prompt that goes on the agent's command line must fit in one argv word (with a little room
+/// for an attached `--prompt=`); a launch that reads the prompt file has no such limit.
+fn check_argv_limit(spec: &TaskSpec, adapter: &adapter::Adapter, command: &str) -> Result<()> {
+    let reads_prompt_file = command.contains(&format!("\"${}\"", crate::launch::PROMPT_VARIABLE));
+    let longest = if adapter.runs_argv {
+        spec.argv.iter().map(String::len).max().unwrap_or(0)
+    } else if reads_prompt_file {
+        0
+    } else {
+        crate::spec::render_prompt(spec).len() + 32
+    };
+    if longest <= MAX_ARGV_WORD {
+        return Ok(());
+    }
+    Err(Error::invalid_input(format!(
+        "the {} is {longest} bytes: {} takes it as one command-line word, and Linux limits a \
+         word to 128 KiB",
+        if adapter.runs_argv {
+            "longest argument"
+        } else {
+            "prompt"
+        },
+        adapter.kind()
+    ))
+    .with_hint(
+        "shorten it, or put the material in a file and name the file in the prompt; \
+         Gemini in batch mode (`--mode batch`) reads prompts of any size from stdin",
+    ))
+}
+
+/// `<pane id> <pane pid>` as tmux printed it for the new pane.
+fn parse_new_pane(stdout: &str) -> Option<PaneStart> {
+    let mut words = stdout.split_whitespace();
+    let pane_id = words.next()?.to_string();
+    let pane_pid = words.next()?.parse().ok()?;
+    Some(PaneStart {
+        pane_id,
+        pane_pid,
+        start_ticks: crate::process::start_ticks(pane_pid),
+    })
+}
+
+/// The task directory, owner-only (prompts and transcripts may hold private code), under a
+/// `.cuekit/` that git ignores from the first submit on: a child that runs `git add -A` must
+/// not commit cuekit's files.
+fn create_task_dir(cwd: &Path, task_dir: &Path) -> Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(task_dir)
+        .map_err(|err| Error::io("create", task_dir, err))?;
+    let ignore = cwd.join(".cuekit").join(".gitignore");
+    if !ignore.exists() {
+        // Another submit may race this one: whichever writes first wins, both write the same.
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&ignore)
+            .and_then(|mut file| {
+                std::io::Write::write_all(
+                    &mut file,
+                    b"# Written by cuekit: its task files are never part of the project.\n*\n",
+                )
+            });
+    }
+    Ok(())
+}
+
+struct TaskFiles {
+    script: PathBuf,
+    env: PathBuf,
+    transcript: PathBuf,
+}
+
+/// `prompt.txt`, `launch.sh`, the submitter's environment, an empty transcript.
+#[allow(clippy::too_many_arguments)]
+fn write_task_files(
+    id: &str,
+    task_dir: &Path,
+    spec: &TaskSpec,
+    adapter: &adapter::Adapter,
+    mode: Mode,
+    command: &str,
+    event_stream: bool,
+    config: &Config,
+    setup: Option<&str>,
+) -> Result<TaskFiles> {
+    let unset_env = match mode {
+        Mode::Interactive => adapter.interactive_unset_env,
+        Mode::Batch => &[],
+    };
+    let event_filter = if event_stream {
+        Some(std::env::current_exe().map_err(|err| {
+            Error::new(
+                ErrorCode::Io,
+                format!("cannot find the cuekit binary: {err}"),
+            )
+        })?)
+    } else {
+        None
+    };
+    let prompt = if adapter.runs_argv {
+        spec.argv.join(" ")
+    } else {
+        crate::spec::render_prompt(spec)
+    };
+    write_private(
+        &task_dir.join(crate::launch::PROMPT_FILE),
+        prompt.as_bytes(),
+    )?;
+    let registry = store::registry_dir().expect("the pending entry was written");
+    let pending = store::data_dir()
+        .expect("the pending entry was written")
+        .join("pending")
+        .join(id);
+    let script_path = task_dir.join(store::LAUNCH_FILE);
+    let script = render_launch_script(
+        id,
+        command,
+        unset_env,
+        task_dir,
+        event_filter.as_deref(),
+        StartGate {
+            registered: &registry.join(id),
+            pending: &pending,
+        },
+        setup,
+    )?;
+    write_private(&script_path, script.as_bytes())?;
+    let env_path = task_dir.join(ENV_FILE);
+    // The submitter's environment, then the adapter's configured `env`, then the task id.
+    let inherited = std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .filter(|(name, _)| name != crate::process::TASK_ID_VARIABLE);
+    let configured = config
+        .env(adapter.kind())
+        .into_iter()
+        .map(|(name, s)| (name, s.value));
+    let env_file = render_env_file(
+        inherited
+            .chain(configured)
+            .chain([(crate::process::TASK_ID_VARIABLE.to_string(), id.to_string())]),
+    );
+    write_private(&env_path, env_file.as_bytes())?;
+    let transcript = task_dir.join(store::TRANSCRIPT_FILE);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&transcript)
+        .map_err(|err| Error::io("create", &transcript, err))?;
+    Ok(TaskFiles {
+        script: script_path,
+        env: env_path,
+        transcript,
+    })
 }
 
 /// A worktree this submit created, removed again unless the task started.

@@ -3,18 +3,20 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::adapter::{self, Capabilities};
+use crate::error::Error;
 use crate::events::Progress;
 use crate::git::diff::DiffStat;
 use crate::spec::Mode;
 use crate::status::Status;
-use crate::store::TaskRecord;
+use crate::store::{Placement, TaskRecord};
 
 /// What `status`, `list`, `submit` and `wait` report about a task.
 #[derive(Debug, Clone, Serialize)]
 pub struct TaskView {
     pub id: String,
     pub agent_kind: String,
-    pub mode: Mode,
+    /// `None` only for a row whose record could not be read.
+    pub mode: Option<Mode>,
     pub status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -41,6 +43,9 @@ pub struct TaskView {
     pub progress: Option<Progress>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_session_id: Option<String>,
+    /// For a task whose pane is gone: the pids of its processes still alive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub survivors: Option<Vec<u32>>,
     /// For a task in its own worktree: its branch, folder and base.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
@@ -51,6 +56,71 @@ pub struct TaskView {
     /// Its work against the base commit (`status` and `list`; `cuekit diff` for the files).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff_stat: Option<DiffStat>,
+}
+
+impl TaskView {
+    /// A row for a record cuekit will not act on: what it says, marked `untrusted`.
+    pub(crate) fn untrusted(
+        id: &str,
+        task_dir: &std::path::Path,
+        record: Option<&TaskRecord>,
+        why: &str,
+    ) -> TaskView {
+        let mut view = match record {
+            Some(record) => TaskView::from(record),
+            None => TaskView::bare(id, task_dir),
+        };
+        view.id = id.to_string();
+        view.task_dir = task_dir.to_path_buf();
+        view.status = Status::Untrusted;
+        view.reason = Some("untrusted".into());
+        view.hint = Some(format!("{why}; {}", super::task::UNTRUSTED_HINT));
+        view.attach_hint = None;
+        view.capabilities = None;
+        view
+    }
+
+    /// A row for a registered task whose record cannot be read.
+    pub(crate) fn unreadable(placement: &Placement, error: &Error) -> TaskView {
+        let mut view = TaskView::bare(&placement.id, &placement.task_dir);
+        view.status = Status::Unknown;
+        view.reason = Some(error.code.as_str().to_string());
+        view.hint = Some(match &error.hint {
+            Some(hint) => format!("{}; {hint}", error.message),
+            None => error.message.clone(),
+        });
+        view.created_at = placement.created_at.clone();
+        view
+    }
+
+    fn bare(id: &str, task_dir: &std::path::Path) -> TaskView {
+        TaskView {
+            id: id.to_string(),
+            agent_kind: String::new(),
+            mode: None,
+            status: Status::Unknown,
+            reason: None,
+            hint: None,
+            exit_code: None,
+            warnings: Vec::new(),
+            objective: String::new(),
+            model: None,
+            capabilities: None,
+            attach_hint: None,
+            transcript: task_dir.join(crate::store::TRANSCRIPT_FILE),
+            task_dir: task_dir.to_path_buf(),
+            launch_command: String::new(),
+            created_at: String::new(),
+            ended_at: None,
+            progress: None,
+            agent_session_id: None,
+            survivors: None,
+            branch: None,
+            worktree: None,
+            base_ref: None,
+            diff_stat: None,
+        }
+    }
 }
 
 impl From<&TaskRecord> for TaskView {
@@ -66,7 +136,7 @@ impl From<&TaskRecord> for TaskView {
         TaskView {
             id: record.id.clone(),
             agent_kind: record.spec.agent_kind.clone(),
-            mode: record.mode,
+            mode: Some(record.mode),
             status: record.status,
             reason: record.reason.clone(),
             hint: record.hint.clone(),
@@ -86,6 +156,7 @@ impl From<&TaskRecord> for TaskView {
             ended_at: record.ended_at.clone(),
             progress: None,
             agent_session_id: record.agent_session_id.clone(),
+            survivors: None,
             branch: record.worktree.as_ref().map(|w| w.branch.clone()),
             worktree: record.worktree.as_ref().map(|w| w.path.clone()),
             base_ref: record.worktree.as_ref().map(|w| w.base_ref.clone()),

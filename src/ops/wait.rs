@@ -1,12 +1,13 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::refresh::{Refreshed, refresh};
+use super::judge::{Refreshed, refresh, reload};
+use super::task::open;
 use super::view::TaskView;
 use crate::error::Result;
 use crate::launch::EXIT_CODE_FILE;
 use crate::status::Status;
-use crate::store::{self, TaskRecord};
+use crate::store::TaskRecord;
 
 /// The sentinel is a file, so noticing an exit costs one `stat` per pending task per tick:
 /// a fine tick keeps `wait` within tens of milliseconds of the child's exit.
@@ -43,7 +44,12 @@ pub struct WaitOutcome {
 
 pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
     let started = Instant::now();
-    let mut refreshed = refresh(super::open_all(&request.task_ids, cwd)?)?;
+    let tasks = request
+        .task_ids
+        .iter()
+        .map(|id| open(id, cwd))
+        .collect::<Result<Vec<_>>>()?;
+    let mut refreshed = refresh(tasks)?;
     // Since when each task has been seen needing a human, without a break.
     let mut attention_since: Vec<Option<Instant>> = vec![None; request.task_ids.len()];
     loop {
@@ -52,8 +58,9 @@ pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
             WaitUntil::Ended => None,
         };
         let settled = refreshed
-            .records
+            .tasks
             .iter()
+            .map(|task| &task.record)
             .enumerate()
             .filter(|(i, record)| {
                 let needs_human = views
@@ -72,7 +79,7 @@ pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
         let done = if request.any {
             settled > 0
         } else {
-            settled == refreshed.records.len()
+            settled == refreshed.tasks.len()
         };
         let timed_out = request
             .timeout
@@ -84,7 +91,7 @@ pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
             });
         }
         wait_for_change(&refreshed, started, request.timeout);
-        refreshed = refresh(reload(&refreshed.records)?)?;
+        refreshed = refresh(reload(&refreshed.tasks)?)?;
     }
 }
 
@@ -95,7 +102,7 @@ fn wait_for_change(refreshed: &Refreshed, started: Instant, timeout: Option<Dura
         && timeout.is_none_or(|limit| started.elapsed() < limit)
     {
         std::thread::sleep(SENTINEL_TICK);
-        if refreshed.records.iter().any(sentinel_appeared) {
+        if refreshed.tasks.iter().any(|t| sentinel_appeared(&t.record)) {
             return;
         }
     }
@@ -103,9 +110,4 @@ fn wait_for_change(refreshed: &Refreshed, started: Instant, timeout: Option<Dura
 
 fn sentinel_appeared(record: &TaskRecord) -> bool {
     !record.status.is_terminal() && record.task_dir.join(EXIT_CODE_FILE).exists()
-}
-
-/// Re-reads records, so endings written by other processes (a cancel) are seen.
-fn reload(records: &[TaskRecord]) -> Result<Vec<TaskRecord>> {
-    records.iter().map(|r| store::load(&r.task_dir)).collect()
 }

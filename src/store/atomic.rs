@@ -20,13 +20,28 @@ pub struct Staged {
 }
 
 pub fn stage(path: &Path, bytes: &[u8]) -> Result<Staged> {
-    let dir = path.parent().expect("a file path has a parent");
+    stage_in(
+        path.parent().expect("a file path has a parent"),
+        path,
+        bytes,
+    )
+}
+
+/// Like [`stage`], with the temp file in `tmp_dir` (on the same filesystem as `path`).
+///
+/// Temp names carry the writer's pid (`.<name>.<pid>.<random>.tmp`): a writer killed before its
+/// rename leaves one behind, and [`remove_if_stale_tmp`] can tell it from one still being written.
+pub fn stage_in(tmp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<Staged> {
     let name = path
         .file_name()
         .expect("a file path has a name")
         .to_string_lossy();
     let staged = Staged {
-        tmp: dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple())),
+        tmp: tmp_dir.join(format!(
+            ".{name}.{}.{}.tmp",
+            std::process::id(),
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        )),
         path: path.to_path_buf(),
     };
     // Owner-only, like everything else in a task directory.
@@ -41,6 +56,46 @@ pub fn stage(path: &Path, bytes: &[u8]) -> Result<Staged> {
         })
         .map_err(|err| Error::io("write", path, err))?;
     Ok(staged)
+}
+
+/// Removes `path` if it is a temp file of [`stage_in`] whose writer no longer runs.
+pub fn remove_if_stale_tmp(path: &Path) {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return;
+    };
+    let Some(stem) = name.strip_suffix(".tmp").filter(|_| name.starts_with('.')) else {
+        return;
+    };
+    let writer = stem
+        .rsplit('.')
+        .nth(1)
+        .and_then(|pid| pid.parse::<u32>().ok());
+    let stale = match writer {
+        Some(pid) => !crate::process::is_alive(pid) || older_than(path, 60),
+        // Written by an older cuekit, which named no writer.
+        None => older_than(path, 60),
+    };
+    if stale {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Removes the stale temp files of [`stage_in`] from a directory.
+pub fn remove_stale_tmps(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            remove_if_stale_tmp(&entry.path());
+        }
+    }
+}
+
+/// Whether `path` was last modified more than `secs` seconds ago.
+pub fn older_than(path: &Path, secs: u64) -> bool {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|modified| modified.elapsed().ok())
+        .is_some_and(|age| age.as_secs() >= secs)
 }
 
 impl Staged {
@@ -80,6 +135,21 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"x");
         drop(stage(&path, b"y").unwrap());
         assert_eq!(std::fs::read(&path).unwrap(), b"x");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_dead_writers_temp_file_is_stale_and_a_live_ones_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.json");
+        let live = stage(&path, b"live").unwrap();
+        // A pid no process has: Linux pids stay below 2^22.
+        let dead = dir.path().join(".c.json.4194999.0badf00d.tmp");
+        std::fs::write(&dead, b"dead").unwrap();
+        remove_stale_tmps(dir.path());
+        assert!(!dead.exists());
+        assert!(live.tmp.exists());
+        live.commit().unwrap();
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

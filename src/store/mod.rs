@@ -5,12 +5,14 @@ mod atomic;
 mod record;
 mod registry;
 
-pub use atomic::{Staged, stage, write_atomic};
+pub use atomic::{Staged, remove_stale_tmps, stage, write_atomic};
 pub use record::{
     TaskRecord, TmuxPlacement, WorktreeRecord, load, lock_file, save, stage_record, update,
 };
 pub use registry::{
-    register, registered_tasks, registry_dir, resolve, stage_registration, unregister,
+    PaneStart, Pending, Placement, data_dir, pane_start, pending_submits, placement,
+    record_pane_start, registered_ids, registry_dir, remove_pending, stage_placement, unregister,
+    write_pending,
 };
 
 use std::path::{Path, PathBuf};

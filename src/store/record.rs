@@ -117,12 +117,13 @@ pub fn update(
     let _lock = lock_file(&task_dir.join("task.lock"))?;
     let mut record = load(task_dir)?;
     if change(&mut record)? {
+        // A writer killed between its temp file and the rename left one behind.
+        super::remove_stale_tmps(task_dir);
         save(&record)?;
     }
     Ok(record)
 }
 
-/// Held until dropped (closing the file releases the lock).
 /// An exclusive lock on `path` (created if missing) across processes, held until the returned
 /// file is dropped.
 pub fn lock_file(path: &Path) -> Result<File> {

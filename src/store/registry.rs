@@ -1,69 +1,249 @@
-//! User-level registry: one small file per task id holding the task directory, so a task is
-//! found by id from any working directory. One file per id means parallel submits never
-//! contend on a shared index.
+//! The user's own registry: where cuekit put each task, written at submit into an owner-only
+//! directory. It is the authority on a task's placement (task directory, absolute tmux socket,
+//! session, the pane and its process group); a project's `task.json` is only data that must agree
+//! with it. One small file per task id means parallel submits never contend on a shared index.
+//!
+//! Layout under `~/.local/share/cuekit` (or `XDG_DATA_HOME`):
+//! - `tasks/<id>`: the [`Placement`], JSON (older versions wrote the bare task directory);
+//! - `tasks/<id>.pane`: the [`PaneStart`] tmux reported, written once the pane exists;
+//! - `pending/<id>`: a [`Pending`] submit, from before tmux is asked until the task is recorded,
+//!   so a submit killed half-way is found and undone; `pending/` also holds the registry's
+//!   temp files, named after their writer's pid.
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
 
-/// `~/.local/share/cuekit/tasks` (or under `XDG_DATA_HOME`).
-pub fn registry_dir() -> Option<PathBuf> {
-    directories::ProjectDirs::from("", "", "cuekit").map(|dirs| dirs.data_dir().join("tasks"))
+use crate::error::{Error, ErrorCode, Result};
+use crate::tmux::Socket;
+
+/// Where cuekit placed a task, as it wrote it at submit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    pub id: String,
+    pub task_dir: PathBuf,
+    /// Absolute socket path.
+    pub socket: Socket,
+    pub session: String,
+    pub created_at: String,
+    /// Kept here too, so a timeout holds even when the task directory was deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+    /// Read from an older registry entry that held only the task directory.
+    #[serde(skip)]
+    pub legacy: bool,
 }
 
-fn require_registry_dir() -> Result<PathBuf> {
-    registry_dir().ok_or_else(|| {
+impl Placement {
+    pub fn deadline(&self) -> Option<std::time::SystemTime> {
+        let created = humantime::parse_rfc3339(&self.created_at).ok()?;
+        Some(created + std::time::Duration::from_secs(self.timeout_secs?))
+    }
+}
+
+/// The task's pane as tmux reported it at creation: its id, and the pid of its first process,
+/// which leads the pane's process group, with that process's start time so a reused pid is
+/// never taken for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaneStart {
+    pub pane_id: String,
+    pub pane_pid: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_ticks: Option<u64>,
+}
+
+/// A submit under way: written before tmux is asked, removed once the task is recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    pub placement: Placement,
+    pub submitter_pid: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitter_start: Option<u64>,
+}
+
+/// `~/.local/share/cuekit` (or under `XDG_DATA_HOME`).
+pub fn data_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "cuekit").map(|dirs| dirs.data_dir().to_path_buf())
+}
+
+/// `~/.local/share/cuekit/tasks`.
+pub fn registry_dir() -> Option<PathBuf> {
+    data_dir().map(|dir| dir.join("tasks"))
+}
+
+fn pending_dir() -> Option<PathBuf> {
+    data_dir().map(|dir| dir.join("pending"))
+}
+
+fn require(dir: Option<PathBuf>) -> Result<PathBuf> {
+    let dir = dir.ok_or_else(|| {
         Error::new(
-            crate::error::ErrorCode::Io,
+            ErrorCode::Io,
             "cannot find a home directory for cuekit's registry",
         )
         .with_hint("set HOME (or XDG_DATA_HOME)")
+    })?;
+    if !dir.is_dir() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|err| Error::io("create", &dir, err))?;
+    }
+    Ok(dir)
+}
+
+/// Records, before tmux is asked, that this process is about to start `placement`'s task.
+/// Not synced: after a crash there is no submitter and nothing of the task to protect.
+pub fn write_pending(placement: &Placement) -> Result<()> {
+    let dir = require(pending_dir())?;
+    require(registry_dir())?;
+    let me = std::process::id();
+    let pending = Pending {
+        placement: placement.clone(),
+        submitter_pid: me,
+        submitter_start: crate::process::start_ticks(me),
+    };
+    let path = dir.join(&placement.id);
+    // Renamed into place, never seen half-written; a writer killed first leaves only a temp
+    // file named after it, which the next reader removes.
+    let tmp = dir.join(format!(".{}.{me}.pending.tmp", placement.id));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut file| file.write_all(&serde_json::to_vec(&pending).expect("serializes")))
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|err| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::io("write", &path, err)
+        })
+}
+
+pub fn remove_pending(task_id: &str) {
+    if let Some(dir) = pending_dir() {
+        let _ = std::fs::remove_file(dir.join(task_id));
+    }
+}
+
+/// Every pending submit, and the temp files of writers that no longer run.
+pub fn pending_submits() -> Vec<Pending> {
+    let Some(dir) = pending_dir() else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut pending = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if super::is_task_id(&name) {
+            match std::fs::read(entry.path())
+                .ok()
+                .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            {
+                Some(found) => pending.push(found),
+                // Entries are renamed into place whole: this one was damaged from outside.
+                None => {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        } else {
+            super::atomic::remove_if_stale_tmp(&entry.path());
+        }
+    }
+    pending
+}
+
+/// The registry entry, written and synced under a temp name until [`super::Staged::commit`].
+pub fn stage_placement(placement: &Placement) -> Result<super::Staged> {
+    let tmp_dir = require(pending_dir())?;
+    let dir = require(registry_dir())?;
+    let bytes = serde_json::to_vec_pretty(placement).expect("serializes");
+    super::atomic::stage_in(&tmp_dir, &dir.join(&placement.id), &bytes)
+}
+
+/// Records the pane tmux created. Written once, in place: a reader that finds it empty or
+/// half-written treats the pane as unknown, which never leads to acting on the wrong one.
+pub fn record_pane_start(task_id: &str, pane: &PaneStart) -> Result<()> {
+    let dir = require(registry_dir())?;
+    let path = dir.join(format!("{task_id}.pane"));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut file| file.write_all(&serde_json::to_vec(pane).expect("serializes")))
+        .map_err(|err| Error::io("write", &path, err))
+}
+
+/// The registry's placement of `task_id`, if cuekit ever registered it on this account.
+pub fn placement(task_id: &str) -> Result<Option<Placement>> {
+    if !super::is_task_id(task_id) {
+        return Ok(None);
+    }
+    let Some(dir) = registry_dir() else {
+        return Ok(None);
+    };
+    let path = dir.join(task_id);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(Error::io("read", &path, err)),
+    };
+    parse_placement(task_id, bytes, &path).map(Some)
+}
+
+fn parse_placement(task_id: &str, bytes: Vec<u8>, path: &Path) -> Result<Placement> {
+    if bytes.first() == Some(&b'{') {
+        let placement: Placement = serde_json::from_slice(&bytes).map_err(|err| {
+            Error::new(
+                ErrorCode::StoreCorrupt,
+                format!("registry entry {} is damaged: {err}", path.display()),
+            )
+            .with_hint("run `cuekit doctor`")
+        })?;
+        if placement.id != task_id {
+            return Err(Error::new(
+                ErrorCode::StoreCorrupt,
+                format!(
+                    "registry entry {} names task {}",
+                    path.display(),
+                    placement.id
+                ),
+            ));
+        }
+        return Ok(placement);
+    }
+    // An entry from before placements were recorded: the task directory alone.
+    Ok(Placement {
+        id: task_id.to_string(),
+        task_dir: PathBuf::from(OsString::from_vec(bytes)),
+        socket: Socket(String::new()),
+        session: crate::tmux::args::session_name(task_id),
+        created_at: String::new(),
+        timeout_secs: None,
+        legacy: true,
     })
 }
 
-pub fn register(task_id: &str, task_dir: &Path) -> Result<()> {
-    stage_registration(task_id, task_dir)?.commit()
+/// The pane recorded for `task_id`, once tmux has created it.
+pub fn pane_start(task_id: &str) -> Option<PaneStart> {
+    let path = registry_dir()?.join(format!("{task_id}.pane"));
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
-pub fn stage_registration(task_id: &str, task_dir: &Path) -> Result<super::Staged> {
-    let dir = require_registry_dir()?;
-    std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, err))?;
-    super::stage(&dir.join(task_id), task_dir.as_os_str().as_encoded_bytes())
-}
-
-/// Forgets a removed task; an entry already gone is fine.
-pub fn unregister(task_id: &str) -> Result<()> {
-    let path = require_registry_dir()?.join(task_id);
-    match std::fs::remove_file(&path) {
-        Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
-            Err(Error::io("remove", &path, err))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// The task directory of `task_id`, from the registry or else from the current project.
-pub fn resolve(task_id: &str, cwd: &Path) -> Result<PathBuf> {
-    if !super::is_task_id(task_id) {
-        return Err(Error::task_not_found(task_id)
-            .with_hint("task ids look like t_0123456789ab; run `cuekit list --all`"));
-    }
-    let from_registry = registry_dir()
-        .and_then(|dir| std::fs::read(dir.join(task_id)).ok())
-        .map(path_from_bytes);
-    let from_project = super::project_tasks_root(cwd).map(|root| root.join(task_id));
-    from_registry
-        .into_iter()
-        .chain(from_project)
-        .find(|dir| dir.join(super::RECORD_FILE).is_file())
-        .ok_or_else(|| Error::task_not_found(task_id))
-}
-
-/// Every registered task directory that still exists.
-pub fn registered_tasks() -> Result<Vec<PathBuf>> {
-    let dir = require_registry_dir()?;
+/// Every registered task id.
+pub fn registered_ids() -> Result<Vec<String>> {
+    let Some(dir) = registry_dir() else {
+        return Ok(Vec::new());
+    };
     let entries = match std::fs::read_dir(&dir) {
         Ok(entries) => entries,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -71,13 +251,15 @@ pub fn registered_tasks() -> Result<Vec<PathBuf>> {
     };
     Ok(entries
         .flatten()
-        .filter(|entry| super::is_task_id(&entry.file_name().to_string_lossy()))
-        .filter_map(|entry| std::fs::read(entry.path()).ok())
-        .map(path_from_bytes)
-        .filter(|task_dir| task_dir.join(super::RECORD_FILE).is_file())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| super::is_task_id(name))
         .collect())
 }
 
-fn path_from_bytes(bytes: Vec<u8>) -> PathBuf {
-    PathBuf::from(OsString::from_vec(bytes))
+/// Forgets a task: its placement and pane.
+pub fn unregister(task_id: &str) {
+    if let Some(dir) = registry_dir() {
+        let _ = std::fs::remove_file(dir.join(format!("{task_id}.pane")));
+        let _ = std::fs::remove_file(dir.join(task_id));
+    }
 }

@@ -92,6 +92,47 @@ pub fn list_panes() -> Vec<OsString> {
     ]
 }
 
+/// Printed between a session's pane listing and its screen in [`look_at_session`].
+const SCREEN_MARKER: &str = "cuekit:screen";
+
+/// One task in one tmux invocation: its session's panes (as [`list_panes`] reports them) and,
+/// with `screen_of`, that pane's visible screen after a marker line.
+pub fn look_at_session(session: &str, screen_of: Option<&str>) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![
+        "list-panes".into(),
+        "-s".into(),
+        "-t".into(),
+        format!("={session}").into(),
+        "-F".into(),
+        PANE_FORMAT.into(),
+    ];
+    if let Some(pane) = screen_of {
+        args.extend([
+            ";".into(),
+            "display-message".into(),
+            "-p".into(),
+            SCREEN_MARKER.into(),
+            ";".into(),
+            "capture-pane".into(),
+            "-p".into(),
+            "-t".into(),
+            pane.into(),
+        ]);
+    }
+    args
+}
+
+/// Splits the output of [`look_at_session`] into the pane listing and the screen.
+pub fn split_session_look(stdout: &str) -> (&str, Option<&str>) {
+    let marker = format!("{SCREEN_MARKER}\n");
+    match stdout.find(&marker) {
+        Some(at) if at == 0 || stdout[..at].ends_with('\n') => {
+            (&stdout[..at], Some(&stdout[at + marker.len()..]))
+        }
+        _ => (stdout, None),
+    }
+}
+
 pub fn kill_session(session: &str) -> Vec<OsString> {
     vec![
         "kill-session".into(),
@@ -202,6 +243,21 @@ mod tests {
             pipe_command(Path::new("/a%b/c'd#")),
             r"exec cat >> '/a%%b/c'\''d##'"
         );
+    }
+
+    #[test]
+    fn one_session_is_looked_at_in_one_invocation() {
+        let args = strings(look_at_session("cuekit-task-t_1", Some("%4")));
+        assert_eq!(
+            args.join(" "),
+            format!(
+                "list-panes -s -t =cuekit-task-t_1 -F {PANE_FORMAT} ; display-message -p cuekit:screen ; capture-pane -p -t %4"
+            )
+        );
+        let (panes, screen) = split_session_look("a\t%4\ncuekit:screen\nline 1\ncuekit:screen\n");
+        assert_eq!(panes, "a\t%4\n");
+        assert_eq!(screen, Some("line 1\ncuekit:screen\n"));
+        assert_eq!(split_session_look("a\t%4\n"), ("a\t%4\n", None));
     }
 
     #[test]

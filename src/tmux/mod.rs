@@ -5,6 +5,7 @@ pub mod args;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
@@ -16,23 +17,63 @@ pub const SOCKET_ENV: &str = "CUEKIT_TMUX_SOCKET";
 /// A private server by default, so cuekit never types into or kills the user's own sessions.
 pub const DEFAULT_SOCKET: &str = "cuekit";
 
-/// The tmux server a task lives on. Stored with the task, so later commands reach the same
-/// server whatever their own environment says.
+/// The tmux server a task lives on, as configured: a name (`-L`) or, with a `/`, a path (`-S`).
+/// Always turned into an absolute socket path ([`Socket::resolve`]) before it is stored, so later
+/// commands reach the same server whatever their own directory, `TMUX_TMPDIR` or environment.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Socket(pub String);
 
 impl Socket {
-    pub fn from_env() -> Socket {
-        match std::env::var(SOCKET_ENV) {
-            Ok(value) if !value.is_empty() => Socket(value),
-            _ => Socket(DEFAULT_SOCKET.to_string()),
-        }
+    /// The absolute path of this server's socket: tmux's own rule for `-L NAME`
+    /// (`$TMUX_TMPDIR/tmux-UID/NAME`, `/tmp` by default), a relative `-S` path made absolute
+    /// against the current directory.
+    pub fn resolve(&self) -> Result<Socket> {
+        let path = if self.0.contains('/') {
+            let path = PathBuf::from(&self.0);
+            if path.is_absolute() {
+                path
+            } else {
+                std::env::current_dir()
+                    .map_err(|err| Error::io("read", Path::new("."), err))?
+                    .join(path)
+            }
+        } else {
+            let dir = std::env::var_os("TMUX_TMPDIR")
+                .filter(|dir| !dir.is_empty())
+                .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+            dir.join(format!("tmux-{}", unsafe { libc::getuid() }))
+                .join(&self.0)
+        };
+        Ok(Socket(path.to_string_lossy().into_owned()))
+    }
+
+    /// The socket's path (for a name, where tmux would put it).
+    pub fn path(&self) -> PathBuf {
+        self.resolve()
+            .map_or_else(|_| PathBuf::from(&self.0), |s| PathBuf::from(s.0))
     }
 
     pub fn args(&self) -> [OsString; 2] {
         let flag = if self.0.contains('/') { "-S" } else { "-L" };
         [flag.into(), self.0.clone().into()]
+    }
+
+    /// tmux creates the directory of a `-L` socket itself, but not that of a `-S` path: a
+    /// resolved default socket needs its owner-only directory made the way tmux makes it.
+    pub fn ensure_dir(&self) -> Result<()> {
+        use std::os::unix::fs::DirBuilderExt;
+        let Some(dir) = Path::new(&self.0).parent() else {
+            return Ok(());
+        };
+        if dir.is_dir() {
+            return Ok(());
+        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|err| Error::io("create", dir, err))
     }
 
     /// The command a person types to look at a task's session.
@@ -172,6 +213,9 @@ impl Tmux {
     fn start(&self, args: &[OsString], input: Option<&[u8]>) -> Result<Pending> {
         let mut command = Command::new(binary());
         command
+            // A tmux server started from inside a task's pane would otherwise hand that task's
+            // id to every later pane and pipe, and cancelling the task would reach them.
+            .env_remove("CUEKIT_TASK_ID")
             .args(self.socket.args())
             .args(args)
             .stdin(if input.is_some() {
@@ -265,8 +309,21 @@ impl Tmux {
     }
 }
 
-fn is_no_server(message: &str) -> bool {
-    message.contains("no server running") || message.contains("error connecting to")
+/// Whether tmux said that no server listens on the socket: the only tmux failure that means a
+/// task's pane is gone. tmux words a refused connection or a socket that is not one as "no server
+/// running", and a missing socket file as "error connecting to … (No such file or directory)";
+/// anything else (permission denied, unsafe directory, a crash) says nothing about the pane.
+pub fn is_no_server(message: &str) -> bool {
+    message.contains("no server running on")
+        || (message.contains("error connecting to")
+            && message.contains("(No such file or directory)"))
+}
+
+/// Whether tmux said that a target session or pane does not exist (the server answered).
+pub fn is_no_such_target(message: &str) -> bool {
+    ["can't find session", "can't find window", "can't find pane"]
+        .iter()
+        .any(|words| message.contains(words))
 }
 
 #[cfg(test)]
@@ -323,6 +380,9 @@ mod tests {
         ));
         assert!(is_no_server(
             "tmux failed: error connecting to /tmp/x (No such file or directory)"
+        ));
+        assert!(!is_no_server(
+            "tmux failed: error connecting to /tmp/x (Permission denied)"
         ));
         assert!(!is_no_server("tmux failed: can't find session"));
     }

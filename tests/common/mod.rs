@@ -15,6 +15,9 @@ static NEXT_SOCKET: AtomicUsize = AtomicUsize::new(0);
 
 pub const MODEL: &str = "gemini-2.5-flash";
 
+/// How a Gemini batch command ends: its prompt is read from the prompt file on stdin.
+pub const STDIN_PROMPT: &str = "-p 'Do the task given on standard input.' < \"$cuekit_prompt\"";
+
 /// A canned Gemini reply (one `generateContentStream` line).
 pub fn canned_text(text: &str) -> String {
     serde_json::json!({"method": "generateContentStream", "response": [{

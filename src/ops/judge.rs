@@ -1,0 +1,406 @@
+//! The one place that judges tasks and records what happened to them: a look at the panes (one
+//! tmux call per server, plus one for the screens of interactive tasks; one call in all for a
+//! single task), the sentinels, and the pure rules of [`crate::status`]; then the ending written
+//! under the record's lock, and the task's processes ended when it must stop. Every other
+//! operation calls this; it calls none of them.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use super::task::Task;
+use super::view::TaskView;
+use crate::adapter;
+use crate::attention;
+use crate::error::{Error, ErrorCode, Result};
+use crate::launch::{EXIT_CODE_FILE, SETUP_FAILED_FILE, parse_sentinel};
+use crate::spec::Mode;
+use crate::status::{Ending, Observation, Status, Verdict, judge};
+use crate::store::{self, TaskRecord};
+use crate::tmux::{self, PaneIndex, PaneInfo, Socket, Tmux, args};
+
+use crate::process::DEFAULT_GRACE;
+
+/// What tmux said about one server.
+enum Snapshot {
+    Panes(PaneIndex),
+    /// tmux could not be asked (permission, a broken socket): nothing can be concluded.
+    Unreachable(Error),
+}
+
+/// Tasks after a refresh, with the pane snapshots that judged them.
+pub(crate) struct Refreshed {
+    pub tasks: Vec<Task>,
+    snapshots: HashMap<Socket, Snapshot>,
+    /// Screens already captured with the snapshot, by pane id.
+    screens: HashMap<String, String>,
+}
+
+impl Refreshed {
+    /// The task's pane: its session's first pane, and only if it is the very pane tmux created
+    /// for the task (a session of the same name made by anyone else is not the task's).
+    /// An error when its server could not be asked.
+    pub fn pane(&self, task: &Task) -> Result<Option<&PaneInfo>> {
+        match self.snapshots.get(&task.placement.socket) {
+            Some(Snapshot::Panes(panes)) => Ok(find_pane(task, panes)),
+            Some(Snapshot::Unreachable(err)) => Err(err.clone()),
+            None => Ok(None),
+        }
+    }
+
+    /// Views of the tasks; a running interactive task whose child waits on a human is shown as
+    /// `input_required` with the reason read off its screen, one whose server cannot be asked
+    /// as `unknown`.
+    pub fn views(&self) -> Vec<TaskView> {
+        let watched: Vec<(&Task, &PaneInfo)> = self
+            .tasks
+            .iter()
+            .filter(|t| t.record.status == Status::Running && t.record.mode == Mode::Interactive)
+            .filter_map(|t| {
+                let pane = self.pane(t).ok().flatten()?;
+                (!pane.dead).then_some((t, pane))
+            })
+            .collect();
+        let mut by_socket: HashMap<&Socket, Vec<(&str, usize)>> = HashMap::new();
+        for (task, pane) in &watched {
+            if !self.screens.contains_key(&pane.pane_id) {
+                by_socket
+                    .entry(&task.placement.socket)
+                    .or_default()
+                    .push((&pane.pane_id, pane.height));
+            }
+        }
+        let mut screens: HashMap<String, String> = by_socket
+            .into_iter()
+            .flat_map(|(socket, panes)| Tmux::new(socket.clone()).capture_screens(&panes))
+            .collect();
+        screens.extend(self.screens.iter().map(|(k, v)| (k.clone(), v.clone())));
+        self.tasks
+            .iter()
+            .map(|task| {
+                let record = &task.record;
+                let mut view = TaskView::from(record);
+                view.diff_stat =
+                    super::diff::changed_files(record).map(|files| crate::git::diff::stat(&files));
+                let pane = match self.pane(task) {
+                    Ok(pane) => pane,
+                    Err(err) => {
+                        if !record.status.is_terminal() {
+                            view.status = Status::Unknown;
+                            view.reason = Some(err.code.as_str().to_string());
+                            view.hint = Some(err.message);
+                        }
+                        return view;
+                    }
+                };
+                let screen = pane
+                    .filter(|_| record.status == Status::Running)
+                    .and_then(|pane| Some((screens.get(&pane.pane_id)?, pane.history_lines > 0)));
+                let rules = adapter::lookup(&record.spec.agent_kind).map(|a| &a.screen);
+                if let (Some((screen, scrolled)), Ok(rules)) = (screen, rules)
+                    && let Some(attention) = attention::detect(rules, screen, scrolled)
+                {
+                    view.status = Status::InputRequired;
+                    view.reason = Some(attention.as_str().to_string());
+                    view.hint = Some(attention.hint().to_string());
+                }
+                view
+            })
+            .collect()
+    }
+}
+
+pub(crate) fn read_sentinel(record: &TaskRecord) -> Option<i32> {
+    let content = std::fs::read_to_string(record.task_dir.join(EXIT_CODE_FILE)).ok()?;
+    parse_sentinel(&content)
+}
+
+/// Judges every running task and records each ending (or stops a task whose timeout is due).
+pub(crate) fn refresh(tasks: Vec<Task>) -> Result<Refreshed> {
+    refresh_with(tasks, true)
+}
+
+/// [`refresh`]; with `stop_timed_out`, a task whose timeout is due is recorded `timed_out` and
+/// its processes are ended by a detached stopper. A caller that ends them itself passes `false`.
+///
+/// A task whose pane went away without an exit code (its server was killed) is recorded as
+/// failed, and processes that ignored the hang-up are left for `status` to show and for
+/// `cancel` or the task's timeout to end: a look never kills anything unasked.
+fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
+    super::reap::reap_orphans();
+    // Panes are looked at first and sentinels after (see `Observation`); tasks whose sentinel
+    // is already there need no tmux call at all.
+    let looked_at: Vec<&Task> = tasks
+        .iter()
+        .filter(|t| !t.record.status.is_terminal() && read_sentinel(&t.record).is_none())
+        .collect();
+    let mut snapshots: HashMap<Socket, Snapshot> = HashMap::new();
+    let mut screens = HashMap::new();
+    if let [task] = looked_at.as_slice() {
+        let (snapshot, screen) = look_at_one(task);
+        if let Some((pane_id, screen)) = screen {
+            screens.insert(pane_id, screen);
+        }
+        snapshots.insert(task.placement.socket.clone(), snapshot);
+    } else {
+        for task in looked_at {
+            let socket = &task.placement.socket;
+            if !snapshots.contains_key(socket) {
+                snapshots.insert(socket.clone(), look_at_server(socket));
+            }
+        }
+    }
+    let now = SystemTime::now();
+    let tasks = tasks
+        .into_iter()
+        .map(|task| {
+            if task.record.status.is_terminal() {
+                return Ok(task);
+            }
+            let panes = match snapshots.get(&task.placement.socket) {
+                Some(Snapshot::Panes(panes)) => Some(panes),
+                Some(Snapshot::Unreachable(_)) => None,
+                None => None,
+            };
+            let sentinel = read_sentinel(&task.record);
+            if sentinel.is_none() && panes.is_none() {
+                // tmux cannot be asked: nothing can be concluded about a live pane.
+                return Ok(task);
+            }
+            let pane = panes.and_then(|panes| find_pane(&task, panes));
+            let adapter = adapter::lookup(&task.record.spec.agent_kind)?;
+            let stream = (task.record.event_stream && sentinel == Some(0))
+                .then(|| super::outcome::stream_report(&task.record));
+            let seen = Observation {
+                pane,
+                sentinel,
+                now,
+                stream,
+                setup_failed: task.record.task_dir.join(SETUP_FAILED_FILE).exists(),
+            };
+            match judge(&task.record, adapter, &seen) {
+                Verdict::Unchanged => Ok(task),
+                Verdict::Ended(ending) => record_ending(task, ending),
+                Verdict::TimeoutDue => {
+                    let task = record_ending(task, timed_out())?;
+                    if stop_timed_out {
+                        stop_in_background(&task, None);
+                    }
+                    Ok(task)
+                }
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Refreshed {
+        tasks,
+        snapshots,
+        screens,
+    })
+}
+
+/// One snapshot of a server's panes (an empty one when no server runs).
+fn look_at_server(socket: &Socket) -> Snapshot {
+    match Tmux::new(socket.clone()).panes() {
+        Ok(panes) => Snapshot::Panes(PaneIndex::new(panes)),
+        Err(err) => Snapshot::Unreachable(err),
+    }
+}
+
+/// One task in one tmux invocation: its session's panes and, for an interactive task, its
+/// screen.
+fn look_at_one(task: &Task) -> (Snapshot, Option<(String, String)>) {
+    let pane_id = task
+        .pane
+        .as_ref()
+        .map(|p| p.pane_id.as_str())
+        .filter(|_| task.record.mode == Mode::Interactive);
+    let tmux = Tmux::new(task.placement.socket.clone());
+    match tmux.run(&args::look_at_session(&task.placement.session, pane_id)) {
+        Ok(stdout) => {
+            let (panes, screen) = args::split_session_look(&stdout);
+            let panes = PaneIndex::new(tmux::parse_panes(panes));
+            let screen = pane_id.zip(screen).and_then(|(id, screen)| {
+                // Only the pane tmux created for the task; its height says where the screen ends.
+                let pane = find_pane(task, &panes)?;
+                (pane.pane_id == id).then(|| {
+                    let lines: String = screen.split_inclusive('\n').take(pane.height).collect();
+                    (id.to_string(), lines)
+                })
+            });
+            (Snapshot::Panes(panes), screen)
+        }
+        Err(err) if tmux::is_no_server(&err.message) || tmux::is_no_such_target(&err.message) => {
+            (Snapshot::Panes(PaneIndex::default()), None)
+        }
+        Err(err) if err.code == ErrorCode::TmuxFailed => (
+            Snapshot::Unreachable(Error::new(ErrorCode::TmuxUnavailable, err.message)),
+            None,
+        ),
+        Err(err) => (Snapshot::Unreachable(err), None),
+    }
+}
+
+/// The task's pane in a snapshot: its session's first pane, if it is the one tmux created.
+pub(crate) fn find_pane<'a>(task: &Task, panes: &'a PaneIndex) -> Option<&'a PaneInfo> {
+    let pane = panes.get(&task.placement.session)?;
+    match &task.pane {
+        Some(start) if start.pane_id != pane.pane_id || start.pane_pid != pane.pane_pid => None,
+        _ => Some(pane),
+    }
+}
+
+/// Writes an ending unless another process recorded one first (the first ending wins).
+pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
+    task.record = store::update(&task.placement.task_dir, |record| {
+        if record.status.is_terminal() {
+            return Ok(false);
+        }
+        record.status = ending.status;
+        record.reason = ending.reason;
+        record.hint = ending.hint;
+        record.exit_code = ending.exit_code;
+        record.ended_at = Some(super::now_rfc3339());
+        // The sentinel's temp file, if the pane died between writing and renaming it.
+        let _ = std::fs::remove_file(record.task_dir.join(format!("{EXIT_CODE_FILE}.tmp")));
+        Ok(true)
+    })?;
+    Ok(task)
+}
+
+pub(crate) fn timed_out() -> Ending {
+    Ending {
+        status: Status::TimedOut,
+        reason: Some("timeout".into()),
+        hint: Some(
+            "the task ran past its --timeout and was stopped; raise the timeout or split the task"
+                .into(),
+        ),
+        exit_code: None,
+    }
+}
+
+pub(crate) fn cancelled() -> Ending {
+    Ending {
+        status: Status::Cancelled,
+        reason: Some("cancelled".into()),
+        hint: Some("cancelled by the parent with `cuekit cancel`".into()),
+        exit_code: None,
+    }
+}
+
+/// Stops a task: judges it first (a task that already ended keeps its real ending), records
+/// `ending` if it still runs, then ends its processes and its session. Recording first is what
+/// keeps an agent that exits 0 on SIGTERM (Gemini) from reading as completed.
+pub(crate) fn stop(task: Task, ending: Ending, grace: Duration) -> Result<Task> {
+    let refreshed = refresh_with(vec![task], false)?;
+    let pane_pid = refreshed
+        .pane(&refreshed.tasks[0])
+        .ok()
+        .flatten()
+        .filter(|pane| !pane.dead)
+        .map(|pane| pane.pane_pid);
+    let task = refreshed.tasks.into_iter().next().expect("one task in");
+    let task = if task.record.status.is_terminal() {
+        task
+    } else {
+        record_ending(task, ending)?
+    };
+    if inside(&task) {
+        // Run from the task's own pane: ending the tree here would end this process half-way,
+        // so a detached stopper does it once this process has answered and exited.
+        stop_in_background(&task, Some(std::process::id()));
+        return Ok(task);
+    }
+    end_processes(&task.placement, task.pane.as_ref(), pane_pid, grace);
+    Ok(task)
+}
+
+/// Ends every process of a task and its session, from what the registry recorded, whether or
+/// not its server, pane or directory still exist. Returns the pids that survived.
+pub(crate) fn end_processes(
+    placement: &store::Placement,
+    pane: Option<&store::PaneStart>,
+    live_pane_pid: Option<u32>,
+    grace: Duration,
+) -> Vec<u32> {
+    let mut targets = crate::process::task_processes(&placement.id, super::task::leader_of(pane));
+    // The pid is only trusted while its pane is alive; a dead pane's pid may be reused.
+    targets.extend(live_pane_pid);
+    let survivors = crate::process::terminate(targets, grace);
+    // Gone already is fine: another cancel may have raced us.
+    let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));
+    survivors
+}
+
+/// Whether this process runs inside the task (its pane's process tree).
+fn inside(task: &Task) -> bool {
+    std::env::var(crate::process::TASK_ID_VARIABLE).is_ok_and(|id| id == task.record.id)
+        || task.group_leader().is_some_and(|leader| {
+            (unsafe { libc::getpgrp() } as u32) == leader.pid
+                || crate::process::is_descendant_of(std::process::id(), leader.pid)
+        })
+}
+
+/// Ends a task's processes from a detached `cuekit __stop <id>`, for callers that must not wait
+/// for it (a listing) or that are themselves inside the task (`after`: the stopper first waits
+/// for that process to exit).
+pub(crate) fn stop_in_background(task: &Task, after: Option<u32>) {
+    use std::os::unix::process::CommandExt;
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let mut command = std::process::Command::new(exe);
+    command.arg("__stop").arg(&task.record.id);
+    if let Some(pid) = after {
+        command.arg("--after").arg(pid.to_string());
+    }
+    let _ = command
+        .env_remove(crate::process::TASK_ID_VARIABLE)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        // A session of its own: neither the task's group nor the caller's.
+        .process_group(0)
+        .spawn();
+}
+
+/// `cuekit __stop <id> [--after PID]`: ends a task's processes and session (see
+/// [`stop_in_background`]).
+pub fn run_stopper(task_id: &str, after: Option<u32>) -> Result<()> {
+    unsafe { libc::setsid() };
+    let Some(placement) = store::placement(task_id)? else {
+        return Err(Error::task_not_found(task_id));
+    };
+    let pane = store::pane_start(task_id);
+    if let Some(caller) = after {
+        // Let the caller inside the task print its answer and exit first (it is part of the
+        // task, so it would be ended with it).
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while crate::process::is_alive(caller) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    end_processes(&placement, pane.as_ref(), None, DEFAULT_GRACE);
+    Ok(())
+}
+
+/// Whether the task at `task_dir` has ended, judged now.
+pub(crate) fn has_ended(task: &Task) -> Result<bool> {
+    let current = Task {
+        record: store::load(&task.placement.task_dir)?,
+        ..task.clone()
+    };
+    Ok(refresh(vec![current])?.tasks[0].record.status.is_terminal())
+}
+
+/// Re-reads tasks' records, so endings written by other processes (a cancel) are seen.
+pub(crate) fn reload(tasks: &[Task]) -> Result<Vec<Task>> {
+    tasks
+        .iter()
+        .map(|t| {
+            Ok(Task {
+                record: store::load(&t.placement.task_dir)?,
+                ..t.clone()
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,109 @@
+//! `status` and `list`: tasks judged now, and rows for the records cuekit will not act on
+//! (untrusted) or cannot read, so one bad record never hides the others.
+
+use std::path::Path;
+
+use super::judge::refresh;
+use super::task::{Found, Task, find, scan_project, scan_registry};
+use super::view::TaskView;
+use crate::error::Result;
+use crate::process::task_processes;
+use crate::status::Status;
+
+/// The tasks' views, with live progress for running tasks that stream events (a file read
+/// each, which `list` leaves out), and for ended tasks whose pane went away, the processes that
+/// outlived it.
+pub fn status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
+    let found = task_ids
+        .iter()
+        .map(|id| find(id, cwd))
+        .collect::<Result<Vec<_>>>()?;
+    let mut views = views_of(found, true)?;
+    for view in &mut views {
+        if matches!(view.status, Status::Running | Status::InputRequired)
+            && view
+                .capabilities
+                .as_ref()
+                .is_some_and(|c| c.supports_live_progress)
+        {
+            view.progress = super::stream::read_progress(&view.task_dir);
+        }
+    }
+    Ok(views)
+}
+
+/// This project's tasks (nearest `.cuekit/tasks` above `cwd`), or every registered task.
+pub fn list(all: bool, cwd: &Path) -> Result<Vec<TaskView>> {
+    let found = if all {
+        scan_registry()?
+    } else {
+        scan_project(cwd)?
+    };
+    let mut views = views_of(found, false)?;
+    views.sort_by(|a, b| {
+        a.created_at
+            .cmp(&b.created_at)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    Ok(views)
+}
+
+/// Views in the order found: trusted tasks judged together (one look per tmux server). With
+/// `survivors`, tasks whose pane went away are checked for processes that outlived it (a scan
+/// of /proc each, so not for listings).
+fn views_of(found: Vec<Found>, survivors: bool) -> Result<Vec<TaskView>> {
+    let mut trusted: Vec<Task> = Vec::new();
+    let mut slots: Vec<Option<TaskView>> = Vec::with_capacity(found.len());
+    for item in found {
+        slots.push(match item {
+            Found::Trusted(task) => {
+                trusted.push(*task);
+                None
+            }
+            Found::Untrusted {
+                id,
+                task_dir,
+                record,
+                why,
+            } => Some(TaskView::untrusted(&id, &task_dir, record.as_deref(), &why)),
+            Found::Unreadable {
+                placement,
+                pane,
+                error,
+            } => {
+                let mut view = TaskView::unreadable(&placement, &error);
+                if survivors {
+                    let alive =
+                        task_processes(&placement.id, super::task::leader_of(pane.as_ref()));
+                    view.survivors = Some(alive.into_iter().collect());
+                }
+                Some(view)
+            }
+        });
+    }
+    let refreshed = refresh(trusted)?;
+    let mut judged = refreshed.views().into_iter();
+    let mut tasks = refreshed.tasks.iter();
+    Ok(slots
+        .into_iter()
+        .map(|slot| {
+            slot.unwrap_or_else(|| {
+                let mut view = judged.next().expect("one view per trusted task");
+                let task = tasks.next().expect("one task per view");
+                if survivors && pane_went_away(&view) {
+                    view.survivors = Some(
+                        task_processes(&task.record.id, task.group_leader())
+                            .into_iter()
+                            .collect(),
+                    );
+                }
+                view
+            })
+        })
+        .collect())
+}
+
+/// An ending in which the pane did not finish on its own (no exit code was seen).
+fn pane_went_away(view: &TaskView) -> bool {
+    view.status.is_terminal() && view.exit_code.is_none()
+}

@@ -1,0 +1,122 @@
+//! `result.json` and the event stream as files: the result type, how a stream's events fold
+//! into it, and what a finished stream reported. Read by the judge (is an exit 0 a success?),
+//! written by the event filter, served by `result`.
+
+use std::io::BufRead;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::events::{Digest, ParseError, ToolCall};
+use crate::git::changes::ChangedFile;
+use crate::status::{Status, StreamReport};
+use crate::store::{self, TaskRecord};
+
+pub const RESULT_FILE: &str = "result.json";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskResult {
+    pub task_id: String,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub exit_code: Option<i32>,
+    pub agent_session_id: Option<String>,
+    pub model: Option<String>,
+    /// Whether the agent reported the end of its run (Gemini's `result` event). A run that
+    /// did not is never a success.
+    pub result_event: bool,
+    pub final_text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub errors: Vec<Value>,
+    pub warnings: Vec<Value>,
+    /// Token use per model and in total, duration, tool call count, as the agent reported them.
+    pub stats: Option<Value>,
+    /// `None` when the working directory is not a git work tree (or the run was killed).
+    pub files_changed: Option<Vec<ChangedFile>>,
+    pub parse_errors: Vec<ParseError>,
+    pub unknown_events: Vec<Value>,
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub unknown_fields: serde_json::Map<String, Value>,
+    /// For tasks without an event stream: the end of the readable transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_tail: Option<String>,
+}
+
+/// The status a stream implies: success needs both exit 0 and the agent's own success report.
+pub fn stream_status(digest: &Digest, exit_code: Option<i32>) -> Status {
+    match exit_code {
+        None => Status::Running,
+        Some(0) if digest.succeeded() => Status::Completed,
+        Some(_) => Status::Failed,
+    }
+}
+
+pub fn from_digest(
+    task_id: &str,
+    digest: Digest,
+    exit_code: Option<i32>,
+    files_changed: Option<Vec<ChangedFile>>,
+) -> TaskResult {
+    let result = digest.result.clone().unwrap_or(Value::Null);
+    TaskResult {
+        task_id: task_id.to_string(),
+        status: stream_status(&digest, exit_code),
+        reason: None,
+        exit_code,
+        agent_session_id: digest.session_id.clone(),
+        model: digest.model.clone(),
+        result_event: digest.result.is_some(),
+        stats: result.get("stats").filter(|s| !s.is_null()).cloned(),
+        final_text: digest.final_text,
+        tool_calls: digest.tool_calls,
+        errors: digest.errors,
+        warnings: digest.warnings,
+        files_changed,
+        parse_errors: digest.parse_errors,
+        unknown_events: digest.unknown_events,
+        unknown_fields: digest.unknown_fields,
+        transcript_tail: None,
+    }
+}
+
+/// What a finished event stream reported, for judging an exit 0.
+pub(crate) fn stream_report(record: &TaskRecord) -> StreamReport {
+    let Some(result) = read_written(record) else {
+        return StreamReport::Unfinished;
+    };
+    let error_message = || {
+        result
+            .errors
+            .last()
+            .and_then(|e| e["message"].as_str())
+            .map_or_else(|| "the agent reported an error".to_string(), String::from)
+    };
+    match (result.result_event, result.status) {
+        (false, _) => StreamReport::Unfinished,
+        (true, Status::Completed) => StreamReport::Succeeded,
+        (true, _) => StreamReport::Failed(error_message()),
+    }
+}
+
+/// `result.json` as the event filter wrote it.
+pub(crate) fn read_written(record: &TaskRecord) -> Option<TaskResult> {
+    serde_json::from_slice(&std::fs::read(record.task_dir.join(RESULT_FILE)).ok()?).ok()
+}
+
+/// Folds the task's `events.jsonl` (the raw stream) into a digest.
+pub(crate) fn read_events(record: &TaskRecord) -> Result<Digest> {
+    let path = record.task_dir.join(store::EVENTS_FILE);
+    let mut digest = Digest::default();
+    let file = match std::fs::File::open(&path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(digest),
+        Err(err) => return Err(Error::io("read", &path, err)),
+    };
+    for line in std::io::BufReader::new(file).split(b'\n') {
+        let line = line.map_err(|err| Error::io("read", &path, err))?;
+        digest.push_line(&String::from_utf8_lossy(&line));
+    }
+    Ok(digest)
+}

@@ -1,0 +1,44 @@
+//! Undoing submits that never finished. A submit writes a pending entry before it asks tmux
+//! for the pane and removes it once the task is recorded; an entry whose submitter no longer
+//! runs was cut short (killed, or an error it could not clean up after). Its pane, if tmux
+//! made one, has started nothing (`launch.sh` waits for the registry entry, and gives up when
+//! the pending entry goes), so undoing it is: end the session, remove the task directory that
+//! submit created, forget the entry. Every refresh does this first; it costs one directory read.
+
+use crate::store::{self, Pending};
+use crate::tmux::{Tmux, args};
+
+/// Undoes every pending submit whose submitter is gone; returns the ids undone.
+pub fn reap_orphans() -> Vec<String> {
+    store::pending_submits()
+        .into_iter()
+        .filter(|pending| !submitter_runs(pending))
+        .filter_map(undo)
+        .collect()
+}
+
+fn submitter_runs(pending: &Pending) -> bool {
+    crate::process::start_ticks(pending.submitter_pid)
+        .is_some_and(|ticks| pending.submitter_start.is_none_or(|start| start == ticks))
+}
+
+fn undo(pending: Pending) -> Option<String> {
+    let placement = &pending.placement;
+    if matches!(store::placement(&placement.id), Ok(Some(_))) {
+        // Recorded: the submit finished all but forgetting its pending entry.
+        store::remove_pending(&placement.id);
+        return None;
+    }
+    // tmux ends the pane's processes with the session; a pane that was gated never started
+    // the agent, and anything that did start carries the task's id.
+    let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));
+    crate::process::terminate(
+        crate::process::task_processes(&placement.id, None),
+        crate::process::DEFAULT_GRACE,
+    );
+    if placement.task_dir.ends_with(&placement.id) {
+        let _ = std::fs::remove_dir_all(&placement.task_dir);
+    }
+    store::remove_pending(&placement.id);
+    Some(placement.id.clone())
+}

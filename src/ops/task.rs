@@ -1,0 +1,258 @@
+//! Finding tasks, and the trust boundary: a project's `task.json` is data anyone who can write
+//! the project may have written (a cloned repository, a child agent); the user's registry says
+//! where cuekit really put each task. Only a record that agrees with its registry entry is acted
+//! on; others are shown and left alone.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::process::GroupLeader;
+use crate::status::Status;
+use crate::store::{self, PaneStart, Placement, TaskRecord};
+
+/// A task cuekit may act on: its registry placement, the pane tmux reported at start, and a
+/// record that agrees with both.
+#[derive(Debug, Clone)]
+pub(crate) struct Task {
+    pub placement: Placement,
+    pub pane: Option<PaneStart>,
+    pub record: TaskRecord,
+}
+
+impl Task {
+    /// The pane's process group, as recorded at start.
+    pub fn group_leader(&self) -> Option<GroupLeader> {
+        leader_of(self.pane.as_ref())
+    }
+}
+
+pub(crate) fn leader_of(pane: Option<&PaneStart>) -> Option<GroupLeader> {
+    pane.map(|pane| GroupLeader {
+        pid: pane.pane_pid,
+        start_ticks: pane.start_ticks,
+    })
+}
+
+/// What was found under a task id or in a project's tasks directory.
+#[derive(Debug)]
+pub(crate) enum Found {
+    Trusted(Box<Task>),
+    /// Shown, never acted on: a record the registry does not know or that disagrees with it.
+    Untrusted {
+        id: String,
+        task_dir: PathBuf,
+        record: Option<Box<TaskRecord>>,
+        why: String,
+    },
+    /// A registered task whose record cannot be read (damaged, or its directory deleted): its
+    /// placement is still the user's own, so its processes can still be ended.
+    Unreadable {
+        placement: Placement,
+        pane: Option<PaneStart>,
+        error: Error,
+    },
+}
+
+/// A task by id: through the registry, or (untrusted) in the current project.
+pub(crate) fn find(task_id: &str, cwd: &Path) -> Result<Found> {
+    if !store::is_task_id(task_id) {
+        return Err(Error::task_not_found(task_id)
+            .with_hint("task ids look like t_0123456789ab; run `cuekit list --all`"));
+    }
+    if let Some(placement) = store::placement(task_id)? {
+        let dir = placement.task_dir.clone();
+        return Ok(judge_trust(placement, &dir));
+    }
+    match store::project_tasks_root(cwd).map(|root| root.join(task_id)) {
+        Some(dir) if dir.join(store::RECORD_FILE).is_file() => Ok(untrusted_unregistered(&dir)),
+        _ => Err(Error::task_not_found(task_id)),
+    }
+}
+
+/// A task to act on: anything but a trusted task is an error that says why.
+pub(crate) fn open(task_id: &str, cwd: &Path) -> Result<Task> {
+    match find(task_id, cwd)? {
+        Found::Trusted(task) => Ok(*task),
+        Found::Untrusted { id, why, .. } => Err(untrusted_error(&id, &why)),
+        Found::Unreadable { error, .. } => Err(error),
+    }
+}
+
+pub(crate) fn untrusted_error(id: &str, why: &str) -> Error {
+    Error::new(
+        ErrorCode::Untrusted,
+        format!("task {id} is untrusted: {why}"),
+    )
+    .with_hint(UNTRUSTED_HINT)
+}
+
+pub(crate) const UNTRUSTED_HINT: &str = "cuekit acts only on tasks it started from this account; \
+     this record was written or changed by something else (a cloned repository, a child agent). \
+     Inspect it, then delete its directory";
+
+/// Every task directory of the project around `cwd`, each judged against the registry.
+pub(crate) fn scan_project(cwd: &Path) -> Result<Vec<Found>> {
+    // Canonical, as submit stores task directories, so a path through a symlink still agrees.
+    let Some(root) = store::project_tasks_root(cwd).and_then(|r| std::fs::canonicalize(r).ok())
+    else {
+        return Ok(Vec::new());
+    };
+    let entries = std::fs::read_dir(&root).map_err(|err| Error::io("read", &root, err))?;
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !store::is_task_id(&name) || !entry.path().join(store::RECORD_FILE).is_file() {
+            continue;
+        }
+        let dir = entry.path();
+        found.push(match store::placement(&name) {
+            Ok(Some(placement)) => judge_trust(placement, &dir),
+            Ok(None) => untrusted_unregistered(&dir),
+            Err(error) => Found::Untrusted {
+                id: name,
+                task_dir: dir,
+                record: None,
+                why: error.message,
+            },
+        });
+    }
+    Ok(found)
+}
+
+/// Every task in the user's registry.
+pub(crate) fn scan_registry() -> Result<Vec<Found>> {
+    let mut found = Vec::new();
+    for id in store::registered_ids()? {
+        match store::placement(&id) {
+            Ok(Some(placement)) => {
+                let dir = placement.task_dir.clone();
+                // A task whose directory is gone and that has no process left is history.
+                if !dir.exists() && store::pane_start(&id).is_none() {
+                    continue;
+                }
+                found.push(judge_trust(placement, &dir));
+            }
+            Ok(None) => {}
+            Err(error) => found.push(Found::Untrusted {
+                id,
+                task_dir: PathBuf::new(),
+                record: None,
+                why: error.message,
+            }),
+        }
+    }
+    Ok(found)
+}
+
+fn untrusted_unregistered(dir: &Path) -> Found {
+    let id = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Found::Untrusted {
+        record: store::load(dir).ok().map(Box::new),
+        task_dir: dir.to_path_buf(),
+        why: "cuekit's registry has no such task".into(),
+        id,
+    }
+}
+
+/// Holds the record found in `dir` against the registry's `placement`.
+fn judge_trust(mut placement: Placement, dir: &Path) -> Found {
+    let pane = store::pane_start(&placement.id);
+    let record = match store::load(dir) {
+        Ok(record) => record,
+        Err(error) if dir == placement.task_dir => {
+            let error = if dir.join(store::RECORD_FILE).exists() {
+                error
+            } else {
+                Error::new(
+                    ErrorCode::StoreCorrupt,
+                    format!(
+                        "task {}'s record is gone from {}",
+                        placement.id,
+                        dir.display()
+                    ),
+                )
+                .with_hint(
+                    "its directory was deleted (by the agent, or `git clean`); \
+                     `cuekit cancel` still ends its processes",
+                )
+            };
+            return Found::Unreadable {
+                placement,
+                pane,
+                error,
+            };
+        }
+        Err(error) => {
+            return Found::Untrusted {
+                id: placement.id,
+                task_dir: dir.to_path_buf(),
+                record: None,
+                why: error.message,
+            };
+        }
+    };
+    if placement.legacy {
+        adopt_legacy(&mut placement, &record);
+    }
+    match disagreement(&placement, &record, dir) {
+        None => Found::Trusted(Box::new(Task {
+            placement,
+            pane,
+            record,
+        })),
+        Some(why) => Found::Untrusted {
+            id: placement.id,
+            task_dir: dir.to_path_buf(),
+            record: Some(Box::new(record)),
+            why,
+        },
+    }
+}
+
+/// An entry written before placements were recorded held only the task directory; the rest is
+/// what such a task always had: the session named after it, on a server named (never a path).
+fn adopt_legacy(placement: &mut Placement, record: &TaskRecord) {
+    if let Some(tmux) = &record.tmux
+        && !tmux.socket.0.contains('/')
+        && let Ok(socket) = tmux.socket.resolve()
+    {
+        placement.socket = socket;
+    }
+    placement.created_at = record.created_at.clone();
+    placement.timeout_secs = record.timeout_secs;
+}
+
+/// Why a record cannot be believed, if it cannot.
+fn disagreement(placement: &Placement, record: &TaskRecord, dir: &Path) -> Option<String> {
+    if record.id != placement.id {
+        return Some(format!("its record names task {}", record.id));
+    }
+    if dir != placement.task_dir || record.task_dir != placement.task_dir {
+        return Some(format!(
+            "cuekit put this task in {}, not {}",
+            placement.task_dir.display(),
+            record.task_dir.display()
+        ));
+    }
+    if matches!(
+        record.status,
+        Status::InputRequired | Status::Untrusted | Status::Unknown
+    ) {
+        return Some(format!(
+            "its record claims the status {}, which is never stored",
+            record.status.as_str()
+        ));
+    }
+    let tmux = record.tmux.as_ref()?;
+    let socket = tmux.socket.resolve().ok();
+    if socket.as_ref() != Some(&placement.socket) || tmux.session != placement.session {
+        return Some(format!(
+            "its record names the tmux session {} on {}, but cuekit started it as {} on {}",
+            tmux.session, tmux.socket.0, placement.session, placement.socket.0
+        ));
+    }
+    None
+}

@@ -1,0 +1,648 @@
+//! cuekit tried as a hostile repository and a faulty world would try it: crafted records, a
+//! submit killed at any instant, a tmux server killed under live children, a broken socket,
+//! corrupt files, huge prompts, odd bytes. Real tmux on a private socket, real /bin/sh.
+
+mod common;
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::Harness;
+use serde_json::{Value, json};
+
+/// A child that ignores TERM and HUP and forks a grandchild that does the same.
+const STUBBORN: &str = "trap '' TERM HUP; (trap '' TERM HUP; sleep 600) & sleep 600; wait";
+
+fn registry(h: &Harness) -> PathBuf {
+    h.home.join(".local/share/cuekit")
+}
+
+/// The live processes carrying `CUEKIT_TASK_ID=<id>`, found the way a person would: /proc.
+fn processes_of(id: &str) -> Vec<u32> {
+    let marker = format!("CUEKIT_TASK_ID={id}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").starts_with(" Z"));
+            alive
+                && std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                    env.split(|b| *b == 0)
+                        .any(|entry| entry == marker.as_bytes())
+                })
+        })
+        .collect()
+}
+
+fn poll(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    condition()
+}
+
+fn submit_command(h: &Harness, script: &str, extra: &[&str]) -> String {
+    let mut args = vec!["--agent", "command"];
+    args.extend_from_slice(extra);
+    args.extend(["--", "sh", "-c", script]);
+    h.submit(&args)
+}
+
+/// Every file under `dir` whose name ends with `suffix`.
+fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_ending(&path, suffix));
+        } else if path.to_string_lossy().ends_with(suffix) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+fn sessions(h: &Harness) -> Vec<String> {
+    String::from_utf8_lossy(&h.tmux(&["list-sessions", "-F", "#{session_name}"]).stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// A tmux server of somebody else's, with one session running `sleep`.
+struct Victim {
+    socket: PathBuf,
+}
+
+impl Victim {
+    fn start(h: &Harness) -> Victim {
+        let socket = h.root().join("victim.sock");
+        let status = Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(["new-session", "-d", "-s", "victim", "sleep 600"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        Victim { socket }
+    }
+
+    fn tmux(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn alive(&self) -> bool {
+        self.tmux(&["has-session", "-t", "=victim"])
+            .status
+            .success()
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "=victim:"]).stdout)
+            .into_owned()
+    }
+}
+
+impl Drop for Victim {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+/// A task record as a cloned repository could carry it: running, long past a 1 s timeout, and
+/// naming another server's session.
+fn crafted_record(id: &str, task_dir: &Path, victim: &Victim, session: &str) -> Value {
+    json!({
+        "id": id,
+        "spec": {"agent_kind": "gemini", "objective": "crafted"},
+        "mode": "interactive",
+        "cwd": task_dir.parent().unwrap(),
+        "task_dir": task_dir,
+        "launch_command": "gemini",
+        "status": "running",
+        "warnings": [],
+        "tmux": {"socket": victim.socket, "session": session, "height": 50},
+        "created_at": "2020-01-01T00:00:00Z",
+        "timeout_secs": 1
+    })
+}
+
+#[test]
+fn a_record_the_registry_does_not_vouch_for_is_shown_untrusted_and_never_acted_on() {
+    let h = Harness::new().with_fake_gemini();
+    let victim = Victim::start(&h);
+
+    // 1. A record nobody registered, planted in the project.
+    let planted = "t_aaaaaaaaaaaa";
+    let planted_dir = h.task_dir(planted);
+    std::fs::create_dir_all(&planted_dir).unwrap();
+    std::fs::write(
+        planted_dir.join("task.json"),
+        crafted_record(planted, &planted_dir, &victim, "victim").to_string(),
+    )
+    .unwrap();
+
+    // 2. A real task whose record a child rewrote to point at the victim.
+    let real = submit_command(&h, "sleep 600", &[]);
+    let record_path = h.task_dir(&real).join("task.json");
+    let mut record: Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+    record["tmux"]["socket"] = json!(victim.socket);
+    record["tmux"]["session"] = json!("victim");
+    record["timeout_secs"] = json!(1);
+    record["created_at"] = json!("2020-01-01T00:00:00Z");
+    std::fs::write(&record_path, record.to_string()).unwrap();
+
+    // Listing, status and waiting show them, and kill nothing on "timeout".
+    for args in [&["list"][..], &["list", "--all"][..]] {
+        let (rows, code) = h.json(args);
+        assert_eq!(code, 0, "{rows}");
+        for id in [planted, real.as_str()] {
+            let row = rows.as_array().unwrap().iter().find(|r| r["id"] == id);
+            if args.len() == 2 && id == planted {
+                // Not in the registry: `--all` lists registered tasks only.
+                assert!(row.is_none(), "{rows}");
+                continue;
+            }
+            let row = row.unwrap_or_else(|| panic!("{id} missing: {rows}"));
+            assert_eq!(row["status"], "untrusted", "{row}");
+            assert!(
+                row["hint"]
+                    .as_str()
+                    .unwrap()
+                    .contains("acts only on tasks it started")
+            );
+            assert!(row.get("attach_hint").is_none(), "{row}");
+        }
+    }
+    for id in [planted, real.as_str()] {
+        let (view, code) = h.json(&["status", id]);
+        assert_eq!(
+            (code, view["status"].as_str()),
+            (0, Some("untrusted")),
+            "{view}"
+        );
+        for args in [
+            vec!["cancel", id],
+            vec!["steer", id, "rm -rf ~"],
+            vec!["wait", id, "--timeout", "1s"],
+            vec!["attach", id],
+            vec!["logs", id],
+            vec!["result", id],
+        ] {
+            let (error, code) = h.json(&args);
+            assert_eq!(code, 13, "{args:?}: {error}");
+            assert_eq!(error["error"]["code"], "untrusted");
+        }
+    }
+    assert!(victim.alive(), "the victim's session was killed");
+    assert!(
+        !victim.screen().contains("rm -rf"),
+        "keys reached the victim"
+    );
+    // The real task itself is left alone too: still running in its own session.
+    assert!(sessions(&h).contains(&format!("cuekit-task-{real}")));
+}
+
+#[test]
+fn a_submit_killed_at_any_instant_leaves_no_agent_without_a_record() {
+    let h = Harness::new();
+    // A fixed pseudo-random walk over 0–50 ms, so a failure can be replayed.
+    let mut seed: u64 = 0x5eed_cafe;
+    let mut delays = Vec::new();
+    for _ in 0..40 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        delays.push((seed >> 33) % 51);
+    }
+    for delay in &delays {
+        let mut child = h
+            .cuekit()
+            .args(["submit", "--agent", "command", "--", "sleep", "600"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(*delay));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    // A tmux client orphaned by the kill finishes within milliseconds.
+    std::thread::sleep(Duration::from_millis(300));
+    let (_, code) = h.json(&["list"]);
+    assert_eq!(code, 0);
+
+    let registered = |id: &str| registry(&h).join("tasks").join(id).is_file();
+    let unowned: Vec<String> = sessions(&h)
+        .into_iter()
+        .filter(|s| !registered(s.trim_start_matches("cuekit-task-")))
+        .collect();
+    assert!(unowned.is_empty(), "sessions without a record: {unowned:?}");
+    // No agent runs for a task that is not recorded.
+    for entry in std::fs::read_dir(h.project.join(".cuekit/tasks"))
+        .unwrap()
+        .flatten()
+    {
+        let id = entry.file_name().to_string_lossy().into_owned();
+        if !registered(&id) {
+            assert!(processes_of(&id).is_empty(), "{id} runs without a record");
+        }
+    }
+    let leftovers: Vec<PathBuf> = [h.project.join(".cuekit"), registry(&h)]
+        .iter()
+        .flat_map(|dir| {
+            let mut found = files_ending(dir, "env.sh");
+            found.extend(files_ending(dir, ".tmp"));
+            found
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+    let pending = std::fs::read_dir(registry(&h).join("pending"))
+        .map(|entries| entries.count())
+        .unwrap_or(0);
+    assert_eq!(pending, 0);
+    // Every task that is recorded really runs.
+    let (rows, _) = h.json(&["list"]);
+    for row in rows.as_array().unwrap() {
+        assert_eq!(row["status"], "running", "{row}");
+    }
+}
+
+#[test]
+fn a_submit_that_cannot_register_starts_nothing() {
+    let h = Harness::new();
+    std::fs::create_dir_all(registry(&h)).unwrap();
+    // Where the registry's pending entries go, a file: every write there fails.
+    std::fs::write(registry(&h).join("pending"), "not a directory").unwrap();
+    let (error, code) = h.json(&["submit", "--agent", "command", "--", "sleep", "600"]);
+    assert_eq!(
+        (code, error["error"]["code"].as_str()),
+        (11, Some("io")),
+        "{error}"
+    );
+    assert!(sessions(&h).is_empty(), "a session was started");
+    let tasks = h.project.join(".cuekit/tasks");
+    let left = std::fs::read_dir(&tasks).map(|e| e.count()).unwrap_or(0);
+    assert_eq!(left, 0, "a task directory was left behind");
+}
+
+#[test]
+fn the_socket_is_stored_absolute_so_any_directory_and_environment_reaches_it() {
+    let h = Harness::new();
+    // A private TMUX_TMPDIR at submit, none later; a relative -S path, read from elsewhere.
+    let tmpdir = h.root().join("tmuxdir");
+    std::fs::create_dir_all(&tmpdir).unwrap();
+    let by_name = h
+        .cuekit()
+        .env("TMUX_TMPDIR", &tmpdir)
+        .env("CUEKIT_TMUX_SOCKET", "named")
+        .args([
+            "--json", "submit", "--agent", "command", "--", "sleep", "600",
+        ])
+        .output()
+        .unwrap();
+    let by_name: Value = serde_json::from_slice(&by_name.stdout).unwrap();
+    let relative = h
+        .cuekit()
+        .env("CUEKIT_TMUX_SOCKET", "./rel.sock")
+        .args([
+            "--json", "submit", "--agent", "command", "--", "sleep", "600",
+        ])
+        .output()
+        .unwrap();
+    let relative: Value = serde_json::from_slice(&relative.stdout).unwrap();
+    let elsewhere = h.root().join("tmp");
+    for task in [&by_name, &relative] {
+        let id = task["id"].as_str().unwrap_or_else(|| panic!("{task}"));
+        let status = h
+            .cuekit()
+            .current_dir(&elsewhere)
+            .env_remove("TMUX_TMPDIR")
+            .args(["--json", "status", id])
+            .output()
+            .unwrap();
+        let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+        assert_eq!(status["status"], "running", "{status}");
+        let (cancelled, code) = h.json(&["cancel", id]);
+        assert_eq!(
+            (code, cancelled[0]["status"].as_str()),
+            (0, Some("cancelled"))
+        );
+    }
+    let _ = Command::new("tmux")
+        .arg("-S")
+        .arg(
+            tmpdir
+                .join(format!("tmux-{}", unsafe { libc::getuid() }))
+                .join("named"),
+        )
+        .arg("kill-server")
+        .output();
+    let _ = Command::new("tmux")
+        .arg("-S")
+        .arg(h.project.join("rel.sock"))
+        .arg("kill-server")
+        .output();
+}
+
+#[test]
+fn a_tmux_failure_that_is_not_a_missing_server_is_never_an_ending() {
+    let h = Harness::new();
+    let id = submit_command(&h, "sleep 600", &[]);
+    let socket = PathBuf::from(format!(
+        "/tmp/tmux-{}/{}",
+        unsafe { libc::getuid() },
+        h.socket
+    ));
+    let aside = socket.with_extension("aside");
+    // The socket becomes a symlink loop: tmux cannot connect, and says so ("Too many levels of
+    // symbolic links"), which says nothing about the pane.
+    std::fs::rename(&socket, &aside).unwrap();
+    std::os::unix::fs::symlink(&socket, &socket).unwrap();
+    let (view, code) = h.json(&["status", &id]);
+    let (list, list_code) = h.json(&["list"]);
+    std::fs::remove_file(&socket).unwrap();
+    std::fs::rename(&aside, &socket).unwrap();
+    assert_eq!(code, 0, "{view}");
+    assert_eq!(view["status"], "unknown", "{view}");
+    assert_eq!(view["reason"], "tmux_unavailable");
+    assert_eq!(list_code, 0);
+    assert_eq!(list[0]["status"], "unknown", "{list}");
+    // Nothing was recorded: with the socket back, the task is running as it always was.
+    assert_eq!(h.status(&id)["status"], "running");
+}
+
+#[test]
+fn cancelling_a_task_that_already_ended_records_its_real_ending() {
+    let h = Harness::new();
+    let id = submit_command(&h, "exit 3", &[]);
+    let sentinel = h.task_dir(&id).join("exit-code");
+    assert!(poll(Duration::from_secs(10), || sentinel.exists()));
+    let (views, code) = h.json(&["cancel", &id]);
+    assert_eq!(code, 0, "{views}");
+    assert_eq!(views[0]["status"], "failed", "{views}");
+    assert_eq!(views[0]["exit_code"], 3);
+}
+
+#[test]
+fn cancel_ends_processes_that_outlived_their_tmux_server() {
+    let h = Harness::new();
+    let id = submit_command(&h, STUBBORN, &[]);
+    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    let (_, pane_pid) = h.pane(&id);
+    h.tmux(&["kill-server"]);
+    // The pane's shell dies with the server; the stubborn child and grandchild do not.
+    assert!(poll(Duration::from_secs(5), || !Path::new(&format!(
+        "/proc/{pane_pid}"
+    ))
+    .exists()));
+    let survivors = processes_of(&id);
+    assert!(survivors.len() >= 2, "{survivors:?}");
+
+    let view = h.status(&id);
+    assert_eq!(view["status"], "failed", "{view}");
+    assert_eq!(view["reason"], "pane_disappeared");
+    let mut shown: Vec<u64> = view["survivors"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{view}"))
+        .iter()
+        .map(|p| p.as_u64().unwrap())
+        .collect();
+    shown.sort();
+    let mut expected: Vec<u64> = survivors.iter().map(|&p| p as u64).collect();
+    expected.sort();
+    assert_eq!(shown, expected);
+
+    let (_, code) = h.json(&["cancel", &id, "--grace", "1s"]);
+    assert_eq!(code, 0);
+    assert_eq!(processes_of(&id), Vec::<u32>::new());
+    assert_eq!(h.status(&id)["survivors"], json!([]));
+}
+
+#[test]
+fn a_timeout_ends_survivors_of_a_killed_server_with_nobody_waiting() {
+    let h = Harness::new();
+    let id = submit_command(&h, STUBBORN, &["--timeout", "3s"]);
+    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    h.tmux(&["kill-server"]);
+    // Nobody calls cuekit: the timeout alone must end what is left.
+    assert!(
+        poll(Duration::from_secs(15), || processes_of(&id).is_empty()),
+        "survivors: {:?}",
+        processes_of(&id)
+    );
+}
+
+#[test]
+fn a_timeout_holds_when_the_task_directory_was_deleted() {
+    let h = Harness::new();
+    let id = submit_command(&h, STUBBORN, &["--timeout", "3s"]);
+    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    // What `git clean -fdx` run by the agent does to cuekit's files.
+    std::fs::remove_dir_all(h.task_dir(&id)).unwrap();
+    let (view, code) = h.json(&["status", &id]);
+    assert_eq!(
+        (code, view["status"].as_str()),
+        (0, Some("unknown")),
+        "{view}"
+    );
+    assert_eq!(view["reason"], "store_corrupt");
+    assert!(
+        poll(Duration::from_secs(15), || processes_of(&id).is_empty()),
+        "survivors: {:?}",
+        processes_of(&id)
+    );
+    assert!(!sessions(&h).contains(&format!("cuekit-task-{id}")));
+}
+
+#[test]
+fn cancel_ends_a_task_whose_directory_was_deleted() {
+    let h = Harness::new();
+    let id = submit_command(&h, STUBBORN, &[]);
+    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    std::fs::remove_dir_all(h.task_dir(&id)).unwrap();
+    let (views, code) = h.json(&["cancel", &id, "--grace", "1s"]);
+    assert_eq!(code, 0, "{views}");
+    assert_eq!(views[0]["survivors"], json!([]));
+    assert_eq!(processes_of(&id), Vec::<u32>::new());
+    assert!(!sessions(&h).contains(&format!("cuekit-task-{id}")));
+}
+
+#[test]
+fn a_task_cancels_itself_from_inside_its_own_pane() {
+    let h = Harness::new();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_cuekit"), h.bin.join("cuekit")).unwrap();
+    let out = h.root().join("inside.txt");
+    let script = format!(
+        "sleep 1; cuekit --json cancel \"$CUEKIT_TASK_ID\" > '{0}' 2>&1; echo \"exit $?\" >> '{0}'; {STUBBORN}",
+        out.display()
+    );
+    let id = submit_command(&h, &script, &[]);
+    assert!(poll(Duration::from_secs(15), || std::fs::read_to_string(
+        &out
+    )
+    .is_ok_and(|text| text.contains("exit "))));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("exit 0"), "{text}");
+    assert!(text.contains("\"cancelled\""), "{text}");
+    assert_eq!(h.status(&id)["status"], "cancelled");
+    assert!(
+        poll(Duration::from_secs(10), || processes_of(&id).is_empty()),
+        "survivors: {:?}",
+        processes_of(&id)
+    );
+    assert!(poll(Duration::from_secs(5), || !sessions(&h)
+        .contains(&format!("cuekit-task-{id}"))));
+}
+
+#[test]
+fn a_task_sees_its_own_submitters_environment_and_no_other() {
+    let h = Harness::new();
+    let dump = |name: &str| h.root().join(name);
+    let first = h
+        .cuekit()
+        .env("CUEKIT_FIRST_ONLY", "from the first submitter")
+        .args(["--json", "submit", "--agent", "command", "--", "sh", "-c"])
+        .arg(format!("env > '{}'", dump("first.env").display()))
+        .output()
+        .unwrap();
+    assert!(first.status.success());
+    let second = submit_command(
+        &h,
+        &format!("env > '{}'", dump("second.env").display()),
+        &[],
+    );
+    h.json(&["wait", &second, "--timeout", "10s"]);
+    assert!(poll(Duration::from_secs(5), || dump("first.env").exists()));
+    let first = std::fs::read_to_string(dump("first.env")).unwrap();
+    let second = std::fs::read_to_string(dump("second.env")).unwrap();
+    assert!(first.contains("CUEKIT_FIRST_ONLY=from the first submitter"));
+    assert!(!second.contains("CUEKIT_FIRST_ONLY"), "{second}");
+    assert!(second.contains(&format!(
+        "CUEKIT_TASK_ID={second_id}",
+        second_id = second_id(&second)
+    )));
+}
+
+fn second_id(env: &str) -> String {
+    env.lines()
+        .find_map(|line| line.strip_prefix("CUEKIT_TASK_ID="))
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn one_unreadable_record_never_hides_the_others() {
+    let h = Harness::new();
+    let good = submit_command(&h, "exit 0", &[]);
+    let bad = submit_command(&h, "exit 0", &[]);
+    h.json(&["wait", &good, &bad, "--timeout", "10s"]);
+    let record = h.task_dir(&bad).join("task.json");
+    let text = std::fs::read(&record).unwrap();
+    std::fs::write(&record, &text[..text.len() / 2]).unwrap();
+    for args in [&["list"][..], &["list", "--all"][..]] {
+        let (rows, code) = h.json(args);
+        assert_eq!(code, 0, "{rows}");
+        let rows = rows.as_array().unwrap();
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        let row = |id: &str| rows.iter().find(|r| r["id"] == id).unwrap().clone();
+        assert_eq!(row(&good)["status"], "completed");
+        assert_eq!(row(&bad)["status"], "unknown");
+        assert_eq!(row(&bad)["reason"], "store_corrupt");
+        assert!(row(&bad)["hint"].as_str().unwrap().contains("task.json"));
+    }
+    let text = h.ok(&["list"]);
+    assert!(text.contains(&good) && text.contains(&bad), "{text}");
+    let (view, code) = h.json(&["status", &bad]);
+    assert_eq!((code, view["reason"].as_str()), (0, Some("store_corrupt")));
+}
+
+#[test]
+fn odd_inputs_are_clear_errors() {
+    let h = Harness::new();
+    // An argument that is not UTF-8: a usage error, never a panic.
+    let output = h
+        .cuekit()
+        .arg("submit")
+        .arg(std::ffi::OsStr::from_bytes(b"fix \xff\xfe"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("UTF-8"));
+
+    let (error, code) = h.json(&["submit", "--agent", "command", "--", ""]);
+    assert_eq!(
+        (code, error["error"]["code"].as_str()),
+        (3, Some("invalid_input"))
+    );
+
+    // A prompt too big for one argv word, for an agent that takes it on argv.
+    let big = h.root().join("big.txt");
+    std::fs::write(&big, "x".repeat(200 * 1024)).unwrap();
+    let (error, code) = h.json(&[
+        "submit",
+        "--mode",
+        "interactive",
+        "--file",
+        big.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        (code, error["error"]["code"].as_str()),
+        (3, Some("invalid_input"))
+    );
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("128 KiB")
+    );
+    assert!(
+        !h.project.join(".cuekit/tasks").exists(),
+        "something was created"
+    );
+}
+
+#[test]
+fn cuekits_files_stay_out_of_the_childs_commits() {
+    let h = Harness::new();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&h.project)
+            .env("HOME", &h.home)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(&["init", "-q"]);
+    std::fs::write(h.project.join("work.txt"), "work").unwrap();
+    // No `cuekit init`: the first submit is enough.
+    let id = submit_command(&h, "git add -A", &[]);
+    h.json(&["wait", &id, "--timeout", "10s"]);
+    let staged = git(&["diff", "--cached", "--name-only"]);
+    assert_eq!(staged.trim(), "work.txt", "{staged}");
+    assert_eq!(
+        std::fs::read_to_string(h.project.join(".cuekit/.gitignore"))
+            .unwrap()
+            .lines()
+            .last(),
+        Some("*")
+    );
+}
