@@ -270,7 +270,14 @@ fn bench_submit(bench: &Bench) -> String {
 /// `cuekit status` of one running interactive task (pane and screen in one tmux invocation)
 /// against a bare `tmux has-session`, interleaved.
 fn bench_status(bench: &Bench) {
-    let id = bench.submit(&["--mode", "interactive"]);
+    let output = bench
+        .cuekit(&["--json", "submit", "--mode", "interactive", "bench task"])
+        .output()
+        .unwrap();
+    let id = serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     std::thread::sleep(Duration::from_millis(300));
     let session = format!("=cuekit-task-{id}");
     let mut cuekit = Vec::new();

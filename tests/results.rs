@@ -253,9 +253,19 @@ fn plain_batch_output_and_interactive_tasks_still_have_a_result() {
     let streamed = h.submit(&["--mode", "batch", "streamed please"]);
     h.json(&["wait", &streamed, "--timeout", "20s"]);
     let result = self::result(&h, &streamed);
+    // The fake answers what it was given: the prompt (on stdin), then the `-p` note.
     assert_eq!(
         (result["status"].as_str(), result["final_text"].as_str()),
-        (Some("completed"), Some("reply to: streamed please"))
+        (
+            Some("completed"),
+            Some(
+                format!(
+                    "reply to: streamed please  {}",
+                    cuekit::adapter::GEMINI_STDIN_PROMPT_NOTE
+                )
+                .as_str()
+            )
+        )
     );
     assert_eq!(
         result["agent_session_id"],

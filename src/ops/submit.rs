@@ -336,8 +336,13 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             transcript: &files.transcript,
         }))
         .map_err(undo)?;
-    let staged = store::stage_record(&record)
-        .and_then(|record| Ok((record, store::stage_placement(&placement)?)));
+    // The two syncs run side by side (the filesystem can commit them together).
+    let staged = std::thread::scope(|scope| {
+        let record_file = scope.spawn(|| store::stage_record(&record));
+        let placement_file = store::stage_placement(&placement);
+        let record_file = record_file.join().expect("staging a file does not panic");
+        Ok::<_, Error>((record_file?, placement_file?))
+    });
     let answer = launch.finish();
     let staged = match staged {
         Ok(staged) => staged,
