@@ -79,8 +79,15 @@ pub fn work_tree(subject: &Subject) -> Result<String> {
 /// A copy of the worktree's index, so `git add` reuses its stat cache and leaves it alone.
 fn scratch_index(git: &Git, scratch: &Path) -> Result<PathBuf> {
     let index = scratch.join(format!("diff-index.{}", std::process::id()));
-    let own =
-        PathBuf::from(git.line(["rev-parse", "--path-format=absolute", "--git-path", "index"])?);
+    let own = match own_index(git.dir()) {
+        Some(own) => own,
+        None => PathBuf::from(git.line([
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-path",
+            "index",
+        ])?),
+    };
     match std::fs::copy(&own, &index) {
         Ok(_) => Ok(index),
         Err(_) => {
@@ -98,6 +105,34 @@ fn scratch_index(git: &Git, scratch: &Path) -> Result<PathBuf> {
             }
         }
     }
+}
+
+/// A linked worktree's index, from its `.git` file (`gitdir: …`), without starting git: `list`
+/// reads it for every worktree task.
+fn own_index(worktree: &Path) -> Option<PathBuf> {
+    let link = std::fs::read_to_string(worktree.join(".git")).ok()?;
+    let dir = PathBuf::from(link.strip_prefix("gitdir: ")?.trim_end());
+    dir.is_absolute().then(|| dir.join("index"))
+}
+
+/// The totals between the base commit and `tree` (one git call: `status` and `list` show it
+/// for every worktree task).
+pub fn totals(git: &Git, base_commit: &str, tree: &str) -> Result<DiffStat> {
+    let numstat = git.run([
+        "diff-tree",
+        "-r",
+        "-z",
+        "--no-renames",
+        "--numstat",
+        base_commit,
+        tree,
+    ])?;
+    let counts = parse_numstat(&numstat);
+    Ok(DiffStat {
+        files: counts.len(),
+        insertions: counts.iter().filter_map(|(_, (added, _))| *added).sum(),
+        deletions: counts.iter().filter_map(|(_, (_, deleted))| *deleted).sum(),
+    })
 }
 
 /// Files changed between the base commit and `tree`, with line counts.
@@ -124,16 +159,25 @@ pub fn files(git: &Git, base_commit: &str, tree: &str) -> Result<Vec<FileDiff>> 
 }
 
 /// `--name-status -z` and `--numstat -z` outputs, zipped by path.
+/// Line counts per path; `None` for a binary file.
+type Counts = (Option<u64>, Option<u64>);
+
+/// `--numstat -z` output.
+fn parse_numstat(numstat: &str) -> Vec<(String, Counts)> {
+    numstat
+        .split('\0')
+        .filter(|e| !e.is_empty())
+        .filter_map(|entry| {
+            let mut parts = entry.splitn(3, '\t');
+            let (added, deleted, path) = (parts.next()?, parts.next()?, parts.next()?);
+            Some((path.to_string(), (added.parse().ok(), deleted.parse().ok())))
+        })
+        .collect()
+}
+
 fn parse(statuses: &str, numstat: &str) -> Vec<FileDiff> {
-    let mut counts = std::collections::HashMap::new();
-    for entry in numstat.split('\0').filter(|e| !e.is_empty()) {
-        let mut parts = entry.splitn(3, '\t');
-        let (Some(added), Some(deleted), Some(path)) = (parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        counts.insert(path.to_string(), (added.parse().ok(), deleted.parse().ok()));
-    }
+    let counts: std::collections::HashMap<String, Counts> =
+        parse_numstat(numstat).into_iter().collect();
     let mut fields = statuses.split('\0').filter(|e| !e.is_empty());
     let mut files = Vec::new();
     while let (Some(status), Some(path)) = (fields.next(), fields.next()) {

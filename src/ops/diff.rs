@@ -43,7 +43,14 @@ pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
     })
 }
 
-/// The files a worktree task changed, for its view and its result.
+/// The totals of a worktree task's work, for its view.
+pub(crate) fn diff_stat(record: &TaskRecord) -> Option<diff::DiffStat> {
+    let worktree = record.worktree.as_ref()?;
+    let tree = work_tree(record, worktree).ok()?;
+    diff::totals(&Git::new(&worktree.repo_root), &worktree.base_commit, &tree).ok()
+}
+
+/// The files a worktree task changed, for its result.
 pub(crate) fn changed_files(record: &TaskRecord) -> Option<Vec<diff::FileDiff>> {
     let worktree = record.worktree.as_ref()?;
     let tree = work_tree(record, worktree).ok()?;

@@ -79,8 +79,7 @@ impl Refreshed {
             .map(|task| {
                 let record = &task.record;
                 let mut view = TaskView::from(record);
-                view.diff_stat =
-                    super::diff::changed_files(record).map(|files| crate::git::diff::stat(&files));
+                view.diff_stat = super::diff::diff_stat(record);
                 let pane = match self.pane(task) {
                     Ok(pane) => pane,
                     Err(err) => {
