@@ -146,4 +146,10 @@ fn main() {
         ms(median(overheads)),
         ms(budget)
     );
+    // Each worktree task's diff stat is computed for `list`: what that costs.
+    let lists: Vec<Duration> = (0..5).map(|_| measure(bench.cuekit(&["list"]))).collect();
+    println!(
+        "  cuekit list                {} ({RUNS} worktree tasks with a diff stat each, {RUNS} without)",
+        ms(median(lists))
+    );
 }
