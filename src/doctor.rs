@@ -89,8 +89,36 @@ pub fn doctor(cwd: &Path, fix: bool) -> Vec<Check> {
     checks.extend(agent_checks(&config));
     checks.extend(environment_checks());
     checks.extend(storage_checks(cwd, fix));
+    checks.push(git_check());
     checks.extend(worktree_check(cwd, &config, fix));
     checks
+}
+
+/// Oldest git `--worktree` tasks work with: `merge-tree --write-tree` finds conflicts without
+/// touching a work tree.
+const MIN_GIT: (u32, u32) = (2, 38);
+
+fn git_check() -> Check {
+    let version = std::process::Command::new("git")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string());
+    match version {
+        None => Check::new("git", Level::Warn, "git is not installed")
+            .next("install git to run tasks in their own worktrees (--worktree)"),
+        Some(text) => match parse_version(&text) {
+            Some(found) if found >= MIN_GIT => Check::new("git", Level::Ok, text),
+            _ => Check::new(
+                "git",
+                Level::Warn,
+                format!("{text}: --worktree needs git 2.38 or newer"),
+            )
+            .next("upgrade git to run tasks in their own worktrees"),
+        },
+    }
 }
 
 /// Worktrees on cuekit's branches that no task record knows; `--fix` removes only those the
@@ -188,7 +216,7 @@ fn tmux_checks(socket: &Socket) -> Vec<Check> {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
-    let mut checks = vec![match parse_tmux_version(&version) {
+    let mut checks = vec![match parse_version(&version) {
         Some(found) if found >= MIN_TMUX => Check::new(
             "tmux",
             Level::Ok,
@@ -270,7 +298,8 @@ fn tmux_checks(socket: &Socket) -> Vec<Check> {
 }
 
 /// `tmux 3.3a` → (3, 3); `tmux next-3.5` → (3, 5).
-fn parse_tmux_version(text: &str) -> Option<(u32, u32)> {
+/// `major.minor` from a `--version` line (tmux's or git's).
+fn parse_version(text: &str) -> Option<(u32, u32)> {
     let start = text.find(|c: char| c.is_ascii_digit())?;
     let mut parts = text[start..].split(|c: char| !c.is_ascii_digit());
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
@@ -634,11 +663,11 @@ mod tests {
 
     #[test]
     fn tmux_versions() {
-        assert_eq!(parse_tmux_version("tmux 3.3a"), Some((3, 3)));
-        assert_eq!(parse_tmux_version("tmux next-3.5"), Some((3, 5)));
-        assert_eq!(parse_tmux_version("tmux 2.9"), Some((2, 9)));
-        assert!(parse_tmux_version("tmux 3.10") > Some(MIN_TMUX));
-        assert_eq!(parse_tmux_version("garbage"), None);
+        assert_eq!(parse_version("tmux 3.3a"), Some((3, 3)));
+        assert_eq!(parse_version("tmux next-3.5"), Some((3, 5)));
+        assert_eq!(parse_version("tmux 2.9"), Some((2, 9)));
+        assert!(parse_version("tmux 3.10") > Some(MIN_TMUX));
+        assert_eq!(parse_version("garbage"), None);
     }
 
     #[test]

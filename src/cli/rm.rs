@@ -3,7 +3,7 @@ use std::path::Path;
 use clap::Args;
 
 use super::render::print_json;
-use crate::ops::{self, Outcome, Removal};
+use crate::ops::{self, Removal, RemovalOutcome};
 
 #[derive(Debug, Args)]
 pub struct RmArgs {
@@ -34,10 +34,10 @@ pub fn print_removals(removals: &[Removal], json: bool) {
     }
     for removal in removals {
         let what = match removal.outcome {
-            Outcome::Removed => "removed",
-            Outcome::Kept => "kept",
-            Outcome::WouldRemove => "would remove",
-            Outcome::WouldKeep => "would keep",
+            RemovalOutcome::Removed => "removed",
+            RemovalOutcome::Kept => "kept",
+            RemovalOutcome::WouldRemove => "would remove",
+            RemovalOutcome::WouldKeep => "would keep",
         };
         let mut line = format!("{what} {}", removal.task_id);
         if let Some(worktree) = &removal.worktree {
@@ -54,7 +54,7 @@ pub fn print_removals(removals: &[Removal], json: bool) {
     }
     if removals
         .iter()
-        .any(|r| matches!(r.outcome, Outcome::Kept | Outcome::WouldKeep))
+        .any(|r| matches!(r.outcome, RemovalOutcome::Kept | RemovalOutcome::WouldKeep))
     {
         println!(
             "  hint: merge or commit the work (`cuekit merge <id>`), or pass --force to drop it"

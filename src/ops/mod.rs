@@ -35,7 +35,7 @@ pub use logs::{follow_logs, read_logs};
 pub use merge::merge;
 pub use outcome::TaskResult;
 pub use reap::reap_orphans;
-pub use remove::{Outcome, PruneFilter, Removal, prune, remove};
+pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};
 pub use result::result;
 pub use steer::{SteerReceipt, steer};
 pub use stream::run_event_filter;

@@ -16,7 +16,7 @@ use crate::tmux::{Tmux, args};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum RemovalOutcome {
     Removed,
     Kept,
     /// `--dry-run`: would be removed.
@@ -28,7 +28,7 @@ pub enum Outcome {
 #[derive(Debug, Clone, Serialize)]
 pub struct Removal {
     pub task_id: String,
-    pub outcome: Outcome,
+    pub outcome: RemovalOutcome,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worktree: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -115,9 +115,9 @@ fn remove_one(task: &Task, force: bool, dry_run: bool) -> Result<Removal> {
     let mut removal = Removal {
         task_id: record.id.clone(),
         outcome: if dry_run {
-            Outcome::WouldRemove
+            RemovalOutcome::WouldRemove
         } else {
-            Outcome::Removed
+            RemovalOutcome::Removed
         },
         worktree: None,
         branch: None,
@@ -137,7 +137,7 @@ fn remove_one(task: &Task, force: bool, dry_run: bool) -> Result<Removal> {
             let inspection = cleanup::inspect(&target);
             removal.branch = inspection.branch_tip.map(|_| worktree.branch.clone());
             if !inspection.keep.is_empty() && !force {
-                removal.outcome = Outcome::WouldKeep;
+                removal.outcome = RemovalOutcome::WouldKeep;
                 removal.reasons = inspection.keep;
             }
             return Ok(removal);
@@ -145,12 +145,12 @@ fn remove_one(task: &Task, force: bool, dry_run: bool) -> Result<Removal> {
         // Any doubt keeps it: a repository that cannot be asked (moved, broken) included.
         match cleanup::remove(&target, force) {
             Ok(Cleanup::Kept { reasons, .. }) => {
-                removal.outcome = Outcome::Kept;
+                removal.outcome = RemovalOutcome::Kept;
                 removal.reasons = reasons;
                 return Ok(removal);
             }
             Err(err) => {
-                removal.outcome = Outcome::Kept;
+                removal.outcome = RemovalOutcome::Kept;
                 removal.reasons = vec![KeepReason::InspectionFailed(err.message)];
                 return Ok(removal);
             }
