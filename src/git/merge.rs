@@ -47,7 +47,10 @@ pub struct Merged {
     pub head: String,
 }
 
+/// Under cuekit's worktree lock, so two merges into one target never interleave (and no
+/// cleanup removes the task's worktree half-way).
 pub fn merge(request: &Request) -> Result<Merged> {
+    let _lock = super::lock_worktrees(request.repo_root)?;
     let root = Git::new(request.repo_root);
     let target = match request.target {
         Some(target) => target.to_string(),
@@ -70,16 +73,19 @@ pub fn merge(request: &Request) -> Result<Merged> {
                 .with_hint("name another branch with --into"),
         );
     }
-    let target_worktree = worktrees::checked_out(&worktrees::list(request.repo_root)?, &target)
-        .ok_or_else(|| {
-            Error::new(
-                ErrorCode::InvalidState,
-                format!("the branch '{target}' is not checked out in any worktree"),
-            )
-            .with_hint(format!(
-                "check it out where the merge should happen (`git switch {target}`), then merge again"
-            ))
-        })?;
+    let target_worktree = worktrees::checked_out(
+        &worktrees::list_held(request.repo_root)?,
+        &target,
+    )
+    .ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidState,
+            format!("the branch '{target}' is not checked out in any worktree"),
+        )
+        .with_hint(format!(
+            "check it out where the merge should happen (`git switch {target}`), then merge again"
+        ))
+    })?;
     let there = Git::new(&target_worktree);
     refuse_dirty(&there, &target_worktree)?;
     let old_tip = root.line([

@@ -16,6 +16,11 @@ pub struct Worktree {
 /// Under cuekit's worktree lock: git fails to list a worktree still being created.
 pub fn list(repo: &Path) -> Result<Vec<Worktree>> {
     let _lock = super::lock_worktrees(repo)?;
+    list_held(repo)
+}
+
+/// [`list`] for a caller that holds the worktree lock already.
+pub fn list_held(repo: &Path) -> Result<Vec<Worktree>> {
     Ok(parse(&Git::new(repo).run([
         "worktree",
         "list",
