@@ -1,7 +1,8 @@
 //! Removing a task's worktree and branch, failing closed: a worktree with uncommitted or
 //! untracked changes, commits not merged into its base, or a live process inside it is kept
 //! (unless forced), and any inspection that fails keeps it too. The worktree goes before its
-//! branch, the branch only at the commit inspected, under cuekit's worktree lock (see [`super::lock_worktrees`]).
+//! branch, the branch only at the commit inspected, under cuekit's worktree lock
+//! ([`super::lock_worktrees`]).
 
 use std::path::{Path, PathBuf};
 
