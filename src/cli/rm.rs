@@ -3,6 +3,7 @@ use std::path::Path;
 use clap::Args;
 
 use super::render::print_json;
+use crate::git::cleanup::KeepReason;
 use crate::ops::{self, Removal, RemovalOutcome};
 
 #[derive(Debug, Args)]
@@ -52,12 +53,21 @@ pub fn print_removals(removals: &[Removal], json: bool) {
             println!("  because of {reason}");
         }
     }
-    if removals
+    let reasons = removals
         .iter()
-        .any(|r| matches!(r.outcome, RemovalOutcome::Kept | RemovalOutcome::WouldKeep))
-    {
+        .filter(|r| matches!(r.outcome, RemovalOutcome::Kept | RemovalOutcome::WouldKeep))
+        .flat_map(|r| &r.reasons);
+    let (doubts, work): (Vec<&KeepReason>, Vec<&KeepReason>) =
+        reasons.partition(|reason| matches!(reason, KeepReason::InspectionFailed(_)));
+    if !work.is_empty() {
         println!(
             "  hint: merge or commit the work (`cuekit merge <id>`), or pass --force to drop it"
+        );
+    }
+    if !doubts.is_empty() {
+        println!(
+            "  hint: a worktree could not be inspected, so it was kept: repair the repository \
+             (or remove the worktree with git), then run this again"
         );
     }
 }

@@ -71,9 +71,10 @@ fn worktreeinclude(git: &Git, main: &Path) -> Result<Vec<String>> {
     Ok(listed
         .into_iter()
         .filter(|path| {
+            // An ignored folder is listed once: everything under it is ignored too.
             ignored
                 .iter()
-                .any(|dir| path == dir || (dir.ends_with('/') && path.starts_with(dir.as_str())))
+                .any(|ignored| path == ignored || path.starts_with(&format!("{ignored}/")))
         })
         .collect())
 }

@@ -73,19 +73,18 @@ pub fn merge(request: &Request) -> Result<Merged> {
                 .with_hint("name another branch with --into"),
         );
     }
-    let target_worktree = worktrees::checked_out(
-        &worktrees::list_held(request.repo_root)?,
-        &target,
-    )
-    .ok_or_else(|| {
-        Error::new(
+    let target_worktree =
+        worktrees::checked_out(&worktrees::list_held(request.repo_root)?, &target).ok_or_else(
+            || {
+                Error::new(
             ErrorCode::InvalidState,
             format!("the branch '{target}' is not checked out in any worktree"),
         )
         .with_hint(format!(
             "check it out where the merge should happen (`git switch {target}`), then merge again"
         ))
-    })?;
+            },
+        )?;
     let there = Git::new(&target_worktree);
     refuse_dirty(&there, &target_worktree)?;
     let old_tip = root.line([
