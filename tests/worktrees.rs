@@ -427,15 +427,22 @@ fn gitignored_files_come_along_by_worktreeinclude_copy_and_symlink() {
     repo(&h);
     std::fs::write(
         h.project.join(".gitignore"),
-        ".cuekit/\n.env\nlocal.conf\ncache/\nprivate.key\n",
+        ".cuekit/\n.env\nlocal.conf\ncache/\nprivate.key\nsecrets/\n",
     )
     .unwrap();
-    std::fs::write(h.project.join(".worktreeinclude"), ".env\nunignored.txt\n").unwrap();
+    std::fs::write(
+        h.project.join(".worktreeinclude"),
+        "# what a task needs\n.env\nunignored.txt\nsecrets/dev.key\n",
+    )
+    .unwrap();
     git(&h.project, &["add", "-A"]);
     git(&h.project, &["commit", "-qm", "ignores"]);
     std::fs::write(h.project.join(".env"), "SECRET=1\n").unwrap();
     std::fs::write(h.project.join("local.conf"), "conf\n").unwrap();
     std::fs::write(h.project.join("private.key"), "never copied\n").unwrap();
+    std::fs::create_dir_all(h.project.join("secrets")).unwrap();
+    std::fs::write(h.project.join("secrets/dev.key"), "dev\n").unwrap();
+    std::fs::write(h.project.join("secrets/prod.key"), "prod\n").unwrap();
     std::fs::write(h.project.join("unignored.txt"), "untracked, not ignored\n").unwrap();
     std::fs::create_dir_all(h.project.join("cache/deep")).unwrap();
     std::fs::write(h.project.join("cache/deep/blob"), "cached\n").unwrap();
@@ -458,6 +465,11 @@ fn gitignored_files_come_along_by_worktreeinclude_copy_and_symlink() {
         "conf\n"
     );
     assert!(!tree.join("private.key").exists(), "not asked for");
+    assert_eq!(
+        std::fs::read_to_string(tree.join("secrets/dev.key")).unwrap(),
+        "dev\n"
+    );
+    assert!(!tree.join("secrets/prod.key").exists(), "not listed");
     assert!(
         !tree.join("unignored.txt").exists(),
         ".worktreeinclude copies only ignored files"

@@ -37,16 +37,10 @@ pub fn submodule_from_local(name: &str, local: &Path, path: &str) -> Vec<OsStrin
 }
 
 /// Untracked files (ignored ones included) matching gitignore-style `patterns`; a wholly
-/// untracked directory is listed once, as `dir/`.
+/// untracked directory is listed once, as `dir/`. (Not `--no-empty-directory`: with it, git
+/// 2.47 misses a file matched inside an untracked folder.)
 pub fn untracked_matching(patterns: &[String]) -> Vec<OsString> {
-    let mut args = words(&[
-        "ls-files",
-        "-z",
-        "--others",
-        "--ignored",
-        "--directory",
-        "--no-empty-directory",
-    ]);
+    let mut args = words(&["ls-files", "-z", "--others", "--ignored", "--directory"]);
     for pattern in patterns {
         args.push("-x".into());
         args.push(pattern.into());
@@ -63,7 +57,6 @@ pub fn ignored_untracked() -> Vec<OsString> {
         "--ignored",
         "--exclude-standard",
         "--directory",
-        "--no-empty-directory",
     ])
 }
 
