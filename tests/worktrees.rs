@@ -811,3 +811,54 @@ fn a_project_files_setup_runs_only_once_the_file_is_trusted() {
     assert_eq!(code, 0, "{waited}");
     assert!(h.transcript(&id).contains("from the project"));
 }
+
+#[test]
+fn concurrent_merges_and_prunes_of_one_repository_do_not_trip_over_each_other() {
+    let h = Harness::new();
+    repo(&h);
+    let ids: Vec<String> = (0..4)
+        .map(|i| submit_sh(&h, &[], &format!("echo {i} > file{i}.txt")))
+        .collect();
+    let (waited, code) = wait_all(&h, &ids);
+    assert_eq!(code, 0, "{waited}");
+    let run_all = |commands: Vec<Vec<String>>| {
+        let children: Vec<_> = commands
+            .iter()
+            .map(|args| {
+                h.cuekit()
+                    .arg("--json")
+                    .args(args)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for (child, args) in children.into_iter().zip(&commands) {
+            let output = child.wait_with_output().unwrap();
+            assert!(
+                output.status.success(),
+                "{args:?}: {}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    };
+    run_all(
+        ids.iter()
+            .map(|id| vec!["merge".to_string(), id.clone()])
+            .collect(),
+    );
+    for i in 0..4 {
+        assert!(h.project.join(format!("file{i}.txt")).is_file());
+    }
+    run_all(vec![vec!["prune".to_string()], vec!["prune".to_string()]]);
+    assert_eq!(h.json(&["list"]).0.as_array().unwrap().len(), 0);
+    assert_eq!(branches(&h).lines().count(), 1, "{}", branches(&h));
+    assert_eq!(
+        git(&h.project, &["worktree", "list", "--porcelain"])
+            .matches("worktree ")
+            .count(),
+        1
+    );
+}

@@ -163,8 +163,12 @@ fn remove_one(task: &Task, force: bool, dry_run: bool) -> Result<Removal> {
     // A dead pane left by remain-on-exit: gone already is fine.
     let placement = &task.placement;
     let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));
-    std::fs::remove_dir_all(&placement.task_dir)
-        .map_err(|err| Error::io("remove", &placement.task_dir, err))?;
+    match std::fs::remove_dir_all(&placement.task_dir) {
+        // A concurrent `rm` or `prune` of the same task got there first.
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(Error::io("remove", &placement.task_dir, err)),
+        Ok(()) => {}
+    }
     store::unregister(&record.id);
     Ok(removal)
 }
