@@ -27,6 +27,8 @@ pub struct ConfigFile {
     #[serde(default)]
     pub tmux: TmuxConfig,
     #[serde(default)]
+    pub worktree: WorktreeConfig,
+    #[serde(default)]
     pub monitor: MonitorConfig,
     #[serde(default)]
     pub hooks: HooksConfig,
@@ -115,6 +117,8 @@ pub struct Defaults {
     pub mode: Option<Mode>,
     pub timeout: Option<DurationText>,
     pub approval_mode: Option<String>,
+    /// Every task in its own git worktree unless `--no-worktree`.
+    pub worktree: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -137,6 +141,22 @@ pub struct TmuxConfig {
     pub width: Option<u16>,
     pub height: Option<u16>,
     pub history_limit: Option<u32>,
+}
+
+/// Task worktrees: where they go, their branches, what they bring from the main checkout.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeConfig {
+    /// Folder of a task's worktree, with `{repo}` and `{id}` placeholders.
+    pub dir: Option<String>,
+    pub branch_prefix: Option<String>,
+    /// Untracked files copied into a new worktree (gitignore-style patterns).
+    pub copy: Option<Vec<String>>,
+    /// Untracked files or folders linked into a new worktree.
+    pub symlink: Option<Vec<String>>,
+    /// A shell command run in the new worktree before the agent starts. It runs code: from a
+    /// project file it is subject to the trust rule for code-running keys.
+    pub setup: Option<String>,
 }
 
 /// `prompt` keeps the agent's approval prompts (no bypass flag) unless a task asks otherwise.
@@ -300,9 +320,27 @@ impl Config {
         keys
     }
 
+    /// `worktree.setup` when an untrusted project file sets it (and it is therefore not used).
+    /// Apart from the adapter keys: it matters only to tasks that run in a worktree.
+    pub fn untrusted_setup_key(&self) -> Option<String> {
+        let set = self.layers.iter().any(|(source, file)| {
+            matches!(source, Source::Project(_)) && file.worktree.setup.is_some()
+        });
+        (set && !self.project_is_trusted()).then(|| "worktree.setup".to_string())
+    }
+
+    /// The error a `--worktree` submit gets when the project file's `worktree.setup` is not
+    /// trusted.
+    pub fn refuse_untrusted_setup(&self) -> Result<()> {
+        self.refuse_keys(self.untrusted_setup_key().into_iter().collect())
+    }
+
     /// The error a submit gets when the project file's code-running keys are not trusted.
     pub fn refuse_untrusted(&self, kind: &str) -> Result<()> {
-        let keys = self.untrusted_code_keys(kind);
+        self.refuse_keys(self.untrusted_code_keys(kind))
+    }
+
+    fn refuse_keys(&self, keys: Vec<String>) -> Result<()> {
         let Some((path, state)) = self.project_trust().filter(|_| !keys.is_empty()) else {
             return Ok(());
         };
@@ -441,6 +479,38 @@ impl Config {
                 .pick(|f| f.tmux.socket.clone())
                 .unwrap_or_else(|| built_in(crate::tmux::DEFAULT_SOCKET.to_string())),
         }
+    }
+
+    pub fn worktree_default(&self) -> Option<Setting<bool>> {
+        self.pick(|f| f.defaults.worktree)
+    }
+
+    pub fn worktree_dir(&self) -> Setting<String> {
+        self.pick(|f| f.worktree.dir.clone())
+            .unwrap_or_else(|| built_in(crate::git::plan::DEFAULT_DIR.to_string()))
+    }
+
+    pub fn branch_prefix(&self) -> Setting<String> {
+        self.pick(|f| f.worktree.branch_prefix.clone())
+            .unwrap_or_else(|| built_in(crate::git::plan::DEFAULT_BRANCH_PREFIX.to_string()))
+    }
+
+    pub fn worktree_copy(&self) -> Option<Setting<Vec<String>>> {
+        self.pick(|f| f.worktree.copy.clone())
+    }
+
+    pub fn worktree_symlink(&self) -> Option<Setting<Vec<String>>> {
+        self.pick(|f| f.worktree.symlink.clone())
+    }
+
+    /// Runs code: an untrusted project file's is not used (see [`Config::refuse_untrusted_setup`]).
+    pub fn worktree_setup(&self) -> Option<Setting<String>> {
+        self.code_layers().find_map(|(source, file)| {
+            Some(Setting {
+                value: file.worktree.setup.clone()?,
+                source: source.clone(),
+            })
+        })
     }
 
     /// The hook commands: they run code, so an untrusted project file's are not used.
@@ -681,6 +751,12 @@ impl Config {
             entry("tmux.width", Some(self.width())),
             entry("tmux.height", Some(self.height())),
             entry("tmux.history_limit", Some(self.history_limit())),
+            entry("defaults.worktree", self.worktree_default()),
+            entry("worktree.dir", Some(self.worktree_dir())),
+            entry("worktree.branch_prefix", Some(self.branch_prefix())),
+            entry("worktree.copy", self.worktree_copy()),
+            entry("worktree.symlink", self.worktree_symlink()),
+            entry("worktree.setup", self.worktree_setup()),
         ]);
         entries
     }
@@ -719,6 +795,12 @@ mod tests {
             "on_change:",
             "notify:",
             "notify_on:",
+            "worktree:",
+            "dir:",
+            "branch_prefix:",
+            "copy:",
+            "symlink:",
+            "setup:",
         ] {
             assert!(EXAMPLE.contains(key), "{key} is not documented");
         }
@@ -739,9 +821,15 @@ mod tests {
         let file = parse_str(
             "defaults:\n  agent: gemini\n  model: flash\n  mode: batch\n  timeout: 30m\n  approval_mode: plan\n\
              adapters:\n  gemini:\n    bin: /opt/gemini\n    model: pro\n    permissions: prompt\n    approval_mode: auto_edit\n    steer_delay_ms: 150\n    env:\n      FOO: bar\n\
-             tmux:\n  socket: mine\n  width: 120\n  height: 40\n  history_limit: 1000\n",
+             tmux:\n  socket: mine\n  width: 120\n  height: 40\n  history_limit: 1000\n\
+             worktree:\n  dir: /trees/{id}\n  branch_prefix: agents/\n  copy: [.env]\n  symlink: [node_modules]\n  setup: npm ci\n",
         )
         .unwrap();
+        assert_eq!(file.worktree.setup.as_deref(), Some("npm ci"));
+        assert_eq!(
+            file.worktree.symlink,
+            Some(vec!["node_modules".to_string()])
+        );
         assert_eq!(
             file.defaults.timeout,
             Some(DurationText(Duration::from_secs(1800)))
@@ -758,11 +846,11 @@ mod tests {
     fn unknown_keys_name_file_line_column_and_allowed_keys() {
         assert_eq!(
             message("defaults:\n  agent: gemini\n  modle: flash\n"),
-            "/p/.cuekit.yaml:3:3: defaults: unknown field `modle`, expected one of `agent`, `model`, `mode`, `timeout`, `approval_mode`"
+            "/p/.cuekit.yaml:3:3: defaults: unknown field `modle`, expected one of `agent`, `model`, `mode`, `timeout`, `approval_mode`, `worktree`"
         );
         assert_eq!(
             message("tmux:\n  width: 10\ncolour: red\n"),
-            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `monitor`, `hooks`, `notify`, `notify_on`"
+            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `worktree`, `monitor`, `hooks`, `notify`, `notify_on`"
         );
         assert_eq!(
             message("adapters:\n  gemini:\n    bin: g\n  gemni:\n    bin: x\n"),

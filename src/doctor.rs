@@ -71,6 +71,21 @@ pub fn doctor(cwd: &Path, fix: bool) -> Vec<Check> {
             if let Some(check) = trust_check(&config) {
                 checks.push(check);
             }
+            if config
+                .notify()
+                .value
+                .contains(&crate::config::NotifyChannel::Desktop)
+            {
+                checks.push(match crate::notify::session_bus() {
+                    Ok(()) => Check::new(
+                        "desktop notifications",
+                        Level::Ok,
+                        "D-Bus session bus reachable",
+                    ),
+                    Err(why) => Check::new("desktop notifications", Level::Warn, why)
+                        .next("run cuekit inside a desktop session, or drop `desktop` from notify"),
+                });
+            }
             config
         }
         Err(err) => {
@@ -89,7 +104,119 @@ pub fn doctor(cwd: &Path, fix: bool) -> Vec<Check> {
     checks.extend(agent_checks(&config));
     checks.extend(environment_checks());
     checks.extend(storage_checks(cwd, fix));
+    checks.push(git_check());
+    checks.extend(worktree_check(cwd, &config, fix));
     checks
+}
+
+/// Oldest git `--worktree` tasks work with: `merge-tree --write-tree` finds conflicts without
+/// touching a work tree.
+const MIN_GIT: (u32, u32) = (2, 38);
+
+fn git_check() -> Check {
+    let version = std::process::Command::new("git")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string());
+    match version {
+        None => Check::new("git", Level::Warn, "git is not installed")
+            .next("install git to run tasks in their own worktrees (--worktree)"),
+        Some(text) => match parse_version(&text) {
+            Some(found) if found >= MIN_GIT => Check::new("git", Level::Ok, text),
+            _ => Check::new(
+                "git",
+                Level::Warn,
+                format!("{text}: --worktree needs git 2.38 or newer"),
+            )
+            .next("upgrade git to run tasks in their own worktrees"),
+        },
+    }
+}
+
+/// Worktrees on cuekit's branches that no task record knows; `--fix` removes only those the
+/// cleanup rules let go (clean, merged into the checkout's HEAD, nothing running inside).
+fn worktree_check(cwd: &Path, config: &Config, fix: bool) -> Option<Check> {
+    use crate::git::{cleanup, worktrees};
+    let root = crate::git::toplevel(cwd)?;
+    let name = "task worktrees";
+    let listed = match worktrees::list(&root) {
+        Ok(listed) => listed,
+        Err(err) => return Some(Check::new(name, Level::Warn, err.message)),
+    };
+    let known: Vec<PathBuf> = store::registered_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|id| Some(store::placement(&id).ok()??.task_dir))
+        .chain(
+            store::project_tasks_root(cwd)
+                .and_then(|tasks| std::fs::read_dir(tasks).ok())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|entry| entry.path()),
+        )
+        .filter_map(|dir: PathBuf| store::load(&dir).ok()?.worktree.map(|w| w.path))
+        .collect();
+    let prefix = config.branch_prefix().value;
+    let orphans = worktrees::orphans(&listed, &prefix, &known);
+    if orphans.is_empty() {
+        return Some(Check::new(
+            name,
+            Level::Ok,
+            "every cuekit worktree belongs to a task",
+        ));
+    }
+    let head = crate::git::Git::new(&root)
+        .line(["rev-parse", "HEAD"])
+        .unwrap_or_default();
+    let mut lines = Vec::new();
+    let mut fixed = Vec::new();
+    for orphan in orphans {
+        let branch = orphan.branch.clone().unwrap_or_default();
+        let target = cleanup::Target {
+            repo_root: &root,
+            worktree: &orphan.path,
+            branch: &branch,
+            base_ref: "HEAD",
+            base_commit: &head,
+            merged_tip: None,
+        };
+        let outcome = if fix {
+            cleanup::remove(&target, false).map(|c| match c {
+                cleanup::Cleanup::Removed { .. } => Vec::new(),
+                cleanup::Cleanup::Kept { reasons, .. } => reasons,
+            })
+        } else {
+            Ok(cleanup::inspect(&target).keep)
+        };
+        let described = format!("{} ({branch})", orphan.path.display());
+        match outcome {
+            Ok(reasons) if reasons.is_empty() && fix => fixed.push(described),
+            Ok(reasons) if reasons.is_empty() => lines.push(format!("{described}: safe to remove")),
+            Ok(reasons) => {
+                let why: Vec<String> = reasons.iter().map(ToString::to_string).collect();
+                lines.push(format!("{described}: kept, {}", why.join("; ")));
+            }
+            Err(err) => lines.push(format!("{described}: kept, {}", err.message)),
+        }
+    }
+    let mut check = if lines.is_empty() {
+        Check::new(name, Level::Ok, "no orphaned cuekit worktree left")
+    } else {
+        Check::new(
+            name,
+            Level::Warn,
+            format!("worktrees no task knows about: {}", lines.join("; ")),
+        )
+        .next("`cuekit doctor --fix` removes the safe ones; look into the kept ones, then `git worktree remove`")
+    };
+    if !fixed.is_empty() {
+        check.fixed = Some(format!("removed {}", fixed.join(", ")));
+    }
+    Some(check)
 }
 
 fn tmux_checks(socket: &Socket) -> Vec<Check> {
@@ -104,7 +231,7 @@ fn tmux_checks(socket: &Socket) -> Vec<Check> {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
-    let mut checks = vec![match parse_tmux_version(&version) {
+    let mut checks = vec![match parse_version(&version) {
         Some(found) if found >= MIN_TMUX => Check::new(
             "tmux",
             Level::Ok,
@@ -186,7 +313,8 @@ fn tmux_checks(socket: &Socket) -> Vec<Check> {
 }
 
 /// `tmux 3.3a` → (3, 3); `tmux next-3.5` → (3, 5).
-fn parse_tmux_version(text: &str) -> Option<(u32, u32)> {
+/// `major.minor` from a `--version` line (tmux's or git's).
+fn parse_version(text: &str) -> Option<(u32, u32)> {
     let start = text.find(|c: char| c.is_ascii_digit())?;
     let mut parts = text[start..].split(|c: char| !c.is_ascii_digit());
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
@@ -203,6 +331,7 @@ fn trust_check(config: &Config) -> Option<Check> {
     let ignored: Vec<String> = ADAPTERS
         .iter()
         .flat_map(|adapter| config.untrusted_code_keys(adapter.kind()))
+        .chain(config.untrusted_setup_key())
         .collect();
     Some(if ignored.is_empty() {
         Check::new(
@@ -549,11 +678,11 @@ mod tests {
 
     #[test]
     fn tmux_versions() {
-        assert_eq!(parse_tmux_version("tmux 3.3a"), Some((3, 3)));
-        assert_eq!(parse_tmux_version("tmux next-3.5"), Some((3, 5)));
-        assert_eq!(parse_tmux_version("tmux 2.9"), Some((2, 9)));
-        assert!(parse_tmux_version("tmux 3.10") > Some(MIN_TMUX));
-        assert_eq!(parse_tmux_version("garbage"), None);
+        assert_eq!(parse_version("tmux 3.3a"), Some((3, 3)));
+        assert_eq!(parse_version("tmux next-3.5"), Some((3, 5)));
+        assert_eq!(parse_version("tmux 2.9"), Some((2, 9)));
+        assert!(parse_version("tmux 3.10") > Some(MIN_TMUX));
+        assert_eq!(parse_version("garbage"), None);
     }
 
     #[test]

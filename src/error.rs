@@ -23,6 +23,7 @@ pub enum ErrorCode {
     TaskFailed,
     WaitTimeout,
     NotTaskPane,
+    MergeConflict,
 }
 
 impl ErrorCode {
@@ -45,6 +46,7 @@ impl ErrorCode {
             ErrorCode::TaskFailed => "task_failed",
             ErrorCode::WaitTimeout => "wait_timeout",
             ErrorCode::NotTaskPane => "not_task_pane",
+            ErrorCode::MergeConflict => "merge_conflict",
         }
     }
 
@@ -68,6 +70,7 @@ impl ErrorCode {
             ErrorCode::NotTaskPane => 17,
             ErrorCode::TaskFailed => 20,
             ErrorCode::WaitTimeout => 21,
+            ErrorCode::MergeConflict => 15,
         }
     }
 }

@@ -115,6 +115,10 @@ pub struct StartGate<'a> {
 /// Variables of the tmux server's own environment that a pane keeps: they describe the pane.
 const PANE_VARIABLES: &str = "TERM|TMUX|TMUX_PANE";
 
+/// Left in the task directory by `launch.sh` when `worktree.setup` failed (the agent then never
+/// started): the sentinel alone cannot tell a setup's exit status from the agent's.
+pub const SETUP_FAILED_FILE: &str = "setup-failed";
+
 /// Renders `launch.sh` for a task.
 ///
 /// The pane starts in the tmux server's environment, which is whatever the first cuekit call
@@ -124,7 +128,10 @@ const PANE_VARIABLES: &str = "TERM|TMUX|TMUX_PANE";
 /// a submit cut short starts nothing. The agent runs in a subshell so that an `exit N` inside
 /// the command cannot skip the sentinel; the sentinel is written to a temp file and renamed so
 /// a reader never sees a half-written code. With `event_filter` (the cuekit binary), the
-/// agent's stdout is piped through `cuekit __events <task dir>`.
+/// agent's stdout is piped through `cuekit __events <task dir>`. With `setup`
+/// (`worktree.setup`), that command runs first under `/bin/sh -c`, its output in the pane; if it
+/// fails the agent is skipped, its status becomes the task's and [`SETUP_FAILED_FILE`] is
+/// written.
 pub fn render_launch_script(
     task_id: &str,
     agent_command: &str,
@@ -132,6 +139,7 @@ pub fn render_launch_script(
     task_dir: &Path,
     event_filter: Option<&Path>,
     gate: StartGate,
+    setup: Option<&str>,
 ) -> Result<String> {
     let sentinel = quote_path(&task_dir.join(EXIT_CODE_FILE))?;
     let sentinel_tmp = quote_path(&task_dir.join(format!("{EXIT_CODE_FILE}.tmp")))?;
@@ -150,6 +158,9 @@ pub fn render_launch_script(
         script.push_str(&format!("unset {}\n", unset_env.join(" ")));
     }
     let transcript = quote_path(&task_dir.join(TRANSCRIPT_FILE))?;
+    if let Some(setup) = setup {
+        script.push_str(&format!("if /bin/sh -c {}; then\n", single_quote(setup)?));
+    }
     match event_filter {
         None => script.push_str(&format!("(\n{agent_command}\n)\ncuekit_code=$?\n")),
         Some(cuekit) => {
@@ -161,6 +172,14 @@ pub fn render_launch_script(
                  [ -n \"$cuekit_code\" ] || cuekit_code=1\n"
             ));
         }
+    }
+    if setup.is_some() {
+        let marker = quote_path(&task_dir.join(SETUP_FAILED_FILE))?;
+        script.push_str(&format!(
+            "else\ncuekit_code=$?\n: > {marker}\n\
+             printf '\\ncuekit: worktree.setup failed with status %s; the agent was not started\\n' \"$cuekit_code\"\n\
+             fi\n"
+        ));
     }
     script.push_str(&format!(
         "printf '{END_MARKER}'\n\
@@ -213,6 +232,7 @@ mod tests {
             Path::new("/tmp/a b"),
             None,
             gate(),
+            None,
         )
         .unwrap();
         assert_eq!(
@@ -241,12 +261,34 @@ mod tests {
             Path::new("/d"),
             Some(Path::new("/bin/cuekit")),
             gate(),
+            None,
         )
         .unwrap();
         assert!(script.contains(
             "(\n(\ngemini -o stream-json\n)\nprintf '%s\\n' \"$?\" > '/d/agent-exit'\n) | '/bin/cuekit' __events '/d'\n\
              cuekit_code=$(cat '/d/agent-exit' 2>/dev/null)\n[ -n \"$cuekit_code\" ] || cuekit_code=1\n"
         ), "{script}");
+    }
+
+    #[test]
+    fn a_setup_command_runs_first_and_its_failure_skips_the_agent() {
+        let script = render_launch_script(
+            "t_0",
+            "agent",
+            &[],
+            Path::new("/d"),
+            None,
+            gate(),
+            Some("npm ci && echo 'ok'"),
+        )
+        .unwrap();
+        assert!(
+            script.contains(
+                "if /bin/sh -c 'npm ci && echo '\\''ok'\\'''; then\n(\nagent\n)\ncuekit_code=$?\n\
+                 else\ncuekit_code=$?\n: > '/d/setup-failed'\n"
+            ),
+            "{script}"
+        );
     }
 
     #[test]

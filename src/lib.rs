@@ -12,6 +12,7 @@ pub mod config;
 pub mod doctor;
 pub mod error;
 pub mod events;
+pub mod git;
 pub mod hooks;
 pub mod launch;
 pub mod mcp;
@@ -30,6 +31,5 @@ pub mod transcript;
 pub mod transition;
 pub mod trust;
 pub mod which;
-pub mod worktree;
 
 pub use error::{Error, ErrorCode, Result};

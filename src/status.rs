@@ -76,6 +76,8 @@ pub struct Observation<'a> {
     pub now: SystemTime,
     /// For a task with an event stream whose agent exited 0: what the stream reported.
     pub stream: Option<StreamReport>,
+    /// `launch.sh` left its setup-failed marker: `worktree.setup` failed, the agent never ran.
+    pub setup_failed: bool,
 }
 
 /// How an event stream ended, as its `result` event told (or did not).
@@ -98,6 +100,15 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
             hint: Some(hint),
             exit_code: Some(code),
         };
+        if seen.setup_failed {
+            return Verdict::Ended(failed(
+                "worktree_setup_failed",
+                format!(
+                    "worktree.setup exited with status {code} and the agent was not started; \
+                     its output is in the transcript (`cuekit logs <id>`)"
+                ),
+            ));
+        }
         return Verdict::Ended(match (&seen.stream, code) {
             (Some(StreamReport::Failed(message)), 0) => failed("agent_error", message.clone()),
             (Some(StreamReport::Unfinished), 0) => failed(
@@ -190,6 +201,7 @@ mod tests {
             submitted_from: None,
             team: None,
             last_report: None,
+            worktree: None,
         }
     }
 
@@ -229,6 +241,7 @@ mod tests {
                 sentinel,
                 now,
                 stream: None,
+                setup_failed: false,
             },
         )
     }
@@ -296,6 +309,7 @@ mod tests {
             sentinel: Some(0),
             now: at(1),
             stream: Some(stream),
+            setup_failed: false,
         };
         let Verdict::Ended(ok) = judge(&running, gemini(), &seen(StreamReport::Succeeded)) else {
             panic!()
@@ -318,6 +332,25 @@ mod tests {
         assert_eq!(
             (bad.reason.as_deref(), bad.hint.as_deref()),
             (Some("agent_error"), Some("quota"))
+        );
+    }
+
+    #[test]
+    fn a_failed_worktree_setup_is_its_own_reason_whatever_the_code() {
+        let running = record(Status::Running, None);
+        let seen = Observation {
+            pane: None,
+            sentinel: Some(1),
+            now: at(1),
+            stream: None,
+            setup_failed: true,
+        };
+        let Verdict::Ended(ending) = judge(&running, gemini(), &seen) else {
+            panic!()
+        };
+        assert_eq!(
+            (ending.status, ending.reason.as_deref(), ending.exit_code),
+            (Status::Failed, Some("worktree_setup_failed"), Some(1))
         );
     }
 

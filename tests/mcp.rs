@@ -18,13 +18,16 @@ use serde_json::{Value, json};
 static NEXT_LOG: AtomicUsize = AtomicUsize::new(0);
 
 /// Sorted: the names are public API.
-const TOOLS: [&str; 9] = [
+const TOOLS: [&str; 12] = [
     "cancel_tasks",
     "get_status",
+    "get_task_diff",
     "get_task_result",
     "get_task_snapshot",
     "list",
+    "merge_task",
     "next_event",
+    "remove_tasks",
     "steer_task",
     "submit_task",
     "wait",
@@ -408,6 +411,73 @@ fn an_interactive_task_from_submit_to_result_with_the_fake() {
 
     // The same record as the CLI sees it.
     assert_eq!(h.status(&id)["status"], "completed");
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn a_worktree_task_is_diffed_merged_and_removed_over_mcp() {
+    let h = Harness::new().with_fake_gemini();
+    git(&h.project, &["init", "-q", "-b", "main"]);
+    git(&h.project, &["config", "user.name", "Test"]);
+    git(&h.project, &["config", "user.email", "test@example.com"]);
+    std::fs::write(h.project.join(".gitignore"), ".cuekit/\n").unwrap();
+    git(&h.project, &["add", "-A"]);
+    git(&h.project, &["commit", "-qm", "init"]);
+    let mut client = Client::start(&h);
+    let plain = submit(&mut client, json!({"objective": "x", "mode": "batch"}));
+    let id = submit(
+        &mut client,
+        json!({"objective": "add a file", "mode": "batch", "worktree": true, "branch": "mcp-work"}),
+    );
+    client.wait(json!({"ids": [id, plain]}));
+    let status = client.ok("get_status", json!({"ids": [id]}));
+    assert_eq!(status["tasks"][0]["branch"], "mcp-work", "{status}");
+    let worktree = PathBuf::from(status["tasks"][0]["worktree"].as_str().unwrap());
+    // What the child would have written.
+    std::fs::write(worktree.join("added.txt"), "from the child\n").unwrap();
+    let diff = client.ok("get_task_diff", json!({"id": id}));
+    assert_eq!(diff["diff"]["files"][0]["path"], "added.txt", "{diff}");
+    assert!(
+        diff["diff"]["patch"]
+            .as_str()
+            .unwrap()
+            .contains("+from the child")
+    );
+    assert_eq!(
+        client.error_code("merge_task", json!({"id": plain})),
+        "invalid_state"
+    );
+    let merged = client.ok("merge_task", json!({"id": id, "strategy": "squash"}));
+    assert_eq!(merged["merged"]["target"], "main", "{merged}");
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("added.txt")).unwrap(),
+        "from the child\n"
+    );
+    let planned = client.ok("remove_tasks", json!({"ids": [id], "dry_run": true}));
+    assert_eq!(
+        planned["removed"][0]["outcome"], "would_remove",
+        "{planned}"
+    );
+    let removed = client.ok("remove_tasks", json!({"ids": [id]}));
+    assert_eq!(removed["removed"][0]["outcome"], "removed", "{removed}");
+    assert!(!worktree.exists());
+    assert_eq!(
+        client.error_code(
+            "submit_task",
+            json!({"objective": "x", "worktree": true, "base": "no-such-ref"})
+        ),
+        "invalid_input"
+    );
 }
 
 #[test]

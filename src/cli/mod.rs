@@ -2,12 +2,16 @@
 //! render). Errors become `error[code]: message` (or JSON) and the code's exit status.
 
 mod cancel;
+mod diff;
 mod events;
 mod logs;
 mod mcp;
+mod merge;
+mod prune;
 mod render;
 mod report;
 mod result;
+mod rm;
 mod roles;
 mod setup;
 mod status;
@@ -81,6 +85,14 @@ enum Command {
     Cancel(cancel::CancelArgs),
     /// Transitions of this project's tasks (or all), as the monitor announced them.
     Events(events::EventsArgs),
+    /// A worktree task's work against its base: commits, uncommitted and untracked changes.
+    Diff(diff::DiffArgs),
+    /// Merge an ended worktree task's branch into the target branch (where it is checked out).
+    Merge(merge::MergeArgs),
+    /// Remove ended tasks: record, transcript, worktree and branch (work in a worktree keeps it).
+    Rm(rm::RmArgs),
+    /// Remove this project's ended tasks, keeping worktrees that hold work.
+    Prune(prune::PruneArgs),
     /// List the agents cuekit can run, with their capabilities and models.
     Adapters,
     /// List the roles (agent profiles) for `submit --role`, with the files they come from.
@@ -172,6 +184,10 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Wait(args) => wait::run(args, &cwd, json),
         Command::Cancel(args) => cancel::run(args, &cwd, json),
         Command::Events(args) => events::run(args, &cwd, json),
+        Command::Diff(args) => diff::run(args, &cwd, json),
+        Command::Merge(args) => merge::run(args, &cwd, json),
+        Command::Rm(args) => rm::run(args, &cwd, json),
+        Command::Prune(args) => prune::run(args, &cwd, json),
         Command::Adapters => setup::adapters(json),
         Command::Roles => roles::run(&cwd, json),
         Command::Team(command) => team::run(command, &cwd, json),

@@ -63,6 +63,14 @@ pub fn task_details(task: &TaskView) -> String {
     for warning in &task.warnings {
         out.push_str(&format!("\n  warning:    {warning}"));
     }
+    if let (Some(branch), Some(worktree)) = (&task.branch, &task.worktree) {
+        let base = task.base_ref.as_deref().unwrap_or("?");
+        out.push_str(&format!("\n  branch:     {branch} (from {base})"));
+        out.push_str(&format!("\n  worktree:   {}", worktree.display()));
+        if let Some(stat) = &task.diff_stat {
+            out.push_str(&format!("\n  changes:    {stat}"));
+        }
+    }
     out.push_str(&format!("\n  transcript: {}", task.transcript.display()));
     if let Some(attach) = &task.attach_hint
         && !task.status.is_terminal()

@@ -47,6 +47,7 @@ pub fn config(cwd: &Path, json: bool) -> anyhow::Result<i32> {
         let ignored: Vec<String> = ADAPTERS
             .iter()
             .flat_map(|adapter| config.untrusted_code_keys(adapter.kind()))
+            .chain(config.untrusted_setup_key())
             .collect();
         entries.insert(
             0,

@@ -70,8 +70,15 @@ pub fn list(all: bool, team: Option<&str>, cwd: &Path, json: bool) -> anyhow::Re
         );
         return Ok(0);
     }
+    // The branch column only when some task has one.
+    let branches = tasks.iter().any(|t| t.branch.is_some());
+    let branch_header = if branches {
+        format!("{:<40} ", "BRANCH (CHANGES)")
+    } else {
+        String::new()
+    };
     println!(
-        "{:<16} {:<14} {:<8} {:<8} {:<12} {:<24} OBJECTIVE",
+        "{:<16} {:<14} {:<8} {:<8} {:<12} {:<24} {branch_header}OBJECTIVE",
         "ID", "STATUS", "REPORT", "AGENT", "MODE", "CREATED"
     );
     for task in &tasks {
@@ -80,8 +87,20 @@ pub fn list(all: bool, team: Option<&str>, cwd: &Path, json: bool) -> anyhow::Re
             .last_report
             .as_ref()
             .map_or("-", |report| report.kind.as_str());
+        let branch = match (&task.branch, &task.diff_stat) {
+            (Some(branch), Some(stat)) => format!(
+                "{:<40} ",
+                format!(
+                    "{branch} ({}f +{} -{})",
+                    stat.files, stat.insertions, stat.deletions
+                )
+            ),
+            (Some(branch), None) => format!("{branch:<40} "),
+            (None, _) if branches => format!("{:<40} ", "-"),
+            (None, _) => String::new(),
+        };
         println!(
-            "{:<16} {:<14} {:<8} {:<8} {:<12} {:<24} {}",
+            "{:<16} {:<14} {:<8} {:<8} {:<12} {:<24} {branch}{}",
             task.id,
             task.status.as_str(),
             report,

@@ -48,6 +48,18 @@ pub struct SubmitArgs {
     /// Tag the task with a team, to follow it with `--team` on list, status, wait, cancel, …
     #[arg(long, value_name = "NAME")]
     team: Option<String>,
+    /// Run the task in its own git worktree, on a new branch (see docs/guides/worktrees.md).
+    #[arg(long, conflicts_with = "no_worktree")]
+    worktree: bool,
+    /// Run in the current checkout even where the config sets defaults.worktree.
+    #[arg(long)]
+    no_worktree: bool,
+    /// The worktree's starting point (default: the current branch, else HEAD).
+    #[arg(long, value_name = "REF")]
+    base: Option<String>,
+    /// The worktree's new branch (default: worktree.branch_prefix + the task id).
+    #[arg(long, value_name = "NAME")]
+    branch: Option<String>,
     /// Print the launch command without running anything (without the per-task --session-id).
     #[arg(long)]
     dry_run: bool,
@@ -100,6 +112,13 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             role: args.role.clone(),
             team: args.team.clone(),
             dry_run: args.dry_run,
+            worktree: match (args.worktree, args.no_worktree) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
+            base: args.base.clone(),
+            branch: args.branch.clone(),
         },
         cwd,
     )?;

@@ -24,8 +24,11 @@ const INSTRUCTIONS: &str = "cuekit runs child coding agents (Gemini CLI first) i
 follows each to its end. Typical flow: submit_task → wait (call again while it reports \
 `timed_out`) → get_task_result. For an interactive task: wait with until=input_required, \
 read get_task_snapshot, steer_task with the next message, and cancel_tasks when done. \
+For parallel children in one repository, submit_task with worktree=true gives each its own \
+git worktree and branch: review with get_task_diff, take the work with merge_task, clean up \
+with remove_tasks. \
 Errors carry stable codes (task_not_found, invalid_input, invalid_state, \
-steering_unsupported, …) in structuredContent.error.code.";
+steering_unsupported, merge_conflict, …) in structuredContent.error.code.";
 
 /// The MCP server: the working directory it was started in (the default `cwd` of submitted
 /// tasks and the project `list` shows) and its tools.
@@ -39,7 +42,7 @@ impl CuekitServer {
     pub fn new(cwd: &Path) -> CuekitServer {
         CuekitServer {
             cwd: cwd.to_path_buf(),
-            tool_router: CuekitServer::tool_router(),
+            tool_router: CuekitServer::tool_router() + CuekitServer::worktree_router(),
         }
     }
 }

@@ -21,6 +21,7 @@ use super::CuekitServer;
 use super::tail::Tail;
 use crate::adapter::ADAPTERS;
 use crate::error::{Error, ErrorCode};
+use crate::git::merge::Strategy;
 use crate::ops::{self, SubmitRequest, WaitRequest, WaitUntil};
 use crate::spec::Mode;
 use crate::status::Status;
@@ -109,6 +110,70 @@ pub struct SubmitTaskParams {
     /// parameter of get_status, list, wait, steer_task, cancel_tasks and get_task_result.
     #[serde(default)]
     pub team: Option<String>,
+    /// true: run the task in its own git worktree on a new branch (cwd must be in a git
+    /// repository), so parallel children never touch each other's files; review it with
+    /// get_task_diff, take it with merge_task, clean up with remove_tasks. Default: the
+    /// configured `defaults.worktree`, else false.
+    #[serde(default)]
+    pub worktree: Option<bool>,
+    /// With worktree: the branch, tag or commit the worktree starts from. Default: the
+    /// current branch of cwd's checkout.
+    #[serde(default)]
+    pub base: Option<String>,
+    /// With worktree: the new branch's name (must not exist). Default: "cuekit/<task id>".
+    #[serde(default)]
+    pub branch: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DiffParams {
+    /// Task id of a task submitted with worktree=true.
+    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    pub id: String,
+    /// false: only the files and line counts, without the patch. Default true.
+    #[serde(default)]
+    pub patch: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StrategyArg {
+    /// A merge commit on the target.
+    #[default]
+    Merge,
+    /// One commit on the target with the task's whole change.
+    Squash,
+    /// The task's commits replayed onto the target, then fast-forwarded.
+    Rebase,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MergeParams {
+    /// Task id of an ended task submitted with worktree=true.
+    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    pub id: String,
+    /// "merge" (default), "squash" or "rebase".
+    #[serde(default)]
+    pub strategy: StrategyArg,
+    /// The branch to merge into. Default: the branch checked out where the task was submitted.
+    #[serde(default)]
+    pub into: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RemoveParams {
+    /// Ended tasks to remove (record, transcript, worktree, branch). At least one.
+    #[schemars(length(min = 1), inner(regex(pattern = r"^t_[0-9a-f]{12}$")))]
+    pub ids: Vec<String>,
+    /// true: also remove worktrees holding uncommitted or unmerged work; that work is lost.
+    #[serde(default)]
+    pub force: bool,
+    /// true: report what would be removed and kept, change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -310,6 +375,9 @@ impl CuekitServer {
                     provider_profile: params.provider_profile,
                     role: params.role,
                     team: params.team,
+                    worktree: params.worktree,
+                    base: params.base,
+                    branch: params.branch,
                     ..SubmitRequest::default()
                 },
                 &server_cwd,
@@ -566,6 +634,77 @@ impl CuekitServer {
             ops::read_logs(&params.id, &cwd, false, &mut tail)?;
             let tail = tail.finish();
             Ok(json!({"task": task, "lines": tail.len(), "transcript_tail": tail.join("\n")}))
+        })
+        .await
+    }
+}
+
+#[tool_router(router = worktree_router, vis = "pub(super)")]
+impl CuekitServer {
+    #[tool(
+        name = "get_task_diff",
+        description = "The work of a task submitted with worktree=true, against its base commit: the commits on its branch plus uncommitted and untracked changes in its worktree. Returns the files with line counts, a stat, and the unified patch (unless patch=false).",
+        annotations(title = "Task diff", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_task_diff(
+        &self,
+        Parameters(params): Parameters<DiffParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || {
+            Ok(json!({"diff": ops::diff(&params.id, &cwd, params.patch.unwrap_or(true))?}))
+        })
+        .await
+    }
+
+    #[tool(
+        name = "merge_task",
+        description = "Merge an ended worktree task's branch into a target branch, in the worktree where that branch is checked out (never by switching branches). The task's uncommitted work is first committed on its branch. Refused (invalid_state) while the task runs or when the target worktree has uncommitted changes. A conflict changes nothing and is the error merge_conflict, listing the files.",
+        annotations(
+            title = "Merge a task's work",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn merge_task(
+        &self,
+        Parameters(params): Parameters<MergeParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || {
+            let strategy = match params.strategy {
+                StrategyArg::Merge => Strategy::Merge,
+                StrategyArg::Squash => Strategy::Squash,
+                StrategyArg::Rebase => Strategy::Rebase,
+            };
+            Ok(json!({"merged": ops::merge(&params.id, &cwd, strategy, params.into.as_deref())?}))
+        })
+        .await
+    }
+
+    #[tool(
+        name = "remove_tasks",
+        description = "Remove ended tasks: record, transcript, worktree and branch. A running task is refused (invalid_state: cancel it first). A worktree with uncommitted or untracked changes, commits not merged into its base, or a live process inside is kept with its task, and the reasons are returned, unless force=true. dry_run=true reports without changing anything.",
+        annotations(
+            title = "Remove ended tasks",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn remove_tasks(
+        &self,
+        Parameters(params): Parameters<RemoveParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || {
+            if params.ids.is_empty() {
+                return Err(Error::invalid_input("ids must name at least one task"));
+            }
+            Ok(json!({"removed": ops::remove(&params.ids, &cwd, params.force, params.dry_run)?}))
         })
         .await
     }

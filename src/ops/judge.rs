@@ -12,7 +12,7 @@ use super::view::TaskView;
 use crate::adapter;
 use crate::attention;
 use crate::error::{Error, ErrorCode, Result};
-use crate::launch::{EXIT_CODE_FILE, parse_sentinel};
+use crate::launch::{EXIT_CODE_FILE, SETUP_FAILED_FILE, parse_sentinel};
 use crate::spec::Mode;
 use crate::status::{Ending, Observation, Status, Verdict, judge};
 use crate::store::{self, TaskRecord};
@@ -79,6 +79,7 @@ impl Refreshed {
             .map(|task| {
                 let record = &task.record;
                 let mut view = TaskView::from(record);
+                view.diff_stat = super::diff::diff_stat(record);
                 let pane = match self.pane(task) {
                     Ok(pane) => pane,
                     Err(err) => {
@@ -183,6 +184,7 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
                 sentinel,
                 now,
                 stream,
+                setup_failed: task.record.task_dir.join(SETUP_FAILED_FILE).exists(),
             };
             match judge(&task.record, adapter, &seen) {
                 Verdict::Unchanged => Ok(task),

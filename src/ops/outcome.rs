@@ -9,10 +9,10 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::events::{Digest, ParseError, ToolCall};
+use crate::git::changes::ChangedFile;
 use crate::report::Report;
 use crate::status::{Status, StreamReport};
 use crate::store::{self, TaskRecord};
-use crate::worktree::ChangedFile;
 
 pub const RESULT_FILE: &str = "result.json";
 

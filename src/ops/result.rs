@@ -7,6 +7,7 @@ use std::path::Path;
 use super::outcome::{TaskResult, from_digest, read_events, read_written};
 use crate::error::Result;
 use crate::events::Digest;
+use crate::git::changes::ChangedFile;
 use crate::status::Status;
 use crate::store::TaskRecord;
 
@@ -34,6 +35,18 @@ pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
     }
     result.agent_session_id = result.agent_session_id.or(record.agent_session_id.clone());
     result.reports = super::report::read_reports(&record.task_dir)?;
+    if record.worktree.is_some() {
+        // The branch's commits count too, which a before/after `git status` cannot see.
+        result.files_changed = super::diff::changed_files(&record).map(|files| {
+            files
+                .into_iter()
+                .map(|file| ChangedFile {
+                    path: file.path,
+                    status: file.status,
+                })
+                .collect()
+        });
+    }
     Ok(result)
 }
 

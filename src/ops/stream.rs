@@ -26,7 +26,7 @@ pub fn run_event_filter(task_dir: &Path) -> Result<()> {
         .unwrap_or_default();
     let before = std::env::current_dir()
         .ok()
-        .and_then(|cwd| crate::worktree::snapshot(&cwd));
+        .and_then(|cwd| crate::git::changes::snapshot(&cwd));
     let events_path = task_dir.join(store::EVENTS_FILE);
     let mut events = OpenOptions::new()
         .create(true)
@@ -70,10 +70,10 @@ pub fn run_event_filter(task_dir: &Path) -> Result<()> {
         .and_then(|s| s.trim().parse().ok());
     let after = std::env::current_dir()
         .ok()
-        .and_then(|cwd| crate::worktree::snapshot(&cwd));
+        .and_then(|cwd| crate::git::changes::snapshot(&cwd));
     let files_changed = before
         .zip(after)
-        .map(|(b, a)| crate::worktree::changed_files(&b, &a));
+        .map(|(b, a)| crate::git::changes::changed_files(&b, &a));
     let result = from_digest(&task_id, digest, exit_code, files_changed);
     let mut bytes = serde_json::to_vec_pretty(&result).expect("results serialize");
     bytes.push(b'\n');

@@ -8,11 +8,12 @@ use super::view::TaskView;
 use crate::adapter::{self, LaunchCommand};
 use crate::config::{Config, Permissions, Setting};
 use crate::error::{Error, ErrorCode, Result};
+use crate::git;
 use crate::launch::{ENV_FILE, StartGate, render_env_file, render_launch_script};
 use crate::role::{Role, Roles};
 use crate::spec::{Mode, TaskSpec};
 use crate::status::Status;
-use crate::store::{self, PaneStart, Placement, TaskRecord, TmuxPlacement};
+use crate::store::{self, PaneStart, Placement, TaskRecord, TmuxPlacement, WorktreeRecord};
 use crate::tmux::{Socket, Tmux, args};
 
 /// What a parent asks for. Every `None` is filled from the configuration, then the adapter.
@@ -43,6 +44,12 @@ pub struct SubmitRequest {
     /// A team label: the task can then be listed, waited on, steered and cancelled with its team.
     pub team: Option<String>,
     pub dry_run: bool,
+    /// Run in a new git worktree on a new branch (else `defaults.worktree`, else no).
+    pub worktree: Option<bool>,
+    /// The worktree's base (default: the caller's current branch, or `HEAD`).
+    pub base: Option<String>,
+    /// The worktree's branch (default: `worktree.branch_prefix` and the task id).
+    pub branch: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -202,7 +209,32 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             warnings,
         });
     }
+    let use_worktree = request
+        .worktree
+        .or_else(|| config.worktree_default().map(|s| s.value))
+        .unwrap_or(false);
+    if !use_worktree && (request.base.is_some() || request.branch.is_some()) {
+        return Err(Error::invalid_input(
+            "--base and --branch only apply to a task in its own worktree",
+        )
+        .with_hint("add --worktree (or set defaults.worktree: true)"));
+    }
+    if use_worktree {
+        config.refuse_untrusted_setup()?;
+    }
     let id = store::new_task_id();
+    let plan = if use_worktree {
+        Some(git::create::plan(&git::create::Request {
+            cwd: &cwd,
+            task_id: &id,
+            base: request.base.as_deref(),
+            branch: request.branch.as_deref(),
+            dir_template: &config.worktree_dir().value,
+            branch_prefix: &config.branch_prefix().value,
+        })?)
+    } else {
+        None
+    };
     // Named after the task, so cuekit knows the agent's session without asking it.
     if spec.resume_session.is_none() {
         spec.session_id = Some(id.clone());
@@ -230,6 +262,28 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .then(|| spec.session_id.clone())
         .flatten()
         .or_else(|| spec.resume_session.clone());
+
+    // `worktree.setup` runs code: an untrusted project file's was refused above and is not
+    // read here (`Config::worktree_setup` skips it).
+    let setup = plan
+        .as_ref()
+        .and_then(|_| config.worktree_setup())
+        .map(|s| s.value);
+    let mut created = match &plan {
+        Some(plan) => {
+            let includes = git::include::Includes {
+                copy: config.worktree_copy().map(|s| s.value).unwrap_or_default(),
+                symlink: config
+                    .worktree_symlink()
+                    .map(|s| s.value)
+                    .unwrap_or_default(),
+            };
+            git::create::create(plan, &includes)?;
+            Some(CreatedWorktree(Some(plan.clone())))
+        }
+        None => None,
+    };
+    let agent_dir = plan.as_ref().map_or_else(|| cwd.clone(), |p| p.agent_dir());
 
     let task_dir = store::task_dir(&cwd, &id);
     let socket = Socket(config.socket().value).resolve()?;
@@ -268,6 +322,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         &command,
         event_stream,
         &config,
+        setup.as_deref(),
     )
     .map_err(undo)?;
     let height = config.height().value;
@@ -297,6 +352,14 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         submitted_from: crate::notify::SubmittedFrom::from_env(),
         team: request.team.clone(),
         last_report: None,
+        worktree: plan.map(|plan| WorktreeRecord {
+            repo_root: plan.repo_root,
+            path: plan.path,
+            branch: plan.branch,
+            base_ref: plan.base_ref,
+            base_commit: plan.base_commit,
+            merged_tip: None,
+        }),
     };
     // The one tmux call runs while the record and the registry entry are written and synced;
     // both are put in place only once the session exists, so no reader ever sees a running
@@ -305,7 +368,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     let launch = Tmux::new(socket.clone())
         .spawn(&args::new_task_session(&args::NewTaskSession {
             session: &session,
-            cwd: &cwd,
+            cwd: &agent_dir,
             width: config.width().value,
             height,
             history_limit: config.history_limit().value,
@@ -335,6 +398,9 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             record.reason = Some("launch_failed".into());
             record.hint = Some(err.message.clone());
             record.ended_at = Some(super::now_rfc3339());
+            // The worktree goes with the failed launch (the guard removes it): the record must
+            // not point at it.
+            record.worktree = None;
             store::save(&record)
                 .and_then(|_| store::stage_placement(&placement)?.commit())
                 .map_err(undo)?;
@@ -352,6 +418,9 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         let _ = store::record_pane_start(&id, pane);
     }
     store::remove_pending(&id);
+    if let Some(created) = created.as_mut() {
+        created.keep();
+    }
     // Endings, timeouts and transitions are the monitor's from here, whoever watches or not.
     super::monitor_lock::ensure_running(&socket);
     Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(&record))))
@@ -446,6 +515,7 @@ fn write_task_files(
     command: &str,
     event_stream: bool,
     config: &Config,
+    setup: Option<&str>,
 ) -> Result<TaskFiles> {
     let unset_env = match mode {
         Mode::Interactive => adapter.interactive_unset_env,
@@ -486,6 +556,7 @@ fn write_task_files(
             registered: &registry.join(id),
             pending: &pending,
         },
+        setup,
     )?;
     write_private(&script_path, script.as_bytes())?;
     let env_path = task_dir.join(ENV_FILE);
@@ -516,6 +587,23 @@ fn write_task_files(
         env: env_path,
         transcript,
     })
+}
+
+/// A worktree this submit created, removed again unless the task started.
+struct CreatedWorktree(Option<git::create::Plan>);
+
+impl CreatedWorktree {
+    fn keep(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CreatedWorktree {
+    fn drop(&mut self) {
+        if let Some(plan) = self.0.take() {
+            git::create::remove_created(&plan);
+        }
+    }
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {

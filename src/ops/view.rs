@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::adapter::{self, Capabilities};
 use crate::error::Error;
 use crate::events::Progress;
+use crate::git::diff::DiffStat;
 use crate::report::{Report, ReportKind};
 use crate::spec::Mode;
 use crate::status::Status;
@@ -56,6 +57,16 @@ pub struct TaskView {
     /// The latest report says the child is blocked: it waits on the parent.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub blocked: bool,
+    /// For a task in its own worktree: its branch, folder and base.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_ref: Option<String>,
+    /// Its work against the base commit (`status` and `list`; `cuekit diff` for the files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff_stat: Option<DiffStat>,
 }
 
 impl TaskView {
@@ -119,6 +130,10 @@ impl TaskView {
             role: None,
             last_report: None,
             blocked: false,
+            branch: None,
+            worktree: None,
+            base_ref: None,
+            diff_stat: None,
         }
     }
 }
@@ -164,6 +179,10 @@ impl From<&TaskRecord> for TaskView {
                 .last_report
                 .as_ref()
                 .is_some_and(|r| r.kind == ReportKind::Blocked),
+            branch: record.worktree.as_ref().map(|w| w.branch.clone()),
+            worktree: record.worktree.as_ref().map(|w| w.path.clone()),
+            base_ref: record.worktree.as_ref().map(|w| w.base_ref.clone()),
+            diff_stat: None,
         }
     }
 }

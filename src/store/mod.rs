@@ -7,11 +7,13 @@ mod registry;
 pub mod transitions;
 
 pub use atomic::{Staged, remove_stale_tmps, stage, write_atomic};
-pub use record::{TaskRecord, TmuxPlacement, load, lock_file, save, stage_record, update};
+pub use record::{
+    TaskRecord, TmuxPlacement, WorktreeRecord, load, lock_file, save, stage_record, update,
+};
 pub use registry::{
     PaneStart, Pending, Placement, announced, data_dir, pane_start, pending_submits, placement,
     record_pane_start, registered_ids, registry_dir, remove_pending, save_announced,
-    stage_placement, write_pending,
+    stage_placement, unregister, write_pending,
 };
 
 use std::path::{Path, PathBuf};

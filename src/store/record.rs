@@ -62,6 +62,25 @@ pub struct TaskRecord {
     /// The child's latest `cuekit report` (all of them are in `events.jsonl`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_report: Option<Report>,
+    /// The task's own git worktree, for tasks submitted with `--worktree`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeRecord>,
+}
+
+/// Where a `--worktree` task works and what its work is measured against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorktreeRecord {
+    /// The checkout the task was submitted from (its `.cuekit/` holds the task's files).
+    pub repo_root: PathBuf,
+    pub path: PathBuf,
+    pub branch: String,
+    /// The base as named (`--base`, else the submitter's branch, else `HEAD`).
+    pub base_ref: String,
+    pub base_commit: String,
+    /// The branch tip `cuekit merge` put into a target last: cleanup counts it as merged
+    /// even when a squash or rebase left no ancestry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_tip: Option<String>,
 }
 
 impl TaskRecord {

@@ -271,3 +271,12 @@ pub fn save_announced(task_id: &str, announced: &crate::transition::Announced) -
     let tmp_dir = require(pending_dir())?;
     super::atomic::stage_in(&tmp_dir, &dir.join(format!("{task_id}.seen")), &bytes)?.commit()
 }
+
+/// Forgets a task: its placement, pane and announcements.
+pub fn unregister(task_id: &str) {
+    if let Some(dir) = registry_dir() {
+        let _ = std::fs::remove_file(dir.join(format!("{task_id}.seen")));
+        let _ = std::fs::remove_file(dir.join(format!("{task_id}.pane")));
+        let _ = std::fs::remove_file(dir.join(task_id));
+    }
+}

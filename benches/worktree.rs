@@ -1,0 +1,155 @@
+//! Prints what `submit --worktree` costs next to its parts: `git worktree add` of the same
+//! tree plus a plain `submit`. Asserts nothing about time. Run with
+//! `cargo bench --bench worktree` (release build): real git, real tmux on a private socket, and
+//! `--agent command` children that sleep, so the figures are cuekit's, git's and tmux's.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Tracked files in the benchmark repository, spread over folders like a mid-sized project.
+const FILES: usize = 2000;
+const RUNS: usize = 15;
+
+struct Bench {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    project: PathBuf,
+    socket: String,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let dir = tempfile::Builder::new()
+            .prefix("cuekit-bench-wt-")
+            .tempdir()
+            .unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let project = root.join("project");
+        for sub in ["project", "home", "plain-trees"] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        git(&project, &["init", "-q", "-b", "main"]);
+        git(&project, &["config", "user.name", "Bench"]);
+        git(&project, &["config", "user.email", "bench@example.com"]);
+        for i in 0..FILES {
+            let dir = project.join(format!("src/m{}", i % 40));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join(format!("f{i}.rs")),
+                format!("// file {i}\n{}", "fn x() {}\n".repeat(20)),
+            )
+            .unwrap();
+        }
+        std::fs::write(project.join(".gitignore"), ".cuekit/\n").unwrap();
+        git(&project, &["add", "-A"]);
+        git(&project, &["commit", "-qm", "init"]);
+        Bench {
+            project,
+            socket: format!("ck-bench-wt-{}", std::process::id()),
+            root,
+            _dir: dir,
+        }
+    }
+
+    fn cuekit(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cuekit"));
+        command
+            .args(args)
+            .current_dir(&self.project)
+            .env("HOME", self.root.join("home"))
+            .env("XDG_DATA_HOME", self.root.join("home/.local/share"))
+            .env("XDG_CONFIG_HOME", self.root.join("home/.config"))
+            .env("CUEKIT_TMUX_SOCKET", &self.socket)
+            .env_remove("TMUX")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        command
+    }
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+fn measure(mut command: Command) -> Duration {
+    let start = Instant::now();
+    let status = command.status().unwrap();
+    let elapsed = start.elapsed();
+    assert!(status.success(), "{command:?}");
+    elapsed
+}
+
+fn median(mut values: Vec<Duration>) -> Duration {
+    values.sort();
+    values[values.len() / 2]
+}
+
+fn ms(duration: Duration) -> String {
+    format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
+}
+
+fn main() {
+    let bench = Bench::new();
+    let task = ["--agent", "command", "--mode", "batch", "sleep", "600"];
+    let (mut add, mut plain, mut isolated) = (Vec::new(), Vec::new(), Vec::new());
+    // Interleaved, so a slow moment of the machine hits all three alike.
+    for i in 0..RUNS {
+        let mut add_tree = Command::new("git");
+        add_tree
+            .arg("-C")
+            .arg(&bench.project)
+            .args(["worktree", "add", "--quiet", "--no-track", "-b"])
+            .arg(format!("plain/{i}"))
+            .arg(bench.root.join(format!("plain-trees/{i}")))
+            .arg("HEAD")
+            .stdin(Stdio::null());
+        add.push(measure(add_tree));
+        let mut args = vec!["submit"];
+        args.extend(task);
+        plain.push(measure(bench.cuekit(&args)));
+        let mut args = vec!["submit", "--worktree"];
+        args.extend(task);
+        isolated.push(measure(bench.cuekit(&args)));
+    }
+    // Per run, so a machine busy with other work skews one run, not the comparison.
+    let overheads: Vec<Duration> = (0..RUNS)
+        .map(|i| isolated[i].saturating_sub(add[i] + plain[i]))
+        .collect();
+    let (add, plain, isolated) = (median(add), median(plain), median(isolated));
+    let budget = add + plain + Duration::from_millis(20);
+    println!("worktree ({FILES} tracked files, median of {RUNS}):");
+    println!("  git worktree add           {}", ms(add));
+    println!("  cuekit submit              {}", ms(plain));
+    println!("  cuekit submit --worktree   {}", ms(isolated));
+    println!(
+        "  overhead over add + submit {} (median of the per-run overheads: {}; budget: 20 ms, \
+         so at most {})",
+        ms(isolated.saturating_sub(add + plain)),
+        ms(median(overheads)),
+        ms(budget)
+    );
+    // Each worktree task's diff stat is computed for `list`: what that costs.
+    let lists: Vec<Duration> = (0..5).map(|_| measure(bench.cuekit(&["list"]))).collect();
+    println!(
+        "  cuekit list                {} ({RUNS} worktree tasks with a diff stat each, {RUNS} without)",
+        ms(median(lists))
+    );
+}

@@ -1,0 +1,42 @@
+use std::path::Path;
+
+use clap::Args;
+
+use super::render::print_json;
+use crate::ops;
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    #[arg(value_name = "ID")]
+    id: String,
+    /// Only the changed files with their line counts.
+    #[arg(long)]
+    stat: bool,
+}
+
+pub fn run(args: &DiffArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let diff = ops::diff(&args.id, cwd, !args.stat)?;
+    if json {
+        print_json(&diff);
+        return Ok(0);
+    }
+    if let Some(patch) = &diff.patch {
+        print!("{patch}");
+        return Ok(0);
+    }
+    for file in &diff.files {
+        let counts = match (file.insertions, file.deletions) {
+            (Some(added), Some(deleted)) => format!("+{added} -{deleted}"),
+            _ => "binary".to_string(),
+        };
+        println!("{} {:<12} {}", file.status, counts, file.path);
+    }
+    println!(
+        "{} ({} against {} {})",
+        diff.stat,
+        diff.branch,
+        diff.base_ref,
+        &diff.base_commit[..diff.base_commit.len().min(12)]
+    );
+    Ok(0)
+}

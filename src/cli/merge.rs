@@ -1,0 +1,48 @@
+use std::path::Path;
+
+use clap::Args;
+
+use super::render::print_json;
+use crate::git::merge::Strategy;
+use crate::ops;
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    #[arg(value_name = "ID")]
+    id: String,
+    /// One commit on the target holding the task's whole change.
+    #[arg(long, conflicts_with = "rebase")]
+    squash: bool,
+    /// Replay the task's commits onto the target (in the task's worktree), then fast-forward.
+    #[arg(long)]
+    rebase: bool,
+    /// The branch to merge into (default: the branch checked out where the task was submitted).
+    #[arg(long, value_name = "BRANCH")]
+    into: Option<String>,
+}
+
+pub fn run(args: &MergeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let strategy = match (args.squash, args.rebase) {
+        (true, _) => Strategy::Squash,
+        (_, true) => Strategy::Rebase,
+        _ => Strategy::Merge,
+    };
+    let merged = ops::merge(&args.id, cwd, strategy, args.into.as_deref())?;
+    if json {
+        print_json(&merged);
+        return Ok(0);
+    }
+    if let Some(commit) = &merged.work_commit {
+        println!(
+            "committed the task's uncommitted work as {}",
+            &commit[..commit.len().min(12)]
+        );
+    }
+    println!(
+        "merged into {} in {} (now at {})",
+        merged.target,
+        merged.target_worktree.display(),
+        &merged.head[..merged.head.len().min(12)]
+    );
+    Ok(0)
+}

@@ -1,0 +1,73 @@
+use std::path::Path;
+
+use clap::Args;
+
+use super::render::print_json;
+use crate::git::cleanup::KeepReason;
+use crate::ops::{self, Removal, RemovalOutcome};
+
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    #[arg(required = true, value_name = "ID")]
+    ids: Vec<String>,
+    /// Also remove worktrees that hold uncommitted or unmerged work (that work is lost).
+    #[arg(long)]
+    force: bool,
+    /// Print what would be removed and kept; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub fn run(args: &RmArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let removals = ops::remove(&args.ids, cwd, args.force, args.dry_run)?;
+    print_removals(&removals, json);
+    Ok(0)
+}
+
+/// Shared with `prune`: one line per task, and why a kept one was kept.
+pub fn print_removals(removals: &[Removal], json: bool) {
+    if json {
+        print_json(removals);
+        return;
+    }
+    if removals.is_empty() {
+        println!("nothing to remove");
+    }
+    for removal in removals {
+        let what = match removal.outcome {
+            RemovalOutcome::Removed => "removed",
+            RemovalOutcome::Kept => "kept",
+            RemovalOutcome::WouldRemove => "would remove",
+            RemovalOutcome::WouldKeep => "would keep",
+        };
+        let mut line = format!("{what} {}", removal.task_id);
+        if let Some(worktree) = &removal.worktree {
+            line.push_str(&format!(" (worktree {}", worktree.display()));
+            if let Some(branch) = &removal.branch {
+                line.push_str(&format!(", branch {branch}"));
+            }
+            line.push(')');
+        }
+        println!("{line}");
+        for reason in &removal.reasons {
+            println!("  because of {reason}");
+        }
+    }
+    let reasons = removals
+        .iter()
+        .filter(|r| matches!(r.outcome, RemovalOutcome::Kept | RemovalOutcome::WouldKeep))
+        .flat_map(|r| &r.reasons);
+    let (doubts, work): (Vec<&KeepReason>, Vec<&KeepReason>) =
+        reasons.partition(|reason| matches!(reason, KeepReason::InspectionFailed(_)));
+    if !work.is_empty() {
+        println!(
+            "  hint: merge or commit the work (`cuekit merge <id>`), or pass --force to drop it"
+        );
+    }
+    if !doubts.is_empty() {
+        println!(
+            "  hint: a worktree could not be inspected, so it was kept: repair the repository \
+             (or remove the worktree with git), then run this again"
+        );
+    }
+}

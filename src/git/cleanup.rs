@@ -1,0 +1,236 @@
+//! Removing a task's worktree and branch, failing closed: a worktree with uncommitted or
+//! untracked changes, commits not merged into its base, or a live process inside it is kept
+//! (unless forced), and any inspection that fails keeps it too. The worktree goes before its
+//! branch, the branch only at the commit inspected, under cuekit's worktree lock
+//! ([`super::lock_worktrees`]).
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{Git, args};
+use crate::error::Result;
+
+/// A task's worktree and branch, as its record knows them.
+#[derive(Debug, Clone)]
+pub struct Target<'a> {
+    pub repo_root: &'a Path,
+    pub worktree: &'a Path,
+    pub branch: &'a str,
+    pub base_ref: &'a str,
+    pub base_commit: &'a str,
+    /// The branch tip cuekit merged last (a squash or rebase leaves no ancestry to find).
+    pub merged_tip: Option<&'a str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "reason", content = "detail")]
+pub enum KeepReason {
+    UncommittedChanges,
+    UnmergedCommits(usize),
+    LiveProcess(Vec<u32>),
+    InspectionFailed(String),
+}
+
+impl std::fmt::Display for KeepReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeepReason::UncommittedChanges => write!(f, "uncommitted or untracked changes"),
+            KeepReason::UnmergedCommits(n) => write!(f, "{n} commit(s) not merged into its base"),
+            KeepReason::LiveProcess(pids) => write!(f, "live process(es) inside: {pids:?}"),
+            KeepReason::InspectionFailed(why) => write!(f, "could not be inspected: {why}"),
+        }
+    }
+}
+
+/// What was found out; an `Err` is a doubt.
+pub struct Facts {
+    pub dirty: Result<bool>,
+    pub unmerged: Result<usize>,
+    pub live: Result<Vec<u32>>,
+}
+
+/// Pure: why a worktree must stay. Empty means it may go.
+pub fn keep_reasons(facts: &Facts) -> Vec<KeepReason> {
+    let mut reasons = Vec::new();
+    match &facts.dirty {
+        Ok(true) => reasons.push(KeepReason::UncommittedChanges),
+        Ok(false) => {}
+        Err(err) => reasons.push(KeepReason::InspectionFailed(err.message.clone())),
+    }
+    match &facts.unmerged {
+        Ok(0) => {}
+        Ok(n) => reasons.push(KeepReason::UnmergedCommits(*n)),
+        Err(err) => reasons.push(KeepReason::InspectionFailed(err.message.clone())),
+    }
+    match &facts.live {
+        Ok(pids) if pids.is_empty() => {}
+        Ok(pids) => reasons.push(KeepReason::LiveProcess(pids.clone())),
+        Err(err) => reasons.push(KeepReason::InspectionFailed(err.message.clone())),
+    }
+    reasons
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Inspection {
+    pub keep: Vec<KeepReason>,
+    /// The branch's tip when inspected; `None` if the branch is gone.
+    #[serde(skip)]
+    pub branch_tip: Option<String>,
+}
+
+pub fn inspect(target: &Target) -> Inspection {
+    let root = Git::new(target.repo_root);
+    let branch_tip = root
+        .line([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{}", target.branch),
+        ])
+        .ok();
+    let facts = Facts {
+        dirty: dirty(target.worktree),
+        unmerged: match &branch_tip {
+            Some(tip) => unmerged(&root, tip, target),
+            None => Ok(0),
+        },
+        live: live_processes(target.worktree),
+    };
+    Inspection {
+        keep: keep_reasons(&facts),
+        branch_tip,
+    }
+}
+
+fn dirty(worktree: &Path) -> Result<bool> {
+    if !worktree.exists() {
+        return Ok(false);
+    }
+    Ok(!Git::new(worktree).run(args::status_porcelain())?.is_empty())
+}
+
+/// Commits on the branch that neither its base nor cuekit's last merge of it holds.
+fn unmerged(root: &Git, tip: &str, target: &Target) -> Result<usize> {
+    let base = root
+        .line([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{}^{{commit}}", target.base_ref),
+        ])
+        .unwrap_or_else(|_| target.base_commit.to_string());
+    let mut rev_list = vec!["rev-list", "--count", tip, "--not", &base];
+    rev_list.extend(target.merged_tip);
+    let count = root.line(rev_list)?;
+    count.parse().map_err(|_| {
+        crate::error::Error::new(
+            crate::error::ErrorCode::Io,
+            format!("git rev-list answered '{count}'"),
+        )
+    })
+}
+
+/// Processes whose working directory is inside the worktree (Linux `/proc`; elsewhere the
+/// question cannot be answered, which keeps the worktree).
+fn live_processes(worktree: &Path) -> Result<Vec<u32>> {
+    if !worktree.exists() {
+        return Ok(Vec::new());
+    }
+    let proc = Path::new("/proc");
+    let entries =
+        std::fs::read_dir(proc).map_err(|err| crate::error::Error::io("read", proc, err))?;
+    Ok(entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd"))
+                .is_ok_and(|cwd| cwd.starts_with(worktree))
+        })
+        .collect())
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum Cleanup {
+    Removed {
+        worktree: PathBuf,
+        branch: Option<String>,
+    },
+    Kept {
+        worktree: PathBuf,
+        reasons: Vec<KeepReason>,
+    },
+}
+
+/// Inspects under the lock and removes the worktree, then the branch; `force` overrides the
+/// keep reasons (never a failed lock or a failed removal).
+pub fn remove(target: &Target, force: bool) -> Result<Cleanup> {
+    let root = Git::new(target.repo_root);
+    let _lock = super::lock_worktrees(target.repo_root)?;
+    let inspection = inspect(target);
+    if !inspection.keep.is_empty() && !force {
+        return Ok(Cleanup::Kept {
+            worktree: target.worktree.to_path_buf(),
+            reasons: inspection.keep,
+        });
+    }
+    if target.worktree.exists() {
+        root.run(args::worktree_remove(target.worktree, force))?;
+        // The `<repo>.worktrees` folder goes with its last worktree (only if empty).
+        if let Some(parent) = target.worktree.parent() {
+            let _ = std::fs::remove_dir(parent);
+        }
+    } else {
+        root.run(["worktree", "prune"])?;
+    }
+    let branch = match &inspection.branch_tip {
+        Some(tip) => {
+            root.run(args::delete_branch_at(target.branch, tip))?;
+            Some(target.branch.to_string())
+        }
+        None => None,
+    };
+    Ok(Cleanup::Removed {
+        worktree: target.worktree.to_path_buf(),
+        branch,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Error, ErrorCode};
+
+    #[test]
+    fn any_doubt_or_unsaved_work_keeps_the_worktree() {
+        let clean = Facts {
+            dirty: Ok(false),
+            unmerged: Ok(0),
+            live: Ok(vec![]),
+        };
+        assert!(keep_reasons(&clean).is_empty());
+        let busy = Facts {
+            dirty: Ok(true),
+            unmerged: Ok(2),
+            live: Ok(vec![42]),
+        };
+        assert_eq!(
+            keep_reasons(&busy),
+            [
+                KeepReason::UncommittedChanges,
+                KeepReason::UnmergedCommits(2),
+                KeepReason::LiveProcess(vec![42])
+            ]
+        );
+        let unknown = Facts {
+            dirty: Err(Error::new(ErrorCode::Io, "git failed")),
+            unmerged: Ok(0),
+            live: Ok(vec![]),
+        };
+        assert_eq!(
+            keep_reasons(&unknown),
+            [KeepReason::InspectionFailed("git failed".into())]
+        );
+    }
+}

@@ -1,0 +1,131 @@
+//! Untracked files a task needs in its new worktree (`.env`, build caches): `worktree.copy`
+//! and `worktree.symlink` patterns, and the `.worktreeinclude` convention (files both
+//! gitignored and listed there are copied). Nothing that exists in the worktree is overwritten.
+
+use std::path::Path;
+
+use super::{Git, args};
+use crate::error::{Error, Result};
+
+pub const INCLUDE_FILE: &str = ".worktreeinclude";
+
+/// What to bring from the main checkout; patterns use gitignore syntax.
+#[derive(Debug, Clone, Default)]
+pub struct Includes {
+    pub copy: Vec<String>,
+    pub symlink: Vec<String>,
+}
+
+/// Brings the matching untracked files of `main` into `worktree`; returns the paths brought.
+pub fn bring_over(main: &Path, worktree: &Path, includes: &Includes) -> Result<Vec<String>> {
+    let git = Git::new(main);
+    let mut brought = Vec::new();
+    // Symlinks first: a path both linked and copied is linked.
+    for path in matching(&git, &includes.symlink)? {
+        let (from, to) = (main.join(&path), worktree.join(&path));
+        if exists(&to) {
+            continue;
+        }
+        make_parent(&to)?;
+        std::os::unix::fs::symlink(&from, &to).map_err(|err| Error::io("link", &to, err))?;
+        brought.push(path);
+    }
+    let mut copies = matching(&git, &includes.copy)?;
+    copies.extend(worktreeinclude(&git, main)?);
+    copies.sort();
+    copies.dedup();
+    for path in copies {
+        let (from, to) = (main.join(&path), worktree.join(&path));
+        if exists(&to) {
+            continue;
+        }
+        make_parent(&to)?;
+        copy_tree(&from, &to)?;
+        brought.push(path);
+    }
+    Ok(brought)
+}
+
+/// Untracked paths matching `patterns`, a wholly untracked directory as one entry.
+fn matching(git: &Git, patterns: &[String]) -> Result<Vec<String>> {
+    if patterns.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(split_z(&git.run(args::untracked_matching(patterns))?))
+}
+
+/// The `.worktreeinclude` rule: listed there *and* ignored by git.
+fn worktreeinclude(git: &Git, main: &Path) -> Result<Vec<String>> {
+    let file = main.join(INCLUDE_FILE);
+    let Ok(text) = std::fs::read_to_string(&file) else {
+        return Ok(Vec::new());
+    };
+    let patterns: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(String::from)
+        .collect();
+    let listed = matching(git, &patterns)?;
+    let ignored = split_z(&git.run(args::ignored_untracked())?);
+    Ok(listed
+        .into_iter()
+        .filter(|path| {
+            // An ignored folder is listed once: everything under it is ignored too.
+            ignored
+                .iter()
+                .any(|ignored| path == ignored || path.starts_with(&format!("{ignored}/")))
+        })
+        .collect())
+}
+
+fn split_z(text: &str) -> Vec<String> {
+    text.split('\0')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.trim_end_matches('/').to_string())
+        .collect()
+}
+
+fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+fn make_parent(path: &Path) -> Result<()> {
+    match path.parent() {
+        Some(parent) => {
+            std::fs::create_dir_all(parent).map_err(|err| Error::io("create", parent, err))
+        }
+        None => Ok(()),
+    }
+}
+
+/// Copies a file, symlink or directory tree, skipping whatever already exists at the target.
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    let meta = std::fs::symlink_metadata(from).map_err(|err| Error::io("read", from, err))?;
+    if exists(to) {
+        if meta.is_dir() && to.is_dir() {
+            return copy_children(from, to);
+        }
+        return Ok(());
+    }
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(from).map_err(|err| Error::io("read", from, err))?;
+        std::os::unix::fs::symlink(target, to).map_err(|err| Error::io("link", to, err))
+    } else if meta.is_dir() {
+        std::fs::create_dir(to).map_err(|err| Error::io("create", to, err))?;
+        copy_children(from, to)
+    } else {
+        std::fs::copy(from, to)
+            .map(drop)
+            .map_err(|err| Error::io("copy to", to, err))
+    }
+}
+
+fn copy_children(from: &Path, to: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(from).map_err(|err| Error::io("read", from, err))?;
+    for entry in entries {
+        let entry = entry.map_err(|err| Error::io("read", from, err))?;
+        copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+    }
+    Ok(())
+}

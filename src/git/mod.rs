@@ -1,0 +1,151 @@
+//! Git, run as a real process: the task worktrees (create, diff, merge, cleanup) and the
+//! files-changed snapshots. `args` holds the pure argv builders and `plan` the pure naming
+//! rules; everything else here runs git through [`Git`].
+
+pub mod args;
+pub mod changes;
+pub mod cleanup;
+pub mod create;
+pub mod diff;
+pub mod include;
+pub mod merge;
+pub mod plan;
+pub mod worktrees;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::error::{Error, ErrorCode, Result};
+
+/// Git run inside one directory (`git -C <dir> …`), never through a shell.
+#[derive(Debug, Clone)]
+pub struct Git {
+    dir: PathBuf,
+}
+
+impl Git {
+    pub fn new(dir: impl Into<PathBuf>) -> Git {
+        Git { dir: dir.into() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn command<I, S>(&self, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut command = Command::new("git");
+        command
+            .arg("-C")
+            .arg(&self.dir)
+            .args(args)
+            // Never wait on an editor or a credential prompt: nobody is at this terminal.
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_EDITOR", "true")
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs git and returns its output whatever the exit status; `Err` only if git cannot run.
+    pub fn output<I, S>(&self, args: I) -> Result<Output>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.output_with_env(args, &[])
+    }
+
+    pub fn output_with_env<I, S>(&self, args: I, env: &[(&str, &OsStr)]) -> Result<Output>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut command = self.command(args);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        command.output().map_err(|err| {
+            Error::new(ErrorCode::Io, format!("cannot run git: {err}"))
+                .with_hint("install git and make sure it is on PATH")
+        })
+    }
+
+    /// Runs git and returns its stdout; a non-zero exit is an error quoting git's stderr.
+    pub fn run<I, S>(&self, args: I) -> Result<String>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let args: Vec<_> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        let output = self.output(&args)?;
+        if !output.status.success() {
+            return Err(failed(&args, &output));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
+    /// `run`, first line trimmed.
+    pub fn line<I, S>(&self, args: I) -> Result<String>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        Ok(self.run(args)?.trim_end_matches('\n').to_string())
+    }
+
+    /// Whether git exits 0 (a question such as `merge-base --is-ancestor`); `Err` when it
+    /// answers neither yes (0) nor no (1).
+    pub fn yes<I, S>(&self, args: I) -> Result<bool>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let args: Vec<_> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        let output = self.output(&args)?;
+        match output.status.code() {
+            Some(0) => Ok(true),
+            Some(1) => Ok(false),
+            _ => Err(failed(&args, &output)),
+        }
+    }
+}
+
+/// A git command that failed: the command and git's own words.
+pub fn failed(args: &[std::ffi::OsString], output: &Output) -> Error {
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    Error::new(
+        ErrorCode::Io,
+        format!("`git {}` failed: {}", words.join(" "), stderr.trim()),
+    )
+}
+
+/// The top of the work tree containing `dir`, or `None` outside a git repository.
+pub fn toplevel(dir: &Path) -> Option<PathBuf> {
+    Git::new(dir)
+        .line(["rev-parse", "--show-toplevel"])
+        .ok()
+        .map(PathBuf::from)
+}
+
+/// Serialises cuekit's worktree changes in one repository across processes, held until the
+/// file is dropped. git itself does not: a `worktree add` reading the admin folder of another
+/// one still being created fails ("failed to read …/commondir"), and a `worktree prune` could
+/// take that folder away.
+pub fn lock_worktrees(repo: &Path) -> Result<std::fs::File> {
+    let common =
+        Git::new(repo).line(["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+    lock_in(Path::new(&common))
+}
+
+/// [`lock_worktrees`] for a repository whose common dir is known.
+pub fn lock_in(common_dir: &Path) -> Result<std::fs::File> {
+    crate::store::lock_file(&common_dir.join("cuekit-worktrees.lock"))
+}

@@ -1,0 +1,77 @@
+//! `cuekit diff`: a worktree task's work against its base commit.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::git::{self, Git, diff};
+use crate::store::{TaskRecord, WorktreeRecord};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskDiff {
+    pub task_id: String,
+    pub branch: String,
+    pub base_ref: String,
+    pub base_commit: String,
+    pub worktree: PathBuf,
+    pub stat: diff::DiffStat,
+    pub files: Vec<diff::FileDiff>,
+    /// The unified diff, unless only the stat was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
+}
+
+pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
+    let record = super::task::open(task_id, cwd)?.record;
+    let worktree = worktree_of(&record)?;
+    let tree = work_tree(&record, worktree)?;
+    let git = Git::new(&worktree.repo_root);
+    let files = diff::files(&git, &worktree.base_commit, &tree)?;
+    let patch = with_patch
+        .then(|| diff::patch(&git, &worktree.base_commit, &tree))
+        .transpose()?;
+    Ok(TaskDiff {
+        task_id: record.id.clone(),
+        branch: worktree.branch.clone(),
+        base_ref: worktree.base_ref.clone(),
+        base_commit: worktree.base_commit.clone(),
+        worktree: worktree.path.clone(),
+        stat: diff::stat(&files),
+        files,
+        patch,
+    })
+}
+
+/// The totals of a worktree task's work, for its view.
+pub(crate) fn diff_stat(record: &TaskRecord) -> Option<diff::DiffStat> {
+    let worktree = record.worktree.as_ref()?;
+    let tree = work_tree(record, worktree).ok()?;
+    diff::totals(&Git::new(&worktree.repo_root), &worktree.base_commit, &tree).ok()
+}
+
+/// The files a worktree task changed, for its result.
+pub(crate) fn changed_files(record: &TaskRecord) -> Option<Vec<diff::FileDiff>> {
+    let worktree = record.worktree.as_ref()?;
+    let tree = work_tree(record, worktree).ok()?;
+    diff::files(&Git::new(&worktree.repo_root), &worktree.base_commit, &tree).ok()
+}
+
+pub(crate) fn worktree_of(record: &TaskRecord) -> Result<&WorktreeRecord> {
+    record.worktree.as_ref().ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidState,
+            format!("task {} did not run in its own worktree", record.id),
+        )
+        .with_hint("only tasks submitted with --worktree have a branch to diff, merge or remove")
+    })
+}
+
+fn work_tree(record: &TaskRecord, worktree: &WorktreeRecord) -> Result<String> {
+    git::diff::work_tree(&diff::Subject {
+        repo_root: &worktree.repo_root,
+        worktree: &worktree.path,
+        branch: &worktree.branch,
+        scratch: &record.task_dir,
+    })
+}

@@ -1,0 +1,208 @@
+//! `cuekit rm` and `cuekit prune`: ended tasks go with their record, transcript, worktree and
+//! branch. A running task is never removed; a worktree that holds work (or that cannot be
+//! inspected) is kept, and its task with it, unless forced.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use super::task::{Found, Task};
+use crate::error::{Error, ErrorCode, Result};
+use crate::git::cleanup::{self, Cleanup, KeepReason};
+use crate::status::Status;
+use crate::store::{self, TaskRecord};
+use crate::tmux::{Tmux, args};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RemovalOutcome {
+    Removed,
+    Kept,
+    /// `--dry-run`: would be removed.
+    WouldRemove,
+    /// `--dry-run`: would be kept.
+    WouldKeep,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Removal {
+    pub task_id: String,
+    pub outcome: RemovalOutcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<KeepReason>,
+}
+
+/// Which ended tasks `prune` takes.
+#[derive(Debug, Clone, Default)]
+pub struct PruneFilter {
+    pub older_than: Option<Duration>,
+    /// Empty: every ended status.
+    pub statuses: Vec<Status>,
+}
+
+/// Only tasks cuekit may act on (see [`super::task`]): a record written by anything else could
+/// name any folder as its worktree.
+pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Result<Vec<Removal>> {
+    let tasks = task_ids
+        .iter()
+        .map(|id| super::task::open(id, cwd))
+        .collect::<Result<Vec<_>>>()?;
+    let tasks = super::judge::refresh(tasks)?.tasks;
+    if let Some(running) = tasks
+        .iter()
+        .map(|t| &t.record)
+        .find(|r| !r.status.is_terminal())
+    {
+        return Err(Error::new(
+            ErrorCode::InvalidState,
+            format!("task {} is still running; nothing was removed", running.id),
+        )
+        .with_hint(format!("cancel it first (`cuekit cancel {}`)", running.id)));
+    }
+    tasks
+        .iter()
+        .map(|task| remove_one(task, force, dry_run))
+        .collect()
+}
+
+/// This project's trusted tasks that match the filter; untrusted records are never touched.
+pub fn prune(cwd: &Path, filter: &PruneFilter, force: bool, dry_run: bool) -> Result<Vec<Removal>> {
+    let trusted = super::task::scan_project(cwd)?
+        .into_iter()
+        .filter_map(|found| match found {
+            Found::Trusted(task) => Some(*task),
+            _ => None,
+        })
+        .collect();
+    let now = SystemTime::now();
+    let mut tasks: Vec<Task> = super::judge::refresh(trusted)?
+        .tasks
+        .into_iter()
+        .filter(|task| selected(&task.record, filter, now))
+        .collect();
+    tasks.sort_by(|a, b| a.record.created_at.cmp(&b.record.created_at));
+    tasks
+        .iter()
+        .map(|task| remove_one(task, force, dry_run))
+        .collect()
+}
+
+/// Pure: an ended task matching the filter.
+fn selected(record: &TaskRecord, filter: &PruneFilter, now: SystemTime) -> bool {
+    if !record.status.is_terminal() {
+        return false;
+    }
+    if !filter.statuses.is_empty() && !filter.statuses.contains(&record.status) {
+        return false;
+    }
+    match filter.older_than {
+        None => true,
+        Some(age) => record
+            .ended_at
+            .as_deref()
+            .and_then(|t| humantime::parse_rfc3339(t).ok())
+            .is_some_and(|ended| ended + age <= now),
+    }
+}
+
+fn remove_one(task: &Task, force: bool, dry_run: bool) -> Result<Removal> {
+    let record = &task.record;
+    let mut removal = Removal {
+        task_id: record.id.clone(),
+        outcome: if dry_run {
+            RemovalOutcome::WouldRemove
+        } else {
+            RemovalOutcome::Removed
+        },
+        worktree: None,
+        branch: None,
+        reasons: Vec::new(),
+    };
+    if let Some(worktree) = &record.worktree {
+        removal.worktree = Some(worktree.path.clone());
+        let target = cleanup::Target {
+            repo_root: &worktree.repo_root,
+            worktree: &worktree.path,
+            branch: &worktree.branch,
+            base_ref: &worktree.base_ref,
+            base_commit: &worktree.base_commit,
+            merged_tip: worktree.merged_tip.as_deref(),
+        };
+        if dry_run {
+            let inspection = cleanup::inspect(&target);
+            removal.branch = inspection.branch_tip.map(|_| worktree.branch.clone());
+            if !inspection.keep.is_empty() && !force {
+                removal.outcome = RemovalOutcome::WouldKeep;
+                removal.reasons = inspection.keep;
+            }
+            return Ok(removal);
+        }
+        // Any doubt keeps it: a repository that cannot be asked (moved, broken) included.
+        match cleanup::remove(&target, force) {
+            Ok(Cleanup::Kept { reasons, .. }) => {
+                removal.outcome = RemovalOutcome::Kept;
+                removal.reasons = reasons;
+                return Ok(removal);
+            }
+            Err(err) => {
+                removal.outcome = RemovalOutcome::Kept;
+                removal.reasons = vec![KeepReason::InspectionFailed(err.message)];
+                return Ok(removal);
+            }
+            Ok(Cleanup::Removed { branch, .. }) => removal.branch = branch,
+        }
+    }
+    if dry_run {
+        return Ok(removal);
+    }
+    // A dead pane left by remain-on-exit: gone already is fine.
+    let placement = &task.placement;
+    let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));
+    match std::fs::remove_dir_all(&placement.task_dir) {
+        // A concurrent `rm` or `prune` of the same task got there first.
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(Error::io("remove", &placement.task_dir, err)),
+        Ok(()) => {}
+    }
+    store::unregister(&record.id);
+    Ok(removal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prune_takes_only_ended_tasks_of_the_asked_statuses_and_age() {
+        let json = r#"{"id":"t_000000000001","spec":{"objective":"x","agent_kind":"command"},
+            "mode":"batch","cwd":"/p","task_dir":"/p/.cuekit/tasks/t_000000000001",
+            "launch_command":"true","status":"completed","created_at":"2026-01-01T00:00:00Z",
+            "ended_at":"2026-01-01T00:10:00Z"}"#;
+        let record: TaskRecord = serde_json::from_str(json).unwrap();
+        let at = |min: u64| {
+            humantime::parse_rfc3339("2026-01-01T00:00:00Z").unwrap()
+                + Duration::from_secs(min * 60)
+        };
+        let all = PruneFilter::default();
+        assert!(selected(&record, &all, at(11)));
+        let old = PruneFilter {
+            older_than: Some(Duration::from_secs(3600)),
+            statuses: vec![],
+        };
+        assert!(!selected(&record, &old, at(30)));
+        assert!(selected(&record, &old, at(70)));
+        let failed_only = PruneFilter {
+            older_than: None,
+            statuses: vec![Status::Failed],
+        };
+        assert!(!selected(&record, &failed_only, at(11)));
+        let mut running = record.clone();
+        running.status = Status::Running;
+        assert!(!selected(&running, &all, at(11)));
+    }
+}
