@@ -20,6 +20,8 @@ pub enum ErrorCode {
     ConfigInvalid,
     TaskFailed,
     WaitTimeout,
+    /// A command that draws on or hands over a terminal (`top`, `submit --attach`) has none.
+    NotATerminal,
 }
 
 impl ErrorCode {
@@ -39,6 +41,7 @@ impl ErrorCode {
             ErrorCode::ConfigInvalid => "config_invalid",
             ErrorCode::TaskFailed => "task_failed",
             ErrorCode::WaitTimeout => "wait_timeout",
+            ErrorCode::NotATerminal => "not_a_terminal",
         }
     }
 
@@ -59,6 +62,7 @@ impl ErrorCode {
             ErrorCode::ConfigInvalid => 12,
             ErrorCode::TaskFailed => 20,
             ErrorCode::WaitTimeout => 21,
+            ErrorCode::NotATerminal => 25,
         }
     }
 }

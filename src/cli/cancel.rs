@@ -8,7 +8,7 @@ use crate::ops;
 
 #[derive(Debug, Args)]
 pub struct CancelArgs {
-    #[arg(required = true, value_name = "ID")]
+    #[arg(required = true, value_name = "ID", add = super::task_ids())]
     ids: Vec<String>,
     /// How long the agent gets to exit on SIGTERM before SIGKILL.
     #[arg(long, default_value = "3s", value_parser = super::parse_duration)]

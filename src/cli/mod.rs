@@ -2,6 +2,7 @@
 //! render). Errors become `error[code]: message` (or JSON) and the code's exit status.
 
 mod cancel;
+mod extras;
 mod logs;
 mod mcp;
 mod render;
@@ -9,13 +10,17 @@ mod result;
 mod setup;
 mod status;
 mod steer;
+mod style;
 mod submit;
 mod wait;
+
+pub use result::text as result_text;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
 
 use crate::error::{Error, ErrorCode};
 
@@ -29,6 +34,9 @@ pub struct Cli {
     /// Print machine-readable JSON (errors as {"error":{"code","message","hint"}}).
     #[arg(long, global = true)]
     json: bool,
+    /// Colour status words: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    color: style::ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -39,7 +47,7 @@ enum Command {
     Submit(Box<submit::SubmitArgs>),
     /// Show the status of tasks.
     Status {
-        #[arg(required = true, value_name = "ID")]
+        #[arg(required = true, value_name = "ID", add = task_ids())]
         ids: Vec<String>,
     },
     /// List this project's tasks (or every task with --all).
@@ -50,14 +58,14 @@ enum Command {
     },
     /// Attach this terminal to a task's tmux session (detach with the tmux prefix, then d).
     Attach {
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = task_ids())]
         id: String,
     },
     /// Print a task's transcript (readable by default).
     Logs(logs::LogsArgs),
     /// What a task did: status, final text, tool calls, tokens, files changed.
     Result {
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = task_ids())]
         id: String,
     },
     /// Send a message to a running interactive task.
@@ -82,6 +90,19 @@ enum Command {
         #[arg(long)]
         fix: bool,
     },
+    /// Every task on one screen: look, steer, stop or review each with one key.
+    Top {
+        /// Every task cuekit knows, not only this project's (`a` switches while running).
+        #[arg(long)]
+        all: bool,
+        /// How often the screen is brought up to date.
+        #[arg(long, default_value = "1s", value_parser = parse_duration)]
+        refresh: Duration,
+    },
+    /// Print the shell script that completes cuekit's commands and task ids.
+    Completions(extras::CompletionsArgs),
+    /// Print cuekit's man page (roff), or a subcommand's: `cuekit man | man -l -`.
+    Man(extras::ManArgs),
     /// Serve the Model Context Protocol on stdio (`cuekit mcp config` prints client setup).
     Mcp(mcp::McpArgs),
     /// Internal: the filter an agent's event stream is piped through in its pane.
@@ -96,6 +117,8 @@ enum Command {
 pub fn run() -> i32 {
     // Output piped into `head` must end the process quietly, not panic on a broken pipe.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A shell asking for completions (the script `cuekit completions` prints) ends here.
+    clap_complete::CompleteEnv::with_factory(Cli::command).complete();
     let wants_json = std::env::args().any(|arg| arg == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -127,6 +150,7 @@ pub fn run() -> i32 {
 fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
     let cwd = std::env::current_dir()?;
     let json = cli.json;
+    style::init(cli.color);
     match &cli.command {
         Command::Submit(args) => submit::run(args, &cwd, json),
         Command::Status { ids } => status::status(ids, &cwd, json),
@@ -140,6 +164,17 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Config => setup::config(&cwd, json),
         Command::Init { force } => setup::init(&cwd, *force, json),
         Command::Doctor { fix } => setup::doctor(&cwd, *fix, json),
+        Command::Top { all, refresh } => {
+            let options = crate::top::Options {
+                all: *all,
+                refresh: *refresh,
+                color: style::enabled_for_terminal(cli.color),
+            };
+            crate::top::run(&options, &cwd)?;
+            Ok(0)
+        }
+        Command::Completions(args) => extras::completions(args),
+        Command::Man(args) => extras::man(args),
         Command::Mcp(args) => mcp::run(args, &cwd),
         Command::Result { id } => result::run(id, &cwd, json),
         Command::Events { task_dir } => {
@@ -169,6 +204,18 @@ fn report(err: &anyhow::Error, json: bool) -> i32 {
         }
     }
     code.exit_status()
+}
+
+/// Completion of task ids from the registry, newest first, each with its objective.
+fn task_ids() -> ArgValueCandidates {
+    ArgValueCandidates::new(|| {
+        crate::ops::known_tasks()
+            .into_iter()
+            .map(|(id, objective)| {
+                CompletionCandidate::new(id).help(Some(render::first_line(&objective, 50).into()))
+            })
+            .collect()
+    })
 }
 
 /// `30s`, `10m`, `1h30m`, or plain seconds.

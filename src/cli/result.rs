@@ -1,14 +1,22 @@
 use std::path::Path;
 
 use super::render::print_json;
-use crate::ops;
+use crate::ops::{self, TaskResult};
 
 pub fn run(id: &str, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     let result = ops::result(id, cwd)?;
     if json {
         print_json(&result);
-        return Ok(0);
+    } else {
+        print!("{}", text(&result));
     }
+    Ok(0)
+}
+
+/// The readable result, as `cuekit result` prints it (and `top` pages it).
+pub fn text(result: &TaskResult) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
     let exit = result
         .exit_code
         .map(|c| format!(" (exit {c})"))
@@ -18,29 +26,33 @@ pub fn run(id: &str, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         .as_deref()
         .map(|r| format!(" [{r}]"))
         .unwrap_or_default();
-    println!(
+    let _ = writeln!(
+        out,
         "{}  {}{exit}{reason}",
         result.task_id,
         result.status.as_str()
     );
     if let Some(session) = &result.agent_session_id {
-        println!("  session:  {session}");
+        let _ = writeln!(out, "  session:  {session}");
     }
     for call in &result.tool_calls {
-        println!(
+        let _ = writeln!(
+            out,
             "  tool:     {} {} ({})",
             call.name, call.parameters, call.status
         );
     }
     for error in &result.errors {
-        println!(
+        let _ = writeln!(
+            out,
             "  error:    {}",
             error["message"].as_str().unwrap_or_default()
         );
     }
     if let Some(stats) = &result.stats {
         let n = |key: &str| stats.get(key).and_then(|v| v.as_u64()).unwrap_or(0);
-        println!(
+        let _ = writeln!(
+            out,
             "  tokens:   {} ({} in, {} out) in {} ms",
             n("total_tokens"),
             n("input_tokens"),
@@ -50,7 +62,7 @@ pub fn run(id: &str, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     }
     if let Some(files) = &result.files_changed {
         for file in files {
-            println!("  changed:  {} {}", file.status, file.path);
+            let _ = writeln!(out, "  changed:  {} {}", file.status, file.path);
         }
     }
     let text = result
@@ -58,7 +70,7 @@ pub fn run(id: &str, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         .as_deref()
         .unwrap_or(&result.final_text);
     if !text.is_empty() {
-        println!("\n{text}");
+        let _ = writeln!(out, "\n{text}");
     }
-    Ok(0)
+    out
 }

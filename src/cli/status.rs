@@ -1,6 +1,7 @@
 use std::path::Path;
 
 use super::render::{first_line, print_json, task_details};
+use super::style;
 use crate::ops;
 
 pub fn status(ids: &[String], cwd: &Path, json: bool) -> anyhow::Result<i32> {
@@ -35,18 +36,19 @@ pub fn list(all: bool, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         );
         return Ok(0);
     }
+    let now = std::time::SystemTime::now();
     println!(
-        "{:<16} {:<10} {:<8} {:<12} {:<24} OBJECTIVE",
+        "{:<16} {:<14} {:<11} {:<11} {:<9} OBJECTIVE",
         "ID", "STATUS", "AGENT", "MODE", "CREATED"
     );
     for task in &tasks {
         println!(
-            "{:<16} {:<10} {:<8} {:<12} {:<24} {}",
+            "{:<16} {} {:<11} {:<11} {:<9} {}",
             task.id,
-            task.status.as_str(),
+            style::status(task.status, 14),
             task.agent_kind,
             task.mode.as_str(),
-            task.created_at,
+            crate::age::ago(&task.created_at, now),
             first_line(&task.objective, 60)
         );
     }

@@ -7,7 +7,7 @@ use crate::ops;
 
 #[derive(Debug, Args)]
 pub struct SteerArgs {
-    #[arg(value_name = "ID")]
+    #[arg(value_name = "ID", add = super::task_ids())]
     id: String,
     /// Read the message from a file.
     #[arg(long, short = 'f')]

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::CuekitServer;
-use super::tail::Tail;
+use crate::tail::Tail;
 use crate::adapter::ADAPTERS;
 use crate::error::{Error, ErrorCode};
 use crate::ops::{self, SubmitRequest, WaitRequest, WaitUntil};

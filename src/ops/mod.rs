@@ -2,6 +2,7 @@
 //! a front end: they parse, call one of these, and render the result.
 
 mod attach;
+mod board;
 mod cancel;
 mod init;
 mod logs;
@@ -14,7 +15,8 @@ mod view;
 mod wait;
 mod watchdog;
 
-pub use attach::attach;
+pub use attach::{attach, attach_and_return};
+pub use board::{Board, BoardRow, Preview, board};
 pub use cancel::{DEFAULT_GRACE, cancel};
 pub use init::{InitOutcome, init};
 pub use logs::{follow_logs, read_logs};
@@ -24,7 +26,7 @@ pub use steer::{SteerReceipt, steer};
 pub use stream::run_event_filter;
 pub use submit::{SubmitOutcome, SubmitRequest, submit};
 pub use view::TaskView;
-pub use wait::{WaitOutcome, WaitRequest, WaitUntil, wait};
+pub use wait::{WaitOutcome, WaitRequest, WaitTick, WaitUntil, wait, wait_watching};
 pub use watchdog::run_watchdog;
 
 use std::path::{Path, PathBuf};
@@ -40,6 +42,21 @@ pub(crate) fn open(task_id: &str, cwd: &Path) -> Result<TaskRecord> {
 
 pub(crate) fn open_all(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskRecord>> {
     task_ids.iter().map(|id| open(id, cwd)).collect()
+}
+
+/// Every registered task's id and objective, newest first, read from the records alone (no
+/// tmux): what shell completion offers.
+pub fn known_tasks() -> Vec<(String, String)> {
+    let mut records: Vec<TaskRecord> = store::registered_tasks()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|dir| store::load(dir).ok())
+        .collect();
+    records.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    records
+        .into_iter()
+        .map(|record| (record.id, record.spec.objective))
+        .collect()
 }
 
 pub(crate) fn transcript_path(record: &TaskRecord) -> PathBuf {

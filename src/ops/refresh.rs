@@ -32,6 +32,11 @@ pub fn status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
 
 /// This project's tasks (nearest `.cuekit/tasks` above `cwd`), or every registered task.
 pub fn list(all: bool, cwd: &Path) -> Result<Vec<TaskView>> {
+    Ok(refresh_listed(all, cwd)?.views())
+}
+
+/// The records `list` shows, brought up to date, oldest first.
+pub(crate) fn refresh_listed(all: bool, cwd: &Path) -> Result<Refreshed> {
     let dirs = if all {
         store::registered_tasks()?
     } else {
@@ -56,7 +61,7 @@ pub fn list(all: bool, cwd: &Path) -> Result<Vec<TaskView>> {
             .cmp(&b.created_at)
             .then_with(|| a.id.cmp(&b.id))
     });
-    Ok(refreshed.views())
+    Ok(refreshed)
 }
 
 /// Records after a refresh, with the pane snapshots that judged them.
@@ -75,12 +80,32 @@ impl Refreshed {
     /// Views of the records; a running interactive task whose child waits on a human is shown
     /// as `input_required` with the reason read off its screen.
     pub fn views(&self) -> Vec<TaskView> {
-        let watched: Vec<(&TaskRecord, &PaneInfo)> = self
+        self.views_and_screens(None).0
+    }
+
+    /// [`Self::views`], and the screens read for them by pane id. The screen of `also` (a task
+    /// id) rides in the same capture even when nothing else needs it (a batch task), so a
+    /// dashboard's preview costs no tmux call of its own.
+    pub fn views_and_screens<'a>(
+        &'a self,
+        also: Option<&str>,
+    ) -> (Vec<TaskView>, HashMap<String, String>) {
+        let live_pane = |r: &'a TaskRecord| self.pane(r).filter(|p| !p.dead).map(|p| (r, p));
+        let mut watched: Vec<(&TaskRecord, &PaneInfo)> = self
             .records
             .iter()
             .filter(|r| r.status == Status::Running && r.mode == Mode::Interactive)
-            .filter_map(|r| self.pane(r).filter(|p| !p.dead).map(|p| (r, p)))
+            .filter_map(live_pane)
             .collect();
+        if let Some(extra) = self
+            .records
+            .iter()
+            .find(|r| Some(r.id.as_str()) == also && r.mode != Mode::Interactive)
+            .filter(|r| r.status == Status::Running)
+            .and_then(live_pane)
+        {
+            watched.push(extra);
+        }
         let mut by_socket: HashMap<&Socket, Vec<(&str, usize)>> = HashMap::new();
         for (record, pane) in &watched {
             let socket = &record.tmux.as_ref().expect("has a pane").socket;
@@ -93,10 +118,14 @@ impl Refreshed {
             .into_iter()
             .flat_map(|(socket, panes)| Tmux::new(socket.clone()).capture_screens(&panes))
             .collect();
-        self.records
+        let views = self
+            .records
             .iter()
             .map(|record| {
                 let mut view = TaskView::from(record);
+                if record.mode != Mode::Interactive {
+                    return view;
+                }
                 let pane = self.pane(record);
                 let screen = pane
                     .and_then(|pane| Some((screens.get(&pane.pane_id)?, pane.history_lines > 0)));
@@ -110,7 +139,8 @@ impl Refreshed {
                 }
                 view
             })
-            .collect()
+            .collect();
+        (views, screens)
     }
 }
 

@@ -1,5 +1,5 @@
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::refresh::{Refreshed, refresh};
 use super::view::TaskView;
@@ -41,7 +41,26 @@ pub struct WaitOutcome {
     pub timed_out: bool,
 }
 
+/// Where a wait stands, for a live line: told after each full refresh.
+#[derive(Debug, Clone)]
+pub struct WaitTick {
+    pub elapsed: Duration,
+    pub running: usize,
+    pub ended: usize,
+    /// The latest write to an unfinished task's transcript.
+    pub last_activity: Option<SystemTime>,
+}
+
 pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
+    wait_watching(request, cwd, &mut |_| {})
+}
+
+/// [`wait`], telling `watch` where it stands after each full refresh.
+pub fn wait_watching(
+    request: &WaitRequest,
+    cwd: &Path,
+    watch: &mut dyn FnMut(&WaitTick),
+) -> Result<WaitOutcome> {
     let started = Instant::now();
     let mut refreshed = refresh(super::open_all(&request.task_ids, cwd)?)?;
     // Since when each task has been seen needing a human, without a break.
@@ -83,6 +102,7 @@ pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
                 timed_out: !done,
             });
         }
+        watch(&tick(&refreshed.records, started));
         wait_for_change(&refreshed, started, request.timeout);
         refreshed = refresh(reload(&refreshed.records)?)?;
     }
@@ -98,6 +118,20 @@ fn wait_for_change(refreshed: &Refreshed, started: Instant, timeout: Option<Dura
         if refreshed.records.iter().any(sentinel_appeared) {
             return;
         }
+    }
+}
+
+fn tick(records: &[TaskRecord], started: Instant) -> WaitTick {
+    let ended = records.iter().filter(|r| r.status.is_terminal()).count();
+    WaitTick {
+        elapsed: started.elapsed(),
+        running: records.len() - ended,
+        ended,
+        last_activity: records
+            .iter()
+            .filter(|r| !r.status.is_terminal())
+            .filter_map(|r| std::fs::metadata(super::transcript_path(r)).ok()?.modified().ok())
+            .max(),
     }
 }
 

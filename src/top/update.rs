@@ -1,0 +1,252 @@
+//! The pure heart of `cuekit top`: a message (a key, a refresh, an action's outcome) changes
+//! the state and may ask for an effect, which the event loop carries out.
+
+use std::time::SystemTime;
+
+use super::state::{Mode, State};
+use crate::ops::Board;
+use crate::spec::Mode as TaskMode;
+
+/// A key, as `top` tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    Char(char),
+    Enter,
+    Esc,
+    Backspace,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    /// Ctrl-C: quits from anywhere.
+    Interrupt,
+}
+
+#[derive(Debug, Clone)]
+pub enum Msg {
+    Key(Key),
+    Refreshed(Board),
+    RefreshFailed(String),
+    /// The clock moved on: ages are measured against it.
+    Tick(SystemTime),
+    /// An action finished: its outcome for the status line.
+    Done(String),
+    /// The table's height changed (rows per page).
+    Page(usize),
+}
+
+/// What the event loop is asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// A refresh now (the selection or the scope changed), rather than at the next tick.
+    Refresh,
+    Attach(String),
+    Steer { task_id: String, text: String },
+    Cancel(String),
+    Logs(String),
+    Result(String),
+}
+
+pub fn update(state: &mut State, msg: Msg) -> Option<Effect> {
+    match msg {
+        Msg::Refreshed(board) => {
+            state.rows = board.rows;
+            state.preview = board.preview;
+            state.loaded = true;
+            // A selection that had to move wants its own preview at once.
+            select_after_change(state)
+        }
+        Msg::RefreshFailed(message) => {
+            state.message = Some(format!("refresh failed: {message}"));
+            None
+        }
+        Msg::Tick(now) => {
+            state.now = now;
+            None
+        }
+        Msg::Done(message) => {
+            state.message = Some(message);
+            Some(Effect::Refresh)
+        }
+        Msg::Page(rows) => {
+            state.page = rows.max(1);
+            None
+        }
+        Msg::Key(Key::Interrupt) => {
+            state.quit = true;
+            None
+        }
+        Msg::Key(key) => match state.mode.clone() {
+            Mode::Normal => normal_key(state, key),
+            Mode::Help => {
+                state.mode = Mode::Normal;
+                None
+            }
+            Mode::Filter => {
+                match key {
+                    Key::Enter => state.mode = Mode::Normal,
+                    Key::Esc => {
+                        state.filter.clear();
+                        state.mode = Mode::Normal;
+                    }
+                    Key::Backspace => {
+                        state.filter.pop();
+                    }
+                    Key::Char(c) => state.filter.push(c),
+                    _ => {}
+                }
+                select_after_change(state)
+            }
+            Mode::Steer { task_id, mut text } => match key {
+                Key::Enter if !text.trim().is_empty() => {
+                    state.mode = Mode::Normal;
+                    state.message = Some(format!("steering {task_id}…"));
+                    Some(Effect::Steer { task_id, text })
+                }
+                Key::Esc => {
+                    state.mode = Mode::Normal;
+                    None
+                }
+                Key::Backspace | Key::Char(_) => {
+                    match key {
+                        Key::Char(c) => text.push(c),
+                        _ => {
+                            text.pop();
+                        }
+                    }
+                    state.mode = Mode::Steer { task_id, text };
+                    None
+                }
+                _ => None,
+            },
+            Mode::ConfirmCancel { task_id } => {
+                state.mode = Mode::Normal;
+                if key == Key::Char('y') || key == Key::Char('Y') {
+                    state.message = Some(format!("cancelling {task_id}…"));
+                    Some(Effect::Cancel(task_id))
+                } else {
+                    state.message = Some(format!("{task_id} left running"));
+                    None
+                }
+            }
+        },
+    }
+}
+
+fn normal_key(state: &mut State, key: Key) -> Option<Effect> {
+    match key {
+        Key::Char('q') => {
+            state.quit = true;
+            None
+        }
+        Key::Down | Key::Char('j') => move_selection(state, 1),
+        Key::Up | Key::Char('k') => move_selection(state, -1),
+        Key::PageDown => move_selection(state, state.page as isize),
+        Key::PageUp => move_selection(state, -(state.page as isize)),
+        Key::Home | Key::Char('g') => move_selection(state, isize::MIN / 2),
+        Key::End | Key::Char('G') => move_selection(state, isize::MAX / 2),
+        Key::Char('/') => {
+            state.mode = Mode::Filter;
+            None
+        }
+        Key::Esc if !state.filter.is_empty() => {
+            state.filter.clear();
+            select_after_change(state)
+        }
+        Key::Char('?') => {
+            state.mode = Mode::Help;
+            None
+        }
+        Key::Char('a') => {
+            state.all = !state.all;
+            state.message = Some(if state.all {
+                "showing every task".into()
+            } else {
+                "showing this project's tasks".into()
+            });
+            Some(Effect::Refresh)
+        }
+        Key::Enter => on_selected(state, |_, id| Ok(Effect::Attach(id))),
+        Key::Char('l') => on_selected(state, |_, id| Ok(Effect::Logs(id))),
+        Key::Char('r') => on_selected(state, |_, id| Ok(Effect::Result(id))),
+        Key::Char('s') => on_selected(state, |state, id| {
+            let row = state.selected_row().expect("selected");
+            if row.view.status.is_terminal() {
+                Err(format!("{id} has ended and cannot be steered"))
+            } else if row.view.mode != TaskMode::Interactive {
+                Err(format!("{id} is a batch task and cannot be steered"))
+            } else {
+                state.mode = Mode::Steer {
+                    task_id: id,
+                    text: String::new(),
+                };
+                Err(String::new())
+            }
+        }),
+        Key::Char('x') => on_selected(state, |state, id| {
+            if state.selected_row().expect("selected").view.status.is_terminal() {
+                Err(format!("{id} has already ended"))
+            } else {
+                state.mode = Mode::ConfirmCancel { task_id: id };
+                Err(String::new())
+            }
+        }),
+        Key::Char('d') => on_selected(state, |_, id| {
+            Err(format!("{id} runs in no worktree of its own: no diff to show"))
+        }),
+        _ => None,
+    }
+}
+
+/// Runs `action` on the selected task: `Ok` is an effect, `Err` a message for the status
+/// line (empty when the action only changed the mode).
+fn on_selected(
+    state: &mut State,
+    action: impl FnOnce(&mut State, String) -> Result<Effect, String>,
+) -> Option<Effect> {
+    let Some(id) = state.selected_row().map(|row| row.view.id.clone()) else {
+        state.message = Some("no task selected".into());
+        return None;
+    };
+    state.message = None;
+    match action(state, id) {
+        Ok(effect) => Some(effect),
+        Err(message) => {
+            state.message = (!message.is_empty()).then_some(message);
+            None
+        }
+    }
+}
+
+fn move_selection(state: &mut State, by: isize) -> Option<Effect> {
+    let visible = state.visible();
+    if visible.is_empty() {
+        return None;
+    }
+    let current = state.selected_index(&visible).unwrap_or(0) as isize;
+    let target = (current.saturating_add(by)).clamp(0, visible.len() as isize - 1) as usize;
+    let id = visible[target].view.id.clone();
+    if state.selected.as_deref() == Some(id.as_str()) {
+        return None;
+    }
+    state.selected = Some(id);
+    // The preview follows the selection: ask for it now rather than at the next tick.
+    Some(Effect::Refresh)
+}
+
+/// After the rows changed: the selection stays on its task while it is shown, else moves to
+/// the first row.
+fn keep_selection(state: &mut State) {
+    let visible = state.visible();
+    if state.selected_index(&visible).is_none() {
+        state.selected = visible.first().map(|row| row.view.id.clone());
+    }
+}
+
+fn select_after_change(state: &mut State) -> Option<Effect> {
+    let before = state.selected.clone();
+    keep_selection(state);
+    (state.selected != before).then_some(Effect::Refresh)
+}
