@@ -5,10 +5,7 @@ use std::time::{Duration, SystemTime};
 /// `then` relative to `now`, in the largest whole unit: `12s`, `3m`, `5h`, `2d`. A time in
 /// the future (clocks of two machines) reads as `0s`.
 pub fn compact(then: SystemTime, now: SystemTime) -> String {
-    let secs = now
-        .duration_since(then)
-        .unwrap_or(Duration::ZERO)
-        .as_secs();
+    let secs = now.duration_since(then).unwrap_or(Duration::ZERO).as_secs();
     match secs {
         0..60 => format!("{secs}s"),
         60..3600 => format!("{}m", secs / 60),

@@ -56,7 +56,11 @@ pub fn status(status: Status, width: usize) -> String {
         Status::Failed | Status::TimedOut => "31",
         Status::Cancelled => "35",
     };
-    format!("\x1b[{code}m{}\x1b[0m{}", status.as_str(), &word[status.as_str().len()..])
+    format!(
+        "\x1b[{code}m{}\x1b[0m{}",
+        status.as_str(),
+        &word[status.as_str().len()..]
+    )
 }
 
 #[cfg(test)]

@@ -130,7 +130,12 @@ fn tick(records: &[TaskRecord], started: Instant) -> WaitTick {
         last_activity: records
             .iter()
             .filter(|r| !r.status.is_terminal())
-            .filter_map(|r| std::fs::metadata(super::transcript_path(r)).ok()?.modified().ok())
+            .filter_map(|r| {
+                std::fs::metadata(super::transcript_path(r))
+                    .ok()?
+                    .modified()
+                    .ok()
+            })
             .max(),
     }
 }

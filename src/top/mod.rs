@@ -7,6 +7,8 @@
 //! a newer request replaces one not yet started, so a refresh that falls behind is dropped,
 //! never queued, and keys are answered while tmux is being asked.
 
+#[cfg(test)]
+mod fixtures;
 mod state;
 mod update;
 mod view;
@@ -43,11 +45,10 @@ pub struct Options {
 /// Runs the dashboard until `q`; the terminal is restored on every way out.
 pub fn run(options: &Options, cwd: &Path) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        return Err(Error::new(
-            ErrorCode::NotATerminal,
-            "cuekit top needs a terminal",
-        )
-        .with_hint("run it in a terminal; scripts can use `cuekit list --json`"));
+        return Err(
+            Error::new(ErrorCode::NotATerminal, "cuekit top needs a terminal")
+                .with_hint("run it in a terminal; scripts can use `cuekit list --json`"),
+        );
     }
     // A pager quitting before it read everything must not end the dashboard.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
@@ -168,9 +169,8 @@ fn carry_out(
         Effect::Attach(task_id) => {
             // Inside the user's tmux the task opens in a popup over this screen.
             let popup = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
-            let outcome = lend_terminal(terminal, !popup, || {
-                ops::attach_and_return(&task_id, cwd)
-            })?;
+            let outcome =
+                lend_terminal(terminal, !popup, || ops::attach_and_return(&task_id, cwd))?;
             report(sender, outcome.map(|()| format!("back from {task_id}")));
             return Ok(true);
         }

@@ -40,9 +40,14 @@ pub enum Mode {
     /// Typing the filter after `/`.
     Filter,
     /// Typing a message for a task after `s`.
-    Steer { task_id: String, text: String },
+    Steer {
+        task_id: String,
+        text: String,
+    },
     /// `x` pressed: `y` cancels the task, anything else does not.
-    ConfirmCancel { task_id: String },
+    ConfirmCancel {
+        task_id: String,
+    },
     Help,
 }
 

@@ -43,7 +43,10 @@ pub enum Effect {
     /// A refresh now (the selection or the scope changed), rather than at the next tick.
     Refresh,
     Attach(String),
-    Steer { task_id: String, text: String },
+    Steer {
+        task_id: String,
+        text: String,
+    },
     Cancel(String),
     Logs(String),
     Result(String),
@@ -186,7 +189,13 @@ fn normal_key(state: &mut State, key: Key) -> Option<Effect> {
             }
         }),
         Key::Char('x') => on_selected(state, |state, id| {
-            if state.selected_row().expect("selected").view.status.is_terminal() {
+            if state
+                .selected_row()
+                .expect("selected")
+                .view
+                .status
+                .is_terminal()
+            {
                 Err(format!("{id} has already ended"))
             } else {
                 state.mode = Mode::ConfirmCancel { task_id: id };
@@ -194,7 +203,9 @@ fn normal_key(state: &mut State, key: Key) -> Option<Effect> {
             }
         }),
         Key::Char('d') => on_selected(state, |_, id| {
-            Err(format!("{id} runs in no worktree of its own: no diff to show"))
+            Err(format!(
+                "{id} runs in no worktree of its own: no diff to show"
+            ))
         }),
         _ => None,
     }
@@ -249,4 +260,134 @@ fn select_after_change(state: &mut State) -> Option<Effect> {
     let before = state.selected.clone();
     keep_selection(state);
     (state.selected != before).then_some(Effect::Refresh)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::Board;
+    use crate::status::Status;
+    use crate::top::fixtures::{board, loaded, row};
+
+    fn press(state: &mut State, keys: &str) -> Vec<Effect> {
+        keys.chars()
+            .filter_map(|c| update(state, Msg::Key(Key::Char(c))))
+            .collect()
+    }
+
+    #[test]
+    fn the_selection_stays_on_its_task_when_rows_reorder() {
+        let mut state = loaded(board());
+        assert_eq!(press(&mut state, "jj"), [Effect::Refresh, Effect::Refresh]);
+        assert_eq!(state.selected.as_deref(), Some("t_00000000000b"));
+        // The task above it is answered: it drops below the running one.
+        let mut rows = board();
+        rows[4].view.status = Status::Running;
+        rows[4].view.reason = None;
+        update(
+            &mut state,
+            Msg::Refreshed(Board {
+                rows,
+                preview: None,
+            }),
+        );
+        assert_eq!(state.selected.as_deref(), Some("t_00000000000b"));
+        assert_eq!(state.selected_index(&state.visible()), Some(1));
+    }
+
+    #[test]
+    fn a_vanished_selection_moves_to_the_first_row_and_asks_for_its_preview() {
+        let mut state = loaded(board());
+        let rows = vec![row("t_0000000000ff", Status::Running, None, 1, "new")];
+        let effect = update(
+            &mut state,
+            Msg::Refreshed(Board {
+                rows,
+                preview: None,
+            }),
+        );
+        assert_eq!(state.selected.as_deref(), Some("t_0000000000ff"));
+        assert_eq!(effect, Some(Effect::Refresh));
+    }
+
+    #[test]
+    fn steer_collects_a_line_then_sends_it() {
+        let mut state = loaded(board());
+        press(&mut state, "shi");
+        update(&mut state, Msg::Key(Key::Backspace));
+        let effect = update(&mut state, Msg::Key(Key::Enter));
+        assert_eq!(
+            effect,
+            Some(Effect::Steer {
+                task_id: "t_00000000000c".into(),
+                text: "h".into()
+            })
+        );
+        assert_eq!(state.mode, Mode::Normal);
+        // Keys typed into the message are text, not commands: `q` did not quit.
+        press(&mut state, "sq");
+        assert!(!state.quit);
+        update(&mut state, Msg::Key(Key::Esc));
+        assert_eq!(state.mode, Mode::Normal);
+    }
+
+    #[test]
+    fn ended_and_batch_tasks_are_not_steered_and_ended_ones_not_cancelled() {
+        let mut state = loaded(board());
+        press(&mut state, "G");
+        assert_eq!(state.selected.as_deref(), Some("t_00000000000a"));
+        assert!(press(&mut state, "s").is_empty());
+        assert_eq!(state.mode, Mode::Normal);
+        assert!(state.message.as_deref().unwrap().contains("has ended"));
+        assert!(press(&mut state, "x").is_empty());
+        assert!(state.message.as_deref().unwrap().contains("already ended"));
+        press(&mut state, "kk");
+        assert_eq!(state.selected.as_deref(), Some("t_00000000000b"));
+        assert!(press(&mut state, "s").is_empty());
+        assert!(state.message.as_deref().unwrap().contains("batch"));
+    }
+
+    #[test]
+    fn cancel_needs_y() {
+        let mut state = loaded(board());
+        assert!(press(&mut state, "xn").is_empty());
+        assert!(state.message.as_deref().unwrap().contains("left running"));
+        assert_eq!(
+            press(&mut state, "xy"),
+            [Effect::Cancel("t_00000000000c".into())]
+        );
+    }
+
+    #[test]
+    fn keys_for_attach_logs_result_scope_and_diff() {
+        let mut state = loaded(board());
+        assert_eq!(
+            update(&mut state, Msg::Key(Key::Enter)),
+            Some(Effect::Attach("t_00000000000c".into()))
+        );
+        assert_eq!(
+            press(&mut state, "lr"),
+            [
+                Effect::Logs("t_00000000000c".into()),
+                Effect::Result("t_00000000000c".into())
+            ]
+        );
+        assert_eq!(press(&mut state, "a"), [Effect::Refresh]);
+        assert!(state.all);
+        // Without a worktree there is nothing to diff: said, not done.
+        assert!(press(&mut state, "d").is_empty());
+        assert!(state.message.as_deref().unwrap().contains("no worktree"));
+        press(&mut state, "q");
+        assert!(state.quit);
+    }
+
+    #[test]
+    fn a_filter_narrows_rows_and_esc_clears_it() {
+        let mut state = loaded(board());
+        press(&mut state, "/port");
+        assert_eq!(state.visible().len(), 1);
+        assert_eq!(state.selected.as_deref(), Some("t_00000000000d"));
+        update(&mut state, Msg::Key(Key::Esc));
+        assert_eq!(state.visible().len(), 5);
+    }
 }

@@ -11,18 +11,34 @@ use crate::age;
 use crate::ops::BoardRow;
 use crate::status::Status;
 
+/// The footer: the keys most needed first, since a narrow terminal cuts the end.
 pub const KEYS: &str =
-    "Enter attach  s steer  x cancel  l log  r result  d diff  / filter  a all  ? help  q quit";
+    "q quit  ? help  ↵ attach  s steer  x cancel  l log  r result  d diff  / filter  a all";
 
 const HELP: &[(&str, &str)] = &[
-    ("↑ ↓ j k", "select a task (PgUp PgDn g G: by page, first, last)"),
-    ("Enter", "attach to its tmux session; detach (prefix, then d) to come back"),
-    ("s", "steer: type a message, Enter sends it; the receipt shows below"),
+    (
+        "↑ ↓ j k",
+        "select a task (PgUp PgDn g G: by page, first, last)",
+    ),
+    (
+        "↵ Enter",
+        "attach to its tmux session; detach (prefix, then d) to come back",
+    ),
+    (
+        "s",
+        "steer: type a message, Enter sends it; the receipt shows below",
+    ),
     ("x", "cancel the task (asks to confirm with y)"),
     ("l", "its readable log in a pager ($PAGER, else less)"),
-    ("r", "its result: status, final answer, tool calls, files changed"),
+    (
+        "r",
+        "its result: status, final answer, tool calls, files changed",
+    ),
     ("d", "the diff of a worktree task"),
-    ("/", "filter rows by id, agent, status or objective (Esc clears)"),
+    (
+        "/",
+        "filter rows by id, agent, status or objective (Esc clears)",
+    ),
     ("a", "this project's tasks, or every task"),
     ("q", "quit (Ctrl-C too)"),
 ];
@@ -84,26 +100,38 @@ fn header_line(state: &State) -> Line<'static> {
             ));
         }
     }
-    if !state.filter.is_empty() {
-        spans.push(Span::raw(format!("   filter: {}", state.filter)));
-    }
     Line::from(spans)
 }
 
 fn draw_table(state: &State, frame: &mut Frame, area: Rect) {
     let visible = state.visible();
-    let rows: Vec<Row> = visible.iter().map(|row| table_row(state, row)).collect();
+    // A status with its reason takes 29 columns; below 110 the objective needs them more, and
+    // the selected task's reason shows above its preview.
+    let wide = area.width >= 110;
+    let status_width = if wide { 29 } else { 14 };
+    let rows: Vec<Row> = visible
+        .iter()
+        .map(|row| table_row(state, row, wide))
+        .collect();
     let widths = [
         Constraint::Length(14),
         Constraint::Length(11),
-        Constraint::Length(30),
+        Constraint::Length(status_width),
         Constraint::Length(4),
         Constraint::Length(6),
         Constraint::Length(13),
         Constraint::Min(10),
     ];
-    let header = Row::new(["ID", "AGENT", "STATUS", "AGE", "ACTIVE", "PROGRESS", "OBJECTIVE"])
-        .style(Style::new().add_modifier(Modifier::BOLD));
+    let header = Row::new([
+        "ID",
+        "AGENT",
+        "STATUS",
+        "AGE",
+        "ACTIVE",
+        "PROGRESS",
+        "OBJECTIVE",
+    ])
+    .style(Style::new().add_modifier(Modifier::BOLD));
     let table = Table::new(rows, widths)
         .header(header)
         .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED))
@@ -112,15 +140,16 @@ fn draw_table(state: &State, frame: &mut Frame, area: Rect) {
     frame.render_stateful_widget(table, area, &mut table_state);
 }
 
-fn table_row<'a>(state: &State, row: &'a BoardRow) -> Row<'a> {
+fn table_row<'a>(state: &State, row: &'a BoardRow, wide: bool) -> Row<'a> {
     let view = &row.view;
     let status = match &view.reason {
-        Some(reason) => format!("{} {reason}", view.status.as_str()),
-        None => view.status.as_str().to_string(),
+        Some(reason) if wide && reason != view.status.as_str() => {
+            format!("{} {reason}", view.status.as_str())
+        }
+        _ => view.status.as_str().to_string(),
     };
     let since = |time: Option<std::time::SystemTime>| {
-        time.map(|t| age::compact(t, state.now))
-            .unwrap_or_default()
+        time.map(|t| age::compact(t, state.now)).unwrap_or_default()
     };
     let progress = view
         .progress
@@ -152,10 +181,15 @@ fn draw_preview(state: &State, frame: &mut Frame, area: Rect) {
         .preview
         .as_ref()
         .filter(|p| Some(&p.task_id) == state.selected.as_ref());
+    let reason = state
+        .selected_row()
+        .and_then(|row| row.view.reason.as_deref())
+        .map(|reason| format!(" — {reason}"))
+        .unwrap_or_default();
     let title = match (&state.selected, preview) {
-        (Some(id), Some(p)) if p.live => format!(" {id} — screen "),
-        (Some(id), Some(_)) => format!(" {id} — transcript "),
-        (Some(id), None) => format!(" {id} "),
+        (Some(id), Some(p)) if p.live => format!(" {id}{reason} — screen "),
+        (Some(id), Some(_)) => format!(" {id}{reason} — transcript "),
+        (Some(id), None) => format!(" {id}{reason} "),
         (None, _) => " preview ".to_string(),
     };
     let block = Block::new().borders(Borders::TOP).title(title);
@@ -194,7 +228,14 @@ fn status_line(state: &State) -> Line<'static> {
             format!("cancel {task_id}? y cancels it, any other key keeps it running"),
             bold,
         )),
-        Mode::Normal | Mode::Help => Line::raw(state.message.clone().unwrap_or_default()),
+        Mode::Normal | Mode::Help => match &state.message {
+            Some(message) => Line::raw(message.clone()),
+            None if !state.filter.is_empty() => Line::raw(format!(
+                "filter: {}   (/ changes it, Esc clears it)",
+                state.filter
+            )),
+            None => Line::default(),
+        },
     }
 }
 
@@ -245,5 +286,104 @@ fn short_number(n: u64) -> String {
         0..1000 => n.to_string(),
         1000..1_000_000 => format!("{:.1}k", n as f64 / 1000.0),
         _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+    use crate::top::fixtures::{board, loaded};
+    use crate::top::update::{Key, Msg, update};
+
+    fn draw(state: &State, width: u16, height: u16) -> String {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal.draw(|frame| view(state, frame)).unwrap();
+        terminal.backend().to_string()
+    }
+
+    #[test]
+    fn input_required_first_then_running_then_latest_ended() {
+        let state = loaded(board());
+        let order: Vec<&str> = state.visible().iter().map(|r| r.view.id.as_str()).collect();
+        assert_eq!(
+            order,
+            [
+                "t_00000000000c",
+                "t_00000000000e",
+                "t_00000000000b",
+                "t_00000000000d",
+                "t_00000000000a"
+            ]
+        );
+        assert_eq!(state.selected.as_deref(), Some("t_00000000000c"));
+    }
+
+    #[test]
+    fn dashboard_layout() {
+        let state = loaded(board());
+        insta::assert_snapshot!(draw(&state, 120, 24));
+    }
+
+    #[test]
+    fn narrow_terminal_cuts_the_objective() {
+        let state = loaded(board());
+        insta::assert_snapshot!(draw(&state, 80, 16));
+    }
+
+    #[test]
+    fn no_tasks_yet() {
+        let state = loaded(Vec::new());
+        insta::assert_snapshot!(draw(&state, 80, 12));
+    }
+
+    #[test]
+    fn steer_line_and_filter() {
+        let mut state = loaded(board());
+        for key in [
+            Key::Char('/'),
+            Key::Char('r'),
+            Key::Char('e'),
+            Key::Char('v'),
+            Key::Enter,
+            Key::Char('s'),
+        ] {
+            update(&mut state, Msg::Key(key));
+        }
+        for c in "also check the tests".chars() {
+            update(&mut state, Msg::Key(Key::Char(c)));
+        }
+        insta::assert_snapshot!(draw(&state, 100, 14));
+    }
+
+    #[test]
+    fn a_filter_left_in_place_is_named_below_the_table() {
+        let mut state = loaded(board());
+        for key in [
+            Key::Char('/'),
+            Key::Char('f'),
+            Key::Char('a'),
+            Key::Char('i'),
+            Key::Enter,
+        ] {
+            update(&mut state, Msg::Key(key));
+        }
+        insta::assert_snapshot!(draw(&state, 100, 12));
+    }
+
+    #[test]
+    fn cancel_asks_first() {
+        let mut state = loaded(board());
+        update(&mut state, Msg::Key(Key::Char('x')));
+        insta::assert_snapshot!(draw(&state, 100, 14));
+    }
+
+    #[test]
+    fn help_overlay() {
+        let mut state = loaded(board());
+        update(&mut state, Msg::Key(Key::Char('?')));
+        insta::assert_snapshot!(draw(&state, 100, 20));
     }
 }
