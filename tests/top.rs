@@ -99,9 +99,25 @@ fn rows_appear_attach_comes_back_cancel_asks_and_q_restores_the_terminal() {
     let h = Harness::new();
     start_top(&h);
     wait_screen(&h, "its header", |s| s.contains("cuekit top"));
-    let first = h.submit(&["--agent", "command", "--", "sh", "-c", "echo first-child; sleep 600"]);
-    let second = h.submit(&["--agent", "command", "--", "sh", "-c", "echo second-child; sleep 600"]);
-    let shown = wait_screen(&h, "both tasks", |s| s.contains(&first) && s.contains(&second));
+    let first = h.submit(&[
+        "--agent",
+        "command",
+        "--",
+        "sh",
+        "-c",
+        "echo first-child; sleep 600",
+    ]);
+    let second = h.submit(&[
+        "--agent",
+        "command",
+        "--",
+        "sh",
+        "-c",
+        "echo second-child; sleep 600",
+    ]);
+    let shown = wait_screen(&h, "both tasks", |s| {
+        s.contains(&first) && s.contains(&second)
+    });
     assert!(shown.contains("2 running"), "{shown}");
 
     // The first row is selected and its live screen previewed.
@@ -117,7 +133,9 @@ fn rows_appear_attach_comes_back_cancel_asks_and_q_restores_the_terminal() {
     });
     key(&h, "C-b");
     key(&h, "d");
-    wait_screen(&h, "the dashboard again", |s| s.contains("cuekit top") && s.contains(&second));
+    wait_screen(&h, "the dashboard again", |s| {
+        s.contains("cuekit top") && s.contains(&second)
+    });
 
     // x asks first; y cancels.
     keys(&h, "j");
@@ -132,7 +150,10 @@ fn rows_appear_attach_comes_back_cancel_asks_and_q_restores_the_terminal() {
     let shown = wait_screen(&h, "the task cancelled", |s| {
         row_of(s, &second).is_some_and(|row| row.contains("cancelled"))
     });
-    assert!(row_of(&shown, &first).unwrap().contains("running"), "{shown}");
+    assert!(
+        row_of(&shown, &first).unwrap().contains("running"),
+        "{shown}"
+    );
     assert_eq!(h.status(&second)["status"], "cancelled");
     assert_eq!(h.status(&first)["status"], "running");
 
@@ -147,10 +168,8 @@ fn rows_appear_attach_comes_back_cancel_asks_and_q_restores_the_terminal() {
 
 #[test]
 fn a_child_waiting_on_a_human_moves_to_the_top_and_a_steer_reaches_it_once() {
-    let h = Harness::new().with_real_gemini(&[
-        canned_text("Answer one."),
-        canned_text("Answer two."),
-    ]);
+    let h =
+        Harness::new().with_real_gemini(&[canned_text("Answer one."), canned_text("Answer two.")]);
     // Created first, so without the attention rule it would stay the first row.
     let busy = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 600"]);
     start_top(&h);
@@ -172,7 +191,9 @@ fn a_child_waiting_on_a_human_moves_to_the_top_and_a_steer_reaches_it_once() {
     });
 
     keys(&h, "s");
-    wait_screen(&h, "the steer line", |s| s.contains(&format!("steer {id}>")));
+    wait_screen(&h, "the steer line", |s| {
+        s.contains(&format!("steer {id}>"))
+    });
     keys(&h, "Second question from top");
     key(&h, "Enter");
     wait_screen(&h, "the receipt", |s| {
@@ -184,8 +205,14 @@ fn a_child_waiting_on_a_human_moves_to_the_top_and_a_steer_reaches_it_once() {
     let (pane, _) = h.pane(&id);
     let history = h.tmux(&["capture-pane", "-p", "-J", "-S", "-", "-t", &pane]);
     let history = String::from_utf8_lossy(&history.stdout);
-    wait_screen(&h, "the answer in the preview", |s| s.contains("Answer two."));
-    assert_eq!(history.matches("Second question from top").count(), 1, "{history}");
+    wait_screen(&h, "the answer in the preview", |s| {
+        s.contains("Answer two.")
+    });
+    assert_eq!(
+        history.matches("Second question from top").count(),
+        1,
+        "{history}"
+    );
     keys(&h, "q");
     wait_screen(&h, "top gone", |s| s.contains("top exited with 0"));
 }

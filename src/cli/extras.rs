@@ -49,6 +49,7 @@ pub fn man(args: &ManArgs) -> anyhow::Result<i32> {
             .map(|sub| {
                 let full = format!("cuekit-{}", sub.get_name());
                 sub.name(full.leak() as &'static str)
+                    .version(env!("CARGO_PKG_VERSION"))
             })
             .ok_or_else(|| {
                 Error::new(ErrorCode::Usage, format!("no subcommand '{name}'"))
