@@ -42,8 +42,14 @@ impl Bench {
         let home = self.root.join("home");
         vec![
             ("HOME", home.display().to_string()),
-            ("XDG_DATA_HOME", home.join(".local/share").display().to_string()),
-            ("XDG_CONFIG_HOME", home.join(".config").display().to_string()),
+            (
+                "XDG_DATA_HOME",
+                home.join(".local/share").display().to_string(),
+            ),
+            (
+                "XDG_CONFIG_HOME",
+                home.join(".config").display().to_string(),
+            ),
             ("CUEKIT_TMUX_SOCKET", self.socket.clone()),
         ]
     }

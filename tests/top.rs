@@ -10,14 +10,21 @@ use common::{Harness, MODEL, canned_text};
 
 const TOP: &str = "=top:";
 
-/// Starts `cuekit top` in its own session, as a person outside tmux would run it (no `$TMUX`),
-/// with the environment every cuekit the harness runs gets. When it exits, the pane says so
-/// and stays.
-fn start_top(h: &Harness) {
+/// Starts `cuekit top` in its own session with the environment every cuekit the harness runs
+/// gets: as a person outside tmux would run it (no `$TMUX`), or inside the user's tmux (here
+/// the test's server, which sets `$TMUX` in its panes). When it exits, the pane says so and
+/// stays.
+fn start_top(h: &Harness, inside_tmux: bool) {
     let command = h.cuekit();
-    let mut script = String::from("unset TMUX TMUX_PANE\n");
+    let mut script = String::new();
+    if !inside_tmux {
+        script.push_str("unset TMUX TMUX_PANE\n");
+    }
     for (name, value) in command.get_envs() {
         let name = name.to_string_lossy();
+        if inside_tmux && name.starts_with("TMUX") {
+            continue;
+        }
         match value {
             Some(value) => script.push_str(&format!(
                 "export {name}={}\n",
@@ -97,7 +104,7 @@ fn selected(shown: &str) -> Option<String> {
 #[test]
 fn rows_appear_attach_comes_back_cancel_asks_and_q_restores_the_terminal() {
     let h = Harness::new();
-    start_top(&h);
+    start_top(&h, false);
     wait_screen(&h, "its header", |s| s.contains("cuekit top"));
     let first = h.submit(&[
         "--agent",
@@ -172,7 +179,7 @@ fn a_child_waiting_on_a_human_moves_to_the_top_and_a_steer_reaches_it_once() {
         Harness::new().with_real_gemini(&[canned_text("Answer one."), canned_text("Answer two.")]);
     // Created first, so without the attention rule it would stay the first row.
     let busy = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 600"]);
-    start_top(&h);
+    start_top(&h, false);
     wait_screen(&h, "the running task", |s| s.contains(&busy));
     let id = h.submit(&["--model", MODEL, "First question"]);
     let shown = wait_screen(&h, "the Gemini task waiting on its human", |s| {
@@ -215,4 +222,95 @@ fn a_child_waiting_on_a_human_moves_to_the_top_and_a_steer_reaches_it_once() {
     );
     keys(&h, "q");
     wait_screen(&h, "top gone", |s| s.contains("top exited with 0"));
+}
+
+/// A second tmux server standing for the user's terminal: its one pane runs a client attached
+/// to the dashboard's session, so popups have a client to open on.
+struct Client {
+    socket: String,
+}
+
+impl Client {
+    fn attach(h: &Harness) -> Client {
+        let client = Client {
+            socket: format!("{}-client", h.socket),
+        };
+        let attach = format!("env -u TMUX tmux -L {} attach -t =top", h.socket);
+        let started = std::process::Command::new("tmux")
+            .args(["-L", &client.socket, "new-session", "-d", "-s", "terminal"])
+            .args(["-x", "150", "-y", "40", &attach])
+            .output()
+            .unwrap();
+        assert!(started.status.success(), "{started:?}");
+        client
+    }
+
+    fn tmux(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .tmux(&["capture-pane", "-p", "-t", "=terminal:"])
+                .stdout,
+        )
+        .into_owned()
+    }
+
+    fn wait_screen(&self, what: &str, condition: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let shown = self.screen();
+            if condition(&shown) {
+                return shown;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the terminal never showed {what}:\n{shown}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+#[test]
+fn inside_the_users_tmux_attach_opens_a_popup_and_detaching_closes_it() {
+    let h = Harness::new();
+    let id = h.submit(&[
+        "--agent",
+        "command",
+        "--",
+        "sh",
+        "-c",
+        "echo popup-child; sleep 600",
+    ]);
+    start_top(&h, true);
+    let terminal = Client::attach(&h);
+    terminal.wait_screen("the dashboard", |s| {
+        s.contains(&id) && s.contains("1 running")
+    });
+    key(&h, "Enter");
+    // The popup's border is drawn over the dashboard, the child's screen inside it.
+    let shown = terminal.wait_screen("the popup", |s| {
+        s.lines()
+            .any(|line| line.contains('│') && line.contains("popup-child"))
+    });
+    assert!(shown.lines().next().unwrap().contains('┌'), "{shown}");
+    // Keys typed now go to the popup: detaching there closes it.
+    terminal.tmux(&["send-keys", "-t", "=terminal:", "C-b", "d"]);
+    terminal.wait_screen("the dashboard back", |s| {
+        s.contains(&format!("back from {id}")) && !s.contains('┌')
+    });
+    assert_eq!(h.status(&id)["status"], "running");
 }
