@@ -165,6 +165,11 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Init { force } => setup::init(&cwd, *force, json),
         Command::Doctor { fix } => setup::doctor(&cwd, *fix, json),
         Command::Top { all, refresh } => {
+            if *refresh < Duration::from_millis(100) {
+                return Err(Error::invalid_input("--refresh must be at least 100ms")
+                    .with_hint("e.g. --refresh 500ms or --refresh 2s")
+                    .into());
+            }
             let options = crate::top::Options {
                 all: *all,
                 refresh: *refresh,

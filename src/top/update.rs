@@ -4,7 +4,7 @@
 use std::time::SystemTime;
 
 use super::state::{Mode, State};
-use crate::ops::Board;
+use crate::ops::{Board, BoardRow};
 use crate::spec::Mode as TaskMode;
 
 /// A key, as `top` tells them apart.
@@ -171,39 +171,30 @@ fn normal_key(state: &mut State, key: Key) -> Option<Effect> {
             });
             Some(Effect::Refresh)
         }
-        Key::Enter => on_selected(state, |_, id| Ok(Effect::Attach(id))),
-        Key::Char('l') => on_selected(state, |_, id| Ok(Effect::Logs(id))),
-        Key::Char('r') => on_selected(state, |_, id| Ok(Effect::Result(id))),
-        Key::Char('s') => on_selected(state, |state, id| {
-            let row = state.selected_row().expect("selected");
+        Key::Enter => on_selected(state, |_, id| Step::Do(Effect::Attach(id))),
+        Key::Char('l') => on_selected(state, |_, id| Step::Do(Effect::Logs(id))),
+        Key::Char('r') => on_selected(state, |_, id| Step::Do(Effect::Result(id))),
+        Key::Char('s') => on_selected(state, |row, id| {
             if row.view.status.is_terminal() {
-                Err(format!("{id} has ended and cannot be steered"))
+                Step::Refuse(format!("{id} has ended and cannot be steered"))
             } else if row.view.mode != TaskMode::Interactive {
-                Err(format!("{id} is a batch task and cannot be steered"))
+                Step::Refuse(format!("{id} is a batch task and cannot be steered"))
             } else {
-                state.mode = Mode::Steer {
+                Step::Enter(Mode::Steer {
                     task_id: id,
                     text: String::new(),
-                };
-                Err(String::new())
+                })
             }
         }),
-        Key::Char('x') => on_selected(state, |state, id| {
-            if state
-                .selected_row()
-                .expect("selected")
-                .view
-                .status
-                .is_terminal()
-            {
-                Err(format!("{id} has already ended"))
+        Key::Char('x') => on_selected(state, |row, id| {
+            if row.view.status.is_terminal() {
+                Step::Refuse(format!("{id} has already ended"))
             } else {
-                state.mode = Mode::ConfirmCancel { task_id: id };
-                Err(String::new())
+                Step::Enter(Mode::ConfirmCancel { task_id: id })
             }
         }),
         Key::Char('d') => on_selected(state, |_, id| {
-            Err(format!(
+            Step::Refuse(format!(
                 "{id} runs in no worktree of its own: no diff to show"
             ))
         }),
@@ -211,21 +202,33 @@ fn normal_key(state: &mut State, key: Key) -> Option<Effect> {
     }
 }
 
-/// Runs `action` on the selected task: `Ok` is an effect, `Err` a message for the status
-/// line (empty when the action only changed the mode).
+/// What a key does to the selected task.
+enum Step {
+    Do(Effect),
+    /// A prompt first (the steer line, the cancel question).
+    Enter(Mode),
+    /// Not for this task: the reason goes to the status line.
+    Refuse(String),
+}
+
 fn on_selected(
     state: &mut State,
-    action: impl FnOnce(&mut State, String) -> Result<Effect, String>,
+    decide: impl FnOnce(&BoardRow, String) -> Step,
 ) -> Option<Effect> {
-    let Some(id) = state.selected_row().map(|row| row.view.id.clone()) else {
+    let Some(row) = state.selected_row() else {
         state.message = Some("no task selected".into());
         return None;
     };
+    let step = decide(row, row.view.id.clone());
     state.message = None;
-    match action(state, id) {
-        Ok(effect) => Some(effect),
-        Err(message) => {
-            state.message = (!message.is_empty()).then_some(message);
+    match step {
+        Step::Do(effect) => Some(effect),
+        Step::Enter(mode) => {
+            state.mode = mode;
+            None
+        }
+        Step::Refuse(message) => {
+            state.message = Some(message);
             None
         }
     }
