@@ -169,3 +169,18 @@ fn submit_attach_lands_in_the_child_and_needs_a_terminal() {
     let (list, _) = h.json(&["list"]);
     assert_eq!(list.as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn top_needs_a_terminal_and_a_sane_refresh() {
+    let h = Harness::new();
+    let piped = h.run(&["top"]);
+    assert_eq!(piped.status.code(), Some(25));
+    assert!(String::from_utf8_lossy(&piped.stderr).contains("error[not_a_terminal]"));
+    let (error, code) = h.json(&["top"]);
+    assert_eq!(
+        (error["error"]["code"].as_str(), code),
+        (Some("not_a_terminal"), 25)
+    );
+    let fast = h.run(&["top", "--refresh", "10ms"]);
+    assert_eq!(fast.status.code(), Some(3));
+}
