@@ -314,3 +314,35 @@ fn inside_the_users_tmux_attach_opens_a_popup_and_detaching_closes_it() {
     });
     assert_eq!(h.status(&id)["status"], "running");
 }
+
+#[test]
+fn a_child_on_its_login_screen_shows_first_and_a_steer_from_top_is_blocked() {
+    let h = Harness::new().with_real_gemini(&[canned_text("unused")]);
+    std::fs::remove_file(h.home.join(".gemini/settings.json")).unwrap();
+    let h = h.env("GEMINI_API_KEY", "");
+    let busy = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 600"]);
+    let id = h.submit(&["--model", MODEL, "hello"]);
+    start_top(&h, false);
+    let shown = wait_screen(&h, "the login screen noticed", |s| {
+        row_of(s, &id).is_some_and(|row| row.contains("input_required auth_required"))
+    });
+    let first_row = shown
+        .lines()
+        .find(|line| line.contains(&id) || line.contains(&busy))
+        .unwrap();
+    assert!(first_row.contains(&id), "{shown}");
+    keys(&h, "g");
+    wait_screen(&h, "its login dialog previewed", |s| {
+        selected(s).is_some_and(|row| row.contains(&id)) && s.contains("Use Gemini API Key")
+    });
+    keys(&h, "s");
+    keys(&h, "1");
+    key(&h, "Enter");
+    wait_screen(&h, "the blocked receipt", |s| {
+        s.contains(&format!("steer {id}: blocked (by auth_required)"))
+    });
+    assert!(
+        h.screen(&id).contains("How would you like to authenticate"),
+        "nothing may be typed into the dialog"
+    );
+}

@@ -45,11 +45,15 @@ const HELP: &[(&str, &str)] = &[
 
 pub fn view(state: &State, frame: &mut Frame) {
     let area = frame.area();
-    let preview_height = (area.height / 3).max(5);
+    // The table takes the lines its rows need, up to two thirds; the preview the rest, so a
+    // few tasks leave room for more of the selected one's screen.
+    let available = area.height.saturating_sub(3);
+    let rows = state.visible().len() as u16 + 1;
+    let table_height = rows.clamp(3, available.saturating_sub(min_preview(area.height)).max(3));
     let [header, table, preview, status, footer] = Layout::vertical([
         Constraint::Length(1),
-        Constraint::Min(3),
-        Constraint::Length(preview_height),
+        Constraint::Length(table_height),
+        Constraint::Fill(1),
         Constraint::Length(1),
         Constraint::Length(1),
     ])
@@ -67,10 +71,13 @@ pub fn view(state: &State, frame: &mut Frame) {
     }
 }
 
-/// Rows the table has room for in a frame of `height` lines (header row excluded).
+fn min_preview(height: u16) -> u16 {
+    (height / 3).max(5)
+}
+
+/// Rows the table shows at most in a frame of `height` lines: what a page key moves by.
 pub fn table_rows(height: u16) -> usize {
-    let preview = (height / 3).max(5);
-    height.saturating_sub(preview + 3 + 1).max(1) as usize
+    height.saturating_sub(3 + min_preview(height) + 1).max(1) as usize
 }
 
 fn header_line(state: &State) -> Line<'static> {
@@ -331,6 +338,27 @@ mod tests {
     fn narrow_terminal_cuts_the_objective() {
         let state = loaded(board());
         insta::assert_snapshot!(draw(&state, 80, 16));
+    }
+
+    #[test]
+    fn many_tasks_keep_the_selection_in_view_and_the_preview_its_third() {
+        let rows = (0..30)
+            .map(|n| {
+                crate::top::fixtures::row(
+                    &format!("t_{n:012}"),
+                    Status::Running,
+                    None,
+                    n,
+                    &format!("task number {n}"),
+                )
+            })
+            .collect();
+        let mut state = loaded(rows);
+        update(&mut state, Msg::Page(table_rows(24)));
+        update(&mut state, Msg::Key(Key::PageDown));
+        update(&mut state, Msg::Key(Key::Down));
+        assert_eq!(state.selected.as_deref(), Some("t_000000000013"));
+        insta::assert_snapshot!(draw(&state, 100, 24));
     }
 
     #[test]
