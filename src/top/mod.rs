@@ -286,25 +286,16 @@ struct Request {
 
 /// The refresh thread and the one request that may wait for it.
 struct Refresher {
-    pending: Arc<(Mutex<Option<Request>>, Condvar)>,
+    pending: Arc<Latest<Request>>,
 }
 
 impl Refresher {
     fn start(cwd: PathBuf, sender: Sender<Msg>) -> Refresher {
-        let pending = Arc::new((Mutex::new(None::<Request>), Condvar::new()));
+        let pending: Arc<Latest<Request>> = Arc::new(Latest::default());
         let shared = Arc::clone(&pending);
         std::thread::spawn(move || {
-            let (slot, signal) = &*shared;
             loop {
-                let request = {
-                    let mut slot = slot.lock().expect("refresh slot");
-                    loop {
-                        match slot.take() {
-                            Some(request) => break request,
-                            None => slot = signal.wait(slot).expect("refresh slot"),
-                        }
-                    }
-                };
+                let request = shared.take();
                 let msg = match ops::board(
                     request.all,
                     &cwd,
@@ -322,13 +313,65 @@ impl Refresher {
         Refresher { pending }
     }
 
-    /// Replaces any request not started yet: the latest state is the only one worth asking.
     fn request(&self, state: &State) {
-        let (slot, signal) = &*self.pending;
-        *slot.lock().expect("refresh slot") = Some(Request {
+        self.pending.put(Request {
             all: state.all,
             selected: state.selected.clone(),
         });
-        signal.notify_one();
+    }
+}
+
+/// At most one value waiting: a newer one replaces it, so work that falls behind is dropped,
+/// never queued.
+struct Latest<T> {
+    value: Mutex<Option<T>>,
+    signal: Condvar,
+}
+
+impl<T> Default for Latest<T> {
+    fn default() -> Self {
+        Latest {
+            value: Mutex::new(None),
+            signal: Condvar::new(),
+        }
+    }
+}
+
+impl<T> Latest<T> {
+    fn put(&self, value: T) {
+        *self.value.lock().expect("not poisoned") = Some(value);
+        self.signal.notify_one();
+    }
+
+    /// Waits for a value and takes it.
+    fn take(&self) -> T {
+        let mut slot = self.value.lock().expect("not poisoned");
+        loop {
+            match slot.take() {
+                Some(value) => return value,
+                None => slot = self.signal.wait(slot).expect("not poisoned"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_that_were_not_started_give_way_to_the_latest() {
+        let latest = Arc::new(Latest::default());
+        latest.put(1);
+        latest.put(2);
+        latest.put(3);
+        assert_eq!(latest.take(), 3);
+        // Nothing else was kept: a waiting taker gets the next value put, and only it.
+        let taker = {
+            let latest = Arc::clone(&latest);
+            std::thread::spawn(move || latest.take())
+        };
+        latest.put(4);
+        assert_eq!(taker.join().unwrap(), 4);
     }
 }
