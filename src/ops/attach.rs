@@ -24,9 +24,8 @@ pub fn attach(task_id: &str, cwd: &Path) -> Result<std::convert::Infallible> {
 /// the user's server instead, so two tmux clients never fight over one terminal.
 pub fn attach_and_return(task_id: &str, cwd: &Path) -> Result<()> {
     let (socket, session) = live_session(task_id, cwd)?;
-    let inside_tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
     let mut command = Command::new(crate::tmux::binary());
-    if inside_tmux {
+    if attach_opens_popup() {
         let tmux = crate::launch::single_quote(&crate::tmux::binary().to_string_lossy())?;
         let attach = socket.attach_command(&session);
         let inner = format!(
@@ -46,6 +45,12 @@ pub fn attach_and_return(task_id: &str, cwd: &Path) -> Result<()> {
             format!("tmux attach for task {task_id} ended with {status}"),
         ))
     }
+}
+
+/// Whether [`attach_and_return`] opens a popup (this process runs inside the user's tmux) and
+/// leaves the terminal to the caller's screen.
+pub fn attach_opens_popup() -> bool {
+    std::env::var_os("TMUX").is_some_and(|v| !v.is_empty())
 }
 
 /// The task's server and session, if its pane is still there.

@@ -15,7 +15,7 @@ mod view;
 mod wait;
 mod watchdog;
 
-pub use attach::{attach, attach_and_return};
+pub use attach::{attach, attach_and_return, attach_opens_popup};
 pub use board::{Board, BoardRow, Preview, board};
 pub use cancel::{DEFAULT_GRACE, cancel};
 pub use init::{InitOutcome, init};

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use ratatui::DefaultTerminal;
@@ -64,22 +65,27 @@ pub fn run(options: &Options, cwd: &Path) -> Result<()> {
     let (sender, inbox) = mpsc::channel();
     let refresher = Refresher::start(cwd.to_path_buf(), sender.clone());
     let mut terminal = ratatui::try_init().map_err(terminal_error)?;
+    let mut actions = Vec::new();
     let outcome = event_loop(
         &mut state,
         &mut terminal,
-        &refresher,
+        (&refresher, &mut actions),
         (&sender, &inbox),
         options.refresh,
         cwd,
     );
     ratatui::restore();
+    // A cancel under way has recorded its ending and must still end the process tree.
+    for action in actions {
+        let _ = action.join();
+    }
     outcome
 }
 
 fn event_loop(
     state: &mut State,
     terminal: &mut DefaultTerminal,
-    refresher: &Refresher,
+    (refresher, actions): (&Refresher, &mut Vec<JoinHandle<()>>),
     (sender, inbox): (&Sender<Msg>, &Receiver<Msg>),
     every: Duration,
     cwd: &Path,
@@ -127,7 +133,7 @@ fn event_loop(
             return Ok(());
         }
         for effect in effects {
-            if carry_out(effect, state, terminal, refresher, sender, cwd)? {
+            if carry_out(effect, state, terminal, (refresher, actions), sender, cwd)? {
                 // The screen was handed to someone else: draw all of it again.
                 terminal.clear().map_err(terminal_error)?;
             }
@@ -140,14 +146,14 @@ fn carry_out(
     effect: Effect,
     state: &State,
     terminal: &mut DefaultTerminal,
-    refresher: &Refresher,
+    (refresher, actions): (&Refresher, &mut Vec<JoinHandle<()>>),
     sender: &Sender<Msg>,
     cwd: &Path,
 ) -> Result<bool> {
     match effect {
         Effect::Refresh => refresher.request(state),
         Effect::Steer { task_id, text } => {
-            in_background(sender, cwd, move |cwd| {
+            actions.push(in_background(sender, cwd, move |cwd| {
                 let receipt = ops::steer(&task_id, cwd, &text)?;
                 Ok(format!(
                     "steer {task_id}: {}{}",
@@ -157,20 +163,20 @@ fn carry_out(
                         .map(|screen| format!(" (by {})", screen.as_str()))
                         .unwrap_or_default()
                 ))
-            });
+            }));
         }
         Effect::Cancel(task_id) => {
-            in_background(sender, cwd, move |cwd| {
+            actions.push(in_background(sender, cwd, move |cwd| {
                 let views = ops::cancel(std::slice::from_ref(&task_id), cwd, ops::DEFAULT_GRACE)?;
                 let status = views.first().map_or("cancelled", |v| v.status.as_str());
                 Ok(format!("{task_id}: {status}"))
-            });
+            }));
         }
         Effect::Attach(task_id) => {
             // Inside the user's tmux the task opens in a popup over this screen.
-            let popup = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
+            let suspend = !ops::attach_opens_popup();
             let outcome =
-                lend_terminal(terminal, !popup, || ops::attach_and_return(&task_id, cwd))?;
+                lend_terminal(terminal, suspend, || ops::attach_and_return(&task_id, cwd))?;
             report(sender, outcome.map(|()| format!("back from {task_id}")));
             return Ok(true);
         }
@@ -202,10 +208,10 @@ fn in_background(
     sender: &Sender<Msg>,
     cwd: &Path,
     action: impl FnOnce(&Path) -> Result<String> + Send + 'static,
-) {
+) -> JoinHandle<()> {
     let sender = sender.clone();
     let cwd = cwd.to_path_buf();
-    std::thread::spawn(move || report(&sender, action(&cwd)));
+    std::thread::spawn(move || report(&sender, action(&cwd)))
 }
 
 fn report(sender: &Sender<Msg>, outcome: Result<String>) {
