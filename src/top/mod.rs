@@ -13,9 +13,9 @@ mod state;
 mod update;
 mod view;
 
-pub use state::{Mode, State};
-pub use update::{Effect, Key, Msg, update};
-pub use view::{table_rows, view};
+use state::State;
+use update::{Effect, Key, Msg, update};
+use view::{table_rows, view};
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
