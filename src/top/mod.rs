@@ -93,6 +93,7 @@ fn event_loop(
     let mut next_tick = Instant::now();
     let mut dirty = true;
     let mut height = 0;
+    let mut effects: Vec<Effect> = Vec::new();
     loop {
         if Instant::now() >= next_tick {
             update(state, Msg::Tick(SystemTime::now()));
@@ -111,7 +112,15 @@ fn event_loop(
                 .map_err(terminal_error)?;
             dirty = false;
         }
-        let mut effects = Vec::new();
+        // Effects start once the key's own change is on screen: a refresh the key asked for
+        // then does not compete with drawing it.
+        for effect in effects.drain(..) {
+            if carry_out(effect, state, terminal, (refresher, actions), sender, cwd)? {
+                // The screen was handed to someone else: draw all of it again.
+                terminal.clear().map_err(terminal_error)?;
+                dirty = true;
+            }
+        }
         let wait = WAKE.min(next_tick.saturating_duration_since(Instant::now()));
         if event::poll(wait).map_err(terminal_error)? {
             match event::read().map_err(terminal_error)? {
@@ -131,12 +140,6 @@ fn event_loop(
         }
         if state.quit {
             return Ok(());
-        }
-        for effect in effects {
-            if carry_out(effect, state, terminal, (refresher, actions), sender, cwd)? {
-                // The screen was handed to someone else: draw all of it again.
-                terminal.clear().map_err(terminal_error)?;
-            }
         }
     }
 }
