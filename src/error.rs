@@ -24,6 +24,8 @@ pub enum ErrorCode {
     WaitTimeout,
     NotTaskPane,
     MergeConflict,
+    /// A command that draws on or hands over a terminal (`top`, `submit --attach`) has none.
+    NotATerminal,
 }
 
 impl ErrorCode {
@@ -47,6 +49,7 @@ impl ErrorCode {
             ErrorCode::WaitTimeout => "wait_timeout",
             ErrorCode::NotTaskPane => "not_task_pane",
             ErrorCode::MergeConflict => "merge_conflict",
+            ErrorCode::NotATerminal => "not_a_terminal",
         }
     }
 
@@ -71,6 +74,7 @@ impl ErrorCode {
             ErrorCode::TaskFailed => 20,
             ErrorCode::WaitTimeout => 21,
             ErrorCode::MergeConflict => 15,
+            ErrorCode::NotATerminal => 25,
         }
     }
 }

@@ -3,9 +3,10 @@
 //! Data flows one way: a request becomes a [`spec::TaskSpec`], an [`adapter`] turns it into a
 //! launch command, [`launch`] wraps it with the exit-code sentinel, [`tmux`] starts it, and
 //! [`store`] records it. [`status`] judges a task from its record, one pane snapshot and the
-//! sentinel. The [`ops`] are what the front ends ([`cli`]) call.
+//! sentinel. The [`ops`] are what the front ends ([`cli`], [`mcp`], the [`top`] dashboard) call.
 
 pub mod adapter;
+pub mod age;
 pub mod attention;
 pub mod cli;
 pub mod config;
@@ -25,8 +26,10 @@ pub mod spec;
 pub mod status;
 pub mod steer;
 pub mod store;
+pub mod tail;
 pub mod team;
 pub mod tmux;
+pub mod top;
 pub mod transcript;
 pub mod transition;
 pub mod trust;

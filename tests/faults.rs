@@ -454,8 +454,13 @@ fn a_timeout_holds_when_the_task_directory_was_deleted() {
     let h = Harness::new();
     let id = submit_command(&h, STUBBORN, &["--timeout", "3s"]);
     assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
-    // What `git clean -fdx` run by the agent does to cuekit's files.
-    std::fs::remove_dir_all(h.task_dir(&id)).unwrap();
+    // What `git clean -fdx` run by the agent does to cuekit's files (again if the monitor
+    // wrote into the directory meanwhile).
+    let dir = h.task_dir(&id);
+    assert!(poll(Duration::from_secs(5), || {
+        let _ = std::fs::remove_dir_all(&dir);
+        !dir.exists()
+    }));
     let (view, code) = h.json(&["status", &id]);
     assert_eq!(
         (code, view["status"].as_str()),
@@ -468,7 +473,8 @@ fn a_timeout_holds_when_the_task_directory_was_deleted() {
         "survivors: {:?}",
         processes_of(&id)
     );
-    assert!(!sessions(&h).contains(&format!("cuekit-task-{id}")));
+    assert!(poll(Duration::from_secs(10), || !sessions(&h)
+        .contains(&format!("cuekit-task-{id}"))));
 }
 
 #[test]
@@ -476,7 +482,11 @@ fn cancel_ends_a_task_whose_directory_was_deleted() {
     let h = Harness::new();
     let id = submit_command(&h, STUBBORN, &[]);
     assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
-    std::fs::remove_dir_all(h.task_dir(&id)).unwrap();
+    let dir = h.task_dir(&id);
+    assert!(poll(Duration::from_secs(5), || {
+        let _ = std::fs::remove_dir_all(&dir);
+        !dir.exists()
+    }));
     let (views, code) = h.json(&["cancel", &id, "--grace", "1s"]);
     assert_eq!(code, 0, "{views}");
     assert_eq!(views[0]["survivors"], json!([]));

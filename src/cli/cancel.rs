@@ -8,7 +8,7 @@ use crate::ops;
 
 #[derive(Debug, Args)]
 pub struct CancelArgs {
-    #[arg(required_unless_present = "team", value_name = "ID")]
+    #[arg(required_unless_present = "team", value_name = "ID", add = super::task_ids())]
     ids: Vec<String>,
     /// Cancel every member of a team (ended members only lose their leftover sessions).
     #[arg(long, value_name = "NAME", conflicts_with = "ids")]

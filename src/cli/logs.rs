@@ -6,7 +6,7 @@ use crate::ops;
 
 #[derive(Debug, Args)]
 pub struct LogsArgs {
-    #[arg(value_name = "ID")]
+    #[arg(value_name = "ID", add = super::task_ids())]
     id: String,
     /// The bytes exactly as the pane printed them (escape sequences included).
     #[arg(long)]

@@ -4,6 +4,7 @@
 mod cancel;
 mod diff;
 mod events;
+mod extras;
 mod logs;
 mod mcp;
 mod merge;
@@ -16,14 +17,18 @@ mod roles;
 mod setup;
 mod status;
 mod steer;
+mod style;
 mod submit;
 mod team;
 mod wait;
 
+pub use result::text as result_text;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
 
 use crate::error::{Error, ErrorCode};
 
@@ -37,6 +42,9 @@ pub struct Cli {
     /// Print machine-readable JSON (errors as {"error":{"code","message","hint"}}).
     #[arg(long, global = true)]
     json: bool,
+    /// Colour status words: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    color: style::ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -47,7 +55,7 @@ enum Command {
     Submit(Box<submit::SubmitArgs>),
     /// Show the status of tasks (or a team's summary with --team).
     Status {
-        #[arg(required_unless_present = "team", value_name = "ID")]
+        #[arg(required_unless_present = "team", value_name = "ID", add = task_ids())]
         ids: Vec<String>,
         /// A team's summary: members per status, who waits on a human or the parent.
         #[arg(long, value_name = "NAME", conflicts_with = "ids")]
@@ -64,14 +72,14 @@ enum Command {
     },
     /// Attach this terminal to a task's tmux session (detach with the tmux prefix, then d).
     Attach {
-        #[arg(value_name = "ID")]
+        #[arg(value_name = "ID", add = task_ids())]
         id: String,
     },
     /// Print a task's transcript (readable by default).
     Logs(logs::LogsArgs),
     /// What a task did: status, final text, tool calls, tokens, files changed, reports.
     Result {
-        #[arg(value_name = "ID", required_unless_present = "team")]
+        #[arg(value_name = "ID", required_unless_present = "team", add = task_ids())]
         id: Option<String>,
         /// Every member's result, in one document.
         #[arg(long, value_name = "NAME", conflicts_with = "id")]
@@ -116,6 +124,19 @@ enum Command {
         #[arg(long)]
         fix: bool,
     },
+    /// Every task on one screen: look, steer, stop or review each with one key.
+    Top {
+        /// Every task cuekit knows, not only this project's (`a` switches while running).
+        #[arg(long)]
+        all: bool,
+        /// How often the screen is brought up to date.
+        #[arg(long, default_value = "1s", value_parser = parse_duration)]
+        refresh: Duration,
+    },
+    /// Print the shell script that completes cuekit's commands and task ids.
+    Completions(extras::CompletionsArgs),
+    /// Print cuekit's man page (roff), or a subcommand's: `cuekit man | man -l -`.
+    Man(extras::ManArgs),
     /// Serve the Model Context Protocol on stdio (`cuekit mcp config` prints client setup).
     Mcp(mcp::McpArgs),
     /// Internal: the filter an agent's event stream is piped through in its pane.
@@ -139,6 +160,8 @@ enum Command {
 pub fn run() -> i32 {
     // Output piped into `head` must end the process quietly, not panic on a broken pipe.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A shell asking for completions (the script `cuekit completions` prints) ends here.
+    clap_complete::CompleteEnv::with_factory(Cli::command).complete();
     // `args_os`: an argument that is not UTF-8 is clap's usage error, never a panic here.
     let wants_json = std::env::args_os().any(|arg| arg == "--json");
     let cli = match Cli::try_parse() {
@@ -171,6 +194,7 @@ pub fn run() -> i32 {
 fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
     let cwd = std::env::current_dir()?;
     let json = cli.json;
+    style::init(cli.color);
     match &cli.command {
         Command::Submit(args) => submit::run(args, &cwd, json),
         Command::Status { ids, team: None } => status::status(ids, &cwd, json),
@@ -195,6 +219,22 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Config => setup::config(&cwd, json),
         Command::Init { force } => setup::init(&cwd, *force, json),
         Command::Doctor { fix } => setup::doctor(&cwd, *fix, json),
+        Command::Top { all, refresh } => {
+            if *refresh < Duration::from_millis(100) {
+                return Err(Error::invalid_input("--refresh must be at least 100ms")
+                    .with_hint("e.g. --refresh 500ms or --refresh 2s")
+                    .into());
+            }
+            let options = crate::top::Options {
+                all: *all,
+                refresh: *refresh,
+                color: style::enabled_for_terminal(cli.color),
+            };
+            crate::top::run(&options, &cwd)?;
+            Ok(0)
+        }
+        Command::Completions(args) => extras::completions(args),
+        Command::Man(args) => extras::man(args),
         Command::Mcp(args) => mcp::run(args, &cwd),
         Command::Result { id, team } => result::run(id.as_deref(), team.as_deref(), &cwd, json),
         Command::EventFilter { task_dir } => {
@@ -229,6 +269,18 @@ fn report(err: &anyhow::Error, json: bool) -> i32 {
         }
     }
     code.exit_status()
+}
+
+/// Completion of task ids from the registry, newest first, each with its objective.
+fn task_ids() -> ArgValueCandidates {
+    ArgValueCandidates::new(|| {
+        crate::ops::known_tasks()
+            .into_iter()
+            .map(|(id, objective)| {
+                CompletionCandidate::new(id).help(Some(render::first_line(&objective, 50).into()))
+            })
+            .collect()
+    })
 }
 
 /// `30s`, `10m`, `1h30m`, or plain seconds.

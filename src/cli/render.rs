@@ -22,7 +22,11 @@ pub fn task_line(task: &TaskView) -> String {
         .as_deref()
         .map(|r| format!(" [{r}]"))
         .unwrap_or_default();
-    format!("{}  {}{exit}{reason}", task.id, task.status.as_str())
+    format!(
+        "{}  {}{exit}{reason}",
+        task.id,
+        super::style::status(task.status, 0)
+    )
 }
 
 /// The full view used by submit and status.

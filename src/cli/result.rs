@@ -9,7 +9,7 @@ pub fn run(id: Option<&str>, team: Option<&str>, cwd: &Path, json: bool) -> anyh
         if json {
             print_json(&results);
         } else {
-            let texts: Vec<String> = results.results.iter().map(render).collect();
+            let texts: Vec<String> = results.results.iter().map(text).collect();
             println!(
                 "team {}
 
@@ -24,12 +24,13 @@ pub fn run(id: Option<&str>, team: Option<&str>, cwd: &Path, json: bool) -> anyh
     if json {
         print_json(&result);
     } else {
-        println!("{}", render(&result));
+        println!("{}", text(&result));
     }
     Ok(0)
 }
 
-fn render(result: &TaskResult) -> String {
+/// The readable result, as `cuekit result` prints it (and `top` pages it).
+pub fn text(result: &TaskResult) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let exit = result

@@ -1,6 +1,7 @@
 use std::path::Path;
 
 use super::render::{first_line, print_json, task_details, task_line};
+use super::style;
 use crate::ops;
 
 pub fn status(ids: &[String], cwd: &Path, json: bool) -> anyhow::Result<i32> {
@@ -77,8 +78,9 @@ pub fn list(all: bool, team: Option<&str>, cwd: &Path, json: bool) -> anyhow::Re
     } else {
         String::new()
     };
+    let now = std::time::SystemTime::now();
     println!(
-        "{:<16} {:<14} {:<8} {:<8} {:<12} {:<24} {branch_header}OBJECTIVE",
+        "{:<16} {:<14} {:<8} {:<11} {:<11} {:<9} {branch_header}OBJECTIVE",
         "ID", "STATUS", "REPORT", "AGENT", "MODE", "CREATED"
     );
     for task in &tasks {
@@ -100,13 +102,13 @@ pub fn list(all: bool, team: Option<&str>, cwd: &Path, json: bool) -> anyhow::Re
             (None, _) => String::new(),
         };
         println!(
-            "{:<16} {:<14} {:<8} {:<8} {:<12} {:<24} {branch}{}",
+            "{:<16} {} {:<8} {:<11} {:<11} {:<9} {branch}{}",
             task.id,
-            task.status.as_str(),
+            style::status(task.status, 14),
             report,
             task.agent_kind,
             task.mode.map_or("-", |m| m.as_str()),
-            task.created_at,
+            crate::age::ago(&task.created_at, now),
             first_line(&task.objective, 60)
         );
     }

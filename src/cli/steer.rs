@@ -18,7 +18,7 @@ pub struct SteerArgs {
     #[arg(long, short = 'f')]
     file: Option<PathBuf>,
     /// The task to steer (with --team, the first word of the message).
-    #[arg(value_name = "ID")]
+    #[arg(value_name = "ID", add = super::task_ids())]
     id: Option<String>,
     /// The message (`-` reads it from stdin).
     #[arg(

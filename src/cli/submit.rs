@@ -1,9 +1,11 @@
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
 
 use super::render::{print_json, task_details};
+use crate::error::{Error, ErrorCode};
 use crate::ops::{self, SubmitOutcome, SubmitRequest};
 use crate::spec::Mode;
 
@@ -63,6 +65,9 @@ pub struct SubmitArgs {
     /// Print the launch command without running anything (without the per-task --session-id).
     #[arg(long)]
     dry_run: bool,
+    /// Attach this terminal to the task as soon as it starts (detach: tmux prefix, then d).
+    #[arg(long, conflicts_with = "dry_run")]
+    attach: bool,
     /// Read the objective from a file.
     #[arg(long, short = 'f')]
     file: Option<PathBuf>,
@@ -82,6 +87,15 @@ pub struct SubmitArgs {
 }
 
 pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    // Refused before anything starts, rather than a task nobody can attach to.
+    if args.attach && !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        return Err(Error::new(
+            ErrorCode::NotATerminal,
+            "submit --attach needs a terminal to attach",
+        )
+        .with_hint("drop --attach, and attach later with `cuekit attach <id>`")
+        .into());
+    }
     let objective = super::read_text(&args.objective, args.file.as_ref(), "objective")?;
     let bypass = match (args.skip_permissions, args.no_skip_permissions) {
         (true, _) => Some(true),
@@ -124,8 +138,16 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     )?;
     if json {
         print_json(&outcome);
-        return Ok(0);
+    } else {
+        print_text(&outcome);
     }
+    if let (true, SubmitOutcome::Submitted(task)) = (args.attach, &outcome) {
+        match ops::attach(&task.id, cwd)? {}
+    }
+    Ok(0)
+}
+
+fn print_text(outcome: &SubmitOutcome) {
     match outcome {
         SubmitOutcome::DryRun {
             launch_command,
@@ -137,7 +159,6 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
                 eprintln!("warning: {warning}");
             }
         }
-        SubmitOutcome::Submitted(task) => println!("{}", task_details(&task)),
+        SubmitOutcome::Submitted(task) => println!("{}", task_details(task)),
     }
-    Ok(0)
 }

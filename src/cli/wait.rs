@@ -1,15 +1,16 @@
+use std::io::IsTerminal;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use clap::Args;
 
 use super::render::{print_json, task_line};
 use crate::error::ErrorCode;
-use crate::ops::{self, WaitRequest, WaitUntil};
+use crate::ops::{self, WaitRequest, WaitTick, WaitUntil};
 
 #[derive(Debug, Args)]
 pub struct WaitArgs {
-    #[arg(required_unless_present = "team", value_name = "ID")]
+    #[arg(required_unless_present = "team", value_name = "ID", add = super::task_ids())]
     ids: Vec<String>,
     /// Wait on every member of a team.
     #[arg(long, value_name = "NAME", conflicts_with = "ids")]
@@ -32,7 +33,16 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         Some(team) => ops::team_ids(team)?,
         None => args.ids.clone(),
     };
-    let outcome = ops::wait(
+    // The live line goes to stderr, and only to a person watching it.
+    let live = !json && std::io::stderr().is_terminal();
+    let mut shown = false;
+    let mut watch = |tick: &WaitTick| {
+        if live {
+            eprint!("\r{}\x1b[K", live_line(tick, SystemTime::now()));
+            shown = true;
+        }
+    };
+    let outcome = ops::wait_watching(
         &WaitRequest {
             task_ids,
             any: args.any,
@@ -44,7 +54,13 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             },
         },
         cwd,
-    )?;
+        &mut watch,
+    );
+    if shown {
+        // The line disappears when the wait returns, whichever way.
+        eprint!("\r\x1b[K");
+    }
+    let outcome = outcome?;
     if json {
         print_json(&serde_json::json!({"timed_out": outcome.timed_out, "tasks": outcome.tasks}));
     } else {
@@ -64,4 +80,38 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     } else {
         ErrorCode::TaskFailed.exit_status()
     })
+}
+
+/// `waiting 42s · 2 running, 1 ended · last activity 3s ago`
+fn live_line(tick: &WaitTick, now: SystemTime) -> String {
+    let activity = tick
+        .last_activity
+        .map(|at| format!(" · last activity {} ago", crate::age::compact(at, now)))
+        .unwrap_or_default();
+    format!(
+        "waiting {} · {} running, {} ended{activity}",
+        humantime::format_duration(Duration::from_secs(tick.elapsed.as_secs())),
+        tick.running,
+        tick.ended
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_line_says_elapsed_counts_and_activity() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let tick = WaitTick {
+            elapsed: Duration::from_secs(75),
+            running: 2,
+            ended: 1,
+            last_activity: Some(now - Duration::from_secs(3)),
+        };
+        assert_eq!(
+            live_line(&tick, now),
+            "waiting 1m 15s · 2 running, 1 ended · last activity 3s ago"
+        );
+    }
 }

@@ -3,7 +3,6 @@
 //! nothing here decides anything about a task. stdout is the protocol: logs go to stderr.
 
 mod client_config;
-mod tail;
 mod tools;
 
 use std::path::{Path, PathBuf};

@@ -18,13 +18,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::CuekitServer;
-use super::tail::Tail;
 use crate::adapter::ADAPTERS;
 use crate::error::{Error, ErrorCode};
 use crate::git::merge::Strategy;
 use crate::ops::{self, SubmitRequest, WaitRequest, WaitUntil};
 use crate::spec::Mode;
 use crate::status::Status;
+use crate::tail::Tail;
 
 /// The longest one `wait` call blocks: MCP clients time requests out (often at 60 s), so a
 /// longer wait is several calls.

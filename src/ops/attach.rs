@@ -3,29 +3,75 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::tmux::args;
+use crate::tmux::{Socket, args};
 
 /// Replaces this process with `tmux attach` on the task's server and session.
 pub fn attach(task_id: &str, cwd: &Path) -> Result<std::convert::Infallible> {
+    let (socket, session) = live_session(task_id, cwd)?;
+    let err = Command::new(crate::tmux::binary())
+        .args(socket.args())
+        .args(args::attach(&session))
+        // Attaching from inside another tmux is what the user asked for here.
+        .env_remove("TMUX")
+        .exec();
+    Err(cannot_run(err))
+}
+
+/// Attaches this terminal to the task and returns when the person detaches (a dashboard comes
+/// back afterwards). Inside the user's own tmux (`$TMUX` set), the task opens in a popup of
+/// the user's server instead, so two tmux clients never fight over one terminal.
+pub fn attach_and_return(task_id: &str, cwd: &Path) -> Result<()> {
+    let (socket, session) = live_session(task_id, cwd)?;
+    let mut command = Command::new(crate::tmux::binary());
+    if attach_opens_popup() {
+        let tmux = crate::launch::single_quote(&crate::tmux::binary().to_string_lossy())?;
+        let attach = socket.attach_command(&session);
+        let inner = format!(
+            "env -u TMUX {tmux}{}",
+            attach.strip_prefix("tmux").unwrap_or(&attach)
+        );
+        command.args(args::popup(&inner));
+    } else {
+        command.args(socket.args()).args(args::attach(&session));
+    }
+    let status = command.status().map_err(cannot_run)?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ErrorCode::TmuxFailed,
+            format!("tmux attach for task {task_id} ended with {status}"),
+        ))
+    }
+}
+
+/// Whether [`attach_and_return`] opens a popup (this process runs inside the user's tmux) and
+/// leaves the terminal to the caller's screen.
+pub fn attach_opens_popup() -> bool {
+    std::env::var_os("TMUX").is_some_and(|v| !v.is_empty())
+}
+
+/// The task's server and session (as the registry placed it), if its pane is still there.
+fn live_session(task_id: &str, cwd: &Path) -> Result<(Socket, String)> {
     let task = super::task::open(task_id, cwd)?;
-    let refreshed = super::judge::refresh(vec![task.clone()])?;
-    let alive = refreshed.pane(&refreshed.tasks[0])?.is_some();
-    let placement = &task.placement;
-    if !alive {
+    let refreshed = super::judge::refresh(vec![task])?;
+    let task = &refreshed.tasks[0];
+    if refreshed.pane(task)?.is_none() {
         return Err(Error::new(
             ErrorCode::InvalidState,
             format!("task {task_id} has no tmux session any more"),
         )
         .with_hint("read what it printed with `cuekit logs <id>`"));
     }
-    let err = Command::new(crate::tmux::binary())
-        .args(placement.socket.args())
-        .args(args::attach(&placement.session))
-        // Attaching from inside another tmux is what the user asked for here.
-        .env_remove("TMUX")
-        .exec();
-    Err(Error::new(
+    Ok((
+        task.placement.socket.clone(),
+        task.placement.session.clone(),
+    ))
+}
+
+fn cannot_run(err: std::io::Error) -> Error {
+    Error::new(
         ErrorCode::TmuxUnavailable,
         format!("cannot run tmux: {err}"),
-    ))
+    )
 }

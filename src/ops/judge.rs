@@ -51,14 +51,28 @@ impl Refreshed {
     /// `input_required` with the reason read off its screen, one whose server cannot be asked
     /// as `unknown`.
     pub fn views(&self) -> Vec<TaskView> {
+        self.views_and_screens(None).0
+    }
+
+    /// [`Self::views`], and the screens read for them by pane id. The screen of `also` (a task
+    /// id) rides in the same capture even when nothing else needs it (a batch task), so a
+    /// dashboard's preview costs no tmux call of its own.
+    pub fn views_and_screens(
+        &self,
+        also: Option<&str>,
+    ) -> (Vec<TaskView>, HashMap<String, String>) {
+        let live_pane = |t: &Task| {
+            let pane = self.pane(t).ok().flatten()?;
+            (!pane.dead).then_some(pane)
+        };
         let watched: Vec<(&Task, &PaneInfo)> = self
             .tasks
             .iter()
-            .filter(|t| t.record.status == Status::Running && t.record.mode == Mode::Interactive)
-            .filter_map(|t| {
-                let pane = self.pane(t).ok().flatten()?;
-                (!pane.dead).then_some((t, pane))
+            .filter(|t| {
+                t.record.status == Status::Running
+                    && (t.record.mode == Mode::Interactive || Some(t.record.id.as_str()) == also)
             })
+            .filter_map(|t| live_pane(t).map(|p| (t, p)))
             .collect();
         let mut by_socket: HashMap<&Socket, Vec<(&str, usize)>> = HashMap::new();
         for (task, pane) in &watched {
@@ -74,7 +88,8 @@ impl Refreshed {
             .flat_map(|(socket, panes)| Tmux::new(socket.clone()).capture_screens(&panes))
             .collect();
         screens.extend(self.screens.iter().map(|(k, v)| (k.clone(), v.clone())));
-        self.tasks
+        let views = self
+            .tasks
             .iter()
             .map(|task| {
                 let record = &task.record;
@@ -92,7 +107,9 @@ impl Refreshed {
                     }
                 };
                 let screen = pane
-                    .filter(|_| record.status == Status::Running)
+                    .filter(|_| {
+                        record.status == Status::Running && record.mode == Mode::Interactive
+                    })
                     .and_then(|pane| Some((screens.get(&pane.pane_id)?, pane.history_lines > 0)));
                 let rules = adapter::lookup(&record.spec.agent_kind).map(|a| &a.screen);
                 if let (Some((screen, scrolled)), Ok(rules)) = (screen, rules)
@@ -104,7 +121,8 @@ impl Refreshed {
                 }
                 view
             })
-            .collect()
+            .collect();
+        (views, screens)
     }
 }
 

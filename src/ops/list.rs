@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use super::judge::refresh;
+use std::collections::HashMap;
+
+use super::judge::{Refreshed, refresh};
 use super::task::{Found, Task, find, scan_project, scan_registry};
 use super::view::TaskView;
 use crate::error::Result;
@@ -18,7 +20,7 @@ pub fn status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
         .iter()
         .map(|id| find(id, cwd))
         .collect::<Result<Vec<_>>>()?;
-    let mut views = views_of(found, true)?;
+    let (mut views, _, _) = views_of(found, true, None)?;
     for view in &mut views {
         if matches!(view.status, Status::Running | Status::InputRequired)
             && view
@@ -34,24 +36,47 @@ pub fn status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
 
 /// This project's tasks (nearest `.cuekit/tasks` above `cwd`), or every registered task.
 pub fn list(all: bool, cwd: &Path) -> Result<Vec<TaskView>> {
+    Ok(listing(all, cwd, None)?.views)
+}
+
+/// What `list` shows, and what a dashboard needs beside it.
+pub(crate) struct Listing {
+    /// Oldest first.
+    pub views: Vec<TaskView>,
+    /// The trusted tasks, judged.
+    pub refreshed: Refreshed,
+    /// The screens captured for the views (and for `also`), by pane id.
+    pub screens: HashMap<String, String>,
+}
+
+/// [`list`], with the screen of task `also` captured in the same tmux call.
+pub(crate) fn listing(all: bool, cwd: &Path, also: Option<&str>) -> Result<Listing> {
     let found = if all {
         scan_registry()?
     } else {
         scan_project(cwd)?
     };
-    let mut views = views_of(found, false)?;
+    let (mut views, refreshed, screens) = views_of(found, false, also)?;
     views.sort_by(|a, b| {
         a.created_at
             .cmp(&b.created_at)
             .then_with(|| a.id.cmp(&b.id))
     });
-    Ok(views)
+    Ok(Listing {
+        views,
+        refreshed,
+        screens,
+    })
 }
 
 /// Views in the order found: trusted tasks judged together (one look per tmux server). With
 /// `survivors`, tasks whose pane went away are checked for processes that outlived it (a scan
 /// of /proc each, so not for listings).
-fn views_of(found: Vec<Found>, survivors: bool) -> Result<Vec<TaskView>> {
+fn views_of(
+    found: Vec<Found>,
+    survivors: bool,
+    also: Option<&str>,
+) -> Result<(Vec<TaskView>, Refreshed, HashMap<String, String>)> {
     let mut trusted: Vec<Task> = Vec::new();
     let mut slots: Vec<Option<TaskView>> = Vec::with_capacity(found.len());
     for item in found {
@@ -82,9 +107,10 @@ fn views_of(found: Vec<Found>, survivors: bool) -> Result<Vec<TaskView>> {
         });
     }
     let refreshed = refresh(trusted)?;
-    let mut judged = refreshed.views().into_iter();
+    let (judged, screens) = refreshed.views_and_screens(also);
+    let mut judged = judged.into_iter();
     let mut tasks = refreshed.tasks.iter();
-    Ok(slots
+    let views = slots
         .into_iter()
         .map(|slot| {
             slot.unwrap_or_else(|| {
@@ -100,7 +126,8 @@ fn views_of(found: Vec<Found>, survivors: bool) -> Result<Vec<TaskView>> {
                 view
             })
         })
-        .collect())
+        .collect();
+    Ok((views, refreshed, screens))
 }
 
 /// An ending in which the pane did not finish on its own (no exit code was seen).

@@ -5,6 +5,7 @@
 //! and records their endings; the other operations build on those two, never the reverse.
 
 mod attach;
+mod board;
 mod cancel;
 mod diff;
 mod events;
@@ -29,7 +30,8 @@ mod view;
 mod wait;
 
 pub use crate::process::DEFAULT_GRACE;
-pub use attach::attach;
+pub use attach::{attach, attach_and_return, attach_opens_popup};
+pub use board::{Board, BoardRow, Preview, board};
 pub use cancel::cancel;
 pub use diff::{TaskDiff, diff};
 pub use events::{EventScope, events, next_events};
@@ -52,11 +54,29 @@ pub use team::{
     team_steer, team_submit,
 };
 pub use view::TaskView;
-pub use wait::{WaitOutcome, WaitRequest, WaitUntil, wait};
+pub use wait::{WaitOutcome, WaitRequest, WaitTick, WaitUntil, wait, wait_watching};
 
 use std::path::{Path, PathBuf};
 
 use crate::store::{self, TaskRecord};
+
+/// Every registered task's id and objective, newest first, read from the records alone (no
+/// tmux): what shell completion offers. Only tasks the registry vouches for.
+pub fn known_tasks() -> Vec<(String, String)> {
+    let mut records: Vec<TaskRecord> = task::scan_registry()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|found| match found {
+            task::Found::Trusted(task) => Some(task.record),
+            _ => None,
+        })
+        .collect();
+    records.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    records
+        .into_iter()
+        .map(|record| (record.id, record.spec.objective))
+        .collect()
+}
 
 pub(crate) fn transcript_path(record: &TaskRecord) -> PathBuf {
     record.task_dir.join(store::TRANSCRIPT_FILE)

@@ -44,7 +44,26 @@ pub struct WaitOutcome {
     pub timed_out: bool,
 }
 
+/// Where a wait stands, for a live line: told after each full refresh.
+#[derive(Debug, Clone)]
+pub struct WaitTick {
+    pub elapsed: Duration,
+    pub running: usize,
+    pub ended: usize,
+    /// The latest write to an unfinished task's transcript.
+    pub last_activity: Option<SystemTime>,
+}
+
 pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
+    wait_watching(request, cwd, &mut |_| {})
+}
+
+/// [`wait`], telling `watch` where it stands after each full refresh.
+pub fn wait_watching(
+    request: &WaitRequest,
+    cwd: &Path,
+    watch: &mut dyn FnMut(&WaitTick),
+) -> Result<WaitOutcome> {
     let started = Instant::now();
     let watch_records = request.until == WaitUntil::Report;
     let tasks = request
@@ -101,6 +120,7 @@ pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
                 timed_out: !done,
             });
         }
+        watch(&tick(&refreshed, started));
         wait_for_change(
             &refreshed,
             &dirs,
@@ -146,6 +166,25 @@ fn record_stamps(dirs: &[PathBuf]) -> Vec<Option<SystemTime>> {
                 .ok()
         })
         .collect()
+}
+
+fn tick(refreshed: &Refreshed, started: Instant) -> WaitTick {
+    let records = || refreshed.tasks.iter().map(|t| &t.record);
+    let ended = records().filter(|r| r.status.is_terminal()).count();
+    WaitTick {
+        elapsed: started.elapsed(),
+        running: refreshed.tasks.len() - ended,
+        ended,
+        last_activity: records()
+            .filter(|r| !r.status.is_terminal())
+            .filter_map(|r| {
+                std::fs::metadata(super::transcript_path(r))
+                    .ok()?
+                    .modified()
+                    .ok()
+            })
+            .max(),
+    }
 }
 
 fn report_seq(record: &TaskRecord) -> u64 {

@@ -149,6 +149,20 @@ pub fn attach(session: &str) -> Vec<OsString> {
     ]
 }
 
+/// A popup on the user's own tmux (the one `$TMUX` names) running `command`, a shell command
+/// line, closed when it exits: how a dashboard inside the user's tmux shows a task's session.
+pub fn popup(command: &str) -> Vec<OsString> {
+    vec![
+        "display-popup".into(),
+        "-E".into(),
+        "-w".into(),
+        "95%".into(),
+        "-h".into(),
+        "95%".into(),
+        command.into(),
+    ]
+}
+
 /// Types `text` literally: `-l` so words like "Enter" are not key names, `--` so text starting
 /// with `-` is not an option.
 pub fn send_literal(pane: &str, text: &str) -> Vec<OsString> {

@@ -1,0 +1,223 @@
+//! Prints what `cuekit top` costs with 300 running tasks; asserts nothing about time. Run with
+//! `cargo bench --bench top` (release build). Real tmux on a private socket; the tasks are
+//! `--agent command` children that print a line and sleep, so the figures are cuekit's and
+//! tmux's.
+//!
+//! - idle CPU: `top`'s own utime + stime from /proc over 10 s, and with the tmux processes it
+//!   ran and reaped (cutime + cstime), as a share of one core (budget: 2%);
+//! - keystroke → screen: from `send-keys j` to the selection mark having moved in
+//!   `capture-pane` (budget: 50 ms; the figure includes spawning tmux twice per sample);
+//! - first screen: from starting `top` to all 300 rows counted in its header.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const TASKS: usize = 300;
+
+struct Bench {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    socket: String,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let dir = tempfile::Builder::new()
+            .prefix("cuekit-bench-top-")
+            .tempdir()
+            .unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for sub in ["project", "home"] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        Bench {
+            root,
+            socket: format!("ck-bench-top-{}", std::process::id()),
+            _dir: dir,
+        }
+    }
+
+    fn envs(&self) -> Vec<(&'static str, String)> {
+        let home = self.root.join("home");
+        vec![
+            ("HOME", home.display().to_string()),
+            (
+                "XDG_DATA_HOME",
+                home.join(".local/share").display().to_string(),
+            ),
+            (
+                "XDG_CONFIG_HOME",
+                home.join(".config").display().to_string(),
+            ),
+            ("CUEKIT_TMUX_SOCKET", self.socket.clone()),
+        ]
+    }
+
+    fn submit(&self, n: usize) {
+        let marker = format!("echo child-{n}; exec sleep 3600");
+        let status = Command::new(env!("CARGO_BIN_EXE_cuekit"))
+            .args(["submit", "--agent", "command", "--", "sh", "-c", &marker])
+            .current_dir(self.root.join("project"))
+            .envs(self.envs())
+            .env_remove("TMUX")
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// `cuekit top` in a 200×50 pane, as a person outside tmux runs it.
+    fn start_top(&self) {
+        let mut script = String::from("unset TMUX TMUX_PANE\n");
+        for (name, value) in self.envs() {
+            script.push_str(&format!("export {name}='{value}'\n"));
+        }
+        script.push_str(&format!(
+            "cd '{}'\nexec '{}' top\n",
+            self.root.join("project").display(),
+            env!("CARGO_BIN_EXE_cuekit")
+        ));
+        let path = self.root.join("top.sh");
+        std::fs::write(&path, script).unwrap();
+        self.tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            "top",
+            "-x",
+            "200",
+            "-y",
+            "50",
+            "/bin/sh",
+            &path.to_string_lossy(),
+        ]);
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "=top:"])
+    }
+
+    fn wait_screen(&self, condition: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let shown = self.screen();
+            if condition(&shown) {
+                return shown;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "top never got there:\n{shown}"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+fn selected_line(screen: &str) -> Option<String> {
+    screen
+        .lines()
+        .find(|line| line.starts_with('▶'))
+        .map(str::to_string)
+}
+
+/// utime + stime, and the same for reaped children, in seconds.
+fn cpu_seconds(pid: u32) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<u64> = stat[stat.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    // After the name: state is index 0, so utime/stime/cutime/cstime are 11..=14.
+    let own = (fields[11] + fields[12]) as f64 / tick;
+    let reaped = (fields[13] + fields[14]) as f64 / tick;
+    (own, reaped)
+}
+
+fn top_pid(bench: &Bench) -> u32 {
+    bench
+        .tmux(&["list-panes", "-t", "=top:", "-F", "#{pane_pid}"])
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn main() {
+    let bench = Bench::new();
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for worker in 0..4 {
+            let bench = &bench;
+            scope.spawn(move || {
+                for n in (worker..TASKS).step_by(4) {
+                    bench.submit(n);
+                }
+            });
+        }
+    });
+    println!(
+        "top: {TASKS} running tasks submitted in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let started = Instant::now();
+    bench.start_top();
+    let running = format!("{TASKS} running");
+    bench.wait_screen(|s| s.contains(&running));
+    println!(
+        "top: first screen with all {TASKS} rows after {} ms",
+        started.elapsed().as_millis()
+    );
+
+    // Let start-up settle, then measure a quiet stretch: only the 1 s refreshes run.
+    std::thread::sleep(Duration::from_secs(2));
+    let pid = top_pid(&bench);
+    let window = Duration::from_secs(10);
+    let (own_before, reaped_before) = cpu_seconds(pid);
+    std::thread::sleep(window);
+    let (own_after, reaped_after) = cpu_seconds(pid);
+    let share = |seconds: f64| 100.0 * seconds / window.as_secs_f64();
+    println!(
+        "top: idle CPU with {TASKS} running tasks: {:.2}% of one core (cuekit top), {:.2}% with the tmux calls it ran (budget 2%)",
+        share(own_after - own_before),
+        share(own_after - own_before + reaped_after - reaped_before)
+    );
+
+    let mut samples: Vec<Duration> = Vec::new();
+    for i in 0..30 {
+        let before = selected_line(&bench.screen());
+        let key = if i % 2 == 0 { "j" } else { "k" };
+        let sent = Instant::now();
+        bench.tmux(&["send-keys", "-t", "=top:", key]);
+        bench.wait_screen(|s| selected_line(s) != before);
+        samples.push(sent.elapsed());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    samples.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "top: keystroke → screen over {} keys: median {:.1} ms, p90 {:.1} ms, max {:.1} ms (budget 50 ms; includes two tmux spawns per sample)",
+        samples.len(),
+        ms(samples[samples.len() / 2]),
+        ms(samples[samples.len() * 9 / 10]),
+        ms(*samples.last().unwrap())
+    );
+    bench.tmux(&["send-keys", "-t", "=top:", "q"]);
+}

@@ -1,0 +1,140 @@
+//! What a dashboard shows in one refresh: every listed task's view, when it last showed signs
+//! of life, and a preview of one task. The cost is `list`'s (one `list-panes -a` and one
+//! batched capture per server): the preview's screen rides in that capture, and an ended
+//! task's preview is read from its transcript file.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::SystemTime;
+
+use super::task::Task;
+use super::view::TaskView;
+use crate::error::Result;
+use crate::store::TaskRecord;
+use crate::tail::Tail;
+
+/// One refresh of the dashboard.
+#[derive(Debug, Clone, Default)]
+pub struct Board {
+    /// Oldest first, as `list` orders them.
+    pub rows: Vec<BoardRow>,
+    pub preview: Option<Preview>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BoardRow {
+    /// With `progress` for running tasks that stream events.
+    pub view: TaskView,
+    /// The last event of a stream, else the last byte the pane wrote to its transcript.
+    pub last_activity: Option<SystemTime>,
+    pub created: Option<SystemTime>,
+}
+
+/// The end of one task's screen (live) or readable transcript (ended).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preview {
+    pub task_id: String,
+    pub live: bool,
+    pub lines: Vec<String>,
+}
+
+/// This project's tasks (or every task), with a preview of `selected` of at most `lines` lines.
+pub fn board(all: bool, cwd: &Path, selected: Option<&str>, lines: usize) -> Result<Board> {
+    let listing = super::list::listing(all, cwd, selected)?;
+    let tasks: HashMap<&str, &Task> = listing
+        .refreshed
+        .tasks
+        .iter()
+        .map(|task| (task.record.id.as_str(), task))
+        .collect();
+    let mut preview = None;
+    let rows = listing
+        .views
+        .into_iter()
+        .map(|mut view| {
+            // A row cuekit will not act on (untrusted, unreadable) has no record to read.
+            let Some(task) = tasks.get(view.id.as_str()) else {
+                return BoardRow {
+                    last_activity: None,
+                    created: humantime::parse_rfc3339_weak(&view.created_at).ok(),
+                    view,
+                };
+            };
+            let record = &task.record;
+            let progress = (record.event_stream && !record.status.is_terminal())
+                .then(|| super::stream::read_progress(&record.task_dir))
+                .flatten();
+            let streamed = progress
+                .as_ref()
+                .and_then(|p| p.last_activity.as_deref())
+                .and_then(|at| humantime::parse_rfc3339_weak(at).ok());
+            view.progress = progress;
+            if Some(record.id.as_str()) == selected {
+                let screen = listing
+                    .refreshed
+                    .pane(task)
+                    .ok()
+                    .flatten()
+                    .and_then(|pane| listing.screens.get(&pane.pane_id));
+                preview = Some(match screen {
+                    Some(screen) => Preview {
+                        task_id: record.id.clone(),
+                        live: true,
+                        lines: last_lines(screen, lines),
+                    },
+                    _ => Preview {
+                        task_id: record.id.clone(),
+                        live: false,
+                        lines: transcript_tail(record, lines),
+                    },
+                });
+            }
+            BoardRow {
+                last_activity: streamed.or_else(|| transcript_written(record)),
+                created: humantime::parse_rfc3339_weak(&record.created_at).ok(),
+                view,
+            }
+        })
+        .collect();
+    Ok(Board { rows, preview })
+}
+
+fn transcript_written(record: &TaskRecord) -> Option<SystemTime> {
+    std::fs::metadata(super::transcript_path(record))
+        .and_then(|meta| meta.modified())
+        .ok()
+}
+
+/// The readable transcript's last lines; a transcript not written yet has none.
+fn transcript_tail(record: &TaskRecord, lines: usize) -> Vec<String> {
+    let mut tail = Tail::new(lines);
+    match super::logs::read_logs_of(record, false, &mut tail) {
+        Ok(()) => tail.finish(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// A screen's last `limit` lines, without the blank rows below its last text.
+fn last_lines(screen: &str, limit: usize) -> Vec<String> {
+    let lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
+    let end = lines
+        .iter()
+        .rposition(|line| !line.is_empty())
+        .map_or(0, |i| i + 1);
+    lines[end.saturating_sub(limit)..end]
+        .iter()
+        .map(|line| line.to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_screen_loses_its_empty_bottom_then_keeps_its_last_lines() {
+        assert_eq!(last_lines("a\nb\nc\n\n\n", 2), ["b", "c"]);
+        assert_eq!(last_lines("a\n  \nc   \n", 5), ["a", "", "c"]);
+        assert!(last_lines("\n\n", 3).is_empty());
+    }
+}

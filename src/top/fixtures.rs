@@ -1,0 +1,136 @@
+//! Fixed tasks for the dashboard's tests: five tasks in creation order, which the dashboard
+//! must reorder by what needs a human.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use super::state::State;
+use super::update::{Msg, update};
+use crate::events::Progress;
+use crate::ops::{Board, BoardRow, Preview, TaskView};
+use crate::spec::Mode as TaskMode;
+use crate::status::Status;
+
+pub fn at(secs: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + secs)
+}
+
+pub fn rfc(secs: u64) -> String {
+    humantime::format_rfc3339_millis(at(secs)).to_string()
+}
+
+pub fn row(
+    id: &str,
+    status: Status,
+    reason: Option<&str>,
+    created: u64,
+    objective: &str,
+) -> BoardRow {
+    let ended = status.is_terminal().then(|| rfc(created + 60));
+    BoardRow {
+        view: TaskView {
+            id: id.into(),
+            agent_kind: "gemini".into(),
+            mode: Some(TaskMode::Interactive),
+            status,
+            reason: reason.map(str::to_string),
+            hint: None,
+            exit_code: None,
+            warnings: Vec::new(),
+            objective: objective.into(),
+            model: None,
+            capabilities: None,
+            attach_hint: None,
+            transcript: PathBuf::from("/p/.cuekit/tasks/x/transcript.txt"),
+            task_dir: PathBuf::from("/p/.cuekit/tasks/x"),
+            launch_command: String::new(),
+            created_at: rfc(created),
+            ended_at: ended,
+            progress: None,
+            agent_session_id: None,
+            survivors: None,
+            team: None,
+            role: None,
+            last_report: None,
+            blocked: false,
+            branch: None,
+            worktree: None,
+            base_ref: None,
+            diff_stat: None,
+        },
+        last_activity: Some(at(created + 30)),
+        created: Some(at(created)),
+    }
+}
+
+pub fn board() -> Vec<BoardRow> {
+    let mut streamed = row(
+        "t_00000000000b",
+        Status::Running,
+        None,
+        200,
+        "Summarise the repository",
+    );
+    streamed.view.mode = Some(TaskMode::Batch);
+    streamed.view.progress = Some(Progress {
+        turns: 3,
+        tool_calls: 2,
+        tokens: Some(12_345),
+        events: 40,
+        last_activity: None,
+    });
+    vec![
+        row(
+            "t_00000000000a",
+            Status::Completed,
+            None,
+            100,
+            "Write the changelog",
+        ),
+        streamed,
+        row(
+            "t_00000000000c",
+            Status::InputRequired,
+            Some("auth_required"),
+            300,
+            "Fix the failing parser test\nand add a regression test",
+        ),
+        row(
+            "t_00000000000d",
+            Status::Failed,
+            Some("nonzero_exit"),
+            400,
+            "Port the build to cargo-dist",
+        ),
+        row(
+            "t_00000000000e",
+            Status::InputRequired,
+            Some("idle_at_prompt"),
+            500,
+            "Review src/ops for dead code",
+        ),
+    ]
+}
+
+/// The state after a refresh that brought `rows` and a live preview of the task that needs
+/// the human most (`t_00000000000c`).
+pub fn loaded(rows: Vec<BoardRow>) -> State {
+    let mut state = State::new(false, "/home/me/project".into(), false, at(1000));
+    let first = (!rows.is_empty()).then(|| "t_00000000000c".to_string());
+    update(
+        &mut state,
+        Msg::Refreshed(Board {
+            rows,
+            preview: first.map(|task_id| Preview {
+                task_id,
+                live: true,
+                lines: vec![
+                    "> Fix the failing parser test".into(),
+                    String::new(),
+                    "Please log in: https://accounts.example/…".into(),
+                ],
+            }),
+        }),
+    );
+    state
+}

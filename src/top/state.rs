@@ -1,0 +1,148 @@
+//! Everything `cuekit top` shows, in one value: [`super::update`] changes it, [`super::view`]
+//! draws it, and nothing else touches it.
+
+use std::time::SystemTime;
+
+use crate::ops::{BoardRow, Preview};
+use crate::status::Status;
+
+#[derive(Debug, Clone)]
+pub struct State {
+    /// Every task (`a`), or this project's.
+    pub all: bool,
+    /// Where "this project" is, for the header.
+    pub project: String,
+    /// As the last refresh brought them, oldest first.
+    pub rows: Vec<BoardRow>,
+    /// The selected task, by id: a refresh that reorders rows keeps the selection on its task.
+    pub selected: Option<String>,
+    pub preview: Option<Preview>,
+    /// Rows whose id, agent, status, reason or objective contain this (case-insensitive).
+    pub filter: String,
+    pub mode: Mode,
+    /// The outcome of the last action (a steer's receipt, a cancel), or a refusal.
+    pub message: Option<String>,
+    /// The time ages are measured against, set by each tick.
+    pub now: SystemTime,
+    /// Whether a refresh has arrived yet.
+    pub loaded: bool,
+    /// Status words in colour (off with `NO_COLOR` or `--color never`).
+    pub color: bool,
+    /// Rows the table shows at once, as last drawn: what a page key moves by.
+    pub page: usize,
+    pub quit: bool,
+}
+
+/// What keys mean right now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    Normal,
+    /// Typing the filter after `/`.
+    Filter,
+    /// Typing a message for a task after `s`.
+    Steer {
+        task_id: String,
+        text: String,
+    },
+    /// `x` pressed: `y` cancels the task, anything else does not.
+    ConfirmCancel {
+        task_id: String,
+    },
+    Help,
+}
+
+impl State {
+    pub fn new(all: bool, project: String, color: bool, now: SystemTime) -> State {
+        State {
+            all,
+            project,
+            rows: Vec::new(),
+            selected: None,
+            preview: None,
+            filter: String::new(),
+            mode: Mode::Normal,
+            message: None,
+            now,
+            loaded: false,
+            color,
+            page: 10,
+            quit: false,
+        }
+    }
+
+    /// The rows shown, in display order: what needs the human first (`input_required`), then
+    /// running tasks (oldest first, so rows do not jump), then ended ones (latest ending first).
+    pub fn visible(&self) -> Vec<&BoardRow> {
+        let needle = self.filter.to_lowercase();
+        let mut rows: Vec<&BoardRow> = self
+            .rows
+            .iter()
+            .filter(|row| needle.is_empty() || matches_filter(row, &needle))
+            .collect();
+        rows.sort_by(|a, b| {
+            group(a.view.status)
+                .cmp(&group(b.view.status))
+                .then_with(|| {
+                    if a.view.status.is_terminal() {
+                        b.view.ended_at.cmp(&a.view.ended_at)
+                    } else {
+                        a.view.created_at.cmp(&b.view.created_at)
+                    }
+                })
+                .then_with(|| a.view.id.cmp(&b.view.id))
+        });
+        rows
+    }
+
+    /// The selected row's place among the visible rows.
+    pub fn selected_index(&self, visible: &[&BoardRow]) -> Option<usize> {
+        let id = self.selected.as_deref()?;
+        visible.iter().position(|row| row.view.id == id)
+    }
+
+    pub fn selected_row(&self) -> Option<&BoardRow> {
+        let id = self.selected.as_deref()?;
+        self.rows.iter().find(|row| row.view.id == id)
+    }
+
+    /// How many tasks there are of each status, in display order, leaving out zeros.
+    pub fn counts(&self) -> Vec<(Status, usize)> {
+        let order = [
+            Status::InputRequired,
+            Status::Running,
+            Status::Completed,
+            Status::Failed,
+            Status::Cancelled,
+            Status::TimedOut,
+        ];
+        order
+            .into_iter()
+            .map(|status| {
+                let n = self.rows.iter().filter(|r| r.view.status == status).count();
+                (status, n)
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+}
+
+fn group(status: Status) -> u8 {
+    match status {
+        Status::InputRequired => 0,
+        Status::Running => 1,
+        _ => 2,
+    }
+}
+
+fn matches_filter(row: &BoardRow, needle: &str) -> bool {
+    let view = &row.view;
+    [
+        view.id.as_str(),
+        view.agent_kind.as_str(),
+        view.status.as_str(),
+        view.reason.as_deref().unwrap_or(""),
+        view.objective.as_str(),
+    ]
+    .iter()
+    .any(|field| field.to_lowercase().contains(needle))
+}

@@ -1,0 +1,186 @@
+//! What people expect of a clap tool: completion (task ids from the registry), a man page,
+//! colour only where it belongs, relative ages, `wait`'s live line on a terminal only, and
+//! `submit --attach`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::Harness;
+
+fn stdout_of(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn completion_scripts_call_back_for_task_ids() {
+    let h = Harness::new();
+    let id = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 600"]);
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = h.ok(&["completions", shell]);
+        assert!(script.contains("COMPLETE"), "{shell}: {script}");
+        assert!(
+            script.contains(env!("CARGO_BIN_EXE_cuekit")),
+            "{shell}: {script}"
+        );
+    }
+    // What the registered script runs at <Tab> after `cuekit steer t_`.
+    let offered = h
+        .cuekit()
+        .env("COMPLETE", "fish")
+        .args(["--", "cuekit", "steer", "t_"])
+        .output()
+        .unwrap();
+    let offered = stdout_of(&offered);
+    assert!(
+        offered
+            .lines()
+            .any(|line| line.starts_with(&format!("{id}\tsh -c sleep 600"))),
+        "{offered}"
+    );
+    let bad = h.run(&["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn man_pages_for_cuekit_and_each_subcommand() {
+    let h = Harness::new();
+    let page = h.ok(&["man"]);
+    assert!(page.contains(".TH cuekit 1"), "{page}");
+    assert!(page.contains("submit"), "{page}");
+    let top = h.ok(&["man", "top"]);
+    assert!(top.contains(".TH cuekit-top 1"), "{top}");
+    assert!(top.contains("\\-\\-refresh"), "{top}");
+    let unknown = h.run(&["man", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+}
+
+#[test]
+fn colour_only_when_asked_or_on_a_terminal_and_ages_read_relative() {
+    let h = Harness::new();
+    let id = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 600"]);
+    let piped = h.ok(&["list"]);
+    assert!(!piped.contains('\x1b'), "{piped:?}");
+    let line = piped.lines().find(|l| l.contains(&id)).unwrap();
+    assert!(line.contains("s ago"), "{line}");
+    let forced = h.ok(&["--color", "always", "list"]);
+    assert!(forced.contains("\x1b[36mrunning\x1b[0m"), "{forced:?}");
+    let never = h
+        .cuekit()
+        .args(["--color", "never", "list"])
+        .output()
+        .unwrap();
+    assert!(!stdout_of(&never).contains('\x1b'));
+    // JSON keeps RFC 3339 and no colour, whatever the flag.
+    let (list, _) = h.json(&["--color", "always", "list"]);
+    let created = list[0]["created_at"].as_str().unwrap();
+    assert!(humantime::parse_rfc3339_weak(created).is_ok(), "{created}");
+    assert!(!list.to_string().contains('\x1b'));
+}
+
+/// Runs a cuekit command line in a pane of the test's server: a real terminal.
+fn in_terminal(h: &Harness, session: &str, args: &str) {
+    let command = h.cuekit();
+    let mut script = String::from("unset TMUX TMUX_PANE\n");
+    for (name, value) in command.get_envs() {
+        if let Some(value) = value {
+            script.push_str(&format!(
+                "export {}={}\n",
+                name.to_string_lossy(),
+                shlex::try_quote(&value.to_string_lossy()).unwrap()
+            ));
+        }
+    }
+    script.push_str(&format!(
+        "cd {}\n{} {args}\necho \"exited with $?\"\nexec sleep 600\n",
+        shlex::try_quote(&h.project.to_string_lossy()).unwrap(),
+        env!("CARGO_BIN_EXE_cuekit"),
+    ));
+    let path = h.root().join(format!("{session}.sh"));
+    std::fs::write(&path, script).unwrap();
+    let started = h.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        "120",
+        "-y",
+        "30",
+        "/bin/sh",
+        &path.to_string_lossy(),
+    ]);
+    assert!(started.status.success());
+}
+
+fn wait_pane(h: &Harness, session: &str, what: &str, condition: impl Fn(&str) -> bool) -> String {
+    let start = Instant::now();
+    loop {
+        let target = format!("={session}:");
+        let shown = stdout_of(&h.tmux(&["capture-pane", "-p", "-t", &target]));
+        if condition(&shown) {
+            return shown;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never saw {what}:\n{shown}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn wait_shows_a_live_line_on_a_terminal_that_goes_when_it_returns() {
+    let h = Harness::new();
+    let id = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 3"]);
+    in_terminal(&h, "waiter", &format!("wait {id}"));
+    wait_pane(&h, "waiter", "the live line", |s| {
+        s.contains("waiting ") && s.contains("1 running, 0 ended")
+    });
+    let shown = wait_pane(&h, "waiter", "the wait's end", |s| {
+        s.contains("exited with 0")
+    });
+    assert!(!shown.contains("waiting "), "{shown}");
+    assert!(shown.contains(&format!("{id}  completed")), "{shown}");
+    // Piped, there is no live line at all.
+    let piped = h.run(&["wait", &id]);
+    assert!(!String::from_utf8_lossy(&piped.stderr).contains("waiting"));
+}
+
+#[test]
+fn submit_attach_lands_in_the_child_and_needs_a_terminal() {
+    let h = Harness::new();
+    in_terminal(
+        &h,
+        "person",
+        "submit --attach --agent command -- sh -c 'echo attached-child; sleep 600'",
+    );
+    let shown = wait_pane(&h, "person", "the child's pane", |s| {
+        s.contains("attached-child") && !s.contains("transcript:")
+    });
+    assert!(!shown.contains("exited with"), "{shown}");
+    let (list, _) = h.json(&["list"]);
+    assert_eq!(list.as_array().unwrap().len(), 1);
+
+    // Without a terminal nothing is started.
+    let refused = h.run(&["submit", "--attach", "--agent", "command", "--", "true"]);
+    assert_eq!(refused.status.code(), Some(25));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not_a_terminal"));
+    let (list, _) = h.json(&["list"]);
+    assert_eq!(list.as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn top_needs_a_terminal_and_a_sane_refresh() {
+    let h = Harness::new();
+    let piped = h.run(&["top"]);
+    assert_eq!(piped.status.code(), Some(25));
+    assert!(String::from_utf8_lossy(&piped.stderr).contains("error[not_a_terminal]"));
+    let (error, code) = h.json(&["top"]);
+    assert_eq!(
+        (error["error"]["code"].as_str(), code),
+        (Some("not_a_terminal"), 25)
+    );
+    let fast = h.run(&["top", "--refresh", "10ms"]);
+    assert_eq!(fast.status.code(), Some(3));
+}

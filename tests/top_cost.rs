@@ -1,0 +1,106 @@
+//! What one dashboard refresh costs in tmux calls at 300 running tasks: a `tmux` shim on PATH
+//! logs every invocation, and the refresh (`ops::board`, as `cuekit top` calls it) runs in
+//! this process. The budget is two calls whatever the number of tasks.
+
+mod common;
+
+use std::path::Path;
+
+use common::{Harness, write_executable};
+
+const TASKS: usize = 300;
+
+fn calls(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_refresh_with_a_preview_costs_at_most_two_tmux_calls_at_300_tasks() {
+    let h = Harness::new();
+    let mut ids: Vec<String> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..6)
+            .map(|worker| {
+                let h = &h;
+                scope.spawn(move || {
+                    (worker..TASKS - 1)
+                        .step_by(6)
+                        .map(|n| {
+                            let marker = format!("echo child-{n}; exec sleep 600");
+                            h.submit(&["--agent", "command", "--", "sh", "-c", &marker])
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    let batch = h.submit(&[
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "sh",
+        "-c",
+        "echo batch-child; exec sleep 600",
+    ]);
+    ids.push(batch.clone());
+    let interactive = ids[0].clone();
+
+    // The shim goes first on this process's PATH, before anything here looks tmux up.
+    let shim_dir = h.root().join("shim");
+    std::fs::create_dir_all(&shim_dir).unwrap();
+    let log = h.root().join("tmux-calls.log");
+    let real = cuekit::which::find_on_path("tmux").expect("tmux on PATH");
+    write_executable(
+        &shim_dir.join("tmux"),
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            real.display()
+        ),
+    );
+    let path = format!("{}:{}", shim_dir.display(), std::env::var("PATH").unwrap());
+    // SAFETY: this file's only test sets these before it starts any thread that reads them.
+    unsafe {
+        std::env::set_var("PATH", path);
+        std::env::set_var("CUEKIT_TMUX_SOCKET", &h.socket);
+        std::env::set_var("HOME", &h.home);
+        std::env::set_var("XDG_DATA_HOME", h.home.join(".local/share"));
+    }
+
+    for (selected, marker) in [
+        (&interactive, "child-0"),
+        (&batch, "batch-child"),
+        (&interactive, "child-0"),
+    ] {
+        let before = calls(&log).len();
+        let board = cuekit::ops::board(false, &h.project, Some(selected), 20).unwrap();
+        let made = &calls(&log)[before..];
+        println!("refresh previewing {selected}: {} tmux calls", made.len());
+        assert!(made.len() <= 2, "{} calls: {made:#?}", made.len());
+        assert_eq!(board.rows.len(), TASKS);
+        assert!(
+            board
+                .rows
+                .iter()
+                .all(|row| row.view.status == cuekit::status::Status::Running),
+            "every task is running"
+        );
+        let preview = board.preview.expect("the selected task is previewed");
+        assert_eq!(&preview.task_id, selected);
+        assert!(preview.live, "a running task shows its live screen");
+        assert!(
+            preview.lines.iter().any(|line| line.contains(marker)),
+            "{:?}",
+            preview.lines
+        );
+    }
+}
