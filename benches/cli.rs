@@ -7,6 +7,7 @@
 //! - list: `cuekit list` with 10 / 100 / 1000 running tasks, and how many tmux processes it runs;
 //! - wait: from the child's exit to `cuekit wait` returning;
 //! - steer: from `cuekit steer` starting to the child reading the message;
+//! - the per-server monitor: CPU and peak RSS with 100 idle running tasks;
 //! - peak RSS of each CLI call, including `logs` over a multi-megabyte transcript.
 
 use std::os::unix::fs::PermissionsExt;
@@ -310,6 +311,75 @@ fn bench_status(bench: &Bench) {
     );
 }
 
+/// The server's monitor with `target` idle running tasks: its CPU over 10 s (its own, and with
+/// the tmux clients it ran) and its peak RSS.
+fn bench_monitor(bench: &Bench, target: usize) {
+    let running = || {
+        let listed = bench.cuekit(&["--json", "list"]).output().unwrap().stdout;
+        serde_json::from_slice::<serde_json::Value>(&listed)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["status"] != "completed" && t["status"] != "failed")
+            .count()
+    };
+    let mut count = running();
+    while count < target {
+        bench.submit(&[]);
+        count += 1;
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let home = format!("HOME={}", bench.root.join("home").display());
+    let monitor = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            cmdline.split(|b| *b == 0).any(|a| a == b"__monitor")
+                && environ.split(|b| *b == 0).any(|e| e == home.as_bytes())
+        });
+    let Some(pid) = monitor else {
+        println!("monitor: none running (unexpected)");
+        return;
+    };
+    let ticks = |pid: u32| -> (u64, u64) {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let fields: Vec<u64> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .skip(11)
+            .take(4)
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        match fields.as_slice() {
+            [utime, stime, cutime, cstime] => (utime + stime, utime + stime + cutime + cstime),
+            _ => (0, 0),
+        }
+    };
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let (own_before, all_before) = ticks(pid);
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_secs(10));
+    let (own_after, all_after) = ticks(pid);
+    let secs = started.elapsed().as_secs_f64();
+    let percent = |ticks: u64| ticks as f64 / hz / secs * 100.0;
+    let hwm = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:").map(|v| v.trim().to_string()))
+        .unwrap_or_default();
+    println!(
+        "monitor with {count} idle running tasks: {:.2}% of one core (with the tmux clients it ran: {:.2}%), peak RSS {hwm} (targets <= 1%, <= 10 MiB)",
+        percent(own_after - own_before),
+        percent(all_after - all_before)
+    );
+}
+
 fn bench_list(bench: &Bench) -> String {
     let listed = bench.cuekit(&["--json", "list"]).output().unwrap().stdout;
     let mut count = serde_json::from_slice::<serde_json::Value>(&listed)
@@ -462,6 +532,7 @@ fn main() {
     bench_wait(&bench);
     let steer_rss = bench_steer(&bench);
     let (logs_rss, raw_logs_rss) = bench_logs(&bench);
+    bench_monitor(&bench, 100);
     let list_rss = bench_list(&bench);
     println!(
         "peak RSS (KiB): submit {submit_rss}, steer {steer_rss}, logs {logs_rss}, logs --raw {raw_logs_rss}, list with 1000 tasks {list_rss} (target <= 10240)"

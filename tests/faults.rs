@@ -7,9 +7,9 @@ mod common;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::Harness;
+use common::{Harness, poll};
 use serde_json::{Value, json};
 
 /// A child that ignores TERM and HUP and forks a grandchild that does the same.
@@ -36,17 +36,6 @@ fn processes_of(id: &str) -> Vec<u32> {
                 })
         })
         .collect()
-}
-
-fn poll(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if condition() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    condition()
 }
 
 fn submit_command(h: &Harness, script: &str, extra: &[&str]) -> String {

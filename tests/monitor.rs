@@ -6,9 +6,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{Harness, MODEL, canned_text};
+use common::{Harness, MODEL, canned_text, poll};
 use serde_json::Value;
 
 fn user_config(h: &Harness, text: &str) {
@@ -45,17 +45,6 @@ fn lines_of(log: &Path, id: &str) -> Vec<String> {
         .filter(|l| l.contains(id))
         .map(String::from)
         .collect()
-}
-
-fn poll(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if condition() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    condition()
 }
 
 fn command_task(h: &Harness, script: &str, extra: &[&str]) -> String {

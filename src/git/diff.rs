@@ -118,15 +118,7 @@ fn own_index(worktree: &Path) -> Option<PathBuf> {
 /// The totals between the base commit and `tree` (one git call: `status` and `list` show it
 /// for every worktree task).
 pub fn totals(git: &Git, base_commit: &str, tree: &str) -> Result<DiffStat> {
-    let numstat = git.run([
-        "diff-tree",
-        "-r",
-        "-z",
-        "--no-renames",
-        "--numstat",
-        base_commit,
-        tree,
-    ])?;
+    let numstat = diff_tree(git, "--numstat", base_commit, tree)?;
     let counts = parse_numstat(&numstat);
     Ok(DiffStat {
         files: counts.len(),
@@ -137,25 +129,22 @@ pub fn totals(git: &Git, base_commit: &str, tree: &str) -> Result<DiffStat> {
 
 /// Files changed between the base commit and `tree`, with line counts.
 pub fn files(git: &Git, base_commit: &str, tree: &str) -> Result<Vec<FileDiff>> {
-    let statuses = git.run([
-        "diff-tree",
-        "-r",
-        "-z",
-        "--no-renames",
-        "--name-status",
-        base_commit,
-        tree,
-    ])?;
-    let numstat = git.run([
-        "diff-tree",
-        "-r",
-        "-z",
-        "--no-renames",
-        "--numstat",
-        base_commit,
-        tree,
-    ])?;
+    let statuses = diff_tree(git, "--name-status", base_commit, tree)?;
+    let numstat = diff_tree(git, "--numstat", base_commit, tree)?;
     Ok(parse(&statuses, &numstat))
+}
+
+/// `git diff-tree -r -z --no-renames <format> <base> <tree>`.
+fn diff_tree(git: &Git, format: &str, base_commit: &str, tree: &str) -> Result<String> {
+    git.run([
+        "diff-tree",
+        "-r",
+        "-z",
+        "--no-renames",
+        format,
+        base_commit,
+        tree,
+    ])
 }
 
 /// `--name-status -z` and `--numstat -z` outputs, zipped by path.

@@ -244,6 +244,18 @@ impl Drop for Harness {
     }
 }
 
+/// Polls `condition` until it holds or `limit` passes; returns whether it held.
+pub fn poll(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    condition()
+}
+
 pub fn write_executable(path: &Path, content: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, content).unwrap();
