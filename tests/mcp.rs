@@ -786,3 +786,38 @@ fn a_planted_record_is_listed_untrusted_and_no_tool_acts_on_it() {
     assert!(!screen.contains("typed-by-mcp"), "{screen}");
     tmux(&["kill-server"]);
 }
+
+#[test]
+fn next_event_returns_each_transition_once_in_order() {
+    let h = Harness::new()
+        .with_fake_gemini()
+        .env("FAKE_GEMINI_SLEEP", "1");
+    let mut client = Client::start(&h);
+    // Where the log stands now: only what happens from here on.
+    let start = client.ok("next_event", json!({"timeout_seconds": 0}));
+    assert_eq!(start["events"], json!([]));
+    let mut cursor = start["cursor"].clone();
+    let id = submit(&mut client, json!({"objective": "quick", "mode": "batch"}));
+    let mut seen: Vec<String> = Vec::new();
+    for _ in 0..10 {
+        let next = client.ok(
+            "next_event",
+            json!({"cursor": cursor, "timeout_seconds": 10}),
+        );
+        cursor = next["cursor"].clone();
+        for event in next["events"].as_array().unwrap() {
+            assert_eq!(event["task_id"], id.as_str(), "{event}");
+            seen.push(event["new_status"].as_str().unwrap().to_string());
+        }
+        if seen.last().is_some_and(|s| s == "completed") {
+            break;
+        }
+    }
+    assert_eq!(seen, ["running", "completed"]);
+    // Nothing more, and nothing again.
+    let after = client.ok(
+        "next_event",
+        json!({"cursor": cursor, "timeout_seconds": 2}),
+    );
+    assert_eq!(after["events"], json!([]));
+}

@@ -59,7 +59,13 @@ pub fn run_monitor(socket: &str) -> Result<()> {
         hooks: Vec::new(),
     };
     let mut next_tick = Instant::now();
+    let data_dir = store::data_dir();
     loop {
+        // The user's cuekit data is gone (a throw-away HOME removed): nothing left to serve,
+        // and nothing of it is to be written anew.
+        if data_dir.as_ref().is_none_or(|dir| !dir.is_dir()) {
+            return Ok(());
+        }
         // A tick that fails (a full disk, a record being replaced) is logged and the next one
         // tries again: a monitor never dies of a passing fault.
         let watching = monitor.tick().unwrap_or_else(|err| {
