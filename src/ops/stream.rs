@@ -37,6 +37,7 @@ pub fn run_event_filter(task_dir: &Path) -> Result<()> {
     let mut printer = Printer::new(stdout.lock());
     let mut digest = Digest::default();
     let mut last_progress = Instant::now();
+    let mut calls_written = 0;
     let stdin = std::io::stdin();
     let mut reader = stdin.lock();
     let mut line = Vec::new();
@@ -58,7 +59,10 @@ pub fn run_event_filter(task_dir: &Path) -> Result<()> {
         let parsed = digest.push_line(text.trim_end_matches('\n'));
         // The pane going away must not lose the event files: its output errors are ignored.
         let _ = printer.print(parsed.as_ref(), &text);
-        if last_progress.elapsed() >= PROGRESS_EVERY {
+        // A new tool call is written at once: a long one would otherwise stay unseen until the
+        // next line, which comes only when it ends.
+        if last_progress.elapsed() >= PROGRESS_EVERY || digest.tool_calls.len() != calls_written {
+            calls_written = digest.tool_calls.len();
             write_progress(task_dir, &digest)?;
             last_progress = Instant::now();
         }
