@@ -29,6 +29,9 @@ pub struct TeamMember {
     /// For the `command` agent: the program and its arguments.
     #[serde(default)]
     pub argv: Vec<String>,
+    /// Run this member in its own git worktree (see `submit --worktree`), from `base`.
+    pub worktree: Option<bool>,
+    pub base: Option<String>,
 }
 
 /// Parses a team spec; `label` names the file in errors.

@@ -716,3 +716,48 @@ fn a_real_gemini_child_reports_blocked_through_its_shell_tool() {
         "I told the parent I need the API key."
     );
 }
+
+#[test]
+fn a_team_spec_puts_each_member_in_its_own_worktree() {
+    let h = Harness::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(&h.project)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(h.project.join("a.txt"), "a\n").unwrap();
+    git(&["add", "a.txt"]);
+    git(&["commit", "-q", "-m", "base"]);
+    let spec = h.root().join("team.yaml");
+    std::fs::write(
+        &spec,
+        "- objective: one\n  agent: command\n  worktree: true\n  argv: [sh, -c, 'echo one > a.txt']\n\
+         - objective: two\n  agent: command\n  worktree: true\n  base: main\n  argv: [sh, -c, 'echo two > a.txt']\n",
+    )
+    .unwrap();
+    let (submitted, code) = h.json(&["team", "submit", "wt", "--spec", spec.to_str().unwrap()]);
+    assert_eq!(code, 0, "{submitted}");
+    let ids: Vec<String> = submitted["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .collect();
+    h.json(&["wait", "--team", "wt", "--timeout", "20s"]);
+    for (id, text) in ids.iter().zip(["one", "two"]) {
+        let status = h.status(id);
+        assert_eq!(status["branch"], format!("cuekit/{id}"), "{status}");
+        let diff = h.ok(&["diff", id]);
+        assert!(diff.contains(&format!("+{text}")), "{diff}");
+    }
+    // The main checkout is untouched.
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("a.txt")).unwrap(),
+        "a\n"
+    );
+}

@@ -194,6 +194,8 @@ pub fn team_submit(name: &str, members: Vec<TeamMember>, cwd: &Path) -> Result<T
             argv: member.argv,
             role: member.role,
             team: Some(name.to_string()),
+            worktree: member.worktree,
+            base: member.base,
             ..SubmitRequest::default()
         })
         .collect();

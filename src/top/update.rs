@@ -322,6 +322,22 @@ mod tests {
     }
 
     #[test]
+    fn d_pages_a_worktree_tasks_diff_and_refuses_one_without_a_worktree() {
+        let mut state = loaded(board());
+        let first = state.selected.clone().unwrap();
+        for row in &mut state.rows {
+            if row.view.id == first {
+                row.view.branch = Some(format!("cuekit/{first}"));
+            }
+        }
+        assert_eq!(press(&mut state, "d"), [Effect::Diff(first.clone())]);
+        press(&mut state, "G");
+        assert_ne!(state.selected.as_deref(), Some(first.as_str()));
+        assert!(press(&mut state, "d").is_empty());
+        assert!(state.message.as_deref().unwrap().contains("no worktree"));
+    }
+
+    #[test]
     fn steer_collects_a_line_then_sends_it() {
         let mut state = loaded(board());
         press(&mut state, "shi");
