@@ -21,6 +21,7 @@ pub mod notify;
 pub mod ops;
 pub mod process;
 pub mod report;
+pub mod result_text;
 pub mod role;
 pub mod spec;
 pub mod status;

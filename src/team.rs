@@ -59,6 +59,23 @@ pub fn parse_team_spec(text: &str, label: &str) -> Result<Vec<TeamMember>> {
     Ok(members)
 }
 
+/// Team names are shown in tables and typed in shells: keep them plain.
+pub fn check_name(name: &str) -> Result<()> {
+    let plain = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        && !name.starts_with(['-', '.']);
+    if plain {
+        Ok(())
+    } else {
+        Err(Error::invalid_input(format!(
+            "'{name}' is not a team name: use up to 64 letters, digits, '-', '_' and '.'"
+        ))
+        .with_hint("e.g. --team review-pr-42"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,8 +22,6 @@ mod submit;
 mod team;
 mod wait;
 
-pub use result::text as result_text;
-
 use std::path::PathBuf;
 use std::time::Duration;
 

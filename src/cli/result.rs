@@ -1,7 +1,8 @@
 use std::path::Path;
 
 use super::render::print_json;
-use crate::ops::{self, TaskResult};
+use crate::ops;
+use crate::result_text::text;
 
 pub fn run(id: Option<&str>, team: Option<&str>, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     if let Some(team) = team {
@@ -27,76 +28,4 @@ pub fn run(id: Option<&str>, team: Option<&str>, cwd: &Path, json: bool) -> anyh
         println!("{}", text(&result));
     }
     Ok(0)
-}
-
-/// The readable result, as `cuekit result` prints it (and `top` pages it).
-pub fn text(result: &TaskResult) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let exit = result
-        .exit_code
-        .map(|c| format!(" (exit {c})"))
-        .unwrap_or_default();
-    let reason = result
-        .reason
-        .as_deref()
-        .map(|r| format!(" [{r}]"))
-        .unwrap_or_default();
-    let _ = writeln!(
-        out,
-        "{}  {}{exit}{reason}",
-        result.task_id,
-        result.status.as_str()
-    );
-    if let Some(session) = &result.agent_session_id {
-        let _ = writeln!(out, "  session:  {session}");
-    }
-    for call in &result.tool_calls {
-        let _ = writeln!(
-            out,
-            "  tool:     {} {} ({})",
-            call.name, call.parameters, call.status
-        );
-    }
-    for error in &result.errors {
-        let _ = writeln!(
-            out,
-            "  error:    {}",
-            error["message"].as_str().unwrap_or_default()
-        );
-    }
-    if let Some(stats) = &result.stats {
-        let n = |key: &str| stats.get(key).and_then(|v| v.as_u64()).unwrap_or(0);
-        let _ = writeln!(
-            out,
-            "  tokens:   {} ({} in, {} out) in {} ms",
-            n("total_tokens"),
-            n("input_tokens"),
-            n("output_tokens"),
-            n("duration_ms")
-        );
-    }
-    if let Some(files) = &result.files_changed {
-        for file in files {
-            let _ = writeln!(out, "  changed:  {} {}", file.status, file.path);
-        }
-    }
-    let text = result
-        .transcript_tail
-        .as_deref()
-        .unwrap_or(&result.final_text);
-    for report in &result.reports {
-        let _ = writeln!(
-            out,
-            "  report:   {} #{} at {}: {}",
-            report.kind.as_str(),
-            report.seq,
-            report.at,
-            report.message
-        );
-    }
-    if !text.is_empty() {
-        let _ = writeln!(out, "\n{text}");
-    }
-    out.trim_end().to_string()
 }

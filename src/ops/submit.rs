@@ -159,7 +159,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         })?;
     let config = Config::load(&cwd)?;
     if let Some(team) = &request.team {
-        super::team::check_name(team)?;
+        crate::team::check_name(team)?;
     }
     let role = request
         .role

@@ -17,25 +17,8 @@ use crate::status::Status;
 use crate::store::TaskRecord;
 use crate::team::TeamMember;
 
-/// Team names are shown in tables and typed in shells: keep them plain.
-pub(crate) fn check_name(name: &str) -> Result<()> {
-    let plain = (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-        && !name.starts_with(['-', '.']);
-    if plain {
-        Ok(())
-    } else {
-        Err(Error::invalid_input(format!(
-            "'{name}' is not a team name: use up to 64 letters, digits, '-', '_' and '.'"
-        ))
-        .with_hint("e.g. --team review-pr-42"))
-    }
-}
-
 fn members(name: &str) -> Result<Vec<TaskRecord>> {
-    check_name(name)?;
+    crate::team::check_name(name)?;
     // Only tasks the registry vouches for: an untrusted record cannot join a team, and one
     // unreadable record does not stop the others.
     let mut records = Vec::new();
@@ -174,7 +157,7 @@ pub struct TeamSubmitted {
 /// member starts; a member that still fails to start stops the rest, and the error names the
 /// members already running (they carry the label, so `cancel --team` reaches them).
 pub fn team_submit(name: &str, members: Vec<TeamMember>, cwd: &Path) -> Result<TeamSubmitted> {
-    check_name(name)?;
+    crate::team::check_name(name)?;
     if members.is_empty() {
         return Err(Error::invalid_input("the team spec lists no members")
             .with_hint("list at least one `- objective: …`"));

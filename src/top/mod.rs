@@ -205,7 +205,7 @@ fn carry_out(
             let outcome = lend_terminal(terminal, true, || {
                 let result = ops::result(&task_id, cwd)?;
                 page(|out| {
-                    out.write_all(crate::cli::result_text(&result).as_bytes())
+                    out.write_all(crate::result_text::text(&result).as_bytes())
                         .map_err(|err| Error::new(ErrorCode::Io, format!("pager: {err}")))
                 })
             })?;
