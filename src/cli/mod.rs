@@ -206,7 +206,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
             team: Some(team), ..
         } => status::team_status(team, &cwd, json),
         Command::List { all, team } => status::list(*all, team.as_deref(), &cwd, json),
-        Command::Attach { id } => match remote::relayed(&[id.clone()], true, &cwd)? {
+        Command::Attach { id } => match remote::relayed(std::slice::from_ref(id), true, &cwd)? {
             Some(status) => Ok(status),
             None => match crate::ops::attach(id, &cwd)? {},
         },

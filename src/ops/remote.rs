@@ -35,10 +35,16 @@ pub fn submit_on_host(name: &str, request: &SubmitRequest, cwd: &Path) -> Result
         stdin.as_deref(),
         CALL_DEADLINE,
     )?;
-    let outcome: SubmitOutcome = parse_reply(&host, &ran)?;
+    let reply: serde_json::Value = parse_reply(&host, &ran)?;
+    // A submitted task has an id; only a dry run has none.
+    let outcome = match reply.get("id") {
+        Some(_) => serde_json::from_value(reply).map(SubmitOutcome::Submitted),
+        None => serde_json::from_value(reply),
+    }
+    .map_err(|err| unreadable_reply(&host, &err))?;
     match outcome {
         SubmitOutcome::Submitted(view) => {
-            let view = view.from_host(name);
+            let view = view.on_host(name);
             register(&view, name).map_err(|err| {
                 Error::new(
                     err.code,
@@ -130,15 +136,19 @@ fn register(view: &TaskView, host: &str) -> Result<()> {
     store::stage_placement(&placement)?.commit()
 }
 
+/// A reply this cuekit cannot read: the two ends do not speak the same format.
+fn unreadable_reply(host: &Host, err: &serde_json::Error) -> Error {
+    Error::new(
+        ErrorCode::HostVersionMismatch,
+        format!("host {}: cannot read cuekit's reply: {err}", host.name),
+    )
+    .with_hint(connection::install_hint(host))
+}
+
 /// A host's JSON reply, or its JSON error as an error naming the host.
 fn parse_reply<T: serde::de::DeserializeOwned>(host: &Host, ran: &Ran) -> Result<T> {
     if ran.status.is_some_and(|status| status.success()) {
-        return serde_json::from_slice(&ran.stdout).map_err(|err| {
-            Error::new(
-                ErrorCode::HostVersionMismatch,
-                format!("host {}: cannot read cuekit's reply: {err}", host.name),
-            )
-        });
+        return serde_json::from_slice(&ran.stdout).map_err(|err| unreadable_reply(host, &err));
     }
     #[derive(serde::Deserialize)]
     struct Reply {
@@ -302,17 +312,12 @@ fn views_on_host(
         serde_json::Value::Array(rows) => serde_json::from_value(rows.into()),
         one => serde_json::from_value(one).map(|view| vec![view]),
     }
-    .map_err(|err| {
-        Error::new(
-            ErrorCode::HostVersionMismatch,
-            format!("host {name}: cannot read cuekit's reply: {err}"),
-        )
-    })?;
+    .map_err(|err| unreadable_reply(host, &err))?;
     // Only the tasks registered here with this host: a host's other tasks are not ours to show.
     Ok(rows
         .into_iter()
         .filter(|row| placements.iter().any(|p| p.id == row.id))
-        .map(|row| row.from_host(name))
+        .map(|row| row.on_host(name))
         .collect())
 }
 
@@ -415,12 +420,8 @@ fn probe(host: &Host, report: &mut HostReport) -> Result<()> {
     let text = String::from_utf8_lossy(&ran.stdout);
     let (tmux, list) = text.split_once('\n').unwrap_or((&text, ""));
     report.tmux_version = Some(tmux.trim().to_string()).filter(|v| v != "none");
-    let rows: Vec<TaskView> = serde_json::from_str(list).map_err(|err| {
-        Error::new(
-            ErrorCode::HostVersionMismatch,
-            format!("host {}: cannot read cuekit's task list: {err}", host.name),
-        )
-    })?;
+    let rows: Vec<TaskView> =
+        serde_json::from_str(list).map_err(|err| unreadable_reply(host, &err))?;
     let mut counts = BTreeMap::new();
     for row in rows {
         *counts.entry(row.status.as_str()).or_insert(0) += 1;

@@ -52,7 +52,7 @@ pub struct SubmitRequest {
     pub branch: Option<String>,
 }
 
-/// Untagged: read back from a host's JSON, a submitted task (which has an id) is tried first.
+/// Untagged; read back from a host's JSON too (`ops::remote` tells the two apart by `id`).
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[serde(untagged)]
 pub enum SubmitOutcome {

@@ -58,7 +58,7 @@ pub struct TaskView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_report: Option<Report>,
     /// The latest report says the child is blocked: it waits on the parent.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub blocked: bool,
     /// For a task in its own worktree: its branch, folder and base.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -121,7 +121,7 @@ impl TaskView {
     }
 
     /// A view read back from a host: capabilities from this build's table, the host named.
-    pub(crate) fn from_host(mut self, host: &str) -> TaskView {
+    pub(crate) fn on_host(mut self, host: &str) -> TaskView {
         self.capabilities = adapter::lookup(&self.agent_kind)
             .ok()
             .zip(self.mode)

@@ -141,7 +141,7 @@ fn mismatch(host: &Host, version: &str) -> Error {
     .with_hint(install_hint(host))
 }
 
-fn install_hint(host: &Host) -> String {
+pub fn install_hint(host: &Host) -> String {
     format!(
         "install this cuekit on the host: `cuekit host install {}`",
         host.name

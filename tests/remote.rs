@@ -1,0 +1,571 @@
+//! Tasks on other hosts, through real OpenSSH on loopback: each "host" is an `sshd` of the
+//! test's own (own config, host key, port) and a throw-away unix user whose home holds a link
+//! to this cuekit. The test's ssh client config (the user's `~/.ssh/config`, in effect) names
+//! the hosts; host keys are checked against a known_hosts file written from the host keys.
+//! scripts/test installs openssh-server; a machine without it fails here, saying so.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Harness, write_executable};
+use proptest::prelude::*;
+use serde_json::Value;
+
+/// Runs a program as root (directly, or through `sudo -n` when the tests are not root).
+fn as_root(program: &str) -> Command {
+    if unsafe { libc::geteuid() } == 0 {
+        Command::new(program)
+    } else {
+        let mut command = Command::new("sudo");
+        command.args(["-n", program]);
+        command
+    }
+}
+
+fn must(command: &mut Command) {
+    let output = command.output().expect("runs");
+    assert!(
+        output.status.success(),
+        "{command:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+const SSHD: &str = "/usr/sbin/sshd";
+
+/// One "host": an sshd on 127.0.0.1 and the user it logs in. Dropped (even when a test
+/// fails): the sshd and every process of the user end, and the user is deleted.
+struct SshHost {
+    name: String,
+    user: String,
+    port: u16,
+    dir: tempfile::TempDir,
+    sshd: Option<Child>,
+}
+
+impl SshHost {
+    fn start(name: &str) -> SshHost {
+        assert!(
+            Path::new(SSHD).exists(),
+            "{SSHD} is missing: install openssh-server (scripts/test does it) to run tests/remote.rs"
+        );
+        let dir = tempfile::Builder::new()
+            .prefix("cuekit-host-")
+            .tempdir()
+            .unwrap();
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let user = format!("ck{}", &uuid_hex()[..10]);
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::create_dir_all(home.join("bin")).unwrap();
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_cuekit"), home.join("bin/cuekit")).unwrap();
+        let _ = std::fs::create_dir_all("/run/sshd");
+        must(
+            as_root("useradd")
+                .args(["-M", "-p", "*", "-s", "/bin/sh", "-d"])
+                .arg(&home)
+                .arg(&user),
+        );
+        let port = free_port();
+        let host = SshHost {
+            name: name.to_string(),
+            user,
+            port,
+            dir,
+            sshd: None,
+        };
+        for key in ["id", "hostkey"] {
+            must(
+                Command::new("ssh-keygen")
+                    .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                    .arg(host.path(key)),
+            );
+        }
+        std::fs::copy(host.path("id.pub"), home.join(".ssh/authorized_keys")).unwrap();
+        must(as_root("chown").args(["-R", &host.user]).arg(&home));
+        std::fs::write(
+            host.path("sshd_config"),
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nPidFile {}\n\
+                 AuthorizedKeysFile .ssh/authorized_keys\nPasswordAuthentication no\n\
+                 KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n",
+                host.path("hostkey").display(),
+                host.path("sshd.pid").display()
+            ),
+        )
+        .unwrap();
+        let mut host = host;
+        host.up();
+        host
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Starts its sshd (in the foreground, as this test's child) and waits for the port.
+    fn up(&mut self) {
+        let log = std::fs::File::create(self.path("sshd.log")).unwrap();
+        let child = as_root(SSHD)
+            .arg("-D")
+            .arg("-e")
+            .arg("-f")
+            .arg(self.path("sshd_config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.sshd = Some(child);
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "sshd did not listen: {}",
+                std::fs::read_to_string(self.path("sshd.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The host goes away: its sshd and every connection it serves end (the user's tmux
+    /// server and tasks, detached from them, live on, as on a host cut off by the network).
+    fn down(&mut self) {
+        if let Some(mut child) = self.sshd.take() {
+            let mut pids = descendants(child.id());
+            pids.push(child.id());
+            for pid in pids {
+                let _ = as_root("kill").arg("-KILL").arg(pid.to_string()).status();
+            }
+            let _ = child.wait();
+        }
+    }
+
+    /// Its block of the client's ssh config: the destination `NAME` is an alias.
+    fn client_config(&self) -> String {
+        format!(
+            "Host {}\n  HostName 127.0.0.1\n  Port {}\n  User {}\n  IdentityFile {}\n  \
+             IdentitiesOnly yes\n  UserKnownHostsFile {}\n  StrictHostKeyChecking yes\n",
+            self.name,
+            self.port,
+            self.user,
+            self.path("id").display(),
+            self.path("known_hosts").display()
+        )
+    }
+
+    fn write_known_hosts(&self) {
+        let key = std::fs::read_to_string(self.path("hostkey.pub")).unwrap();
+        let key: Vec<&str> = key.split_whitespace().take(2).collect();
+        std::fs::write(
+            self.path("known_hosts"),
+            format!("[127.0.0.1]:{} {}\n", self.port, key.join(" ")),
+        )
+        .unwrap();
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+}
+
+impl Drop for SshHost {
+    fn drop(&mut self) {
+        self.down();
+        let pids = as_root("pgrep").args(["-u", &self.user]).output().unwrap();
+        for pid in String::from_utf8_lossy(&pids.stdout).split_whitespace() {
+            let _ = as_root("kill").args(["-KILL", pid]).status();
+        }
+        let _ = as_root("userdel").arg(&self.user).status();
+        // Files the user wrote: removed as root, since the temp dir is the test's.
+        let _ = as_root("rm").arg("-rf").arg(self.dir.path()).status();
+    }
+}
+
+fn uuid_hex() -> String {
+    let bytes = std::fs::read("/proc/sys/kernel/random/uuid").unwrap();
+    String::from_utf8(bytes).unwrap().replace(['-', '\n'], "")
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Every process below `root`, from /proc.
+fn descendants(root: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let ppid = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((pid, ppid))
+        })
+        .collect();
+    let mut found = vec![root];
+    let mut index = 0;
+    while index < found.len() {
+        let parent = found[index];
+        found.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(c, _)| *c),
+        );
+        index += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// A harness whose user config names `hosts`, with an ssh client config for them (through a
+/// `ssh` on PATH that adds `-F`: ssh reads `~/.ssh/config` from the passwd entry, not HOME).
+fn harness_with(hosts: &[&SshHost], extra_hosts: &str) -> Harness {
+    let h = Harness::new();
+    let run = h.root().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let h = h.env("XDG_RUNTIME_DIR", run.to_str().unwrap());
+    let config = h.root().join("ssh_config");
+    std::fs::write(
+        &config,
+        hosts
+            .iter()
+            .map(|host| host.client_config())
+            .collect::<String>(),
+    )
+    .unwrap();
+    write_executable(
+        &h.bin.join("ssh"),
+        &format!(
+            "#!/bin/sh\nexec /usr/bin/ssh -F '{}' \"$@\"\n",
+            config.display()
+        ),
+    );
+    let mut yaml = String::from("hosts:\n");
+    for host in hosts {
+        host.write_known_hosts();
+        yaml.push_str(&format!(
+            "  {0}:\n    ssh: {0}\n    cuekit: ~/bin/cuekit\n",
+            host.name
+        ));
+    }
+    yaml.push_str(extra_hosts);
+    std::fs::create_dir_all(h.home.join(".config/cuekit")).unwrap();
+    std::fs::write(h.home.join(".config/cuekit/config.yaml"), yaml).unwrap();
+    h
+}
+
+fn submit_on(h: &Harness, host: &str, words: &[&str]) -> String {
+    let mut args = vec!["--host", host, "--agent", "command"];
+    args.extend_from_slice(words);
+    h.submit(&args)
+}
+
+fn stderr_of(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_task_on_a_host_is_submitted_followed_steered_and_cancelled() {
+    let alpha = SshHost::start("alpha");
+    let h = harness_with(&[&alpha], "");
+
+    let batch = submit_on(
+        &h,
+        "alpha",
+        &["--mode", "batch", "--", "sh", "-c", "echo hello-from-alpha"],
+    );
+    let status = h.status(&batch);
+    assert_eq!(status["host"], "alpha");
+    let (waited, code) = h.json(&["wait", &batch, "--timeout", "60s"]);
+    assert_eq!(code, 0, "{waited}");
+    assert_eq!(waited["tasks"][0]["status"], "completed");
+    let (result, code) = h.json(&["result", &batch]);
+    assert_eq!(code, 0, "{result}");
+    assert_eq!(result["status"], "completed");
+    assert!(h.ok(&["logs", &batch]).contains("hello-from-alpha"));
+    // The registry holds the host; the task's directory is the host's, not one of ours.
+    let entry =
+        std::fs::read_to_string(h.home.join(".local/share/cuekit/tasks").join(&batch)).unwrap();
+    assert!(entry.contains("\"host\": \"alpha\""), "{entry}");
+    assert!(
+        status["task_dir"]
+            .as_str()
+            .unwrap()
+            .starts_with(alpha.home().to_str().unwrap())
+    );
+
+    let interactive = submit_on(
+        &h,
+        "alpha",
+        &["--", "sh", "-c", "read line; echo got:$line; sleep 600"],
+    );
+    let steered = h.run(&["steer", &interactive, "it's $(not run)"]);
+    assert!(steered.status.success(), "{}", stderr_of(&steered));
+    let start = Instant::now();
+    while !h
+        .ok(&["logs", &interactive])
+        .contains("got:it's $(not run)")
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{}",
+            h.ok(&["logs", &interactive])
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (cancelled, code) = h.json(&["cancel", &interactive]);
+    assert_eq!(code, 0, "{cancelled}");
+    assert_eq!(h.status(&interactive)["status"], "cancelled");
+
+    // A local command that does not reach hosts refuses the host's task instead of misreading it.
+    let refused = h.run(&["diff", &interactive]);
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr_of(&refused));
+    assert!(
+        stderr_of(&refused).contains("runs on host alpha"),
+        "{}",
+        stderr_of(&refused)
+    );
+}
+
+#[test]
+fn list_all_shows_both_hosts_and_a_lost_host_reads_unknown_until_it_is_back() {
+    let alpha = SshHost::start("alpha");
+    let mut beta = SshHost::start("beta");
+    let h = harness_with(&[&alpha, &beta], "");
+    let on_alpha = submit_on(&h, "alpha", &["--", "sh", "-c", "sleep 600"]);
+    let on_beta = submit_on(&h, "beta", &["--", "sh", "-c", "sleep 600"]);
+    let local = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 600"]);
+
+    let rows = |h: &Harness| -> Vec<(String, String, Value)> {
+        let (list, code) = h.json(&["list", "--all"]);
+        assert_eq!(code, 0, "{list}");
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|row| {
+                (
+                    row["id"].as_str().unwrap().to_string(),
+                    row["status"].as_str().unwrap().to_string(),
+                    row["host"].clone(),
+                )
+            })
+            .collect()
+    };
+    let all = rows(&h);
+    for (id, host) in [(&on_alpha, "alpha"), (&on_beta, "beta")] {
+        assert!(
+            all.iter()
+                .any(|(i, s, hs)| i == id && s == "running" && hs == host),
+            "{all:?}"
+        );
+    }
+    assert!(
+        all.iter().any(|(i, _, hs)| i == &local && hs.is_null()),
+        "{all:?}"
+    );
+
+    beta.down();
+    let start = Instant::now();
+    let (lost, code) = h.json(&["status", &on_beta]);
+    let took = start.elapsed();
+    assert_eq!(code, 0, "{lost}");
+    assert_eq!(lost["status"], "unknown");
+    assert_eq!(lost["reason"], "host_unreachable");
+    assert!(lost["hint"].as_str().unwrap().contains("beta"), "{lost}");
+    println!("status of a task on a lost host answered in {took:?}");
+    let all = rows(&h);
+    assert!(
+        all.iter().any(|(i, s, _)| i == &on_alpha && s == "running"),
+        "{all:?}"
+    );
+    assert!(
+        all.iter().any(|(i, s, _)| i == &on_beta && s == "unknown"),
+        "{all:?}"
+    );
+    // A wait with its own timeout keeps waiting, and says why, never taking the loss for an end.
+    let waited = h.run(&["wait", &on_beta, "--timeout", "3s"]);
+    assert_eq!(waited.status.code(), Some(26), "{}", stderr_of(&waited));
+    assert!(
+        stderr_of(&waited).contains("still waiting"),
+        "{}",
+        stderr_of(&waited)
+    );
+
+    beta.up();
+    assert_eq!(h.status(&on_beta)["status"], "running");
+    // Nothing was recorded on the host while it was away.
+    let (cancelled, code) = h.json(&["cancel", &on_beta, &on_alpha]);
+    assert_ne!(
+        code, 0,
+        "ids of two hosts are refused in one call: {cancelled}"
+    );
+    for id in [&on_alpha, &on_beta, &local] {
+        assert_eq!(h.json(&["cancel", id]).1, 0);
+    }
+}
+
+#[test]
+fn a_control_socket_nobody_answers_on_is_replaced_not_waited_on() {
+    let alpha = SshHost::start("alpha");
+    let h = harness_with(&[&alpha], "");
+    let id = submit_on(&h, "alpha", &["--", "sh", "-c", "sleep 600"]);
+    // A master that hangs: the socket accepts connections and never answers.
+    let control = h.root().join("run/cuekit-ssh/alpha");
+    let _ = std::fs::remove_file(&control);
+    let _ = std::fs::remove_file(h.root().join("run/cuekit-ssh/alpha.checked"));
+    let hung = std::os::unix::net::UnixListener::bind(&control).unwrap();
+    let start = Instant::now();
+    assert_eq!(h.status(&id)["status"], "running");
+    println!(
+        "status past a hung control socket took {:?}",
+        start.elapsed()
+    );
+    drop(hung);
+    // A socket file left by a master that died: refused, removed, replaced.
+    let _ = std::fs::remove_file(&control);
+    drop(std::os::unix::net::UnixListener::bind(&control).unwrap());
+    assert_eq!(h.status(&id)["status"], "running");
+    assert_eq!(h.json(&["cancel", &id]).1, 0);
+}
+
+#[test]
+fn a_host_running_another_cuekit_is_refused_with_the_install_hint() {
+    let alpha = SshHost::start("alpha");
+    let other = alpha.home().join("bin/other-cuekit");
+    write_executable(&other, "#!/bin/sh\necho 'cuekit 9.9.9'\n");
+    let h = harness_with(
+        &[&alpha],
+        "  skewed:\n    ssh: alpha\n    cuekit: ~/bin/other-cuekit\n  nowhere:\n    ssh: alpha\n    cuekit: /no/such/cuekit\n",
+    );
+    let (hosts, code) = h.json(&["hosts"]);
+    assert_eq!(code, 27, "{hosts}");
+    let by_name = |name: &str| {
+        hosts
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|host| host["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let ok = by_name("alpha");
+    assert_eq!(ok["reachable"], true, "{ok}");
+    assert_eq!(
+        ok["cuekit_version"],
+        format!("cuekit {}", env!("CARGO_PKG_VERSION"))
+    );
+    assert!(
+        ok["tmux_version"].as_str().unwrap().starts_with("tmux "),
+        "{ok}"
+    );
+    let skewed = by_name("skewed");
+    assert_eq!(skewed["error"]["code"], "host_version_mismatch", "{skewed}");
+    assert_eq!(skewed["cuekit_version"], "cuekit 9.9.9");
+    assert_eq!(by_name("nowhere")["error"]["code"], "host_version_mismatch");
+
+    let refused = h.run(&[
+        "submit", "--host", "skewed", "--agent", "command", "--", "true",
+    ]);
+    assert_eq!(refused.status.code(), Some(27), "{}", stderr_of(&refused));
+    assert!(
+        stderr_of(&refused).contains("cuekit host install skewed"),
+        "{}",
+        stderr_of(&refused)
+    );
+    let unknown = h.run(&[
+        "submit", "--host", "nope", "--agent", "command", "--", "true",
+    ]);
+    assert_eq!(unknown.status.code(), Some(3), "{}", stderr_of(&unknown));
+}
+
+#[test]
+fn a_stopped_host_is_reported_unreachable_by_hosts() {
+    let mut alpha = SshHost::start("alpha");
+    let h = harness_with(&[&alpha], "");
+    alpha.down();
+    let (hosts, code) = h.json(&["hosts"]);
+    assert_eq!(code, 26, "{hosts}");
+    assert_eq!(hosts[0]["reachable"], false);
+    assert_eq!(hosts[0]["error"]["code"], "host_unreachable");
+    let refused = h.run(&[
+        "submit", "--host", "alpha", "--agent", "command", "--", "true",
+    ]);
+    assert_eq!(refused.status.code(), Some(26), "{}", stderr_of(&refused));
+}
+
+/// Words with what shells and ssh love to mangle: quotes, `$()`, backticks, backslashes,
+/// newlines, a leading `-`, spaces, non-ASCII.
+fn awkward_word() -> impl Strategy<Value = String> {
+    proptest::collection::vec(
+        prop_oneof![
+            Just("'".to_string()),
+            Just("\"".to_string()),
+            Just("$(touch pwned)".to_string()),
+            Just("`id`".to_string()),
+            Just("\\".to_string()),
+            Just("\n".to_string()),
+            Just("-".to_string()),
+            Just(" ".to_string()),
+            Just("*".to_string()),
+            Just("é漢🙂".to_string()),
+            "[a-z]{1,3}",
+        ],
+        1..8,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+#[test]
+fn arguments_reach_the_host_exactly_through_sshd_and_its_shell() {
+    let alpha = SshHost::start("alpha");
+    let h = harness_with(&[&alpha], "");
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 8,
+        ..ProptestConfig::default()
+    });
+    let case = std::sync::atomic::AtomicUsize::new(0);
+    runner
+        .run(&proptest::collection::vec(awkward_word(), 1..6), |words| {
+            let n = case.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let out = format!("out-{n}");
+            // The remote task writes each argument it received, NUL-terminated.
+            let script = format!("for a; do printf '%s\\0' \"$a\"; done > {out}");
+            let mut args = vec!["--mode", "batch", "--", "sh", "-c", &script, "sh"];
+            args.extend(words.iter().map(String::as_str));
+            let id = submit_on(&h, "alpha", &args);
+            let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+            prop_assert_eq!(code, 0, "{}", waited);
+            let written = std::fs::read(alpha.home().join(&out)).unwrap();
+            let expected: Vec<u8> = words
+                .iter()
+                .flat_map(|w| [w.as_bytes(), b"\0"].concat())
+                .collect();
+            prop_assert_eq!(
+                String::from_utf8_lossy(&written),
+                String::from_utf8_lossy(&expected)
+            );
+            Ok(())
+        })
+        .unwrap();
+    assert!(!alpha.home().join("pwned").exists());
+}
