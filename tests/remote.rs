@@ -496,6 +496,25 @@ fn a_host_running_another_cuekit_is_refused_with_the_install_hint() {
         "submit", "--host", "nope", "--agent", "command", "--", "true",
     ]);
     assert_eq!(unknown.status.code(), Some(3), "{}", stderr_of(&unknown));
+
+    // The hint's command: this very binary copied over ssh, then the host is good.
+    let (installed, code) = h.json(&["host", "install", "skewed"]);
+    assert_eq!(code, 0, "{installed}");
+    assert_eq!(installed["path"], "~/bin/other-cuekit");
+    assert!(installed.get("note").is_none(), "{installed}");
+    let (hosts, _) = h.json(&["hosts"]);
+    let skewed = hosts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|host| host["name"] == "skewed")
+        .unwrap()
+        .clone();
+    assert!(skewed.get("error").is_none(), "{skewed}");
+    let id = submit_on(&h, "skewed", &["--mode", "batch", "--", "true"]);
+    assert_eq!(h.json(&["wait", &id, "--timeout", "60s"]).1, 0);
+    let failed = h.run(&["host", "install", "nowhere"]);
+    assert_eq!(failed.status.code(), Some(11), "{}", stderr_of(&failed));
 }
 
 #[test]

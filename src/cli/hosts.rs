@@ -1,5 +1,7 @@
 use std::path::Path;
 
+use clap::Subcommand;
+
 use super::render::print_json;
 use crate::error::ErrorCode;
 use crate::ops::{self, HostReport};
@@ -48,4 +50,31 @@ fn line(report: &HostReport) -> String {
         }
     }
     out
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HostCommand {
+    /// Copy this cuekit to the host (its `cuekit` path, else ~/.local/bin/cuekit) when the
+    /// host's OS and architecture match, and check it runs.
+    Install {
+        /// A host configured under `hosts:`.
+        name: String,
+    },
+}
+
+pub fn host(command: &HostCommand, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let HostCommand::Install { name } = command;
+    let installed = ops::host_install(name, cwd)?;
+    if json {
+        print_json(&installed);
+    } else {
+        println!(
+            "host {}: installed {} at {}",
+            installed.host, installed.version, installed.path
+        );
+        if let Some(note) = &installed.note {
+            println!("  note: {note}");
+        }
+    }
+    Ok(0)
 }

@@ -114,6 +114,9 @@ enum Command {
     Report(report::ReportArgs),
     /// Check the configured hosts: reachable, cuekit and tmux versions, task counts.
     Hosts,
+    /// Manage a configured host: `cuekit host install NAME`.
+    #[command(subcommand)]
+    Host(hosts::HostCommand),
     /// Print the effective configuration and where each value comes from.
     Config,
     /// Write a starter .cuekit.yaml here and add .cuekit/ to .gitignore.
@@ -224,6 +227,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Team(command) => team::run(command, &cwd, json),
         Command::Report(args) => report::run(args, &cwd, json),
         Command::Hosts => hosts::run(&cwd, json),
+        Command::Host(command) => hosts::host(command, &cwd, json),
         Command::Config => setup::config(&cwd, json),
         Command::Init { force } => setup::init(&cwd, *force, json),
         Command::Doctor { fix } => setup::doctor(&cwd, *fix, json),

@@ -334,6 +334,77 @@ fn unknown_rows(name: &str, placements: &[Placement], error: &Error) -> Vec<Task
         .collect()
 }
 
+/// How long copying this binary to a host may take.
+const INSTALL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// What `cuekit host install` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Installed {
+    pub host: String,
+    /// Where the binary now is on the host (`~` is the remote home).
+    pub path: String,
+    /// What the installed binary's `--version` printed.
+    pub version: String,
+    /// What is left for the user to do, if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Copies this cuekit to host `name` (its configured `cuekit` path, else
+/// `~/.local/bin/cuekit`) when the host's OS and architecture are this build's, and runs it.
+pub fn host_install(name: &str, cwd: &Path) -> Result<Installed> {
+    let host = host_access::host(&Config::load(cwd)?, name)?;
+    let path = if host.cuekit.contains('/') {
+        host.cuekit.clone()
+    } else {
+        args::INSTALL_PATH.to_string()
+    };
+    let exe = std::env::current_exe()
+        .map_err(|err| Error::new(ErrorCode::Io, format!("cannot find this cuekit: {err}")))?;
+    let binary = std::fs::File::open(&exe).map_err(|err| Error::io("read", &exe, err))?;
+    connection::master_pid(&host)?;
+    let argv = ssh_argv(&host, &args::install_line(&path)?, false);
+    let ran = crate::remote::run::capture_from(&argv, binary.into(), INSTALL_DEADLINE)?;
+    if ran.unreachable() {
+        return Err(connection::unreachable(&host, &ran.why(INSTALL_DEADLINE)));
+    }
+    connection::forget_check(&host);
+    let version = String::from_utf8_lossy(&ran.stdout).trim().to_string();
+    match ran.status.and_then(|status| status.code()) {
+        Some(0) if version == VERSION_LINE => {}
+        Some(0) => return Err(connection::mismatch(&host, &version)),
+        Some(3) => {
+            return Err(Error::new(
+                ErrorCode::InvalidState,
+                format!(
+                    "host {name}: {}; this cuekit is built for {}",
+                    ran.stderr.trim(),
+                    args::host_platform()
+                ),
+            )
+            .with_hint("build cuekit on the host (`cargo install --path .` in a checkout)"));
+        }
+        _ => {
+            return Err(Error::new(
+                ErrorCode::Io,
+                format!("host {name}: the copy failed: {}", ran.stderr.trim()),
+            ));
+        }
+    }
+    let note = (path != host.cuekit).then(|| {
+        format!(
+            "set `cuekit: {path}` under hosts.{name} in ~/.config/cuekit/config.yaml, unless \
+             {path} is on the PATH of the host's ssh commands"
+        )
+    });
+    Ok(Installed {
+        host: name.to_string(),
+        path,
+        version,
+        note,
+    })
+}
+
 /// One host, as `cuekit hosts` reports it.
 #[derive(Debug, Clone, Serialize)]
 pub struct HostReport {

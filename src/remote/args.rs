@@ -92,6 +92,39 @@ pub fn probe_line(cuekit: &str) -> Result<String> {
     ))
 }
 
+/// Where `cuekit host install` puts the binary when the host's `cuekit` is a bare name.
+pub const INSTALL_PATH: &str = "~/.local/bin/cuekit";
+
+/// The line `cuekit host install` runs: the OS and architecture first (the copy goes ahead
+/// only where they are this build's), then the binary from stdin into a temp file beside
+/// `path`, renamed over it (a running cuekit keeps its old file), then its `--version`.
+pub fn install_line(path: &str) -> Result<String> {
+    let (dir, _) = path.rsplit_once('/').unwrap_or((".", path));
+    let target = remote_path(path)?;
+    let temp = remote_path(&format!("{path}.installing"))?;
+    Ok(format!(
+        "[ \"$(uname -s)/$(uname -m)\" = {} ] || {{ echo \"host is $(uname -s)/$(uname -m)\" >&2; exit 3; }}; \
+         mkdir -p {} && cat > {temp} && chmod 755 {temp} && mv -f {temp} {target} && exec {target} --version",
+        single_quote(&host_platform())?,
+        remote_path(if dir.is_empty() { "/" } else { dir })?,
+    ))
+}
+
+/// This build's platform as `uname -s`/`uname -m` print it (`Linux/x86_64`).
+pub fn host_platform() -> String {
+    let os = match std::env::consts::OS {
+        "linux" => "Linux",
+        "macos" => "Darwin",
+        "freebsd" => "FreeBSD",
+        other => other,
+    };
+    let arch = match std::env::consts::ARCH {
+        "aarch64" if os == "Darwin" => "arm64",
+        other => other,
+    };
+    format!("{os}/{arch}")
+}
+
 /// A path for the remote shell: quoted, except that `~` / `~/…` become the remote `$HOME`.
 fn remote_path(path: &str) -> Result<String> {
     Ok(match path.strip_prefix('~') {
@@ -151,6 +184,21 @@ mod tests {
             control_argv(&host(), "check")[3..],
             ["-O", "check", "--", "me@gpu"]
         );
+    }
+
+    #[test]
+    fn install_checks_the_platform_then_replaces_the_binary_whole() {
+        let line = install_line("~/.local/bin/cuekit").unwrap();
+        assert!(line.starts_with(&format!(
+            "[ \"$(uname -s)/$(uname -m)\" = '{}' ] ||",
+            host_platform()
+        )));
+        assert!(line.ends_with(
+            "mkdir -p \"$HOME\"'/.local/bin' && cat > \"$HOME\"'/.local/bin/cuekit.installing' \
+             && chmod 755 \"$HOME\"'/.local/bin/cuekit.installing' \
+             && mv -f \"$HOME\"'/.local/bin/cuekit.installing' \"$HOME\"'/.local/bin/cuekit' \
+             && exec \"$HOME\"'/.local/bin/cuekit' --version"
+        ));
     }
 
     #[test]

@@ -95,6 +95,11 @@ pub fn master_pid(host: &Host) -> Result<Option<u32>> {
 /// `ControlPersist`).
 pub fn forget_master(host: &Host) {
     let _ = std::fs::remove_file(&host.control_path);
+    forget_check(host);
+}
+
+/// The next call checks the far cuekit's version again (it was just replaced).
+pub fn forget_check(host: &Host) {
     let _ = std::fs::remove_file(stamp_path(host));
 }
 
@@ -130,7 +135,7 @@ pub fn unreachable(host: &Host, why: &str) -> Error {
     ))
 }
 
-fn mismatch(host: &Host, version: &str) -> Error {
+pub fn mismatch(host: &Host, version: &str) -> Error {
     Error::new(
         ErrorCode::HostVersionMismatch,
         format!(

@@ -36,8 +36,6 @@ impl Ran {
 
 /// Runs `argv` with `stdin`, and collects its output; killed at `deadline`.
 pub fn capture(argv: &[String], stdin: Option<&[u8]>, deadline: Duration) -> Result<Ran> {
-    let mut stdout = scratch()?;
-    let mut stderr = scratch()?;
     let input = match stdin {
         Some(bytes) => {
             let mut file = scratch()?;
@@ -48,6 +46,13 @@ pub fn capture(argv: &[String], stdin: Option<&[u8]>, deadline: Duration) -> Res
         }
         None => Stdio::null(),
     };
+    capture_from(argv, input, deadline)
+}
+
+/// [`capture`], reading stdin from `input` (a file to copy, say).
+pub fn capture_from(argv: &[String], input: Stdio, deadline: Duration) -> Result<Ran> {
+    let mut stdout = scratch()?;
+    let mut stderr = scratch()?;
     let child = command(argv)
         .stdin(input)
         .stdout(clone(&stdout)?)
