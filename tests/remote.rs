@@ -588,3 +588,72 @@ fn arguments_reach_the_host_exactly_through_sshd_and_its_shell() {
         .unwrap();
     assert!(!alpha.home().join("pwned").exists());
 }
+
+/// An MCP client's `submit_task` with `host`, over `cuekit mcp`'s stdio (newline-delimited
+/// JSON-RPC): the task starts on the host and the result names it.
+#[test]
+fn mcp_submit_task_runs_on_a_host_and_says_so() {
+    use std::io::{BufRead, BufReader, Write};
+    let alpha = SshHost::start("alpha");
+    // The host's own config: its "gemini" is /bin/true (the task only has to start there).
+    let config = alpha.home().join(".config/cuekit");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.yaml"),
+        "adapters:\n  gemini:\n    bin: /bin/true\n",
+    )
+    .unwrap();
+    must(
+        as_root("chown")
+            .args(["-R", &alpha.user])
+            .arg(alpha.home().join(".config")),
+    );
+    let h = harness_with(&[&alpha], "");
+    let mut server = h
+        .cuekit()
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let requests = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "remote-test", "version": "0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "submit_task", "arguments": {
+                "objective": "say hi", "mode": "batch",
+                "host": "alpha", "cwd": "/tmp"}}}),
+    ];
+    for request in requests {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let reply: Value = loop {
+        let line = lines.next().expect("the server answers").unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 2 {
+            break message;
+        }
+    };
+    drop(stdin);
+    let _ = server.wait();
+    let task: Value = serde_json::from_str(
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{reply}")),
+    )
+    .unwrap();
+    assert_eq!(task["task"]["host"], "alpha", "{task}");
+    let id = task["task"]["id"].as_str().unwrap();
+    assert_eq!(h.status(id)["host"], "alpha");
+    assert!(
+        h.status(id)["task_dir"]
+            .as_str()
+            .unwrap()
+            .starts_with("/tmp/.cuekit/tasks/"),
+        "the cwd is the host's, taken as given"
+    );
+}

@@ -80,6 +80,11 @@ pub struct SubmitTaskParams {
     /// The task's files go under `<cwd>/.cuekit/tasks/<id>/`. Default: the server's directory.
     #[serde(default)]
     pub cwd: Option<String>,
+    /// Run the task on this configured host, over SSH (`cuekit hosts` lists them); `cwd` is
+    /// then a directory on that host (default: the host's configured `cwd`). The returned task
+    /// carries `host`; get_status and list read it from the host.
+    #[serde(default)]
+    pub host: Option<String>,
     /// Stop the task and mark it timed_out after this long: seconds, or "90s", "10m", "1h30m".
     #[serde(default)]
     pub timeout: Option<DurationArg>,
@@ -355,33 +360,38 @@ impl CuekitServer {
         let server_cwd = self.cwd.clone();
         blocking(move || {
             let timeout = params.timeout.as_ref().map(parse_duration).transpose()?;
-            let outcome = ops::submit(
-                SubmitRequest {
-                    agent: params.agent_kind,
-                    objective: params.objective,
-                    context: params.context,
-                    constraints: params.constraints,
-                    model: params.model,
-                    mode: params.mode.map(|mode| match mode {
-                        ModeArg::Interactive => Mode::Interactive,
-                        ModeArg::Batch => Mode::Batch,
-                    }),
-                    approval_mode: params.approval_mode,
-                    dangerously_skip_permissions: params.dangerously_skip_permissions,
-                    cwd: params.cwd.map(|dir| server_cwd.join(dir)),
-                    timeout,
-                    resume_from: params.resume_from,
-                    stream_events: params.stream_events,
-                    provider_profile: params.provider_profile,
-                    role: params.role,
-                    team: params.team,
-                    worktree: params.worktree,
-                    base: params.base,
-                    branch: params.branch,
-                    ..SubmitRequest::default()
-                },
-                &server_cwd,
-            )?;
+            let request = SubmitRequest {
+                agent: params.agent_kind,
+                objective: params.objective,
+                context: params.context,
+                constraints: params.constraints,
+                model: params.model,
+                mode: params.mode.map(|mode| match mode {
+                    ModeArg::Interactive => Mode::Interactive,
+                    ModeArg::Batch => Mode::Batch,
+                }),
+                approval_mode: params.approval_mode,
+                dangerously_skip_permissions: params.dangerously_skip_permissions,
+                // A host's directory is the host's: taken as given.
+                cwd: params.cwd.map(|dir| match params.host {
+                    Some(_) => dir.into(),
+                    None => server_cwd.join(dir),
+                }),
+                timeout,
+                resume_from: params.resume_from,
+                stream_events: params.stream_events,
+                provider_profile: params.provider_profile,
+                role: params.role,
+                team: params.team,
+                worktree: params.worktree,
+                base: params.base,
+                branch: params.branch,
+                ..SubmitRequest::default()
+            };
+            let outcome = match &params.host {
+                Some(host) => ops::submit_on_host(host, &request, &server_cwd)?,
+                None => ops::submit(request, &server_cwd)?,
+            };
             Ok(json!({"task": outcome}))
         })
         .await
