@@ -274,6 +274,57 @@ fn harness_with(hosts: &[&SshHost], extra_hosts: &str) -> Harness {
     h
 }
 
+/// Runs a cuekit command line in a pane of the test's local tmux server: a real terminal.
+fn in_terminal(h: &Harness, session: &str, args: &str) {
+    let command = h.cuekit();
+    let mut script = String::from("unset TMUX TMUX_PANE\n");
+    for (name, value) in command.get_envs() {
+        if let Some(value) = value {
+            script.push_str(&format!(
+                "export {}={}\n",
+                name.to_string_lossy(),
+                shlex::try_quote(&value.to_string_lossy()).unwrap()
+            ));
+        }
+    }
+    script.push_str(&format!(
+        "{} {args}\necho \"exited with $?\"\nexec sleep 600\n",
+        env!("CARGO_BIN_EXE_cuekit"),
+    ));
+    let path = h.root().join(format!("{session}.sh"));
+    std::fs::write(&path, script).unwrap();
+    let started = h.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        "120",
+        "-y",
+        "30",
+        "/bin/sh",
+        &path.to_string_lossy(),
+    ]);
+    assert!(started.status.success());
+}
+
+fn wait_pane(h: &Harness, session: &str, what: &str, condition: impl Fn(&str) -> bool) {
+    let start = Instant::now();
+    loop {
+        let target = format!("={session}:");
+        let shown = String::from_utf8_lossy(&h.tmux(&["capture-pane", "-p", "-t", &target]).stdout)
+            .into_owned();
+        if condition(&shown) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never saw {what}:\n{shown}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn submit_on(h: &Harness, host: &str, words: &[&str]) -> String {
     let mut args = vec!["--host", host, "--agent", "command"];
     args.extend_from_slice(words);
@@ -333,6 +384,11 @@ fn a_task_on_a_host_is_submitted_followed_steered_and_cancelled() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // `attach` from a terminal: an interactive ssh to the host's `cuekit attach`.
+    in_terminal(&h, "person", &format!("attach {interactive}"));
+    wait_pane(&h, "person", "the host's pane", |shown| {
+        shown.contains("got:it's $(not run)")
+    });
     let (cancelled, code) = h.json(&["cancel", &interactive]);
     assert_eq!(code, 0, "{cancelled}");
     assert_eq!(h.status(&interactive)["status"], "cancelled");
