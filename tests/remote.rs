@@ -586,6 +586,20 @@ fn a_stopped_host_is_reported_unreachable_by_hosts() {
         "submit", "--host", "alpha", "--agent", "command", "--", "true",
     ]);
     assert_eq!(refused.status.code(), Some(26), "{}", stderr_of(&refused));
+    let (checks, code) = h.json(&["doctor"]);
+    assert_eq!(code, 1, "{checks}");
+    let check = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["name"] == "host alpha")
+        .unwrap_or_else(|| panic!("{checks}"))
+        .clone();
+    assert_eq!(check["level"], "fail", "{check}");
+    assert!(
+        check["message"].as_str().unwrap().contains("unreachable"),
+        "{check}"
+    );
 }
 
 /// Words with what shells and ssh love to mangle: quotes, `$()`, backticks, backslashes,
@@ -659,11 +673,8 @@ fn mcp_submit_task_runs_on_a_host_and_says_so() {
         "adapters:\n  gemini:\n    bin: /bin/true\n",
     )
     .unwrap();
-    must(
-        as_root("chown")
-            .args(["-R", &alpha.user])
-            .arg(alpha.home().join(".config")),
-    );
+    std::fs::create_dir_all(alpha.home().join("work")).unwrap();
+    must(as_root("chown").args(["-R", &alpha.user]).arg(alpha.home()));
     let h = harness_with(&[&alpha], "");
     let mut server = h
         .cuekit()
@@ -681,7 +692,7 @@ fn mcp_submit_task_runs_on_a_host_and_says_so() {
         serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "submit_task", "arguments": {
                 "objective": "say hi", "mode": "batch",
-                "host": "alpha", "cwd": "/tmp"}}}),
+                "host": "alpha", "cwd": "~/work"}}}),
     ];
     for request in requests {
         writeln!(stdin, "{request}").unwrap();
@@ -705,11 +716,13 @@ fn mcp_submit_task_runs_on_a_host_and_says_so() {
     assert_eq!(task["task"]["host"], "alpha", "{task}");
     let id = task["task"]["id"].as_str().unwrap();
     assert_eq!(h.status(id)["host"], "alpha");
+    let status = h.status(id);
+    let work = alpha.home().join("work/.cuekit/tasks");
     assert!(
-        h.status(id)["task_dir"]
+        status["task_dir"]
             .as_str()
             .unwrap()
-            .starts_with("/tmp/.cuekit/tasks/"),
-        "the cwd is the host's, taken as given"
+            .starts_with(work.to_str().unwrap()),
+        "the cwd is the host's (~ its home): {status}"
     );
 }

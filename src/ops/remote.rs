@@ -415,6 +415,10 @@ pub struct HostReport {
     pub cuekit_version: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tmux_version: Option<String>,
+    /// `false` where systemd-logind runs and does not keep this user's processes after
+    /// logout: with `KillUserProcesses=yes` it would end the host's tmux server, and its tasks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub linger: Option<bool>,
     /// The host's tasks (all of its account's, not only those submitted from here), by status.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tasks: Option<BTreeMap<&'static str, usize>>,
@@ -462,6 +466,7 @@ fn report(host: &Host) -> HostReport {
         reachable: false,
         cuekit_version: None,
         tmux_version: None,
+        linger: None,
         tasks: None,
         error: None,
     };
@@ -489,8 +494,18 @@ fn probe(host: &Host, report: &mut HostReport) -> Result<()> {
         return Err(connection::unreachable(host, &ran.why(CALL_DEADLINE)));
     }
     let text = String::from_utf8_lossy(&ran.stdout);
-    let (tmux, list) = text.split_once('\n').unwrap_or((&text, ""));
-    report.tmux_version = Some(tmux.trim().to_string()).filter(|v| v != "none");
+    let mut lines = text.splitn(3, '\n');
+    let (tmux, linger, list) = (
+        lines.next().unwrap_or_default().trim(),
+        lines.next().unwrap_or_default().trim(),
+        lines.next().unwrap_or_default(),
+    );
+    report.tmux_version = Some(tmux.to_string()).filter(|v| v != "none");
+    report.linger = match linger {
+        "yes" => Some(true),
+        "no" => Some(false),
+        _ => None,
+    };
     let rows: Vec<TaskView> =
         serde_json::from_str(list).map_err(|err| unreadable_reply(host, &err))?;
     let mut counts = BTreeMap::new();

@@ -83,12 +83,15 @@ pub fn remote_line(cuekit: &str, cwd: Option<&str>, words: &[String]) -> Result<
     Ok(line)
 }
 
-/// What `cuekit hosts` asks in its one round trip: the remote tmux version on the first line,
-/// then the host's task list as JSON.
+/// What `cuekit hosts` asks in its one round trip: the remote tmux version, then whether
+/// systemd-logind keeps this user's processes after logout (`Linger`: `yes`, `no`, or `none`
+/// without logind), one a line, then the host's task list as JSON.
 pub fn probe_line(cuekit: &str) -> Result<String> {
     let list = remote_line(cuekit, None, &words(&["--json", "list", "--all"]))?;
     Ok(format!(
-        "printf '%s\\n' \"$(tmux -V 2>/dev/null || echo none)\"; {list}"
+        "printf '%s\\n' \"$(tmux -V 2>/dev/null || echo none)\" \
+         \"$(loginctl show-user \"$(id -un)\" --property=Linger --value 2>/dev/null || echo none)\"; \
+         {list}"
     ))
 }
 
