@@ -202,7 +202,7 @@ fn main() {
     let per_list = (client.ssh_calls() - before) as f64 / 10.0;
     println!(
         "list --all, 1 local + 2 hosts x {TASKS_PER_HOST} tasks, median of 10: {} \
-         ({per_list:.1} ssh processes per list: a control-socket check and one call per host)",
+         ({per_list:.1} ssh processes per list: one per host)",
         ms(median(lists))
     );
 }

@@ -35,7 +35,8 @@ fn harness_with(hosts: &[&SshHost], extra_hosts: &str) -> Harness {
     write_executable(
         &h.bin.join("ssh"),
         &format!(
-            "#!/bin/sh\nexec /usr/bin/ssh -F '{}' \"$@\"\n",
+            "#!/bin/sh\necho x >> '{}'\nexec /usr/bin/ssh -F '{}' \"$@\"\n",
+            h.root().join("ssh-calls").display(),
             config.display()
         ),
     );
@@ -110,6 +111,13 @@ fn submit_on(h: &Harness, host: &str, words: &[&str]) -> String {
     h.submit(&args)
 }
 
+/// How many times cuekit has started ssh so far.
+fn ssh_calls(h: &Harness) -> usize {
+    std::fs::read_to_string(h.root().join("ssh-calls"))
+        .map(|text| text.lines().count())
+        .unwrap_or(0)
+}
+
 fn stderr_of(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -126,6 +134,14 @@ fn a_task_on_a_host_is_submitted_followed_steered_and_cancelled() {
     );
     let status = h.status(&batch);
     assert_eq!(status["host"], "alpha");
+    // Warm: the master greeted on its socket and was checked already, so a status is one ssh.
+    let before = ssh_calls(&h);
+    h.status(&batch);
+    assert_eq!(
+        ssh_calls(&h) - before,
+        1,
+        "a warm status starts exactly one ssh"
+    );
     let (waited, code) = h.json(&["wait", &batch, "--timeout", "60s"]);
     assert_eq!(code, 0, "{waited}");
     assert_eq!(waited["tasks"][0]["status"], "completed");

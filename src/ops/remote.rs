@@ -362,7 +362,7 @@ pub fn host_install(name: &str, cwd: &Path) -> Result<Installed> {
     let exe = std::env::current_exe()
         .map_err(|err| Error::new(ErrorCode::Io, format!("cannot find this cuekit: {err}")))?;
     let binary = std::fs::File::open(&exe).map_err(|err| Error::io("read", &exe, err))?;
-    connection::master_pid(&host)?;
+    connection::live_master(&host);
     let argv = ssh_argv(&host, &args::install_line(&path)?, false);
     let ran = crate::remote::run::capture_from(&argv, binary.into(), INSTALL_DEADLINE)?;
     if ran.unreachable() {
@@ -479,7 +479,7 @@ fn report(host: &Host) -> HostReport {
 
 /// The handshake, then one round trip for the tmux version and the task list.
 fn probe(host: &Host, report: &mut HostReport) -> Result<()> {
-    connection::master_pid(host)?;
+    connection::live_master(host);
     let version = connection::remote_version(host)?;
     report.reachable = true;
     report.cuekit_version = Some(version.clone());

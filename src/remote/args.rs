@@ -54,19 +54,6 @@ pub fn ssh_argv(host: &Host, line: &str, tty: bool) -> Vec<String> {
     argv
 }
 
-/// `ssh -O check|exit`: asks the control socket's master only (no network).
-pub fn control_argv(host: &Host, command: &str) -> Vec<String> {
-    vec![
-        "ssh".to_string(),
-        "-o".to_string(),
-        control_path_option(&host.control_path),
-        "-O".to_string(),
-        command.to_string(),
-        "--".to_string(),
-        host.ssh.clone(),
-    ]
-}
-
 /// The remote line running the host's cuekit with `words`, in `cwd` when given:
 /// `cd DIR && exec CUEKIT WORD…`. A leading `~` of a path is the remote home.
 pub fn remote_line(cuekit: &str, cwd: Option<&str>, words: &[String]) -> Result<String> {
@@ -182,10 +169,6 @@ mod tests {
         assert_eq!(
             control_path_option(Path::new("/h/a b/%d\"x")),
             "ControlPath=\"/h/a b/%%d\\\"x\""
-        );
-        assert_eq!(
-            control_argv(&host(), "check")[3..],
-            ["-O", "check", "--", "me@gpu"]
         );
     }
 

@@ -1,12 +1,19 @@
 //! One multiplexed connection per host, checked before use: a control socket whose master is
 //! gone or hangs is removed (never waited on: `ConnectTimeout` does not cover it), and the far
 //! cuekit's version is checked once per master connection, so a reply is never misread.
+//!
+//! The check reads the master's greeting on its socket (OpenSSH's PROTOCOL.mux: on a new
+//! connection, "the first action of each is to send a hello message"), in-process: `ssh -O
+//! check` answers the same question, but starting ssh costs ~10 ms on every call.
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::Host;
-use super::args::{self, control_argv, remote_line, ssh_argv};
+use super::args::{self, remote_line, ssh_argv};
 use super::run::{Ran, capture};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -39,8 +46,8 @@ pub fn call(
 /// A live master connection to a cuekit of this version; at most one local socket probe when
 /// the connection is warm.
 pub fn connect(host: &Host) -> Result<()> {
-    if let Some(pid) = master_pid(host)?
-        && checked_pid(host) == Some(pid)
+    if let Some(master) = live_master(host)
+        && checked_master(host) == Some(master)
     {
         return Ok(());
     }
@@ -49,8 +56,8 @@ pub fn connect(host: &Host) -> Result<()> {
         return Err(mismatch(host, &version));
     }
     // The handshake's ssh became the master (or joined one): remember it was checked.
-    if let Some(pid) = master_pid(host)? {
-        let _ = std::fs::write(stamp_path(host), pid.to_string());
+    if let Some(master) = live_master(host) {
+        let _ = std::fs::write(stamp_path(host), master.to_string());
     }
     Ok(())
 }
@@ -76,19 +83,33 @@ pub fn remote_version(host: &Host) -> Result<String> {
     }
 }
 
-/// The pid of the host's master connection, if one answers on the control socket. A socket
-/// nobody answers on, or whose master does not answer in time, is removed, so the next call
+/// The host's master connection, if one greets on the control socket within
+/// [`CHECK_DEADLINE`], named by its socket's inode (a new master binds a new socket). A socket
+/// nobody answers on, or whose master does not greet in time, is removed, so the next call
 /// starts a new master instead of hanging on it.
-pub fn master_pid(host: &Host) -> Result<Option<u32>> {
-    if std::fs::symlink_metadata(&host.control_path).is_err() {
-        return Ok(None);
-    }
-    let ran = capture(&control_argv(host, "check"), None, CHECK_DEADLINE)?;
-    if ran.status.is_some_and(|status| status.success()) {
-        return Ok(parse_master_pid(&ran.stderr));
+pub fn live_master(host: &Host) -> Option<u64> {
+    let socket = std::fs::symlink_metadata(&host.control_path).ok()?;
+    if greets(&host.control_path) {
+        return Some(socket.ino());
     }
     forget_master(host);
-    Ok(None)
+    None
+}
+
+/// Whether a mux master answers on `path` with its hello.
+fn greets(path: &Path) -> bool {
+    let Ok(mut stream) = UnixStream::connect(path) else {
+        return false;
+    };
+    let mut hello = [0u8; 12];
+    stream.set_read_timeout(Some(CHECK_DEADLINE)).is_ok()
+        && stream.read_exact(&mut hello).is_ok()
+        && is_mux_hello(&hello)
+}
+
+/// `uint32 length, uint32 MUX_MSG_HELLO (1), uint32 version`, big-endian.
+fn is_mux_hello(bytes: &[u8; 12]) -> bool {
+    bytes[4..8] == 1u32.to_be_bytes()
 }
 
 /// Removes the control socket and its handshake stamp (the master, if any, is left to its
@@ -103,13 +124,7 @@ pub fn forget_check(host: &Host) {
     let _ = std::fs::remove_file(stamp_path(host));
 }
 
-/// `Master running (pid=1234)`.
-fn parse_master_pid(stderr: &str) -> Option<u32> {
-    let rest = stderr.split("(pid=").nth(1)?;
-    rest.split(')').next()?.trim().parse().ok()
-}
-
-fn checked_pid(host: &Host) -> Option<u32> {
+fn checked_master(host: &Host) -> Option<u64> {
     std::fs::read_to_string(stamp_path(host))
         .ok()?
         .trim()
@@ -158,11 +173,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_master_pid_is_read_from_ssh_check() {
-        assert_eq!(
-            parse_master_pid("Master running (pid=4242)\r\n"),
-            Some(4242)
-        );
-        assert_eq!(parse_master_pid("Control socket connect(x): refused"), None);
+    fn a_master_greets_with_mux_hello() {
+        let hello = [0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 4];
+        assert!(is_mux_hello(&hello));
+        assert!(!is_mux_hello(&[0, 0, 0, 8, 0, 0, 0, 2, 0, 0, 0, 4]));
+    }
+
+    #[test]
+    fn a_socket_that_never_greets_is_stale_and_removed() {
+        let dir = std::env::temp_dir().join(format!("ck-mux-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let host = Host {
+            name: "h".into(),
+            ssh: "h".into(),
+            cuekit: "cuekit".into(),
+            cwd: None,
+            control_path: dir.join("h"),
+        };
+        assert_eq!(live_master(&host), None, "no socket, no master");
+        let silent = std::os::unix::net::UnixListener::bind(&host.control_path).unwrap();
+        let greeter = std::os::unix::net::UnixListener::bind(dir.join("g")).unwrap();
+        assert_eq!(live_master(&host), None);
+        assert!(!host.control_path.exists(), "the stale socket is removed");
+        drop(silent);
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let (mut client, _) = greeter.accept().unwrap();
+            client
+                .write_all(&[0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 4])
+                .unwrap();
+        });
+        assert!(greets(&dir.join("g")));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
