@@ -88,9 +88,10 @@ pub(crate) fn on_host_error(task_id: &str, host: &str) -> Error {
         ErrorCode::InvalidInput,
         format!("task {task_id} runs on host {host}; this command does not reach hosts"),
     )
-    .with_hint(format!(
-        "run it on the host: `ssh {host}` then `cuekit … {task_id}`"
-    ))
+    .with_hint(
+        "status, list --all, logs, result, steer, wait, cancel and attach reach a host's tasks; \
+         for anything else, run cuekit on the host",
+    )
 }
 
 pub(crate) fn untrusted_error(id: &str, why: &str) -> Error {
