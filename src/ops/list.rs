@@ -27,9 +27,14 @@ pub fn status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
         .filter(|id| !on_hosts.values().flatten().any(|p| &p.id == *id))
         .cloned()
         .collect();
+    let local = if local.is_empty() {
+        Vec::new()
+    } else {
+        local_status(&local, cwd)?
+    };
     let mut views: HashMap<String, TaskView> = super::remote::host_views(on_hosts, false, cwd)?
         .into_iter()
-        .chain(local_status(&local, cwd)?)
+        .chain(local)
         .map(|view| (view.id.clone(), view))
         .collect();
     Ok(task_ids.iter().filter_map(|id| views.remove(id)).collect())
