@@ -202,6 +202,9 @@ pub struct Forwarded {
     pub stderr: String,
 }
 
+/// A forwarded command may do real work on the host (a cancel's grace period, a long log).
+const FORWARD_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Runs `words` (a cuekit command line) on host `name` and collects the reply.
 pub fn forward(
     name: &str,
@@ -210,7 +213,7 @@ pub fn forward(
     cwd: &Path,
 ) -> Result<Forwarded> {
     let host = host_access::host(&Config::load(cwd)?, name)?;
-    let ran = connection::call(&host, None, words, stdin, CALL_DEADLINE)?;
+    let ran = connection::call(&host, None, words, stdin, FORWARD_DEADLINE)?;
     Ok(Forwarded {
         status: ran.status.and_then(|s| s.code()).unwrap_or(1),
         stdout: ran.stdout,
