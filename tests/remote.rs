@@ -479,35 +479,51 @@ fn mcp_submit_task_runs_on_a_host_and_says_so() {
         .spawn()
         .unwrap();
     let mut stdin = server.stdin.take().unwrap();
-    let requests = [
-        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "remote-test", "version": "0"}}}),
-        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "submit_task", "arguments": {
-                "objective": "say hi", "mode": "batch",
-                "host": "alpha", "cwd": "~/work"}}}),
-    ];
-    for request in requests {
-        writeln!(stdin, "{request}").unwrap();
-    }
     let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
-    let reply: Value = loop {
-        let line = lines.next().expect("the server answers").unwrap();
-        let message: Value = serde_json::from_str(&line).unwrap();
-        if message["id"] == 2 {
-            break message;
+    let mut next_id = 0;
+    // One request: its reply (notifications from the server are skipped).
+    let mut request = |method: &str, params: Value| -> Value {
+        next_id += 1;
+        let message = serde_json::json!({"jsonrpc": "2.0", "id": next_id, "method": method,
+            "params": params});
+        writeln!(stdin, "{message}").unwrap();
+        if method == "initialize" {
+            writeln!(
+                stdin,
+                "{}",
+                serde_json::json!({"jsonrpc": "2.0",
+                "method": "notifications/initialized"})
+            )
+            .unwrap();
+        }
+        loop {
+            let line = lines.next().expect("the server answers").unwrap();
+            let reply: Value = serde_json::from_str(&line).unwrap();
+            if reply["id"] == next_id {
+                return reply;
+            }
         }
     };
-    drop(stdin);
-    let _ = server.wait();
-    let task: Value = serde_json::from_str(
-        reply["result"]["content"][0]["text"]
+    request(
+        "initialize",
+        serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "remote-test", "version": "0"}}),
+    );
+    // A tool call's JSON text, parsed (or the text, for a tool error).
+    let mut call = |name: &str, arguments: Value| -> Value {
+        let reply = request(
+            "tools/call",
+            serde_json::json!({"name": name, "arguments": arguments}),
+        );
+        let text = reply["result"]["content"][0]["text"]
             .as_str()
-            .unwrap_or_else(|| panic!("{reply}")),
-    )
-    .unwrap();
+            .unwrap_or_else(|| panic!("{reply}"));
+        serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+    };
+    let task = call(
+        "submit_task",
+        serde_json::json!({"objective": "say hi", "mode": "batch", "host": "alpha", "cwd": "~/work"}),
+    );
     assert_eq!(task["task"]["host"], "alpha", "{task}");
     let id = task["task"]["id"].as_str().unwrap();
     assert_eq!(h.status(id)["host"], "alpha");
@@ -520,4 +536,14 @@ fn mcp_submit_task_runs_on_a_host_and_says_so() {
             .starts_with(work.to_str().unwrap()),
         "the cwd is the host's (~ its home): {status}"
     );
+    // The other tools reach the host by the registry's entry.
+    let result = call("get_task_result", serde_json::json!({"id": id}));
+    assert_eq!(result["result"]["task_id"], id, "{result}");
+    let steered = call("steer_task", serde_json::json!({"id": id, "message": "hi"}));
+    assert!(steered.to_string().contains("host alpha"), "{steered}");
+    let cancelled = call("cancel_tasks", serde_json::json!({"ids": [id]}));
+    assert_eq!(cancelled["tasks"][0]["id"], id, "{cancelled}");
+    drop(call);
+    let _ = server.kill();
+    let _ = server.wait();
 }

@@ -464,6 +464,12 @@ impl CuekitServer {
         let cwd = self.cwd.clone();
         blocking(move || match (params.id, params.team) {
             (Some(id), None) => {
+                let words = ["--json", "steer", &id, "-"].map(String::from);
+                let ids = [id.clone()];
+                let message = params.message.as_bytes();
+                if let Some(receipt) = ops::host_json(&ids, &words, Some(message), &cwd)? {
+                    return Ok(receipt);
+                }
                 let receipt = ops::steer(&id, &cwd, &params.message)?;
                 Ok(serde_json::to_value(receipt).expect("receipts serialize"))
             }
@@ -505,6 +511,12 @@ impl CuekitServer {
                     )));
                 }
             };
+            let mut words = vec!["--json".to_string(), "cancel".to_string()];
+            words.extend(ids.iter().cloned());
+            words.push(format!("--grace={}ms", grace.as_millis()));
+            if let Some(tasks) = ops::host_json(&ids, &words, None, &cwd)? {
+                return Ok(json!({ "tasks": tasks }));
+            }
             Ok(json!({"tasks": ops::cancel(&ids, &cwd, grace)?}))
         })
         .await
@@ -606,7 +618,13 @@ impl CuekitServer {
     ) -> Result<CallToolResult, ErrorData> {
         let cwd = self.cwd.clone();
         blocking(move || match (params.id, params.team) {
-            (Some(id), None) => Ok(json!({"result": ops::result(&id, &cwd)?})),
+            (Some(id), None) => {
+                let words = ["--json", "result", &id].map(String::from);
+                match ops::host_json(&[id.clone()], &words, None, &cwd)? {
+                    Some(result) => Ok(json!({ "result": result })),
+                    None => Ok(json!({"result": ops::result(&id, &cwd)?})),
+                }
+            }
             (None, Some(team)) => {
                 let results = ops::team_result(&team, &cwd)?;
                 Ok(serde_json::to_value(results).expect("results serialize"))

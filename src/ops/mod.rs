@@ -45,8 +45,8 @@ pub use monitor::run_monitor;
 pub use outcome::TaskResult;
 pub use reap::reap_orphans;
 pub use remote::{
-    Forwarded, HostError, HostReport, Installed, forward, host_install, host_of, hosts, relay,
-    submit_on_host,
+    Forwarded, HostError, HostReport, Installed, forward, host_install, host_json, host_of, hosts,
+    relay, submit_on_host,
 };
 pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};
 pub use report::{ReportRequest, report};

@@ -194,6 +194,27 @@ pub fn host_of(task_ids: &[String]) -> Result<Option<String>> {
     }
 }
 
+/// When `ids` are a host's tasks: runs `words` (a `--json` cuekit command line) there and
+/// returns its JSON reply, for a front end that renders JSON itself (MCP). A reply with a
+/// non-zero status but no `error` (a steer receipt, a wait that timed out) is still the reply.
+/// `None` for this machine's tasks.
+pub fn host_json(
+    ids: &[String],
+    words: &[String],
+    stdin: Option<&[u8]>,
+    cwd: &Path,
+) -> Result<Option<serde_json::Value>> {
+    let Some(name) = host_of(ids)? else {
+        return Ok(None);
+    };
+    let host = host_access::host(&Config::load(cwd)?, &name)?;
+    let ran = connection::call(&host, None, words, stdin, FORWARD_DEADLINE)?;
+    match serde_json::from_slice::<serde_json::Value>(&ran.stdout) {
+        Ok(reply) if reply.get("error").is_none() => Ok(Some(reply)),
+        _ => parse_reply(&host, &ran).map(Some),
+    }
+}
+
 /// What a host's cuekit printed for a forwarded command, and its exit status.
 #[derive(Debug)]
 pub struct Forwarded {
