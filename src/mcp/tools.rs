@@ -620,7 +620,7 @@ impl CuekitServer {
         blocking(move || match (params.id, params.team) {
             (Some(id), None) => {
                 let words = ["--json", "result", &id].map(String::from);
-                match ops::host_json(&[id.clone()], &words, None, &cwd)? {
+                match ops::host_json(std::slice::from_ref(&id), &words, None, &cwd)? {
                     Some(result) => Ok(json!({ "result": result })),
                     None => Ok(json!({"result": ops::result(&id, &cwd)?})),
                 }
