@@ -543,7 +543,6 @@ fn mcp_submit_task_runs_on_a_host_and_says_so() {
     assert!(steered.to_string().contains("host alpha"), "{steered}");
     let cancelled = call("cancel_tasks", serde_json::json!({"ids": [id]}));
     assert_eq!(cancelled["tasks"][0]["id"], id, "{cancelled}");
-    drop(call);
     let _ = server.kill();
     let _ = server.wait();
 }
