@@ -61,7 +61,7 @@ impl SshHost {
         std::fs::create_dir_all(home.join(".ssh")).unwrap();
         std::fs::create_dir_all(home.join("bin")).unwrap();
         std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_cuekit"), home.join("bin/cuekit")).unwrap();
-        let _ = std::fs::create_dir_all("/run/sshd");
+        must(as_root("mkdir").args(["-p", "/run/sshd"]));
         must(
             as_root("useradd")
                 .args(["-M", "-p", "*", "-s", "/bin/sh", "-d"])
