@@ -149,6 +149,24 @@ fn a_task_on_a_host_is_submitted_followed_steered_and_cancelled() {
     assert_eq!(code, 0, "{result}");
     assert_eq!(result["status"], "completed");
     assert!(h.ok(&["logs", &batch]).contains("hello-from-alpha"));
+    // Followed: streamed from the host until the task ends.
+    let counting = submit_on(
+        &h,
+        "alpha",
+        &[
+            "--mode",
+            "batch",
+            "--",
+            "sh",
+            "-c",
+            "for i in 1 2 3; do echo line-$i; sleep 0.3; done",
+        ],
+    );
+    let followed = h.ok(&["logs", "--follow", &counting]);
+    assert!(
+        followed.contains("line-1") && followed.contains("line-3"),
+        "{followed}"
+    );
     // The registry holds the host; the task's directory is the host's, not one of ours.
     let entry =
         std::fs::read_to_string(h.home.join(".local/share/cuekit/tasks").join(&batch)).unwrap();
