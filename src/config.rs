@@ -36,6 +36,21 @@ pub struct ConfigFile {
     pub notify: Option<Vec<NotifyChannel>>,
     /// Which new statuses are announced.
     pub notify_on: Option<Vec<NotifyOn>>,
+    /// Other machines tasks can run on. The user's file only: a host names where code runs.
+    #[serde(default)]
+    pub hosts: BTreeMap<String, HostConfig>,
+}
+
+/// A machine reached over SSH, where the same cuekit runs the tasks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    /// Anything `ssh` accepts as a destination: an alias of `~/.ssh/config`, `user@host`.
+    pub ssh: String,
+    /// The remote cuekit binary (default: `cuekit` on the remote PATH; `~/` is the remote home).
+    pub cuekit: Option<String>,
+    /// The default remote working directory for `submit --host`.
+    pub cwd: Option<String>,
 }
 
 /// The per-server monitor's pace. Read from the user's file only: one monitor serves every
@@ -252,7 +267,9 @@ impl Config {
             let bytes = std::fs::read(&path).map_err(|err| Error::io("read", &path, err))?;
             let text = String::from_utf8(bytes)
                 .map_err(|_| invalid(&path, 1, 1, "the file is not valid UTF-8".to_string()))?;
-            layers.push((Source::Project(path.clone()), parse(&text, &path)?));
+            let file = parse(&text, &path)?;
+            refuse_project_hosts(&file, &text, &path)?;
+            layers.push((Source::Project(path.clone()), file));
             project_trust = Some((path.clone(), crate::trust::state(&path, text.as_bytes())));
         }
         if let Some(path) = user_file().filter(|path| path.is_file()) {
@@ -574,6 +591,16 @@ impl Config {
         self.pick(|f| f.tmux.history_limit)
             .unwrap_or_else(|| built_in(50_000))
     }
+
+    /// The configured hosts (only the user's file can set them: [`Config::load`] refuses a
+    /// project file that does).
+    pub fn hosts(&self) -> BTreeMap<String, HostConfig> {
+        self.layers
+            .iter()
+            .filter(|(source, _)| matches!(source, Source::User(_)))
+            .flat_map(|(_, file)| file.hosts.clone())
+            .collect()
+    }
 }
 
 fn built_in<T>(value: T) -> Setting<T> {
@@ -614,9 +641,10 @@ pub fn parse(text: &str, path: &Path) -> Result<ConfigFile> {
             .to_string();
         invalid(path, line, column, message)
     })?;
+    check_host_names(&file, text, path)?;
     for kind in file.adapters.keys() {
         if !ADAPTERS.iter().any(|adapter| adapter.kind() == kind) {
-            let line = line_of_key(text, kind);
+            let line = line_of_key(text, "adapters:", kind);
             let known: Vec<String> = ADAPTERS.iter().map(|a| format!("`{}`", a.kind())).collect();
             return Err(invalid(
                 path,
@@ -632,6 +660,45 @@ pub fn parse(text: &str, path: &Path) -> Result<ConfigFile> {
     Ok(file)
 }
 
+/// `hosts:` says where code runs and with which login: a project (a cloned repository) must
+/// never add one, so a project file that sets it is refused rather than half-read.
+fn refuse_project_hosts(file: &ConfigFile, text: &str, path: &Path) -> Result<()> {
+    if file.hosts.is_empty() {
+        return Ok(());
+    }
+    let line = text
+        .lines()
+        .position(|line| line.starts_with("hosts:"))
+        .map_or(1, |index| index + 1);
+    Err(invalid(
+        path,
+        line,
+        1,
+        "hosts: is read from the user's file only (a project cannot add hosts)".to_string(),
+    )
+    .with_hint("move `hosts:` to ~/.config/cuekit/config.yaml"))
+}
+
+/// A host name is part of file names (its control socket): letters, digits, `-`, `_`, `.`.
+fn check_host_names(file: &ConfigFile, text: &str, path: &Path) -> Result<()> {
+    for (name, host) in &file.hosts {
+        let valid_name = !name.is_empty()
+            && !name.starts_with('.')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        let problem = if !valid_name {
+            format!("hosts: `{name}` is not a host name (letters, digits, -, _ and . only)")
+        } else if host.ssh.is_empty() || host.ssh.starts_with('-') {
+            format!("hosts.{name}.ssh: `{}` is not an ssh destination", host.ssh)
+        } else {
+            continue;
+        };
+        return Err(invalid(path, line_of_key(text, "hosts:", name), 3, problem));
+    }
+    Ok(())
+}
+
 fn invalid(path: &Path, line: usize, column: usize, message: String) -> Error {
     Error::new(
         ErrorCode::ConfigInvalid,
@@ -642,11 +709,11 @@ fn invalid(path: &Path, line: usize, column: usize, message: String) -> Error {
     )
 }
 
-/// The 1-based line where `key:` is first written under `adapters:`.
-fn line_of_key(text: &str, key: &str) -> usize {
+/// The 1-based line where `key:` is first written under `section` (e.g. `adapters:`).
+fn line_of_key(text: &str, section: &str, key: &str) -> usize {
     let adapters = text
         .lines()
-        .position(|line| line.trim_start().starts_with("adapters:"))
+        .position(|line| line.trim_start().starts_with(section))
         .unwrap_or(0);
     text.lines()
         .enumerate()
@@ -801,9 +868,42 @@ mod tests {
             "copy:",
             "symlink:",
             "setup:",
+            "hosts:",
+            "ssh:",
+            "cuekit:",
+            "cwd:",
         ] {
             assert!(EXAMPLE.contains(key), "{key} is not documented");
         }
+    }
+
+    #[test]
+    fn hosts_parse_and_bad_names_or_destinations_are_located_errors() {
+        let file = parse_str(
+            "hosts:\n  gpu-1:\n    ssh: me@gpu\n    cuekit: ~/.local/bin/cuekit\n    cwd: /srv\n",
+        )
+        .unwrap();
+        let host = &file.hosts["gpu-1"];
+        assert_eq!(host.ssh, "me@gpu");
+        assert_eq!(host.cuekit.as_deref(), Some("~/.local/bin/cuekit"));
+        let bad_name = message("hosts:\n  ok:\n    ssh: a\n  ../x:\n    ssh: b\n");
+        assert!(bad_name.contains(":4:3: hosts: `../x`"), "{bad_name}");
+        let option = message("hosts:\n  h:\n    ssh: -oProxyCommand=x\n");
+        assert!(option.contains("not an ssh destination"), "{option}");
+        let unknown = message("hosts:\n  h:\n    ssh: a\n    port: 22\n");
+        assert!(unknown.contains("unknown field `port`"), "{unknown}");
+    }
+
+    #[test]
+    fn a_project_file_setting_hosts_is_refused() {
+        let path = Path::new("/p/.cuekit.yaml");
+        let text = "defaults:\n  agent: gemini\nhosts:\n  h:\n    ssh: evil\n";
+        let err = refuse_project_hosts(&parse(text, path).unwrap(), text, path).unwrap_err();
+        assert_eq!(err.code, ErrorCode::ConfigInvalid);
+        assert!(
+            err.message
+                .contains(":3:1: hosts: is read from the user's file only")
+        );
     }
 
     fn parse_str(text: &str) -> Result<ConfigFile> {
@@ -850,7 +950,7 @@ mod tests {
         );
         assert_eq!(
             message("tmux:\n  width: 10\ncolour: red\n"),
-            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `worktree`, `monitor`, `hooks`, `notify`, `notify_on`"
+            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `worktree`, `monitor`, `hooks`, `notify`, `notify_on`, `hosts`"
         );
         assert_eq!(
             message("adapters:\n  gemini:\n    bin: g\n  gemni:\n    bin: x\n"),

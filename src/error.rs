@@ -26,9 +26,44 @@ pub enum ErrorCode {
     MergeConflict,
     /// A command that draws on or hands over a terminal (`top`, `submit --attach`) has none.
     NotATerminal,
+    /// A configured host did not answer over SSH within the deadline (or refused the login).
+    HostUnreachable,
+    /// The host's cuekit is another version: its replies cannot be read safely.
+    HostVersionMismatch,
 }
 
 impl ErrorCode {
+    /// Every code, for reading one back from its string (a host's cuekit's JSON error).
+    pub const ALL: [ErrorCode; 21] = [
+        ErrorCode::Internal,
+        ErrorCode::Usage,
+        ErrorCode::InvalidInput,
+        ErrorCode::TaskNotFound,
+        ErrorCode::InvalidState,
+        ErrorCode::SteeringUnsupported,
+        ErrorCode::AgentNotFound,
+        ErrorCode::TmuxUnavailable,
+        ErrorCode::TmuxFailed,
+        ErrorCode::StoreCorrupt,
+        ErrorCode::Io,
+        ErrorCode::ConfigInvalid,
+        ErrorCode::Untrusted,
+        ErrorCode::ConfigUntrusted,
+        ErrorCode::TaskFailed,
+        ErrorCode::WaitTimeout,
+        ErrorCode::NotTaskPane,
+        ErrorCode::MergeConflict,
+        ErrorCode::NotATerminal,
+        ErrorCode::HostUnreachable,
+        ErrorCode::HostVersionMismatch,
+    ];
+
+    pub fn parse(code: &str) -> Option<ErrorCode> {
+        ErrorCode::ALL
+            .into_iter()
+            .find(|known| known.as_str() == code)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::Internal => "internal",
@@ -50,6 +85,8 @@ impl ErrorCode {
             ErrorCode::NotTaskPane => "not_task_pane",
             ErrorCode::MergeConflict => "merge_conflict",
             ErrorCode::NotATerminal => "not_a_terminal",
+            ErrorCode::HostUnreachable => "host_unreachable",
+            ErrorCode::HostVersionMismatch => "host_version_mismatch",
         }
     }
 
@@ -75,6 +112,8 @@ impl ErrorCode {
             ErrorCode::WaitTimeout => 21,
             ErrorCode::MergeConflict => 15,
             ErrorCode::NotATerminal => 25,
+            ErrorCode::HostUnreachable => 26,
+            ErrorCode::HostVersionMismatch => 27,
         }
     }
 }

@@ -17,6 +17,15 @@ pub struct LogsArgs {
 }
 
 pub fn run(args: &LogsArgs, cwd: &Path) -> anyhow::Result<i32> {
+    let ids = [args.id.clone()];
+    let on_host = if args.follow {
+        super::remote::relayed(&ids, false, cwd)?
+    } else {
+        super::remote::forwarded(&ids, cwd)?
+    };
+    if let Some(status) = on_host {
+        return Ok(status);
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.follow {

@@ -5,10 +5,12 @@ mod cancel;
 mod diff;
 mod events;
 mod extras;
+mod hosts;
 mod logs;
 mod mcp;
 mod merge;
 mod prune;
+mod remote;
 mod render;
 mod report;
 mod result;
@@ -108,6 +110,11 @@ enum Command {
     Team(team::TeamCommand),
     /// Inside a task's pane: tell the parent how the task stands (progress, blocked, done, failed).
     Report(report::ReportArgs),
+    /// Check the configured hosts: reachable, cuekit and tmux versions, task counts.
+    Hosts,
+    /// Manage a configured host: `cuekit host install NAME`.
+    #[command(subcommand)]
+    Host(hosts::HostCommand),
     /// Print the effective configuration and where each value comes from.
     Config,
     /// Write a starter .cuekit.yaml here and add .cuekit/ to .gitignore.
@@ -200,7 +207,10 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
             team: Some(team), ..
         } => status::team_status(team, &cwd, json),
         Command::List { all, team } => status::list(*all, team.as_deref(), &cwd, json),
-        Command::Attach { id } => match crate::ops::attach(id, &cwd)? {},
+        Command::Attach { id } => match remote::relayed(std::slice::from_ref(id), true, &cwd)? {
+            Some(status) => Ok(status),
+            None => match crate::ops::attach(id, &cwd)? {},
+        },
         Command::Logs(args) => logs::run(args, &cwd),
         Command::Steer(args) => steer::run(args, &cwd, json),
         Command::Wait(args) => wait::run(args, &cwd, json),
@@ -214,6 +224,8 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Roles => roles::run(&cwd, json),
         Command::Team(command) => team::run(command, &cwd, json),
         Command::Report(args) => report::run(args, &cwd, json),
+        Command::Hosts => hosts::run(&cwd, json),
+        Command::Host(command) => hosts::host(command, &cwd, json),
         Command::Config => setup::config(&cwd, json),
         Command::Init { force } => setup::init(&cwd, *force, json),
         Command::Doctor { fix } => setup::doctor(&cwd, *fix, json),

@@ -49,6 +49,11 @@ pub fn task_details(task: &TaskView) -> String {
     if let Some(hint) = &task.hint {
         out.push_str(&format!("\n  hint:       {hint}"));
     }
+    if let Some(host) = &task.host {
+        out.push_str(&format!(
+            "\n  host:       {host} (the paths below are the host's)"
+        ));
+    }
     if let Some(role) = &task.role {
         out.push_str(&format!("\n  role:       {role}"));
     }
@@ -83,6 +88,9 @@ pub fn task_details(task: &TaskView) -> String {
             "\n  attach:     {attach}   (or `cuekit attach {}`)",
             task.id
         ));
+    }
+    if task.host.is_some() && !task.status.is_terminal() {
+        out.push_str(&format!("\n  attach:     cuekit attach {}", task.id));
     }
     out
 }

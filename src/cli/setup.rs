@@ -105,6 +105,7 @@ pub fn doctor(cwd: &Path, fix: bool, json: bool) -> anyhow::Result<i32> {
             format!("undone: {}", undone.join(", ")),
         ));
     }
+    checks.extend(ops::hosts(cwd).unwrap_or_default().iter().map(host_check));
     if json {
         print_json(&checks);
     } else {
@@ -169,4 +170,35 @@ pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         println!("{}: {state}", path.display());
     }
     Ok(0)
+}
+
+/// A configured host as `doctor` sees it: `cuekit hosts`' report, and a warning where the
+/// host's systemd could end its tmux server at logout.
+fn host_check(report: &ops::HostReport) -> doctor::Check {
+    let name = format!("host {}", report.name);
+    if let Some(error) = &report.error {
+        let mut check = doctor::Check::new(name, Level::Fail, error.message.clone());
+        check.next_step = error.hint.clone();
+        return check;
+    }
+    let versions = [&report.cuekit_version, &report.tmux_version]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if report.linger == Some(false) {
+        let mut check = doctor::Check::new(
+            name,
+            Level::Warn,
+            format!("{versions}; systemd does not keep your processes there after logout"),
+        );
+        check.next_step = Some(format!(
+            "where logind's KillUserProcesses=yes, tasks end with the ssh session: run \
+             `loginctl enable-linger` on {}",
+            report.ssh
+        ));
+        return check;
+    }
+    doctor::Check::new(name, Level::Ok, versions)
 }

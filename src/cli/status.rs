@@ -78,9 +78,16 @@ pub fn list(all: bool, team: Option<&str>, cwd: &Path, json: bool) -> anyhow::Re
     } else {
         String::new()
     };
+    // The host column only when some task runs on a host.
+    let hosts = tasks.iter().any(|t| t.host.is_some());
+    let host_header = if hosts {
+        format!("{:<12} ", "HOST")
+    } else {
+        String::new()
+    };
     let now = std::time::SystemTime::now();
     println!(
-        "{:<16} {:<14} {:<8} {:<11} {:<11} {:<9} {branch_header}OBJECTIVE",
+        "{:<16} {host_header}{:<14} {:<8} {:<11} {:<11} {:<9} {branch_header}OBJECTIVE",
         "ID", "STATUS", "REPORT", "AGENT", "MODE", "CREATED"
     );
     for task in &tasks {
@@ -101,8 +108,13 @@ pub fn list(all: bool, team: Option<&str>, cwd: &Path, json: bool) -> anyhow::Re
             (None, _) if branches => format!("{:<40} ", "-"),
             (None, _) => String::new(),
         };
+        let host = if hosts {
+            format!("{:<12} ", task.host.as_deref().unwrap_or("-"))
+        } else {
+            String::new()
+        };
         println!(
-            "{:<16} {} {:<8} {:<11} {:<11} {:<9} {branch}{}",
+            "{:<16} {host}{} {:<8} {:<11} {:<11} {:<9} {branch}{}",
             task.id,
             style::status(task.status, 14),
             report,

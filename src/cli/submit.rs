@@ -29,9 +29,13 @@ pub struct SubmitArgs {
     /// Pass the agent's permission-bypass flag even where the config says `permissions: prompt`.
     #[arg(long)]
     skip_permissions: bool,
-    /// Directory the agent works in (default: the current directory).
+    /// Directory the agent works in (default: the current directory; with --host, a directory
+    /// on the host, default its configured `cwd`, else the remote home).
     #[arg(long)]
     cwd: Option<PathBuf>,
+    /// Run the task on a configured host, over SSH (`cuekit hosts` lists them).
+    #[arg(long, value_name = "NAME")]
+    host: Option<String>,
     /// Stop the task and mark it timed_out after this long (e.g. 30m).
     #[arg(long, value_parser = super::parse_duration)]
     timeout: Option<Duration>,
@@ -102,46 +106,55 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         (_, true) => Some(false),
         _ => None,
     };
-    let outcome = ops::submit(
-        SubmitRequest {
-            agent: args.agent.clone(),
-            objective,
-            context: args.context.clone(),
-            constraints: args.constraints.clone(),
-            model: args.model.clone(),
-            mode: args.mode.as_deref().map(Mode::parse).transpose()?,
-            approval_mode: args.approval_mode.clone(),
-            dangerously_skip_permissions: bypass,
-            cwd: args.cwd.clone(),
-            timeout: args.timeout,
-            stream_events: args.no_events.then_some(false),
-            resume_from: args.resume_from.clone(),
-            provider_profile: args.provider_profile.clone(),
-            // The words as given: the `command` agent runs them as program and arguments.
-            argv: if args.file.is_none() && args.objective != ["-"] {
-                args.objective.clone()
-            } else {
-                Vec::new()
-            },
-            role: args.role.clone(),
-            team: args.team.clone(),
-            dry_run: args.dry_run,
-            worktree: match (args.worktree, args.no_worktree) {
-                (true, _) => Some(true),
-                (_, true) => Some(false),
-                _ => None,
-            },
-            base: args.base.clone(),
-            branch: args.branch.clone(),
+    let request = SubmitRequest {
+        agent: args.agent.clone(),
+        objective,
+        context: args.context.clone(),
+        constraints: args.constraints.clone(),
+        model: args.model.clone(),
+        mode: args.mode.as_deref().map(Mode::parse).transpose()?,
+        approval_mode: args.approval_mode.clone(),
+        dangerously_skip_permissions: bypass,
+        cwd: args.cwd.clone(),
+        timeout: args.timeout,
+        stream_events: args.no_events.then_some(false),
+        resume_from: args.resume_from.clone(),
+        provider_profile: args.provider_profile.clone(),
+        // The words as given: the `command` agent runs them as program and arguments.
+        argv: if args.file.is_none() && args.objective != ["-"] {
+            args.objective.clone()
+        } else {
+            Vec::new()
         },
-        cwd,
-    )?;
+        role: args.role.clone(),
+        team: args.team.clone(),
+        dry_run: args.dry_run,
+        worktree: match (args.worktree, args.no_worktree) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
+        base: args.base.clone(),
+        branch: args.branch.clone(),
+    };
+    let outcome = match &args.host {
+        Some(host) => ops::submit_on_host(host, &request, cwd)?,
+        None => ops::submit(request, cwd)?,
+    };
     if json {
         print_json(&outcome);
     } else {
         print_text(&outcome);
     }
     if let (true, SubmitOutcome::Submitted(task)) = (args.attach, &outcome) {
+        if let Some(host) = &task.host {
+            return Ok(ops::relay(
+                host,
+                &["attach".into(), task.id.clone()],
+                true,
+                cwd,
+            )?);
+        }
         match ops::attach(&task.id, cwd)? {}
     }
     Ok(0)

@@ -20,7 +20,7 @@ pub struct FileDiff {
     pub deletions: Option<u64>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct DiffStat {
     pub files: usize,
     pub insertions: u64,

@@ -80,6 +80,11 @@ pub struct SubmitTaskParams {
     /// The task's files go under `<cwd>/.cuekit/tasks/<id>/`. Default: the server's directory.
     #[serde(default)]
     pub cwd: Option<String>,
+    /// Run the task on this configured host, over SSH (`cuekit hosts` lists them); `cwd` is
+    /// then a directory on that host (default: the host's configured `cwd`). The returned task
+    /// carries `host`; get_status and list read it from the host.
+    #[serde(default)]
+    pub host: Option<String>,
     /// Stop the task and mark it timed_out after this long: seconds, or "90s", "10m", "1h30m".
     #[serde(default)]
     pub timeout: Option<DurationArg>,
@@ -355,33 +360,38 @@ impl CuekitServer {
         let server_cwd = self.cwd.clone();
         blocking(move || {
             let timeout = params.timeout.as_ref().map(parse_duration).transpose()?;
-            let outcome = ops::submit(
-                SubmitRequest {
-                    agent: params.agent_kind,
-                    objective: params.objective,
-                    context: params.context,
-                    constraints: params.constraints,
-                    model: params.model,
-                    mode: params.mode.map(|mode| match mode {
-                        ModeArg::Interactive => Mode::Interactive,
-                        ModeArg::Batch => Mode::Batch,
-                    }),
-                    approval_mode: params.approval_mode,
-                    dangerously_skip_permissions: params.dangerously_skip_permissions,
-                    cwd: params.cwd.map(|dir| server_cwd.join(dir)),
-                    timeout,
-                    resume_from: params.resume_from,
-                    stream_events: params.stream_events,
-                    provider_profile: params.provider_profile,
-                    role: params.role,
-                    team: params.team,
-                    worktree: params.worktree,
-                    base: params.base,
-                    branch: params.branch,
-                    ..SubmitRequest::default()
-                },
-                &server_cwd,
-            )?;
+            let request = SubmitRequest {
+                agent: params.agent_kind,
+                objective: params.objective,
+                context: params.context,
+                constraints: params.constraints,
+                model: params.model,
+                mode: params.mode.map(|mode| match mode {
+                    ModeArg::Interactive => Mode::Interactive,
+                    ModeArg::Batch => Mode::Batch,
+                }),
+                approval_mode: params.approval_mode,
+                dangerously_skip_permissions: params.dangerously_skip_permissions,
+                // A host's directory is the host's: taken as given.
+                cwd: params.cwd.map(|dir| match params.host {
+                    Some(_) => dir.into(),
+                    None => server_cwd.join(dir),
+                }),
+                timeout,
+                resume_from: params.resume_from,
+                stream_events: params.stream_events,
+                provider_profile: params.provider_profile,
+                role: params.role,
+                team: params.team,
+                worktree: params.worktree,
+                base: params.base,
+                branch: params.branch,
+                ..SubmitRequest::default()
+            };
+            let outcome = match &params.host {
+                Some(host) => ops::submit_on_host(host, &request, &server_cwd)?,
+                None => ops::submit(request, &server_cwd)?,
+            };
             Ok(json!({"task": outcome}))
         })
         .await
@@ -454,6 +464,12 @@ impl CuekitServer {
         let cwd = self.cwd.clone();
         blocking(move || match (params.id, params.team) {
             (Some(id), None) => {
+                let words = ["--json", "steer", &id, "-"].map(String::from);
+                let ids = [id.clone()];
+                let message = params.message.as_bytes();
+                if let Some(receipt) = ops::host_json(&ids, &words, Some(message), &cwd)? {
+                    return Ok(receipt);
+                }
                 let receipt = ops::steer(&id, &cwd, &params.message)?;
                 Ok(serde_json::to_value(receipt).expect("receipts serialize"))
             }
@@ -495,6 +511,12 @@ impl CuekitServer {
                     )));
                 }
             };
+            let mut words = vec!["--json".to_string(), "cancel".to_string()];
+            words.extend(ids.iter().cloned());
+            words.push(format!("--grace={}ms", grace.as_millis()));
+            if let Some(tasks) = ops::host_json(&ids, &words, None, &cwd)? {
+                return Ok(json!({ "tasks": tasks }));
+            }
             Ok(json!({"tasks": ops::cancel(&ids, &cwd, grace)?}))
         })
         .await
@@ -596,7 +618,13 @@ impl CuekitServer {
     ) -> Result<CallToolResult, ErrorData> {
         let cwd = self.cwd.clone();
         blocking(move || match (params.id, params.team) {
-            (Some(id), None) => Ok(json!({"result": ops::result(&id, &cwd)?})),
+            (Some(id), None) => {
+                let words = ["--json", "result", &id].map(String::from);
+                match ops::host_json(std::slice::from_ref(&id), &words, None, &cwd)? {
+                    Some(result) => Ok(json!({ "result": result })),
+                    None => Ok(json!({"result": ops::result(&id, &cwd)?})),
+                }
+            }
             (None, Some(team)) => {
                 let results = ops::team_result(&team, &cwd)?;
                 Ok(serde_json::to_value(results).expect("results serialize"))

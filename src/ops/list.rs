@@ -15,7 +15,32 @@ use crate::status::Status;
 /// The tasks' views, with live progress for running tasks that stream events (a file read
 /// each, which `list` leaves out), and for ended tasks whose pane went away, the processes that
 /// outlived it.
+/// A host's tasks are asked of their hosts (one call per host, in parallel) and keep their
+/// place among the ids given.
 pub fn status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
+    let on_hosts = super::remote::by_host(task_ids.iter().cloned())?;
+    if on_hosts.is_empty() {
+        return local_status(task_ids, cwd);
+    }
+    let local: Vec<String> = task_ids
+        .iter()
+        .filter(|id| !on_hosts.values().flatten().any(|p| &p.id == *id))
+        .cloned()
+        .collect();
+    let local = if local.is_empty() {
+        Vec::new()
+    } else {
+        local_status(&local, cwd)?
+    };
+    let mut views: HashMap<String, TaskView> = super::remote::host_views(on_hosts, false, cwd)?
+        .into_iter()
+        .chain(local)
+        .map(|view| (view.id.clone(), view))
+        .collect();
+    Ok(task_ids.iter().filter_map(|id| views.remove(id)).collect())
+}
+
+fn local_status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
     let found = task_ids
         .iter()
         .map(|id| find(id, cwd))
@@ -34,9 +59,26 @@ pub fn status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
     Ok(views)
 }
 
-/// This project's tasks (nearest `.cuekit/tasks` above `cwd`), or every registered task.
+/// This project's tasks (nearest `.cuekit/tasks` above `cwd`), or every registered task,
+/// hosts' tasks included (each host asked once, in parallel).
 pub fn list(all: bool, cwd: &Path) -> Result<Vec<TaskView>> {
-    Ok(listing(all, cwd, None)?.views)
+    let mut views = listing(all, cwd, None)?.views;
+    if all {
+        let on_hosts = super::remote::by_host(crate::store::registered_ids()?)?;
+        if !on_hosts.is_empty() {
+            views.extend(super::remote::host_views(on_hosts, true, cwd)?);
+            sort_oldest_first(&mut views);
+        }
+    }
+    Ok(views)
+}
+
+fn sort_oldest_first(views: &mut [TaskView]) {
+    views.sort_by(|a, b| {
+        a.created_at
+            .cmp(&b.created_at)
+            .then_with(|| a.id.cmp(&b.id))
+    });
 }
 
 /// What `list` shows, and what a dashboard needs beside it.
@@ -57,11 +99,7 @@ pub(crate) fn listing(all: bool, cwd: &Path, also: Option<&str>) -> Result<Listi
         scan_project(cwd)?
     };
     let (mut views, refreshed, screens) = views_of(found, false, also)?;
-    views.sort_by(|a, b| {
-        a.created_at
-            .cmp(&b.created_at)
-            .then_with(|| a.id.cmp(&b.id))
-    });
+    sort_oldest_first(&mut views);
     Ok(Listing {
         views,
         refreshed,

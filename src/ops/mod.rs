@@ -18,6 +18,7 @@ mod monitor;
 mod monitor_lock;
 mod outcome;
 mod reap;
+mod remote;
 mod remove;
 mod report;
 mod result;
@@ -43,6 +44,10 @@ pub use merge::merge;
 pub use monitor::run_monitor;
 pub use outcome::TaskResult;
 pub use reap::reap_orphans;
+pub use remote::{
+    Forwarded, HostError, HostReport, Installed, forward, host_install, host_json, host_of, hosts,
+    relay, submit_on_host,
+};
 pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};
 pub use report::{ReportRequest, report};
 pub use result::result;

@@ -52,16 +52,17 @@ pub struct SubmitRequest {
     pub branch: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// Untagged; read back from a host's JSON too (`ops::remote` tells the two apart by `id`).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[serde(untagged)]
 pub enum SubmitOutcome {
+    Submitted(Box<TaskView>),
     DryRun {
         agent_kind: String,
         mode: Mode,
         launch_command: String,
         warnings: Vec<String>,
     },
-    Submitted(Box<TaskView>),
 }
 
 /// The task spec with the role and the configuration applied (flag > role > project file >
@@ -301,6 +302,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         session: session.clone(),
         created_at: created_at.clone(),
         timeout_secs,
+        host: None,
         legacy: false,
     };
     // From here on, whatever stops this submit is undone by the next cuekit call (see

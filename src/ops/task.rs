@@ -60,6 +60,9 @@ pub(crate) fn find(task_id: &str, cwd: &Path) -> Result<Found> {
             .with_hint("task ids look like t_0123456789ab; run `cuekit list --all`"));
     }
     if let Some(placement) = store::placement(task_id)? {
+        if let Some(host) = &placement.host {
+            return Err(on_host_error(task_id, host));
+        }
         let dir = placement.task_dir.clone();
         return Ok(judge_trust(placement, &dir));
     }
@@ -76,6 +79,19 @@ pub(crate) fn open(task_id: &str, cwd: &Path) -> Result<Task> {
         Found::Untrusted { id, why, .. } => Err(untrusted_error(&id, &why)),
         Found::Unreadable { error, .. } => Err(error),
     }
+}
+
+/// A host's task is never judged or acted on here: its paths and pids are the host's.
+/// Faces route it to the host first (`ops::remote`); this is the boundary's last word.
+pub(crate) fn on_host_error(task_id: &str, host: &str) -> Error {
+    Error::new(
+        ErrorCode::InvalidInput,
+        format!("task {task_id} runs on host {host}; this command does not reach hosts"),
+    )
+    .with_hint(
+        "status, list --all, logs, result, steer, wait, cancel and attach reach a host's tasks; \
+         for anything else, run cuekit on the host",
+    )
 }
 
 pub(crate) fn untrusted_error(id: &str, why: &str) -> Error {
@@ -124,6 +140,8 @@ pub(crate) fn scan_registry() -> Result<Vec<Found>> {
     let mut found = Vec::new();
     for id in store::registered_ids()? {
         match store::placement(&id) {
+            // A host's task is listed from its host (`ops::remote`), never judged here.
+            Ok(Some(placement)) if placement.host.is_some() => {}
             Ok(Some(placement)) => {
                 let dir = placement.task_dir.clone();
                 // A task whose directory is gone and that has no process left is history.

@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::adapter::{self, Capabilities};
 use crate::error::Error;
@@ -11,8 +11,9 @@ use crate::spec::Mode;
 use crate::status::Status;
 use crate::store::{Placement, TaskRecord};
 
-/// What `status`, `list`, `submit` and `wait` report about a task.
-#[derive(Debug, Clone, Serialize)]
+/// What `status`, `list`, `submit` and `wait` report about a task. Read back from a host's
+/// cuekit too (same version, by the handshake), so it deserializes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TaskView {
     pub id: String,
     pub agent_kind: String,
@@ -29,6 +30,8 @@ pub struct TaskView {
     pub objective: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Filled from this build's adapter table when read from a host (`&'static` data).
+    #[serde(skip_deserializing)]
     pub capabilities: Option<Capabilities>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attach_hint: Option<String>,
@@ -55,7 +58,7 @@ pub struct TaskView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_report: Option<Report>,
     /// The latest report says the child is blocked: it waits on the parent.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub blocked: bool,
     /// For a task in its own worktree: its branch, folder and base.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -67,6 +70,9 @@ pub struct TaskView {
     /// Its work against the base commit (`status` and `list`; `cuekit diff` for the files).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff_stat: Option<DiffStat>,
+    /// The configured host the task runs on; absent for a task on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl TaskView {
@@ -104,6 +110,28 @@ impl TaskView {
         view
     }
 
+    /// A host's task whose host did not answer: the registry's placement, status `unknown`.
+    pub(crate) fn host_unreachable(placement: &Placement, host: &str, error: &Error) -> TaskView {
+        let mut view = TaskView::bare(&placement.id, &placement.task_dir);
+        view.reason = Some("host_unreachable".into());
+        view.hint = Some(error.message.clone());
+        view.created_at = placement.created_at.clone();
+        view.host = Some(host.to_string());
+        view
+    }
+
+    /// A view read back from a host: capabilities from this build's table, the host named.
+    pub(crate) fn on_host(mut self, host: &str) -> TaskView {
+        self.capabilities = adapter::lookup(&self.agent_kind)
+            .ok()
+            .zip(self.mode)
+            .map(|(adapter, mode)| adapter.task_capabilities(mode));
+        self.host = Some(host.to_string());
+        // The host's tmux command means nothing here: `cuekit attach` goes through ssh.
+        self.attach_hint = None;
+        self
+    }
+
     fn bare(id: &str, task_dir: &std::path::Path) -> TaskView {
         TaskView {
             id: id.to_string(),
@@ -134,6 +162,7 @@ impl TaskView {
             worktree: None,
             base_ref: None,
             diff_stat: None,
+            host: None,
         }
     }
 }
@@ -183,6 +212,7 @@ impl From<&TaskRecord> for TaskView {
             worktree: record.worktree.as_ref().map(|w| w.path.clone()),
             base_ref: record.worktree.as_ref().map(|w| w.base_ref.clone()),
             diff_stat: None,
+            host: None,
         }
     }
 }

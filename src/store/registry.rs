@@ -33,6 +33,10 @@ pub struct Placement {
     /// Kept here too, so a timeout holds even when the task directory was deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
+    /// The configured host the task runs on (`task_dir`, `socket` and `session` are then the
+    /// host's, never used here): every command on it goes to that host's cuekit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// Read from an older registry entry that held only the task directory.
     #[serde(skip)]
     pub legacy: bool,
@@ -229,6 +233,7 @@ fn parse_placement(task_id: &str, bytes: Vec<u8>, path: &Path) -> Result<Placeme
         session: crate::tmux::args::session_name(task_id),
         created_at: String::new(),
         timeout_secs: None,
+        host: None,
         legacy: true,
     })
 }

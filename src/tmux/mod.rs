@@ -220,6 +220,9 @@ impl Tmux {
             // A tmux server started from inside a task's pane would otherwise hand that task's
             // id to every later pane and pipe, and cancelling the task would reach them.
             .env_remove("CUEKIT_TASK_ID")
+            // Without a UTF-8 locale (an ssh command's usual environment) tmux prints a tab
+            // of a format as `_`, and no pane listing could be read: `-u` says UTF-8 is fine.
+            .arg("-u")
             .args(self.socket.args())
             .args(args)
             .stdin(if input.is_some() {

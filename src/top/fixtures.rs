@@ -57,6 +57,7 @@ pub fn row(
             worktree: None,
             base_ref: None,
             diff_stat: None,
+            host: None,
         },
         last_activity: Some(at(created + 30)),
         created: Some(at(created)),

@@ -1,0 +1,208 @@
+//! Prints what reaching a task on another host costs; asserts nothing about time. Run with
+//! `cargo bench --bench remote` (release build, as root or with `sudo -n`: it starts two real
+//! sshd "hosts" on loopback, like tests/remote.rs).
+//!
+//! - status: `cuekit status` of a host's task over a warm connection, against a local
+//!   `cuekit status` and one bare ssh round trip over the same connection (the budget is
+//!   local + one round trip + 5 ms);
+//! - list: `cuekit list --all` over 2 hosts × N tasks, with the ssh processes it starts (the
+//!   budget is one round trip per host).
+
+#[path = "../tests/support/ssh_host.rs"]
+mod ssh_host;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ssh_host::SshHost;
+
+const TASKS_PER_HOST: usize = 50;
+const ROUNDS: usize = 40;
+
+struct Client {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Client {
+    /// A user of this machine whose config names `hosts`, with an ssh client config for them
+    /// and an `ssh` on PATH that adds `-F` and counts its invocations.
+    fn new(hosts: &[&SshHost]) -> Client {
+        let dir = tempfile::Builder::new()
+            .prefix("cuekit-bench-remote-")
+            .tempdir()
+            .unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for sub in ["home/.config/cuekit", "bin", "run", "project"] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        let config: String = hosts.iter().map(|host| host.client_config()).collect();
+        std::fs::write(root.join("ssh_config"), config).unwrap();
+        let ssh = root.join("bin/ssh");
+        std::fs::write(
+            &ssh,
+            format!(
+                "#!/bin/sh\necho x >> '{}'\nexec /usr/bin/ssh -F '{}' \"$@\"\n",
+                root.join("ssh-calls").display(),
+                root.join("ssh_config").display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut yaml = String::from("hosts:\n");
+        for host in hosts {
+            host.write_known_hosts();
+            yaml.push_str(&format!(
+                "  {0}:\n    ssh: {0}\n    cuekit: ~/bin/cuekit\n",
+                host.name
+            ));
+        }
+        std::fs::write(root.join("home/.config/cuekit/config.yaml"), yaml).unwrap();
+        Client { _dir: dir, root }
+    }
+
+    fn cuekit(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cuekit"));
+        command
+            .current_dir(self.root.join("project"))
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    self.root.join("bin").display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .env("HOME", self.root.join("home"))
+            .env("XDG_DATA_HOME", self.root.join("home/.local/share"))
+            .env("XDG_CONFIG_HOME", self.root.join("home/.config"))
+            .env("XDG_RUNTIME_DIR", self.root.join("run"))
+            .env(
+                "CUEKIT_TMUX_SOCKET",
+                format!("ck-bench-remote-{}", std::process::id()),
+            )
+            .env_remove("TMUX")
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.cuekit().args(args).output().unwrap();
+        assert!(
+            output.status.success(),
+            "cuekit {args:?}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    fn submit(&self, host: Option<&str>) -> String {
+        let mut args = vec!["--json", "submit", "--agent", "command"];
+        if let Some(host) = host {
+            args.extend(["--host", host]);
+        }
+        args.extend(["--", "sh", "-c", "sleep 3600"]);
+        let reply: serde_json::Value = serde_json::from_str(&self.ok(&args)).unwrap();
+        reply["id"].as_str().unwrap().to_string()
+    }
+
+    fn ssh_calls(&self) -> usize {
+        std::fs::read_to_string(self.root.join("ssh-calls"))
+            .map(|text| text.lines().count())
+            .unwrap_or(0)
+    }
+
+    /// One bare round trip over the host's warm connection (cuekit's own control socket).
+    fn round_trip(&self, host: &str) -> Duration {
+        let control = self.root.join("run/cuekit-ssh").join(host);
+        let start = Instant::now();
+        let status = Command::new(self.root.join("bin/ssh"))
+            .args(["-o", "BatchMode=yes", "-o"])
+            .arg(format!("ControlPath={}", control.display()))
+            .args(["-T", "--", host, "true"])
+            .stdin(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        start.elapsed()
+    }
+
+    fn time(&self, args: &[&str]) -> Duration {
+        let start = Instant::now();
+        self.ok(args);
+        start.elapsed()
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let socket = format!("ck-bench-remote-{}", std::process::id());
+        let _ = Command::new("tmux")
+            .args(["-L", &socket, "kill-server"])
+            .output();
+    }
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn ms(duration: Duration) -> String {
+    format!("{:.2} ms", duration.as_secs_f64() * 1000.0)
+}
+
+fn main() {
+    if !Path::new("/usr/sbin/sshd").exists() {
+        eprintln!(
+            "benches/remote: /usr/sbin/sshd is missing (scripts/test installs openssh-server)"
+        );
+        std::process::exit(1);
+    }
+    let alpha = SshHost::start("alpha");
+    let beta = SshHost::start("beta");
+    let client = Client::new(&[&alpha, &beta]);
+
+    let local = client.submit(None);
+    let remote = client.submit(Some("alpha"));
+    client.ok(&["status", &remote]); // the connection is warm from here on
+
+    let (mut locals, mut remotes, mut trips) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        locals.push(client.time(&["status", &local]));
+        remotes.push(client.time(&["status", &remote]));
+        trips.push(client.round_trip("alpha"));
+    }
+    let (local_ms, remote_ms, trip_ms) = (median(locals), median(remotes), median(trips));
+    println!("status, median of {ROUNDS}:");
+    println!("  local task                         {}", ms(local_ms));
+    println!("  one ssh round trip (warm)          {}", ms(trip_ms));
+    println!("  host's task (warm connection)      {}", ms(remote_ms));
+    let over = remote_ms.as_secs_f64() - (local_ms + trip_ms).as_secs_f64();
+    println!(
+        "  host's task - (local + round trip) {:+.2} ms (budget: +5 ms)",
+        over * 1000.0
+    );
+
+    for host in ["alpha", "beta"] {
+        let existing = usize::from(host == "alpha");
+        for _ in existing..TASKS_PER_HOST {
+            client.submit(Some(host));
+        }
+    }
+    client.ok(&["list", "--all"]);
+    let before = client.ssh_calls();
+    let mut lists = Vec::new();
+    for _ in 0..10 {
+        lists.push(client.time(&["list", "--all"]));
+    }
+    let per_list = (client.ssh_calls() - before) as f64 / 10.0;
+    println!(
+        "list --all, 1 local + 2 hosts x {TASKS_PER_HOST} tasks, median of 10: {} \
+         ({per_list:.1} ssh processes per list: one per host)",
+        ms(median(lists))
+    );
+}

@@ -1,0 +1,566 @@
+//! Tasks on other hosts, through real OpenSSH on loopback: each "host" is an `sshd` of the
+//! test's own (own config, host key, port) and a throw-away unix user whose home holds a link
+//! to this cuekit. The test's ssh client config (the user's `~/.ssh/config`, in effect) names
+//! the hosts; host keys are checked against a known_hosts file written from the host keys.
+//! scripts/test installs openssh-server; a machine without it fails here, saying so.
+
+mod common;
+#[path = "support/ssh_host.rs"]
+mod ssh_host;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{Harness, write_executable};
+use proptest::prelude::*;
+use serde_json::Value;
+use ssh_host::{SshHost, as_root, must};
+
+/// A harness whose user config names `hosts`, with an ssh client config for them (through a
+/// `ssh` on PATH that adds `-F`: ssh reads `~/.ssh/config` from the passwd entry, not HOME).
+fn harness_with(hosts: &[&SshHost], extra_hosts: &str) -> Harness {
+    let h = Harness::new();
+    let run = h.root().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let h = h.env("XDG_RUNTIME_DIR", run.to_str().unwrap());
+    let config = h.root().join("ssh_config");
+    std::fs::write(
+        &config,
+        hosts
+            .iter()
+            .map(|host| host.client_config())
+            .collect::<String>(),
+    )
+    .unwrap();
+    write_executable(
+        &h.bin.join("ssh"),
+        &format!(
+            "#!/bin/sh\necho x >> '{}'\nexec /usr/bin/ssh -F '{}' \"$@\"\n",
+            h.root().join("ssh-calls").display(),
+            config.display()
+        ),
+    );
+    let mut yaml = String::from("hosts:\n");
+    for host in hosts {
+        host.write_known_hosts();
+        yaml.push_str(&format!(
+            "  {0}:\n    ssh: {0}\n    cuekit: ~/bin/cuekit\n",
+            host.name
+        ));
+    }
+    yaml.push_str(extra_hosts);
+    std::fs::create_dir_all(h.home.join(".config/cuekit")).unwrap();
+    std::fs::write(h.home.join(".config/cuekit/config.yaml"), yaml).unwrap();
+    h
+}
+
+/// Runs a cuekit command line in a pane of the test's local tmux server: a real terminal.
+fn in_terminal(h: &Harness, session: &str, args: &str) {
+    let command = h.cuekit();
+    let mut script = String::from("unset TMUX TMUX_PANE\n");
+    for (name, value) in command.get_envs() {
+        if let Some(value) = value {
+            script.push_str(&format!(
+                "export {}={}\n",
+                name.to_string_lossy(),
+                shlex::try_quote(&value.to_string_lossy()).unwrap()
+            ));
+        }
+    }
+    script.push_str(&format!(
+        "{} {args}\necho \"exited with $?\"\nexec sleep 600\n",
+        env!("CARGO_BIN_EXE_cuekit"),
+    ));
+    let path = h.root().join(format!("{session}.sh"));
+    std::fs::write(&path, script).unwrap();
+    let started = h.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        "120",
+        "-y",
+        "30",
+        "/bin/sh",
+        &path.to_string_lossy(),
+    ]);
+    assert!(started.status.success());
+}
+
+fn wait_pane(h: &Harness, session: &str, what: &str, condition: impl Fn(&str) -> bool) {
+    let start = Instant::now();
+    loop {
+        let target = format!("={session}:");
+        let shown = String::from_utf8_lossy(&h.tmux(&["capture-pane", "-p", "-t", &target]).stdout)
+            .into_owned();
+        if condition(&shown) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never saw {what}:\n{shown}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn submit_on(h: &Harness, host: &str, words: &[&str]) -> String {
+    let mut args = vec!["--host", host, "--agent", "command"];
+    args.extend_from_slice(words);
+    h.submit(&args)
+}
+
+/// How many times cuekit has started ssh so far.
+fn ssh_calls(h: &Harness) -> usize {
+    std::fs::read_to_string(h.root().join("ssh-calls"))
+        .map(|text| text.lines().count())
+        .unwrap_or(0)
+}
+
+fn stderr_of(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_task_on_a_host_is_submitted_followed_steered_and_cancelled() {
+    let alpha = SshHost::start("alpha");
+    let h = harness_with(&[&alpha], "");
+
+    let batch = submit_on(
+        &h,
+        "alpha",
+        &["--mode", "batch", "--", "sh", "-c", "echo hello-from-alpha"],
+    );
+    let status = h.status(&batch);
+    assert_eq!(status["host"], "alpha");
+    // Warm: the master greeted on its socket and was checked already, so a status is one ssh.
+    let before = ssh_calls(&h);
+    h.status(&batch);
+    assert_eq!(
+        ssh_calls(&h) - before,
+        1,
+        "a warm status starts exactly one ssh"
+    );
+    let (waited, code) = h.json(&["wait", &batch, "--timeout", "60s"]);
+    assert_eq!(code, 0, "{waited}");
+    assert_eq!(waited["tasks"][0]["status"], "completed");
+    let (result, code) = h.json(&["result", &batch]);
+    assert_eq!(code, 0, "{result}");
+    assert_eq!(result["status"], "completed");
+    assert!(h.ok(&["logs", &batch]).contains("hello-from-alpha"));
+    // Followed: streamed from the host until the task ends.
+    let counting = submit_on(
+        &h,
+        "alpha",
+        &[
+            "--mode",
+            "batch",
+            "--",
+            "sh",
+            "-c",
+            "for i in 1 2 3; do echo line-$i; sleep 0.3; done",
+        ],
+    );
+    let followed = h.ok(&["logs", "--follow", &counting]);
+    assert!(
+        followed.contains("line-1") && followed.contains("line-3"),
+        "{followed}"
+    );
+    // The registry holds the host; the task's directory is the host's, not one of ours.
+    let entry =
+        std::fs::read_to_string(h.home.join(".local/share/cuekit/tasks").join(&batch)).unwrap();
+    assert!(entry.contains("\"host\": \"alpha\""), "{entry}");
+    assert!(
+        status["task_dir"]
+            .as_str()
+            .unwrap()
+            .starts_with(alpha.home().to_str().unwrap())
+    );
+
+    let interactive = submit_on(
+        &h,
+        "alpha",
+        &["--", "sh", "-c", "read line; echo got:$line; sleep 600"],
+    );
+    let steered = h.run(&["steer", &interactive, "it's $(not run)"]);
+    assert!(steered.status.success(), "{}", stderr_of(&steered));
+    let start = Instant::now();
+    while !h
+        .ok(&["logs", &interactive])
+        .contains("got:it's $(not run)")
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{}",
+            h.ok(&["logs", &interactive])
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // `attach` from a terminal: an interactive ssh to the host's `cuekit attach`.
+    in_terminal(&h, "person", &format!("attach {interactive}"));
+    wait_pane(&h, "person", "the host's pane", |shown| {
+        shown.contains("got:it's $(not run)")
+    });
+    let (cancelled, code) = h.json(&["cancel", &interactive]);
+    assert_eq!(code, 0, "{cancelled}");
+    assert_eq!(h.status(&interactive)["status"], "cancelled");
+
+    // A local command that does not reach hosts refuses the host's task instead of misreading it.
+    let refused = h.run(&["diff", &interactive]);
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr_of(&refused));
+    assert!(
+        stderr_of(&refused).contains("runs on host alpha"),
+        "{}",
+        stderr_of(&refused)
+    );
+}
+
+#[test]
+fn list_all_shows_both_hosts_and_a_lost_host_reads_unknown_until_it_is_back() {
+    let alpha = SshHost::start("alpha");
+    let mut beta = SshHost::start("beta");
+    let h = harness_with(&[&alpha, &beta], "");
+    let on_alpha = submit_on(&h, "alpha", &["--", "sh", "-c", "sleep 600"]);
+    let on_beta = submit_on(&h, "beta", &["--", "sh", "-c", "sleep 600"]);
+    let local = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 600"]);
+
+    let rows = |h: &Harness| -> Vec<(String, String, Value)> {
+        let (list, code) = h.json(&["list", "--all"]);
+        assert_eq!(code, 0, "{list}");
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|row| {
+                (
+                    row["id"].as_str().unwrap().to_string(),
+                    row["status"].as_str().unwrap().to_string(),
+                    row["host"].clone(),
+                )
+            })
+            .collect()
+    };
+    let all = rows(&h);
+    for (id, host) in [(&on_alpha, "alpha"), (&on_beta, "beta")] {
+        assert!(
+            all.iter()
+                .any(|(i, s, hs)| i == id && s == "running" && hs == host),
+            "{all:?}"
+        );
+    }
+    assert!(
+        all.iter().any(|(i, _, hs)| i == &local && hs.is_null()),
+        "{all:?}"
+    );
+
+    beta.down();
+    let start = Instant::now();
+    let (lost, code) = h.json(&["status", &on_beta]);
+    let took = start.elapsed();
+    assert_eq!(code, 0, "{lost}");
+    assert_eq!(lost["status"], "unknown");
+    assert_eq!(lost["reason"], "host_unreachable");
+    assert!(lost["hint"].as_str().unwrap().contains("beta"), "{lost}");
+    println!("status of a task on a lost host answered in {took:?}");
+    let all = rows(&h);
+    assert!(
+        all.iter().any(|(i, s, _)| i == &on_alpha && s == "running"),
+        "{all:?}"
+    );
+    assert!(
+        all.iter().any(|(i, s, _)| i == &on_beta && s == "unknown"),
+        "{all:?}"
+    );
+    // A wait with its own timeout keeps waiting, and says why, never taking the loss for an end.
+    let waited = h.run(&["wait", &on_beta, "--timeout", "3s"]);
+    assert_eq!(waited.status.code(), Some(26), "{}", stderr_of(&waited));
+    assert!(
+        stderr_of(&waited).contains("still waiting"),
+        "{}",
+        stderr_of(&waited)
+    );
+
+    beta.up();
+    assert_eq!(h.status(&on_beta)["status"], "running");
+    // Nothing was recorded on the host while it was away.
+    let (cancelled, code) = h.json(&["cancel", &on_beta, &on_alpha]);
+    assert_ne!(
+        code, 0,
+        "ids of two hosts are refused in one call: {cancelled}"
+    );
+    for id in [&on_alpha, &on_beta, &local] {
+        assert_eq!(h.json(&["cancel", id]).1, 0);
+    }
+}
+
+#[test]
+fn a_control_socket_nobody_answers_on_is_replaced_not_waited_on() {
+    let alpha = SshHost::start("alpha");
+    let h = harness_with(&[&alpha], "");
+    let id = submit_on(&h, "alpha", &["--", "sh", "-c", "sleep 600"]);
+    // A master that hangs: the socket accepts connections and never answers.
+    let control = h.root().join("run/cuekit-ssh/alpha");
+    let _ = std::fs::remove_file(&control);
+    let _ = std::fs::remove_file(h.root().join("run/cuekit-ssh/alpha.checked"));
+    let hung = std::os::unix::net::UnixListener::bind(&control).unwrap();
+    let start = Instant::now();
+    assert_eq!(h.status(&id)["status"], "running");
+    println!(
+        "status past a hung control socket took {:?}",
+        start.elapsed()
+    );
+    drop(hung);
+    // A socket file left by a master that died: refused, removed, replaced.
+    let _ = std::fs::remove_file(&control);
+    drop(std::os::unix::net::UnixListener::bind(&control).unwrap());
+    assert_eq!(h.status(&id)["status"], "running");
+    assert_eq!(h.json(&["cancel", &id]).1, 0);
+}
+
+#[test]
+fn a_host_running_another_cuekit_is_refused_with_the_install_hint() {
+    let alpha = SshHost::start("alpha");
+    let other = alpha.home().join("bin/other-cuekit");
+    write_executable(&other, "#!/bin/sh\necho 'cuekit 9.9.9'\n");
+    let h = harness_with(
+        &[&alpha],
+        "  skewed:\n    ssh: alpha\n    cuekit: ~/bin/other-cuekit\n  nowhere:\n    ssh: alpha\n    cuekit: /no/such/cuekit\n",
+    );
+    let (hosts, code) = h.json(&["hosts"]);
+    assert_eq!(code, 27, "{hosts}");
+    let by_name = |name: &str| {
+        hosts
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|host| host["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let ok = by_name("alpha");
+    assert_eq!(ok["reachable"], true, "{ok}");
+    assert_eq!(
+        ok["cuekit_version"],
+        format!("cuekit {}", env!("CARGO_PKG_VERSION"))
+    );
+    assert!(
+        ok["tmux_version"].as_str().unwrap().starts_with("tmux "),
+        "{ok}"
+    );
+    let skewed = by_name("skewed");
+    assert_eq!(skewed["error"]["code"], "host_version_mismatch", "{skewed}");
+    assert_eq!(skewed["cuekit_version"], "cuekit 9.9.9");
+    assert_eq!(by_name("nowhere")["error"]["code"], "host_version_mismatch");
+
+    let refused = h.run(&[
+        "submit", "--host", "skewed", "--agent", "command", "--", "true",
+    ]);
+    assert_eq!(refused.status.code(), Some(27), "{}", stderr_of(&refused));
+    assert!(
+        stderr_of(&refused).contains("cuekit host install skewed"),
+        "{}",
+        stderr_of(&refused)
+    );
+    let unknown = h.run(&[
+        "submit", "--host", "nope", "--agent", "command", "--", "true",
+    ]);
+    assert_eq!(unknown.status.code(), Some(3), "{}", stderr_of(&unknown));
+
+    // The hint's command: this very binary copied over ssh, then the host is good.
+    let (installed, code) = h.json(&["host", "install", "skewed"]);
+    assert_eq!(code, 0, "{installed}");
+    assert_eq!(installed["path"], "~/bin/other-cuekit");
+    assert!(installed.get("note").is_none(), "{installed}");
+    let (hosts, _) = h.json(&["hosts"]);
+    let skewed = hosts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|host| host["name"] == "skewed")
+        .unwrap()
+        .clone();
+    assert!(skewed.get("error").is_none(), "{skewed}");
+    let id = submit_on(&h, "skewed", &["--mode", "batch", "--", "true"]);
+    assert_eq!(h.json(&["wait", &id, "--timeout", "60s"]).1, 0);
+    let failed = h.run(&["host", "install", "nowhere"]);
+    assert_eq!(failed.status.code(), Some(11), "{}", stderr_of(&failed));
+}
+
+#[test]
+fn a_stopped_host_is_reported_unreachable_by_hosts() {
+    let mut alpha = SshHost::start("alpha");
+    let h = harness_with(&[&alpha], "");
+    alpha.down();
+    let (hosts, code) = h.json(&["hosts"]);
+    assert_eq!(code, 26, "{hosts}");
+    assert_eq!(hosts[0]["reachable"], false);
+    assert_eq!(hosts[0]["error"]["code"], "host_unreachable");
+    let refused = h.run(&[
+        "submit", "--host", "alpha", "--agent", "command", "--", "true",
+    ]);
+    assert_eq!(refused.status.code(), Some(26), "{}", stderr_of(&refused));
+    let (checks, code) = h.json(&["doctor"]);
+    assert_eq!(code, 1, "{checks}");
+    let check = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["name"] == "host alpha")
+        .unwrap_or_else(|| panic!("{checks}"))
+        .clone();
+    assert_eq!(check["level"], "fail", "{check}");
+    assert!(
+        check["message"].as_str().unwrap().contains("unreachable"),
+        "{check}"
+    );
+}
+
+/// Words with what shells and ssh love to mangle: quotes, `$()`, backticks, backslashes,
+/// newlines, a leading `-`, spaces, non-ASCII.
+fn awkward_word() -> impl Strategy<Value = String> {
+    proptest::collection::vec(
+        prop_oneof![
+            Just("'".to_string()),
+            Just("\"".to_string()),
+            Just("$(touch pwned)".to_string()),
+            Just("`id`".to_string()),
+            Just("\\".to_string()),
+            Just("\n".to_string()),
+            Just("-".to_string()),
+            Just(" ".to_string()),
+            Just("*".to_string()),
+            Just("é漢🙂".to_string()),
+            "[a-z]{1,3}",
+        ],
+        1..8,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+#[test]
+fn arguments_reach_the_host_exactly_through_sshd_and_its_shell() {
+    let alpha = SshHost::start("alpha");
+    let h = harness_with(&[&alpha], "");
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 8,
+        ..ProptestConfig::default()
+    });
+    let case = std::sync::atomic::AtomicUsize::new(0);
+    runner
+        .run(&proptest::collection::vec(awkward_word(), 1..6), |words| {
+            let n = case.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let out = format!("out-{n}");
+            // The remote task writes each argument it received, NUL-terminated.
+            let script = format!("for a; do printf '%s\\0' \"$a\"; done > {out}");
+            let mut args = vec!["--mode", "batch", "--", "sh", "-c", &script, "sh"];
+            args.extend(words.iter().map(String::as_str));
+            let id = submit_on(&h, "alpha", &args);
+            let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+            prop_assert_eq!(code, 0, "{}", waited);
+            let written = std::fs::read(alpha.home().join(&out)).unwrap();
+            let expected: Vec<u8> = words
+                .iter()
+                .flat_map(|w| [w.as_bytes(), b"\0"].concat())
+                .collect();
+            prop_assert_eq!(
+                String::from_utf8_lossy(&written),
+                String::from_utf8_lossy(&expected)
+            );
+            Ok(())
+        })
+        .unwrap();
+    assert!(!alpha.home().join("pwned").exists());
+}
+
+/// An MCP client's `submit_task` with `host`, over `cuekit mcp`'s stdio (newline-delimited
+/// JSON-RPC): the task starts on the host and the result names it.
+#[test]
+fn mcp_submit_task_runs_on_a_host_and_says_so() {
+    use std::io::{BufRead, BufReader, Write};
+    let alpha = SshHost::start("alpha");
+    // The host's own config: its "gemini" is /bin/true (the task only has to start there).
+    let config = alpha.home().join(".config/cuekit");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.yaml"),
+        "adapters:\n  gemini:\n    bin: /bin/true\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(alpha.home().join("work")).unwrap();
+    must(as_root("chown").args(["-R", &alpha.user]).arg(alpha.home()));
+    let h = harness_with(&[&alpha], "");
+    let mut server = h
+        .cuekit()
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let mut next_id = 0;
+    // One request: its reply (notifications from the server are skipped).
+    let mut request = |method: &str, params: Value| -> Value {
+        next_id += 1;
+        let message = serde_json::json!({"jsonrpc": "2.0", "id": next_id, "method": method,
+            "params": params});
+        writeln!(stdin, "{message}").unwrap();
+        if method == "initialize" {
+            writeln!(
+                stdin,
+                "{}",
+                serde_json::json!({"jsonrpc": "2.0",
+                "method": "notifications/initialized"})
+            )
+            .unwrap();
+        }
+        loop {
+            let line = lines.next().expect("the server answers").unwrap();
+            let reply: Value = serde_json::from_str(&line).unwrap();
+            if reply["id"] == next_id {
+                return reply;
+            }
+        }
+    };
+    request(
+        "initialize",
+        serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "remote-test", "version": "0"}}),
+    );
+    // A tool call's JSON text, parsed (or the text, for a tool error).
+    let mut call = |name: &str, arguments: Value| -> Value {
+        let reply = request(
+            "tools/call",
+            serde_json::json!({"name": name, "arguments": arguments}),
+        );
+        let text = reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{reply}"));
+        serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+    };
+    let task = call(
+        "submit_task",
+        serde_json::json!({"objective": "say hi", "mode": "batch", "host": "alpha", "cwd": "~/work"}),
+    );
+    assert_eq!(task["task"]["host"], "alpha", "{task}");
+    let id = task["task"]["id"].as_str().unwrap();
+    assert_eq!(h.status(id)["host"], "alpha");
+    let status = h.status(id);
+    let work = alpha.home().join("work/.cuekit/tasks");
+    assert!(
+        status["task_dir"]
+            .as_str()
+            .unwrap()
+            .starts_with(work.to_str().unwrap()),
+        "the cwd is the host's (~ its home): {status}"
+    );
+    // The other tools reach the host by the registry's entry.
+    let result = call("get_task_result", serde_json::json!({"id": id}));
+    assert_eq!(result["result"]["task_id"], id, "{result}");
+    let steered = call("steer_task", serde_json::json!({"id": id, "message": "hi"}));
+    assert!(steered.to_string().contains("host alpha"), "{steered}");
+    let cancelled = call("cancel_tasks", serde_json::json!({"ids": [id]}));
+    assert_eq!(cancelled["tasks"][0]["id"], id, "{cancelled}");
+    let _ = server.kill();
+    let _ = server.wait();
+}
