@@ -5,7 +5,6 @@
 //! user's data directory, and any change to the file withdraws the trust until it is given
 //! again. Trust is given on the command line only, never through MCP.
 
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -74,11 +73,7 @@ pub fn trust(file: &Path) -> Result<PathBuf> {
         )
         .with_hint("set HOME (or XDG_DATA_HOME)")
     })?;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .map_err(|err| Error::io("create", &dir, err))?;
+    crate::store::create_private_dir(&dir)?;
     let entry = format!("{}\n{}\n", hex_sha256(&content), file.display());
     let path = entry_path(&file).expect("the directory exists");
     crate::store::write_atomic(&path, entry.as_bytes())?;

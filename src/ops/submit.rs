@@ -1,4 +1,4 @@
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -478,11 +478,7 @@ fn parse_new_pane(stdout: &str) -> Option<PaneStart> {
 /// `.cuekit/` that git ignores from the first submit on: a child that runs `git add -A` must
 /// not commit cuekit's files.
 fn create_task_dir(cwd: &Path, task_dir: &Path) -> Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(task_dir)
-        .map_err(|err| Error::io("create", task_dir, err))?;
+    store::create_private_dir(task_dir)?;
     let ignore = cwd.join(".cuekit").join(".gitignore");
     if !ignore.exists() {
         // Another submit may race this one: whichever writes first wins, both write the same.

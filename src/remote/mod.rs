@@ -11,7 +11,6 @@ pub mod connection;
 pub mod run;
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 
 use crate::config::{Config, HostConfig};
@@ -87,10 +86,6 @@ fn control_dir() -> Result<PathBuf> {
             })?
             .join("ssh"),
     };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .map_err(|err| Error::io("create", &dir, err))?;
+    crate::store::create_private_dir(&dir)?;
     Ok(dir)
 }

@@ -58,6 +58,17 @@ pub fn stage_in(tmp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<Staged> {
     Ok(staged)
 }
 
+/// Creates `dir` (and its parents) owner-only: cuekit's directories hold prompts, transcripts,
+/// environments and sockets.
+pub fn create_private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|err| Error::io("create", dir, err))
+}
+
 /// Removes `path` if it is a temp file of [`stage_in`] whose writer no longer runs.
 pub fn remove_if_stale_tmp(path: &Path) {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {

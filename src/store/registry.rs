@@ -13,7 +13,7 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::ffi::OsStringExt;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -92,11 +92,7 @@ fn require(dir: Option<PathBuf>) -> Result<PathBuf> {
         .with_hint("set HOME (or XDG_DATA_HOME)")
     })?;
     if !dir.is_dir() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(|err| Error::io("create", &dir, err))?;
+        super::create_private_dir(&dir)?;
     }
     Ok(dir)
 }

@@ -62,18 +62,13 @@ impl Socket {
     /// tmux creates the directory of a `-L` socket itself, but not that of a `-S` path: a
     /// resolved default socket needs its owner-only directory made the way tmux makes it.
     pub fn ensure_dir(&self) -> Result<()> {
-        use std::os::unix::fs::DirBuilderExt;
         let Some(dir) = Path::new(&self.0).parent() else {
             return Ok(());
         };
         if dir.is_dir() {
             return Ok(());
         }
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|err| Error::io("create", dir, err))
+        crate::store::create_private_dir(dir)
     }
 
     /// The command a person types to look at a task's session.
