@@ -144,24 +144,27 @@ pub(crate) fn refresh(tasks: Vec<Task>) -> Result<Refreshed> {
 /// `cancel` or the task's timeout to end: a look never kills anything unasked.
 fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
     super::reap::reap_orphans();
-    // Panes are looked at first and sentinels after (see `Observation`); tasks whose sentinel
-    // is already there need no tmux call at all.
-    let looked_at: Vec<&Task> = tasks
+    // Panes are looked at first and sentinels after (see `Observation`). A server needs no
+    // look when every running task on it has its sentinel already; finding one that has not is
+    // enough to know it does (each sentinel is then read once, after the look).
+    let running: Vec<&Task> = tasks
         .iter()
-        .filter(|t| !t.record.status.is_terminal() && read_sentinel(&t.record).is_none())
+        .filter(|t| !t.record.status.is_terminal())
         .collect();
     let mut snapshots: HashMap<Socket, Snapshot> = HashMap::new();
     let mut screens = HashMap::new();
-    if let [task] = looked_at.as_slice() {
-        let (snapshot, screen) = look_at_one(task);
-        if let Some((pane_id, screen)) = screen {
-            screens.insert(pane_id, screen);
+    if let [task] = running.as_slice() {
+        if read_sentinel(&task.record).is_none() {
+            let (snapshot, screen) = look_at_one(task);
+            if let Some((pane_id, screen)) = screen {
+                screens.insert(pane_id, screen);
+            }
+            snapshots.insert(task.placement.socket.clone(), snapshot);
         }
-        snapshots.insert(task.placement.socket.clone(), snapshot);
     } else {
-        for task in looked_at {
+        for task in &running {
             let socket = &task.placement.socket;
-            if !snapshots.contains_key(socket) {
+            if !snapshots.contains_key(socket) && read_sentinel(&task.record).is_none() {
                 snapshots.insert(socket.clone(), look_at_server(socket));
             }
         }

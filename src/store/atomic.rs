@@ -58,6 +58,24 @@ pub fn stage_in(tmp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<Staged> {
     Ok(staged)
 }
 
+/// A small file's bytes, read without first asking its size (`std::fs::read` does): listings
+/// read a few small files per task, and the saved call per file adds up over hundreds of tasks.
+pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    // `read_to_end` on a file asks for its size and position first: plain reads do not.
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => return Ok(bytes),
+            Ok(read) => bytes.extend_from_slice(&chunk[..read]),
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+}
+
 /// Creates `dir` (and its parents) owner-only: cuekit's directories hold prompts, transcripts,
 /// environments and sockets.
 pub fn create_private_dir(dir: &Path) -> Result<()> {

@@ -92,7 +92,7 @@ impl TaskRecord {
 
 pub fn load(task_dir: &Path) -> Result<TaskRecord> {
     let path = task_dir.join(RECORD_FILE);
-    let bytes = std::fs::read(&path).map_err(|err| Error::io("read", &path, err))?;
+    let bytes = super::atomic::read_small(&path).map_err(|err| Error::io("read", &path, err))?;
     serde_json::from_slice(&bytes).map_err(|err| {
         Error::new(
             ErrorCode::StoreCorrupt,

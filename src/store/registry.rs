@@ -192,7 +192,7 @@ pub fn placement(task_id: &str) -> Result<Option<Placement>> {
         return Ok(None);
     };
     let path = dir.join(task_id);
-    let bytes = match std::fs::read(&path) {
+    let bytes = match super::atomic::read_small(&path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(Error::io("read", &path, err)),
@@ -237,7 +237,7 @@ fn parse_placement(task_id: &str, bytes: Vec<u8>, path: &Path) -> Result<Placeme
 /// The pane recorded for `task_id`, once tmux has created it.
 pub fn pane_start(task_id: &str) -> Option<PaneStart> {
     let path = registry_dir()?.join(format!("{task_id}.pane"));
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    serde_json::from_slice(&super::atomic::read_small(&path).ok()?).ok()
 }
 
 /// Every registered task id.
