@@ -49,13 +49,8 @@ pub struct HookOutcome {
 pub fn spawn(run: HookRun) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let outcome = execute(&run);
-        let mut line = serde_json::to_vec(&outcome).expect("outcomes serialize");
-        line.push(b'\n');
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&run.log)
-            .and_then(|mut file| file.write_all(&line));
+        let line = serde_json::to_vec(&outcome).expect("outcomes serialize");
+        let _ = crate::store::append_line(&run.log, &line);
     })
 }
 

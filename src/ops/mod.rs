@@ -87,20 +87,9 @@ pub(crate) fn transcript_path(record: &TaskRecord) -> PathBuf {
     record.task_dir.join(store::TRANSCRIPT_FILE)
 }
 
-/// Appends one line to the task's `events.jsonl`. A single `write` of a whole line (the file
-/// is opened for appending) keeps lines from different processes from interleaving.
+/// Appends one line to the task's `events.jsonl` (see [`store::append_line`]).
 pub(crate) fn append_event(task_dir: &Path, line: &[u8]) -> crate::error::Result<()> {
-    use std::io::Write;
-    let path = task_dir.join(store::EVENTS_FILE);
-    let mut bytes = Vec::with_capacity(line.len() + 1);
-    bytes.extend_from_slice(line);
-    bytes.push(b'\n');
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut file| file.write_all(&bytes))
-        .map_err(|err| crate::error::Error::io("append to", &path, err))
+    store::append_line(&task_dir.join(store::EVENTS_FILE), line)
 }
 
 pub(crate) fn now_rfc3339() -> String {

@@ -432,11 +432,5 @@ fn deliver(task: &Task, transition: &Transition) -> Vec<JoinHandle<()>> {
 
 /// One JSON line appended in a single write.
 fn append_line(path: &Path, value: &serde_json::Value) {
-    let mut line = serde_json::to_vec(value).expect("values serialize");
-    line.push(b'\n');
-    let _ = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .and_then(|mut file| std::io::Write::write_all(&mut file, &line));
+    let _ = store::append_line(path, &serde_json::to_vec(value).expect("values serialize"));
 }

@@ -76,6 +76,20 @@ pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
     }
 }
 
+/// Appends `line` and a newline to `path` (created if missing) in a single `write` on a file
+/// opened for appending: lines from several processes never interleave.
+pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
+    let mut bytes = Vec::with_capacity(line.len() + 1);
+    bytes.extend_from_slice(line);
+    bytes.push(b'\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut file| file.write_all(&bytes))
+        .map_err(|err| Error::io("append to", path, err))
+}
+
 /// Creates `dir` (and its parents) owner-only: cuekit's directories hold prompts, transcripts,
 /// environments and sockets.
 pub fn create_private_dir(dir: &Path) -> Result<()> {

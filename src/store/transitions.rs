@@ -3,7 +3,7 @@
 //! Each line is one `write` on an `O_APPEND` file, so lines from several monitors never mix. A log
 //! past its size limit is moved aside to `transitions.jsonl.1` (one generation kept).
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -39,14 +39,7 @@ pub fn append(event: &TransitionEvent) -> Result<()> {
     if std::fs::metadata(&path).is_ok_and(|m| m.len() > ROTATE_AT) {
         let _ = std::fs::rename(&path, path.with_extension("jsonl.1"));
     }
-    let mut line = serde_json::to_vec(event).expect("events serialize");
-    line.push(b'\n');
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut file| file.write_all(&line))
-        .map_err(|err| Error::io("append to", &path, err))
+    super::append_line(&path, &serde_json::to_vec(event).expect("events serialize"))
 }
 
 /// The events after byte `offset` of the log, and the offset after them. An offset past the
