@@ -1,6 +1,6 @@
 //! A real SSH "host" on loopback, for tests/remote.rs and benches/remote.rs: an `sshd` of
 //! the caller's own (own config, host key, port on 127.0.0.1) and a throw-away unix user whose
-//! home holds a link to this cuekit (`~/bin/cuekit`). Needs root (or `sudo -n`) and
+//! home holds a copy of this cuekit (`~/bin/cuekit`). Needs root (or `sudo -n`) and
 //! openssh-server (scripts/test installs it); without sshd it fails, saying so.
 #![allow(dead_code)]
 
@@ -60,7 +60,9 @@ impl SshHost {
         let home = dir.path().join("home");
         std::fs::create_dir_all(home.join(".ssh")).unwrap();
         std::fs::create_dir_all(home.join("bin")).unwrap();
-        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_cuekit"), home.join("bin/cuekit")).unwrap();
+        // A copy, not a link: the throw-away user must be able to run it even when the build
+        // lives under a directory only its owner may enter (a clone in `mktemp -d`).
+        std::fs::copy(env!("CARGO_BIN_EXE_cuekit"), home.join("bin/cuekit")).unwrap();
         must(as_root("mkdir").args(["-p", "/run/sshd"]));
         must(
             as_root("useradd")
