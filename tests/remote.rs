@@ -253,7 +253,26 @@ fn list_all_shows_both_hosts_and_a_lost_host_reads_unknown_until_it_is_back() {
         "{all:?}"
     );
 
+    // The dashboard shows every task with the hosts' beside this machine's, each naming its host.
+    in_terminal(&h, "dashboard", "top --all");
+    wait_pane(&h, "dashboard", "both hosts' tasks", |shown| {
+        shown.contains("command@alpha") && shown.contains("command@beta")
+    });
+
     beta.down();
+    wait_pane(
+        &h,
+        "dashboard",
+        "the lost host's task as unknown",
+        |shown| {
+            shown
+                .lines()
+                .any(|line| line.contains("command@beta") && line.contains("unknown"))
+                && shown
+                    .lines()
+                    .any(|line| line.contains("command@alpha") && line.contains("running"))
+        },
+    );
     let start = Instant::now();
     let (lost, code) = h.json(&["status", &on_beta]);
     let took = start.elapsed();
@@ -280,8 +299,34 @@ fn list_all_shows_both_hosts_and_a_lost_host_reads_unknown_until_it_is_back() {
         stderr_of(&waited)
     );
 
+    // So does an MCP client's: it times out with the task unknown, and the ssh error as hint.
+    let waited = Mcp::start(&h).call(
+        "wait",
+        serde_json::json!({"ids": [&on_beta], "timeout_seconds": 3}),
+    );
+    let task = &waited["tasks"][0];
+    assert_eq!(
+        (&waited["timed_out"], &task["status"], &task["reason"]),
+        (
+            &Value::Bool(true),
+            &Value::from("unknown"),
+            &Value::from("host_unreachable")
+        ),
+        "{waited}"
+    );
+
     beta.up();
     assert_eq!(h.status(&on_beta)["status"], "running");
+    // A host's task is cancelled from the dashboard like any other: filter to it, x, y.
+    for keys in [&["/"][..], &["-l", "alpha"], &["Enter"], &["x"], &["y"]] {
+        let mut args = vec!["send-keys", "-t", "=dashboard:"];
+        args.extend_from_slice(keys);
+        assert!(h.tmux(&args).status.success());
+    }
+    wait_pane(&h, "dashboard", "the cancel's outcome", |shown| {
+        shown.contains(&format!("{on_alpha}: cancelled"))
+    });
+    assert_eq!(h.status(&on_alpha)["status"], "cancelled");
     // Nothing was recorded on the host while it was away.
     let (cancelled, code) = h.json(&["cancel", &on_beta, &on_alpha]);
     assert_ne!(
@@ -476,7 +521,6 @@ fn arguments_reach_the_host_exactly_through_sshd_and_its_shell() {
 /// JSON-RPC): the task starts on the host and the result names it.
 #[test]
 fn mcp_submit_task_runs_on_a_host_and_says_so() {
-    use std::io::{BufRead, BufReader, Write};
     let alpha = SshHost::start("alpha");
     // The host's own config: its "gemini" is /bin/true (the task only has to start there).
     let config = alpha.home().join(".config/cuekit");
@@ -489,55 +533,8 @@ fn mcp_submit_task_runs_on_a_host_and_says_so() {
     std::fs::create_dir_all(alpha.home().join("work")).unwrap();
     must(as_root("chown").args(["-R", &alpha.user]).arg(alpha.home()));
     let h = harness_with(&[&alpha], "");
-    let mut server = h
-        .cuekit()
-        .arg("mcp")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = server.stdin.take().unwrap();
-    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
-    let mut next_id = 0;
-    // One request: its reply (notifications from the server are skipped).
-    let mut request = |method: &str, params: Value| -> Value {
-        next_id += 1;
-        let message = serde_json::json!({"jsonrpc": "2.0", "id": next_id, "method": method,
-            "params": params});
-        writeln!(stdin, "{message}").unwrap();
-        if method == "initialize" {
-            writeln!(
-                stdin,
-                "{}",
-                serde_json::json!({"jsonrpc": "2.0",
-                "method": "notifications/initialized"})
-            )
-            .unwrap();
-        }
-        loop {
-            let line = lines.next().expect("the server answers").unwrap();
-            let reply: Value = serde_json::from_str(&line).unwrap();
-            if reply["id"] == next_id {
-                return reply;
-            }
-        }
-    };
-    request(
-        "initialize",
-        serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "remote-test", "version": "0"}}),
-    );
-    // A tool call's JSON text, parsed (or the text, for a tool error).
-    let mut call = |name: &str, arguments: Value| -> Value {
-        let reply = request(
-            "tools/call",
-            serde_json::json!({"name": name, "arguments": arguments}),
-        );
-        let text = reply["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{reply}"));
-        serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
-    };
+    let mut mcp = Mcp::start(&h);
+    let mut call = |name: &str, arguments: Value| mcp.call(name, arguments);
     let task = call(
         "submit_task",
         serde_json::json!({"objective": "say hi", "mode": "batch", "host": "alpha", "cwd": "~/work"}),
@@ -554,13 +551,109 @@ fn mcp_submit_task_runs_on_a_host_and_says_so() {
             .starts_with(work.to_str().unwrap()),
         "the cwd is the host's (~ its home): {status}"
     );
-    // The other tools reach the host by the registry's entry.
+    // The other tools reach the host by the registry's entry; wait runs on the host.
+    // ("gemini" is /bin/true: it exits 0 without the stream's result event, so the host judges
+    // it failed.)
+    let waited = call(
+        "wait",
+        serde_json::json!({"ids": [id], "timeout_seconds": 30}),
+    );
+    let task = &waited["tasks"][0];
+    assert_eq!(
+        (
+            &waited["timed_out"],
+            &waited["all_completed"],
+            &task["status"],
+            &task["reason"],
+            &task["host"]
+        ),
+        (
+            &Value::Bool(false),
+            &Value::Bool(false),
+            &Value::from("failed"),
+            &Value::from("no_result_event"),
+            &Value::from("alpha")
+        ),
+        "{waited}"
+    );
     let result = call("get_task_result", serde_json::json!({"id": id}));
     assert_eq!(result["result"]["task_id"], id, "{result}");
     let steered = call("steer_task", serde_json::json!({"id": id, "message": "hi"}));
     assert!(steered.to_string().contains("host alpha"), "{steered}");
     let cancelled = call("cancel_tasks", serde_json::json!({"ids": [id]}));
     assert_eq!(cancelled["tasks"][0]["id"], id, "{cancelled}");
-    let _ = server.kill();
-    let _ = server.wait();
+}
+
+/// A `cuekit mcp` server on stdio (newline-delimited JSON-RPC), initialized, for tool calls.
+struct Mcp {
+    server: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    next_id: u64,
+}
+
+impl Mcp {
+    fn start(h: &Harness) -> Mcp {
+        let mut server = h
+            .cuekit()
+            .arg("mcp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut mcp = Mcp {
+            stdin: server.stdin.take().unwrap(),
+            lines: std::io::BufRead::lines(std::io::BufReader::new(server.stdout.take().unwrap())),
+            server,
+            next_id: 0,
+        };
+        mcp.request(
+            "initialize",
+            serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "remote-test", "version": "0"}}),
+        );
+        mcp.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    fn send(&mut self, message: Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").unwrap();
+    }
+
+    /// One request: its reply (notifications from the server are skipped).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method,
+            "params": params}),
+        );
+        loop {
+            let line = self.lines.next().expect("the server answers").unwrap();
+            let reply: Value = serde_json::from_str(&line).unwrap();
+            if reply["id"] == id {
+                return reply;
+            }
+        }
+    }
+
+    /// A tool call's JSON text, parsed (or the text, for a tool error).
+    fn call(&mut self, name: &str, arguments: Value) -> Value {
+        let reply = self.request(
+            "tools/call",
+            serde_json::json!({"name": name, "arguments": arguments}),
+        );
+        let text = reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{reply}"));
+        serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
 }

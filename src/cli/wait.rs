@@ -33,8 +33,18 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         Some(team) => ops::team_ids(team)?,
         None => args.ids.clone(),
     };
-    if let Some(host) = ops::host_of(&task_ids)? {
-        return wait_on_host(&host, args, &task_ids, cwd, json);
+    let request = WaitRequest {
+        task_ids,
+        any: args.any,
+        timeout: args.timeout,
+        until: match args.until.as_str() {
+            "input-required" => WaitUntil::InputRequired,
+            "report" => WaitUntil::Report,
+            _ => WaitUntil::Ended,
+        },
+    };
+    if let Some(host) = ops::host_of(&request.task_ids)? {
+        return wait_on_host(&host, &request, cwd, json);
     }
     // The live line goes to stderr, and only to a person watching it.
     let live = !json && std::io::stderr().is_terminal();
@@ -45,20 +55,7 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             shown = true;
         }
     };
-    let outcome = ops::wait_watching(
-        &WaitRequest {
-            task_ids,
-            any: args.any,
-            timeout: args.timeout,
-            until: match args.until.as_str() {
-                "input-required" => WaitUntil::InputRequired,
-                "report" => WaitUntil::Report,
-                _ => WaitUntil::Ended,
-            },
-        },
-        cwd,
-        &mut watch,
-    );
+    let outcome = ops::wait_watching(&request, cwd, &mut watch);
     if shown {
         // The line disappears when the wait returns, whichever way.
         eprint!("\r\x1b[K");
@@ -85,60 +82,29 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     })
 }
 
-/// How long a wait on a host that stopped answering pauses before asking again.
-const HOST_RETRY: Duration = Duration::from_secs(2);
-
-/// The wait runs on the host; a host that stops answering is asked again until this wait's
-/// own timeout, saying why on stderr, and is never taken for an ending.
-fn wait_on_host(
-    host: &str,
-    args: &WaitArgs,
-    ids: &[String],
-    cwd: &Path,
-    json: bool,
-) -> anyhow::Result<i32> {
+/// The wait runs on the host, its output on this terminal; a host that stops answering is
+/// asked again until this wait's own timeout, saying why on stderr, and is never taken for an
+/// ending.
+fn wait_on_host(host: &str, request: &WaitRequest, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     let started = std::time::Instant::now();
     loop {
-        let remaining = args.timeout.map(|t| t.saturating_sub(started.elapsed()));
+        let remaining = request.timeout.map(|t| t.saturating_sub(started.elapsed()));
         match ops::relay(
             host,
-            &host_wait_words(args, ids, remaining, json),
+            &ops::host_wait_words(request, remaining, json),
             false,
             cwd,
         ) {
             Err(err)
                 if err.code == ErrorCode::HostUnreachable
-                    && remaining.is_none_or(|left| left > HOST_RETRY) =>
+                    && remaining.is_none_or(|left| left > ops::HOST_RETRY) =>
             {
                 eprintln!("cuekit: {}; still waiting", err.message);
-                std::thread::sleep(HOST_RETRY);
+                std::thread::sleep(ops::HOST_RETRY);
             }
             other => return Ok(other?),
         }
     }
-}
-
-/// The host's `cuekit wait`, with what is left of this wait's timeout.
-fn host_wait_words(
-    args: &WaitArgs,
-    ids: &[String],
-    remaining: Option<Duration>,
-    json: bool,
-) -> Vec<String> {
-    let mut words: Vec<String> = Vec::new();
-    if json {
-        words.push("--json".into());
-    }
-    words.push("wait".into());
-    words.extend(ids.iter().cloned());
-    words.push(format!("--until={}", args.until));
-    if args.any {
-        words.push("--any".into());
-    }
-    if let Some(left) = remaining {
-        words.push(format!("--timeout={}ms", left.as_millis()));
-    }
-    words
 }
 
 /// `waiting 42s · 2 running, 1 ended · last activity 3s ago`
@@ -158,30 +124,6 @@ fn live_line(tick: &WaitTick, now: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_host_wait_carries_what_is_left_of_the_timeout() {
-        let args = WaitArgs {
-            ids: Vec::new(),
-            team: None,
-            any: true,
-            timeout: Some(Duration::from_secs(60)),
-            until: "report".into(),
-        };
-        let ids = ["t_0123456789ab".to_string()];
-        assert_eq!(
-            host_wait_words(&args, &ids, Some(Duration::from_millis(1500)), true),
-            [
-                "--json",
-                "wait",
-                "t_0123456789ab",
-                "--until=report",
-                "--any",
-                "--timeout=1500ms"
-            ]
-        );
-        assert_eq!(host_wait_words(&args, &ids, None, false).len(), 4);
-    }
 
     #[test]
     fn live_line_says_elapsed_counts_and_activity() {

@@ -545,19 +545,20 @@ impl CuekitServer {
                 ))
                 .with_hint("call wait again to wait longer"));
             }
-            let outcome = ops::wait(
-                &WaitRequest {
-                    task_ids: ids,
-                    any: params.mode == WaitMode::Any,
-                    timeout: Some(Duration::from_secs_f64(secs)),
-                    until: match params.until {
-                        UntilArg::Ended => WaitUntil::Ended,
-                        UntilArg::InputRequired => WaitUntil::InputRequired,
-                        UntilArg::Report => WaitUntil::Report,
-                    },
+            let request = WaitRequest {
+                task_ids: ids,
+                any: params.mode == WaitMode::Any,
+                timeout: Some(Duration::from_secs_f64(secs)),
+                until: match params.until {
+                    UntilArg::Ended => WaitUntil::Ended,
+                    UntilArg::InputRequired => WaitUntil::InputRequired,
+                    UntilArg::Report => WaitUntil::Report,
                 },
-                &cwd,
-            )?;
+            };
+            let outcome = match ops::host_of(&request.task_ids)? {
+                Some(host) => ops::wait_on_host(&host, &request, &cwd)?,
+                None => ops::wait(&request, &cwd)?,
+            };
             let all_completed = outcome
                 .tasks
                 .iter()

@@ -99,6 +99,24 @@ pub fn board(all: bool, cwd: &Path, selected: Option<&str>, lines: usize) -> Res
     Ok(Board { rows, preview })
 }
 
+/// Every host's registered tasks as rows (each host asked once, in parallel; a host that does
+/// not answer gives `unknown` rows). Kept apart from [`board`]: a host takes a round trip, a
+/// lost one its connect timeout, and the dashboard's own refresh must not wait for either.
+pub fn host_board(cwd: &Path) -> Result<Vec<BoardRow>> {
+    let on_hosts = super::remote::by_host(crate::store::registered_ids()?)?;
+    if on_hosts.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(super::remote::host_views(on_hosts, true, cwd)?
+        .into_iter()
+        .map(|view| BoardRow {
+            last_activity: None,
+            created: humantime::parse_rfc3339_weak(&view.created_at).ok(),
+            view,
+        })
+        .collect())
+}
+
 fn transcript_written(record: &TaskRecord) -> Option<SystemTime> {
     std::fs::metadata(super::transcript_path(record))
         .and_then(|meta| meta.modified())

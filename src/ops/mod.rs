@@ -32,7 +32,7 @@ mod wait;
 
 pub use crate::process::DEFAULT_GRACE;
 pub use attach::{attach, attach_and_return, attach_opens_popup};
-pub use board::{Board, BoardRow, Preview, board};
+pub use board::{Board, BoardRow, Preview, board, host_board};
 pub use cancel::cancel;
 pub use diff::{TaskDiff, diff};
 pub use events::{EventScope, events, next_events};
@@ -45,8 +45,8 @@ pub use monitor::run_monitor;
 pub use outcome::TaskResult;
 pub use reap::reap_orphans;
 pub use remote::{
-    Forwarded, HostError, HostReport, Installed, forward, host_install, host_json, host_of, hosts,
-    relay, submit_on_host,
+    Forwarded, HOST_RETRY, HostError, HostReport, Installed, forward, host_install, host_json,
+    host_of, host_wait_words, hosts, relay, submit_on_host, wait_on_host,
 };
 pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};
 pub use report::{ReportRequest, report};

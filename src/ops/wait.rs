@@ -29,6 +29,17 @@ pub enum WaitUntil {
     Report,
 }
 
+impl WaitUntil {
+    /// The value of `cuekit wait --until` that asks for this.
+    pub fn flag(self) -> &'static str {
+        match self {
+            WaitUntil::Ended => "ended",
+            WaitUntil::InputRequired => "input-required",
+            WaitUntil::Report => "report",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct WaitRequest {
     pub task_ids: Vec<String>,

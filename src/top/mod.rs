@@ -98,6 +98,9 @@ fn event_loop(
         if Instant::now() >= next_tick {
             update(state, Msg::Tick(SystemTime::now()));
             refresher.request(state);
+            if state.all {
+                refresher.request_hosts();
+            }
             next_tick = Instant::now() + every;
             dirty = true;
         }
@@ -157,45 +160,70 @@ fn carry_out(
         Effect::Refresh => refresher.request(state),
         Effect::Steer { task_id, text } => {
             actions.push(in_background(sender, cwd, move |cwd| {
-                let receipt = ops::steer(&task_id, cwd, &text)?;
+                let words = ["--json", "steer", &task_id, "-"].map(String::from);
+                let ids = [task_id.clone()];
+                let (receipt, blocked_by) =
+                    match ops::host_json(&ids, &words, Some(text.as_bytes()), cwd)? {
+                        Some(reply) => (
+                            reply["receipt"].as_str().unwrap_or("?").to_string(),
+                            reply["blocked_by"].as_str().map(String::from),
+                        ),
+                        None => {
+                            let receipt = ops::steer(&task_id, cwd, &text)?;
+                            (
+                                receipt.receipt.as_str().to_string(),
+                                receipt.blocked_by.map(|by| by.as_str().to_string()),
+                            )
+                        }
+                    };
+                let by = blocked_by.map(|by| format!(" (by {by})"));
                 Ok(format!(
-                    "steer {task_id}: {}{}",
-                    receipt.receipt.as_str(),
-                    receipt
-                        .blocked_by
-                        .map(|screen| format!(" (by {})", screen.as_str()))
-                        .unwrap_or_default()
+                    "steer {task_id}: {receipt}{}",
+                    by.unwrap_or_default()
                 ))
             }));
         }
         Effect::Cancel(task_id) => {
             actions.push(in_background(sender, cwd, move |cwd| {
-                let views = ops::cancel(std::slice::from_ref(&task_id), cwd, ops::DEFAULT_GRACE)?;
-                let status = views.first().map_or("cancelled", |v| v.status.as_str());
+                let ids = [task_id.clone()];
+                let words = ["--json", "cancel", &task_id].map(String::from);
+                let status = match ops::host_json(&ids, &words, None, cwd)? {
+                    Some(reply) => reply[0]["status"].as_str().unwrap_or("?").to_string(),
+                    None => ops::cancel(&ids, cwd, ops::DEFAULT_GRACE)?
+                        .first()
+                        .map_or("cancelled", |view| view.status.as_str())
+                        .to_string(),
+                };
                 Ok(format!("{task_id}: {status}"))
             }));
         }
         Effect::Attach(task_id) => {
-            // Inside the user's tmux the task opens in a popup over this screen.
-            let suspend = !ops::attach_opens_popup();
-            let outcome =
-                lend_terminal(terminal, suspend, || ops::attach_and_return(&task_id, cwd))?;
+            let host = ops::host_of(std::slice::from_ref(&task_id))?;
+            // Inside the user's tmux a local task opens in a popup over this screen; a host's
+            // task takes the terminal over ssh.
+            let suspend = host.is_some() || !ops::attach_opens_popup();
+            let outcome = lend_terminal(terminal, suspend, || match &host {
+                Some(host) => {
+                    ops::relay(host, &["attach".into(), task_id.clone()], true, cwd).map(|_| ())
+                }
+                None => ops::attach_and_return(&task_id, cwd),
+            })?;
             report(sender, outcome.map(|()| format!("back from {task_id}")));
             return Ok(true);
         }
         Effect::Logs(task_id) => {
             let outcome = lend_terminal(terminal, true, || {
-                page(|out| ops::read_logs(&task_id, cwd, false, out))
+                page_on_host(&task_id, "logs", cwd)
+                    .unwrap_or_else(|| page(|out| ops::read_logs(&task_id, cwd, false, out)))
             })?;
             report(sender, outcome.map(|()| String::new()));
             return Ok(true);
         }
         Effect::Diff(task_id) => {
             let outcome = lend_terminal(terminal, true, || {
-                let diff = ops::diff(&task_id, cwd, true)?;
-                page(|out| {
-                    out.write_all(diff.patch.unwrap_or_default().as_bytes())
-                        .map_err(|err| Error::new(ErrorCode::Io, format!("pager: {err}")))
+                page_on_host(&task_id, "diff", cwd).unwrap_or_else(|| {
+                    let diff = ops::diff(&task_id, cwd, true)?;
+                    page_text(diff.patch.unwrap_or_default().as_bytes())
                 })
             })?;
             report(sender, outcome.map(|()| String::new()));
@@ -203,10 +231,9 @@ fn carry_out(
         }
         Effect::Result(task_id) => {
             let outcome = lend_terminal(terminal, true, || {
-                let result = ops::result(&task_id, cwd)?;
-                page(|out| {
-                    out.write_all(crate::result_text::text(&result).as_bytes())
-                        .map_err(|err| Error::new(ErrorCode::Io, format!("pager: {err}")))
+                page_on_host(&task_id, "result", cwd).unwrap_or_else(|| {
+                    let result = ops::result(&task_id, cwd)?;
+                    page_text(crate::result_text::text(&result).as_bytes())
                 })
             })?;
             report(sender, outcome.map(|()| String::new()));
@@ -250,6 +277,32 @@ fn lend_terminal<T>(
     let outcome = action();
     *terminal = ratatui::try_init().map_err(terminal_error)?;
     Ok(outcome)
+}
+
+/// For a host's task: `cuekit <command> <id>` run on its host, its output in the pager (its
+/// error, when it printed nothing). `None` for this machine's tasks.
+fn page_on_host(task_id: &str, command: &str, cwd: &Path) -> Option<Result<()>> {
+    let host = match ops::host_of(&[task_id.to_string()]) {
+        Ok(host) => host?,
+        Err(err) => return Some(Err(err)),
+    };
+    let words = [command, task_id].map(String::from);
+    Some(ops::forward(&host, &words, None, cwd).and_then(|reply| {
+        if reply.status != 0 && reply.stdout.is_empty() {
+            return Err(Error::new(
+                ErrorCode::Internal,
+                format!("host {host}: {}", reply.stderr.trim()),
+            ));
+        }
+        page_text(&reply.stdout)
+    }))
+}
+
+fn page_text(text: &[u8]) -> Result<()> {
+    page(|out| {
+        out.write_all(text)
+            .map_err(|err| Error::new(ErrorCode::Io, format!("pager: {err}")))
+    })
 }
 
 /// Feeds `write` into the user's pager (`$PAGER`, else `less`), and waits for it to close.
@@ -304,33 +357,33 @@ struct Request {
     selected: Option<String>,
 }
 
-/// The refresh thread and the one request that may wait for it.
+/// The refresh threads, this machine's and the hosts', each with the one request that may
+/// wait for it.
 struct Refresher {
     pending: Arc<Latest<Request>>,
+    hosts: Arc<Latest<()>>,
 }
 
 impl Refresher {
     fn start(cwd: PathBuf, sender: Sender<Msg>) -> Refresher {
-        let pending: Arc<Latest<Request>> = Arc::new(Latest::default());
-        let shared = Arc::clone(&pending);
-        std::thread::spawn(move || {
-            loop {
-                let request = shared.take();
-                let msg = match ops::board(
-                    request.all,
-                    &cwd,
-                    request.selected.as_deref(),
-                    PREVIEW_LINES,
-                ) {
-                    Ok(board) => Msg::Refreshed(board),
-                    Err(err) => Msg::RefreshFailed(err.message),
-                };
-                if sender.send(msg).is_err() {
-                    return;
-                }
-            }
+        let pending = serve(
+            cwd.clone(),
+            sender.clone(),
+            |cwd, request: Request| match ops::board(
+                request.all,
+                cwd,
+                request.selected.as_deref(),
+                PREVIEW_LINES,
+            ) {
+                Ok(board) => Msg::Refreshed(board),
+                Err(err) => Msg::RefreshFailed(err.message),
+            },
+        );
+        let hosts = serve(cwd, sender, |cwd, ()| match ops::host_board(cwd) {
+            Ok(rows) => Msg::HostsRefreshed(rows),
+            Err(err) => Msg::RefreshFailed(err.message),
         });
-        Refresher { pending }
+        Refresher { pending, hosts }
     }
 
     fn request(&self, state: &State) {
@@ -339,6 +392,29 @@ impl Refresher {
             selected: state.selected.clone(),
         });
     }
+
+    fn request_hosts(&self) {
+        self.hosts.put(());
+    }
+}
+
+/// A thread that answers the latest request with `work`'s message, until the loop is gone.
+fn serve<T: Send + 'static>(
+    cwd: PathBuf,
+    sender: Sender<Msg>,
+    work: impl Fn(&Path, T) -> Msg + Send + 'static,
+) -> Arc<Latest<T>> {
+    let pending: Arc<Latest<T>> = Arc::new(Latest::default());
+    let shared = Arc::clone(&pending);
+    std::thread::spawn(move || {
+        loop {
+            let msg = work(&cwd, shared.take());
+            if sender.send(msg).is_err() {
+                return;
+            }
+        }
+    });
+    pending
 }
 
 /// At most one value waiting: a newer one replaces it, so work that falls behind is dropped,

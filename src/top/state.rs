@@ -12,12 +12,15 @@ pub struct State {
     pub all: bool,
     /// Where "this project" is, for the header.
     pub project: String,
-    /// As the last refresh brought them, oldest first.
+    /// This machine's rows as the last refresh brought them (oldest first), then the hosts'.
     pub rows: Vec<BoardRow>,
+    /// The hosts' rows as their last refresh brought them (shown with every task only): hosts
+    /// are asked apart from this machine, so a slow or lost host never holds up the screen.
+    pub host_rows: Vec<BoardRow>,
     /// The selected task, by id: a refresh that reorders rows keeps the selection on its task.
     pub selected: Option<String>,
     pub preview: Option<Preview>,
-    /// Rows whose id, agent, status, reason or objective contain this (case-insensitive).
+    /// Rows whose id, agent, status, reason, objective or host contain this (case-insensitive).
     pub filter: String,
     pub mode: Mode,
     /// The outcome of the last action (a steer's receipt, a cancel), or a refusal.
@@ -57,6 +60,7 @@ impl State {
             all,
             project,
             rows: Vec::new(),
+            host_rows: Vec::new(),
             selected: None,
             preview: None,
             filter: String::new(),
@@ -142,6 +146,7 @@ fn matches_filter(row: &BoardRow, needle: &str) -> bool {
         view.status.as_str(),
         view.reason.as_deref().unwrap_or(""),
         view.objective.as_str(),
+        view.host.as_deref().unwrap_or(""),
     ]
     .iter()
     .any(|field| field.to_lowercase().contains(needle))

@@ -28,6 +28,8 @@ pub enum Key {
 pub enum Msg {
     Key(Key),
     Refreshed(Board),
+    /// The hosts' tasks, asked apart from this machine's.
+    HostsRefreshed(Vec<BoardRow>),
     RefreshFailed(String),
     /// The clock moved on: ages are measured against it.
     Tick(SystemTime),
@@ -58,9 +60,24 @@ pub fn update(state: &mut State, msg: Msg) -> Option<Effect> {
     match msg {
         Msg::Refreshed(board) => {
             state.rows = board.rows;
+            state.rows.extend(state.host_rows.iter().cloned());
             state.preview = board.preview;
             state.loaded = true;
             // A selection that had to move wants its own preview at once.
+            select_after_change(state)
+        }
+        Msg::HostsRefreshed(rows) => {
+            // One asked for before the scope became this project's is late: dropped.
+            if !state.all {
+                return None;
+            }
+            let mut rows = rows;
+            for row in &mut rows {
+                remember_what_a_lost_host_said(row, &state.host_rows);
+            }
+            state.rows.retain(|row| row.view.host.is_none());
+            state.rows.extend(rows.iter().cloned());
+            state.host_rows = rows;
             select_after_change(state)
         }
         Msg::RefreshFailed(message) => {
@@ -166,6 +183,10 @@ fn normal_key(state: &mut State, key: Key) -> Option<Effect> {
         }
         Key::Char('a') => {
             state.all = !state.all;
+            if !state.all {
+                state.rows.retain(|row| row.view.host.is_none());
+                state.host_rows.clear();
+            }
             state.message = Some(if state.all {
                 "showing every task".into()
             } else {
@@ -207,6 +228,19 @@ fn normal_key(state: &mut State, key: Key) -> Option<Effect> {
             }
         }),
         _ => None,
+    }
+}
+
+/// A host that does not answer gives rows that know only the task's id: the agent, mode and
+/// objective its host last told stay on screen (the status stays `unknown`).
+fn remember_what_a_lost_host_said(row: &mut BoardRow, before: &[BoardRow]) {
+    if row.view.reason.as_deref() != Some("host_unreachable") {
+        return;
+    }
+    if let Some(known) = before.iter().find(|known| known.view.id == row.view.id) {
+        row.view.agent_kind.clone_from(&known.view.agent_kind);
+        row.view.mode = known.view.mode;
+        row.view.objective.clone_from(&known.view.objective);
     }
 }
 
@@ -304,6 +338,52 @@ mod tests {
         );
         assert_eq!(state.selected.as_deref(), Some("t_00000000000b"));
         assert_eq!(state.selected_index(&state.visible()), Some(1));
+    }
+
+    #[test]
+    fn hosts_rows_join_every_task_and_survive_local_refreshes_but_not_the_project_scope() {
+        let mut state = loaded(board());
+        let local = state.rows.len();
+        let mut on_host = row("t_0000000000aa", Status::Running, None, 1, "far away");
+        on_host.view.host = Some("gpu".into());
+        // Asked for while every task was shown, arriving after the scope became the project's.
+        update(&mut state, Msg::HostsRefreshed(vec![on_host.clone()]));
+        assert_eq!(state.rows.len(), local, "late host rows are dropped");
+        press(&mut state, "a");
+        update(&mut state, Msg::HostsRefreshed(vec![on_host.clone()]));
+        assert_eq!(state.rows.len(), local + 1);
+        // This machine's refresh keeps the hosts' rows; a newer hosts' refresh replaces them.
+        update(
+            &mut state,
+            Msg::Refreshed(Board {
+                rows: board(),
+                preview: None,
+            }),
+        );
+        assert_eq!(state.rows.len(), local + 1);
+        // A lost host's row keeps what the host last said of the task.
+        let mut lost = row("t_0000000000aa", Status::Unknown, None, 1, "");
+        lost.view.agent_kind = String::new();
+        lost.view.reason = Some("host_unreachable".into());
+        lost.view.host = Some("gpu".into());
+        update(&mut state, Msg::HostsRefreshed(vec![lost]));
+        assert_eq!(state.rows.len(), local + 1);
+        let shown = &state.rows[local].view;
+        assert_eq!(
+            (
+                shown.status,
+                shown.agent_kind.as_str(),
+                shown.objective.as_str()
+            ),
+            (
+                Status::Unknown,
+                on_host.view.agent_kind.as_str(),
+                "far away"
+            )
+        );
+        press(&mut state, "a");
+        assert_eq!(state.rows.len(), local);
+        assert!(state.rows.iter().all(|row| row.view.host.is_none()));
     }
 
     #[test]

@@ -120,9 +120,16 @@ fn draw_table(state: &State, frame: &mut Frame, area: Rect) {
         .iter()
         .map(|row| table_row(state, row, wide))
         .collect();
+    // `gemini@gpu-box`: a host's task names its host, and only then does the column grow.
+    let agent_width = visible
+        .iter()
+        .map(|row| agent_cell(&row.view).chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(11, 24) as u16;
     let widths = [
         Constraint::Length(14),
-        Constraint::Length(11),
+        Constraint::Length(agent_width),
         Constraint::Length(status_width),
         Constraint::Length(4),
         Constraint::Length(6),
@@ -181,7 +188,7 @@ fn table_row<'a>(state: &State, row: &'a BoardRow, wide: bool) -> Row<'a> {
     };
     Row::new([
         Cell::from(view.id.as_str()),
-        Cell::from(view.agent_kind.as_str()),
+        Cell::from(agent_cell(view)),
         Cell::from(Span::styled(status, status_style(view.status, state.color))),
         Cell::from(since(row.created)),
         Cell::from(since(row.last_activity)),
@@ -189,6 +196,13 @@ fn table_row<'a>(state: &State, row: &'a BoardRow, wide: bool) -> Row<'a> {
         Cell::from(view.objective.lines().next().unwrap_or("")),
     ])
     .style(style)
+}
+
+fn agent_cell(view: &crate::ops::TaskView) -> String {
+    match &view.host {
+        Some(host) => format!("{}@{host}", view.agent_kind),
+        None => view.agent_kind.clone(),
+    }
 }
 
 fn draw_preview(state: &State, frame: &mut Frame, area: Rect) {
@@ -217,8 +231,17 @@ fn draw_preview(state: &State, frame: &mut Frame, area: Rect) {
                 .map(|line| Line::raw(line.as_str()))
                 .collect()
         }
-        None if state.selected.is_some() => vec![Line::raw("…")],
-        None => Vec::new(),
+        None => match state
+            .selected_row()
+            .and_then(|row| row.view.host.as_deref())
+        {
+            // A host's screen is not fetched each refresh: it is one key away.
+            Some(host) => vec![Line::raw(format!(
+                "on host {host}: Enter attaches over ssh, l shows its log, r its result"
+            ))],
+            None if state.selected.is_some() => vec![Line::raw("…")],
+            None => Vec::new(),
+        },
     };
     frame.render_widget(block, area);
     frame.render_widget(Paragraph::new(lines), inner);
@@ -340,6 +363,17 @@ mod tests {
     #[test]
     fn dashboard_layout() {
         let state = loaded(board());
+        insta::assert_snapshot!(draw(&state, 120, 24));
+    }
+
+    #[test]
+    fn a_hosts_task_names_its_host_and_its_preview_says_how_to_reach_it() {
+        let mut rows = board();
+        let mut far = crate::top::fixtures::row("t_0000000000aa", Status::Running, None, 0, "far");
+        far.view.host = Some("gpu-box".into());
+        rows.insert(0, far);
+        let mut state = loaded(rows);
+        state.selected = Some("t_0000000000aa".into());
         insta::assert_snapshot!(draw(&state, 120, 24));
     }
 
