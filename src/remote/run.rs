@@ -91,10 +91,13 @@ fn command(argv: &[String]) -> Command {
     command
 }
 
-/// Polls until `child` exits, or kills it at `deadline`. Short sleeps first: a warm call over
-/// the multiplexed connection takes a few milliseconds.
+/// Polls until `child` exits, or kills it at `deadline`. A warm call over the multiplexed
+/// connection takes a few milliseconds, so the first [`FINE_POLLING`] is polled every half
+/// millisecond (an exit is seen at once, not at the next step of a backoff); a call that lasts
+/// longer (a wait, a followed log) is polled ever more rarely, up to every 20 ms.
 fn wait_until(mut child: Child, deadline: Instant) -> Result<Option<ExitStatus>> {
-    let mut pause = Duration::from_micros(200);
+    let started = Instant::now();
+    let mut pause = FINE_PAUSE;
     loop {
         match child.try_wait() {
             Ok(Some(status)) => return Ok(Some(status)),
@@ -106,9 +109,14 @@ fn wait_until(mut child: Child, deadline: Instant) -> Result<Option<ExitStatus>>
             Ok(None) => std::thread::sleep(pause),
             Err(err) => return Err(spawn_error("ssh", err)),
         }
-        pause = (pause * 2).min(Duration::from_millis(20));
+        if started.elapsed() >= FINE_POLLING {
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
     }
 }
+
+const FINE_PAUSE: Duration = Duration::from_micros(500);
+const FINE_POLLING: Duration = Duration::from_millis(250);
 
 /// An anonymous file: created in the temp directory and unlinked at once.
 fn scratch() -> Result<File> {

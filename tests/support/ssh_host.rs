@@ -139,7 +139,12 @@ impl SshHost {
             let mut pids = descendants(child.id());
             pids.push(child.id());
             for pid in pids {
-                let _ = as_root("kill").arg("-KILL").arg(pid.to_string()).status();
+                // A process that ended on its own meanwhile is no news.
+                let _ = as_root("kill")
+                    .arg("-KILL")
+                    .arg(pid.to_string())
+                    .stderr(std::process::Stdio::null())
+                    .status();
             }
             let _ = child.wait();
         }
@@ -178,7 +183,10 @@ impl Drop for SshHost {
         self.down();
         let pids = as_root("pgrep").args(["-u", &self.user]).output().unwrap();
         for pid in String::from_utf8_lossy(&pids.stdout).split_whitespace() {
-            let _ = as_root("kill").args(["-KILL", pid]).status();
+            let _ = as_root("kill")
+                .args(["-KILL", pid])
+                .stderr(std::process::Stdio::null())
+                .status();
         }
         let _ = as_root("userdel").arg(&self.user).status();
         // Files the user wrote: removed as root, since the temp dir is the test's.
