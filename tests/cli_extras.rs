@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::Harness;
 
 fn stdout_of(output: &std::process::Output) -> String {
@@ -78,68 +76,15 @@ fn colour_only_when_asked_or_on_a_terminal_and_ages_read_relative() {
     assert!(!list.to_string().contains('\x1b'));
 }
 
-/// Runs a cuekit command line in a pane of the test's server: a real terminal.
-fn in_terminal(h: &Harness, session: &str, args: &str) {
-    let command = h.cuekit();
-    let mut script = String::from("unset TMUX TMUX_PANE\n");
-    for (name, value) in command.get_envs() {
-        if let Some(value) = value {
-            script.push_str(&format!(
-                "export {}={}\n",
-                name.to_string_lossy(),
-                shlex::try_quote(&value.to_string_lossy()).unwrap()
-            ));
-        }
-    }
-    script.push_str(&format!(
-        "cd {}\n{} {args}\necho \"exited with $?\"\nexec sleep 600\n",
-        shlex::try_quote(&h.project.to_string_lossy()).unwrap(),
-        env!("CARGO_BIN_EXE_cuekit"),
-    ));
-    let path = h.root().join(format!("{session}.sh"));
-    std::fs::write(&path, script).unwrap();
-    let started = h.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        session,
-        "-x",
-        "120",
-        "-y",
-        "30",
-        "/bin/sh",
-        &path.to_string_lossy(),
-    ]);
-    assert!(started.status.success());
-}
-
-fn wait_pane(h: &Harness, session: &str, what: &str, condition: impl Fn(&str) -> bool) -> String {
-    let start = Instant::now();
-    loop {
-        let target = format!("={session}:");
-        let shown = stdout_of(&h.tmux(&["capture-pane", "-p", "-t", &target]));
-        if condition(&shown) {
-            return shown;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "never saw {what}:\n{shown}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn wait_shows_a_live_line_on_a_terminal_that_goes_when_it_returns() {
     let h = Harness::new();
     let id = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 3"]);
-    in_terminal(&h, "waiter", &format!("wait {id}"));
-    wait_pane(&h, "waiter", "the live line", |s| {
+    h.in_terminal("waiter", &format!("wait {id}"), (120, 30), false);
+    h.wait_pane("waiter", "the live line", |s| {
         s.contains("waiting ") && s.contains("1 running, 0 ended")
     });
-    let shown = wait_pane(&h, "waiter", "the wait's end", |s| {
-        s.contains("exited with 0")
-    });
+    let shown = h.wait_pane("waiter", "the wait's end", |s| s.contains("exited with 0"));
     assert!(!shown.contains("waiting "), "{shown}");
     assert!(shown.contains(&format!("{id}  completed")), "{shown}");
     // Piped, there is no live line at all.
@@ -150,12 +95,13 @@ fn wait_shows_a_live_line_on_a_terminal_that_goes_when_it_returns() {
 #[test]
 fn submit_attach_lands_in_the_child_and_needs_a_terminal() {
     let h = Harness::new();
-    in_terminal(
-        &h,
+    h.in_terminal(
         "person",
         "submit --attach --agent command -- sh -c 'echo attached-child; sleep 600'",
+        (120, 30),
+        false,
     );
-    let shown = wait_pane(&h, "person", "the child's pane", |s| {
+    let shown = h.wait_pane("person", "the child's pane", |s| {
         s.contains("attached-child") && !s.contains("transcript:")
     });
     assert!(!shown.contains("exited with"), "{shown}");

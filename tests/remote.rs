@@ -54,57 +54,6 @@ fn harness_with(hosts: &[&SshHost], extra_hosts: &str) -> Harness {
     h
 }
 
-/// Runs a cuekit command line in a pane of the test's local tmux server: a real terminal.
-fn in_terminal(h: &Harness, session: &str, args: &str) {
-    let command = h.cuekit();
-    let mut script = String::from("unset TMUX TMUX_PANE\n");
-    for (name, value) in command.get_envs() {
-        if let Some(value) = value {
-            script.push_str(&format!(
-                "export {}={}\n",
-                name.to_string_lossy(),
-                shlex::try_quote(&value.to_string_lossy()).unwrap()
-            ));
-        }
-    }
-    script.push_str(&format!(
-        "{} {args}\necho \"exited with $?\"\nexec sleep 600\n",
-        env!("CARGO_BIN_EXE_cuekit"),
-    ));
-    let path = h.root().join(format!("{session}.sh"));
-    std::fs::write(&path, script).unwrap();
-    let started = h.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        session,
-        "-x",
-        "120",
-        "-y",
-        "30",
-        "/bin/sh",
-        &path.to_string_lossy(),
-    ]);
-    assert!(started.status.success());
-}
-
-fn wait_pane(h: &Harness, session: &str, what: &str, condition: impl Fn(&str) -> bool) {
-    let start = Instant::now();
-    loop {
-        let target = format!("={session}:");
-        let shown = String::from_utf8_lossy(&h.tmux(&["capture-pane", "-p", "-t", &target]).stdout)
-            .into_owned();
-        if condition(&shown) {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "never saw {what}:\n{shown}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn submit_on(h: &Harness, host: &str, words: &[&str]) -> String {
     let mut args = vec!["--host", host, "--agent", "command"];
     args.extend_from_slice(words);
@@ -198,8 +147,8 @@ fn a_task_on_a_host_is_submitted_followed_steered_and_cancelled() {
         std::thread::sleep(Duration::from_millis(200));
     }
     // `attach` from a terminal: an interactive ssh to the host's `cuekit attach`.
-    in_terminal(&h, "person", &format!("attach {interactive}"));
-    wait_pane(&h, "person", "the host's pane", |shown| {
+    h.in_terminal("person", &format!("attach {interactive}"), (120, 30), false);
+    h.wait_pane("person", "the host's pane", |shown| {
         shown.contains("got:it's $(not run)")
     });
     let (cancelled, code) = h.json(&["cancel", &interactive]);
@@ -254,25 +203,20 @@ fn list_all_shows_both_hosts_and_a_lost_host_reads_unknown_until_it_is_back() {
     );
 
     // The dashboard shows every task with the hosts' beside this machine's, each naming its host.
-    in_terminal(&h, "dashboard", "top --all");
-    wait_pane(&h, "dashboard", "both hosts' tasks", |shown| {
+    h.in_terminal("dashboard", "top --all", (120, 30), false);
+    h.wait_pane("dashboard", "both hosts' tasks", |shown| {
         shown.contains("command@alpha") && shown.contains("command@beta")
     });
 
     beta.down();
-    wait_pane(
-        &h,
-        "dashboard",
-        "the lost host's task as unknown",
-        |shown| {
-            shown
+    h.wait_pane("dashboard", "the lost host's task as unknown", |shown| {
+        shown
+            .lines()
+            .any(|line| line.contains("command@beta") && line.contains("unknown"))
+            && shown
                 .lines()
-                .any(|line| line.contains("command@beta") && line.contains("unknown"))
-                && shown
-                    .lines()
-                    .any(|line| line.contains("command@alpha") && line.contains("running"))
-        },
-    );
+                .any(|line| line.contains("command@alpha") && line.contains("running"))
+    });
     let start = Instant::now();
     let (lost, code) = h.json(&["status", &on_beta]);
     let took = start.elapsed();
@@ -323,7 +267,7 @@ fn list_all_shows_both_hosts_and_a_lost_host_reads_unknown_until_it_is_back() {
         args.extend_from_slice(keys);
         assert!(h.tmux(&args).status.success());
     }
-    wait_pane(&h, "dashboard", "the cancel's outcome", |shown| {
+    h.wait_pane("dashboard", "the cancel's outcome", |shown| {
         shown.contains(&format!("{on_alpha}: cancelled"))
     });
     assert_eq!(h.status(&on_alpha)["status"], "cancelled");

@@ -15,63 +15,12 @@ const TOP: &str = "=top:";
 /// the test's server, which sets `$TMUX` in its panes). When it exits, the pane says so and
 /// stays.
 fn start_top(h: &Harness, inside_tmux: bool) {
-    let command = h.cuekit();
-    let mut script = String::new();
-    if !inside_tmux {
-        script.push_str("unset TMUX TMUX_PANE\n");
-    }
-    for (name, value) in command.get_envs() {
-        let name = name.to_string_lossy();
-        if inside_tmux && name.starts_with("TMUX") {
-            continue;
-        }
-        match value {
-            Some(value) => script.push_str(&format!(
-                "export {name}={}\n",
-                shlex::try_quote(&value.to_string_lossy()).unwrap()
-            )),
-            None => script.push_str(&format!("unset {name}\n")),
-        }
-    }
-    script.push_str(&format!(
-        "cd {}\n{} top --refresh 300ms\necho \"top exited with $?\"\nexec sleep 600\n",
-        shlex::try_quote(&h.project.to_string_lossy()).unwrap(),
-        shlex::try_quote(env!("CARGO_BIN_EXE_cuekit")).unwrap()
-    ));
-    let path = h.root().join("top.sh");
-    std::fs::write(&path, script).unwrap();
-    let started = h.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "top",
-        "-x",
-        "150",
-        "-y",
-        "40",
-        "/bin/sh",
-        &path.to_string_lossy(),
-    ]);
-    assert!(started.status.success(), "{started:?}");
-}
-
-fn screen(h: &Harness) -> String {
-    String::from_utf8_lossy(&h.tmux(&["capture-pane", "-p", "-t", TOP]).stdout).into_owned()
+    h.in_terminal("top", "top --refresh 300ms", (150, 40), inside_tmux);
 }
 
 /// Waits until the top pane shows what `condition` looks for; fails with the screen.
 fn wait_screen(h: &Harness, what: &str, condition: impl Fn(&str) -> bool) -> String {
-    let start = Instant::now();
-    loop {
-        let shown = screen(h);
-        if condition(&shown) {
-            return shown;
-        }
-        if start.elapsed() > Duration::from_secs(30) {
-            panic!("the dashboard never showed {what}; it shows:\n{shown}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    h.wait_pane("top", what, condition)
 }
 
 fn keys(h: &Harness, text: &str) {
@@ -166,7 +115,7 @@ fn rows_appear_attach_comes_back_cancel_asks_and_q_restores_the_terminal() {
 
     keys(&h, "q");
     let shown = wait_screen(&h, "the shell's screen back", |s| {
-        s.contains("top exited with 0")
+        s.contains("exited with 0")
     });
     assert!(!shown.contains("cuekit top"), "{shown}");
     let alternate = h.tmux(&["display-message", "-p", "-t", TOP, "#{alternate_on}"]);
@@ -221,7 +170,7 @@ fn a_child_waiting_on_a_human_moves_to_the_top_and_a_steer_reaches_it_once() {
         "{history}"
     );
     keys(&h, "q");
-    wait_screen(&h, "top gone", |s| s.contains("top exited with 0"));
+    wait_screen(&h, "top gone", |s| s.contains("exited with 0"));
 }
 
 /// A second tmux server standing for the user's terminal: its one pane runs a client attached

@@ -222,6 +222,76 @@ impl Harness {
         (pane.to_string(), pid.parse().unwrap())
     }
 
+    /// Runs `cuekit ARGS` (`args` is shell text) in a new session of the test's tmux server, in
+    /// the project: a real terminal of `width` x `height`. `inside_tmux` keeps the pane's
+    /// `$TMUX` (cuekit then runs inside the user's tmux). When cuekit exits, the pane says
+    /// "exited with N" and stays.
+    pub fn in_terminal(
+        &self,
+        session: &str,
+        args: &str,
+        (width, height): (u16, u16),
+        inside_tmux: bool,
+    ) {
+        let mut script = String::new();
+        if !inside_tmux {
+            script.push_str("unset TMUX TMUX_PANE\n");
+        }
+        for (name, value) in self.cuekit().get_envs() {
+            let name = name.to_string_lossy();
+            if inside_tmux && name.starts_with("TMUX") {
+                continue;
+            }
+            match value {
+                Some(value) => script.push_str(&format!(
+                    "export {name}={}\n",
+                    shlex::try_quote(&value.to_string_lossy()).unwrap()
+                )),
+                None => script.push_str(&format!("unset {name}\n")),
+            }
+        }
+        script.push_str(&format!(
+            "cd {}\n{} {args}\necho \"exited with $?\"\nexec sleep 600\n",
+            shlex::try_quote(&self.project.to_string_lossy()).unwrap(),
+            shlex::try_quote(env!("CARGO_BIN_EXE_cuekit")).unwrap()
+        ));
+        let path = self.root().join(format!("{session}.sh"));
+        std::fs::write(&path, script).unwrap();
+        let started = self.tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+            "/bin/sh",
+            &path.to_string_lossy(),
+        ]);
+        assert!(started.status.success(), "{started:?}");
+    }
+
+    /// Waits until session `session`'s pane shows what `condition` looks for, and returns
+    /// the screen; fails with the screen after 30 s.
+    pub fn wait_pane(&self, session: &str, what: &str, condition: impl Fn(&str) -> bool) -> String {
+        let target = format!("={session}:");
+        let start = Instant::now();
+        loop {
+            let shown =
+                String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", &target]).stdout)
+                    .into_owned();
+            if condition(&shown) {
+                return shown;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "never saw {what}; the screen:\n{shown}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// What the task's pane shows now.
     pub fn screen(&self, id: &str) -> String {
         let (pane, _) = self.pane(id);
