@@ -130,3 +130,23 @@ fn top_needs_a_terminal_and_a_sane_refresh() {
     let fast = h.run(&["top", "--refresh", "10ms"]);
     assert_eq!(fast.status.code(), Some(3));
 }
+
+/// `--id` (what a cuekit on another machine passes after registering the task there) names the
+/// task; an id of another shape, or of a task that exists, is refused before anything starts.
+#[test]
+fn a_chosen_id_names_the_task_once() {
+    let h = Harness::new();
+    let chosen = "t_00000000c0de";
+    let id = h.submit(&["--id", chosen, "--agent", "command", "--", "true"]);
+    assert_eq!(id, chosen);
+    for bad in [chosen, "t_XYZ", "../t_00000000c0de"] {
+        let (error, code) = h.json(&["submit", "--id", bad, "--agent", "command", "--", "true"]);
+        assert_eq!(
+            (error["error"]["code"].as_str(), code),
+            (Some("invalid_input"), 3),
+            "{bad}: {error}"
+        );
+    }
+    let (list, _) = h.json(&["list"]);
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+}

@@ -8,6 +8,7 @@ mod common;
 #[path = "support/ssh_host.rs"]
 mod ssh_host;
 
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -162,6 +163,16 @@ fn a_task_on_a_host_is_submitted_followed_steered_and_cancelled() {
         stderr_of(&refused).contains("runs on host alpha"),
         "{}",
         stderr_of(&refused)
+    );
+    // `rm` removes the task's files on the host, then forgets it here.
+    let task_dir = PathBuf::from(h.status(&interactive)["task_dir"].as_str().unwrap());
+    assert!(task_dir.is_dir(), "{}", task_dir.display());
+    let (removed, code) = h.json(&["rm", &interactive]);
+    assert_eq!((code, removed[0]["outcome"].as_str()), (0, Some("removed")), "{removed}");
+    assert!(!task_dir.exists());
+    assert_eq!(
+        h.json(&["status", &interactive]).0["error"]["code"],
+        "task_not_found"
     );
 }
 
@@ -600,4 +611,84 @@ impl Drop for Mcp {
         let _ = self.server.kill();
         let _ = self.server.wait();
     }
+}
+
+/// The task is registered here before the host is asked: a connection lost after the host
+/// started it (the reply never came) leaves a task this machine can still ask about and cancel;
+/// a host that refuses the submit leaves nothing registered.
+#[test]
+fn a_submit_whose_reply_is_lost_is_still_known_and_a_refused_one_is_not() {
+    let alpha = SshHost::start("alpha");
+    // This host's cuekit submits, then cuts the connection before its reply can leave
+    // (its parent is the sshd process serving the connection).
+    let cutting = alpha.home().join("bin/cutting-cuekit");
+    write_executable(
+        &cutting,
+        "#!/bin/sh\ncase \" $* \" in\n  *\" submit \"*) \"$HOME/bin/cuekit\" \"$@\" >/dev/null; \
+         kill -KILL \"$PPID\"; sleep 5 ;;\n  *) exec \"$HOME/bin/cuekit\" \"$@\" ;;\nesac\n",
+    );
+    must(as_root("chown").args(["-R", &alpha.user]).arg(alpha.home()));
+    let h = harness_with(
+        &[&alpha],
+        "  cutting:\n    ssh: alpha\n    cuekit: ~/bin/cutting-cuekit\n",
+    );
+    let registry = h.home.join(".local/share/cuekit/tasks");
+    let registered = || std::fs::read_dir(&registry).map_or(0, |dir| dir.count());
+
+    let lost = h.run(&[
+        "submit",
+        "--host",
+        "cutting",
+        "--agent",
+        "command",
+        "--",
+        "sh",
+        "-c",
+        "sleep 600",
+    ]);
+    let said = stderr_of(&lost);
+    assert_eq!(lost.status.code(), Some(26), "{said}");
+    let id = said
+        .split_whitespace()
+        .find(|word| word.starts_with("t_") && word.len() == 14)
+        .unwrap_or_else(|| panic!("the error names the task: {said}"))
+        .to_string();
+    assert!(said.contains("may have started there"), "{said}");
+    // The host is asked again on the next call: the task runs there, and is ended from here.
+    assert_eq!(h.status(&id)["status"], "running");
+    assert_eq!(h.status(&id)["host"], "cutting");
+    let (cancelled, code) = h.json(&["cancel", &id]);
+    assert_eq!(code, 0, "{cancelled}");
+    assert_eq!(h.status(&id)["status"], "cancelled");
+    // Removed on the host behind this machine's back: `rm` here then only forgets it.
+    let direct = std::process::Command::new(h.bin.join("ssh"))
+        .args(["alpha", &format!("~/bin/cuekit rm {id}")])
+        .output()
+        .unwrap();
+    assert!(direct.status.success(), "{}", stderr_of(&direct));
+    let (removed, code) = h.json(&["rm", &id]);
+    assert_eq!(
+        (
+            code,
+            removed[0]["task_id"].as_str(),
+            removed[0]["outcome"].as_str()
+        ),
+        (0, Some(id.as_str()), Some("removed")),
+        "{removed}"
+    );
+    assert!(!registry.join(&id).exists());
+
+    let before = registered();
+    let refused = h.run(&["submit", "--host", "alpha", "--agent", "no-such-agent", "x"]);
+    assert_ne!(refused.status.code(), Some(0));
+    assert!(
+        stderr_of(&refused).contains("host alpha"),
+        "{}",
+        stderr_of(&refused)
+    );
+    assert_eq!(
+        registered(),
+        before,
+        "a refused submit leaves nothing registered"
+    );
 }

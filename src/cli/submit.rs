@@ -36,6 +36,10 @@ pub struct SubmitArgs {
     /// Run the task on a configured host, over SSH (`cuekit hosts` lists them).
     #[arg(long, value_name = "NAME")]
     host: Option<String>,
+    /// The new task's id (t_ and 12 hex digits), chosen by the caller: what a cuekit on
+    /// another machine passes after registering the task there.
+    #[arg(long, value_name = "ID", hide = true)]
+    id: Option<String>,
     /// Stop the task and mark it timed_out after this long (e.g. 30m).
     #[arg(long, value_parser = super::parse_duration)]
     timeout: Option<Duration>,
@@ -136,6 +140,7 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         },
         base: args.base.clone(),
         branch: args.branch.clone(),
+        id: args.id.clone(),
     };
     let outcome = match &args.host {
         Some(host) => ops::submit_on_host(host, &request, cwd)?,

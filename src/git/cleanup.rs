@@ -23,7 +23,7 @@ pub struct Target<'a> {
     pub merged_tip: Option<&'a str>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "reason", content = "detail")]
 pub enum KeepReason {
     UncommittedChanges,

@@ -386,6 +386,7 @@ impl CuekitServer {
                 worktree: params.worktree,
                 base: params.base,
                 branch: params.branch,
+                id: None,
                 ..SubmitRequest::default()
             };
             let outcome = match &params.host {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::remove::{Removal, RemovalOutcome};
 use super::submit::{SubmitOutcome, SubmitRequest};
 use super::view::TaskView;
 use super::wait::{WaitOutcome, WaitRequest};
@@ -22,47 +23,72 @@ use crate::store::{self, Placement};
 use crate::tmux::Socket;
 
 /// Starts a task on host `name` with the request as given (its `cwd` is a remote directory,
-/// default the host's `cwd`), and registers it here with its host.
+/// default the host's `cwd`), and registers it here with its host. The id is chosen here and
+/// registered before the host is asked: a connection lost after the host started the task (its
+/// reply never came) leaves a task this machine knows and can ask about, never an orphan.
 pub fn submit_on_host(name: &str, request: &SubmitRequest, cwd: &Path) -> Result<SubmitOutcome> {
     let host = host_access::host(&Config::load(cwd)?, name)?;
     let remote_cwd = match &request.cwd {
         Some(dir) => Some(dir.to_string_lossy().into_owned()),
         None => host.cwd.clone(),
     };
-    let (words, stdin) = submit_words(request);
-    let ran = connection::call(
+    // A host that cannot be reached is known to have started nothing.
+    connection::connect(&host)?;
+    let id = store::new_task_id();
+    if !request.dry_run {
+        register(&id, name, Path::new(""), &super::now_rfc3339())?;
+    }
+    let request = SubmitRequest {
+        id: (!request.dry_run).then(|| id.clone()),
+        ..request.clone()
+    };
+    let (words, stdin) = submit_words(&request);
+    let outcome = connection::call(
         &host,
         remote_cwd.as_deref(),
         &words,
         stdin.as_deref(),
         CALL_DEADLINE,
-    )?;
-    let reply: serde_json::Value = parse_reply(&host, &ran)?;
-    // A submitted task has an id; only a dry run has none.
-    let outcome = match reply.get("id") {
-        Some(_) => serde_json::from_value(reply).map(SubmitOutcome::Submitted),
-        None => serde_json::from_value(reply),
-    }
-    .map_err(|err| unreadable_reply(&host, &err))?;
+    )
+    .and_then(|ran| parse_reply::<serde_json::Value>(&host, &ran))
+    .and_then(|reply| {
+        // A submitted task has an id; only a dry run has none.
+        match reply.get("id") {
+            Some(_) => serde_json::from_value(reply).map(SubmitOutcome::Submitted),
+            None => serde_json::from_value(reply),
+        }
+        .map_err(|err| unreadable_reply(&host, &err))
+    });
     match outcome {
-        SubmitOutcome::Submitted(view) => {
+        Ok(SubmitOutcome::Submitted(view)) => {
             let view = view.on_host(name);
-            register(&view, name).map_err(|err| {
+            // Its directory on the host, for the record; the id and host were registered above.
+            register(&view.id, name, &view.task_dir, &view.created_at).map_err(|err| {
                 Error::new(
                     err.code,
                     format!(
-                        "task {} started on host {name} but was not registered here: {}",
+                        "task {} started on host {name}; its directory was not recorded here: {}",
                         view.id, err.message
                     ),
                 )
-                .with_hint(format!(
-                    "cancel it on the host: `ssh {} cuekit cancel {}`",
-                    host.ssh, view.id
-                ))
             })?;
             Ok(SubmitOutcome::Submitted(Box::new(view)))
         }
-        dry_run => Ok(dry_run),
+        Ok(dry_run) => Ok(dry_run),
+        Err(error) if error.code == ErrorCode::HostUnreachable && !request.dry_run => {
+            let message = format!(
+                "{}; task {id} may have started there before the connection was lost",
+                error.message
+            );
+            Err(Error::new(error.code, message).with_hint(format!(
+                "`cuekit status {id}` asks the host again; `cuekit cancel {id}` ends the task \
+                 if it runs"
+            )))
+        }
+        Err(error) => {
+            store::unregister(&id);
+            Err(error)
+        }
     }
 }
 
@@ -90,6 +116,7 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
     value("team", request.team.clone());
     value("base", request.base.clone());
     value("branch", request.branch.clone());
+    value("id", request.id.clone());
     value("context", request.context.clone());
     for constraint in &request.constraints {
         value("constraint", Some(constraint.clone()));
@@ -124,13 +151,15 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
     }
 }
 
-fn register(view: &TaskView, host: &str) -> Result<()> {
+/// Records a host's task in this machine's registry: its id and host are what every later
+/// command goes by; the host's directory is only told.
+fn register(id: &str, host: &str, task_dir: &Path, created_at: &str) -> Result<()> {
     let placement = Placement {
-        id: view.id.clone(),
-        task_dir: view.task_dir.clone(),
+        id: id.to_string(),
+        task_dir: task_dir.to_path_buf(),
         socket: Socket(String::new()),
         session: String::new(),
-        created_at: view.created_at.clone(),
+        created_at: created_at.to_string(),
         timeout_secs: None,
         host: Some(host.to_string()),
         legacy: false,
@@ -258,6 +287,58 @@ pub fn relay(name: &str, words: &[String], tty: bool, cwd: &Path) -> Result<i32>
         )),
         Some(code) => Ok(code),
     }
+}
+
+/// `rm` of host `name`'s tasks, one call each: removed on the host, then forgotten here. A task
+/// the host does not know (its submit was lost before it reached the host) is only forgotten
+/// here: the host's word on its own tasks, and nothing on the host is touched.
+pub fn remove_on_host(
+    name: &str,
+    ids: &[String],
+    (force, dry_run): (bool, bool),
+    cwd: &Path,
+) -> Result<Vec<Removal>> {
+    let host = host_access::host(&Config::load(cwd)?, name)?;
+    let mut removals = Vec::new();
+    for id in ids {
+        let mut request = words(&["--json", "rm", id]);
+        if force {
+            request.push("--force".into());
+        }
+        if dry_run {
+            request.push("--dry-run".into());
+        }
+        let ran = connection::call(&host, None, &request, None, FORWARD_DEADLINE)?;
+        match parse_reply::<Vec<Removal>>(&host, &ran) {
+            Ok(rows) => {
+                for row in rows
+                    .iter()
+                    .filter(|row| row.outcome == RemovalOutcome::Removed)
+                {
+                    store::unregister(&row.task_id);
+                }
+                removals.extend(rows);
+            }
+            Err(error) if error.code == ErrorCode::TaskNotFound => {
+                if !dry_run {
+                    store::unregister(id);
+                }
+                removals.push(Removal {
+                    task_id: id.clone(),
+                    outcome: if dry_run {
+                        RemovalOutcome::WouldRemove
+                    } else {
+                        RemovalOutcome::Removed
+                    },
+                    worktree: None,
+                    branch: None,
+                    reasons: Vec::new(),
+                });
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(removals)
 }
 
 /// How long a wait on a host that stopped answering pauses before asking again.

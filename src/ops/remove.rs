@@ -14,7 +14,7 @@ use crate::status::Status;
 use crate::store::{self, TaskRecord};
 use crate::tmux::{Tmux, args};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RemovalOutcome {
     Removed,
@@ -25,7 +25,8 @@ pub enum RemovalOutcome {
     WouldKeep,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// Read back from a host's JSON too (`ops::remote::remove_on_host`).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Removal {
     pub task_id: String,
     pub outcome: RemovalOutcome,
@@ -33,7 +34,7 @@ pub struct Removal {
     pub worktree: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasons: Vec<KeepReason>,
 }
 

@@ -50,6 +50,10 @@ pub struct SubmitRequest {
     pub base: Option<String>,
     /// The worktree's branch (default: `worktree.branch_prefix` and the task id).
     pub branch: Option<String>,
+    /// The task's id, chosen by the caller: a cuekit on another machine registers a host's task
+    /// before asking the host, so a reply lost on the way never leaves a task it does not know.
+    /// Else a fresh one.
+    pub id: Option<String>,
 }
 
 /// Untagged; read back from a host's JSON too (`ops::remote` tells the two apart by `id`).
@@ -135,6 +139,21 @@ fn resumable_session(earlier: &TaskRecord) -> Result<String> {
         ))
         .with_hint("only tasks whose agent reported a session (Gemini) can be resumed")
     })
+}
+
+/// A caller's id for a new task: of the documented shape, and of no task cuekit knows here.
+fn chosen_id(id: String, cwd: &Path) -> Result<String> {
+    let fresh = "leave the id out, and cuekit picks a fresh one";
+    if !store::is_task_id(&id) {
+        return Err(Error::invalid_input(format!(
+            "'{id}' is not a task id (t_ and 12 lowercase hex digits)"
+        ))
+        .with_hint(fresh));
+    }
+    if store::placement(&id)?.is_some() || store::task_dir(cwd, &id).exists() {
+        return Err(Error::invalid_input(format!("task {id} already exists")).with_hint(fresh));
+    }
+    Ok(id)
 }
 
 pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome> {
@@ -223,7 +242,10 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     if use_worktree {
         config.refuse_untrusted_setup()?;
     }
-    let id = store::new_task_id();
+    let id = match request.id.clone() {
+        Some(id) => chosen_id(id, &cwd)?,
+        None => store::new_task_id(),
+    };
     let plan = if use_worktree {
         Some(git::create::plan(&git::create::Request {
             cwd: &cwd,

@@ -89,7 +89,7 @@ pub(crate) fn on_host_error(task_id: &str, host: &str) -> Error {
         format!("task {task_id} runs on host {host}; this command does not reach hosts"),
     )
     .with_hint(
-        "status, list --all, logs, result, steer, wait, cancel and attach reach a host's tasks; \
+        "status, list --all, logs, result, steer, wait, cancel, attach and rm reach a host's tasks; \
          for anything else, run cuekit on the host",
     )
 }
