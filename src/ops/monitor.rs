@@ -40,7 +40,7 @@ pub fn run_monitor(socket: &str) -> Result<()> {
     let Some(path) = lock_path(&socket) else {
         return Ok(());
     };
-    let lock = open_lock(&path).map_err(|err| crate::error::Error::io("open", &path, err))?;
+    let lock = open_lock(&path)?;
     if lock.try_lock().is_err() {
         return Ok(());
     }

@@ -44,17 +44,14 @@ pub(super) fn lock_path(socket: &Socket) -> Option<PathBuf> {
     Some(store::data_dir()?.join("monitors").join(name))
 }
 
-pub(super) fn open_lock(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::DirBuilderExt;
+pub(super) fn open_lock(path: &Path) -> crate::error::Result<File> {
     if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
+        store::create_private_dir(dir)?;
     }
     std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(path)
+        .map_err(|err| crate::error::Error::io("open", path, err))
 }
