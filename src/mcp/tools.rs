@@ -82,7 +82,8 @@ pub struct SubmitTaskParams {
     pub cwd: Option<String>,
     /// Run the task on this configured host, over SSH (`cuekit hosts` lists them); `cwd` is
     /// then a directory on that host (default: the host's configured `cwd`). The returned task
-    /// carries `host`; get_status and list read it from the host.
+    /// carries `host`; get_status, list, wait, steer_task, cancel_tasks and get_task_result
+    /// reach it on the host.
     #[serde(default)]
     pub host: Option<String>,
     /// Stop the task and mark it timed_out after this long: seconds, or "90s", "10m", "1h30m".
