@@ -10,133 +10,60 @@
 //! - the per-server monitor: CPU and peak RSS with 100 idle running tasks;
 //! - peak RSS of each CLI call, including `logs` over a multi-megabyte transcript.
 
-use std::os::unix::fs::PermissionsExt;
+mod support;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-struct Bench {
-    _root: tempfile::TempDir,
-    root: PathBuf,
-    project: PathBuf,
-    socket: String,
+use support::{Sandbox, cpu_seconds, measure, median, ms, which};
+
+fn sandbox() -> Sandbox {
+    let bench = Sandbox::new("cli", &["shim"]);
+    // The agent: records when it exits or reads a line, so latencies are measured from
+    // the child's side.
+    bench.executable(
+        "bin/gemini",
+        "#!/bin/sh\nif [ -n \"$BENCH_EXIT_AFTER\" ]; then sleep \"$BENCH_EXIT_AFTER\"; date +%s%N > \"$BENCH_STAMP\"; exit 0; fi\n\
+         if [ -n \"$BENCH_READ\" ]; then printf ' > '; IFS= read -r line; date +%s%N > \"$BENCH_STAMP\"; printf 'ok\\n > '; exec sleep 600; fi\n\
+         exec sleep 3600\n",
+    );
+    // A tmux that counts its invocations.
+    let real_tmux = which("tmux");
+    bench.executable(
+        "shim/tmux",
+        &format!(
+            "#!/bin/sh\necho x >> '{}'\nexec '{}' \"$@\"\n",
+            bench.root.join("tmux-calls").display(),
+            real_tmux.display()
+        ),
+    );
+    bench
 }
 
-impl Bench {
-    fn new() -> Bench {
-        let dir = tempfile::Builder::new()
-            .prefix("cuekit-bench-")
-            .tempdir()
-            .unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        for sub in ["project", "home", "bin", "shim"] {
-            std::fs::create_dir_all(root.join(sub)).unwrap();
-        }
-        let bench = Bench {
-            project: root.join("project"),
-            socket: format!("ck-bench-{}", std::process::id()),
-            root,
-            _root: dir,
-        };
-        // The agent: records when it exits or reads a line, so latencies are measured from
-        // the child's side.
-        bench.executable(
-            "bin/gemini",
-            "#!/bin/sh\nif [ -n \"$BENCH_EXIT_AFTER\" ]; then sleep \"$BENCH_EXIT_AFTER\"; date +%s%N > \"$BENCH_STAMP\"; exit 0; fi\n\
-             if [ -n \"$BENCH_READ\" ]; then printf ' > '; IFS= read -r line; date +%s%N > \"$BENCH_STAMP\"; printf 'ok\\n > '; exec sleep 600; fi\n\
-             exec sleep 3600\n",
-        );
-        // A tmux that counts its invocations.
-        let real_tmux = which("tmux");
-        bench.executable(
-            "shim/tmux",
-            &format!(
-                "#!/bin/sh\necho x >> '{}'\nexec '{}' \"$@\"\n",
-                bench.root.join("tmux-calls").display(),
-                real_tmux.display()
-            ),
-        );
-        bench
-    }
-
-    fn executable(&self, relative: &str, content: &str) {
-        let path = self.root.join(relative);
-        std::fs::write(&path, content).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-
-    fn cuekit(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cuekit"));
-        command
-            .args(args)
-            .current_dir(&self.project)
-            .env(
-                "PATH",
-                format!(
-                    "{}:{}",
-                    self.root.join("bin").display(),
-                    std::env::var("PATH").unwrap()
-                ),
-            )
-            .env("HOME", self.root.join("home"))
-            .env("XDG_DATA_HOME", self.root.join("home/.local/share"))
-            .env("CUEKIT_TMUX_SOCKET", &self.socket)
-            .env_remove("TMUX")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        command
-    }
-
-    fn submit(&self, extra: &[&str]) -> String {
-        let mut args = vec!["--json", "submit", "--mode", "batch"];
-        args.extend_from_slice(extra);
-        args.push("bench task");
-        let output = self.cuekit(&args).output().unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-        value["id"].as_str().unwrap().to_string()
-    }
+fn submit(bench: &Sandbox, extra: &[&str]) -> String {
+    let mut args = vec!["--json", "submit", "--mode", "batch"];
+    args.extend_from_slice(extra);
+    args.push("bench task");
+    let value: serde_json::Value = serde_json::from_str(&bench.ok(&args)).unwrap();
+    value["id"].as_str().unwrap().to_string()
 }
 
-impl Drop for Bench {
-    /// `kill-server` alone would leave the panes' processes running.
-    fn drop(&mut self) {
-        let panes = Command::new("tmux")
-            .args(["-L", &self.socket, "list-panes", "-a", "-F", "#{pane_pid}"])
-            .output();
-        let pids = panes
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        for pid in pids.lines().filter_map(|pid| pid.parse().ok()) {
-            cuekit::process::terminate_tree(pid, Duration::from_millis(200));
-        }
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
-    }
-}
-
-fn which(name: &str) -> PathBuf {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap())
-        .map(|dir| dir.join(name))
-        .find(|path| path.is_file())
-        .unwrap_or_else(|| panic!("{name} not on PATH"))
-}
-
-/// Runs a command to completion; returns its wall time.
-fn measure(mut command: Command) -> Duration {
-    // Output is not read: a full pipe would stall the command being measured.
-    command.stdout(Stdio::null()).stderr(Stdio::null());
-    let start = Instant::now();
-    let status = command.status().unwrap();
-    let elapsed = start.elapsed();
-    assert!(status.success(), "command failed: {command:?}");
-    elapsed
+/// How many tmux processes one `cuekit args` runs, through a tmux shim first on PATH.
+fn tmux_calls(bench: &Sandbox, args: &[&str]) -> usize {
+    let calls = bench.root.join("tmux-calls");
+    let _ = std::fs::remove_file(&calls);
+    let mut counted = bench.cuekit(args);
+    counted.env(
+        "PATH",
+        format!(
+            "{}:{}",
+            bench.root.join("shim").display(),
+            std::env::var("PATH").unwrap()
+        ),
+    );
+    measure(counted);
+    std::fs::read_to_string(&calls).map_or(0, |s| s.lines().count())
 }
 
 /// Peak RSS (KiB) of one run of `command`, measured by GNU time. (The rusage of a child
@@ -168,15 +95,6 @@ fn peak_rss(command: &Command) -> String {
     }
 }
 
-fn median(mut values: Vec<Duration>) -> Duration {
-    values.sort();
-    values[values.len() / 2]
-}
-
-fn ms(duration: Duration) -> String {
-    format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
-}
-
 fn now_ns() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -197,15 +115,12 @@ fn read_stamp(path: &std::path::Path) -> u128 {
     }
 }
 
-fn raw_tmux_chain(bench: &Bench, i: usize) -> Command {
+fn raw_tmux_chain(bench: &Sandbox, i: usize) -> Command {
     let dir = bench.root.join(format!("raw/{i}"));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut command = Command::new("tmux");
     let session = format!("raw-{i}");
     let target = format!("={session}:");
-    command.args([
-        "-L",
-        &bench.socket,
+    let mut command = bench.tmux_command(&[
         "set-option",
         "-g",
         "history-limit",
@@ -247,9 +162,9 @@ fn raw_tmux_chain(bench: &Bench, i: usize) -> Command {
     command
 }
 
-fn bench_submit(bench: &Bench) -> String {
+fn bench_submit(bench: &Sandbox) -> String {
     // Warm the server so neither side pays for starting it.
-    bench.submit(&[]);
+    submit(bench, &[]);
     let mut cuekit = Vec::new();
     let mut raw = Vec::new();
     for i in 0..30 {
@@ -270,12 +185,8 @@ fn bench_submit(bench: &Bench) -> String {
 
 /// `cuekit status` of one running interactive task (pane and screen in one tmux invocation)
 /// against a bare `tmux has-session`, interleaved.
-fn bench_status(bench: &Bench) {
-    let output = bench
-        .cuekit(&["--json", "submit", "--mode", "interactive", "bench task"])
-        .output()
-        .unwrap();
-    let id = serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()["id"]
+fn bench_status(bench: &Sandbox) {
+    let id = bench.json(&["submit", "--mode", "interactive", "bench task"])["id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -284,24 +195,14 @@ fn bench_status(bench: &Bench) {
     let mut cuekit = Vec::new();
     let mut raw = Vec::new();
     for _ in 0..30 {
-        let mut has = Command::new("tmux");
-        has.args(["-L", &bench.socket, "has-session", "-t", &session]);
-        raw.push(measure(has));
+        raw.push(measure(bench.tmux_command(&[
+            "has-session",
+            "-t",
+            &session,
+        ])));
         cuekit.push(measure(bench.cuekit(&["status", &id])));
     }
-    let calls = bench.root.join("tmux-calls");
-    let _ = std::fs::remove_file(&calls);
-    let mut counted = bench.cuekit(&["status", &id]);
-    counted.env(
-        "PATH",
-        format!(
-            "{}:{}",
-            bench.root.join("shim").display(),
-            std::env::var("PATH").unwrap()
-        ),
-    );
-    measure(counted);
-    let tmux_calls = std::fs::read_to_string(&calls).map_or(0, |s| s.lines().count());
+    let tmux_calls = tmux_calls(bench, &["status", &id]);
     let (c, r) = (median(cuekit), median(raw));
     println!(
         "status: cuekit {} vs tmux has-session {} (median of 30, interleaved): ratio {:.2}x, {tmux_calls} tmux process(es) (targets <= 1.5x, 1)",
@@ -313,11 +214,10 @@ fn bench_status(bench: &Bench) {
 
 /// The server's monitor with `target` idle running tasks: its CPU over 10 s (its own, and with
 /// the tmux clients it ran) and its peak RSS.
-fn bench_monitor(bench: &Bench, target: usize) {
+fn bench_monitor(bench: &Sandbox, target: usize) {
     let running = || {
-        let listed = bench.cuekit(&["--json", "list"]).output().unwrap().stdout;
-        serde_json::from_slice::<serde_json::Value>(&listed)
-            .unwrap()
+        bench
+            .json(&["list"])
             .as_array()
             .unwrap()
             .iter()
@@ -326,7 +226,7 @@ fn bench_monitor(bench: &Bench, target: usize) {
     };
     let mut count = running();
     while count < target {
-        bench.submit(&[]);
+        submit(bench, &[]);
         count += 1;
     }
     std::thread::sleep(Duration::from_secs(3));
@@ -345,29 +245,12 @@ fn bench_monitor(bench: &Bench, target: usize) {
         println!("monitor: none running (unexpected)");
         return;
     };
-    let ticks = |pid: u32| -> (u64, u64) {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let fields: Vec<u64> = stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .skip(11)
-            .take(4)
-            .filter_map(|f| f.parse().ok())
-            .collect();
-        match fields.as_slice() {
-            [utime, stime, cutime, cstime] => (utime + stime, utime + stime + cutime + cstime),
-            _ => (0, 0),
-        }
-    };
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    let (own_before, all_before) = ticks(pid);
+    let (own_before, reaped_before) = cpu_seconds(pid);
     let started = Instant::now();
     std::thread::sleep(Duration::from_secs(10));
-    let (own_after, all_after) = ticks(pid);
+    let (own_after, reaped_after) = cpu_seconds(pid);
     let secs = started.elapsed().as_secs_f64();
-    let percent = |ticks: u64| ticks as f64 / hz / secs * 100.0;
+    let percent = |seconds: f64| seconds / secs * 100.0;
     let hwm = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
         .lines()
@@ -376,36 +259,20 @@ fn bench_monitor(bench: &Bench, target: usize) {
     println!(
         "monitor with {count} idle running tasks: {:.2}% of one core (with the tmux clients it ran: {:.2}%), peak RSS {hwm} (targets <= 1%, <= 10 MiB)",
         percent(own_after - own_before),
-        percent(all_after - all_before)
+        percent(own_after - own_before + reaped_after - reaped_before)
     );
 }
 
-fn bench_list(bench: &Bench) -> String {
-    let listed = bench.cuekit(&["--json", "list"]).output().unwrap().stdout;
-    let mut count = serde_json::from_slice::<serde_json::Value>(&listed)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .len();
+fn bench_list(bench: &Sandbox) -> String {
+    let mut count = bench.json(&["list"]).as_array().unwrap().len();
     for target in [10, 100, 300, 1000] {
         while count < target {
-            bench.submit(&[]);
+            submit(bench, &[]);
             count += 1;
         }
         let times: Vec<Duration> = (0..7).map(|_| measure(bench.cuekit(&["list"]))).collect();
-        let calls = bench.root.join("tmux-calls");
-        let _ = std::fs::remove_file(&calls);
-        let mut counted = bench.cuekit(&["list"]);
-        let shimmed = format!(
-            "{}:{}",
-            bench.root.join("shim").display(),
-            std::env::var("PATH").unwrap()
-        );
-        counted.env("PATH", shimmed);
-        measure(counted);
-        let tmux_calls = std::fs::read_to_string(&calls).map_or(0, |s| s.lines().count());
-        let listed = bench.cuekit(&["--json", "list"]).output().unwrap().stdout;
-        let tasks: serde_json::Value = serde_json::from_slice(&listed).unwrap();
+        let tmux_calls = tmux_calls(bench, &["list"]);
+        let tasks = bench.json(&["list"]);
         let running = tasks
             .as_array()
             .unwrap()
@@ -420,7 +287,7 @@ fn bench_list(bench: &Bench) -> String {
     peak_rss(&bench.cuekit(&["list"]))
 }
 
-fn bench_wait(bench: &Bench) {
+fn bench_wait(bench: &Sandbox) {
     let mut latencies = Vec::new();
     for i in 0..5 {
         let stamp = bench.root.join(format!("exit-stamp-{i}"));
@@ -457,7 +324,7 @@ fn bench_wait(bench: &Bench) {
 }
 
 /// Starts an interactive task whose agent reads one line; returns its id and stamp file.
-fn steerable_task(bench: &Bench, i: usize) -> (String, PathBuf) {
+fn steerable_task(bench: &Sandbox, i: usize) -> (String, PathBuf) {
     let stamp = bench.root.join(format!("read-stamp-{i}"));
     let mut submit = bench.cuekit(&["--json", "submit", "steer me"]);
     submit.env("BENCH_READ", "1").env("BENCH_STAMP", &stamp);
@@ -467,7 +334,7 @@ fn steerable_task(bench: &Bench, i: usize) -> (String, PathBuf) {
     (value["id"].as_str().unwrap().to_string(), stamp)
 }
 
-fn bench_steer(bench: &Bench) -> String {
+fn bench_steer(bench: &Sandbox) -> String {
     let mut latencies = Vec::new();
     let mut walls = Vec::new();
     for i in 0..5 {
@@ -490,9 +357,9 @@ fn bench_steer(bench: &Bench) -> String {
     peak_rss(&bench.cuekit(&["steer", &id, "the message"]))
 }
 
-fn bench_logs(bench: &Bench) -> (String, String) {
+fn bench_logs(bench: &Sandbox) -> (String, String) {
     // A multi-megabyte transcript with escapes, rendered and raw.
-    let id = bench.submit(&[]);
+    let id = submit(bench, &[]);
     let transcript = bench
         .project
         .join(".cuekit/tasks")
@@ -522,7 +389,7 @@ fn bench_logs(bench: &Bench) -> (String, String) {
 
 fn main() {
     // `cargo bench` passes --bench; nothing to parse.
-    let bench = Bench::new();
+    let bench = sandbox();
     println!(
         "cuekit benchmarks (tmux {})",
         String::from_utf8_lossy(&Command::new("tmux").arg("-V").output().unwrap().stdout).trim()

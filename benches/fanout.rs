@@ -5,114 +5,39 @@
 //!   record update), and how long after a report `cuekit wait --until report` returns;
 //! - team: `list`, `status` and `result` with `--team` over 20 members among 100 tasks.
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+mod support;
 
-struct Bench {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    socket: String,
+use std::time::{Duration, SystemTime};
+
+use support::{Sandbox, measure, millis};
+
+fn sandbox() -> Sandbox {
+    let bench = Sandbox::new("fanout", &[]);
+    // The children report with `cuekit report`.
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_cuekit"), bench.root.join("bin/cuekit"))
+        .unwrap();
+    bench
 }
 
-impl Bench {
-    fn new() -> Bench {
-        let dir = tempfile::Builder::new()
-            .prefix("cuekit-bench-fanout-")
-            .tempdir()
-            .unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        for sub in ["project", "home", "bin"] {
-            std::fs::create_dir_all(root.join(sub)).unwrap();
-        }
-        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_cuekit"), root.join("bin/cuekit")).unwrap();
-        Bench {
-            socket: format!("ck-bench-fanout-{}", std::process::id()),
-            root,
-            _dir: dir,
-        }
-    }
-
-    fn cuekit(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cuekit"));
-        command
-            .args(args)
-            .current_dir(self.root.join("project"))
-            .env(
-                "PATH",
-                format!(
-                    "{}:{}",
-                    self.root.join("bin").display(),
-                    std::env::var("PATH").unwrap()
-                ),
-            )
-            .env("HOME", self.root.join("home"))
-            .env("XDG_DATA_HOME", self.root.join("home/.local/share"))
-            .env("XDG_CONFIG_HOME", self.root.join("home/.config"))
-            .env("CUEKIT_TMUX_SOCKET", &self.socket)
-            .env_remove("TMUX")
-            .env_remove("CUEKIT_TASK_ID")
-            .stdin(Stdio::null());
-        command
-    }
-
-    fn json(&self, args: &[&str]) -> serde_json::Value {
-        let mut all = vec!["--json"];
-        all.extend_from_slice(args);
-        let output = self.cuekit(&all).output().unwrap();
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
-            panic!(
-                "{args:?}: {err}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            )
-        })
-    }
-
-    fn submit(&self, args: &[&str]) -> String {
-        let mut all = vec!["submit", "--agent", "command", "--mode", "batch"];
-        all.extend_from_slice(args);
-        self.json(&all)["id"].as_str().unwrap().to_string()
-    }
-}
-
-impl Drop for Bench {
-    fn drop(&mut self) {
-        let panes = Command::new("tmux")
-            .args(["-L", &self.socket, "list-panes", "-a", "-F", "#{pane_pid}"])
-            .output();
-        let pids = panes
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        for pid in pids.lines().filter_map(|pid| pid.parse().ok()) {
-            cuekit::process::terminate_tree(pid, Duration::from_millis(200));
-        }
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
-    }
+fn submit(bench: &Sandbox, args: &[&str]) -> String {
+    let mut all = vec!["submit", "--agent", "command", "--mode", "batch"];
+    all.extend_from_slice(args);
+    bench.json(&all)["id"].as_str().unwrap().to_string()
 }
 
 fn summary(label: &str, mut values: Vec<Duration>) {
     values.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
         "{label:<44} median {:>7.1} ms   max {:>7.1} ms   (n={})",
-        ms(values[values.len() / 2]),
-        ms(*values.last().unwrap()),
+        millis(values[values.len() / 2]),
+        millis(*values.last().unwrap()),
         values.len()
     );
 }
 
-fn timed(command: &mut Command) -> Duration {
-    command.stdout(Stdio::null()).stderr(Stdio::null());
-    let start = Instant::now();
-    assert!(command.status().unwrap().success(), "{command:?}");
-    start.elapsed()
-}
-
 const REPORTS: usize = 20;
 
-fn report_round_trip(bench: &Bench) {
+fn report_round_trip(bench: &Sandbox) {
     // The child times each of its own reports (ns) and spaces them out, so every wait below
     // starts before the report it returns on.
     let durations = bench.root.join("report-ns");
@@ -122,7 +47,7 @@ fn report_round_trip(bench: &Bench) {
          i=$((i + 1)); done; sleep 600",
         durations.display()
     );
-    let id = bench.submit(&["--", "sh", "-c", &script]);
+    let id = submit(bench, &["--", "sh", "-c", &script]);
     let mut latencies = Vec::new();
     while latencies.len() < REPORTS {
         let waited = bench.json(&["wait", &id, "--until", "report", "--timeout", "10s"]);
@@ -140,7 +65,7 @@ fn report_round_trip(bench: &Bench) {
     summary("report -> wait --until report returns", latencies);
 }
 
-fn team_operations(bench: &Bench) {
+fn team_operations(bench: &Sandbox) {
     for n in 0..100 {
         let team = if n % 5 == 0 { "bench-team" } else { "" };
         let mut args = vec![];
@@ -148,7 +73,7 @@ fn team_operations(bench: &Bench) {
             args.extend(["--team", team]);
         }
         args.extend(["--", "sleep", "600"]);
-        bench.submit(&args);
+        submit(bench, &args);
     }
     for (label, args) in [
         (
@@ -168,14 +93,14 @@ fn team_operations(bench: &Bench) {
             vec!["list", "--all"],
         ),
     ] {
-        let runs: Vec<Duration> = (0..10).map(|_| timed(&mut bench.cuekit(&args))).collect();
+        let runs: Vec<Duration> = (0..10).map(|_| measure(bench.cuekit(&args))).collect();
         summary(label, runs);
     }
 }
 
 fn main() {
     // `cargo bench` passes --bench; nothing to filter.
-    let bench = Bench::new();
+    let bench = sandbox();
     report_round_trip(&bench);
     team_operations(&bench);
 }

@@ -10,47 +10,38 @@
 
 #[path = "../tests/support/ssh_host.rs"]
 mod ssh_host;
+mod support;
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ssh_host::SshHost;
+use support::{Sandbox, median, millis, stdout_of};
 
 const TASKS_PER_HOST: usize = 50;
 const ROUNDS: usize = 40;
 
 struct Client {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
+    sandbox: Sandbox,
 }
 
 impl Client {
     /// A user of this machine whose config names `hosts`, with an ssh client config for them
     /// and an `ssh` on PATH that adds `-F` and counts its invocations.
     fn new(hosts: &[&SshHost]) -> Client {
-        let dir = tempfile::Builder::new()
-            .prefix("cuekit-bench-remote-")
-            .tempdir()
-            .unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        for sub in ["home/.config/cuekit", "bin", "run", "project"] {
-            std::fs::create_dir_all(root.join(sub)).unwrap();
-        }
+        let sandbox = Sandbox::new("remote", &["home/.config/cuekit", "run"]);
+        let root = &sandbox.root;
         let config: String = hosts.iter().map(|host| host.client_config()).collect();
         std::fs::write(root.join("ssh_config"), config).unwrap();
-        let ssh = root.join("bin/ssh");
-        std::fs::write(
-            &ssh,
-            format!(
+        sandbox.executable(
+            "bin/ssh",
+            &format!(
                 "#!/bin/sh\necho x >> '{}'\nexec /usr/bin/ssh -F '{}' \"$@\"\n",
                 root.join("ssh-calls").display(),
                 root.join("ssh_config").display()
             ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         let mut yaml = String::from("hosts:\n");
         for host in hosts {
             host.write_known_hosts();
@@ -60,43 +51,14 @@ impl Client {
             ));
         }
         std::fs::write(root.join("home/.config/cuekit/config.yaml"), yaml).unwrap();
-        Client { _dir: dir, root }
+        Client { sandbox }
     }
 
-    fn cuekit(&self) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cuekit"));
-        command
-            .current_dir(self.root.join("project"))
-            .env(
-                "PATH",
-                format!(
-                    "{}:{}",
-                    self.root.join("bin").display(),
-                    std::env::var("PATH").unwrap_or_default()
-                ),
-            )
-            .env("HOME", self.root.join("home"))
-            .env("XDG_DATA_HOME", self.root.join("home/.local/share"))
-            .env("XDG_CONFIG_HOME", self.root.join("home/.config"))
-            .env("XDG_RUNTIME_DIR", self.root.join("run"))
-            .env(
-                "CUEKIT_TMUX_SOCKET",
-                format!("ck-bench-remote-{}", std::process::id()),
-            )
-            .env_remove("TMUX")
-            .stdin(Stdio::null());
-        command
-    }
-
+    /// `cuekit args`, which must succeed; its stdout. The control sockets go under run/.
     fn ok(&self, args: &[&str]) -> String {
-        let output = self.cuekit().args(args).output().unwrap();
-        assert!(
-            output.status.success(),
-            "cuekit {args:?}: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap()
+        let mut command = self.sandbox.cuekit(args);
+        command.env("XDG_RUNTIME_DIR", self.sandbox.root.join("run"));
+        stdout_of(command)
     }
 
     fn submit(&self, host: Option<&str>) -> String {
@@ -110,16 +72,16 @@ impl Client {
     }
 
     fn ssh_calls(&self) -> usize {
-        std::fs::read_to_string(self.root.join("ssh-calls"))
+        std::fs::read_to_string(self.sandbox.root.join("ssh-calls"))
             .map(|text| text.lines().count())
             .unwrap_or(0)
     }
 
     /// One bare round trip over the host's warm connection (cuekit's own control socket).
     fn round_trip(&self, host: &str) -> Duration {
-        let control = self.root.join("run/cuekit-ssh").join(host);
+        let control = self.sandbox.root.join("run/cuekit-ssh").join(host);
         let start = Instant::now();
-        let status = Command::new(self.root.join("bin/ssh"))
+        let status = Command::new(self.sandbox.root.join("bin/ssh"))
             .args(["-o", "BatchMode=yes", "-o"])
             .arg(format!("ControlPath={}", control.display()))
             .args(["-T", "--", host, "true"])
@@ -137,22 +99,9 @@ impl Client {
     }
 }
 
-impl Drop for Client {
-    fn drop(&mut self) {
-        let socket = format!("ck-bench-remote-{}", std::process::id());
-        let _ = Command::new("tmux")
-            .args(["-L", &socket, "kill-server"])
-            .output();
-    }
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
+/// Two decimals: the figures here differ by fractions of a millisecond.
 fn ms(duration: Duration) -> String {
-    format!("{:.2} ms", duration.as_secs_f64() * 1000.0)
+    format!("{:.2} ms", millis(duration))
 }
 
 fn main() {

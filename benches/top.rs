@@ -9,85 +9,57 @@
 //!   `capture-pane` (budget: 50 ms; the figure includes spawning tmux twice per sample);
 //! - first screen: from starting `top` to all 300 rows counted in its header.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod support;
+
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+
+use support::{Sandbox, UNSET, cpu_seconds, millis};
 
 const TASKS: usize = 300;
 
 struct Bench {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    socket: String,
+    sandbox: Sandbox,
 }
 
 impl Bench {
     fn new() -> Bench {
-        let dir = tempfile::Builder::new()
-            .prefix("cuekit-bench-top-")
-            .tempdir()
-            .unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        for sub in ["project", "home"] {
-            std::fs::create_dir_all(root.join(sub)).unwrap();
-        }
         Bench {
-            root,
-            socket: format!("ck-bench-top-{}", std::process::id()),
-            _dir: dir,
+            sandbox: Sandbox::new("top", &[]),
         }
-    }
-
-    fn envs(&self) -> Vec<(&'static str, String)> {
-        let home = self.root.join("home");
-        vec![
-            ("HOME", home.display().to_string()),
-            (
-                "XDG_DATA_HOME",
-                home.join(".local/share").display().to_string(),
-            ),
-            (
-                "XDG_CONFIG_HOME",
-                home.join(".config").display().to_string(),
-            ),
-            ("CUEKIT_TMUX_SOCKET", self.socket.clone()),
-        ]
     }
 
     fn submit(&self, n: usize) {
         let marker = format!("echo child-{n}; exec sleep 3600");
-        let status = Command::new(env!("CARGO_BIN_EXE_cuekit"))
-            .args(["submit", "--agent", "command", "--", "sh", "-c", &marker])
-            .current_dir(self.root.join("project"))
-            .envs(self.envs())
-            .env_remove("TMUX")
-            .stdout(std::process::Stdio::null())
+        let status = self
+            .sandbox
+            .cuekit(&["submit", "--agent", "command", "--", "sh", "-c", &marker])
+            .stdout(Stdio::null())
             .status()
             .unwrap();
         assert!(status.success());
     }
 
     fn tmux(&self, args: &[&str]) -> String {
-        let output = Command::new("tmux")
-            .args(["-L", &self.socket])
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&output.stdout).into_owned()
+        self.sandbox.tmux(args)
     }
 
     /// `cuekit top` in a 200×50 pane, as a person outside tmux runs it.
     fn start_top(&self) {
-        let mut script = String::from("unset TMUX TMUX_PANE\n");
-        for (name, value) in self.envs() {
-            script.push_str(&format!("export {name}='{value}'\n"));
+        let quote = |value: &str| cuekit::launch::single_quote(value).unwrap();
+        let mut script = format!("unset TMUX_PANE {}\n", UNSET.join(" "));
+        for (name, value) in self.sandbox.env() {
+            script.push_str(&format!(
+                "export {name}={}\n",
+                quote(&value.to_string_lossy())
+            ));
         }
         script.push_str(&format!(
-            "cd '{}'\nexec '{}' top\n",
-            self.root.join("project").display(),
-            env!("CARGO_BIN_EXE_cuekit")
+            "cd {}\nexec {} top\n",
+            quote(&self.sandbox.project.to_string_lossy()),
+            quote(env!("CARGO_BIN_EXE_cuekit"))
         ));
-        let path = self.root.join("top.sh");
+        let path = self.sandbox.root.join("top.sh");
         std::fs::write(&path, script).unwrap();
         self.tmux(&[
             "new-session",
@@ -123,32 +95,11 @@ impl Bench {
     }
 }
 
-impl Drop for Bench {
-    fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"]);
-    }
-}
-
 fn selected_line(screen: &str) -> Option<String> {
     screen
         .lines()
         .find(|line| line.starts_with('▶'))
         .map(str::to_string)
-}
-
-/// utime + stime, and the same for reaped children, in seconds.
-fn cpu_seconds(pid: u32) -> (f64, f64) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let fields: Vec<u64> = stat[stat.rfind(')').unwrap() + 2..]
-        .split(' ')
-        .map(|f| f.parse().unwrap_or(0))
-        .collect();
-    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    // After the name: state is index 0, so utime/stime/cutime/cstime are 11..=14.
-    let own = (fields[11] + fields[12]) as f64 / tick;
-    let reaped = (fields[13] + fields[14]) as f64 / tick;
-    (own, reaped)
 }
 
 fn top_pid(bench: &Bench) -> u32 {
@@ -211,13 +162,12 @@ fn main() {
         std::thread::sleep(Duration::from_millis(50));
     }
     samples.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
         "top: keystroke → screen over {} keys: median {:.1} ms, p90 {:.1} ms, max {:.1} ms (budget 50 ms; includes two tmux spawns per sample)",
         samples.len(),
-        ms(samples[samples.len() / 2]),
-        ms(samples[samples.len() * 9 / 10]),
-        ms(*samples.last().unwrap())
+        millis(samples[samples.len() / 2]),
+        millis(samples[samples.len() * 9 / 10]),
+        millis(*samples.last().unwrap())
     );
     bench.tmux(&["send-keys", "-t", "=top:", "q"]);
 }

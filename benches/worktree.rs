@@ -3,78 +3,38 @@
 //! `cargo bench --bench worktree` (release build): real git, real tmux on a private socket, and
 //! `--agent command` children that sleep, so the figures are cuekit's, git's and tmux's.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use support::{Sandbox, measure, median, ms};
 
 /// Tracked files in the benchmark repository, spread over folders like a mid-sized project.
 const FILES: usize = 2000;
 const RUNS: usize = 15;
 
-struct Bench {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    project: PathBuf,
-    socket: String,
-}
-
-impl Bench {
-    fn new() -> Bench {
-        let dir = tempfile::Builder::new()
-            .prefix("cuekit-bench-wt-")
-            .tempdir()
-            .unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let project = root.join("project");
-        for sub in ["project", "home", "plain-trees"] {
-            std::fs::create_dir_all(root.join(sub)).unwrap();
-        }
-        git(&project, &["init", "-q", "-b", "main"]);
-        git(&project, &["config", "user.name", "Bench"]);
-        git(&project, &["config", "user.email", "bench@example.com"]);
-        for i in 0..FILES {
-            let dir = project.join(format!("src/m{}", i % 40));
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(
-                dir.join(format!("f{i}.rs")),
-                format!("// file {i}\n{}", "fn x() {}\n".repeat(20)),
-            )
-            .unwrap();
-        }
-        std::fs::write(project.join(".gitignore"), ".cuekit/\n").unwrap();
-        git(&project, &["add", "-A"]);
-        git(&project, &["commit", "-qm", "init"]);
-        Bench {
-            project,
-            socket: format!("ck-bench-wt-{}", std::process::id()),
-            root,
-            _dir: dir,
-        }
+/// A sandbox whose project is a git repository of [`FILES`] committed files.
+fn sandbox() -> Sandbox {
+    let bench = Sandbox::new("wt", &["plain-trees"]);
+    let project = &bench.project;
+    git(project, &["init", "-q", "-b", "main"]);
+    git(project, &["config", "user.name", "Bench"]);
+    git(project, &["config", "user.email", "bench@example.com"]);
+    for i in 0..FILES {
+        let dir = project.join(format!("src/m{}", i % 40));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(format!("f{i}.rs")),
+            format!("// file {i}\n{}", "fn x() {}\n".repeat(20)),
+        )
+        .unwrap();
     }
-
-    fn cuekit(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cuekit"));
-        command
-            .args(args)
-            .current_dir(&self.project)
-            .env("HOME", self.root.join("home"))
-            .env("XDG_DATA_HOME", self.root.join("home/.local/share"))
-            .env("XDG_CONFIG_HOME", self.root.join("home/.config"))
-            .env("CUEKIT_TMUX_SOCKET", &self.socket)
-            .env_remove("TMUX")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        command
-    }
-}
-
-impl Drop for Bench {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .status();
-    }
+    std::fs::write(project.join(".gitignore"), ".cuekit/\n").unwrap();
+    git(project, &["add", "-A"]);
+    git(project, &["commit", "-qm", "init"]);
+    bench
 }
 
 fn git(dir: &Path, args: &[&str]) {
@@ -89,25 +49,8 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(status.success(), "git {args:?}");
 }
 
-fn measure(mut command: Command) -> Duration {
-    let start = Instant::now();
-    let status = command.status().unwrap();
-    let elapsed = start.elapsed();
-    assert!(status.success(), "{command:?}");
-    elapsed
-}
-
-fn median(mut values: Vec<Duration>) -> Duration {
-    values.sort();
-    values[values.len() / 2]
-}
-
-fn ms(duration: Duration) -> String {
-    format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
-}
-
 fn main() {
-    let bench = Bench::new();
+    let bench = sandbox();
     let task = ["--agent", "command", "--mode", "batch", "sleep", "600"];
     let (mut add, mut plain, mut isolated) = (Vec::new(), Vec::new(), Vec::new());
     // Interleaved, so a slow moment of the machine hits all three alike.
