@@ -168,7 +168,11 @@ fn a_task_on_a_host_is_submitted_followed_steered_and_cancelled() {
     let task_dir = PathBuf::from(h.status(&interactive)["task_dir"].as_str().unwrap());
     assert!(task_dir.is_dir(), "{}", task_dir.display());
     let (removed, code) = h.json(&["rm", &interactive]);
-    assert_eq!((code, removed[0]["outcome"].as_str()), (0, Some("removed")), "{removed}");
+    assert_eq!(
+        (code, removed[0]["outcome"].as_str()),
+        (0, Some("removed")),
+        "{removed}"
+    );
     assert!(!task_dir.exists());
     assert_eq!(
         h.json(&["status", &interactive]).0["error"]["code"],
