@@ -478,3 +478,45 @@ fn a_real_gemini_turn_fires_idle_and_again_after_a_steer() {
     );
     h.json(&["cancel", &id]);
 }
+
+/// A monitor never outlives what it serves: a task whose record was deleted (and that has no
+/// deadline) leaves nothing to watch, and a removed data directory ends the monitor without
+/// being made anew by it.
+#[test]
+fn a_monitor_whose_records_or_data_vanish_ends_itself() {
+    let h = Harness::new();
+    let id = command_task(&h, "sleep 600", &[]);
+    assert!(poll(Duration::from_secs(5), || !monitors(&h).is_empty()));
+    std::fs::remove_dir_all(h.task_dir(&id)).unwrap();
+    assert!(
+        poll(Duration::from_secs(10), || monitors(&h).is_empty()),
+        "the monitor stayed for a task it cannot judge: {:?}",
+        monitors(&h)
+    );
+
+    command_task(&h, "sleep 600", &[]);
+    assert!(poll(Duration::from_secs(5), || !monitors(&h).is_empty()));
+    let data = h.home.join(".local/share/cuekit");
+    std::fs::remove_dir_all(&data).unwrap();
+    assert!(
+        poll(Duration::from_secs(10), || monitors(&h).is_empty()),
+        "the monitor outlived its data directory: {:?}",
+        monitors(&h)
+    );
+    assert!(
+        !data.exists(),
+        "the monitor made its data directory anew: {:?}",
+        walk(&data)
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(entry.path());
+        if entry.path().is_dir() {
+            out.extend(walk(&entry.path()));
+        }
+    }
+    out
+}

@@ -60,10 +60,12 @@ pub fn run_monitor(socket: &str) -> Result<()> {
     };
     let mut next_tick = Instant::now();
     let data_dir = store::data_dir();
+    let served = data_dir.as_deref().and_then(dir_identity);
     loop {
-        // The user's cuekit data is gone (a throw-away HOME removed): nothing left to serve,
+        // The user's cuekit data is gone (a throw-away HOME removed), or is another directory
+        // now (removed, then made anew by a write racing the removal): nothing left to serve,
         // and nothing of it is to be written anew.
-        if data_dir.as_ref().is_none_or(|dir| !dir.is_dir()) {
+        if served.is_none() || data_dir.as_deref().and_then(dir_identity) != served {
             return Ok(());
         }
         // A tick that fails (a full disk, a record being replaced) is logged and the next one
@@ -130,8 +132,14 @@ impl Monitor {
             self.watched.remove(&id);
         }
         for (id, pane) in unreadable {
-            // No record to judge (its directory was deleted): its deadline still holds.
+            // No record to judge (its directory was deleted): its deadline still holds. Without
+            // one there is nothing left to do for it, and watching it would keep this monitor
+            // alive for ever.
             let watched = self.watched.get_mut(&id).expect("watched");
+            if watched.placement.deadline().is_none() {
+                self.watched.remove(&id);
+                continue;
+            }
             if past(watched.placement.deadline()) {
                 end_processes(
                     &watched.placement,
@@ -307,6 +315,15 @@ fn log_fault(lock: &Path, err: &crate::error::Error) {
         &log,
         &serde_json::json!({"at": super::now_rfc3339(), "code": err.code.as_str(), "message": err.message}),
     );
+}
+
+/// A directory's device and inode: a directory removed and made again is another one.
+fn dir_identity(dir: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir)
+        .ok()
+        .filter(|meta| meta.is_dir())
+        .map(|meta| (meta.dev(), meta.ino()))
 }
 
 fn past(deadline: Option<SystemTime>) -> bool {

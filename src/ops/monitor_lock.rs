@@ -45,8 +45,9 @@ pub(super) fn lock_path(socket: &Socket) -> Option<PathBuf> {
 }
 
 pub(super) fn open_lock(path: &Path) -> crate::error::Result<File> {
+    // `monitors/` in an existing data directory: one removed meanwhile is not made anew.
     if let Some(dir) = path.parent() {
-        store::create_private_dir(dir)?;
+        store::create_private_leaf(dir)?;
     }
     std::fs::OpenOptions::new()
         .create(true)

@@ -101,6 +101,18 @@ pub fn create_private_dir(dir: &Path) -> Result<()> {
         .map_err(|err| Error::io("create", dir, err))
 }
 
+/// [`create_private_dir`] of `dir` alone: its parent must exist. For a process that must not
+/// bring back a tree removed under it (a monitor starting after its HOME was deleted).
+pub fn create_private_leaf(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => {
+            Err(Error::io("create", dir, err))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Removes `path` if it is a temp file of [`stage_in`] whose writer no longer runs.
 pub fn remove_if_stale_tmp(path: &Path) {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {

@@ -6,7 +6,10 @@ mod record;
 mod registry;
 pub mod transitions;
 
-pub use atomic::{Staged, append_line, create_private_dir, remove_stale_tmps, stage, write_atomic};
+pub use atomic::{
+    Staged, append_line, create_private_dir, create_private_leaf, remove_stale_tmps, stage,
+    write_atomic,
+};
 pub use record::{
     TaskRecord, TmuxPlacement, WorktreeRecord, load, lock_file, save, stage_record, update,
 };

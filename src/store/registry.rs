@@ -83,6 +83,14 @@ fn pending_dir() -> Option<PathBuf> {
     data_dir().map(|dir| dir.join("pending"))
 }
 
+/// A registry directory that must already exist.
+fn existing(dir: Option<PathBuf>) -> Result<PathBuf> {
+    dir.filter(|dir| dir.is_dir()).ok_or_else(|| {
+        Error::new(ErrorCode::Io, "cuekit's registry directory is gone")
+            .with_hint("a task registered there can no longer be announced")
+    })
+}
+
 fn require(dir: Option<PathBuf>) -> Result<PathBuf> {
     let dir = dir.ok_or_else(|| {
         Error::new(
@@ -267,9 +275,11 @@ pub fn announced(task_id: &str) -> crate::transition::Announced {
 }
 
 pub fn save_announced(task_id: &str, announced: &crate::transition::Announced) -> Result<()> {
-    let dir = require(registry_dir())?;
+    // The task was registered, so both directories exist; if they are gone (a removed HOME),
+    // an announcement must not make them anew.
+    let dir = existing(registry_dir())?;
     let bytes = serde_json::to_vec(announced).expect("serializes");
-    let tmp_dir = require(pending_dir())?;
+    let tmp_dir = existing(pending_dir())?;
     super::atomic::stage_in(&tmp_dir, &dir.join(format!("{task_id}.seen")), &bytes)?.commit()
 }
 
