@@ -1,0 +1,64 @@
+//! `rm` of a host's tasks: removed there, then forgotten here.
+
+use std::path::Path;
+
+use super::{FORWARD_DEADLINE, parse_reply};
+use crate::config::Config;
+use crate::error::{ErrorCode, Result};
+use crate::ops::remove::{Removal, RemovalOutcome};
+use crate::remote as host_access;
+use crate::remote::args::words;
+use crate::remote::connection;
+use crate::store;
+
+/// `rm` of host `name`'s tasks, one call each: removed on the host, then forgotten here. A task
+/// the host does not know (its submit was lost before it reached the host) is only forgotten
+/// here: the host's word on its own tasks, and nothing on the host is touched.
+pub fn remove_on_host(
+    name: &str,
+    ids: &[String],
+    (force, dry_run): (bool, bool),
+    cwd: &Path,
+) -> Result<Vec<Removal>> {
+    let host = host_access::host(&Config::load(cwd)?, name)?;
+    let mut removals = Vec::new();
+    for id in ids {
+        let mut request = words(&["--json", "rm", id]);
+        if force {
+            request.push("--force".into());
+        }
+        if dry_run {
+            request.push("--dry-run".into());
+        }
+        let ran = connection::call(&host, None, &request, None, FORWARD_DEADLINE)?;
+        match parse_reply::<Vec<Removal>>(&host, &ran) {
+            Ok(rows) => {
+                for row in rows
+                    .iter()
+                    .filter(|row| row.outcome == RemovalOutcome::Removed)
+                {
+                    store::unregister(&row.task_id);
+                }
+                removals.extend(rows);
+            }
+            Err(error) if error.code == ErrorCode::TaskNotFound => {
+                if !dry_run {
+                    store::unregister(id);
+                }
+                removals.push(Removal {
+                    task_id: id.clone(),
+                    outcome: if dry_run {
+                        RemovalOutcome::WouldRemove
+                    } else {
+                        RemovalOutcome::Removed
+                    },
+                    worktree: None,
+                    branch: None,
+                    reasons: Vec::new(),
+                });
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(removals)
+}

@@ -1,0 +1,209 @@
+//! Starting a task on a host: the request goes over as the host cuekit's own `submit`, and the
+//! task is registered here, with its host, before the host is asked.
+
+use std::path::Path;
+
+use super::{parse_reply, unreadable_reply};
+use crate::config::Config;
+use crate::error::{Error, ErrorCode, Result};
+use crate::ops::submit::{SubmitOutcome, SubmitRequest};
+use crate::remote as host_access;
+use crate::remote::args::words;
+use crate::remote::connection::{self, CALL_DEADLINE};
+use crate::store::{self, Placement};
+use crate::tmux::Socket;
+
+/// Starts a task on host `name` with the request as given (its `cwd` is a remote directory,
+/// default the host's `cwd`), and registers it here with its host. The id is chosen here and
+/// registered before the host is asked: a connection lost after the host started the task (its
+/// reply never came) leaves a task this machine knows and can ask about, never an orphan.
+pub fn submit_on_host(name: &str, request: &SubmitRequest, cwd: &Path) -> Result<SubmitOutcome> {
+    let host = host_access::host(&Config::load(cwd)?, name)?;
+    let remote_cwd = match &request.cwd {
+        Some(dir) => Some(dir.to_string_lossy().into_owned()),
+        None => host.cwd.clone(),
+    };
+    // A host that cannot be reached is known to have started nothing.
+    connection::connect(&host)?;
+    let id = store::new_task_id();
+    if !request.dry_run {
+        register(&id, name, Path::new(""), &crate::ops::now_rfc3339())?;
+    }
+    let request = SubmitRequest {
+        id: (!request.dry_run).then(|| id.clone()),
+        ..request.clone()
+    };
+    let (words, stdin) = submit_words(&request);
+    let outcome = connection::call(
+        &host,
+        remote_cwd.as_deref(),
+        &words,
+        stdin.as_deref(),
+        CALL_DEADLINE,
+    )
+    .and_then(|ran| parse_reply::<serde_json::Value>(&host, &ran))
+    .and_then(|reply| {
+        // A submitted task has an id; only a dry run has none.
+        match reply.get("id") {
+            Some(_) => serde_json::from_value(reply).map(SubmitOutcome::Submitted),
+            None => serde_json::from_value(reply),
+        }
+        .map_err(|err| unreadable_reply(&host, &err))
+    });
+    match outcome {
+        Ok(SubmitOutcome::Submitted(view)) => {
+            let view = view.on_host(name);
+            // Its directory on the host, for the record; the id and host were registered above.
+            register(&view.id, name, &view.task_dir, &view.created_at).map_err(|err| {
+                Error::new(
+                    err.code,
+                    format!(
+                        "task {} started on host {name}; its directory was not recorded here: {}",
+                        view.id, err.message
+                    ),
+                )
+            })?;
+            Ok(SubmitOutcome::Submitted(Box::new(view)))
+        }
+        Ok(dry_run) => Ok(dry_run),
+        Err(error) if error.code == ErrorCode::HostUnreachable && !request.dry_run => {
+            let message = format!(
+                "{}; task {id} may have started there before the connection was lost",
+                error.message
+            );
+            Err(Error::new(error.code, message).with_hint(format!(
+                "`cuekit status {id}` asks the host again; `cuekit cancel {id}` ends the task \
+                 if it runs"
+            )))
+        }
+        Err(error) => {
+            store::unregister(&id);
+            Err(error)
+        }
+    }
+}
+
+/// The remote `cuekit --json submit …` words for `request`, and its stdin. The objective goes
+/// on stdin (`-`), byte for byte, unless the request carries argv words (the `command` agent),
+/// which go as words after `--`. Values are `--flag=value`, so one starting with `-` stays one.
+pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
+    let mut out = words(&["--json", "submit"]);
+    let mut value = |flag: &str, value: Option<String>| {
+        if let Some(value) = value {
+            out.push(format!("--{flag}={value}"));
+        }
+    };
+    value("agent", request.agent.clone());
+    value("model", request.model.clone());
+    value("mode", request.mode.map(|m| m.as_str().to_string()));
+    value("approval-mode", request.approval_mode.clone());
+    value(
+        "timeout",
+        request.timeout.map(|t| t.as_secs().max(1).to_string()),
+    );
+    value("resume-from", request.resume_from.clone());
+    value("provider-profile", request.provider_profile.clone());
+    value("role", request.role.clone());
+    value("team", request.team.clone());
+    value("base", request.base.clone());
+    value("branch", request.branch.clone());
+    value("id", request.id.clone());
+    value("context", request.context.clone());
+    for constraint in &request.constraints {
+        value("constraint", Some(constraint.clone()));
+    }
+    let switches = [
+        (
+            request.dangerously_skip_permissions == Some(true),
+            "--skip-permissions",
+        ),
+        (
+            request.dangerously_skip_permissions == Some(false),
+            "--no-skip-permissions",
+        ),
+        (request.stream_events == Some(false), "--no-events"),
+        (request.worktree == Some(true), "--worktree"),
+        (request.worktree == Some(false), "--no-worktree"),
+        (request.dry_run, "--dry-run"),
+    ];
+    out.extend(
+        switches
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, s)| s.to_string()),
+    );
+    if request.argv.is_empty() {
+        out.push("-".into());
+        (out, Some(request.objective.clone().into_bytes()))
+    } else {
+        out.push("--".into());
+        out.extend(request.argv.iter().cloned());
+        (out, None)
+    }
+}
+
+/// Records a host's task in this machine's registry: its id and host are what every later
+/// command goes by; the host's directory is only told.
+fn register(id: &str, host: &str, task_dir: &Path, created_at: &str) -> Result<()> {
+    let placement = Placement {
+        id: id.to_string(),
+        task_dir: task_dir.to_path_buf(),
+        socket: Socket(String::new()),
+        session: String::new(),
+        created_at: created_at.to_string(),
+        timeout_secs: None,
+        host: Some(host.to_string()),
+        legacy: false,
+    };
+    store::stage_placement(&placement)?.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Mode;
+    use std::time::Duration;
+
+    #[test]
+    fn the_objective_goes_on_stdin_and_values_stay_whole() {
+        let request = SubmitRequest {
+            objective: "-rf $(x)\n'q'".into(),
+            mode: Some(Mode::Batch),
+            context: Some("-not a flag".into()),
+            constraints: vec!["a".into(), "b".into()],
+            timeout: Some(Duration::from_secs(90)),
+            dangerously_skip_permissions: Some(false),
+            worktree: Some(true),
+            ..SubmitRequest::default()
+        };
+        let (words, stdin) = submit_words(&request);
+        assert_eq!(
+            words,
+            [
+                "--json",
+                "submit",
+                "--mode=batch",
+                "--timeout=90",
+                "--context=-not a flag",
+                "--constraint=a",
+                "--constraint=b",
+                "--no-skip-permissions",
+                "--worktree",
+                "-"
+            ]
+        );
+        assert_eq!(stdin.unwrap(), b"-rf $(x)\n'q'");
+    }
+
+    #[test]
+    fn argv_words_go_after_a_double_dash() {
+        let request = SubmitRequest {
+            objective: "-v x".into(),
+            argv: vec!["-v".into(), "x".into()],
+            ..SubmitRequest::default()
+        };
+        let (words, stdin) = submit_words(&request);
+        assert_eq!(words, ["--json", "submit", "--", "-v", "x"]);
+        assert!(stdin.is_none());
+    }
+}

@@ -1,0 +1,135 @@
+//! Waiting on a host's tasks: the wait runs on the host, and a host that stops answering is
+//! asked again until the wait's own timeout, never taken for an ending.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::views::unknown_rows;
+use super::{parse_reply, unreadable_reply};
+use crate::config::Config;
+use crate::error::{ErrorCode, Result};
+use crate::ops::view::TaskView;
+use crate::ops::wait::{WaitOutcome, WaitRequest};
+use crate::remote::connection::{self, CALL_DEADLINE};
+use crate::remote::run::Ran;
+use crate::remote::{self as host_access, Host};
+use crate::store;
+
+/// How long a wait on a host that stopped answering pauses before asking again.
+pub const HOST_RETRY: Duration = Duration::from_secs(2);
+
+/// The longest one remote wait blocks: a wait without a timeout (or a longer one) is several,
+/// so no ssh call outlives its deadline.
+const WAIT_CHUNK: Duration = Duration::from_secs(60);
+
+/// The host's `cuekit wait` words for `request`, with what is left of its timeout.
+pub fn host_wait_words(
+    request: &WaitRequest,
+    remaining: Option<Duration>,
+    json: bool,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    if json {
+        out.push("--json".into());
+    }
+    out.push("wait".into());
+    out.extend(request.task_ids.iter().cloned());
+    out.push(format!("--until={}", request.until.flag()));
+    if request.any {
+        out.push("--any".into());
+    }
+    if let Some(left) = remaining {
+        out.push(format!("--timeout={}ms", left.as_millis()));
+    }
+    out
+}
+
+/// A wait on host `name`'s tasks, run there and collected, for a front end that renders it
+/// itself (MCP). A host that stops answering is asked again until the wait's own timeout, never
+/// taken for an ending; if it still does not answer then, the wait has timed out and its tasks
+/// read `unknown` (reason `host_unreachable`, the ssh error as hint).
+pub fn wait_on_host(name: &str, request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
+    let host = host_access::host(&Config::load(cwd)?, name)?;
+    let started = Instant::now();
+    loop {
+        let remaining = request
+            .timeout
+            .map(|limit| limit.saturating_sub(started.elapsed()));
+        let chunk = remaining.map_or(WAIT_CHUNK, |left| left.min(WAIT_CHUNK));
+        let words = host_wait_words(request, Some(chunk), true);
+        let reply = connection::call(&host, None, &words, None, chunk + CALL_DEADLINE)
+            .and_then(|ran| wait_reply(&host, &ran));
+        match reply {
+            Ok(outcome) if outcome.timed_out && remaining.is_none_or(|left| left > chunk) => {}
+            Ok(outcome) => return Ok(outcome),
+            Err(error) if error.code == ErrorCode::HostUnreachable => {
+                let left = request
+                    .timeout
+                    .map(|limit| limit.saturating_sub(started.elapsed()));
+                if left.is_some_and(|left| left <= HOST_RETRY) {
+                    let placements = request
+                        .task_ids
+                        .iter()
+                        .filter_map(|id| store::placement(id).transpose())
+                        .collect::<Result<Vec<_>>>()?;
+                    return Ok(WaitOutcome {
+                        tasks: unknown_rows(name, &placements, &error),
+                        timed_out: true,
+                    });
+                }
+                std::thread::sleep(HOST_RETRY);
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// A host's `wait --json` reply: it exits non-zero when the wait timed out or a task failed,
+/// with the same reply, so only an `error` is an error.
+fn wait_reply(host: &Host, ran: &Ran) -> Result<WaitOutcome> {
+    #[derive(serde::Deserialize)]
+    struct Reply {
+        timed_out: bool,
+        tasks: Vec<TaskView>,
+    }
+    let value = match serde_json::from_slice::<serde_json::Value>(&ran.stdout) {
+        Ok(value) if value.get("error").is_none() => value,
+        _ => parse_reply::<serde_json::Value>(host, ran)?,
+    };
+    let reply: Reply = serde_json::from_value(value).map_err(|err| unreadable_reply(host, &err))?;
+    Ok(WaitOutcome {
+        timed_out: reply.timed_out,
+        tasks: reply
+            .tasks
+            .into_iter()
+            .map(|view| view.on_host(&host.name))
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_wait_carries_what_is_left_of_the_timeout() {
+        let request = WaitRequest {
+            task_ids: vec!["t_0123456789ab".to_string()],
+            any: true,
+            timeout: Some(Duration::from_secs(60)),
+            until: crate::ops::wait::WaitUntil::Report,
+        };
+        assert_eq!(
+            host_wait_words(&request, Some(Duration::from_millis(1500)), true),
+            [
+                "--json",
+                "wait",
+                "t_0123456789ab",
+                "--until=report",
+                "--any",
+                "--timeout=1500ms"
+            ]
+        );
+        assert_eq!(host_wait_words(&request, None, false).len(), 4);
+    }
+}
