@@ -7,14 +7,15 @@
 //!   ran and reaped (cutime + cstime), as a share of one core (budget: 2%);
 //! - keystroke → screen: from `send-keys j` to the selection mark having moved in
 //!   `capture-pane` (budget: 50 ms; the figure includes spawning tmux twice per sample);
-//! - first screen: from starting `top` to all 300 rows counted in its header.
+//! - first screen: from starting `top` to all 300 rows counted in its header;
+//! - peak RSS of the `top` process after all of the above (target: 10 MiB).
 
 mod support;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use support::{Sandbox, UNSET, cpu_seconds, millis};
+use support::{Sandbox, UNSET, cpu_seconds, millis, peak_rss_kib};
 
 const TASKS: usize = 300;
 
@@ -168,6 +169,10 @@ fn main() {
         millis(samples[samples.len() / 2]),
         millis(samples[samples.len() * 9 / 10]),
         millis(*samples.last().unwrap())
+    );
+    println!(
+        "top: peak RSS with {TASKS} running tasks, after the keys: {} kB (target <= 10240)",
+        peak_rss_kib(pid)
     );
     bench.tmux(&["send-keys", "-t", "=top:", "q"]);
 }

@@ -1,6 +1,7 @@
 //! What one dashboard refresh costs in tmux calls at 300 running tasks: a `tmux` shim on PATH
 //! logs every invocation, and the refresh (`ops::board`, as `cuekit top` calls it) runs in
-//! this process. The budget is two calls whatever the number of tasks.
+//! this process. The budget is two calls whatever the number of tasks; screens that did not
+//! change since the last refresh cost none.
 
 mod common;
 
@@ -76,16 +77,13 @@ fn a_refresh_with_a_preview_costs_at_most_two_tmux_calls_at_300_tasks() {
         std::env::set_var("XDG_DATA_HOME", h.home.join(".local/share"));
     }
 
-    for (selected, marker) in [
-        (&interactive, "child-0"),
-        (&batch, "batch-child"),
-        (&interactive, "child-0"),
-    ] {
+    let mut screens = cuekit::ops::ScreenCache::default();
+    let mut refresh = |selected: &str| {
         let before = calls(&log).len();
-        let board = cuekit::ops::board(false, &h.project, Some(selected), 20).unwrap();
-        let made = &calls(&log)[before..];
+        let board =
+            cuekit::ops::board(false, &h.project, Some(selected), 20, &mut screens).unwrap();
+        let made = calls(&log)[before..].to_vec();
         println!("refresh previewing {selected}: {} tmux calls", made.len());
-        assert!(made.len() <= 2, "{} calls: {made:#?}", made.len());
         assert_eq!(board.rows.len(), TASKS);
         assert!(
             board
@@ -95,12 +93,43 @@ fn a_refresh_with_a_preview_costs_at_most_two_tmux_calls_at_300_tasks() {
             "every task is running"
         );
         let preview = board.preview.expect("the selected task is previewed");
-        assert_eq!(&preview.task_id, selected);
+        assert_eq!(preview.task_id, selected);
         assert!(preview.live, "a running task shows its live screen");
-        assert!(
-            preview.lines.iter().any(|line| line.contains(marker)),
-            "{:?}",
-            preview.lines
-        );
+        (made, preview.lines)
+    };
+    for (selected, marker) in [
+        (&interactive, "child-0"),
+        (&batch, "batch-child"),
+        (&interactive, "child-0"),
+    ] {
+        let (made, lines) = refresh(selected);
+        assert!(made.len() <= 2, "{} calls: {made:#?}", made.len());
+        assert!(lines.iter().any(|line| line.contains(marker)), "{lines:?}");
     }
+
+    // Screens whose window printed nothing since they were captured are not captured again:
+    // once every capture is a second older than the last output, a refresh is one call.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    refresh(&interactive);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (made, lines) = refresh(&interactive);
+    assert_eq!(made.len(), 1, "only the pane listing: {made:#?}");
+    assert!(
+        lines.iter().any(|line| line.contains("child-0")),
+        "{lines:?}"
+    );
+    // A pane that prints is captured again, and its new screen shows.
+    let (pane, _) = h.pane(&interactive);
+    assert!(
+        h.tmux(&["send-keys", "-t", &pane, "-l", "typed-later"])
+            .status
+            .success()
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (made, lines) = refresh(&interactive);
+    assert_eq!(made.len(), 2, "{made:#?}");
+    assert!(
+        lines.iter().any(|line| line.contains("typed-later")),
+        "{lines:?}"
+    );
 }

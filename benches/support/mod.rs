@@ -188,3 +188,14 @@ pub fn cpu_seconds(pid: u32) -> (f64, f64) {
     let reaped = (fields[13] + fields[14]) as f64 / tick;
     (own, reaped)
 }
+
+/// A live process's peak resident set (`VmHWM` in /proc), in KiB.
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|err| panic!("process {pid} is gone: {err}"));
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status")
+}

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::SystemTime;
 
+use super::judge::ScreenCache;
 use super::task::Task;
 use super::view::TaskView;
 use crate::error::Result;
@@ -39,8 +40,15 @@ pub struct Preview {
 }
 
 /// This project's tasks (or every task), with a preview of `selected` of at most `lines` lines.
-pub fn board(all: bool, cwd: &Path, selected: Option<&str>, lines: usize) -> Result<Board> {
-    let listing = super::list::listing(all, cwd, selected)?;
+/// `cache` carries the screens from one refresh to the next (see [`ScreenCache`]).
+pub fn board(
+    all: bool,
+    cwd: &Path,
+    selected: Option<&str>,
+    lines: usize,
+    cache: &mut ScreenCache,
+) -> Result<Board> {
+    let listing = super::list::listing(all, cwd, selected, Some(cache))?;
     let tasks: HashMap<&str, &Task> = listing
         .refreshed
         .tasks
@@ -75,7 +83,10 @@ pub fn board(all: bool, cwd: &Path, selected: Option<&str>, lines: usize) -> Res
                     .pane(task)
                     .ok()
                     .flatten()
-                    .and_then(|pane| listing.screens.get(&pane.pane_id));
+                    .and_then(|pane| {
+                        let key = (task.placement.socket.clone(), pane.pane_id.clone());
+                        listing.screens.get(&key)
+                    });
                 preview = Some(match screen {
                     Some(screen) => Preview {
                         task_id: record.id.clone(),

@@ -31,11 +31,79 @@ enum Snapshot {
 pub(crate) struct Refreshed {
     pub tasks: Vec<Task>,
     snapshots: HashMap<Socket, Snapshot>,
-    /// Screens already captured with the snapshot, by pane id.
-    screens: HashMap<String, String>,
+    /// Screens already captured with the snapshot.
+    screens: HashMap<PaneKey, String>,
+}
+
+/// A pane by its server and id: pane ids (`%N`) are numbered per server, so two servers' panes
+/// may share one.
+pub type PaneKey = (Socket, String);
+
+/// Screens captured by earlier refreshes, by pane id, with when each was captured (unix
+/// seconds). A dashboard refreshing every second then captures only the panes whose window
+/// printed since: an idle screen of hundreds of tasks costs no capture at all.
+#[derive(Debug, Default)]
+pub struct ScreenCache {
+    screens: HashMap<PaneKey, (u64, String)>,
+}
+
+impl ScreenCache {
+    /// Keeps the screens a refresh used: the reused ones as they were, the others as captured
+    /// `now`. Panes it did not use (gone, ended, not interactive) are forgotten.
+    fn remember(&mut self, used: &HashMap<PaneKey, String>, reused: &[PaneKey], now: u64) {
+        let mut kept = HashMap::with_capacity(used.len());
+        for (key, screen) in used {
+            let entry = match self.screens.remove(key) {
+                Some(entry) if reused.contains(key) => entry,
+                _ => (now, screen.clone()),
+            };
+            kept.insert(key.clone(), entry);
+        }
+        self.screens = kept;
+    }
 }
 
 impl Refreshed {
+    /// Takes from `cache` the screens of running panes that printed nothing since their capture
+    /// (window activity, in whole seconds, before the capture's second), so they are not
+    /// captured again; returns their pane ids.
+    fn reuse_screens(&mut self, cache: &ScreenCache) -> Vec<PaneKey> {
+        let mut reused = Vec::new();
+        for task in &self.tasks {
+            let Ok(Some(pane)) = self.pane(task) else {
+                continue;
+            };
+            let key = (task.placement.socket.clone(), pane.pane_id.clone());
+            if let Some((captured_at, _)) = cache.screens.get(&key)
+                && !pane.dead
+                && pane.activity < *captured_at
+            {
+                reused.push(key);
+            }
+        }
+        for key in &reused {
+            self.screens
+                .insert(key.clone(), cache.screens[key].1.clone());
+        }
+        reused
+    }
+
+    /// [`Self::views_and_screens`], capturing only what `cache` does not hold unchanged, and
+    /// keeping what was captured in it.
+    pub fn views_and_screens_cached(
+        &mut self,
+        also: Option<&str>,
+        cache: &mut ScreenCache,
+    ) -> (Vec<TaskView>, HashMap<PaneKey, String>) {
+        let reused = self.reuse_screens(cache);
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let (views, screens) = self.views_and_screens(also);
+        cache.remember(&screens, &reused, now);
+        (views, screens)
+    }
+
     /// The task's pane: its session's first pane, and only if it is the very pane tmux created
     /// for the task (a session of the same name made by anyone else is not the task's).
     /// An error when its server could not be asked.
@@ -54,13 +122,13 @@ impl Refreshed {
         self.views_and_screens(None).0
     }
 
-    /// [`Self::views`], and the screens read for them by pane id. The screen of `also` (a task
+    /// [`Self::views`], and the screens read for them. The screen of `also` (a task
     /// id) rides in the same capture even when nothing else needs it (a batch task), so a
     /// dashboard's preview costs no tmux call of its own.
     pub fn views_and_screens(
         &self,
         also: Option<&str>,
-    ) -> (Vec<TaskView>, HashMap<String, String>) {
+    ) -> (Vec<TaskView>, HashMap<PaneKey, String>) {
         let live_pane = |t: &Task| {
             let pane = self.pane(t).ok().flatten()?;
             (!pane.dead).then_some(pane)
@@ -76,16 +144,24 @@ impl Refreshed {
             .collect();
         let mut by_socket: HashMap<&Socket, Vec<(&str, usize)>> = HashMap::new();
         for (task, pane) in &watched {
-            if !self.screens.contains_key(&pane.pane_id) {
+            if !self
+                .screens
+                .contains_key(&(task.placement.socket.clone(), pane.pane_id.clone()))
+            {
                 by_socket
                     .entry(&task.placement.socket)
                     .or_default()
                     .push((&pane.pane_id, pane.height));
             }
         }
-        let mut screens: HashMap<String, String> = by_socket
+        let mut screens: HashMap<PaneKey, String> = by_socket
             .into_iter()
-            .flat_map(|(socket, panes)| Tmux::new(socket.clone()).capture_screens(&panes))
+            .flat_map(|(socket, panes)| {
+                Tmux::new(socket.clone())
+                    .capture_screens(&panes)
+                    .into_iter()
+                    .map(|(pane_id, screen)| ((socket.clone(), pane_id), screen))
+            })
             .collect();
         screens.extend(self.screens.iter().map(|(k, v)| (k.clone(), v.clone())));
         let views = self
@@ -110,7 +186,10 @@ impl Refreshed {
                     .filter(|_| {
                         record.status == Status::Running && record.mode == Mode::Interactive
                     })
-                    .and_then(|pane| Some((screens.get(&pane.pane_id)?, pane.history_lines > 0)));
+                    .and_then(|pane| {
+                        let key = (task.placement.socket.clone(), pane.pane_id.clone());
+                        Some((screens.get(&key)?, pane.history_lines > 0))
+                    });
                 let rules = adapter::lookup(&record.spec.agent_kind).map(|a| &a.screen);
                 if let (Some((screen, scrolled)), Ok(rules)) = (screen, rules)
                     && let Some(attention) = attention::detect(rules, screen, scrolled)
@@ -157,7 +236,7 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
         if read_sentinel(&task.record).is_none() {
             let (snapshot, screen) = look_at_one(task);
             if let Some((pane_id, screen)) = screen {
-                screens.insert(pane_id, screen);
+                screens.insert((task.placement.socket.clone(), pane_id), screen);
             }
             snapshots.insert(task.placement.socket.clone(), snapshot);
         }

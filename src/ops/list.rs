@@ -5,7 +5,7 @@ use std::path::Path;
 
 use std::collections::HashMap;
 
-use super::judge::{Refreshed, refresh};
+use super::judge::{PaneKey, Refreshed, ScreenCache, refresh};
 use super::task::{Found, Task, find, scan_project, scan_registry};
 use super::view::TaskView;
 use crate::error::Result;
@@ -45,7 +45,7 @@ fn local_status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
         .iter()
         .map(|id| find(id, cwd))
         .collect::<Result<Vec<_>>>()?;
-    let (mut views, _, _) = views_of(found, true, None)?;
+    let (mut views, _, _) = views_of(found, true, None, None)?;
     for view in &mut views {
         if matches!(view.status, Status::Running | Status::InputRequired)
             && view
@@ -62,7 +62,7 @@ fn local_status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
 /// This project's tasks (nearest `.cuekit/tasks` above `cwd`), or every registered task,
 /// hosts' tasks included (each host asked once, in parallel).
 pub fn list(all: bool, cwd: &Path) -> Result<Vec<TaskView>> {
-    let mut views = listing(all, cwd, None)?.views;
+    let mut views = listing(all, cwd, None, None)?.views;
     if all {
         let on_hosts = super::remote::by_host(crate::store::registered_ids()?)?;
         if !on_hosts.is_empty() {
@@ -87,18 +87,24 @@ pub(crate) struct Listing {
     pub views: Vec<TaskView>,
     /// The trusted tasks, judged.
     pub refreshed: Refreshed,
-    /// The screens captured for the views (and for `also`), by pane id.
-    pub screens: HashMap<String, String>,
+    /// The screens captured for the views (and for `also`).
+    pub screens: HashMap<PaneKey, String>,
 }
 
 /// [`list`], with the screen of task `also` captured in the same tmux call.
-pub(crate) fn listing(all: bool, cwd: &Path, also: Option<&str>) -> Result<Listing> {
+/// With `cache`, screens unchanged since an earlier listing are taken from it, not captured.
+pub(crate) fn listing(
+    all: bool,
+    cwd: &Path,
+    also: Option<&str>,
+    cache: Option<&mut ScreenCache>,
+) -> Result<Listing> {
     let found = if all {
         scan_registry()?
     } else {
         scan_project(cwd)?
     };
-    let (mut views, refreshed, screens) = views_of(found, false, also)?;
+    let (mut views, refreshed, screens) = views_of(found, false, also, cache)?;
     sort_oldest_first(&mut views);
     Ok(Listing {
         views,
@@ -114,7 +120,8 @@ fn views_of(
     found: Vec<Found>,
     survivors: bool,
     also: Option<&str>,
-) -> Result<(Vec<TaskView>, Refreshed, HashMap<String, String>)> {
+    cache: Option<&mut ScreenCache>,
+) -> Result<(Vec<TaskView>, Refreshed, HashMap<PaneKey, String>)> {
     let mut trusted: Vec<Task> = Vec::new();
     let mut slots: Vec<Option<TaskView>> = Vec::with_capacity(found.len());
     for item in found {
@@ -144,8 +151,11 @@ fn views_of(
             }
         });
     }
-    let refreshed = refresh(trusted)?;
-    let (judged, screens) = refreshed.views_and_screens(also);
+    let mut refreshed = refresh(trusted)?;
+    let (judged, screens) = match cache {
+        Some(cache) => refreshed.views_and_screens_cached(also, cache),
+        None => refreshed.views_and_screens(also),
+    };
     let mut judged = judged.into_iter();
     let mut tasks = refreshed.tasks.iter();
     let views = slots

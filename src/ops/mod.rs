@@ -37,7 +37,7 @@ pub use cancel::cancel;
 pub use diff::{TaskDiff, diff};
 pub use events::{EventScope, events, next_events};
 pub use init::{InitOutcome, init};
-pub use judge::run_stopper;
+pub use judge::{ScreenCache, run_stopper};
 pub use list::{list, status};
 pub use logs::{follow_logs, read_logs};
 pub use merge::merge;

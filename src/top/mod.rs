@@ -366,19 +366,23 @@ struct Refresher {
 
 impl Refresher {
     fn start(cwd: PathBuf, sender: Sender<Msg>) -> Refresher {
-        let pending = serve(
-            cwd.clone(),
-            sender.clone(),
-            |cwd, request: Request| match ops::board(
-                request.all,
-                cwd,
-                request.selected.as_deref(),
-                PREVIEW_LINES,
-            ) {
-                Ok(board) => Msg::Refreshed(board),
-                Err(err) => Msg::RefreshFailed(err.message),
-            },
-        );
+        // Screens unchanged since the last refresh are not captured again.
+        let mut screens = ops::ScreenCache::default();
+        let pending =
+            serve(
+                cwd.clone(),
+                sender.clone(),
+                move |cwd, request: Request| match ops::board(
+                    request.all,
+                    cwd,
+                    request.selected.as_deref(),
+                    PREVIEW_LINES,
+                    &mut screens,
+                ) {
+                    Ok(board) => Msg::Refreshed(board),
+                    Err(err) => Msg::RefreshFailed(err.message),
+                },
+            );
         let hosts = serve(cwd, sender, |cwd, ()| match ops::host_board(cwd) {
             Ok(rows) => Msg::HostsRefreshed(rows),
             Err(err) => Msg::RefreshFailed(err.message),
@@ -402,7 +406,7 @@ impl Refresher {
 fn serve<T: Send + 'static>(
     cwd: PathBuf,
     sender: Sender<Msg>,
-    work: impl Fn(&Path, T) -> Msg + Send + 'static,
+    mut work: impl FnMut(&Path, T) -> Msg + Send + 'static,
 ) -> Arc<Latest<T>> {
     let pending: Arc<Latest<T>> = Arc::new(Latest::default());
     let shared = Arc::clone(&pending);
