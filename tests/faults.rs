@@ -650,3 +650,80 @@ fn cuekits_files_stay_out_of_the_childs_commits() {
         Some("*")
     );
 }
+
+/// Pane ids are numbered per tmux server, so two servers' first panes are both `%0`: each
+/// task is judged by its own screen. A task waiting on a permission dialog on one server and a
+/// busy one on another are listed as they are.
+#[test]
+fn tasks_on_two_servers_with_the_same_pane_id_are_judged_by_their_own_screens() {
+    let h = Harness::new();
+    let screens = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/screens");
+    common::write_executable(
+        &h.bin.join("gemini"),
+        "#!/bin/sh\nprintf '\\033[H\\033[2J'; cat \"$FIXTURE_SCREEN\"; exec sleep 600\n",
+    );
+    let other = format!("{}-other", h.socket);
+    struct OtherServer(String);
+    impl Drop for OtherServer {
+        fn drop(&mut self) {
+            let panes = Command::new("tmux")
+                .args(["-L", &self.0, "list-panes", "-a", "-F", "#{pane_pid}"])
+                .output()
+                .unwrap();
+            for pid in String::from_utf8_lossy(&panes.stdout)
+                .lines()
+                .filter_map(|pid| pid.parse().ok())
+            {
+                cuekit::process::terminate_tree(pid, Duration::from_millis(500));
+            }
+            let _ = Command::new("tmux")
+                .args(["-L", &self.0, "kill-server"])
+                .output();
+        }
+    }
+    let _other = OtherServer(other.clone());
+    let submit = |socket: &str, screen: &str| -> String {
+        let output = h
+            .cuekit()
+            .env("CUEKIT_TMUX_SOCKET", socket)
+            .env("FIXTURE_SCREEN", screens.join(screen))
+            .args(["--json", "submit", "the task"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let view: Value = serde_json::from_slice(&output.stdout).unwrap();
+        view["id"].as_str().unwrap().to_string()
+    };
+    let waiting = submit(&h.socket, "gemini-permission.txt");
+    let busy = submit(&other, "gemini-busy.txt");
+    let first_pane = |socket: &str| {
+        let out = Command::new("tmux")
+            .args(["-L", socket, "list-panes", "-a", "-F", "#{pane_id}"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(first_pane(&h.socket), first_pane(&other), "both are %0");
+    let status_of = |list: &Value, id: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["id"] == id)
+            .map(|row| (row["status"].clone(), row["reason"].clone()))
+            .unwrap()
+    };
+    let mut last = Value::Null;
+    let judged = poll(Duration::from_secs(10), || {
+        last = h.json(&["list", "--all"]).0;
+        status_of(&last, &waiting).0 == "input_required"
+            && h.transcript(&busy).contains("esc to cancel")
+    });
+    assert!(judged, "{last}");
+    let list = h.json(&["list", "--all"]).0;
+    assert_eq!(
+        status_of(&list, &waiting),
+        (json!("input_required"), json!("permission_prompt")),
+        "{list}"
+    );
+    assert_eq!(status_of(&list, &busy).0, json!("running"), "{list}");
+}
