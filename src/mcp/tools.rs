@@ -82,8 +82,8 @@ pub struct SubmitTaskParams {
     pub cwd: Option<String>,
     /// Run the task on this configured host, over SSH (`cuekit hosts` lists them); `cwd` is
     /// then a directory on that host (default: the host's configured `cwd`). The returned task
-    /// carries `host`; get_status, list, wait, steer_task, cancel_tasks and get_task_result
-    /// reach it on the host.
+    /// carries `host`; get_status, list, wait, steer_task, cancel_tasks, get_task_result and
+    /// remove_tasks reach it on the host.
     #[serde(default)]
     pub host: Option<String>,
     /// Stop the task and mark it timed_out after this long: seconds, or "90s", "10m", "1h30m".
@@ -735,7 +735,13 @@ impl CuekitServer {
             if params.ids.is_empty() {
                 return Err(Error::invalid_input("ids must name at least one task"));
             }
-            Ok(json!({"removed": ops::remove(&params.ids, &cwd, params.force, params.dry_run)?}))
+            let removed = match ops::host_of(&params.ids)? {
+                Some(host) => {
+                    ops::remove_on_host(&host, &params.ids, (params.force, params.dry_run), &cwd)?
+                }
+                None => ops::remove(&params.ids, &cwd, params.force, params.dry_run)?,
+            };
+            Ok(json!({ "removed": removed }))
         })
         .await
     }
