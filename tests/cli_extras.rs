@@ -150,3 +150,27 @@ fn a_chosen_id_names_the_task_once() {
     let (list, _) = h.json(&["list"]);
     assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
 }
+
+/// `logs --tail N`: the readable log's last N lines, what MCP's snapshot asks a host for.
+#[test]
+fn logs_tail_prints_the_last_lines_of_the_readable_log() {
+    let h = Harness::new();
+    let id = h.submit(&[
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "sh",
+        "-c",
+        "for n in 1 2 3 4 5; do echo line-$n; done",
+    ]);
+    assert_eq!(h.json(&["wait", &id, "--timeout", "20s"]).1, 0);
+    let tail = h.ok(&["logs", &id, "--tail", "2"]);
+    assert_eq!(
+        tail.lines().collect::<Vec<_>>(),
+        ["line-4", "line-5"],
+        "{tail}"
+    );
+    assert!(h.ok(&["logs", &id]).contains("line-1"));
+}

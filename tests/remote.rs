@@ -535,6 +535,12 @@ fn mcp_submit_task_runs_on_a_host_and_says_so() {
         ),
         "{waited}"
     );
+    let snapshot = call(
+        "get_task_snapshot",
+        serde_json::json!({"id": id, "lines": 5}),
+    );
+    assert_eq!(snapshot["task"]["host"], "alpha", "{snapshot}");
+    assert!(snapshot["transcript_tail"].is_string(), "{snapshot}");
     let result = call("get_task_result", serde_json::json!({"id": id}));
     assert_eq!(result["result"]["task_id"], id, "{result}");
     let steered = call("steer_task", serde_json::json!({"id": id, "message": "hi"}));

@@ -1,3 +1,4 @@
+use std::io::Write;
 use std::path::Path;
 
 use clap::Args;
@@ -12,8 +13,11 @@ pub struct LogsArgs {
     #[arg(long)]
     raw: bool,
     /// Keep printing until the task ends.
-    #[arg(long, short = 'f')]
+    #[arg(long, short = 'f', conflicts_with = "tail")]
     follow: bool,
+    /// Only the last N lines of the readable log (blank lines at its very end left out).
+    #[arg(long, short = 'n', value_name = "N", conflicts_with = "raw")]
+    tail: Option<usize>,
 }
 
 pub fn run(args: &LogsArgs, cwd: &Path) -> anyhow::Result<i32> {
@@ -30,6 +34,12 @@ pub fn run(args: &LogsArgs, cwd: &Path) -> anyhow::Result<i32> {
     let mut out = stdout.lock();
     if args.follow {
         ops::follow_logs(&args.id, cwd, args.raw, &mut out)?;
+    } else if let Some(lines) = args.tail {
+        let mut tail = crate::tail::Tail::new(lines);
+        ops::read_logs(&args.id, cwd, false, &mut tail)?;
+        for line in tail.finish() {
+            writeln!(out, "{line}")?;
+        }
     } else {
         ops::read_logs(&args.id, cwd, args.raw, &mut out)?;
     }

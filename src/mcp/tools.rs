@@ -82,8 +82,8 @@ pub struct SubmitTaskParams {
     pub cwd: Option<String>,
     /// Run the task on this configured host, over SSH (`cuekit hosts` lists them); `cwd` is
     /// then a directory on that host (default: the host's configured `cwd`). The returned task
-    /// carries `host`; get_status, list, wait, steer_task, cancel_tasks, get_task_result and
-    /// remove_tasks reach it on the host.
+    /// carries `host`; get_status, list, wait, steer_task, cancel_tasks, get_task_result,
+    /// get_task_snapshot and remove_tasks reach it on the host.
     #[serde(default)]
     pub host: Option<String>,
     /// Stop the task and mark it timed_out after this long: seconds, or "90s", "10m", "1h30m".
@@ -661,9 +661,26 @@ impl CuekitServer {
             let task = ops::status(std::slice::from_ref(&params.id), &cwd)?
                 .pop()
                 .expect("one view per id");
-            let mut tail = Tail::new(lines);
-            ops::read_logs(&params.id, &cwd, false, &mut tail)?;
-            let tail = tail.finish();
+            let ids = [params.id.clone()];
+            let tail = match ops::host_of(&ids)? {
+                // The host tails its own log: only those lines cross the connection.
+                Some(host) => {
+                    let words = ["logs", &params.id, &format!("--tail={lines}")].map(String::from);
+                    let reply = ops::forward(&host, &words, None, &cwd)?;
+                    if reply.status != 0 {
+                        return Err(reply.error(&host));
+                    }
+                    String::from_utf8_lossy(&reply.stdout)
+                        .lines()
+                        .map(String::from)
+                        .collect()
+                }
+                None => {
+                    let mut tail = Tail::new(lines);
+                    ops::read_logs(&params.id, &cwd, false, &mut tail)?;
+                    tail.finish()
+                }
+            };
             Ok(json!({"task": task, "lines": tail.len(), "transcript_tail": tail.join("\n")}))
         })
         .await

@@ -289,10 +289,7 @@ fn page_on_host(task_id: &str, command: &str, cwd: &Path) -> Option<Result<()>> 
     let words = [command, task_id].map(String::from);
     Some(ops::forward(&host, &words, None, cwd).and_then(|reply| {
         if reply.status != 0 && reply.stdout.is_empty() {
-            return Err(Error::new(
-                ErrorCode::Internal,
-                format!("host {host}: {}", reply.stderr.trim()),
-            ));
+            return Err(reply.error(&host));
         }
         page_text(&reply.stdout)
     }))

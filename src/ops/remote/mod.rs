@@ -113,6 +113,29 @@ pub struct Forwarded {
     pub stderr: String,
 }
 
+impl Forwarded {
+    /// The host's error, read off its stderr as cuekit prints one (`error[CODE]: MESSAGE`, then
+    /// `  hint: …`), naming the host.
+    pub fn error(&self, host: &str) -> Error {
+        let mut lines = self.stderr.lines();
+        let parsed = lines
+            .find_map(|line| line.strip_prefix("error["))
+            .and_then(|rest| rest.split_once("]: "))
+            .and_then(|(code, message)| Some((ErrorCode::parse(code)?, message)));
+        let Some((code, message)) = parsed else {
+            return Error::new(
+                ErrorCode::Internal,
+                format!("host {host}: cuekit failed: {}", self.stderr.trim()),
+            );
+        };
+        let error = Error::new(code, format!("host {host}: {message}"));
+        match lines.find_map(|line| line.trim_start().strip_prefix("hint: ")) {
+            Some(hint) => error.with_hint(hint),
+            None => error,
+        }
+    }
+}
+
 /// A forwarded command may do real work on the host (a cancel's grace period, a long log).
 const FORWARD_DEADLINE: Duration = Duration::from_secs(120);
 
@@ -145,5 +168,34 @@ pub fn relay(name: &str, words: &[String], tty: bool, cwd: &Path) -> Result<i32>
             "the connection failed or was lost (ssh's message is above)",
         )),
         Some(code) => Ok(code),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_forwarded_error_keeps_the_hosts_code_message_and_hint() {
+        let forwarded = |stderr: &str| Forwarded {
+            status: 4,
+            stdout: Vec::new(),
+            stderr: stderr.to_string(),
+        };
+        let error = forwarded(
+            "error[task_not_found]: no task with id 't_000000000000'\n  hint: run `cuekit list --all`\n",
+        )
+        .error("gpu");
+        assert_eq!(error.code, ErrorCode::TaskNotFound);
+        assert_eq!(error.message, "host gpu: no task with id 't_000000000000'");
+        assert_eq!(error.hint.as_deref(), Some("run `cuekit list --all`"));
+        let odd = forwarded("Segmentation fault\n").error("gpu");
+        assert_eq!(
+            (odd.code, odd.message.as_str()),
+            (
+                ErrorCode::Internal,
+                "host gpu: cuekit failed: Segmentation fault"
+            )
+        );
     }
 }
