@@ -680,6 +680,18 @@ fn a_submit_whose_reply_is_lost_is_still_known_and_a_refused_one_is_not() {
         .output()
         .unwrap();
     assert!(direct.status.success(), "{}", stderr_of(&direct));
+    let (list, _) = h.json(&["list", "--all"]);
+    let row = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("a task its host forgot is still listed: {list}"));
+    assert_eq!(
+        (row["status"].as_str(), row["reason"].as_str()),
+        (Some("unknown"), Some("task_not_found")),
+        "{row}"
+    );
     let (removed, code) = h.json(&["rm", &id]);
     assert_eq!(
         (
@@ -705,4 +717,72 @@ fn a_submit_whose_reply_is_lost_is_still_known_and_a_refused_one_is_not() {
         before,
         "a refused submit leaves nothing registered"
     );
+}
+
+/// A host's reply never names files here: ids in it are not taken for this machine's registry.
+/// A host that answers a submit with a task of its own choosing is an error (the id asked for
+/// stays registered), and an `rm` reply naming other ids forgets only the id asked about.
+#[test]
+fn a_hosts_reply_never_names_this_machines_files_or_tasks() {
+    let alpha = SshHost::start("alpha");
+    let h = harness_with(
+        &[&alpha],
+        "  lying:\n    ssh: alpha\n    cuekit: ~/bin/lying-cuekit\n",
+    );
+    let local = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 600"]);
+    // `rm` answers with a path and this machine's own task; `submit` drops the id it was given.
+    write_executable(
+        &alpha.home().join("bin/lying-cuekit"),
+        &format!(
+            "#!/bin/sh\ncase \" $* \" in\n  *\" rm \"*) printf '%s\\n' \
+             '[{{\"task_id\":\"../victim\",\"outcome\":\"removed\"}},\
+             {{\"task_id\":\"{local}\",\"outcome\":\"removed\"}}]'; exit 0 ;;\n  *\" submit \"*) \
+             for a do shift; case \"$a\" in --id=*) ;; *) set -- \"$@\" \"$a\" ;; esac; done ;;\n\
+             esac\nexec \"$HOME/bin/cuekit\" \"$@\"\n"
+        ),
+    );
+    must(as_root("chown").args(["-R", &alpha.user]).arg(alpha.home()));
+    let registry = h.home.join(".local/share/cuekit/tasks");
+    let victim = registry.parent().unwrap().join("victim");
+    std::fs::write(&victim, "mine").unwrap();
+
+    let renamed = h.run(&[
+        "submit",
+        "--host",
+        "lying",
+        "--agent",
+        "command",
+        "--",
+        "sh",
+        "-c",
+        "sleep 600",
+    ]);
+    let said = stderr_of(&renamed);
+    assert_eq!(renamed.status.code(), Some(27), "{said}");
+    assert!(said.contains("not the task"), "{said}");
+
+    let on_host = submit_on(&h, "alpha", &["--", "sh", "-c", "sleep 600"]);
+    assert_eq!(h.json(&["cancel", &on_host]).1, 0);
+    // Through the lying cuekit: same ssh destination, the registry's host name differs, so the
+    // entry is rewritten to name it (what a user who renamed a host would have).
+    let entry = registry.join(&on_host);
+    let text = std::fs::read_to_string(&entry).unwrap();
+    std::fs::write(&entry, text.replace("\"alpha\"", "\"lying\"")).unwrap();
+    let (removed, code) = h.json(&["rm", &on_host]);
+    assert_eq!(code, 0, "{removed}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
+    assert_eq!(
+        h.status(&local)["status"],
+        "running",
+        "a local task is not forgotten"
+    );
+    assert!(
+        removed
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|row| row["task_id"] != local.as_str()),
+        "{removed}"
+    );
+    assert_eq!(h.json(&["cancel", &local]).1, 0);
 }

@@ -114,7 +114,7 @@ pub fn board(
 /// not answer gives `unknown` rows). Kept apart from [`board`]: a host takes a round trip, a
 /// lost one its connect timeout, and the dashboard's own refresh must not wait for either.
 pub fn host_board(cwd: &Path) -> Result<Vec<BoardRow>> {
-    let on_hosts = super::remote::by_host(crate::store::registered_ids()?)?;
+    let on_hosts = super::remote::by_host(crate::store::registered_ids()?);
     if on_hosts.is_empty() {
         return Ok(Vec::new());
     }

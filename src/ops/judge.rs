@@ -89,18 +89,18 @@ impl Refreshed {
     }
 
     /// [`Self::views_and_screens`], capturing only what `cache` does not hold unchanged, and
-    /// keeping what was captured in it.
+    /// keeping what was captured in it, stamped `looked_at`: a time (unix seconds) taken before
+    /// the refresh, so no capture it keeps is stamped later than it was taken (a screen that
+    /// changed between a capture and a later stamp would be reused stale).
     pub fn views_and_screens_cached(
         &mut self,
         also: Option<&str>,
         cache: &mut ScreenCache,
+        looked_at: u64,
     ) -> (Vec<TaskView>, HashMap<PaneKey, String>) {
         let reused = self.reuse_screens(cache);
-        let now = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
         let (views, screens) = self.views_and_screens(also);
-        cache.remember(&screens, &reused, now);
+        cache.remember(&screens, &reused, looked_at);
         (views, screens)
     }
 

@@ -18,7 +18,7 @@ use crate::status::Status;
 /// A host's tasks are asked of their hosts (one call per host, in parallel) and keep their
 /// place among the ids given.
 pub fn status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
-    let on_hosts = super::remote::by_host(task_ids.iter().cloned())?;
+    let on_hosts = super::remote::by_host(task_ids.iter().cloned());
     if on_hosts.is_empty() {
         return local_status(task_ids, cwd);
     }
@@ -64,7 +64,7 @@ fn local_status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
 pub fn list(all: bool, cwd: &Path) -> Result<Vec<TaskView>> {
     let mut views = listing(all, cwd, None, None)?.views;
     if all {
-        let on_hosts = super::remote::by_host(crate::store::registered_ids()?)?;
+        let on_hosts = super::remote::by_host(crate::store::registered_ids()?);
         if !on_hosts.is_empty() {
             views.extend(super::remote::host_views(on_hosts, true, cwd)?);
             sort_oldest_first(&mut views);
@@ -151,9 +151,12 @@ fn views_of(
             }
         });
     }
+    let looked_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let mut refreshed = refresh(trusted)?;
     let (judged, screens) = match cache {
-        Some(cache) => refreshed.views_and_screens_cached(also, cache),
+        Some(cache) => refreshed.views_and_screens_cached(also, cache, looked_at),
         None => refreshed.views_and_screens(also),
     };
     let mut judged = judged.into_iter();

@@ -132,12 +132,15 @@ impl Monitor {
             self.watched.remove(&id);
         }
         for (id, pane) in unreadable {
-            // No record to judge (its directory was deleted): its deadline still holds. Without
-            // one there is nothing left to do for it, and watching it would keep this monitor
-            // alive for ever.
+            // No record to judge: its deadline still holds. A task whose directory was deleted
+            // and that has no deadline leaves nothing to do, and watching it would keep this
+            // monitor alive for ever; a record unreadable for now (a damaged file, no file
+            // handles left) is looked at again next tick.
             let watched = self.watched.get_mut(&id).expect("watched");
             if watched.placement.deadline().is_none() {
-                self.watched.remove(&id);
+                if !watched.placement.task_dir.exists() {
+                    self.watched.remove(&id);
+                }
                 continue;
             }
             if past(watched.placement.deadline()) {

@@ -170,6 +170,13 @@ pub fn pending_submits() -> Vec<Pending> {
 
 /// The registry entry, written and synced under a temp name until [`super::Staged::commit`].
 pub fn stage_placement(placement: &Placement) -> Result<super::Staged> {
+    // The id is the file's name: only a task id's shape may become one.
+    if !super::is_task_id(&placement.id) {
+        return Err(Error::invalid_input(format!(
+            "'{}' is not a task id",
+            placement.id
+        )));
+    }
     let tmp_dir = require(pending_dir())?;
     let dir = require(registry_dir())?;
     let bytes = serde_json::to_vec_pretty(placement).expect("serializes");
@@ -285,6 +292,10 @@ pub fn save_announced(task_id: &str, announced: &crate::transition::Announced) -
 
 /// Forgets a task: its placement, pane and announcements.
 pub fn unregister(task_id: &str) {
+    // An id names files here: anything but a task id's shape names none of cuekit's.
+    if !super::is_task_id(task_id) {
+        return;
+    }
     if let Some(dir) = registry_dir() {
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.seen")));
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.pane")));

@@ -198,7 +198,14 @@ fn carry_out(
             }));
         }
         Effect::Attach(task_id) => {
-            let host = ops::host_of(std::slice::from_ref(&task_id))?;
+            // An unreadable registry entry is this row's problem, not the dashboard's.
+            let host = match ops::host_of(std::slice::from_ref(&task_id)) {
+                Ok(host) => host,
+                Err(err) => {
+                    report(sender, Err(err));
+                    return Ok(false);
+                }
+            };
             // Inside the user's tmux a local task opens in a popup over this screen; a host's
             // task takes the terminal over ssh.
             let suspend = host.is_some() || !ops::attach_opens_popup();

@@ -33,13 +33,15 @@ pub fn remove_on_host(
         let ran = connection::call(&host, None, &request, None, FORWARD_DEADLINE)?;
         match parse_reply::<Vec<Removal>>(&host, &ran) {
             Ok(rows) => {
-                for row in rows
+                // Only the id asked about is forgotten here: ids in a host's reply name files
+                // of this machine's registry, and are never taken from the host.
+                if rows
                     .iter()
-                    .filter(|row| row.outcome == RemovalOutcome::Removed)
+                    .any(|row| &row.task_id == id && row.outcome == RemovalOutcome::Removed)
                 {
-                    store::unregister(&row.task_id);
+                    store::unregister(id);
                 }
-                removals.extend(rows);
+                removals.extend(rows.into_iter().filter(|row| &row.task_id == id));
             }
             Err(error) if error.code == ErrorCode::TaskNotFound => {
                 if !dry_run {

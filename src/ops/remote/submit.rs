@@ -34,15 +34,36 @@ pub fn submit_on_host(name: &str, request: &SubmitRequest, cwd: &Path) -> Result
         ..request.clone()
     };
     let (words, stdin) = submit_words(&request);
-    let outcome = connection::call(
+    let dry_run = request.dry_run;
+    let ran = match connection::call(
         &host,
         remote_cwd.as_deref(),
         &words,
         stdin.as_deref(),
         CALL_DEADLINE,
-    )
-    .and_then(|ran| parse_reply::<serde_json::Value>(&host, &ran))
-    .and_then(|reply| {
+    ) {
+        Ok(ran) => ran,
+        // Lost on the way: the request may have reached the host.
+        Err(error) if error.code == ErrorCode::HostUnreachable && !dry_run => {
+            return Err(maybe_started(error, &id));
+        }
+        Err(error) => {
+            store::unregister(&id);
+            return Err(error);
+        }
+    };
+    // The host's own refusal (its JSON error): it started nothing.
+    let refused = !ran.status.is_some_and(|status| status.success())
+        && serde_json::from_slice::<serde_json::Value>(&ran.stdout)
+            .is_ok_and(|reply| reply.get("error").is_some());
+    if refused {
+        store::unregister(&id);
+        return Err(match parse_reply::<serde_json::Value>(&host, &ran) {
+            Err(error) => error,
+            Ok(_) => unreadable_reply(&host, &serde::de::Error::custom("an error without a code")),
+        });
+    }
+    let outcome = parse_reply::<serde_json::Value>(&host, &ran).and_then(|reply| {
         // A submitted task has an id; only a dry run has none.
         match reply.get("id") {
             Some(_) => serde_json::from_value(reply).map(SubmitOutcome::Submitted),
@@ -51,36 +72,50 @@ pub fn submit_on_host(name: &str, request: &SubmitRequest, cwd: &Path) -> Result
         .map_err(|err| unreadable_reply(&host, &err))
     });
     match outcome {
+        Ok(SubmitOutcome::Submitted(view)) if dry_run || view.id != id => {
+            // Never registered under an id the host chose: ids name files here.
+            let error = Error::new(
+                ErrorCode::HostVersionMismatch,
+                format!(
+                    "host {name} answered with task {}, not the task {id} it was asked to start",
+                    view.id
+                ),
+            )
+            .with_hint(connection::install_hint(&host));
+            Err(if dry_run {
+                error
+            } else {
+                maybe_started(error, &id)
+            })
+        }
         Ok(SubmitOutcome::Submitted(view)) => {
             let view = view.on_host(name);
             // Its directory on the host, for the record; the id and host were registered above.
-            register(&view.id, name, &view.task_dir, &view.created_at).map_err(|err| {
+            register(&id, name, &view.task_dir, &view.created_at).map_err(|err| {
                 Error::new(
                     err.code,
                     format!(
-                        "task {} started on host {name}; its directory was not recorded here: {}",
-                        view.id, err.message
+                        "task {id} started on host {name}; its directory was not recorded here: {}",
+                        err.message
                     ),
                 )
             })?;
             Ok(SubmitOutcome::Submitted(Box::new(view)))
         }
         Ok(dry_run) => Ok(dry_run),
-        Err(error) if error.code == ErrorCode::HostUnreachable && !request.dry_run => {
-            let message = format!(
-                "{}; task {id} may have started there before the connection was lost",
-                error.message
-            );
-            Err(Error::new(error.code, message).with_hint(format!(
-                "`cuekit status {id}` asks the host again; `cuekit cancel {id}` ends the task \
-                 if it runs"
-            )))
-        }
-        Err(error) => {
-            store::unregister(&id);
-            Err(error)
-        }
+        Err(error) if dry_run => Err(error),
+        // The host said something this cuekit cannot read: the task may be running there.
+        Err(error) => Err(maybe_started(error, &id)),
     }
+}
+
+/// An error after which task `id` may be running on the host: it stays registered here, so
+/// `status` and `cancel` can reach it.
+fn maybe_started(error: Error, id: &str) -> Error {
+    let message = format!("{}; task {id} may have started there", error.message);
+    Error::new(error.code, message).with_hint(format!(
+        "`cuekit status {id}` asks the host again; `cuekit cancel {id}` ends the task if it runs"
+    ))
 }
 
 /// The remote `cuekit --json submit …` words for `request`, and its stdin. The objective goes

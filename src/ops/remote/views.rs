@@ -14,18 +14,18 @@ use crate::remote::{self as host_access, Host};
 use crate::store::{self, Placement};
 
 /// Registered tasks by host, for [`host_views`].
-pub(crate) fn by_host(
-    ids: impl IntoIterator<Item = String>,
-) -> Result<BTreeMap<String, Vec<Placement>>> {
+/// An entry that cannot be read is left to this machine's listing, which shows it as the
+/// damaged entry it is (and a command on it fails there, saying so).
+pub(crate) fn by_host(ids: impl IntoIterator<Item = String>) -> BTreeMap<String, Vec<Placement>> {
     let mut hosts: BTreeMap<String, Vec<Placement>> = BTreeMap::new();
     for id in ids {
-        if let Some(placement) = store::placement(&id)?
+        if let Ok(Some(placement)) = store::placement(&id)
             && let Some(host) = placement.host.clone()
         {
             hosts.entry(host).or_default().push(placement);
         }
     }
-    Ok(hosts)
+    hosts
 }
 
 /// Views of hosts' tasks: one call per host, hosts asked in parallel. `listing` asks for the
@@ -93,11 +93,26 @@ fn views_on_host(
     }
     .map_err(|err| unreadable_reply(host, &err))?;
     // Only the tasks registered here with this host: a host's other tasks are not ours to show.
-    Ok(rows
+    let mut views: Vec<TaskView> = rows
         .into_iter()
         .filter(|row| placements.iter().any(|p| p.id == row.id))
         .map(|row| row.on_host(name))
-        .collect())
+        .collect();
+    // A task registered here that its host does not list (removed there, or a submit whose
+    // request never arrived) is shown, so it can be seen and forgotten.
+    let missing: Vec<Placement> = placements
+        .iter()
+        .filter(|p| !views.iter().any(|view| view.id == p.id))
+        .cloned()
+        .collect();
+    if !missing.is_empty() {
+        let error = Error::new(
+            ErrorCode::TaskNotFound,
+            format!("host {name} does not know this task; `cuekit rm` forgets it here"),
+        );
+        views.extend(unknown_rows(name, &missing, &error));
+    }
+    Ok(views)
 }
 
 pub(super) fn unknown_rows(name: &str, placements: &[Placement], error: &Error) -> Vec<TaskView> {

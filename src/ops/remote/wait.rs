@@ -18,6 +18,10 @@ use crate::store;
 /// How long a wait on a host that stopped answering pauses before asking again.
 pub const HOST_RETRY: Duration = Duration::from_secs(2);
 
+/// How long past the host's own wait its answer may take to arrive: the connection's connect
+/// timeout.
+const REPLY_GRACE: Duration = crate::remote::args::CONNECT_TIMEOUT;
+
 /// The longest one remote wait blocks: a wait without a timeout (or a longer one) is several,
 /// so no ssh call outlives its deadline.
 const WAIT_CHUNK: Duration = Duration::from_secs(60);
@@ -57,7 +61,10 @@ pub fn wait_on_host(name: &str, request: &WaitRequest, cwd: &Path) -> Result<Wai
             .map(|limit| limit.saturating_sub(started.elapsed()));
         let chunk = remaining.map_or(WAIT_CHUNK, |left| left.min(WAIT_CHUNK));
         let words = host_wait_words(request, Some(chunk), true);
-        let reply = connection::call(&host, None, &words, None, chunk + CALL_DEADLINE)
+        // A wait with a timeout (MCP's fits inside its client's request timeout) lets ssh run
+        // only a little past it: the host's wait ends at `chunk`, its answer takes moments.
+        let deadline = chunk + request.timeout.map_or(CALL_DEADLINE, |_| REPLY_GRACE);
+        let reply = connection::call(&host, None, &words, None, deadline)
             .and_then(|ran| wait_reply(&host, &ran));
         match reply {
             Ok(outcome) if outcome.timed_out && remaining.is_none_or(|left| left > chunk) => {}
