@@ -174,3 +174,40 @@ fn logs_tail_prints_the_last_lines_of_the_readable_log() {
     );
     assert!(h.ok(&["logs", &id]).contains("line-1"));
 }
+
+/// Submits racing with one chosen id: exactly one starts the task, the others are refused, and
+/// none of them ends or removes the one that won.
+#[test]
+fn racing_submits_of_one_chosen_id_start_it_once() {
+    let h = Harness::new();
+    let chosen = "t_00000000beef";
+    let outcomes: Vec<std::process::Output> = std::thread::scope(|scope| {
+        let racers: Vec<_> = (0..8)
+            .map(|_| {
+                scope.spawn(|| {
+                    h.run(&[
+                        "--json",
+                        "submit",
+                        "--id",
+                        chosen,
+                        "--agent",
+                        "command",
+                        "--",
+                        "sh",
+                        "-c",
+                        "sleep 600",
+                    ])
+                })
+            })
+            .collect();
+        racers.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    let won = outcomes.iter().filter(|o| o.status.success()).count();
+    assert_eq!(won, 1, "{outcomes:#?}");
+    for lost in outcomes.iter().filter(|o| !o.status.success()) {
+        assert_eq!(lost.status.code(), Some(3), "{lost:?}");
+    }
+    assert_eq!(h.status(chosen)["status"], "running");
+    assert_eq!(h.json(&["list"]).0.as_array().unwrap().len(), 1);
+    assert_eq!(h.json(&["cancel", chosen]).1, 0);
+}

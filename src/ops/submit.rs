@@ -330,6 +330,11 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     // From here on, whatever stops this submit is undone by the next cuekit call (see
     // `reap`): the pending entry names what it is creating.
     store::write_pending(&placement)?;
+    // A caller-chosen id, checked before: a submit of the same id may have finished since.
+    if request.id.is_some() && store::placement(&id)?.is_some() {
+        store::remove_pending(&id);
+        return Err(Error::invalid_input(format!("task {id} already exists")));
+    }
     let undo = |err: Error| {
         let _ = Tmux::new(socket.clone()).run(&args::kill_session(&session));
         let _ = std::fs::remove_dir_all(&task_dir);

@@ -117,20 +117,26 @@ pub fn write_pending(placement: &Placement) -> Result<()> {
         submitter_start: crate::process::start_ticks(me),
     };
     let path = dir.join(&placement.id);
-    // Renamed into place, never seen half-written; a writer killed first leaves only a temp
-    // file named after it, which the next reader removes.
+    // Linked into place, never seen half-written; a writer killed first leaves only a temp
+    // file named after it, which the next reader removes. A link, unlike a rename, never
+    // replaces an entry: two submits of one id (a caller-chosen one) cannot both go ahead.
     let tmp = dir.join(format!(".{}.{me}.pending.tmp", placement.id));
-    std::fs::OpenOptions::new()
+    let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(&tmp)
         .and_then(|mut file| file.write_all(&serde_json::to_vec(&pending).expect("serializes")))
-        .and_then(|()| std::fs::rename(&tmp, &path))
-        .map_err(|err| {
-            let _ = std::fs::remove_file(&tmp);
-            Error::io("write", &path, err)
-        })
+        .and_then(|()| std::fs::hard_link(&tmp, &path));
+    let _ = std::fs::remove_file(&tmp);
+    match written {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Err(Error::invalid_input(
+            format!("task {} is already being submitted", placement.id),
+        )
+        .with_hint("leave the id out, and cuekit picks a fresh one")),
+        Err(err) => Err(Error::io("write", &path, err)),
+    }
 }
 
 pub fn remove_pending(task_id: &str) {
