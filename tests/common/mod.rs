@@ -311,6 +311,29 @@ impl Drop for Harness {
             cuekit::process::terminate_tree(pid, Duration::from_millis(500));
         }
         let _ = self.tmux(&["kill-server"]);
+        // This test's own cuekit processes still running (its server's monitor recording the
+        // endings, a detached stopper) would write into the temp dir while it is removed.
+        let home = format!("HOME={}", self.home.display());
+        let mine = |pid: u32| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|e| e == home.as_bytes()))
+                && std::fs::read_link(format!("/proc/{pid}/exe"))
+                    .is_ok_and(|exe| exe == Path::new(env!("CARGO_BIN_EXE_cuekit")))
+        };
+        let pids: Vec<u32> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+            .filter(|pid| *pid != std::process::id() && mine(*pid))
+            .collect();
+        for pid in &pids {
+            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+        }
+        poll(Duration::from_secs(2), || {
+            pids.iter()
+                .all(|pid| !Path::new(&format!("/proc/{pid}")).exists() || !mine(*pid))
+        });
     }
 }
 
