@@ -61,6 +61,13 @@ fn submit_on(h: &Harness, host: &str, words: &[&str]) -> String {
     h.submit(&args)
 }
 
+/// `submit --host HOST --agent command WORDS…`, whatever its outcome.
+fn try_submit_on(h: &Harness, host: &str, words: &[&str]) -> std::process::Output {
+    let mut args = vec!["submit", "--host", host, "--agent", "command"];
+    args.extend_from_slice(words);
+    h.run(&args)
+}
+
 /// How many times cuekit has started ssh so far.
 fn ssh_calls(h: &Harness) -> usize {
     std::fs::read_to_string(h.root().join("ssh-calls"))
@@ -649,17 +656,7 @@ fn a_submit_whose_reply_is_lost_is_still_known_and_a_refused_one_is_not() {
     let registry = h.home.join(".local/share/cuekit/tasks");
     let registered = || std::fs::read_dir(&registry).map_or(0, |dir| dir.count());
 
-    let lost = h.run(&[
-        "submit",
-        "--host",
-        "cutting",
-        "--agent",
-        "command",
-        "--",
-        "sh",
-        "-c",
-        "sleep 600",
-    ]);
+    let lost = try_submit_on(&h, "cutting", &["--", "sh", "-c", "sleep 600"]);
     let said = stderr_of(&lost);
     assert_eq!(lost.status.code(), Some(26), "{said}");
     let id = said
@@ -746,17 +743,7 @@ fn a_hosts_reply_never_names_this_machines_files_or_tasks() {
     let victim = registry.parent().unwrap().join("victim");
     std::fs::write(&victim, "mine").unwrap();
 
-    let renamed = h.run(&[
-        "submit",
-        "--host",
-        "lying",
-        "--agent",
-        "command",
-        "--",
-        "sh",
-        "-c",
-        "sleep 600",
-    ]);
+    let renamed = try_submit_on(&h, "lying", &["--", "sh", "-c", "sleep 600"]);
     let said = stderr_of(&renamed);
     assert_eq!(renamed.status.code(), Some(27), "{said}");
     assert!(said.contains("not the task"), "{said}");

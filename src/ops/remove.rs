@@ -38,6 +38,23 @@ pub struct Removal {
     pub reasons: Vec<KeepReason>,
 }
 
+impl Removal {
+    /// A task removed (or, in a dry run, to be removed), with nothing kept.
+    pub(crate) fn of(task_id: &str, dry_run: bool) -> Removal {
+        Removal {
+            task_id: task_id.to_string(),
+            outcome: if dry_run {
+                RemovalOutcome::WouldRemove
+            } else {
+                RemovalOutcome::Removed
+            },
+            worktree: None,
+            branch: None,
+            reasons: Vec::new(),
+        }
+    }
+}
+
 /// Which ended tasks `prune` takes.
 #[derive(Debug, Clone, Default)]
 pub struct PruneFilter {
@@ -113,17 +130,7 @@ fn selected(record: &TaskRecord, filter: &PruneFilter, now: SystemTime) -> bool 
 
 fn remove_one(task: &Task, force: bool, dry_run: bool) -> Result<Removal> {
     let record = &task.record;
-    let mut removal = Removal {
-        task_id: record.id.clone(),
-        outcome: if dry_run {
-            RemovalOutcome::WouldRemove
-        } else {
-            RemovalOutcome::Removed
-        },
-        worktree: None,
-        branch: None,
-        reasons: Vec::new(),
-    };
+    let mut removal = Removal::of(&record.id, dry_run);
     if let Some(worktree) = &record.worktree {
         removal.worktree = Some(worktree.path.clone());
         let target = cleanup::Target {

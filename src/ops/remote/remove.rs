@@ -47,17 +47,7 @@ pub fn remove_on_host(
                 if !dry_run {
                     store::unregister(id);
                 }
-                removals.push(Removal {
-                    task_id: id.clone(),
-                    outcome: if dry_run {
-                        RemovalOutcome::WouldRemove
-                    } else {
-                        RemovalOutcome::Removed
-                    },
-                    worktree: None,
-                    branch: None,
-                    reasons: Vec::new(),
-                });
+                removals.push(Removal::of(id, dry_run));
             }
             Err(error) => return Err(error),
         }
