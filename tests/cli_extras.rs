@@ -155,16 +155,7 @@ fn a_chosen_id_names_the_task_once() {
 #[test]
 fn logs_tail_prints_the_last_lines_of_the_readable_log() {
     let h = Harness::new();
-    let id = h.submit(&[
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
-        "for n in 1 2 3 4 5; do echo line-$n; done",
-    ]);
+    let id = h.submit_batch_sh("for n in 1 2 3 4 5; do echo line-$n; done");
     assert_eq!(h.json(&["wait", &id, "--timeout", "20s"]).1, 0);
     let tail = h.ok(&["logs", &id, "--tail", "2"]);
     assert_eq!(

@@ -546,16 +546,9 @@ fn a_child_reports_from_its_own_pane_and_nobody_else_can() {
     );
 
     // Another task's child cannot write into this task's record by naming it.
-    let forger = h.submit(&[
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
-        &format!("CUEKIT_TASK_ID={id} cuekit report --done forged; exit $?"),
-    ]);
+    let forger = h.submit_batch_sh(&format!(
+        "CUEKIT_TASK_ID={id} cuekit report --done forged; exit $?"
+    ));
     let (_, code) = h.json(&["wait", &forger, "--timeout", "20s"]);
     assert_eq!(code, 20);
     assert_eq!(

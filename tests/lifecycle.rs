@@ -416,16 +416,7 @@ fn the_pane_gets_the_submitters_environment_without_secrets_on_argv() {
 #[test]
 fn logs_follow_streams_until_the_task_ends() {
     let h = Harness::new();
-    let id = h.submit(&[
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
-        "for i in 1 2 3; do echo tick $i; sleep 0.3; done",
-    ]);
+    let id = h.submit_batch_sh("for i in 1 2 3; do echo tick $i; sleep 0.3; done");
     let started = Instant::now();
     let output = h.cuekit().args(["logs", "--follow", &id]).output().unwrap();
     assert!(output.status.success());

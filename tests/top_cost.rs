@@ -42,16 +42,7 @@ fn a_refresh_with_a_preview_costs_at_most_two_tmux_calls_at_300_tasks() {
             .flat_map(|w| w.join().unwrap())
             .collect()
     });
-    let batch = h.submit(&[
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
-        "echo batch-child; exec sleep 600",
-    ]);
+    let batch = h.submit_batch_sh("echo batch-child; exec sleep 600");
     ids.push(batch.clone());
     let interactive = ids[0].clone();
 

@@ -166,6 +166,13 @@ impl Harness {
         value["id"].as_str().unwrap().to_string()
     }
 
+    /// A batch task of the `command` agent running `sh -c SCRIPT`; its id.
+    pub fn submit_batch_sh(&self, script: &str) -> String {
+        self.submit(&[
+            "--agent", "command", "--mode", "batch", "--", "sh", "-c", script,
+        ])
+    }
+
     pub fn status(&self, id: &str) -> Value {
         let (value, code) = self.json(&["status", id]);
         assert_eq!(code, 0, "status failed: {value}");
