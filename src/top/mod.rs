@@ -75,7 +75,9 @@ pub fn run(options: &Options, cwd: &Path) -> Result<()> {
         cwd,
     );
     ratatui::restore();
-    // A cancel under way has recorded its ending and must still end the process tree.
+    // A cancel under way has recorded its ending and must still end the process tree; a steer
+    // must not stop half-typed. A host's action is not waited for: its ssh, a process of its
+    // own, finishes the work on the host without this one.
     for action in actions {
         let _ = action.join();
     }
@@ -159,7 +161,8 @@ fn carry_out(
     match effect {
         Effect::Refresh => refresher.request(state),
         Effect::Steer { task_id, text } => {
-            actions.push(in_background(sender, cwd, move |cwd| {
+            let local = !on_host(&task_id);
+            let action = in_background(sender, cwd, move |cwd| {
                 let words = ["--json", "steer", &task_id, "-"].map(String::from);
                 let ids = [task_id.clone()];
                 let (receipt, blocked_by) =
@@ -181,10 +184,12 @@ fn carry_out(
                     "steer {task_id}: {receipt}{}",
                     by.unwrap_or_default()
                 ))
-            }));
+            });
+            actions.extend(local.then_some(action));
         }
         Effect::Cancel(task_id) => {
-            actions.push(in_background(sender, cwd, move |cwd| {
+            let local = !on_host(&task_id);
+            let action = in_background(sender, cwd, move |cwd| {
                 let ids = [task_id.clone()];
                 let words = ["--json", "cancel", &task_id].map(String::from);
                 let status = match ops::host_json(&ids, &words, None, cwd)? {
@@ -195,7 +200,8 @@ fn carry_out(
                         .to_string(),
                 };
                 Ok(format!("{task_id}: {status}"))
-            }));
+            });
+            actions.extend(local.then_some(action));
         }
         Effect::Attach(task_id) => {
             // An unreadable registry entry is this row's problem, not the dashboard's.
@@ -248,6 +254,12 @@ fn carry_out(
         }
     }
     Ok(false)
+}
+
+/// Whether the task runs on another host (an entry that cannot be read counts as this
+/// machine's: the action then fails, saying why).
+fn on_host(task_id: &str) -> bool {
+    ops::host_of(&[task_id.to_string()]).is_ok_and(|host| host.is_some())
 }
 
 /// Runs an action that takes seconds (a steer waits for its receipt, a cancel for the grace
