@@ -4,7 +4,7 @@ use std::path::Path;
 
 use super::{FORWARD_DEADLINE, parse_reply};
 use crate::config::Config;
-use crate::error::{ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::ops::remove::{Removal, RemovalOutcome};
 use crate::remote as host_access;
 use crate::remote::args::words;
@@ -30,8 +30,9 @@ pub fn remove_on_host(
         if dry_run {
             request.push("--dry-run".into());
         }
-        let ran = connection::call(&host, None, &request, None, FORWARD_DEADLINE)?;
-        match parse_reply::<Vec<Removal>>(&host, &ran) {
+        let reply = connection::call(&host, None, &request, None, FORWARD_DEADLINE)
+            .and_then(|ran| parse_reply::<Vec<Removal>>(&host, &ran));
+        match reply {
             Ok(rows) => {
                 // Only the id asked about is forgotten here: ids in a host's reply name files
                 // of this machine's registry, and are never taken from the host.
@@ -49,8 +50,21 @@ pub fn remove_on_host(
                 }
                 removals.push(Removal::of(id, dry_run));
             }
-            Err(error) => return Err(error),
+            Err(error) => return Err(with_done(error, &removals)),
         }
     }
     Ok(removals)
+}
+
+/// An error part-way: what was already removed is said with it, not lost.
+fn with_done(mut error: Error, removals: &[Removal]) -> Error {
+    let done: Vec<&str> = removals
+        .iter()
+        .filter(|removal| removal.outcome == RemovalOutcome::Removed)
+        .map(|removal| removal.task_id.as_str())
+        .collect();
+    if !done.is_empty() {
+        error.message = format!("{} (already removed: {})", error.message, done.join(", "));
+    }
+    error
 }
