@@ -68,3 +68,26 @@ fn with_done(mut error: Error, removals: &[Removal]) -> Error {
     }
     error
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_part_way_names_what_was_already_removed() {
+        let lost = || Error::new(ErrorCode::HostUnreachable, "host gpu is unreachable");
+        assert_eq!(with_done(lost(), &[]).message, "host gpu is unreachable");
+        let done = [
+            Removal::of("t_000000000001", false),
+            Removal::of("t_000000000002", true),
+        ];
+        let error = with_done(lost(), &done);
+        assert_eq!(
+            (error.code, error.message.as_str()),
+            (
+                ErrorCode::HostUnreachable,
+                "host gpu is unreachable (already removed: t_000000000001)"
+            )
+        );
+    }
+}
