@@ -727,3 +727,120 @@ fn tasks_on_two_servers_with_the_same_pane_id_are_judged_by_their_own_screens() 
     );
     assert_eq!(status_of(&list, &busy).0, json!("running"), "{list}");
 }
+
+/// A small tmpfs of the test's own, mounted over a directory (root, or `sudo -n`, needed).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let root = unsafe { libc::geteuid() } == 0;
+        let mut mount = Command::new(if root { "mount" } else { "sudo" });
+        if !root {
+            mount.args(["-n", "mount"]);
+        }
+        let mounted = mount
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=700"),
+                "tmpfs",
+            ])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(
+            mounted.success(),
+            "this test mounts a tmpfs: it needs root or sudo -n"
+        );
+        Tmpfs(dir.to_path_buf())
+    }
+
+    /// Fills it: a file grows until the device has no space left.
+    fn fill(&self) -> PathBuf {
+        use std::io::Write;
+        let filler = self.0.join("filler");
+        let mut file = std::fs::File::create(&filler).unwrap();
+        let block = [0u8; 4096];
+        while file.write_all(&block).is_ok() {}
+        filler
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let root = unsafe { libc::geteuid() } == 0;
+        let mut umount = Command::new(if root { "umount" } else { "sudo" });
+        if !root {
+            umount.args(["-n", "umount"]);
+        }
+        let _ = umount.arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A full disk loses nothing and hides nothing: a task that ends while its ending cannot be
+/// written is listed as judged (its exit code from tmux, with a warning), every other task still
+/// shows, a new submit fails cleanly, and once there is room the ending is recorded.
+#[test]
+fn a_full_disk_hides_no_task_and_loses_no_exit_code() {
+    let h = Harness::new();
+    let disk = Tmpfs::mount(&h.project.join(".cuekit"), "256k");
+    let other = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 600"]);
+    let id = h.submit_batch_sh("sleep 1; exit 7");
+    let filler = disk.fill();
+
+    let mut last = Value::Null;
+    let listed = poll(Duration::from_secs(10), || {
+        let (list, code) = h.json(&["list"]);
+        last = list.clone();
+        code == 0
+            && list
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|row| row["id"] == id.as_str() && row["status"] == "failed")
+    });
+    assert!(listed, "{last}");
+    let row = |list: &Value, id: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    let ended = row(&last, &id);
+    assert_eq!(ended["exit_code"], 7, "{ended}");
+    assert!(
+        ended["warnings"].to_string().contains("not recorded yet"),
+        "{ended}"
+    );
+    assert_eq!(row(&last, &other)["status"], "running");
+
+    let sessions = || {
+        h.tmux(&["list-sessions", "-F", "#{session_name}"])
+            .stdout
+            .len()
+    };
+    let before = sessions();
+    let (refused, code) = h.json(&["submit", "--agent", "command", "--", "true"]);
+    assert_eq!((refused["error"]["code"].as_str(), code), (Some("io"), 11));
+    assert_eq!(sessions(), before, "a failed submit leaves no session");
+
+    std::fs::remove_file(filler).unwrap();
+    let status = h.status(&id);
+    assert_eq!(
+        (status["status"].as_str(), status["exit_code"].as_i64()),
+        (Some("failed"), Some(7)),
+        "{status}"
+    );
+    assert_eq!(status["warnings"], json!([]), "{status}");
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(h.task_dir(&id).join("task.json")).unwrap()).unwrap();
+    assert_eq!(
+        (record["status"].as_str(), record["exit_code"].as_i64()),
+        (Some("failed"), Some(7))
+    );
+    assert_eq!(h.json(&["cancel", &other]).1, 0);
+}

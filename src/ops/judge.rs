@@ -288,13 +288,20 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
             };
             match judge(&task.record, adapter, &seen) {
                 Verdict::Unchanged => Ok(task),
-                Verdict::Ended(ending) => record_ending(task, ending),
+                Verdict::Ended(ending) => Ok(record_or_show(task, ending)),
                 Verdict::TimeoutDue => {
-                    let task = record_ending(task, timed_out())?;
-                    if stop_timed_out {
-                        stop_in_background(&task, None);
+                    let running = task.clone();
+                    match record_ending(task, timed_out()) {
+                        Ok(task) => {
+                            if stop_timed_out {
+                                stop_in_background(&task, None);
+                            }
+                            Ok(task)
+                        }
+                        // Stopped only once the ending is on record (see `stop`): it runs on
+                        // until the timeout can be written, and says why.
+                        Err(err) => Ok(unrecorded(running, &err)),
                     }
-                    Ok(task)
                 }
             }
         })
@@ -373,6 +380,32 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
         Ok(true)
     })?;
     Ok(task)
+}
+
+/// Records the ending; when it cannot be written (a full or read-only disk) the task is still
+/// shown as judged, with a warning, instead of failing the look at every other task. Nothing
+/// is lost: the next look judges it again and records it.
+fn record_or_show(task: Task, ending: Ending) -> Task {
+    let mut shown = task.clone();
+    match record_ending(task, ending.clone()) {
+        Ok(task) => task,
+        Err(err) => {
+            shown.record.status = ending.status;
+            shown.record.reason = ending.reason;
+            shown.record.hint = ending.hint;
+            shown.record.exit_code = ending.exit_code;
+            shown.record.ended_at = Some(super::now_rfc3339());
+            unrecorded(shown, &err)
+        }
+    }
+}
+
+fn unrecorded(mut task: Task, err: &Error) -> Task {
+    task.record.warnings.push(format!(
+        "not recorded yet ({}): the next look records it",
+        err.message
+    ));
+    task
 }
 
 pub(crate) fn timed_out() -> Ending {
