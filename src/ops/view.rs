@@ -132,7 +132,8 @@ impl TaskView {
         self
     }
 
-    fn bare(id: &str, task_dir: &std::path::Path) -> TaskView {
+    /// A view that knows only the task's id and directory: the start of every other.
+    pub(crate) fn bare(id: &str, task_dir: &std::path::Path) -> TaskView {
         TaskView {
             id: id.to_string(),
             agent_kind: String::new(),

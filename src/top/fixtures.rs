@@ -1,7 +1,7 @@
 //! Fixed tasks for the dashboard's tests: five tasks in creation order, which the dashboard
 //! must reorder by what needs a human.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::state::State;
@@ -29,35 +29,14 @@ pub fn row(
     let ended = status.is_terminal().then(|| rfc(created + 60));
     BoardRow {
         view: TaskView {
-            id: id.into(),
             agent_kind: "gemini".into(),
             mode: Some(TaskMode::Interactive),
             status,
             reason: reason.map(str::to_string),
-            hint: None,
-            exit_code: None,
-            warnings: Vec::new(),
             objective: objective.into(),
-            model: None,
-            capabilities: None,
-            attach_hint: None,
-            transcript: PathBuf::from("/p/.cuekit/tasks/x/transcript.txt"),
-            task_dir: PathBuf::from("/p/.cuekit/tasks/x"),
-            launch_command: String::new(),
             created_at: rfc(created),
             ended_at: ended,
-            progress: None,
-            agent_session_id: None,
-            survivors: None,
-            team: None,
-            role: None,
-            last_report: None,
-            blocked: false,
-            branch: None,
-            worktree: None,
-            base_ref: None,
-            diff_stat: None,
-            host: None,
+            ..TaskView::bare(id, Path::new("/p/.cuekit/tasks/x"))
         },
         last_activity: Some(at(created + 30)),
         created: Some(at(created)),
