@@ -81,14 +81,7 @@ pub struct Inspection {
 
 pub fn inspect(target: &Target) -> Inspection {
     let root = Git::new(target.repo_root);
-    let branch_tip = root
-        .line([
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("refs/heads/{}", target.branch),
-        ])
-        .ok();
+    let branch_tip = root.resolve(&format!("refs/heads/{}", target.branch)).ok();
     let facts = Facts {
         dirty: dirty(target.worktree),
         unmerged: match &branch_tip {
@@ -113,12 +106,7 @@ fn dirty(worktree: &Path) -> Result<bool> {
 /// Commits on the branch that neither its base nor cuekit's last merge of it holds.
 fn unmerged(root: &Git, tip: &str, target: &Target) -> Result<usize> {
     let base = root
-        .line([
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{}^{{commit}}", target.base_ref),
-        ])
+        .resolve(&format!("{}^{{commit}}", target.base_ref))
         .unwrap_or_else(|_| target.base_commit.to_string());
     let mut rev_list = vec!["rev-list", "--count", tip, "--not", &base];
     rev_list.extend(target.merged_tip);

@@ -73,13 +73,7 @@ pub fn plan(request: &Request) -> Result<Plan> {
             .unwrap_or_else(|_| "HEAD".to_string()),
     };
     let base_commit = git
-        .line([
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            "--end-of-options",
-            &format!("{base_ref}^{{commit}}"),
-        ])
+        .resolve(&format!("{base_ref}^{{commit}}"))
         .map_err(|_| {
             Error::invalid_input(format!(
                 "the base '{base_ref}' does not resolve to a commit"

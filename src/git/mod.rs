@@ -97,6 +97,12 @@ impl Git {
         Ok(self.run(args)?.trim_end_matches('\n').to_string())
     }
 
+    /// The object `rev` names (a ref, `REV^{commit}`…); `Err` when it names none. `rev` is
+    /// never read as an option.
+    pub fn resolve(&self, rev: &str) -> Result<String> {
+        self.line(["rev-parse", "--verify", "--quiet", "--end-of-options", rev])
+    }
+
     /// Whether git exits 0 (a question such as `merge-base --is-ancestor`); `Err` when it
     /// answers neither yes (0) nor no (1).
     pub fn yes<I, S>(&self, args: I) -> Result<bool>
