@@ -225,35 +225,40 @@ fn carry_out(
             return Ok(true);
         }
         Effect::Logs(task_id) => {
-            let outcome = lend_terminal(terminal, true, || {
-                page_on_host(&task_id, "logs", cwd)
-                    .unwrap_or_else(|| page(|out| ops::read_logs(&task_id, cwd, false, out)))
-            })?;
-            report(sender, outcome.map(|()| String::new()));
-            return Ok(true);
+            return paged(terminal, sender, (&task_id, "logs"), cwd, || {
+                page(|out| ops::read_logs(&task_id, cwd, false, out))
+            });
         }
         Effect::Diff(task_id) => {
-            let outcome = lend_terminal(terminal, true, || {
-                page_on_host(&task_id, "diff", cwd).unwrap_or_else(|| {
-                    let diff = ops::diff(&task_id, cwd, true)?;
-                    page_text(diff.patch.unwrap_or_default().as_bytes())
-                })
-            })?;
-            report(sender, outcome.map(|()| String::new()));
-            return Ok(true);
+            return paged(terminal, sender, (&task_id, "diff"), cwd, || {
+                let diff = ops::diff(&task_id, cwd, true)?;
+                page_text(diff.patch.unwrap_or_default().as_bytes())
+            });
         }
         Effect::Result(task_id) => {
-            let outcome = lend_terminal(terminal, true, || {
-                page_on_host(&task_id, "result", cwd).unwrap_or_else(|| {
-                    let result = ops::result(&task_id, cwd)?;
-                    page_text(crate::result_text::text(&result).as_bytes())
-                })
-            })?;
-            report(sender, outcome.map(|()| String::new()));
-            return Ok(true);
+            return paged(terminal, sender, (&task_id, "result"), cwd, || {
+                let result = ops::result(&task_id, cwd)?;
+                page_text(crate::result_text::text(&result).as_bytes())
+            });
         }
     }
     Ok(false)
+}
+
+/// Shows `cuekit COMMAND ID` in the pager with the terminal lent out: the host's output for a
+/// host's task, else what `here` pages. Always `true`: the terminal was lent.
+fn paged(
+    terminal: &mut DefaultTerminal,
+    sender: &Sender<Msg>,
+    (task_id, command): (&str, &str),
+    cwd: &Path,
+    here: impl FnOnce() -> Result<()>,
+) -> Result<bool> {
+    let outcome = lend_terminal(terminal, true, || {
+        page_on_host(task_id, command, cwd).unwrap_or_else(here)
+    })?;
+    report(sender, outcome.map(|()| String::new()));
+    Ok(true)
 }
 
 /// Whether the task runs on another host (an entry that cannot be read counts as this
