@@ -35,6 +35,18 @@ pub fn call(
     deadline: Duration,
 ) -> Result<Ran> {
     connect(host)?;
+    call_connected(host, cwd, words, stdin, deadline)
+}
+
+/// [`call`] over a connection [`connect`] has just checked (a caller that must know the host
+/// was reachable before it sends anything).
+pub fn call_connected(
+    host: &Host,
+    cwd: Option<&str>,
+    words: &[String],
+    stdin: Option<&[u8]>,
+    deadline: Duration,
+) -> Result<Ran> {
     let argv = ssh_argv(host, &remote_line(&host.cuekit, cwd, words)?, false);
     let ran = capture(&argv, stdin, deadline)?;
     if ran.unreachable() {

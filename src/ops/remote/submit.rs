@@ -35,7 +35,7 @@ pub fn submit_on_host(name: &str, request: &SubmitRequest, cwd: &Path) -> Result
     };
     let (words, stdin) = submit_words(&request);
     let dry_run = request.dry_run;
-    let ran = match connection::call(
+    let ran = match connection::call_connected(
         &host,
         remote_cwd.as_deref(),
         &words,
