@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 /// Why a running child needs its parent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Attention {
     AuthRequired,

@@ -15,7 +15,7 @@ pub const RECEIPT_POLL: Duration = Duration::from_millis(30);
 const MAX_TYPED_BYTES: usize = 512;
 
 /// What happened to a steering message. Each has its own exit status (README, "Exit codes").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Receipt {
     /// The child took it: its input emptied or it turned busy.
@@ -48,7 +48,7 @@ impl Receipt {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Delivery {
     /// `send-keys -l`: short single-line text.

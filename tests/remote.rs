@@ -554,6 +554,7 @@ fn mcp_submit_task_runs_on_a_host_and_says_so() {
     assert!(steered.to_string().contains("host alpha"), "{steered}");
     let cancelled = call("cancel_tasks", serde_json::json!({"ids": [id]}));
     assert_eq!(cancelled["tasks"][0]["id"], id, "{cancelled}");
+    assert_eq!(cancelled["tasks"][0]["host"], "alpha", "{cancelled}");
     assert!(work.join(id).is_dir());
     let removed = call("remove_tasks", serde_json::json!({"ids": [id]}));
     assert_eq!(removed["removed"][0]["outcome"], "removed", "{removed}");

@@ -466,12 +466,6 @@ impl CuekitServer {
         let cwd = self.cwd.clone();
         blocking(move || match (params.id, params.team) {
             (Some(id), None) => {
-                let words = ["--json", "steer", &id, "-"].map(String::from);
-                let ids = [id.clone()];
-                let message = params.message.as_bytes();
-                if let Some(receipt) = ops::host_json(&ids, &words, Some(message), &cwd)? {
-                    return Ok(receipt);
-                }
                 let receipt = ops::steer(&id, &cwd, &params.message)?;
                 Ok(serde_json::to_value(receipt).expect("receipts serialize"))
             }
@@ -513,12 +507,6 @@ impl CuekitServer {
                     )));
                 }
             };
-            let mut words = vec!["--json".to_string(), "cancel".to_string()];
-            words.extend(ids.iter().cloned());
-            words.push(format!("--grace={}ms", grace.as_millis()));
-            if let Some(tasks) = ops::host_json(&ids, &words, None, &cwd)? {
-                return Ok(json!({ "tasks": tasks }));
-            }
             Ok(json!({"tasks": ops::cancel(&ids, &cwd, grace)?}))
         })
         .await
@@ -623,8 +611,14 @@ impl CuekitServer {
         blocking(move || match (params.id, params.team) {
             (Some(id), None) => {
                 let words = ["--json", "result", &id].map(String::from);
-                match ops::host_json(std::slice::from_ref(&id), &words, None, &cwd)? {
-                    Some(result) => Ok(json!({ "result": result })),
+                let on_host = ops::host_reply::<serde_json::Value>(
+                    std::slice::from_ref(&id),
+                    &words,
+                    None,
+                    &cwd,
+                )?;
+                match on_host {
+                    Some((_, result)) => Ok(json!({ "result": result })),
                     None => Ok(json!({"result": ops::result(&id, &cwd)?})),
                 }
             }

@@ -11,7 +11,17 @@ use crate::error::Result;
 ///
 /// A registered task whose record is gone (its directory was deleted) still has its processes
 /// ended, from what the registry recorded at submit. An untrusted record is refused.
+///
+/// A host's tasks are cancelled by their host's cuekit, and its views read back.
 pub fn cancel(task_ids: &[String], cwd: &Path, grace: Duration) -> Result<Vec<TaskView>> {
+    let mut words = vec!["--json".to_string(), "cancel".to_string()];
+    words.extend(task_ids.iter().cloned());
+    words.push(format!("--grace={}ms", grace.as_millis()));
+    if let Some((host, views)) =
+        super::remote::host_reply::<Vec<TaskView>>(task_ids, &words, None, cwd)?
+    {
+        return Ok(views.into_iter().map(|view| view.on_host(&host)).collect());
+    }
     // Every id is checked before anything is stopped.
     let targets = task_ids
         .iter()

@@ -45,8 +45,8 @@ pub use monitor::run_monitor;
 pub use outcome::TaskResult;
 pub use reap::reap_orphans;
 pub use remote::{
-    Forwarded, HOST_RETRY, HostError, HostReport, Installed, forward, host_install, host_json,
-    host_of, host_wait_words, hosts, relay, remove_on_host, submit_on_host, wait_on_host,
+    Forwarded, HOST_RETRY, HostError, HostReport, Installed, forward, host_install, host_of,
+    host_reply, host_wait_words, hosts, relay, remove_on_host, submit_on_host, wait_on_host,
 };
 pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};
 pub use report::{ReportRequest, report};

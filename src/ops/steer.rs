@@ -13,7 +13,8 @@ use crate::steer::{Delivery, RECEIPT_POLL, RECEIPT_WINDOW, Receipt, prepare};
 use crate::store;
 use crate::tmux::{PaneInfo, Tmux, args};
 
-#[derive(Debug, Clone, Serialize)]
+/// Read back from a host's JSON too (a host's task is steered there).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct SteerReceipt {
     pub task_id: String,
     pub receipt: Receipt,
@@ -34,7 +35,16 @@ pub struct SteerReceipt {
 /// then, after the adapter's pause, Enter goes as a separate command (an Enter glued to the
 /// text is taken as a newline by some TUIs). Nothing is typed into a dialog. Sends to one pane
 /// are serialised across cuekit processes, and every steer is logged to `events.jsonl`.
+///
+/// A host's task is steered by its host's cuekit, and its receipt read back.
 pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
+    let ids = [task_id.to_string()];
+    let words = ["--json", "steer", task_id, "-"].map(String::from);
+    if let Some((_, receipt)) =
+        super::remote::host_reply(&ids, &words, Some(message.as_bytes()), cwd)?
+    {
+        return Ok(receipt);
+    }
     let (message, delivery) = prepare(message)?;
     let task = super::task::open(task_id, cwd)?;
     let record = &task.record;

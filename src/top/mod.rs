@@ -163,25 +163,13 @@ fn carry_out(
         Effect::Steer { task_id, text } => {
             let local = !on_host(&task_id);
             let action = in_background(sender, cwd, move |cwd| {
-                let words = ["--json", "steer", &task_id, "-"].map(String::from);
-                let ids = [task_id.clone()];
-                let (receipt, blocked_by) =
-                    match ops::host_json(&ids, &words, Some(text.as_bytes()), cwd)? {
-                        Some(reply) => (
-                            reply["receipt"].as_str().unwrap_or("?").to_string(),
-                            reply["blocked_by"].as_str().map(String::from),
-                        ),
-                        None => {
-                            let receipt = ops::steer(&task_id, cwd, &text)?;
-                            (
-                                receipt.receipt.as_str().to_string(),
-                                receipt.blocked_by.map(|by| by.as_str().to_string()),
-                            )
-                        }
-                    };
-                let by = blocked_by.map(|by| format!(" (by {by})"));
+                let receipt = ops::steer(&task_id, cwd, &text)?;
+                let by = receipt
+                    .blocked_by
+                    .map(|screen| format!(" (by {})", screen.as_str()));
                 Ok(format!(
-                    "steer {task_id}: {receipt}{}",
+                    "steer {task_id}: {}{}",
+                    receipt.receipt.as_str(),
                     by.unwrap_or_default()
                 ))
             });
@@ -190,15 +178,10 @@ fn carry_out(
         Effect::Cancel(task_id) => {
             let local = !on_host(&task_id);
             let action = in_background(sender, cwd, move |cwd| {
-                let ids = [task_id.clone()];
-                let words = ["--json", "cancel", &task_id].map(String::from);
-                let status = match ops::host_json(&ids, &words, None, cwd)? {
-                    Some(reply) => reply[0]["status"].as_str().unwrap_or("?").to_string(),
-                    None => ops::cancel(&ids, cwd, ops::DEFAULT_GRACE)?
-                        .first()
-                        .map_or("cancelled", |view| view.status.as_str())
-                        .to_string(),
-                };
+                let views = ops::cancel(std::slice::from_ref(&task_id), cwd, ops::DEFAULT_GRACE)?;
+                let status = views
+                    .first()
+                    .map_or("cancelled", |view| view.status.as_str());
                 Ok(format!("{task_id}: {status}"))
             });
             actions.extend(local.then_some(action));

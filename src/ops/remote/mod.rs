@@ -85,24 +85,26 @@ pub fn host_of(task_ids: &[String]) -> Result<Option<String>> {
 }
 
 /// When `ids` are a host's tasks: runs `words` (a `--json` cuekit command line) there and
-/// returns its JSON reply, for a front end that renders JSON itself (MCP). A reply with a
-/// non-zero status but no `error` (a steer receipt, a wait that timed out) is still the reply.
-/// `None` for this machine's tasks.
-pub fn host_json(
+/// returns the host's name and its JSON reply, read as `T`. A reply with a non-zero status but
+/// no `error` (a steer receipt, a wait that timed out) is still the reply. `None` for this
+/// machine's tasks.
+pub fn host_reply<T: serde::de::DeserializeOwned>(
     ids: &[String],
     words: &[String],
     stdin: Option<&[u8]>,
     cwd: &Path,
-) -> Result<Option<serde_json::Value>> {
+) -> Result<Option<(String, T)>> {
     let Some(name) = host_of(ids)? else {
         return Ok(None);
     };
     let host = host_access::host(&Config::load(cwd)?, &name)?;
     let ran = connection::call(&host, None, words, stdin, FORWARD_DEADLINE)?;
-    match serde_json::from_slice::<serde_json::Value>(&ran.stdout) {
-        Ok(reply) if reply.get("error").is_none() => Ok(Some(reply)),
-        _ => parse_reply(&host, &ran).map(Some),
-    }
+    let reply = match serde_json::from_slice::<serde_json::Value>(&ran.stdout) {
+        Ok(reply) if reply.get("error").is_none() => reply,
+        _ => parse_reply(&host, &ran)?,
+    };
+    let reply = serde_json::from_value(reply).map_err(|err| unreadable_reply(&host, &err))?;
+    Ok(Some((name, reply)))
 }
 
 /// What a host's cuekit printed for a forwarded command, and its exit status.
