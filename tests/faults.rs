@@ -38,13 +38,6 @@ fn processes_of(id: &str) -> Vec<u32> {
         .collect()
 }
 
-fn submit_command(h: &Harness, script: &str, extra: &[&str]) -> String {
-    let mut args = vec!["--agent", "command"];
-    args.extend_from_slice(extra);
-    args.extend(["--", "sh", "-c", script]);
-    h.submit(&args)
-}
-
 /// Every file under `dir` whose name ends with `suffix`.
 fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
@@ -148,7 +141,7 @@ fn a_record_the_registry_does_not_vouch_for_is_shown_untrusted_and_never_acted_o
     .unwrap();
 
     // 2. A real task whose record a child rewrote to point at the victim.
-    let real = submit_command(&h, "sleep 600", &[]);
+    let real = h.submit_sh("sleep 600", &[]);
     let record_path = h.task_dir(&real).join("task.json");
     let mut record: Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
     record["tmux"]["socket"] = json!(victim.socket);
@@ -353,7 +346,7 @@ fn the_socket_is_stored_absolute_so_any_directory_and_environment_reaches_it() {
 #[test]
 fn a_tmux_failure_that_is_not_a_missing_server_is_never_an_ending() {
     let h = Harness::new();
-    let id = submit_command(&h, "sleep 600", &[]);
+    let id = h.submit_sh("sleep 600", &[]);
     let socket = PathBuf::from(format!(
         "/tmp/tmux-{}/{}",
         unsafe { libc::getuid() },
@@ -380,7 +373,7 @@ fn a_tmux_failure_that_is_not_a_missing_server_is_never_an_ending() {
 #[test]
 fn cancelling_a_task_that_already_ended_records_its_real_ending() {
     let h = Harness::new();
-    let id = submit_command(&h, "exit 3", &[]);
+    let id = h.submit_sh("exit 3", &[]);
     let sentinel = h.task_dir(&id).join("exit-code");
     assert!(poll(Duration::from_secs(10), || sentinel.exists()));
     let (views, code) = h.json(&["cancel", &id]);
@@ -392,7 +385,7 @@ fn cancelling_a_task_that_already_ended_records_its_real_ending() {
 #[test]
 fn cancel_ends_processes_that_outlived_their_tmux_server() {
     let h = Harness::new();
-    let id = submit_command(&h, STUBBORN, &[]);
+    let id = h.submit_sh(STUBBORN, &[]);
     assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
     let (_, pane_pid) = h.pane(&id);
     h.tmux(&["kill-server"]);
@@ -427,7 +420,7 @@ fn cancel_ends_processes_that_outlived_their_tmux_server() {
 #[test]
 fn a_timeout_ends_survivors_of_a_killed_server_with_nobody_waiting() {
     let h = Harness::new();
-    let id = submit_command(&h, STUBBORN, &["--timeout", "3s"]);
+    let id = h.submit_sh(STUBBORN, &["--timeout", "3s"]);
     assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
     h.tmux(&["kill-server"]);
     // Nobody calls cuekit: the timeout alone must end what is left.
@@ -441,7 +434,7 @@ fn a_timeout_ends_survivors_of_a_killed_server_with_nobody_waiting() {
 #[test]
 fn a_timeout_holds_when_the_task_directory_was_deleted() {
     let h = Harness::new();
-    let id = submit_command(&h, STUBBORN, &["--timeout", "3s"]);
+    let id = h.submit_sh(STUBBORN, &["--timeout", "3s"]);
     assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
     // What `git clean -fdx` run by the agent does to cuekit's files (again if the monitor
     // wrote into the directory meanwhile).
@@ -469,7 +462,7 @@ fn a_timeout_holds_when_the_task_directory_was_deleted() {
 #[test]
 fn cancel_ends_a_task_whose_directory_was_deleted() {
     let h = Harness::new();
-    let id = submit_command(&h, STUBBORN, &[]);
+    let id = h.submit_sh(STUBBORN, &[]);
     assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
     let dir = h.task_dir(&id);
     assert!(poll(Duration::from_secs(5), || {
@@ -492,7 +485,7 @@ fn a_task_cancels_itself_from_inside_its_own_pane() {
         "sleep 1; cuekit --json cancel \"$CUEKIT_TASK_ID\" > '{0}' 2>/dev/null; {STUBBORN}",
         out.display()
     );
-    let id = submit_command(&h, &script, &[]);
+    let id = h.submit_sh(&script, &[]);
     // It answers in full before the task (its own shell included) is ended: a whole JSON
     // answer. (Its exit status cannot be read from inside: the shell that would print it is
     // part of the task being ended.)
@@ -527,11 +520,7 @@ fn a_task_sees_its_own_submitters_environment_and_no_other() {
         .output()
         .unwrap();
     assert!(first.status.success());
-    let second = submit_command(
-        &h,
-        &format!("env > '{}'", dump("second.env").display()),
-        &[],
-    );
+    let second = h.submit_sh(&format!("env > '{}'", dump("second.env").display()), &[]);
     h.json(&["wait", &second, "--timeout", "10s"]);
     assert!(poll(Duration::from_secs(5), || dump("first.env").exists()));
     let first = std::fs::read_to_string(dump("first.env")).unwrap();
@@ -554,8 +543,8 @@ fn second_id(env: &str) -> String {
 #[test]
 fn one_unreadable_record_never_hides_the_others() {
     let h = Harness::new();
-    let good = submit_command(&h, "exit 0", &[]);
-    let bad = submit_command(&h, "exit 0", &[]);
+    let good = h.submit_sh("exit 0", &[]);
+    let bad = h.submit_sh("exit 0", &[]);
     h.json(&["wait", &good, &bad, "--timeout", "10s"]);
     let record = h.task_dir(&bad).join("task.json");
     let text = std::fs::read(&record).unwrap();
@@ -638,7 +627,7 @@ fn cuekits_files_stay_out_of_the_childs_commits() {
     git(&["init", "-q"]);
     std::fs::write(h.project.join("work.txt"), "work").unwrap();
     // No `cuekit init`: the first submit is enough.
-    let id = submit_command(&h, "git add -A", &[]);
+    let id = h.submit_sh("git add -A", &[]);
     h.json(&["wait", &id, "--timeout", "10s"]);
     let staged = git(&["diff", "--cached", "--name-only"]);
     assert_eq!(staged.trim(), "work.txt", "{staged}");

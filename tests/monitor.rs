@@ -47,13 +47,6 @@ fn lines_of(log: &Path, id: &str) -> Vec<String> {
         .collect()
 }
 
-fn command_task(h: &Harness, script: &str, extra: &[&str]) -> String {
-    let mut args = vec!["--agent", "command"];
-    args.extend_from_slice(extra);
-    args.extend(["--", "sh", "-c", script]);
-    h.submit(&args)
-}
-
 /// The monitors of this test's cuekit (their environment names its HOME).
 fn monitors(h: &Harness) -> Vec<u32> {
     let home = format!("HOME={}", h.home.display());
@@ -80,11 +73,11 @@ fn record_status(h: &Harness, id: &str) -> String {
 fn every_kind_of_ending_fires_on_end_exactly_once() {
     let h = Harness::new();
     let log = logging_hooks(&h, "");
-    let completed = command_task(&h, "exit 0", &[]);
-    let failed = command_task(&h, "exit 3", &[]);
-    let cancelled = command_task(&h, "sleep 600", &[]);
+    let completed = h.submit_sh("exit 0", &[]);
+    let failed = h.submit_sh("exit 3", &[]);
+    let cancelled = h.submit_sh("sleep 600", &[]);
     // Nobody waits on this one and no process of its own enforces the timeout.
-    let timed_out = command_task(&h, "sleep 600", &["--timeout", "2s"]);
+    let timed_out = h.submit_sh("sleep 600", &["--timeout", "2s"]);
     h.json(&["cancel", &cancelled]);
     let expected = [
         (&completed, "completed"),
@@ -138,7 +131,7 @@ fn every_kind_of_ending_fires_on_end_exactly_once() {
 fn an_ending_while_no_monitor_ran_is_announced_once() {
     let h = Harness::new();
     let log = logging_hooks(&h, "");
-    let id = command_task(&h, "sleep 2", &[]);
+    let id = h.submit_sh("sleep 2", &[]);
     assert!(poll(Duration::from_secs(10), || !monitors(&h).is_empty()));
     assert!(poll(Duration::from_secs(10), || !lines_of(&log, &id).is_empty()));
     for pid in monitors(&h) {
@@ -240,7 +233,7 @@ fn a_hook_that_hangs_or_fails_delays_nothing_and_is_logged() {
             log.display()
         ),
     );
-    let id = command_task(&h, "sleep 1", &[]);
+    let id = h.submit_sh("sleep 1", &[]);
     let events = h.task_dir(&id).join("events.jsonl");
     let hooks = || -> Vec<Value> {
         std::fs::read_to_string(&events)
@@ -268,7 +261,7 @@ fn a_hook_that_hangs_or_fails_delays_nothing_and_is_logged() {
 fn timeouts_hold_with_nobody_waiting_and_one_monitor_for_the_server() {
     let h = Harness::new();
     let ids: Vec<String> = (0..3)
-        .map(|_| command_task(&h, "sleep 600", &["--timeout", "2s"]))
+        .map(|_| h.submit_sh("sleep 600", &["--timeout", "2s"]))
         .collect();
     assert!(poll(Duration::from_secs(5), || !monitors(&h).is_empty()));
     assert_eq!(monitors(&h).len(), 1, "one monitor per server");
@@ -485,7 +478,7 @@ fn a_real_gemini_turn_fires_idle_and_again_after_a_steer() {
 #[test]
 fn a_monitor_whose_records_or_data_vanish_ends_itself() {
     let h = Harness::new();
-    let id = command_task(&h, "sleep 600", &[]);
+    let id = h.submit_sh("sleep 600", &[]);
     assert!(poll(Duration::from_secs(5), || !monitors(&h).is_empty()));
     std::fs::remove_dir_all(h.task_dir(&id)).unwrap();
     assert!(
@@ -494,7 +487,7 @@ fn a_monitor_whose_records_or_data_vanish_ends_itself() {
         monitors(&h)
     );
 
-    command_task(&h, "sleep 600", &[]);
+    h.submit_sh("sleep 600", &[]);
     assert!(poll(Duration::from_secs(5), || !monitors(&h).is_empty()));
     let data = h.home.join(".local/share/cuekit");
     std::fs::remove_dir_all(&data).unwrap();

@@ -166,11 +166,17 @@ impl Harness {
         value["id"].as_str().unwrap().to_string()
     }
 
-    /// A batch task of the `command` agent running `sh -c SCRIPT`; its id.
+    /// A task of the `command` agent running `sh -c SCRIPT`, with `extra` flags; its id.
+    pub fn submit_sh(&self, script: &str, extra: &[&str]) -> String {
+        let mut args = vec!["--agent", "command"];
+        args.extend_from_slice(extra);
+        args.extend(["--", "sh", "-c", script]);
+        self.submit(&args)
+    }
+
+    /// [`Self::submit_sh`] of a batch task.
     pub fn submit_batch_sh(&self, script: &str) -> String {
-        self.submit(&[
-            "--agent", "command", "--mode", "batch", "--", "sh", "-c", script,
-        ])
+        self.submit_sh(script, &["--mode", "batch"])
     }
 
     pub fn status(&self, id: &str) -> Value {
