@@ -50,20 +50,38 @@ pub struct Transition {
     pub reason: Option<String>,
 }
 
-/// The transition to announce now, if any, and what is announced after it. `None` with
+/// The transitions to announce now, in order, and what is announced after them. None with
 /// `Some(update)` records something quietly (a wait already announced, seen again).
+///
+/// A task first seen waiting or ended (it was shorter than the monitor's first look, or ended
+/// while no monitor ran) is announced `running` first: every task starts once, before anything
+/// else it does.
 pub fn next(
     announced: &Announced,
     seen: &Seen,
     dwell: Duration,
-) -> (Option<Transition>, Option<Announced>) {
+) -> (Vec<Transition>, Option<Announced>) {
     if announced.status.is_some_and(Status::is_terminal) {
-        return (None, None);
+        return (Vec::new(), None);
     }
+    let start = Transition {
+        old_status: None,
+        new_status: Status::Running,
+        reason: None,
+    };
+    let started = Announced {
+        status: Some(Status::Running),
+        ..announced.clone()
+    };
     let (status, reason, wait) = match seen {
         Seen::Running => (Status::Running, None, None),
-        // Not settled yet: nothing changes until it holds for the dwell.
-        Seen::Waiting { quiet_for, .. } if *quiet_for < dwell => return (None, None),
+        // Not settled yet: nothing changes until it holds for the dwell, but the task runs.
+        Seen::Waiting { quiet_for, .. } if *quiet_for < dwell => {
+            return match announced.status {
+                None => (vec![start], Some(started)),
+                Some(_) => (Vec::new(), None),
+            };
+        }
         Seen::Waiting { reason, screen, .. } => (
             Status::InputRequired,
             Some(reason.clone()),
@@ -71,12 +89,20 @@ pub fn next(
         ),
         Seen::Ended { status, reason } => (*status, reason.clone(), None),
     };
+    let mut announce = Vec::new();
+    let announced = match announced.status {
+        None if status != Status::Running => {
+            announce.push(start);
+            &started
+        }
+        _ => announced,
+    };
     // The same status again is nothing new, except a wait on another screen: the child worked
     // in between (a steer answered between two looks) and waits again.
     if announced.status == Some(status)
         && (status != Status::InputRequired || announced.last_wait == wait)
     {
-        return (None, None);
+        return (announce, None);
     }
     let after = Announced {
         status: Some(status),
@@ -85,14 +111,14 @@ pub fn next(
     };
     if wait.is_some() && announced.last_wait == wait {
         // The very wait announced before (e.g. a steer that changed nothing): recorded, quiet.
-        return (None, Some(after));
+        return (announce, Some(after));
     }
-    let transition = Transition {
+    announce.push(Transition {
         old_status: announced.status,
         new_status: status,
         reason,
-    };
-    (Some(transition), Some(after))
+    });
+    (announce, Some(after))
 }
 
 /// A stable hash of a screen's text (FNV-1a): equal screens, equal hashes, across processes.
@@ -121,8 +147,8 @@ mod tests {
         let mut announced = Announced::default();
         let mut out = Vec::new();
         for look in seen {
-            let (transition, after) = next(&announced, look, DWELL);
-            if let Some(t) = transition {
+            let (transitions, after) = next(&announced, look, DWELL);
+            for t in transitions {
                 out.push((t.old_status, t.new_status, t.reason));
             }
             if let Some(after) = after {
@@ -211,9 +237,41 @@ mod tests {
             status: Status::TimedOut,
             reason: Some("timeout".into()),
         };
-        let (transition, after) = next(&announced, &ended, DWELL);
-        assert_eq!(transition.unwrap().new_status, Status::TimedOut);
-        assert_eq!(next(&after.unwrap(), &ended, DWELL), (None, None));
+        let (transitions, after) = next(&announced, &ended, DWELL);
+        assert_eq!(transitions.len(), 1, "{transitions:?}");
+        assert_eq!(transitions[0].new_status, Status::TimedOut);
+        assert_eq!(next(&after.unwrap(), &ended, DWELL), (Vec::new(), None));
+    }
+
+    #[test]
+    fn a_task_first_seen_ended_or_waiting_is_announced_running_first() {
+        let ended = Seen::Ended {
+            status: Status::Completed,
+            reason: None,
+        };
+        assert_eq!(
+            run(&[ended.clone(), ended]),
+            [
+                (None, Status::Running, None),
+                (Some(Status::Running), Status::Completed, None),
+            ]
+        );
+        let idle = Some("idle_at_prompt".to_string());
+        assert_eq!(
+            run(&[waiting("idle_at_prompt", 1, 3)]),
+            [
+                (None, Status::Running, None),
+                (Some(Status::Running), Status::InputRequired, idle),
+            ]
+        );
+        // A wait not settled yet is still a start; once it settles, only the wait follows.
+        assert_eq!(
+            run(&[
+                waiting("idle_at_prompt", 1, 0),
+                waiting("idle_at_prompt", 1, 0)
+            ]),
+            [(None, Status::Running, None)]
+        );
     }
 
     #[test]

@@ -513,3 +513,45 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A task that ends before the monitor's first look still starts: one `running` transition and
+/// one `on_start`, before its ending, for every task however short.
+#[test]
+fn a_task_shorter_than_the_monitors_first_look_still_gets_its_start() {
+    let h = Harness::new();
+    let log = logging_hooks(&h, "");
+    let ids: Vec<String> = (0..10).map(|_| h.submit_sh("exit 0", &[])).collect();
+    assert!(
+        poll(Duration::from_secs(30), || ids.iter().all(|id| lines_of(
+            &log, id
+        )
+        .iter()
+        .any(|l| l.starts_with("end")))),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let lines = h.ok(&["--json", "events"]);
+    let events: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for id in &ids {
+        let hooks = lines_of(&log, id);
+        let starts = hooks.iter().filter(|l| l.starts_with("start")).count();
+        let ends = hooks.iter().filter(|l| l.starts_with("end")).count();
+        assert_eq!((starts, ends), (1, 1), "{id}: {hooks:?}");
+        let transitions: Vec<(Value, Value)> = events
+            .iter()
+            .filter(|e| e["task_id"] == id.as_str())
+            .map(|e| (e["old_status"].clone(), e["new_status"].clone()))
+            .collect();
+        assert_eq!(
+            transitions,
+            [
+                (Value::Null, Value::from("running")),
+                (Value::from("running"), Value::from("completed"))
+            ],
+            "{id}"
+        );
+    }
+}

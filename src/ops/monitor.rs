@@ -281,8 +281,8 @@ impl Monitor {
             let _ = store::save_announced(&record.id, &after);
             watched.announced = after;
         }
-        if let Some(transition) = announce {
-            self.hooks.extend(deliver(task, &transition));
+        for transition in &announce {
+            self.hooks.extend(deliver(task, transition));
         }
         let Some(watched) = self.watched.get_mut(&record.id) else {
             return;
