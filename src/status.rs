@@ -69,7 +69,9 @@ pub enum Verdict {
 }
 
 /// What was seen of a task, in this order: the pane snapshot first, then the sentinel. A pane
-/// seen dead therefore always has its sentinel visible (it is written before the shell exits).
+/// seen dead has its sentinel visible (it is written before the shell exits) unless it could
+/// not be written (a full or read-only disk): then the exit status tmux keeps for the dead pane
+/// is the task's, since `launch.sh` exits with the agent's status.
 pub struct Observation<'a> {
     pub pane: Option<&'a PaneInfo>,
     pub sentinel: Option<i32>,
@@ -89,11 +91,17 @@ pub enum StreamReport {
     Unfinished,
 }
 
+/// The task's exit status, if it has one: its sentinel's, or else the one tmux reports for its
+/// dead pane (see [`Observation`]).
+pub fn exit_status(sentinel: Option<i32>, pane: Option<&PaneInfo>) -> Option<i32> {
+    sentinel.or_else(|| pane.filter(|pane| pane.dead)?.dead_status)
+}
+
 pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verdict {
     if record.status.is_terminal() {
         return Verdict::Unchanged;
     }
-    if let Some(code) = seen.sentinel {
+    if let Some(code) = exit_status(seen.sentinel, seen.pane) {
         let failed = |reason: &str, hint: String| Ending {
             status: Status::Failed,
             reason: Some(reason.to_string()),
@@ -130,7 +138,7 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
                 Verdict::Unchanged
             }
         }
-        pane => Verdict::Ended(Ending {
+        _ => Verdict::Ended(Ending {
             status: Status::Failed,
             reason: Some("pane_disappeared".into()),
             hint: Some(
@@ -138,7 +146,7 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
                  read the transcript with `cuekit logs <id>`"
                     .into(),
             ),
-            exit_code: pane.and_then(|p| p.dead_status),
+            exit_code: None,
         }),
     }
 }
@@ -275,20 +283,44 @@ mod tests {
     }
 
     #[test]
-    fn pane_gone_or_dead_without_sentinel_is_pane_disappeared() {
+    fn pane_gone_or_killed_without_sentinel_is_pane_disappeared() {
         let running = record(Status::Running, None);
-        let dead = pane(true, Some(137));
-        for seen in [None, Some(&dead)] {
+        // Killed by a signal: tmux reports no exit status.
+        let killed = pane(true, None);
+        for seen in [None, Some(&killed)] {
             let Verdict::Ended(end) = judge_with(&running, seen, None, at(1)) else {
                 panic!()
             };
             assert_eq!(end.status, Status::Failed);
             assert_eq!(end.reason.as_deref(), Some("pane_disappeared"));
+            assert_eq!(end.exit_code, None);
         }
-        let Verdict::Ended(end) = judge_with(&running, Some(&dead), None, at(1)) else {
+    }
+
+    #[test]
+    fn a_dead_pane_whose_sentinel_could_not_be_written_ends_with_the_status_tmux_kept() {
+        let running = record(Status::Running, None);
+        let Verdict::Ended(done) = judge_with(&running, Some(&pane(true, Some(0))), None, at(1))
+        else {
             panic!()
         };
-        assert_eq!(end.exit_code, Some(137));
+        assert_eq!((done.status, done.exit_code), (Status::Completed, Some(0)));
+        let Verdict::Ended(auth) = judge_with(&running, Some(&pane(true, Some(41))), None, at(1))
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (auth.reason.as_deref(), auth.exit_code),
+            (Some("auth_missing"), Some(41))
+        );
+        // The sentinel, when there is one, is the word.
+        let Verdict::Ended(end) = judge_with(&running, Some(&pane(true, Some(0))), Some(3), at(1))
+        else {
+            panic!()
+        };
+        assert_eq!(end.exit_code, Some(3));
+        // A live pane's status means nothing.
+        assert_eq!(exit_status(None, Some(&pane(false, Some(0)))), None);
     }
 
     #[test]

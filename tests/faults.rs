@@ -833,3 +833,50 @@ fn a_full_disk_hides_no_task_and_loses_no_exit_code() {
     );
     assert_eq!(h.json(&["cancel", &other]).1, 0);
 }
+
+/// A task that exits 0 while its disk is full cannot write its exit-code file: the exit status
+/// tmux keeps for the dead pane is its ending (completed, never `pane_disappeared`), shown at
+/// once and recorded by the monitor as soon as there is room, with nobody asking.
+#[test]
+fn a_task_that_succeeds_on_a_full_disk_is_recorded_completed() {
+    let h = Harness::new();
+    let disk = Tmpfs::mount(&h.project.join(".cuekit"), "256k");
+    let id = h.submit_batch_sh("sleep 1; exit 0");
+    let filler = disk.fill();
+    let mut last = Value::Null;
+    let shown = poll(Duration::from_secs(15), || {
+        let (view, code) = h.json(&["status", &id]);
+        last = view.clone();
+        code == 0 && view["status"] != "running"
+    });
+    assert!(shown, "{last}");
+    assert_eq!(
+        (last["status"].as_str(), last["exit_code"].as_i64()),
+        (Some("completed"), Some(0)),
+        "{last}"
+    );
+    assert!(
+        last["warnings"].to_string().contains("not recorded yet"),
+        "{last}"
+    );
+    assert!(!h.task_dir(&id).join("exit-code").exists());
+    std::fs::remove_file(filler).unwrap();
+    // Nobody calls cuekit: the monitor records it.
+    let record = || -> Value {
+        serde_json::from_slice(&std::fs::read(h.task_dir(&id).join("task.json")).unwrap()).unwrap()
+    };
+    assert!(
+        poll(Duration::from_secs(15), || record()["status"] != "running"),
+        "{}",
+        record()
+    );
+    let record = record();
+    assert_eq!(
+        (record["status"].as_str(), record["exit_code"].as_i64()),
+        (Some("completed"), Some(0)),
+        "{record}"
+    );
+    let view = h.status(&id);
+    assert_eq!(view["status"], "completed", "{view}");
+    assert_eq!(view["warnings"], json!([]), "{view}");
+}

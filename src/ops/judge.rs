@@ -4,7 +4,7 @@
 //! under the record's lock, and the task's processes ended when it must stop. Every other
 //! operation calls this; it calls none of them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
 use super::task::Task;
@@ -33,6 +33,8 @@ pub(crate) struct Refreshed {
     snapshots: HashMap<Socket, Snapshot>,
     /// Screens already captured with the snapshot.
     screens: HashMap<PaneKey, String>,
+    /// Tasks shown as ended whose ending could not be written yet (a full disk).
+    unrecorded: HashSet<String>,
 }
 
 /// A pane by its server and id: pane ids (`%N`) are numbered per server, so two servers' panes
@@ -64,6 +66,11 @@ impl ScreenCache {
 }
 
 impl Refreshed {
+    /// Whether the task's ending is shown but not on record yet: the next look writes it.
+    pub fn is_unrecorded(&self, task: &Task) -> bool {
+        self.unrecorded.contains(&task.record.id)
+    }
+
     /// Takes from `cache` the screens of running panes that printed nothing since their capture
     /// (window activity, in whole seconds, before the capture's second), so they are not
     /// captured again; returns their pane ids.
@@ -259,6 +266,7 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
         super::monitor_lock::ensure_running(socket);
     }
     let now = SystemTime::now();
+    let mut not_recorded = HashSet::new();
     let tasks = tasks
         .into_iter()
         .map(|task| {
@@ -277,8 +285,9 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
             }
             let pane = panes.and_then(|panes| find_pane(&task, panes));
             let adapter = adapter::lookup(&task.record.spec.agent_kind)?;
-            let stream = (task.record.event_stream && sentinel == Some(0))
-                .then(|| super::outcome::stream_report(&task.record));
+            let stream = (task.record.event_stream
+                && crate::status::exit_status(sentinel, pane) == Some(0))
+            .then(|| super::outcome::stream_report(&task.record));
             let seen = Observation {
                 pane,
                 sentinel,
@@ -288,7 +297,13 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
             };
             match judge(&task.record, adapter, &seen) {
                 Verdict::Unchanged => Ok(task),
-                Verdict::Ended(ending) => Ok(record_or_show(task, ending)),
+                Verdict::Ended(ending) => {
+                    let (task, recorded) = record_or_show(task, ending);
+                    if !recorded {
+                        not_recorded.insert(task.record.id.clone());
+                    }
+                    Ok(task)
+                }
                 Verdict::TimeoutDue => {
                     let running = task.clone();
                     match record_ending(task, timed_out()) {
@@ -310,6 +325,7 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
         tasks,
         snapshots,
         screens,
+        unrecorded: not_recorded,
     })
 }
 
@@ -384,18 +400,18 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
 
 /// Records the ending; when it cannot be written (a full or read-only disk) the task is still
 /// shown as judged, with a warning, instead of failing the look at every other task. Nothing
-/// is lost: the next look judges it again and records it.
-fn record_or_show(task: Task, ending: Ending) -> Task {
+/// is lost: the next look judges it again and records it. Returns whether it was recorded.
+fn record_or_show(task: Task, ending: Ending) -> (Task, bool) {
     let mut shown = task.clone();
     match record_ending(task, ending.clone()) {
-        Ok(task) => task,
+        Ok(task) => (task, true),
         Err(err) => {
             shown.record.status = ending.status;
             shown.record.reason = ending.reason;
             shown.record.hint = ending.hint;
             shown.record.exit_code = ending.exit_code;
             shown.record.ended_at = Some(super::now_rfc3339());
-            unrecorded(shown, &err)
+            (unrecorded(shown, &err), false)
         }
     }
 }

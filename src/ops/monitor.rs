@@ -156,7 +156,11 @@ impl Monitor {
         let refreshed = refresh(trusted)?;
         let screens = self.screens(&refreshed);
         for task in &refreshed.tasks {
-            self.follow(task, &refreshed, screens.get(&task.record.id));
+            // An ending not on record yet (a full disk) is announced once it is: the next
+            // tick tries to write it again.
+            if !refreshed.is_unrecorded(task) {
+                self.follow(task, &refreshed, screens.get(&task.record.id));
+            }
         }
         Ok(!self.watched.is_empty())
     }
