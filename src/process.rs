@@ -63,6 +63,29 @@ pub struct GroupLeader {
     pub start_ticks: Option<u64>,
 }
 
+impl GroupLeader {
+    /// Whether the very process recorded still runs (one read of `/proc/<pid>/stat`): its pane
+    /// lives, whatever tmux says, so its task is not gone.
+    pub fn is_alive(&self) -> bool {
+        read_stat(self.pid).is_some_and(|stat| self.is(&stat))
+    }
+
+    /// Its parent: for a pane's first process, the tmux server that holds the pane.
+    pub fn parent(&self) -> Option<u32> {
+        read_stat(self.pid)
+            .filter(|stat| self.is(stat))
+            .map(|stat| stat.ppid)
+    }
+
+    fn is(&self, stat: &ProcStat) -> bool {
+        stat.pid == self.pid
+            && !stat.zombie
+            && self
+                .start_ticks
+                .is_none_or(|ticks| ticks == stat.start_ticks)
+    }
+}
+
 /// Every live process of a task, found without tmux: the members of its process group (only
 /// while its leader is the very process recorded at start, so a reused pid is never taken for
 /// it) and every process carrying `CUEKIT_TASK_ID=<id>` in its environment (which finds the
@@ -70,15 +93,7 @@ pub struct GroupLeader {
 pub fn task_processes(task_id: &str, leader: Option<GroupLeader>) -> BTreeSet<u32> {
     let me = std::process::id();
     let processes = all_processes();
-    let leader_is_ours = leader.is_some_and(|leader| {
-        processes.iter().any(|p| {
-            p.pid == leader.pid
-                && !p.zombie
-                && leader
-                    .start_ticks
-                    .is_none_or(|ticks| ticks == p.start_ticks)
-        })
-    });
+    let leader_is_ours = leader.is_some_and(|leader| processes.iter().any(|p| leader.is(p)));
     let marker = format!("{TASK_ID_VARIABLE}={task_id}");
     processes
         .iter()

@@ -66,6 +66,10 @@ pub enum Verdict {
     Ended(Ending),
     /// The task outlived its `--timeout`: it must be killed and recorded as timed out.
     TimeoutDue,
+    /// tmux does not show the task's pane ("no server", "no such session"), but the pane's
+    /// first process still runs: its server's socket was deleted or taken by another server.
+    /// Nothing to record.
+    Unseen,
 }
 
 /// What was seen of a task, in this order: the pane snapshot first, then the sentinel. A pane
@@ -80,6 +84,9 @@ pub struct Observation<'a> {
     pub stream: Option<StreamReport>,
     /// `launch.sh` left its setup-failed marker: `worktree.setup` failed, the agent never ran.
     pub setup_failed: bool,
+    /// The pane's first process, as recorded at start, still runs (read in /proc when tmux
+    /// does not show the pane).
+    pub leader_alive: bool,
 }
 
 /// How an event stream ended, as its `result` event told (or did not).
@@ -127,17 +134,20 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
             _ => ending_for_exit(adapter, code),
         });
     }
+    let due = record
+        .deadline()
+        .is_some_and(|deadline| seen.now >= deadline);
     match seen.pane {
         Some(pane) if !pane.dead => {
-            if record
-                .deadline()
-                .is_some_and(|deadline| seen.now >= deadline)
-            {
+            if due {
                 Verdict::TimeoutDue
             } else {
                 Verdict::Unchanged
             }
         }
+        // Stopping it needs no tmux: its processes are found by their group and environment.
+        None if seen.leader_alive && due => Verdict::TimeoutDue,
+        None if seen.leader_alive => Verdict::Unseen,
         _ => Verdict::Ended(Ending {
             status: Status::Failed,
             reason: Some("pane_disappeared".into()),
@@ -250,6 +260,7 @@ mod tests {
                 now,
                 stream: None,
                 setup_failed: false,
+                leader_alive: false,
             },
         )
     }
@@ -342,6 +353,7 @@ mod tests {
             now: at(1),
             stream: Some(stream),
             setup_failed: false,
+            leader_alive: false,
         };
         let Verdict::Ended(ok) = judge(&running, gemini(), &seen(StreamReport::Succeeded)) else {
             panic!()
@@ -376,6 +388,7 @@ mod tests {
             now: at(1),
             stream: None,
             setup_failed: true,
+            leader_alive: false,
         };
         let Verdict::Ended(ending) = judge(&running, gemini(), &seen) else {
             panic!()
@@ -384,6 +397,34 @@ mod tests {
             (ending.status, ending.reason.as_deref(), ending.exit_code),
             (Status::Failed, Some("worktree_setup_failed"), Some(1))
         );
+    }
+
+    #[test]
+    fn a_pane_tmux_does_not_show_whose_process_runs_is_not_gone() {
+        let seen = |leader_alive, now| Observation {
+            pane: None,
+            sentinel: None,
+            now,
+            stream: None,
+            setup_failed: false,
+            leader_alive,
+        };
+        let running = record(Status::Running, Some(10));
+        assert_eq!(
+            judge(&running, gemini(), &seen(true, at(1))),
+            Verdict::Unseen
+        );
+        assert_eq!(
+            judge(&running, gemini(), &seen(true, at(10))),
+            Verdict::TimeoutDue
+        );
+        assert!(matches!(
+            judge(&running, gemini(), &seen(false, at(1))),
+            Verdict::Ended(Ending {
+                status: Status::Failed,
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -880,3 +880,110 @@ fn a_task_that_succeeds_on_a_full_disk_is_recorded_completed() {
     assert_eq!(view["status"], "completed", "{view}");
     assert_eq!(view["warnings"], json!([]), "{view}");
 }
+
+/// A tmux server whose socket file a /tmp cleaner deleted: it still runs, its panes too, but no
+/// client reaches it. Ended when dropped, with the task's processes (which ignore its hang-up).
+struct Unreachable {
+    server: u32,
+    task: String,
+}
+
+impl Drop for Unreachable {
+    fn drop(&mut self) {
+        unsafe { libc::kill(self.server as i32, libc::SIGTERM) };
+        cuekit::process::terminate(
+            cuekit::process::task_processes(&self.task, None),
+            Duration::from_millis(500),
+        );
+    }
+}
+
+/// tmux says "no server" when its socket file is gone, though the server and the task's pane
+/// still run: cuekit checks the recorded pane process before it believes it, and records
+/// nothing (status `unknown`, `tmux_socket_missing`), also when a new server took the path.
+#[test]
+fn a_deleted_tmux_socket_is_never_taken_for_an_ending() {
+    let h = Harness::new();
+    let id = h.submit_sh(STUBBORN, &[]);
+    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    let server: u32 = String::from_utf8_lossy(&h.tmux(&["display-message", "-p", "#{pid}"]).stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    let _server = Unreachable {
+        server,
+        task: id.clone(),
+    };
+    let socket = PathBuf::from(format!(
+        "/tmp/tmux-{}/{}",
+        unsafe { libc::getuid() },
+        h.socket
+    ));
+    std::fs::remove_file(&socket).unwrap();
+    let unknown = |view: &Value| {
+        assert_eq!(view["status"], "unknown", "{view}");
+        assert_eq!(view["reason"], "tmux_socket_missing", "{view}");
+        assert!(
+            view["hint"].as_str().unwrap().contains("kill -USR1"),
+            "{view}"
+        );
+    };
+    unknown(&h.status(&id));
+    let (list, code) = h.json(&["list"]);
+    assert_eq!(code, 0, "{list}");
+    unknown(&list[0]);
+    // A few of the monitor's ticks: it records nothing either.
+    std::thread::sleep(Duration::from_secs(3));
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(h.task_dir(&id).join("task.json")).unwrap()).unwrap();
+    assert_eq!(record["status"], "running", "{record}");
+    // A new submit starts a new server on the same path; the old task is still not gone.
+    let other = h.submit_sh("sleep 600", &[]);
+    unknown(&h.status(&id));
+    assert_eq!(h.status(&other)["status"], "running");
+    assert!(processes_of(&id).len() >= 3, "{:?}", processes_of(&id));
+    // Cancel still reaches it, through its recorded process group.
+    let (views, code) = h.json(&["cancel", &id, "--grace", "1s"]);
+    assert_eq!(
+        (code, views[0]["status"].as_str()),
+        (0, Some("cancelled")),
+        "{views}"
+    );
+    assert_eq!(processes_of(&id), Vec::<u32>::new());
+    h.json(&["cancel", &other]);
+}
+
+/// The same with a `--timeout` and nobody watching: the deadline holds without tmux (the task's
+/// processes are found by their group and environment) and is recorded as a timeout.
+#[test]
+fn a_timeout_holds_when_the_tmux_socket_was_deleted() {
+    let h = Harness::new();
+    let id = h.submit_sh(STUBBORN, &["--timeout", "3s"]);
+    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    let server: u32 = String::from_utf8_lossy(&h.tmux(&["display-message", "-p", "#{pid}"]).stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    let _server = Unreachable {
+        server,
+        task: id.clone(),
+    };
+    std::fs::remove_file(format!(
+        "/tmp/tmux-{}/{}",
+        unsafe { libc::getuid() },
+        h.socket
+    ))
+    .unwrap();
+    assert!(
+        poll(Duration::from_secs(20), || processes_of(&id).is_empty()),
+        "survivors: {:?}",
+        processes_of(&id)
+    );
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(h.task_dir(&id).join("task.json")).unwrap()).unwrap();
+    assert_eq!(
+        (record["status"].as_str(), record["reason"].as_str()),
+        (Some("timed_out"), Some("timeout")),
+        "{record}"
+    );
+}

@@ -35,6 +35,9 @@ pub(crate) struct Refreshed {
     screens: HashMap<PaneKey, String>,
     /// Tasks shown as ended whose ending could not be written yet (a full disk).
     unrecorded: HashSet<String>,
+    /// Running tasks tmux does not show though their pane's process runs (see
+    /// [`Verdict::Unseen`]).
+    unseen: HashSet<String>,
 }
 
 /// A pane by its server and id: pane ids (`%N`) are numbered per server, so two servers' panes
@@ -178,6 +181,12 @@ impl Refreshed {
                 let record = &task.record;
                 let mut view = TaskView::from(record);
                 view.diff_stat = super::diff::diff_stat(record);
+                if self.unseen.contains(&record.id) {
+                    view.status = Status::Unknown;
+                    view.reason = Some("tmux_socket_missing".into());
+                    view.hint = Some(socket_missing_hint(task));
+                    return view;
+                }
                 let pane = match self.pane(task) {
                     Ok(pane) => pane,
                     Err(err) => {
@@ -210,6 +219,21 @@ impl Refreshed {
             .collect();
         (views, screens)
     }
+}
+
+fn socket_missing_hint(task: &Task) -> String {
+    let leader = task.group_leader();
+    let pid = leader.map_or_else(String::new, |l| format!(" {}", l.pid));
+    let server = leader
+        .and_then(|l| l.parent())
+        .map_or_else(|| "<its tmux server's pid>".to_string(), |p| p.to_string());
+    format!(
+        "tmux answers \"no server\" or \"no such session\" on {}, but this task's pane process{pid} \
+         still runs: the socket file was deleted (a /tmp cleaner?) or another server took its path. \
+         Nothing was recorded. `kill -USR1 {server}` makes its tmux server create the socket again \
+         (once no other server holds the path); `cuekit cancel` ends the task without it",
+        task.placement.socket.0
+    )
 }
 
 pub(crate) fn read_sentinel(record: &TaskRecord) -> Option<i32> {
@@ -267,6 +291,7 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
     }
     let now = SystemTime::now();
     let mut not_recorded = HashSet::new();
+    let mut unseen = HashSet::new();
     let tasks = tasks
         .into_iter()
         .map(|task| {
@@ -294,9 +319,18 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
                 now,
                 stream,
                 setup_failed: task.record.task_dir.join(SETUP_FAILED_FILE).exists(),
+                // Only "no server" / "no such session" hides a pane: before that is believed,
+                // one read in /proc.
+                leader_alive: pane.is_none()
+                    && sentinel.is_none()
+                    && task.group_leader().is_some_and(|leader| leader.is_alive()),
             };
             match judge(&task.record, adapter, &seen) {
                 Verdict::Unchanged => Ok(task),
+                Verdict::Unseen => {
+                    unseen.insert(task.record.id.clone());
+                    Ok(task)
+                }
                 Verdict::Ended(ending) => {
                     let (task, recorded) = record_or_show(task, ending);
                     if !recorded {
@@ -326,6 +360,7 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
         snapshots,
         screens,
         unrecorded: not_recorded,
+        unseen,
     })
 }
 
