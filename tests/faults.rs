@@ -987,3 +987,103 @@ fn a_timeout_holds_when_the_tmux_socket_was_deleted() {
         "{record}"
     );
 }
+
+fn record_of(h: &Harness, id: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(h.task_dir(id).join("task.json")).unwrap()).unwrap()
+}
+
+/// A cancel killed at any instant after it recorded the ending (SIGKILL, a parent's SIGTERM, a
+/// closed terminal's SIGHUP) still ends its task: someone finishes the stopping, and until then
+/// the task never reads as a plain `cancelled`. Killed before it recorded, the task runs on and
+/// a later cancel ends it.
+#[test]
+fn a_cancel_cut_short_at_any_instant_is_finished_by_someone() {
+    let h = Harness::new();
+    let ids: Vec<String> = (0..12).map(|_| h.submit_sh(STUBBORN, &[])).collect();
+    for id in &ids {
+        assert!(poll(Duration::from_secs(10), || processes_of(id).len() >= 3));
+    }
+    let signals = [libc::SIGKILL, libc::SIGTERM, libc::SIGHUP];
+    let mut seed: u64 = 0xcafe_f00d;
+    for (i, id) in ids.iter().enumerate() {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let delay = Duration::from_millis((seed >> 33) % 40);
+        let mut child = h
+            .cuekit()
+            .args(["cancel", id])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        if i % 4 == 3 {
+            // Any instant, maybe before the cancel was recorded.
+            std::thread::sleep(delay);
+        } else {
+            assert!(
+                poll(Duration::from_secs(10), || record_of(&h, id)["status"]
+                    == "cancelled"),
+                "{}",
+                record_of(&h, id)
+            );
+            // Now within the grace period the cancel gives the stubborn tree.
+            std::thread::sleep(delay * (i as u32 % 3 * 20 + 1));
+        }
+        unsafe { libc::kill(child.id() as i32, signals[i % 3]) };
+        let _ = child.wait();
+    }
+    for id in &ids {
+        if record_of(&h, id)["status"] == "running" {
+            // Cut short before it recorded: nothing was stopped, and a cancel still works.
+            assert!(processes_of(id).len() >= 3, "{id}: {:?}", processes_of(id));
+            let (views, code) = h.json(&["cancel", id, "--grace", "1s"]);
+            assert_eq!(code, 0, "{views}");
+        }
+    }
+    let session = |id: &str| format!("cuekit-task-{id}");
+    for id in &ids {
+        let mut last = Value::Null;
+        let finished = poll(Duration::from_secs(30), || {
+            let view = h.status(id);
+            // Read before the processes: a stop that is over stays over.
+            let plain = view["status"] == "cancelled" && view.get("stopping").is_none();
+            let alive = processes_of(id);
+            assert!(
+                !plain || alive.is_empty(),
+                "{id} reads a plain cancelled while {alive:?} run: {view}"
+            );
+            last = view;
+            plain && alive.is_empty() && !sessions(&h).contains(&session(id))
+        });
+        assert!(
+            finished,
+            "{id}: {:?} still run, sessions {:?}: {last}",
+            processes_of(id),
+            sessions(&h)
+        );
+        assert_eq!(last["survivors"], json!([]), "{last}");
+    }
+}
+
+/// `rm` right after a cancel was killed in its grace period finishes the stop before it removes
+/// the task: no process is left to nobody.
+#[test]
+fn rm_after_a_cancel_cut_short_finishes_the_stop_first() {
+    let h = Harness::new();
+    let id = h.submit_sh(STUBBORN, &[]);
+    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    let mut cancel = h
+        .cuekit()
+        .args(["cancel", &id, "--grace", "4s"])
+        .spawn()
+        .unwrap();
+    assert!(poll(Duration::from_secs(10), || record_of(&h, &id)["status"]
+        == "cancelled"));
+    unsafe { libc::kill(cancel.id() as i32, libc::SIGKILL) };
+    let _ = cancel.wait();
+    let (removed, code) = h.json(&["rm", &id]);
+    assert_eq!((code, removed[0]["outcome"].as_str()), (0, Some("removed")), "{removed}");
+    assert_eq!(processes_of(&id), Vec::<u32>::new());
+    assert!(!sessions(&h).contains(&format!("cuekit-task-{id}")));
+}

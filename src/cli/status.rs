@@ -116,7 +116,12 @@ pub fn list(all: bool, team: Option<&str>, cwd: &Path, json: bool) -> anyhow::Re
         println!(
             "{:<16} {host}{} {:<8} {:<11} {:<11} {:<9} {branch}{}",
             task.id,
-            style::status(task.status, 14),
+            // An ending on record whose processes are still being ended: not a plain one.
+            if task.stopping {
+                format!("{:<14}", "stopping")
+            } else {
+                style::status(task.status, 14)
+            },
             report,
             task.agent_kind,
             task.mode.map_or("-", |m| m.as_str()),

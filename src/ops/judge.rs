@@ -7,7 +7,8 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
-use super::task::Task;
+use super::monitor_lock;
+use super::task::{Found, Task};
 use super::view::TaskView;
 use crate::adapter;
 use crate::attention;
@@ -181,6 +182,15 @@ impl Refreshed {
                 let record = &task.record;
                 let mut view = TaskView::from(record);
                 view.diff_stat = super::diff::diff_stat(record);
+                if is_stopping(task) {
+                    view.stopping = true;
+                    let why = "still stopping: its processes are being ended (a stop whose \
+                               caller was cut short is finished by a detached `cuekit __stop`)";
+                    view.hint = Some(match view.hint.take() {
+                        Some(hint) => format!("{hint}; {why}"),
+                        None => why.to_string(),
+                    });
+                }
                 if self.unseen.contains(&record.id) {
                     view.status = Status::Unknown;
                     view.reason = Some("tmux_socket_missing".into());
@@ -254,6 +264,7 @@ pub(crate) fn refresh(tasks: Vec<Task>) -> Result<Refreshed> {
 /// `cancel` or the task's timeout to end: a look never kills anything unasked.
 fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
     super::reap::reap_orphans();
+    resume_abandoned_stops(&tasks);
     // Panes are looked at first and sentinels after (see `Observation`). A server needs no
     // look when every running task on it has its sentinel already; finding one that has not is
     // enough to know it does (each sentinel is then read once, after the look).
@@ -339,17 +350,29 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
                     Ok(task)
                 }
                 Verdict::TimeoutDue => {
+                    // Claimed before it is recorded, so a look killed in between leaves a stop
+                    // someone finishes; someone at it already (a cancel) ends it anyway.
+                    let claim = match monitor_lock::try_claim_stop(&task.record.id) {
+                        Ok(Some(claim)) => claim,
+                        Ok(None) => return Ok(task),
+                        Err(err) => return Ok(unrecorded(task, &err)),
+                    };
                     let running = task.clone();
                     match record_ending(task, timed_out()) {
                         Ok(task) => {
+                            // Left for the stopper (or, when this look is `stop`'s, for it).
+                            drop(claim);
                             if stop_timed_out {
-                                stop_in_background(&task, None);
+                                stop_in_background(&task, None, None);
                             }
                             Ok(task)
                         }
                         // Stopped only once the ending is on record (see `stop`): it runs on
                         // until the timeout can be written, and says why.
-                        Err(err) => Ok(unrecorded(running, &err)),
+                        Err(err) => {
+                            claim.finish();
+                            Ok(unrecorded(running, &err))
+                        }
                     }
                 }
             }
@@ -483,6 +506,11 @@ pub(crate) fn cancelled() -> Ending {
 /// Stops a task: judges it first (a task that already ended keeps its real ending), records
 /// `ending` if it still runs, then ends its processes and its session. Recording first is what
 /// keeps an agent that exits 0 on SIGTERM (Gemini) from reading as completed.
+///
+/// The stop is claimed before the ending is recorded and finished once nothing of the task runs
+/// (see [`monitor_lock::claim_stop`]); a detached stopper waits on the claim meanwhile, so a
+/// caller killed at any instant after recording (SIGKILL, a parent's timeout, a closed
+/// terminal) still has its task stopped.
 pub(crate) fn stop(task: Task, ending: Ending, grace: Duration) -> Result<Task> {
     let refreshed = refresh_with(vec![task], false)?;
     let pane_pid = refreshed
@@ -492,19 +520,79 @@ pub(crate) fn stop(task: Task, ending: Ending, grace: Duration) -> Result<Task> 
         .filter(|pane| !pane.dead)
         .map(|pane| pane.pane_pid);
     let task = refreshed.tasks.into_iter().next().expect("one task in");
+    let inside = inside(&task);
+    // Without a claim (cuekit's data directory cannot be written) it stops as it can.
+    let claim = monitor_lock::claim_stop(&task.record.id).ok();
+    if claim.is_some() && !inside {
+        stop_in_background(&task, None, Some(grace));
+    }
     let task = if task.record.status.is_terminal() {
         task
     } else {
         record_ending(task, ending)?
     };
-    if inside(&task) {
+    if inside {
         // Run from the task's own pane: ending the tree here would end this process half-way,
         // so a detached stopper does it once this process has answered and exited.
-        stop_in_background(&task, Some(std::process::id()));
+        stop_in_background(&task, Some(std::process::id()), Some(grace));
+        if let Some(claim) = claim {
+            claim.keep_until_exit();
+        }
         return Ok(task);
     }
-    end_processes(&task.placement, task.pane.as_ref(), pane_pid, grace);
+    let survivors = end_processes(&task.placement, task.pane.as_ref(), pane_pid, grace);
+    if let Some(claim) = claim.filter(|_| survivors.is_empty()) {
+        claim.finish();
+    }
     Ok(task)
+}
+
+/// A stop whose ending is on record but whose claimant was killed is handed to a detached
+/// stopper; one killed before it recorded anything stopped nothing, and is forgotten. A `stat`
+/// per task.
+fn resume_abandoned_stops(tasks: &[Task]) {
+    for task in tasks {
+        if !monitor_lock::is_stopping(&task.record.id) {
+            continue;
+        }
+        let Some(claim) = monitor_lock::abandoned_stop(&task.record.id) else {
+            continue;
+        };
+        // Read under the claim: nobody is between claiming and recording now.
+        match store::load(&task.placement.task_dir) {
+            Ok(record) if !record.status.is_terminal() => claim.finish(),
+            _ => {
+                drop(claim);
+                stop_in_background(task, None, None);
+            }
+        }
+    }
+}
+
+/// Finishes a stop that is not over, waiting for whoever is at it: an error when processes
+/// outlive it (kept as a stop not over).
+pub(crate) fn finish_stop(task: &Task) -> Result<()> {
+    let Some(claim) = monitor_lock::resume_stop(&task.record.id) else {
+        return Ok(());
+    };
+    let survivors = end_processes(&task.placement, task.pane.as_ref(), None, DEFAULT_GRACE);
+    if survivors.is_empty() {
+        claim.finish();
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorCode::InvalidState,
+        format!(
+            "task {} is still stopping: processes {survivors:?} outlived SIGKILL",
+            task.record.id
+        ),
+    )
+    .with_hint("a process in uninterruptible sleep ends once its I/O does; try again then"))
+}
+
+/// Whether the task's ending is on record but its processes are still being ended.
+pub(crate) fn is_stopping(task: &Task) -> bool {
+    task.record.status.is_terminal() && monitor_lock::is_stopping(&task.record.id)
 }
 
 /// Ends every process of a task and its session, from what the registry recorded, whether or
@@ -533,10 +621,14 @@ fn inside(task: &Task) -> bool {
         })
 }
 
+/// The grace a detached stopper gives the task's processes, from the cancel that started it.
+const STOP_GRACE_VARIABLE: &str = "CUEKIT_STOP_GRACE_MS";
+
 /// Ends a task's processes from a detached `cuekit __stop <id>`, for callers that must not wait
-/// for it (a listing) or that are themselves inside the task (`after`: the stopper first waits
-/// for that process to exit).
-pub(crate) fn stop_in_background(task: &Task, after: Option<u32>) {
+/// for it (a listing), that are themselves inside the task (`after`: the stopper first waits
+/// for that process to exit), or that may be killed before they are done (the stopper waits on
+/// their claim, and goes on where they left off).
+pub(crate) fn stop_in_background(task: &Task, after: Option<u32>, grace: Option<Duration>) {
     use std::os::unix::process::CommandExt;
     let Ok(exe) = std::env::current_exe() else {
         return;
@@ -545,6 +637,9 @@ pub(crate) fn stop_in_background(task: &Task, after: Option<u32>) {
     command.arg("__stop").arg(&task.record.id);
     if let Some(pid) = after {
         command.arg("--after").arg(pid.to_string());
+    }
+    if let Some(grace) = grace {
+        command.env(STOP_GRACE_VARIABLE, grace.as_millis().to_string());
     }
     let _ = command
         .env_remove(crate::process::TASK_ID_VARIABLE)
@@ -556,14 +651,14 @@ pub(crate) fn stop_in_background(task: &Task, after: Option<u32>) {
         .spawn();
 }
 
-/// `cuekit __stop <id> [--after PID]`: ends a task's processes and session (see
-/// [`stop_in_background`]).
+/// `cuekit __stop <id> [--after PID]`: finishes the task's stop (see [`stop_in_background`]),
+/// once whoever claimed it is done or gone: ends its processes and session, unless the stop
+/// was never recorded (its claimant was killed first) or is over.
 pub fn run_stopper(task_id: &str, after: Option<u32>) -> Result<()> {
     unsafe { libc::setsid() };
     let Some(placement) = store::placement(task_id)? else {
         return Err(Error::task_not_found(task_id));
     };
-    let pane = store::pane_start(task_id);
     if let Some(caller) = after {
         // Let the caller inside the task print its answer and exit first (it is part of the
         // task, so it would be ended with it).
@@ -572,7 +667,30 @@ pub fn run_stopper(task_id: &str, after: Option<u32>) -> Result<()> {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-    end_processes(&placement, pane.as_ref(), None, DEFAULT_GRACE);
+    let Some(claim) = monitor_lock::resume_stop(task_id) else {
+        return Ok(());
+    };
+    let grace = std::env::var(STOP_GRACE_VARIABLE)
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(DEFAULT_GRACE, Duration::from_millis);
+    let pane = match super::task::found_for(placement.clone()) {
+        Found::Trusted(task) if !task.record.status.is_terminal() => {
+            claim.finish();
+            return Ok(());
+        }
+        Found::Trusted(task) => task.pane,
+        // Its record deleted after the ending was written: the registry still says where.
+        Found::Unreadable { pane, .. } => pane,
+        // A record changed since: nothing is done on its word.
+        Found::Untrusted { .. } => {
+            claim.finish();
+            return Ok(());
+        }
+    };
+    if end_processes(&placement, pane.as_ref(), None, grace).is_empty() {
+        claim.finish();
+    }
     Ok(())
 }
 

@@ -180,7 +180,11 @@ impl Monitor {
                 continue;
             }
             let announced = store::announced(&id);
-            if announced.status.is_some_and(Status::is_terminal) {
+            // An ended task is watched only while its stop is not over: each tick's look then
+            // resumes a stop whose caller was killed.
+            if announced.status.is_some_and(Status::is_terminal)
+                && !super::monitor_lock::is_stopping(&id)
+            {
                 continue;
             }
             self.watched.insert(
@@ -305,7 +309,8 @@ impl Monitor {
                 );
                 watched.swept = true;
             }
-            if !leftovers || watched.swept || task.placement.deadline().is_none() {
+            let done = !leftovers || watched.swept || task.placement.deadline().is_none();
+            if done && !super::judge::is_stopping(task) {
                 self.watched.remove(&record.id);
             }
         }

@@ -1,8 +1,12 @@
-//! Whether a server's monitor runs, and starting one: a lock file per server (held by the
-//! running monitor for its whole life) decides. Kept apart from the monitor itself so that the
-//! judge can start one after recording an ending without depending on the monitor.
+//! Lock files that say who is at work in the background. A server's monitor: a lock file per
+//! server, held by the running monitor for its whole life (kept apart from the monitor itself
+//! so that the judge can start one without depending on it). A task's stop: `stopping/<id>`,
+//! from before a stop's ending is recorded until nothing of the task runs, locked by whoever is
+//! ending its processes; a stop whose claimant was killed (its lock free) is an abandoned one,
+//! which the next look hands to a detached stopper.
 
 use std::fs::File;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
@@ -55,4 +59,101 @@ pub(super) fn open_lock(path: &Path) -> crate::error::Result<File> {
         .write(true)
         .open(path)
         .map_err(|err| crate::error::Error::io("open", path, err))
+}
+
+/// A task's stop, claimed: the lock on its `stopping/<id>` file. Dropped, the lock goes and the
+/// file stays (the stop is not over: the next look resumes it); [`StopClaim::finish`] ends it.
+pub(crate) struct StopClaim {
+    file: File,
+    path: PathBuf,
+}
+
+impl StopClaim {
+    /// The stop is over (or there was nothing to stop): the file goes, under the lock, so nobody
+    /// takes a finished stop for an abandoned one.
+    pub fn finish(self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+
+    /// Holds the lock until this process exits: for a stop that goes on once it has answered.
+    pub fn keep_until_exit(self) {
+        std::mem::forget(self.file);
+    }
+}
+
+fn stop_path(task_id: &str) -> Option<PathBuf> {
+    // A task id names a file here: nothing else may.
+    if !store::is_task_id(task_id) {
+        return None;
+    }
+    Some(store::data_dir()?.join("stopping").join(task_id))
+}
+
+/// Whether a stop of the task was begun and is not over. One `stat`.
+pub(crate) fn is_stopping(task_id: &str) -> bool {
+    stop_path(task_id).is_some_and(|path| path.exists())
+}
+
+/// Claims the task's stop, beginning one unless it was begun, and waiting for whoever is at it.
+pub(crate) fn claim_stop(task_id: &str) -> crate::error::Result<StopClaim> {
+    claim(task_id, true).map(|claim| claim.expect("a blocking claim is had"))
+}
+
+/// [`claim_stop`], unless someone is at it now: then `None`.
+pub(crate) fn try_claim_stop(task_id: &str) -> crate::error::Result<Option<StopClaim>> {
+    claim(task_id, false)
+}
+
+fn claim(task_id: &str, wait: bool) -> crate::error::Result<Option<StopClaim>> {
+    use crate::error::Error;
+    let path = stop_path(task_id)
+        .ok_or_else(|| Error::new(crate::error::ErrorCode::Io, "no home directory"))?;
+    if let Some(dir) = path.parent() {
+        store::create_private_leaf(dir)?;
+    }
+    loop {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|err| Error::io("open", &path, err))?;
+        if wait {
+            file.lock().map_err(|err| Error::io("lock", &path, err))?;
+        } else if file.try_lock().is_err() {
+            return Ok(None);
+        }
+        // Finished (and removed) by the one before us while we waited: begin anew.
+        if let Some(claim) = held(file, &path) {
+            return Ok(Some(claim));
+        }
+    }
+}
+
+/// The task's stop, if one was begun and nobody is at it (its claimant was killed).
+pub(crate) fn abandoned_stop(task_id: &str) -> Option<StopClaim> {
+    let path = stop_path(task_id)?;
+    let file = std::fs::OpenOptions::new().write(true).open(&path).ok()?;
+    file.try_lock().ok()?;
+    held(file, &path)
+}
+
+/// The task's stop, waiting for whoever is at it; `None` once it is over.
+pub(crate) fn resume_stop(task_id: &str) -> Option<StopClaim> {
+    let path = stop_path(task_id)?;
+    let file = std::fs::OpenOptions::new().write(true).open(&path).ok()?;
+    file.lock().ok()?;
+    held(file, &path)
+}
+
+/// A locked file that is still the one at `path` (not removed, nor replaced, meanwhile).
+fn held(file: File, path: &Path) -> Option<StopClaim> {
+    let (Ok(locked), Ok(now)) = (file.metadata(), std::fs::metadata(path)) else {
+        return None;
+    };
+    (locked.dev() == now.dev() && locked.ino() == now.ino()).then(|| StopClaim {
+        file,
+        path: path.to_path_buf(),
+    })
 }

@@ -168,6 +168,8 @@ fn remove_one(task: &Task, force: bool, dry_run: bool) -> Result<Removal> {
     if dry_run {
         return Ok(removal);
     }
+    // A stop cut short is finished first: removing the task would leave its processes to nobody.
+    super::judge::finish_stop(task)?;
     // A dead pane left by remain-on-exit: gone already is fine.
     let placement = &task.placement;
     let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));

@@ -50,6 +50,9 @@ pub struct TaskView {
     /// For a task whose pane is gone: the pids of its processes still alive.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub survivors: Option<Vec<u32>>,
+    /// Its ending is on record (a cancel or timeout) but its processes are still being ended.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopping: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub team: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -155,6 +158,7 @@ impl TaskView {
             progress: None,
             agent_session_id: None,
             survivors: None,
+            stopping: false,
             team: None,
             role: None,
             last_report: None,
@@ -202,6 +206,7 @@ impl From<&TaskRecord> for TaskView {
             progress: None,
             agent_session_id: record.agent_session_id.clone(),
             survivors: None,
+            stopping: false,
             team: record.team.clone(),
             role: record.spec.role.clone(),
             last_report: record.last_report.clone(),
