@@ -1078,12 +1078,55 @@ fn rm_after_a_cancel_cut_short_finishes_the_stop_first() {
         .args(["cancel", &id, "--grace", "4s"])
         .spawn()
         .unwrap();
-    assert!(poll(Duration::from_secs(10), || record_of(&h, &id)["status"]
-        == "cancelled"));
+    assert!(poll(
+        Duration::from_secs(10),
+        || record_of(&h, &id)["status"] == "cancelled"
+    ));
     unsafe { libc::kill(cancel.id() as i32, libc::SIGKILL) };
     let _ = cancel.wait();
     let (removed, code) = h.json(&["rm", &id]);
-    assert_eq!((code, removed[0]["outcome"].as_str()), (0, Some("removed")), "{removed}");
+    assert_eq!(
+        (code, removed[0]["outcome"].as_str()),
+        (0, Some("removed")),
+        "{removed}"
+    );
     assert_eq!(processes_of(&id), Vec::<u32>::new());
     assert!(!sessions(&h).contains(&format!("cuekit-task-{id}")));
+}
+
+/// The cancel and its detached stopper both killed (everything of cuekit's but the monitor): the
+/// monitor resumes the stop at its next tick, with nobody calling cuekit.
+#[test]
+fn the_monitor_finishes_a_stop_whose_cancel_and_stopper_were_killed() {
+    let h = Harness::new();
+    let id = h.submit_sh(STUBBORN, &[]);
+    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    let mut cancel = h.cuekit().args(["cancel", &id]).spawn().unwrap();
+    assert!(poll(
+        Duration::from_secs(10),
+        || record_of(&h, &id)["status"] == "cancelled"
+    ));
+    let stoppers: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            words.contains(&&b"__stop"[..]) && words.contains(&id.as_bytes())
+        })
+        .collect();
+    for pid in stoppers.iter().chain([&cancel.id()]) {
+        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+    }
+    let _ = cancel.wait();
+    assert!(
+        poll(Duration::from_secs(30), || processes_of(&id).is_empty()
+            && !sessions(&h).contains(&format!("cuekit-task-{id}"))),
+        "survivors: {:?}",
+        processes_of(&id)
+    );
+    let view = h.status(&id);
+    assert_eq!(view["status"], "cancelled", "{view}");
+    assert!(view.get("stopping").is_none(), "{view}");
 }
