@@ -1130,3 +1130,80 @@ fn the_monitor_finishes_a_stop_whose_cancel_and_stopper_were_killed() {
     assert_eq!(view["status"], "cancelled", "{view}");
     assert!(view.get("stopping").is_none(), "{view}");
 }
+
+/// `rm` of a task a `wait` is waiting on (with others) ends nothing badly: the removed task
+/// keeps the ending the wait saw, and the wait goes on for the others.
+#[test]
+fn a_wait_keeps_the_ending_of_a_task_removed_while_it_waits() {
+    let h = Harness::new();
+    let done = h.submit_sh("exit 0", &[]);
+    let go = h.root().join("go");
+    let waits = h.submit_sh(
+        &format!("while [ ! -e '{}' ]; do sleep 0.05; done", go.display()),
+        &[],
+    );
+    let wait = h
+        .cuekit()
+        .args(["--json", "wait", &done, &waits, "--timeout", "60s"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(poll(
+        Duration::from_secs(10),
+        || record_of(&h, &done)["status"] == "completed"
+    ));
+    // Past a full refresh of the wait's, so it has seen the ending.
+    std::thread::sleep(Duration::from_millis(600));
+    let (removed, code) = h.json(&["rm", &done]);
+    assert_eq!(code, 0, "{removed}");
+    std::thread::sleep(Duration::from_millis(600));
+    std::fs::write(&go, "").unwrap();
+    let output = wait.wait_with_output().unwrap();
+    let answer: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stdout)));
+    assert_eq!(output.status.code(), Some(0), "{answer}");
+    assert_eq!(answer["tasks"][0]["id"], done.as_str(), "{answer}");
+    assert_eq!(answer["tasks"][0]["status"], "completed", "{answer}");
+    assert_eq!(answer["tasks"][1]["status"], "completed", "{answer}");
+}
+
+/// A task cancelled and removed before the wait saw it end: the wait says the task is gone
+/// (`task_not_found`, exit 4, with why), or its ending if it saw it (exit 20), never an I/O
+/// error.
+#[test]
+fn a_wait_on_a_task_removed_before_it_saw_the_end_says_so() {
+    let h = Harness::new();
+    let mut outcomes = Vec::new();
+    for _ in 0..4 {
+        let id = h.submit_sh("sleep 600", &[]);
+        let wait = h
+            .cuekit()
+            .args(["--json", "wait", &id, "--timeout", "60s"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        h.json(&["cancel", &id, "--grace", "1s"]);
+        let (removed, code) = h.json(&["rm", &id]);
+        assert_eq!(code, 0, "{removed}");
+        let output = wait.wait_with_output().unwrap();
+        let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let code = output.status.code();
+        match code {
+            Some(20) => assert_eq!(answer["tasks"][0]["status"], "cancelled", "{answer}"),
+            Some(4) => {
+                assert_eq!(answer["error"]["code"], "task_not_found", "{answer}");
+                assert!(
+                    answer["error"]["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("removed"),
+                    "{answer}"
+                );
+            }
+            _ => panic!("wait exited {code:?}: {answer}"),
+        }
+        outcomes.push(code);
+    }
+    eprintln!("wait outcomes: {outcomes:?}");
+}

@@ -702,16 +702,3 @@ pub(crate) fn has_ended(task: &Task) -> Result<bool> {
     };
     Ok(refresh(vec![current])?.tasks[0].record.status.is_terminal())
 }
-
-/// Re-reads tasks' records, so endings written by other processes (a cancel) are seen.
-pub(crate) fn reload(tasks: &[Task]) -> Result<Vec<Task>> {
-    tasks
-        .iter()
-        .map(|t| {
-            Ok(Task {
-                record: store::load(&t.placement.task_dir)?,
-                ..t.clone()
-            })
-        })
-        .collect()
-}

@@ -1,10 +1,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::judge::{Refreshed, refresh, reload};
-use super::task::open;
+use super::judge::{Refreshed, refresh};
+use super::task::{Task, open};
 use super::view::TaskView;
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 use crate::launch::EXIT_CODE_FILE;
 use crate::status::Status;
 use crate::store::{self, TaskRecord};
@@ -142,6 +142,49 @@ pub fn wait_watching(
         stamps = watch_records.then(|| record_stamps(&dirs));
         refreshed = refresh(reload(&refreshed.tasks)?)?;
     }
+}
+
+/// Re-reads the tasks' records, so endings written by other processes (a cancel) are seen. A
+/// task removed meanwhile (`cuekit rm`, which takes only ended tasks) keeps the ending this wait
+/// saw; one whose ending it never saw ends the wait with `task_not_found`, saying so.
+fn reload(tasks: &[Task]) -> Result<Vec<Task>> {
+    tasks
+        .iter()
+        .map(|task| match store::load(&task.placement.task_dir) {
+            Ok(record) => Ok(Task {
+                record,
+                ..task.clone()
+            }),
+            Err(err) if !removed(&task.record.id) => Err(err),
+            Err(_) if task.record.status.is_terminal() => Ok(task.clone()),
+            Err(_) => Err(Error::new(
+                ErrorCode::TaskNotFound,
+                format!(
+                    "task {} was removed (`cuekit rm`) while this wait ran, before it saw the \
+                     task end",
+                    task.record.id
+                ),
+            )
+            .with_hint(
+                "it had ended (rm takes only ended tasks), but its ending went with its record; \
+                 `cuekit events --all` still shows the transitions the monitor announced",
+            )),
+        })
+        .collect()
+}
+
+/// Whether the registry has forgotten the task. `rm` removes the task directory first and the
+/// registry entry just after: a record seen gone is given a moment for the entry to follow.
+fn removed(task_id: &str) -> bool {
+    let gone = || matches!(store::placement(task_id), Ok(None));
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while !gone() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(SENTINEL_TICK);
+    }
+    true
 }
 
 /// Sleeps until a sentinel appears or a full refresh is due (or the wait's own timeout); with
