@@ -12,6 +12,8 @@ struct ProcStat {
     pid: u32,
     ppid: u32,
     pgid: u32,
+    /// Its session: a daemon leads its own.
+    sid: u32,
     zombie: bool,
     /// Clock ticks after boot when the process started: with the pid, names one process for
     /// the life of the machine.
@@ -26,12 +28,14 @@ fn read_stat(pid: u32) -> Option<ProcStat> {
     let state = fields.next()?;
     let ppid = fields.next()?.parse().ok()?;
     let pgid = fields.next()?.parse().ok()?;
-    // Field 22 of stat; `fields` stands at field 6 now.
-    let start_ticks = fields.nth(16)?.parse().ok()?;
+    let sid = fields.next()?.parse().ok()?;
+    // Field 22 of stat; `fields` stands at field 7 now.
+    let start_ticks = fields.nth(15)?.parse().ok()?;
     Some(ProcStat {
         pid,
         ppid,
         pgid,
+        sid,
         zombie: state == "Z" || state == "X",
         start_ticks,
     })
@@ -158,6 +162,23 @@ fn extend_with_descendants(tree: &mut BTreeSet<u32>) {
             return;
         }
     }
+}
+
+/// Live processes whose command line holds every word of `words`, each as a whole argument,
+/// leaving out session leaders: a daemon a client forked (tmux's server) keeps the client's
+/// command line for its whole life.
+pub fn clients_with_arguments(words: &[&str]) -> Vec<u32> {
+    all_processes()
+        .into_iter()
+        .filter(|p| !p.zombie && p.sid != p.pid)
+        .filter(|p| {
+            std::fs::read(format!("/proc/{}/cmdline", p.pid)).is_ok_and(|cmdline| {
+                let argv: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+                words.iter().all(|word| argv.contains(&word.as_bytes()))
+            })
+        })
+        .map(|p| p.pid)
+        .collect()
 }
 
 /// Whether a process still exists and is not a zombie (a zombie holds no resources and may

@@ -1207,3 +1207,52 @@ fn a_wait_on_a_task_removed_before_it_saw_the_end_says_so() {
     }
     eprintln!("wait outcomes: {outcomes:?}");
 }
+
+/// Every listing undoes killed submits, also when it comes at once, while the killed submit's
+/// tmux client is still creating the session: afterwards no session, pending entry or task
+/// directory is left without a registered task.
+#[test]
+fn every_listing_undoes_killed_submits_even_at_once() {
+    let h = Harness::new();
+    let listings: [&[&str]; 3] = [&["list", "--all"], &["list"], &["status", "t_000000000000"]];
+    let mut seed: u64 = 0x0dd_ba11;
+    for i in 0..30 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let mut child = h
+            .cuekit()
+            .args(["submit", "--agent", "command", "--", "sleep", "600"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(1000 + (seed >> 33) % 7000));
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = h.json(listings[i % 3]);
+    }
+    let registered = |id: &str| registry(&h).join("tasks").join(id).is_file();
+    let unowned = || -> Vec<String> {
+        sessions(&h)
+            .into_iter()
+            .filter(|s| !registered(s.trim_start_matches("cuekit-task-")))
+            .collect()
+    };
+    assert!(
+        poll(Duration::from_secs(5), || unowned().is_empty()),
+        "sessions without a record: {:?}",
+        unowned()
+    );
+    let pending = std::fs::read_dir(registry(&h).join("pending"))
+        .map(|entries| entries.count())
+        .unwrap_or(0);
+    assert_eq!(pending, 0);
+    for entry in std::fs::read_dir(h.project.join(".cuekit/tasks"))
+        .unwrap()
+        .flatten()
+    {
+        let id = entry.file_name().to_string_lossy().into_owned();
+        assert!(registered(&id), "{id} left without a record");
+    }
+}

@@ -41,6 +41,9 @@ pub fn status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
 }
 
 fn local_status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
+    // Before any record is read: a half-made submit is undone, never shown (nor an unknown id
+    // left unreaped).
+    super::reap::reap_orphans();
     let found = task_ids
         .iter()
         .map(|id| find(id, cwd))
@@ -99,6 +102,8 @@ pub(crate) fn listing(
     also: Option<&str>,
     cache: Option<&mut ScreenCache>,
 ) -> Result<Listing> {
+    // Before the scan: a killed submit's record is undone, never listed as untrusted.
+    super::reap::reap_orphans();
     let found = if all {
         scan_registry()?
     } else {

@@ -3,10 +3,21 @@
 //! runs was cut short (killed, or an error it could not clean up after). Its pane, if tmux
 //! made one, has started nothing (`launch.sh` waits for the registry entry, and gives up when
 //! the pending entry goes), so undoing it is: end the session, remove the task directory that
-//! submit created, forget the entry. Every refresh does this first; it costs one directory read.
+//! submit created, forget the entry. Every refresh and every listing does this first; it costs
+//! one directory read.
+//!
+//! A killed submit's tmux client outlives it by a few milliseconds and may create the session
+//! after an undo ended it (leaving a pane that fails, its script gone, in a session nobody
+//! owns): the undo waits for that client first.
+
+use std::time::{Duration, Instant};
 
 use crate::store::{self, Pending};
 use crate::tmux::{Tmux, args};
+
+/// How long an undo waits for a killed submit's tmux client (it answers in milliseconds; a
+/// server that hangs must not hang every listing).
+const CLIENT_WAIT: Duration = Duration::from_secs(2);
 
 /// Undoes every pending submit whose submitter is gone; returns the ids undone.
 pub fn reap_orphans() -> Vec<String> {
@@ -28,6 +39,12 @@ fn undo(pending: Pending) -> Option<String> {
         // Recorded: the submit finished all but forgetting its pending entry.
         store::remove_pending(&placement.id);
         return None;
+    }
+    let creating = |pid: &u32| crate::process::is_alive(*pid);
+    let clients = crate::process::clients_with_arguments(&["new-session", &placement.session]);
+    let deadline = Instant::now() + CLIENT_WAIT;
+    while clients.iter().any(creating) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
     }
     // tmux ends the pane's processes with the session; a pane that was gated never started
     // the agent, and anything that did start carries the task's id.
