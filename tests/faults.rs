@@ -1256,3 +1256,71 @@ fn every_listing_undoes_killed_submits_even_at_once() {
         assert!(registered(&id), "{id} left without a record");
     }
 }
+
+/// What a killed `rm` leaves (its task directory removed, wholly or in part, but not yet its
+/// registry entry) is finished by the next `rm`: the entry and the session go, and nothing else
+/// is touched. A task whose record is gone but whose processes run is not removed.
+#[test]
+fn rm_finishes_what_a_killed_rm_left() {
+    let h = Harness::new();
+    let whole = h.submit_sh("exit 0", &[]);
+    let partial = h.submit_sh("exit 0", &[]);
+    let live = h.submit_sh("sleep 600", &[]);
+    h.json(&["wait", &whole, &partial, "--timeout", "10s"]);
+    assert!(poll(Duration::from_secs(10), || processes_of(&live).len() == 2));
+    std::fs::remove_dir_all(h.task_dir(&whole)).unwrap();
+    std::fs::remove_file(h.task_dir(&partial).join("task.json")).unwrap();
+    std::fs::remove_dir_all(h.task_dir(&live)).unwrap();
+    let entry = |id: &str| registry(&h).join("tasks").join(id);
+    for id in [&whole, &partial] {
+        let (removed, code) = h.json(&["rm", id]);
+        assert_eq!(
+            (code, removed[0]["outcome"].as_str()),
+            (0, Some("removed")),
+            "{removed}"
+        );
+        assert!(!entry(id).exists() && !h.task_dir(id).exists());
+        assert!(!sessions(&h).contains(&format!("cuekit-task-{id}")));
+        let (again, code) = h.json(&["rm", id]);
+        assert_eq!(
+            (code, again["error"]["code"].as_str()),
+            (4, Some("task_not_found"))
+        );
+    }
+    let (refused, code) = h.json(&["rm", &live]);
+    assert_eq!(
+        (code, refused["error"]["code"].as_str()),
+        (5, Some("invalid_state")),
+        "{refused}"
+    );
+    assert!(entry(&live).exists());
+    assert_eq!(processes_of(&live).len(), 2);
+    assert_eq!(h.json(&["cancel", &live]).1, 0);
+}
+
+/// `rm` killed at varied instants, then run again: the task ends removed, with nothing of it
+/// left behind.
+#[test]
+fn rm_killed_at_any_instant_is_finished_by_the_next_rm() {
+    let h = Harness::new();
+    let ids: Vec<String> = (0..10).map(|_| h.submit_sh("exit 0", &[])).collect();
+    let mut args = vec!["wait", "--timeout", "20s"];
+    args.extend(ids.iter().map(String::as_str));
+    h.json(&args);
+    for (i, id) in ids.iter().enumerate() {
+        let mut child = h
+            .cuekit()
+            .args(["rm", id])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(i as u64 * 3));
+        let _ = child.kill();
+        let _ = child.wait();
+        let (_, code) = h.json(&["rm", id]);
+        assert!(code == 0 || code == 4, "rm {id} exited {code}");
+        assert!(!registry(&h).join("tasks").join(id).exists(), "{id}");
+        assert!(!h.task_dir(id).exists(), "{id}");
+    }
+    assert!(sessions(&h).is_empty(), "{:?}", sessions(&h));
+}

@@ -65,11 +65,38 @@ pub struct PruneFilter {
 
 /// Only tasks cuekit may act on (see [`super::task`]): a record written by anything else could
 /// name any folder as its worktree.
+///
+/// A registered task whose record is gone and of which nothing runs is what a killed `rm`
+/// leaves (its directory removed, not yet its registry entry): its removal is finished from
+/// the registry alone (see [`remove_leftover`]).
 pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Result<Vec<Removal>> {
-    let tasks = task_ids
-        .iter()
-        .map(|id| super::task::open(id, cwd))
-        .collect::<Result<Vec<_>>>()?;
+    let mut tasks = Vec::new();
+    let mut leftovers = Vec::new();
+    for id in task_ids {
+        match super::task::find(id, cwd)? {
+            Found::Unreadable {
+                placement, pane, ..
+            } if !placement.task_dir.join(store::RECORD_FILE).exists() => {
+                let leader = super::task::leader_of(pane.as_ref());
+                if !crate::process::task_processes(id, leader).is_empty() {
+                    return Err(Error::new(
+                        ErrorCode::InvalidState,
+                        format!(
+                            "task {id}'s record is gone but its processes still run; \
+                             nothing was removed"
+                        ),
+                    )
+                    .with_hint(format!("cancel it first (`cuekit cancel {id}`)")));
+                }
+                leftovers.push(placement);
+            }
+            Found::Trusted(task) => tasks.push(*task),
+            Found::Untrusted { id, why, .. } => {
+                return Err(super::task::untrusted_error(&id, &why));
+            }
+            Found::Unreadable { error, .. } => return Err(error),
+        }
+    }
     let tasks = super::judge::refresh(tasks)?.tasks;
     if let Some(running) = tasks
         .iter()
@@ -82,10 +109,38 @@ pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Re
         )
         .with_hint(format!("cancel it first (`cuekit cancel {}`)", running.id)));
     }
-    tasks
+    let mut removals = tasks
         .iter()
         .map(|task| remove_one(task, force, dry_run))
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    for placement in &leftovers {
+        removals.push(remove_leftover(placement, dry_run)?);
+    }
+    Ok(removals)
+}
+
+/// Finishes the removal of a task whose record is gone and of which nothing runs, from the
+/// registry alone: its session, what is left of its task directory (the registry's, never a
+/// record's), its entry. What its record named (a worktree, a branch) is not known here, and
+/// is left as it is.
+fn remove_leftover(placement: &store::Placement, dry_run: bool) -> Result<Removal> {
+    let removal = Removal::of(&placement.id, dry_run);
+    if dry_run {
+        return Ok(removal);
+    }
+    if let Some(stop) = super::monitor_lock::resume_stop(&placement.id) {
+        // Nothing of the task runs: a stop begun on it is over.
+        stop.finish();
+    }
+    let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));
+    match std::fs::remove_dir_all(&placement.task_dir) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+            return Err(Error::io("remove", &placement.task_dir, err));
+        }
+        _ => {}
+    }
+    store::unregister(&placement.id);
+    Ok(removal)
 }
 
 /// This project's trusted tasks that match the filter; untrusted records are never touched.
