@@ -1324,3 +1324,34 @@ fn rm_killed_at_any_instant_is_finished_by_the_next_rm() {
     }
     assert!(sessions(&h).is_empty(), "{:?}", sessions(&h));
 }
+
+/// A cancel on record with no stop claimed (an older cuekit's, killed before it ended anything)
+/// while the pane's process runs: the next look ends the task, and never shows it as a plain
+/// `cancelled` meanwhile.
+#[test]
+fn a_cancel_on_record_whose_pane_still_runs_is_finished() {
+    let h = Harness::new();
+    let id = h.submit_sh(STUBBORN, &[]);
+    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    let path = h.task_dir(&id).join("task.json");
+    let mut record = record_of(&h, &id);
+    record["status"] = json!("cancelled");
+    record["reason"] = json!("cancelled");
+    record["ended_at"] = json!("2026-01-01T00:00:00Z");
+    std::fs::write(&path, record.to_string()).unwrap();
+    let mut last = Value::Null;
+    let finished = poll(Duration::from_secs(20), || {
+        let view = h.status(&id);
+        let plain = view.get("stopping").is_none();
+        let alive = processes_of(&id);
+        assert!(
+            !plain || alive.is_empty(),
+            "plain while {alive:?} run: {view}"
+        );
+        last = view;
+        plain && alive.is_empty()
+    });
+    assert!(finished, "{:?} still run: {last}", processes_of(&id));
+    assert!(poll(Duration::from_secs(5), || !sessions(&h)
+        .contains(&format!("cuekit-task-{id}"))));
+}

@@ -548,14 +548,23 @@ pub(crate) fn stop(task: Task, ending: Ending, grace: Duration) -> Result<Task> 
 }
 
 /// A stop whose ending is on record but whose claimant was killed is handed to a detached
-/// stopper; one killed before it recorded anything stopped nothing, and is forgotten. A `stat`
-/// per task.
+/// stopper; one killed before it recorded anything stopped nothing, and is forgotten. So is a
+/// cancel or timeout on record with no claim (written by an older cuekit, or with cuekit's data
+/// directory unwritable) whose pane process still runs. A `stat` per task, a read in /proc per
+/// such ending.
 fn resume_abandoned_stops(tasks: &[Task]) {
     for task in tasks {
-        if !monitor_lock::is_stopping(&task.record.id) {
-            continue;
-        }
-        let Some(claim) = monitor_lock::abandoned_stop(&task.record.id) else {
+        let id = &task.record.id;
+        let claim = if monitor_lock::is_stopping(id) {
+            monitor_lock::abandoned_stop(id)
+        } else if stopped_by_cuekit(&task.record)
+            && task.group_leader().is_some_and(|leader| leader.is_alive())
+        {
+            monitor_lock::try_claim_stop(id).ok().flatten()
+        } else {
+            None
+        };
+        let Some(claim) = claim else {
             continue;
         };
         // Read under the claim: nobody is between claiming and recording now.
@@ -588,6 +597,11 @@ pub(crate) fn finish_stop(task: &Task) -> Result<()> {
         ),
     )
     .with_hint("a process in uninterruptible sleep ends once its I/O does; try again then"))
+}
+
+/// An ending cuekit writes before it ends the task's processes.
+fn stopped_by_cuekit(record: &TaskRecord) -> bool {
+    matches!(record.status, Status::Cancelled | Status::TimedOut) && record.exit_code.is_none()
 }
 
 /// Whether the task's ending is on record but its processes are still being ended.
@@ -659,6 +673,10 @@ pub fn run_stopper(task_id: &str, after: Option<u32>) -> Result<()> {
     let Some(placement) = store::placement(task_id)? else {
         return Err(Error::task_not_found(task_id));
     };
+    let grace = std::env::var(STOP_GRACE_VARIABLE)
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(DEFAULT_GRACE, Duration::from_millis);
     if let Some(caller) = after {
         // Let the caller inside the task print its answer and exit first (it is part of the
         // task, so it would be ended with it).
@@ -666,14 +684,15 @@ pub fn run_stopper(task_id: &str, after: Option<u32>) -> Result<()> {
         while crate::process::is_alive(caller) && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
+        if crate::process::is_alive(caller) {
+            // Hung with the claim held until it exits (its ending is on record): it is ended
+            // with the task, which frees the claim.
+            end_processes(&placement, store::pane_start(task_id).as_ref(), None, grace);
+        }
     }
     let Some(claim) = monitor_lock::resume_stop(task_id) else {
         return Ok(());
     };
-    let grace = std::env::var(STOP_GRACE_VARIABLE)
-        .ok()
-        .and_then(|ms| ms.parse().ok())
-        .map_or(DEFAULT_GRACE, Duration::from_millis);
     let pane = match super::task::found_for(placement.clone()) {
         Found::Trusted(task) if !task.record.status.is_terminal() => {
             claim.finish();
