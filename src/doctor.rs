@@ -328,33 +328,59 @@ fn socket_path(socket: &Socket) -> PathBuf {
 /// unless it is trusted (the agent checks use only trusted binaries).
 fn trust_check(config: &Config) -> Option<Check> {
     let (path, state) = config.project_trust()?;
-    let ignored: Vec<String> = ADAPTERS
+    let ignored = config.ignored();
+    let needs_trust: Vec<&str> = ignored
         .iter()
-        .flat_map(|adapter| config.untrusted_code_keys(adapter.kind()))
-        .chain(config.untrusted_setup_key())
+        .filter(|w| w.needs_trust())
+        .map(|w| w.key.as_str())
         .collect();
-    Some(if ignored.is_empty() {
-        Check::new(
+    let others: Vec<String> = ignored
+        .iter()
+        .filter(|w| !w.needs_trust())
+        .map(|w| format!("{} ({})", w.key, w.class.as_str()))
+        .collect();
+    if ignored.is_empty() {
+        return Some(Check::new(
             "config trust",
             Level::Ok,
             format!("{}: {}", path.display(), state.as_str()),
-        )
+        ));
+    }
+    let mut said = Vec::new();
+    if !needs_trust.is_empty() {
+        said.push(format!(
+            "its keys that run code or place files are not used ({}); submits that need them are refused",
+            needs_trust.join(", ")
+        ));
+    }
+    if !others.is_empty() {
+        said.push(format!(
+            "keys a project file may not set, or only stricter, are ignored: {}",
+            others.join(", ")
+        ));
+    }
+    let next = if needs_trust.is_empty() {
+        "move user-only keys to ~/.config/cuekit/config.yaml; a project may only tighten a policy"
+            .to_string()
     } else {
+        format!(
+            "read it; if you trust it, run `cuekit trust {}`",
+            path.display()
+        )
+    };
+    Some(
         Check::new(
             "config trust",
             Level::Warn,
             format!(
-                "{} is {}: its keys that run code are not used ({}); submits that need them are refused",
+                "{} is {}: {}",
                 path.display(),
                 state.as_str(),
-                ignored.join(", ")
+                said.join("; ")
             ),
         )
-        .next(format!(
-            "read it; if you trust it, run `cuekit trust {}`",
-            path.display()
-        ))
-    })
+        .next(next),
+    )
 }
 
 /// Sessions of cuekit's server that no task owns: left by a submit that was killed before it

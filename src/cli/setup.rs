@@ -43,12 +43,8 @@ pub fn adapters(json: bool) -> anyhow::Result<i32> {
 pub fn config(cwd: &Path, json: bool) -> anyhow::Result<i32> {
     let config = Config::load(cwd)?;
     let mut entries = config.entries();
+    let ignored = config.ignored();
     if let Some((path, state)) = config.project_trust() {
-        let ignored: Vec<String> = ADAPTERS
-            .iter()
-            .flat_map(|adapter| config.untrusted_code_keys(adapter.kind()))
-            .chain(config.untrusted_setup_key())
-            .collect();
         entries.insert(
             0,
             crate::config::Entry {
@@ -56,7 +52,7 @@ pub fn config(cwd: &Path, json: bool) -> anyhow::Result<i32> {
                 value: if ignored.is_empty() {
                     serde_json::json!(state)
                 } else {
-                    serde_json::json!({"state": state, "ignored_keys": ignored})
+                    serde_json::json!({"state": state, "ignored": ignored})
                 },
                 source: crate::config::Source::Project(path.to_path_buf()),
             },
@@ -67,6 +63,24 @@ pub fn config(cwd: &Path, json: bool) -> anyhow::Result<i32> {
         return Ok(0);
     }
     for entry in entries {
+        if entry.key == "trust" {
+            let state = entry.value.get("state").unwrap_or(&entry.value);
+            println!(
+                "{:<36} {:<24} ({})",
+                "trust",
+                state.as_str().unwrap_or("-"),
+                entry.source
+            );
+            for withheld in &ignored {
+                println!(
+                    "  ignored {:<28} {}: {}",
+                    withheld.key,
+                    withheld.class.as_str(),
+                    withheld.why
+                );
+            }
+            continue;
+        }
         let value = match &entry.value {
             serde_json::Value::String(text) => text.clone(),
             serde_json::Value::Null => "-".to_string(),

@@ -40,6 +40,10 @@ pub struct SubmitArgs {
     /// another machine passes after registering the task there.
     #[arg(long, value_name = "ID", hide = true)]
     id: Option<String>,
+    /// The permission flags come from a delegate (an MCP client on another machine): they may
+    /// tighten this machine's policy, never loosen it.
+    #[arg(long, hide = true)]
+    delegated: bool,
     /// Stop the task and mark it timed_out after this long (e.g. 30m).
     #[arg(long, value_parser = super::parse_duration)]
     timeout: Option<Duration>,
@@ -141,6 +145,11 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         base: args.base.clone(),
         branch: args.branch.clone(),
         id: args.id.clone(),
+        asked_by: if args.delegated {
+            ops::Asker::Delegate
+        } else {
+            ops::Asker::User
+        },
     };
     let outcome = match &args.host {
         Some(host) => ops::submit_on_host(host, &request, cwd)?,

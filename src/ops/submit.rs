@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::view::TaskView;
 use crate::adapter::{self, LaunchCommand};
-use crate::config::{Config, Permissions, Setting};
+use crate::config::{Autonomy, Config, Permissions, Setting};
 use crate::error::{Error, ErrorCode, Result};
 use crate::git;
 use crate::launch::{ENV_FILE, StartGate, render_env_file, render_launch_script};
@@ -54,6 +54,20 @@ pub struct SubmitRequest {
     /// before asking the host, so a reply lost on the way never leaves a task it does not know.
     /// Else a fresh one.
     pub id: Option<String>,
+    /// Who chose the permission settings above: a delegate's may tighten the user's policy,
+    /// never loosen it.
+    pub asked_by: Asker,
+}
+
+/// Who asks for a task, as far as its permissions go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Asker {
+    /// The user at the command line: their flags set the policy.
+    #[default]
+    User,
+    /// An MCP client or a team spec (a file of the project's): may ask for less autonomy than
+    /// the user's policy, never for more.
+    Delegate,
 }
 
 /// Untagged; read back from a host's JSON too (`ops::remote` tells the two apart by `id`).
@@ -69,31 +83,93 @@ pub enum SubmitOutcome {
     },
 }
 
-/// The task spec with the role and the configuration applied (flag > role > project file >
-/// user file > built-in).
-fn resolve_spec(
+/// The agent a request runs: flag, else the resumed task's, else the role's, else the config's.
+fn agent_kind(
     request: &SubmitRequest,
     config: &Config,
     resumed: Option<&TaskRecord>,
     role: Option<&Role>,
-) -> TaskSpec {
-    let agent_kind = request
+) -> String {
+    request
         .agent
         .clone()
         .or_else(|| resumed.map(|r| r.spec.agent_kind.clone()))
         .or_else(|| role.and_then(|r| r.agent.clone()))
-        .unwrap_or_else(|| config.agent().value);
+        .unwrap_or_else(|| config.agent().value)
+}
+
+/// The task spec with the role and the configuration applied (flag > role > project file >
+/// user file > built-in), and warnings for what was asked but does not apply.
+///
+/// Permissions are a tighten-only policy: the user's own settings (and their command-line
+/// flags) set the most autonomy an agent gets; a delegate's request (MCP, a team spec) and a
+/// project's role may ask for less, never for more.
+fn resolve_spec(
+    request: &SubmitRequest,
+    config: &Config,
+    adapter: &adapter::Adapter,
+    role: Option<&Role>,
+) -> (TaskSpec, Vec<String>) {
+    let agent_kind = adapter.kind().to_string();
     // A role's model is meant for the role's agent: another agent chosen by flag keeps its own.
     let role_model = role
         .filter(|r| r.agent.as_ref().is_none_or(|agent| *agent == agent_kind))
         .and_then(|r| r.model.clone());
     let value = |setting: Option<Setting<String>>| setting.map(|s| s.value);
+    let policy = config.policy(adapter);
+    let mut warnings = config.warnings_for(adapter);
+    let autonomy_of = |mode: &str| {
+        if adapter.approval_modes.contains(&mode) {
+            Autonomy::of_approval_mode(mode)
+        } else {
+            Autonomy::Bypass
+        }
+    };
+    let mut within = |asked: Option<String>, who: &str| {
+        let mode = asked?;
+        if crate::config::class::within(autonomy_of(&mode), policy.allowed) {
+            return Some(mode);
+        }
+        warnings.push(format!(
+            "approval_mode '{mode}' from {who} allows more than your policy ({:?}); ignored",
+            policy.allowed
+        ));
+        None
+    };
+    let delegated = request.asked_by == Asker::Delegate;
+    let requested_approval = if delegated {
+        within(request.approval_mode.clone(), "the request")
+    } else {
+        request.approval_mode.clone()
+    };
+    let role_from_project = role.is_some_and(|r| {
+        r.layers
+            .iter()
+            .any(|layer| matches!(layer, crate::role::RoleSource::Project(_)))
+    });
+    let role_approval = role.and_then(|r| r.approval_mode.clone());
+    let role_approval = if role_from_project {
+        within(role_approval, "the project's role")
+    } else {
+        role_approval
+    };
+    let approval_mode = requested_approval
+        .or(role_approval)
+        .or_else(|| value(policy.approval_mode));
+    let requested_bypass = match request.dangerously_skip_permissions {
+        Some(true) if delegated && policy.allowed != Autonomy::Bypass => {
+            warnings.push(format!(
+                "the request's dangerously_skip_permissions allows more than your policy ({:?}); ignored",
+                policy.allowed
+            ));
+            None
+        }
+        asked => asked,
+    };
     // The adapter design's safety rule: `permissions: prompt` turns the bypass off for tasks
     // that did not ask for it explicitly.
-    let configured_bypass = config
-        .permissions(&agent_kind)
-        .map(|p| p.value == Permissions::Bypass);
-    TaskSpec {
+    let configured_bypass = policy.permissions.map(|p| p.value == Permissions::Bypass);
+    let spec = TaskSpec {
         objective: request.objective.clone(),
         context: request.context.clone(),
         constraints: request.constraints.clone(),
@@ -106,12 +182,8 @@ fn resolve_spec(
             .mode
             .or_else(|| role.and_then(|r| r.mode))
             .or_else(|| config.mode().map(|s| s.value)),
-        approval_mode: request
-            .approval_mode
-            .clone()
-            .or_else(|| role.and_then(|r| r.approval_mode.clone()))
-            .or_else(|| value(config.approval_mode(&agent_kind))),
-        dangerously_skip_permissions: request.dangerously_skip_permissions.or(configured_bypass),
+        approval_mode,
+        dangerously_skip_permissions: requested_bypass.or(configured_bypass),
         stream_events: request.stream_events,
         session_id: None,
         resume_session: None,
@@ -127,7 +199,8 @@ fn resolve_spec(
         // A child sent with a role or into a team is one a parent wants to hear from.
         report_hint: role.is_some() || request.team.is_some(),
         agent_kind,
-    }
+    };
+    (spec, warnings)
 }
 
 /// The agent session of an earlier task, for `--resume-from`.
@@ -186,14 +259,14 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .as_deref()
         .map(|name| Roles::for_cwd(&cwd).resolve(name))
         .transpose()?;
-    let mut spec = resolve_spec(
+    let adapter = adapter::lookup(&agent_kind(
         &request,
         &config,
         resumed.as_ref().map(|r| &r.record),
         role.as_ref(),
-    );
-    let adapter = adapter::lookup(&spec.agent_kind)?;
+    ))?;
     config.refuse_untrusted(adapter.kind())?;
+    let (mut spec, policy_warnings) = resolve_spec(&request, &config, adapter, role.as_ref());
     if !adapter.runs_argv {
         spec.argv.clear();
     }
@@ -226,7 +299,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             agent_kind: adapter.kind().to_string(),
             mode,
             launch_command: command,
-            warnings,
+            warnings: policy_warnings.into_iter().chain(warnings).collect(),
         });
     }
     let use_worktree = request
@@ -240,7 +313,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .with_hint("add --worktree (or set defaults.worktree: true)"));
     }
     if use_worktree {
-        config.refuse_untrusted_setup()?;
+        config.refuse_untrusted_worktree()?;
     }
     let id = match request.id.clone() {
         Some(id) => chosen_id(id, &cwd)?,
@@ -264,9 +337,10 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     }
     let LaunchCommand {
         command,
-        warnings,
+        warnings: launch_warnings,
         event_stream,
     } = (adapter.build_launch)(&spec, mode, &bin)?;
+    let warnings: Vec<String> = policy_warnings.into_iter().chain(launch_warnings).collect();
     check_argv_limit(&spec, adapter, &command)?;
     // The command agent's program is the task's own first word, found by the pane's shell.
     if !adapter.runs_argv && crate::which::find_on_path(&bin).is_none() {

@@ -179,6 +179,8 @@ pub fn team_submit(name: &str, members: Vec<TeamMember>, cwd: &Path) -> Result<T
             team: Some(name.to_string()),
             worktree: member.worktree,
             base: member.base,
+            // The spec is the project's word: its permission choices may only tighten.
+            asked_by: super::submit::Asker::Delegate,
             ..SubmitRequest::default()
         })
         .collect();

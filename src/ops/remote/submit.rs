@@ -160,6 +160,10 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
         (request.worktree == Some(true), "--worktree"),
         (request.worktree == Some(false), "--no-worktree"),
         (request.dry_run, "--dry-run"),
+        (
+            request.asked_by == crate::ops::Asker::Delegate,
+            "--delegated",
+        ),
     ];
     out.extend(
         switches
