@@ -180,9 +180,9 @@ fn worktree_check(cwd: &Path, config: &Config, fix: bool) -> Option<Check> {
             repo_root: &root,
             worktree: &orphan.path,
             branch: &branch,
-            base_ref: "HEAD",
+            base_full_ref: None,
             base_commit: &head,
-            merged_tip: None,
+            merged: None,
         };
         let outcome = if fix {
             cleanup::remove(&target, false).map(|c| match c {

@@ -131,15 +131,34 @@ fn top_needs_a_terminal_and_a_sane_refresh() {
     assert_eq!(fast.status.code(), Some(3));
 }
 
-/// `--id` (what a cuekit on another machine passes after registering the task there) names the
-/// task; an id of another shape, or of a task that exists, is refused before anything starts.
+/// `--id` names the task (what a cuekit on another machine passes after registering the task
+/// there, and what makes a retry safe): the same request again answers with the task it
+/// started; another request under that id, or an id of another shape, is refused before
+/// anything starts.
 #[test]
 fn a_chosen_id_names_the_task_once() {
     let h = Harness::new();
     let chosen = "t_00000000c0de";
-    let id = h.submit(&["--id", chosen, "--agent", "command", "--", "true"]);
+    let id = h.submit(&["--id", chosen, "--agent", "command", "--", "sleep", "30"]);
     assert_eq!(id, chosen);
-    for bad in [chosen, "t_XYZ", "../t_00000000c0de"] {
+    let (again, code) = h.json(&[
+        "submit", "--id", chosen, "--agent", "command", "--", "sleep", "30",
+    ]);
+    assert_eq!((again["id"].as_str(), code), (Some(chosen), 0), "{again}");
+    let other = h.json(&["submit", "--id", chosen, "--agent", "command", "--", "true"]);
+    assert_eq!(
+        (other.0["error"]["code"].as_str(), other.1),
+        (Some("invalid_input"), 3),
+        "{}",
+        other.0
+    );
+    assert!(
+        other.0["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("another request")
+    );
+    for bad in ["t_XYZ", "../t_00000000c0de"] {
         let (error, code) = h.json(&["submit", "--id", bad, "--agent", "command", "--", "true"]);
         assert_eq!(
             (error["error"]["code"].as_str(), code),
@@ -149,6 +168,10 @@ fn a_chosen_id_names_the_task_once() {
     }
     let (list, _) = h.json(&["list"]);
     assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    // One pane: the retry started nothing.
+    let sessions = h.tmux(&["list-sessions", "-F", "#{session_name}"]);
+    let sessions = String::from_utf8_lossy(&sessions.stdout).into_owned();
+    assert_eq!(sessions.lines().count(), 1, "{sessions}");
 }
 
 /// `logs --tail N`: the readable log's last N lines, what MCP's snapshot asks a host for.

@@ -1,19 +1,36 @@
 use std::path::Path;
 
 use super::render::{first_line, print_json};
-use crate::role::Roles;
+use crate::role::{Listed, Roles};
 
 pub fn run(cwd: &Path, json: bool) -> anyhow::Result<i32> {
-    let roles = Roles::for_cwd(cwd).all()?;
+    let listed = Roles::for_cwd(cwd).all()?;
     if json {
-        print_json(&roles);
+        let rows: Vec<serde_json::Value> = listed
+            .iter()
+            .map(|listed| match listed {
+                Listed::Role(role) => serde_json::json!(role),
+                Listed::Broken { name, error } => serde_json::json!({
+                    "name": name,
+                    "error": {"code": error.code, "message": error.message, "hint": error.hint},
+                }),
+            })
+            .collect();
+        print_json(&rows);
         return Ok(0);
     }
     println!(
         "{:<14} {:<24} {:<40} DESCRIPTION",
         "ROLE", "DEFAULTS", "SOURCE"
     );
-    for role in &roles {
+    for listed in &listed {
+        let role = match listed {
+            Listed::Role(role) => role,
+            Listed::Broken { name, error } => {
+                println!("{name:<14} {:<24} {}", "BROKEN", error.message);
+                continue;
+            }
+        };
         let defaults: Vec<String> = [
             role.agent.clone(),
             role.model.clone(),

@@ -155,11 +155,18 @@ pub struct TrustArgs {
 
 pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     use crate::error::{Error, ErrorCode};
-    // A child agent may run shell commands: trust is the person's, not the task's.
-    if std::env::var_os(crate::process::TASK_ID_VARIABLE).is_some() {
+    // A child agent may run shell commands: trust is the person's, not the task's. Its own
+    // environment can be cleared (`env -u CUEKIT_TASK_ID`); its ancestry cannot.
+    let inside = std::env::var(crate::process::TASK_ID_VARIABLE)
+        .ok()
+        .or_else(|| ops::task_of_process(std::process::id()));
+    if let Some(task) = inside {
         return Err(Error::new(
             ErrorCode::InvalidState,
-            "`cuekit trust` does not run inside a cuekit task: trust is a person's decision",
+            format!(
+                "`cuekit trust` does not run inside a cuekit task (this runs in task {task}'s \
+                 pane): trust is a person's decision"
+            ),
         )
         .with_hint("run it yourself, in your own shell")
         .into());

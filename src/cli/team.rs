@@ -23,7 +23,11 @@ pub enum TeamCommand {
 pub fn run(command: &TeamCommand, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     match command {
         TeamCommand::Submit { name, spec } => {
-            let text = std::fs::read_to_string(spec).map_err(|err| Error::io("read", spec, err))?;
+            let bytes = crate::project::files::read_named(spec)?;
+            let text = String::from_utf8(bytes).map_err(|_| {
+                Error::invalid_input(format!("{} is not valid UTF-8", spec.display()))
+                    .with_hint("save the team spec as UTF-8 text")
+            })?;
             let members = parse_team_spec(&text, &spec.display().to_string())?;
             let submitted = ops::team_submit(name, members, cwd)?;
             if json {

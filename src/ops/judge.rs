@@ -170,7 +170,7 @@ impl Refreshed {
             .map(|task| {
                 let record = &task.record;
                 let mut view = TaskView::from(record);
-                view.diff_stat = super::diff::diff_stat(record);
+                view.diff_stat = super::diff::diff_stat(task);
                 let pane = match self.pane(task) {
                     Ok(pane) => pane,
                     Err(err) => {

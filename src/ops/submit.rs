@@ -13,7 +13,7 @@ use crate::launch::{ENV_FILE, StartGate, render_env_file, render_launch_script};
 use crate::role::{Role, Roles};
 use crate::spec::{Mode, TaskSpec};
 use crate::status::Status;
-use crate::store::{self, PaneStart, Placement, TaskRecord, TmuxPlacement, WorktreeRecord};
+use crate::store::{self, PaneStart, Placement, TaskFacts, TaskRecord, TmuxPlacement};
 use crate::tmux::{Socket, Tmux, args};
 
 /// What a parent asks for. Every `None` is filled from the configuration, then the adapter.
@@ -214,8 +214,17 @@ fn resumable_session(earlier: &TaskRecord) -> Result<String> {
     })
 }
 
-/// A caller's id for a new task: of the documented shape, and of no task cuekit knows here.
-fn chosen_id(id: String, cwd: &Path) -> Result<String> {
+/// What a caller-chosen id turns out to be.
+enum Chosen {
+    /// No task has it yet.
+    Fresh(String),
+    /// The task a submit of this very request started: a retry whose first answer was lost.
+    Again(Box<TaskView>),
+}
+
+/// A caller's id for a new task: of the documented shape, and of no other task cuekit knows
+/// here. The same request again (`digest`) is answered with the task it started.
+fn chosen_id(id: String, cwd: &Path, digest: &str) -> Result<Chosen> {
     let fresh = "leave the id out, and cuekit picks a fresh one";
     if !store::is_task_id(&id) {
         return Err(Error::invalid_input(format!(
@@ -223,10 +232,59 @@ fn chosen_id(id: String, cwd: &Path) -> Result<String> {
         ))
         .with_hint(fresh));
     }
-    if store::placement(&id)?.is_some() || store::task_dir(cwd, &id).exists() {
+    if let Some(placement) = store::placement(&id)? {
+        let same = placement
+            .facts
+            .as_ref()
+            .and_then(|facts| facts.request_digest.as_deref())
+            == Some(digest);
+        if same {
+            let views = super::status(std::slice::from_ref(&id), cwd)?;
+            if let Some(view) = views.into_iter().next() {
+                return Ok(Chosen::Again(Box::new(view)));
+            }
+        }
+        return Err(Error::invalid_input(format!(
+            "task {id} already exists, submitted with another request"
+        ))
+        .with_hint(fresh));
+    }
+    if store::task_dir(cwd, &id).exists() {
         return Err(Error::invalid_input(format!("task {id} already exists")).with_hint(fresh));
     }
-    Ok(id)
+    Ok(Chosen::Fresh(id))
+}
+
+/// A digest of everything a submit was asked, with the directory it resolved to: equal for a
+/// retry of the same request, different for any other.
+fn request_digest(request: &SubmitRequest, cwd: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let asked = serde_json::json!({
+        "agent": request.agent,
+        "objective": request.objective,
+        "context": request.context,
+        "constraints": request.constraints,
+        "model": request.model,
+        "mode": request.mode.map(Mode::as_str),
+        "approval_mode": request.approval_mode,
+        "skip_permissions": request.dangerously_skip_permissions,
+        "cwd": cwd,
+        "timeout": request.timeout.map(|t| t.as_millis() as u64),
+        "stream_events": request.stream_events,
+        "resume_from": request.resume_from,
+        "provider_profile": request.provider_profile,
+        "argv": request.argv,
+        "role": request.role,
+        "team": request.team,
+        "worktree": request.worktree,
+        "base": request.base,
+        "branch": request.branch,
+        "delegated": request.asked_by == Asker::Delegate,
+    });
+    Sha256::digest(asked.to_string().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome> {
@@ -315,8 +373,13 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     if use_worktree {
         config.refuse_untrusted_worktree()?;
     }
+    let digest = request_digest(&request, &cwd);
     let id = match request.id.clone() {
-        Some(id) => chosen_id(id, &cwd)?,
+        Some(id) => match chosen_id(id, &cwd, &digest)? {
+            Chosen::Fresh(id) => id,
+            // A retry of a submit whose answer was lost: the task it started, not a second one.
+            Chosen::Again(view) => return Ok(SubmitOutcome::Submitted(view)),
+        },
         None => store::new_task_id(),
     };
     let plan = if use_worktree {
@@ -361,11 +424,49 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .or_else(|| spec.resume_session.clone());
 
     // `worktree.setup` runs code: an untrusted project file's was refused above and is not
-    // read here (`Config::worktree_setup` skips it).
+    // in its layer.
     let setup = plan
         .as_ref()
         .and_then(|_| config.worktree_setup())
         .map(|s| s.value);
+    let task_dir = tasks_dir_in(&cwd)?.join(&id);
+    let socket = Socket(config.socket().value).resolve()?;
+    socket.ensure_dir()?;
+    let session = args::session_name(&id);
+    let created_at = super::now_rfc3339();
+    let timeout_secs = request
+        .timeout
+        .or_else(|| config.timeout().map(|s| s.value))
+        .map(|t| t.as_secs().max(1));
+    let submitted_from = crate::notify::SubmittedFrom::from_env();
+    let placement = Placement {
+        id: id.clone(),
+        task_dir: task_dir.clone(),
+        socket: socket.clone(),
+        session: session.clone(),
+        created_at: created_at.clone(),
+        timeout_secs,
+        host: None,
+        facts: Some(Box::new(TaskFacts {
+            cwd: cwd.clone(),
+            agent: spec.agent_kind.clone(),
+            mode,
+            team: request.team.clone(),
+            agent_session_id: agent_session_id.clone(),
+            submitted_from: submitted_from.clone(),
+            worktree: plan.as_ref().map(git::create::Plan::placement),
+            request_digest: Some(digest),
+        })),
+        legacy: false,
+    };
+    // From here on, whatever stops this submit is undone by the next cuekit call (see
+    // `reap`): the pending entry names what it is creating, its worktree included.
+    store::write_pending(&placement)?;
+    // A caller-chosen id, checked before: a submit of the same id may have finished since.
+    if request.id.is_some() && store::placement(&id)?.is_some() {
+        store::remove_pending(&id);
+        return Err(Error::invalid_input(format!("task {id} already exists")));
+    }
     let mut created = match &plan {
         Some(plan) => {
             let includes = git::include::Includes {
@@ -375,47 +476,22 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
                     .map(|s| s.value)
                     .unwrap_or_default(),
             };
-            git::create::create(plan, &includes)?;
+            if let Err(err) = git::create::create(plan, &includes) {
+                store::remove_pending(&id);
+                return Err(err);
+            }
             Some(CreatedWorktree(Some(plan.clone())))
         }
         None => None,
     };
     let agent_dir = plan.as_ref().map_or_else(|| cwd.clone(), |p| p.agent_dir());
-
-    let task_dir = store::task_dir(&cwd, &id);
-    let socket = Socket(config.socket().value).resolve()?;
-    socket.ensure_dir()?;
-    let session = args::session_name(&id);
-    let created_at = super::now_rfc3339();
-    let timeout_secs = request
-        .timeout
-        .or_else(|| config.timeout().map(|s| s.value))
-        .map(|t| t.as_secs().max(1));
-    let placement = Placement {
-        id: id.clone(),
-        task_dir: task_dir.clone(),
-        socket: socket.clone(),
-        session: session.clone(),
-        created_at: created_at.clone(),
-        timeout_secs,
-        host: None,
-        legacy: false,
-    };
-    // From here on, whatever stops this submit is undone by the next cuekit call (see
-    // `reap`): the pending entry names what it is creating.
-    store::write_pending(&placement)?;
-    // A caller-chosen id, checked before: a submit of the same id may have finished since.
-    if request.id.is_some() && store::placement(&id)?.is_some() {
-        store::remove_pending(&id);
-        return Err(Error::invalid_input(format!("task {id} already exists")));
-    }
     let undo = |err: Error| {
         let _ = Tmux::new(socket.clone()).run(&args::kill_session(&session));
         let _ = std::fs::remove_dir_all(&task_dir);
         store::remove_pending(&id);
         err
     };
-    create_task_dir(&cwd, &task_dir).map_err(undo)?;
+    create_task_dir(&task_dir).map_err(undo)?;
     let files = write_task_files(
         &id,
         &task_dir,
@@ -452,17 +528,10 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         event_stream,
         agent_session_id,
         resumed_from: resumed.map(|r| r.record.id),
-        submitted_from: crate::notify::SubmittedFrom::from_env(),
+        submitted_from,
         team: request.team.clone(),
         last_report: None,
-        worktree: plan.map(|plan| WorktreeRecord {
-            repo_root: plan.repo_root,
-            path: plan.path,
-            branch: plan.branch,
-            base_ref: plan.base_ref,
-            base_commit: plan.base_commit,
-            merged_tip: None,
-        }),
+        worktree: plan.as_ref().map(|plan| (&plan.placement()).into()),
     };
     // The one tmux call runs while the record and the registry entry are written and synced;
     // both are put in place only once the session exists, so no reader ever sees a running
@@ -575,26 +644,45 @@ fn parse_new_pane(stdout: &str) -> Option<PaneStart> {
     })
 }
 
-/// The task directory, owner-only (prompts and transcripts may hold private code), under a
-/// `.cuekit/` that git ignores from the first submit on: a child that runs `git add -A` must
-/// not commit cuekit's files.
-fn create_task_dir(cwd: &Path, task_dir: &Path) -> Result<()> {
-    store::create_private_dir(task_dir)?;
-    let ignore = cwd.join(".cuekit").join(".gitignore");
-    if !ignore.exists() {
+/// `<cwd>/.cuekit/tasks`, made if missing, proven to be real folders of the project: a
+/// repository that ships `.cuekit` as a link would otherwise have the submitter's prompt and
+/// environment written wherever it points. `.cuekit/.gitignore` is written on the first submit.
+fn tasks_dir_in(cwd: &Path) -> Result<PathBuf> {
+    let root = crate::project::Root::new(cwd)?;
+    let relative = Path::new(store::TASKS_SUBDIR);
+    let tasks = root.prove_no_links(relative)?;
+    store::create_private_dir(&tasks)?;
+    let tasks = root.prove_real_dir(relative)?;
+    let ignore = root.path().join(".cuekit").join(".gitignore");
+    if std::fs::symlink_metadata(&ignore).is_err() {
         // Another submit may race this one: whichever writes first wins, both write the same.
-        let _ = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&ignore)
-            .and_then(|mut file| {
-                std::io::Write::write_all(
-                    &mut file,
-                    b"# Written by cuekit: its task files are never part of the project.\n*\n",
-                )
-            });
+        let _ = write_new(
+            &ignore,
+            b"# Written by cuekit: its task files are never part of the project.\n*\n",
+        );
     }
-    Ok(())
+    Ok(tasks)
+}
+
+/// The task directory, owner-only (prompts and transcripts may hold private code), with a
+/// `.gitignore` of its own: a child that runs `git add -A` must not commit cuekit's files,
+/// whatever `.cuekit/.gitignore` the repository ships (the deepest ignore file decides).
+fn create_task_dir(task_dir: &Path) -> Result<()> {
+    store::create_private_leaf(task_dir)?;
+    write_new(
+        &task_dir.join(".gitignore"),
+        b"# Written by cuekit: this task's files are never part of the project.\n*\n",
+    )
+    .map_err(|err| Error::io("write", &task_dir.join(".gitignore"), err))
+}
+
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, bytes))
 }
 
 struct TaskFiles {

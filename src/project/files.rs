@@ -156,6 +156,41 @@ impl Root {
         }
         Ok(self.dir.join(relative))
     }
+
+    /// The folder `relative` names under the root (`.` is the root), proven to lie inside it
+    /// once every link is resolved: where a project's spec may ask a task to work.
+    pub fn subdir(&self, relative: &Path) -> Result<PathBuf> {
+        if relative.as_os_str().is_empty() || relative == Path::new(".") {
+            return Ok(self.dir.clone());
+        }
+        let path = self.dir.join(plain_relative(relative)?);
+        let real = std::fs::canonicalize(&path).map_err(|err| Error::io("open", &path, err))?;
+        if !real.starts_with(&self.dir) {
+            return Err(refused(
+                &path,
+                &format!(
+                    "it leads out of {} (to {})",
+                    self.dir.display(),
+                    real.display()
+                ),
+            ));
+        }
+        if !real.is_dir() {
+            return Err(refused(&path, "it is not a folder"));
+        }
+        Ok(real)
+    }
+
+    /// `relative` under the root as a real folder all the way down (no link at any level, the
+    /// last included): where cuekit runs a command or makes files.
+    pub fn prove_real_dir(&self, relative: &Path) -> Result<PathBuf> {
+        let path = self.prove_no_links(relative)?;
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => Ok(path),
+            Ok(_) => Err(refused(&path, "it is not a folder (a link, or a file)")),
+            Err(err) => Err(Error::io("inspect", &path, err)),
+        }
+    }
 }
 
 /// A relative path of plain names only: no root, no `.` games, no `..`.
@@ -178,12 +213,23 @@ pub fn plain_relative(relative: &Path) -> Result<&Path> {
     }
 }
 
-/// Whether the file at `path` lies inside `root`, judged on its real location.
-pub fn is_inside(path: &Path, root: &Path) -> bool {
-    match (std::fs::canonicalize(path), std::fs::canonicalize(root)) {
-        (Ok(path), Ok(root)) => path.starts_with(root),
-        _ => false,
-    }
+/// A file the user names (a team spec), read as project data: proven a regular file of the
+/// user's inside the folder it is named in, not a link out of it.
+pub fn read_named(path: &Path) -> Result<Vec<u8>> {
+    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(Error::invalid_input(format!(
+            "{} names no file",
+            path.display()
+        )));
+    };
+    let folder = if folder.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        folder
+    };
+    Root::new(folder)?
+        .read(Path::new(name))?
+        .ok_or_else(|| Error::io("read", path, std::io::ErrorKind::NotFound.into()))
 }
 
 fn fd_path(file: &std::fs::File) -> PathBuf {

@@ -192,6 +192,7 @@ fn register(id: &str, host: &str, task_dir: &Path, created_at: &str) -> Result<(
         created_at: created_at.to_string(),
         timeout_secs: None,
         host: Some(host.to_string()),
+        facts: None,
         legacy: false,
     };
     store::stage_placement(&placement)?.commit()
