@@ -222,3 +222,67 @@ fn steering_rejections_have_stable_codes() {
         h.ok(&["logs", &id]).contains("reply to: from a file")
     });
 }
+
+/// A command task that appends every line it reads from its terminal to `got.txt`.
+fn line_recorder(h: &Harness) -> (String, std::path::PathBuf) {
+    let got = h.root().join("got.txt");
+    let id = h.submit(&[
+        "--agent",
+        "command",
+        "--",
+        "sh",
+        "-c",
+        r#"printf 'ready\n> '; while IFS= read -r line; do printf '%s\n' "$line" >> "$0"; printf '> '; done"#,
+        got.to_str().unwrap(),
+    ]);
+    h.wait_until(&id, "the prompt", Duration::from_secs(10), || {
+        h.screen(&id).contains("ready")
+    });
+    (id, got)
+}
+
+#[test]
+fn a_steer_ending_in_a_semicolon_arrives_byte_exact() {
+    // tmux reads an argv word ending in `;` as a command separator, and `\;` as a `;`.
+    let h = Harness::new();
+    let (id, got) = line_recorder(&h);
+    let mut sent = String::new();
+    for message in ["ls;", r"x\;", ";", "a;b;;"] {
+        h.json(&["steer", &id, message]);
+        sent.push_str(message);
+        sent.push('\n');
+        h.wait_until(&id, message, Duration::from_secs(10), || {
+            std::fs::read_to_string(&got)
+                .is_ok_and(|text| text.lines().count() == sent.lines().count())
+        });
+    }
+    assert_eq!(std::fs::read_to_string(&got).unwrap(), sent);
+}
+
+#[test]
+fn a_task_whose_directory_ends_in_a_semicolon_starts_there() {
+    let h = Harness::new();
+    let dir = h.project.join("work;");
+    std::fs::create_dir(&dir).unwrap();
+    let (task, code) = h.json(&[
+        "submit",
+        "--cwd",
+        dir.to_str().unwrap(),
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "sh",
+        "-c",
+        "pwd > pwd.txt",
+    ]);
+    assert_eq!(code, 0, "{task}");
+    let id = task["id"].as_str().unwrap();
+    let (waited, code) = h.json(&["wait", id, "--timeout", "30s"]);
+    assert_eq!(code, 0, "{waited}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("pwd.txt")).unwrap(),
+        format!("{}\n", dir.display())
+    );
+}
