@@ -20,12 +20,8 @@ pub struct SteerArgs {
     /// The task to steer (with --team, the first word of the message).
     #[arg(value_name = "ID", add = super::task_ids())]
     id: Option<String>,
-    /// The message (`-` reads it from stdin).
-    #[arg(
-        value_name = "MESSAGE",
-        allow_hyphen_values = true,
-        trailing_var_arg = true
-    )]
+    /// The message (`-` reads it from stdin; text that starts with `-` goes after `--`).
+    #[arg(value_name = "MESSAGE")]
     message: Vec<String>,
 }
 

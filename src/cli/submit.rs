@@ -85,12 +85,10 @@ pub struct SubmitArgs {
     /// A constraint the agent must respect (repeatable).
     #[arg(long = "constraint")]
     constraints: Vec<String>,
-    /// What the agent should do (`-` reads it from stdin).
-    #[arg(
-        value_name = "OBJECTIVE",
-        allow_hyphen_values = true,
-        trailing_var_arg = true
-    )]
+    /// What the agent should do (`-` reads it from stdin). A flag counts wherever it stands;
+    /// text that starts with `-` goes after `--` (for `--agent command`, its program and
+    /// arguments: `-- sh -c 'make test'`).
+    #[arg(value_name = "OBJECTIVE")]
     objective: Vec<String>,
 }
 

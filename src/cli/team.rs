@@ -3,7 +3,6 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 
 use super::render::{print_json, task_line};
-use crate::error::Error;
 use crate::ops::{self, SubmitOutcome};
 use crate::team::parse_team_spec;
 
@@ -23,7 +22,7 @@ pub enum TeamCommand {
 pub fn run(command: &TeamCommand, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     match command {
         TeamCommand::Submit { name, spec } => {
-            let text = std::fs::read_to_string(spec).map_err(|err| Error::io("read", spec, err))?;
+            let text = super::read_utf8(spec, "the team spec")?;
             let members = parse_team_spec(&text, &spec.display().to_string())?;
             let submitted = ops::team_submit(name, members, cwd)?;
             if json {
