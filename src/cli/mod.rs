@@ -265,8 +265,9 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
 fn usage_error(err: &clap::Error, json: bool) -> i32 {
     let hint = match err.kind() {
         clap::error::ErrorKind::UnknownArgument => {
-            "a flag counts wherever it stands, and text that starts with `-` goes after `--`: \
-             `cuekit submit -- -fix this` (`cuekit help <command>` lists the flags)"
+            "a flag counts wherever it stands: text that starts with `-` goes after `--` \
+             (`cuekit submit -- -fix this`), a flag's value that does after `=` \
+             (`--context=-x`); `cuekit help <command>` lists the flags"
         }
         _ => "run `cuekit --help`",
     };
@@ -275,9 +276,7 @@ fn usage_error(err: &clap::Error, json: bool) -> i32 {
         let first = rendered.lines().next().unwrap_or_default();
         let message = first.strip_prefix("error: ").unwrap_or(first).to_string();
         return report(
-            &Error::new(ErrorCode::Usage, message)
-                .with_hint(hint)
-                .into(),
+            &Error::new(ErrorCode::Usage, message).with_hint(hint).into(),
             true,
         );
     }
@@ -294,11 +293,11 @@ fn report(err: &anyhow::Error, json: bool) -> i32 {
     if json {
         let error =
             serde_json::json!({"error": {"code": code.as_str(), "message": message, "hint": hint}});
-        println!("{error}");
+        println!("{}", render::json_line(&error));
     } else {
-        eprintln!("error[{}]: {message}", code.as_str());
+        render::say_err(&format!("error[{}]: {message}", code.as_str()));
         if let Some(hint) = hint {
-            eprintln!("  hint: {hint}");
+            render::say_err(&format!("  hint: {hint}"));
         }
     }
     code.exit_status()
@@ -310,7 +309,8 @@ fn task_ids() -> ArgValueCandidates {
         crate::ops::known_tasks()
             .into_iter()
             .map(|(id, objective)| {
-                CompletionCandidate::new(id).help(Some(render::first_line(&objective, 50).into()))
+                let help = render::visible(&render::first_line(&objective, 50)).into_owned();
+                CompletionCandidate::new(id).help(Some(help.into()))
             })
             .collect()
     })

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::render::print_json;
+use super::render::{print_json, say};
 use crate::adapter::ADAPTERS;
 use crate::config::Config;
 use crate::doctor::{self, Level};
@@ -72,7 +72,10 @@ pub fn config(cwd: &Path, json: bool) -> anyhow::Result<i32> {
             serde_json::Value::Null => "-".to_string(),
             other => other.to_string(),
         };
-        println!("{:<36} {:<24} ({})", entry.key, value, entry.source);
+        say(&format!(
+            "{:<36} {:<24} ({})",
+            entry.key, value, entry.source
+        ));
     }
     Ok(0)
 }
@@ -87,8 +90,8 @@ pub fn init(cwd: &Path, force: bool, json: bool) -> anyhow::Result<i32> {
         } else {
             "wrote"
         };
-        println!("{verb} {}", outcome.config.display());
-        println!("{} ignores .cuekit/", outcome.gitignore.display());
+        say(&format!("{verb} {}", outcome.config.display()));
+        say(&format!("{} ignores .cuekit/", outcome.gitignore.display()));
     }
     Ok(0)
 }
@@ -115,12 +118,12 @@ pub fn doctor(cwd: &Path, fix: bool, json: bool) -> anyhow::Result<i32> {
                 Level::Warn => "warn",
                 Level::Fail => "FAIL",
             };
-            println!("{level}  {}: {}", check.name, check.message);
+            say(&format!("{level}  {}: {}", check.name, check.message));
             if let Some(fixed) = &check.fixed {
-                println!("      fixed: {fixed}");
+                say(&format!("      fixed: {fixed}"));
             }
             if let Some(next) = &check.next_step {
-                println!("      next: {next}");
+                say(&format!("      next: {next}"));
             }
         }
     }
@@ -167,7 +170,7 @@ pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     if json {
         print_json(&serde_json::json!({"file": path, "state": state}));
     } else {
-        println!("{}: {state}", path.display());
+        say(&format!("{}: {state}", path.display()));
     }
     Ok(0)
 }

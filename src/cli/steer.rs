@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::render::print_json;
+use super::render::{print_json, say};
 use crate::error::{Error, ErrorCode};
 use crate::ops;
 
@@ -63,7 +63,11 @@ pub fn run(args: &SteerArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
                 .blocked_by
                 .map(|a| format!(" [{}]: {}", a.as_str(), a.hint()))
                 .unwrap_or_default();
-            println!("{}  {}{blocked}", receipt.task_id, receipt.receipt.as_str());
+            say(&format!(
+                "{}  {}{blocked}",
+                receipt.task_id,
+                receipt.receipt.as_str()
+            ));
         }
     }
     // The worst receipt decides: a script sees a failure if any member did not take it.

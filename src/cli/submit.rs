@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::render::{print_json, task_details};
+use super::render::{print_json, say, say_err, task_details};
 use crate::error::{Error, ErrorCode};
 use crate::ops::{self, SubmitOutcome, SubmitRequest};
 use crate::spec::Mode;
@@ -170,9 +170,9 @@ fn print_text(outcome: &SubmitOutcome) {
             warnings,
             ..
         } => {
-            println!("{launch_command}");
+            say(launch_command);
             for warning in warnings {
-                eprintln!("warning: {warning}");
+                say_err(&format!("warning: {warning}"));
             }
         }
         SubmitOutcome::Submitted(task) => println!("{}", task_details(task)),

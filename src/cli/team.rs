@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 
-use super::render::{print_json, task_line};
+use super::render::{print_json, say, task_line};
 use crate::ops::{self, SubmitOutcome};
 use crate::team::parse_team_spec;
 
@@ -32,7 +32,7 @@ pub fn run(command: &TeamCommand, cwd: &Path, json: bool) -> anyhow::Result<i32>
             for outcome in &submitted.tasks {
                 match outcome {
                     SubmitOutcome::Submitted(task) => println!("{}", task_line(task)),
-                    SubmitOutcome::DryRun { launch_command, .. } => println!("{launch_command}"),
+                    SubmitOutcome::DryRun { launch_command, .. } => say(launch_command),
                 }
             }
             Ok(0)
