@@ -286,3 +286,26 @@ fn a_task_whose_directory_ends_in_a_semicolon_starts_there() {
         format!("{}\n", dir.display())
     );
 }
+
+#[test]
+fn a_steers_flags_count_anywhere_and_text_starting_with_a_dash_goes_after_a_double_dash() {
+    let h = Harness::new();
+    let (id, got) = line_recorder(&h);
+    let lines = || std::fs::read_to_string(&got).unwrap_or_default();
+    // `--json` after the message is the flag, not words of it.
+    let output = h.run(&["steer", &id, "hello", "--json"]);
+    let receipt: serde_json::Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("not JSON: {output:?}"));
+    assert_eq!(receipt["task_id"], id.as_str(), "{receipt}");
+    h.wait_until(&id, "hello", Duration::from_secs(10), || {
+        lines() == "hello\n"
+    });
+    // A misspelt flag is refused, and nothing is typed.
+    let (error, code) = h.json(&["steer", &id, "oops", "--jsn"]);
+    assert_eq!((error["error"]["code"].as_str(), code), (Some("usage"), 2));
+    h.json(&["steer", &id, "--", "-x", "--json"]);
+    h.wait_until(&id, "-x", Duration::from_secs(10), || {
+        lines().lines().count() == 2
+    });
+    assert_eq!(lines(), "hello\n-x --json\n");
+}
