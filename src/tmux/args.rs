@@ -241,6 +241,26 @@ pub fn paste_buffer(buffer: &str, pane: &str) -> Argv {
     Argv::new([vec!["paste-buffer", "-p", "-d", "-b", buffer, "-t", pane]])
 }
 
+/// A message on the status line of the client showing `pane` for 5 s. The text is
+/// format-expanded: `#` doubled keeps it literal.
+pub fn show_message(pane: &str, text: &str) -> Argv {
+    let text = text.replace('#', "##");
+    Argv::new([vec![
+        "display-message",
+        "-d",
+        "5000",
+        "-t",
+        pane,
+        "--",
+        &text,
+    ]])
+}
+
+/// The terminal device of `pane`.
+pub fn pane_tty(pane: &str) -> Argv {
+    Argv::new([vec!["display-message", "-p", "-t", pane, "#{pane_tty}"]])
+}
+
 pub fn send_key(pane: &str, key: &str) -> Argv {
     Argv::new([vec!["send-keys", "-t", pane, key]])
 }
