@@ -266,7 +266,7 @@ fn usage_error(err: &clap::Error, json: bool) -> i32 {
     let hint = match err.kind() {
         clap::error::ErrorKind::UnknownArgument => {
             "a flag counts wherever it stands: text that starts with `-` goes after `--` \
-             (`cuekit submit -- -fix this`), a flag's value that does after `=` \
+             (`cuekit submit -- -fix this`), and a flag's value that starts with `-` after `=` \
              (`--context=-x`); `cuekit help <command>` lists the flags"
         }
         _ => "run `cuekit --help`",
