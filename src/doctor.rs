@@ -386,11 +386,7 @@ fn trust_check(config: &Config) -> Option<Check> {
 /// Sessions of cuekit's server that no task owns: left by a submit that was killed before it
 /// recorded its task (pending submits are undone by every cuekit call; this finds the rest).
 fn orphan_check(socket: &Socket, fix: bool) -> Check {
-    let listed = crate::tmux::Tmux::new(socket.clone()).run(&[
-        "list-sessions".into(),
-        "-F".into(),
-        "#{session_name}".into(),
-    ]);
+    let listed = crate::tmux::Tmux::new(socket.clone()).run(&crate::tmux::args::list_sessions());
     let Ok(sessions) = listed else {
         return Check::new("orphan sessions", Level::Ok, "no tmux server running");
     };

@@ -47,7 +47,7 @@ fn init_repo(dir: &Path) {
 fn submit_sh(h: &Harness, extra: &[&str], script: &str) -> String {
     let mut args = vec!["--worktree", "--agent", "command", "--mode", "batch"];
     args.extend_from_slice(extra);
-    args.extend(["sh", "-c", script]);
+    args.extend(["--", "sh", "-c", script]);
     h.submit(&args)
 }
 
@@ -111,6 +111,7 @@ fn eight_parallel_tasks_on_one_line_each_hold_only_their_change_and_merge_in_tur
                     "command",
                     "--mode",
                     "batch",
+                    "--",
                     "sh",
                     "-c",
                     &format!("printf 'line from task {i}\\n' > shared.txt"),

@@ -1,6 +1,6 @@
 use std::path::Path;
 
-use super::render::{first_line, print_json};
+use super::render::{first_line, print_json, say};
 use crate::role::{Listed, Roles};
 
 pub fn run(cwd: &Path, json: bool) -> anyhow::Result<i32> {
@@ -27,7 +27,7 @@ pub fn run(cwd: &Path, json: bool) -> anyhow::Result<i32> {
         let role = match listed {
             Listed::Role(role) => role,
             Listed::Broken { name, error } => {
-                println!("{name:<14} {:<24} {}", "BROKEN", error.message);
+                say(&format!("{name:<14} {:<24} {}", "BROKEN", error.message));
                 continue;
             }
         };
@@ -45,13 +45,13 @@ pub fn run(cwd: &Path, json: bool) -> anyhow::Result<i32> {
         } else {
             defaults.join(", ")
         };
-        println!(
+        say(&format!(
             "{:<14} {:<24} {:<40} {}",
             role.name,
             defaults,
             role.source.to_string(),
             first_line(role.description.as_deref().unwrap_or(""), 70)
-        );
+        ));
     }
     Ok(0)
 }

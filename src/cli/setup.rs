@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::render::print_json;
+use super::render::{print_json, say};
 use crate::adapter::ADAPTERS;
 use crate::config::Config;
 use crate::doctor::{self, Level};
@@ -65,19 +65,19 @@ pub fn config(cwd: &Path, json: bool) -> anyhow::Result<i32> {
     for entry in entries {
         if entry.key == "trust" {
             let state = entry.value.get("state").unwrap_or(&entry.value);
-            println!(
+            say(&format!(
                 "{:<36} {:<24} ({})",
                 "trust",
                 state.as_str().unwrap_or("-"),
                 entry.source
-            );
+            ));
             for withheld in &ignored {
-                println!(
+                say(&format!(
                     "  ignored {:<28} {}: {}",
                     withheld.key,
                     withheld.class.as_str(),
                     withheld.why
-                );
+                ));
             }
             continue;
         }
@@ -86,7 +86,10 @@ pub fn config(cwd: &Path, json: bool) -> anyhow::Result<i32> {
             serde_json::Value::Null => "-".to_string(),
             other => other.to_string(),
         };
-        println!("{:<36} {:<24} ({})", entry.key, value, entry.source);
+        say(&format!(
+            "{:<36} {:<24} ({})",
+            entry.key, value, entry.source
+        ));
     }
     Ok(0)
 }
@@ -101,8 +104,8 @@ pub fn init(cwd: &Path, force: bool, json: bool) -> anyhow::Result<i32> {
         } else {
             "wrote"
         };
-        println!("{verb} {}", outcome.config.display());
-        println!("{} ignores .cuekit/", outcome.gitignore.display());
+        say(&format!("{verb} {}", outcome.config.display()));
+        say(&format!("{} ignores .cuekit/", outcome.gitignore.display()));
     }
     Ok(0)
 }
@@ -129,12 +132,12 @@ pub fn doctor(cwd: &Path, fix: bool, json: bool) -> anyhow::Result<i32> {
                 Level::Warn => "warn",
                 Level::Fail => "FAIL",
             };
-            println!("{level}  {}: {}", check.name, check.message);
+            say(&format!("{level}  {}: {}", check.name, check.message));
             if let Some(fixed) = &check.fixed {
-                println!("      fixed: {fixed}");
+                say(&format!("      fixed: {fixed}"));
             }
             if let Some(next) = &check.next_step {
-                println!("      next: {next}");
+                say(&format!("      next: {next}"));
             }
         }
     }
@@ -188,7 +191,7 @@ pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     if json {
         print_json(&serde_json::json!({"file": path, "state": state}));
     } else {
-        println!("{}: {state}", path.display());
+        say(&format!("{}: {state}", path.display()));
     }
     Ok(0)
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::render::{print_json, task_details};
+use super::render::{print_json, say, say_err, task_details};
 use crate::error::{Error, ErrorCode};
 use crate::ops::{self, SubmitOutcome, SubmitRequest};
 use crate::spec::Mode;
@@ -89,12 +89,10 @@ pub struct SubmitArgs {
     /// A constraint the agent must respect (repeatable).
     #[arg(long = "constraint")]
     constraints: Vec<String>,
-    /// What the agent should do (`-` reads it from stdin).
-    #[arg(
-        value_name = "OBJECTIVE",
-        allow_hyphen_values = true,
-        trailing_var_arg = true
-    )]
+    /// What the agent should do (`-` reads it from stdin). A flag counts wherever it stands;
+    /// text that starts with `-` goes after `--` (for `--agent command`, its program and
+    /// arguments: `-- sh -c 'make test'`).
+    #[arg(value_name = "OBJECTIVE")]
     objective: Vec<String>,
 }
 
@@ -181,9 +179,9 @@ fn print_text(outcome: &SubmitOutcome) {
             warnings,
             ..
         } => {
-            println!("{launch_command}");
+            say(launch_command);
             for warning in warnings {
-                eprintln!("warning: {warning}");
+                say_err(&format!("warning: {warning}"));
             }
         }
         SubmitOutcome::Submitted(task) => println!("{}", task_details(task)),

@@ -308,6 +308,14 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             ))
             .with_hint("pass an existing directory with --cwd")
         })?;
+    // Records are JSON text: a path that is not UTF-8 could not be written down.
+    if cwd.to_str().is_none() {
+        return Err(Error::invalid_input(format!(
+            "working directory {} is not UTF-8",
+            cwd.display()
+        ))
+        .with_hint("run the task in a directory whose path is UTF-8 (rename it, or pass --cwd)"));
+    }
     let config = Config::load(&cwd)?;
     if let Some(team) = &request.team {
         crate::team::check_name(team)?;
