@@ -122,7 +122,10 @@ pub(crate) fn scan_project(cwd: &Path) -> Result<Vec<Found>> {
     let mut found = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if !store::is_task_id(&name) || !entry.path().join(store::RECORD_FILE).is_file() {
+        // Whatever stands in the record's place (a link, a FIFO a child made) is listed and
+        // judged: a task is never hidden by what was put there.
+        let record = entry.path().join(store::RECORD_FILE);
+        if !store::is_task_id(&name) || std::fs::symlink_metadata(&record).is_err() {
             continue;
         }
         let dir = entry.path();
