@@ -632,7 +632,16 @@ fn gitignore_check(cwd: &Path, fix: bool) -> Check {
         return Check::new("gitignore", Level::Ok, "not in a git repository");
     };
     let path = root.join(".gitignore");
-    if ignores_cuekit(&std::fs::read_to_string(&path).unwrap_or_default()) {
+    let text = match crate::project::Root::new(root)
+        .and_then(|root| root.read_text(Path::new(".gitignore")))
+    {
+        Ok(text) => text.unwrap_or_default(),
+        Err(err) => {
+            return Check::new("gitignore", Level::Warn, err.message)
+                .next("make .gitignore a regular file of the project's");
+        }
+    };
+    if ignores_cuekit(&text) {
         return Check::new(
             "gitignore",
             Level::Ok,
@@ -649,11 +658,7 @@ fn gitignore_check(cwd: &Path, fix: bool) -> Check {
                     format!("{} ignores .cuekit/", path.display()),
                 )
             },
-            Err(err) => Check::new(
-                "gitignore",
-                Level::Fail,
-                format!("cannot write {}: {err}", path.display()),
-            ),
+            Err(err) => Check::new("gitignore", Level::Fail, err.message),
         };
     }
     Check::new(
@@ -674,24 +679,21 @@ pub fn ignores_cuekit(gitignore: &str) -> bool {
         .any(|line| matches!(line, ".cuekit" | ".cuekit/" | "/.cuekit" | "/.cuekit/"))
 }
 
-/// Appends `.cuekit/` to `<dir>/.gitignore`, creating it if needed; a no-op when present.
-pub fn add_gitignore_entry(dir: &Path) -> std::io::Result<()> {
-    use std::io::Write;
-    let path = dir.join(".gitignore");
-    let existing = std::fs::read_to_string(&path).unwrap_or_default();
+/// Appends `.cuekit/` to `<dir>/.gitignore`, creating it if needed; a no-op when present. The
+/// file is the repository's: read and written through [`crate::project`], never through a link.
+pub fn add_gitignore_entry(dir: &Path) -> crate::error::Result<()> {
+    let root = crate::project::Root::new(dir)?;
+    let file = Path::new(".gitignore");
+    let existing = root.read_text(file)?.unwrap_or_default();
     if ignores_cuekit(&existing) {
         return Ok(());
     }
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)?;
     let separator = if existing.is_empty() || existing.ends_with('\n') {
         ""
     } else {
         "\n"
     };
-    writeln!(file, "{separator}.cuekit/")
+    root.append(file, format!("{separator}.cuekit/\n").as_bytes())
 }
 
 #[cfg(test)]

@@ -61,31 +61,34 @@ fn wait_ended(h: &Harness, id: &str) -> Value {
     waited
 }
 
-/// Audit, high: `.gitmodules` names went into `git -c submodule.<name>.url=…`, so the name
-/// `a.update=!touch …/PWNED #` set an update command git ran while cuekit made the worktree,
-/// with `defaults.worktree: true` from the same untrusted `.cuekit.yaml` and a plain submit.
+/// Audit, high: `.gitmodules` names went into `git -c submodule.<name>.url=…`, and git splits
+/// `-c` at the first `=`: the name `a.update=!touch …/PWNED #` set `submodule.a.update` to a
+/// command, which git ran for the nested submodule named `a` while cuekit made the worktree
+/// (`--recursive` hands `-c` down) — with `defaults.worktree: true` from the same untrusted
+/// `.cuekit.yaml`, on a plain submit.
 #[test]
 fn a_submodule_name_never_becomes_git_config_or_a_command() {
     let h = Harness::new();
+    let file_protocol = ["-c", "protocol.file.allow=always"];
+    let inner = h.root().join("inner");
+    init_repo(&inner);
+    std::fs::write(inner.join("inner.txt"), "inner\n").unwrap();
+    commit_all(&inner, "inner");
+    // The library carries a submodule named `a`: the name the hostile key addresses.
     let lib = h.root().join("lib");
     init_repo(&lib);
     std::fs::write(lib.join("lib.txt"), "library\n").unwrap();
-    commit_all(&lib, "lib");
+    let mut add = file_protocol.to_vec();
+    add.extend(["submodule", "add", "-q", "--name", "a"]);
+    add.extend([inner.to_str().unwrap(), "inner"]);
+    git(&lib, &add);
+    commit_all(&lib, "lib with a nested submodule named a");
     let pwned = h.root().join("PWNED");
     let upstream = h.root().join("upstream");
     init_repo(&upstream);
-    git(
-        &upstream,
-        &[
-            "-c",
-            "protocol.file.allow=always",
-            "submodule",
-            "add",
-            "-q",
-            lib.to_str().unwrap(),
-            "lib",
-        ],
-    );
+    let mut add = file_protocol.to_vec();
+    add.extend(["submodule", "add", "-q", lib.to_str().unwrap(), "lib"]);
+    git(&upstream, &add);
     let name = format!("a.update=!touch {} #", pwned.display());
     std::fs::write(
         upstream.join(".gitmodules"),
@@ -138,6 +141,30 @@ fn a_submodule_name_never_becomes_git_config_or_a_command() {
     // Nothing of the refused submit is left: no worktree, no branch.
     assert_eq!(git(&h.project, &["worktree", "list"]).lines().count(), 1);
     assert!(git(&h.project, &["branch", "--list", "cuekit/*"]).is_empty());
+
+    // Named plainly, the same submodules arrive whole, the nested one too (each proven and
+    // initialised in turn, from the main checkout's copies).
+    std::fs::write(
+        h.project.join(".gitmodules"),
+        format!(
+            "[submodule \"lib\"]\n\tpath = lib\n\turl = {}\n",
+            lib.display()
+        ),
+    )
+    .unwrap();
+    commit_all(&h.project, "a plain name");
+    let id = h.submit(&[
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "cat",
+        "lib/inner/inner.txt",
+    ]);
+    let waited = wait_ended(&h, &id);
+    assert!(h.transcript(&id).contains("inner"), "{waited}");
+    assert!(!pwned.exists());
 }
 
 /// Audit, high: `worktree.dir` from an untrusted file was checked lexically only, so

@@ -206,8 +206,8 @@ impl Refreshed {
 }
 
 pub(crate) fn read_sentinel(record: &TaskRecord) -> Option<i32> {
-    let content = std::fs::read_to_string(record.task_dir.join(EXIT_CODE_FILE)).ok()?;
-    parse_sentinel(&content)
+    let content = store::read_small(&record.task_dir.join(EXIT_CODE_FILE)).ok()?;
+    parse_sentinel(&String::from_utf8_lossy(&content))
 }
 
 /// Judges every running task and records each ending (or stops a task whose timeout is due).

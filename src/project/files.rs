@@ -157,6 +157,26 @@ impl Root {
         Ok(self.dir.join(relative))
     }
 
+    /// Appends `bytes` to the file at `relative` (made if missing), never through a
+    /// link: a repository's `.gitignore` that links to `~/.bashrc` is refused, not appended to.
+    pub fn append(&self, relative: &Path, bytes: &[u8]) -> Result<()> {
+        use std::io::Write;
+        let path = self.prove_no_links(relative)?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(&path)
+            .and_then(|mut file| {
+                if !file.metadata()?.is_file() {
+                    return Err(std::io::Error::other("not a regular file"));
+                }
+                file.write_all(bytes)
+            })
+            .map_err(|err| Error::io("write", &path, err))
+    }
+
     /// The folder `relative` names under the root (`.` is the root), proven to lie inside it
     /// once every link is resolved: where a project's spec may ask a task to work.
     pub fn subdir(&self, relative: &Path) -> Result<PathBuf> {

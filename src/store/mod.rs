@@ -7,8 +7,8 @@ mod registry;
 pub mod transitions;
 
 pub use atomic::{
-    Staged, append_line, create_private_dir, create_private_leaf, remove_stale_tmps, stage,
-    write_atomic,
+    Staged, append_line, create_private_dir, create_private_leaf, open_own, read_small,
+    remove_stale_tmps, stage, write_atomic,
 };
 pub use record::{
     TaskRecord, TmuxPlacement, WorktreeRecord, load, lock_file, save, stage_record, update,
