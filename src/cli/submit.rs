@@ -36,9 +36,9 @@ pub struct SubmitArgs {
     /// Run the task on a configured host, over SSH (`cuekit hosts` lists them).
     #[arg(long, value_name = "NAME")]
     host: Option<String>,
-    /// The new task's id (t_ and 12 hex digits), chosen by the caller: what a cuekit on
-    /// another machine passes after registering the task there.
-    #[arg(long, value_name = "ID", hide = true)]
+    /// The new task's id (t_ and 12 lowercase hex digits), chosen by the caller so a retry is
+    /// safe: the same request again answers with the task it started.
+    #[arg(long, value_name = "ID")]
     id: Option<String>,
     /// The permission flags come from a delegate (an MCP client on another machine): they may
     /// tighten this machine's policy, never loosen it.

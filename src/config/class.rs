@@ -493,6 +493,15 @@ mod tests {
         assert!(within(2, 4) && !within(5, 4));
     }
 
+    #[test]
+    fn the_trust_guide_tables_every_key_with_its_class_and_rule() {
+        let guide = include_str!("../../docs/guides/trust-and-faults.md");
+        for rule in KEYS {
+            let row = format!("| `{}` | {} | {} |", rule.key, rule.class.as_str(), rule.rule);
+            assert!(guide.contains(&row), "the guide lacks the row {row}");
+        }
+    }
+
     /// A file setting every key there is (it parses, so each is real).
     const EVERY_KEY: &str = "defaults:\n  agent: gemini\n  model: m\n  mode: batch\n  timeout: 1m\n  approval_mode: plan\n  worktree: true\n\
         adapters:\n  gemini:\n    bin: g\n    model: m\n    permissions: prompt\n    approval_mode: plan\n    steer_delay_ms: 1\n    env:\n      A: b\n    provider_profile: p\n\
