@@ -497,7 +497,12 @@ mod tests {
     fn the_trust_guide_tables_every_key_with_its_class_and_rule() {
         let guide = include_str!("../../docs/guides/trust-and-faults.md");
         for rule in KEYS {
-            let row = format!("| `{}` | {} | {} |", rule.key, rule.class.as_str(), rule.rule);
+            let row = format!(
+                "| `{}` | {} | {} |",
+                rule.key,
+                rule.class.as_str(),
+                rule.rule
+            );
             assert!(guide.contains(&row), "the guide lacks the row {row}");
         }
     }
