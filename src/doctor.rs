@@ -146,10 +146,19 @@ fn worktree_check(cwd: &Path, config: &Config, fix: bool) -> Option<Check> {
         Ok(listed) => listed,
         Err(err) => return Some(Check::new(name, Level::Warn, err.message)),
     };
-    let known: Vec<PathBuf> = store::registered_ids()
+    // Known: every worktree the registry gave a task, and (keeping more is the safe side)
+    // every one a record names, so `--fix` never removes a worktree something still claims.
+    let placements: Vec<store::Placement> = store::registered_ids()
         .unwrap_or_default()
         .into_iter()
-        .filter_map(|id| Some(store::placement(&id).ok()??.task_dir))
+        .filter_map(|id| store::placement(&id).ok()?)
+        .collect();
+    let registered = placements
+        .iter()
+        .filter_map(|p| Some(p.facts.as_ref()?.worktree.as_ref()?.path.clone()));
+    let known: Vec<PathBuf> = placements
+        .iter()
+        .map(|placement| placement.task_dir.clone())
         .chain(
             store::project_tasks_root(cwd)
                 .and_then(|tasks| std::fs::read_dir(tasks).ok())
@@ -159,6 +168,7 @@ fn worktree_check(cwd: &Path, config: &Config, fix: bool) -> Option<Check> {
                 .map(|entry| entry.path()),
         )
         .filter_map(|dir: PathBuf| store::load(&dir).ok()?.worktree.map(|w| w.path))
+        .chain(registered)
         .collect();
     let prefix = config.branch_prefix().value;
     let orphans = worktrees::orphans(&listed, &prefix, &known);
