@@ -146,10 +146,19 @@ fn worktree_check(cwd: &Path, config: &Config, fix: bool) -> Option<Check> {
         Ok(listed) => listed,
         Err(err) => return Some(Check::new(name, Level::Warn, err.message)),
     };
-    let known: Vec<PathBuf> = store::registered_ids()
+    // Known: every worktree the registry gave a task, and (keeping more is the safe side)
+    // every one a record names, so `--fix` never removes a worktree something still claims.
+    let placements: Vec<store::Placement> = store::registered_ids()
         .unwrap_or_default()
         .into_iter()
-        .filter_map(|id| Some(store::placement(&id).ok()??.task_dir))
+        .filter_map(|id| store::placement(&id).ok()?)
+        .collect();
+    let registered = placements
+        .iter()
+        .filter_map(|p| Some(p.facts.as_ref()?.worktree.as_ref()?.path.clone()));
+    let known: Vec<PathBuf> = placements
+        .iter()
+        .map(|placement| placement.task_dir.clone())
         .chain(
             store::project_tasks_root(cwd)
                 .and_then(|tasks| std::fs::read_dir(tasks).ok())
@@ -159,6 +168,7 @@ fn worktree_check(cwd: &Path, config: &Config, fix: bool) -> Option<Check> {
                 .map(|entry| entry.path()),
         )
         .filter_map(|dir: PathBuf| store::load(&dir).ok()?.worktree.map(|w| w.path))
+        .chain(registered)
         .collect();
     let prefix = config.branch_prefix().value;
     let orphans = worktrees::orphans(&listed, &prefix, &known);
@@ -180,9 +190,9 @@ fn worktree_check(cwd: &Path, config: &Config, fix: bool) -> Option<Check> {
             repo_root: &root,
             worktree: &orphan.path,
             branch: &branch,
-            base_ref: "HEAD",
+            base_full_ref: None,
             base_commit: &head,
-            merged_tip: None,
+            merged: None,
         };
         let outcome = if fix {
             cleanup::remove(&target, false).map(|c| match c {
@@ -328,43 +338,65 @@ fn socket_path(socket: &Socket) -> PathBuf {
 /// unless it is trusted (the agent checks use only trusted binaries).
 fn trust_check(config: &Config) -> Option<Check> {
     let (path, state) = config.project_trust()?;
-    let ignored: Vec<String> = ADAPTERS
+    let ignored = config.ignored();
+    let needs_trust: Vec<&str> = ignored
         .iter()
-        .flat_map(|adapter| config.untrusted_code_keys(adapter.kind()))
-        .chain(config.untrusted_setup_key())
+        .filter(|w| w.needs_trust())
+        .map(|w| w.key.as_str())
         .collect();
-    Some(if ignored.is_empty() {
-        Check::new(
+    let others: Vec<String> = ignored
+        .iter()
+        .filter(|w| !w.needs_trust())
+        .map(|w| format!("{} ({})", w.key, w.class.as_str()))
+        .collect();
+    if ignored.is_empty() {
+        return Some(Check::new(
             "config trust",
             Level::Ok,
             format!("{}: {}", path.display(), state.as_str()),
-        )
+        ));
+    }
+    let mut said = Vec::new();
+    if !needs_trust.is_empty() {
+        said.push(format!(
+            "its keys that run code or place files are not used ({}); submits that need them are refused",
+            needs_trust.join(", ")
+        ));
+    }
+    if !others.is_empty() {
+        said.push(format!(
+            "keys a project file may not set, or only stricter, are ignored: {}",
+            others.join(", ")
+        ));
+    }
+    let next = if needs_trust.is_empty() {
+        "move user-only keys to ~/.config/cuekit/config.yaml; a project may only tighten a policy"
+            .to_string()
     } else {
+        format!(
+            "read it; if you trust it, run `cuekit trust {}`",
+            path.display()
+        )
+    };
+    Some(
         Check::new(
             "config trust",
             Level::Warn,
             format!(
-                "{} is {}: its keys that run code are not used ({}); submits that need them are refused",
+                "{} is {}: {}",
                 path.display(),
                 state.as_str(),
-                ignored.join(", ")
+                said.join("; ")
             ),
         )
-        .next(format!(
-            "read it; if you trust it, run `cuekit trust {}`",
-            path.display()
-        ))
-    })
+        .next(next),
+    )
 }
 
 /// Sessions of cuekit's server that no task owns: left by a submit that was killed before it
 /// recorded its task (pending submits are undone by every cuekit call; this finds the rest).
 fn orphan_check(socket: &Socket, fix: bool) -> Check {
-    let listed = crate::tmux::Tmux::new(socket.clone()).run(&[
-        "list-sessions".into(),
-        "-F".into(),
-        "#{session_name}".into(),
-    ]);
+    let listed = crate::tmux::Tmux::new(socket.clone()).run(&crate::tmux::args::list_sessions());
     let Ok(sessions) = listed else {
         return Check::new("orphan sessions", Level::Ok, "no tmux server running");
     };
@@ -610,7 +642,16 @@ fn gitignore_check(cwd: &Path, fix: bool) -> Check {
         return Check::new("gitignore", Level::Ok, "not in a git repository");
     };
     let path = root.join(".gitignore");
-    if ignores_cuekit(&std::fs::read_to_string(&path).unwrap_or_default()) {
+    let text = match crate::project::Root::new(root)
+        .and_then(|root| root.read_text(Path::new(".gitignore")))
+    {
+        Ok(text) => text.unwrap_or_default(),
+        Err(err) => {
+            return Check::new("gitignore", Level::Warn, err.message)
+                .next("make .gitignore a regular file of the project's");
+        }
+    };
+    if ignores_cuekit(&text) {
         return Check::new(
             "gitignore",
             Level::Ok,
@@ -627,11 +668,7 @@ fn gitignore_check(cwd: &Path, fix: bool) -> Check {
                     format!("{} ignores .cuekit/", path.display()),
                 )
             },
-            Err(err) => Check::new(
-                "gitignore",
-                Level::Fail,
-                format!("cannot write {}: {err}", path.display()),
-            ),
+            Err(err) => Check::new("gitignore", Level::Fail, err.message),
         };
     }
     Check::new(
@@ -652,24 +689,21 @@ pub fn ignores_cuekit(gitignore: &str) -> bool {
         .any(|line| matches!(line, ".cuekit" | ".cuekit/" | "/.cuekit" | "/.cuekit/"))
 }
 
-/// Appends `.cuekit/` to `<dir>/.gitignore`, creating it if needed; a no-op when present.
-pub fn add_gitignore_entry(dir: &Path) -> std::io::Result<()> {
-    use std::io::Write;
-    let path = dir.join(".gitignore");
-    let existing = std::fs::read_to_string(&path).unwrap_or_default();
+/// Appends `.cuekit/` to `<dir>/.gitignore`, creating it if needed; a no-op when present. The
+/// file is the repository's: read and written through [`crate::project`], never through a link.
+pub fn add_gitignore_entry(dir: &Path) -> crate::error::Result<()> {
+    let root = crate::project::Root::new(dir)?;
+    let file = Path::new(".gitignore");
+    let existing = root.read_text(file)?.unwrap_or_default();
     if ignores_cuekit(&existing) {
         return Ok(());
     }
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)?;
     let separator = if existing.is_empty() || existing.ends_with('\n') {
         ""
     } else {
         "\n"
     };
-    writeln!(file, "{separator}.cuekit/")
+    root.append(file, format!("{separator}.cuekit/\n").as_bytes())
 }
 
 #[cfg(test)]

@@ -30,11 +30,14 @@ pub enum ErrorCode {
     HostUnreachable,
     /// The host's cuekit is another version: its replies cannot be read safely.
     HostVersionMismatch,
+    /// Project data cuekit will not read or pass on: a file that is a link out of the project
+    /// or not a regular file of this user's, or a name of an unsafe shape (`.gitmodules`).
+    UnsafeProjectData,
 }
 
 impl ErrorCode {
     /// Every code, for reading one back from its string (a host's cuekit's JSON error).
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 22] = [
         ErrorCode::Internal,
         ErrorCode::Usage,
         ErrorCode::InvalidInput,
@@ -56,6 +59,7 @@ impl ErrorCode {
         ErrorCode::NotATerminal,
         ErrorCode::HostUnreachable,
         ErrorCode::HostVersionMismatch,
+        ErrorCode::UnsafeProjectData,
     ];
 
     pub fn parse(code: &str) -> Option<ErrorCode> {
@@ -87,6 +91,7 @@ impl ErrorCode {
             ErrorCode::NotATerminal => "not_a_terminal",
             ErrorCode::HostUnreachable => "host_unreachable",
             ErrorCode::HostVersionMismatch => "host_version_mismatch",
+            ErrorCode::UnsafeProjectData => "unsafe_project_data",
         }
     }
 
@@ -114,6 +119,7 @@ impl ErrorCode {
             ErrorCode::NotATerminal => 25,
             ErrorCode::HostUnreachable => 26,
             ErrorCode::HostVersionMismatch => 27,
+            ErrorCode::UnsafeProjectData => 28,
         }
     }
 }

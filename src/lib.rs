@@ -20,6 +20,7 @@ pub mod mcp;
 pub mod notify;
 pub mod ops;
 pub mod process;
+pub mod project;
 pub mod remote;
 pub mod report;
 pub mod result_text;

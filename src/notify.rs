@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::config::NotifyChannel;
+use crate::tmux::args;
 
 /// The tmux pane a task was submitted from (the submitter's `TMUX` and `TMUX_PANE`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,10 +47,11 @@ pub fn announce(
     for channel in channels {
         let sent = match (channel, from) {
             (NotifyChannel::Tmux, Some(from)) => run(Command::new(crate::tmux::binary())
-                .args(["-S", &from.socket, "display-message", "-d", "5000", "-t"])
-                .arg(&from.pane)
-                .arg("--")
-                .arg(format!("{title}: {message}").replace('#', "##"))),
+                .args(["-S", &from.socket])
+                .args(args::show_message(
+                    &from.pane,
+                    &format!("{title}: {message}"),
+                ))),
             (NotifyChannel::Bell, Some(from)) => bell(from),
             (NotifyChannel::Desktop, _) => desktop(title, message),
             (_, None) => Err("the task was not submitted from inside tmux".to_string()),
@@ -66,9 +68,8 @@ pub fn announce(
 /// client's bell.
 fn bell(from: &SubmittedFrom) -> Result<(), String> {
     let output = Command::new(crate::tmux::binary())
-        .args(["-S", &from.socket, "display-message", "-p", "-t"])
-        .arg(&from.pane)
-        .arg("#{pane_tty}")
+        .args(["-S", &from.socket])
+        .args(args::pane_tty(&from.pane))
         .stdin(Stdio::null())
         .output()
         .map_err(|err| err.to_string())?;

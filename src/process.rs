@@ -124,6 +124,30 @@ fn carries(pid: u32, marker: &[u8]) -> bool {
     })
 }
 
+/// `pid` and its ancestors, nearest first, following parent pids up through `/proc`.
+pub fn ancestry(pid: u32) -> Vec<u32> {
+    let mut chain = vec![pid];
+    // A bound against a cycle read across a pid being reused mid-walk.
+    while chain.len() < 4096 {
+        let current = *chain.last().expect("never empty");
+        match read_stat(current) {
+            Some(stat) if stat.ppid != 0 && stat.ppid != current => chain.push(stat.ppid),
+            _ => break,
+        }
+    }
+    chain
+}
+
+/// The task id in the environment `pid` started with (`CUEKIT_TASK_ID=…`), if any.
+pub fn task_id_in_environment(pid: u32) -> Option<String> {
+    let marker = format!("{TASK_ID_VARIABLE}=");
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    environ
+        .split(|&b| b == 0)
+        .find_map(|entry| entry.strip_prefix(marker.as_bytes()))
+        .map(|id| String::from_utf8_lossy(id).into_owned())
+}
+
 /// Whether `ancestor` is `pid` itself or one of its ancestors, following parent pids up
 /// through `/proc` (the kernel's word, which no environment variable can forge).
 pub fn descends_from(pid: u32, ancestor: u32) -> bool {

@@ -129,7 +129,11 @@ impl<W: Write> Renderer<W> {
                     Ok(text) => {
                         let ch = text.chars().next().expect("non-empty");
                         self.utf8.clear();
-                        self.put(ch);
+                        // A C1 control (U+0080–U+009F) takes no cell on a terminal, and
+                        // printed back it would act (U+009B is a CSI to many terminals).
+                        if !ch.is_control() {
+                            self.put(ch);
+                        }
                     }
                     Err(err) if err.error_len().is_some() => {
                         self.utf8.clear();
@@ -280,6 +284,11 @@ mod tests {
             render(b"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\\n", 50),
             "link\n"
         );
+    }
+
+    #[test]
+    fn c1_controls_take_no_cell() {
+        assert_eq!(render("a\u{9b}2Jb\u{85}c\n".as_bytes(), 50), "a2Jbc\n");
     }
 
     #[test]

@@ -30,7 +30,7 @@ fn every_agent_runs_a_batch_task_with_a_hostile_prompt_intact() {
     let prompt = "-v keeps 'quotes', \"double\", $(subshells) and spaces";
     for (kind, binary) in AGENTS {
         let h = with_fake(binary);
-        let id = h.submit(&["--agent", kind, "--mode", "batch", prompt]);
+        let id = h.submit(&["--agent", kind, "--mode", "batch", "--", prompt]);
         let (waited, code) = h.json(&["wait", &id, "--timeout", "20s"]);
         assert_eq!(code, 0, "{kind}: {waited}\n{}", h.transcript(&id));
         let logs = h.ok(&["logs", &id]);
@@ -59,7 +59,7 @@ fn every_agent_runs_interactively_takes_a_steer_and_quits() {
                 && h.transcript(&id)
                     .contains(&format!("FAKE-{binary} mode=interactive"))
         });
-        let (receipt, code) = h.json(&["steer", &id, "-second, with 'quotes'"]);
+        let (receipt, code) = h.json(&["steer", &id, "--", "-second, with 'quotes'"]);
         assert_eq!(
             (receipt["receipt"].as_str(), code),
             (Some("submitted"), 0),

@@ -220,8 +220,15 @@ fn a_broken_or_unknown_profile_is_refused_with_its_location() {
     std::fs::create_dir_all(&project).unwrap();
     let broken = project.join("broken.md");
     std::fs::write(&broken, "---\ndescription: fine\nmode: [batch\n---\nbody\n").unwrap();
-    let (error, code) = h.json(&["roles"]);
-    assert_eq!(code, 12, "{error}");
+    // `roles` lists it broken, located, beside the others (one broken profile hides none).
+    let (roles, code) = h.json(&["roles"]);
+    assert_eq!(code, 0, "{roles}");
+    let rows = roles.as_array().unwrap();
+    assert!(rows.iter().any(|row| row["name"] == "worker"), "{roles}");
+    let error = rows
+        .iter()
+        .find(|row| row["name"] == "broken")
+        .expect("the broken profile is listed");
     assert_eq!(error["error"]["code"], "config_invalid");
     let message = error["error"]["message"].as_str().unwrap();
     assert!(

@@ -71,7 +71,14 @@ fn batch_task_completes_with_the_canned_reply() {
 #[test]
 fn prompt_starting_with_a_dash_reaches_the_model_instead_of_printing_help() {
     let h = Harness::new().with_real_gemini(&replies(&["Dash prompt understood."]));
-    let id = h.submit(&["--mode", "batch", "--model", MODEL, "-v is not a flag here"]);
+    let id = h.submit(&[
+        "--mode",
+        "batch",
+        "--model",
+        MODEL,
+        "--",
+        "-v is not a flag here",
+    ]);
     let (_, code) = wait_ok(&h, &id, "60s");
     assert_eq!(code, 0);
     let logs = h.ok(&["logs", &id]);

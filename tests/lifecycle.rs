@@ -299,7 +299,7 @@ fn bad_submissions_are_rejected_before_anything_runs() {
     let cases: [(&[&str], &str, i32); 5] = [
         (&["submit", "   "], "invalid_input", 3),
         (&["submit", "--agent", "nope", "x"], "invalid_input", 3),
-        (&["submit", "--model", "-x", "x"], "invalid_input", 3),
+        (&["submit", "--model=-x", "x"], "invalid_input", 3),
         (
             &["submit", "--cwd", "/does/not/exist", "x"],
             "invalid_input",
@@ -334,6 +334,7 @@ fn dry_run_prints_the_launch_command_and_runs_nothing() {
         "gemini-2.5-flash",
         "--mode",
         "batch",
+        "--",
         "-fix it",
     ]);
     assert_eq!(

@@ -222,3 +222,90 @@ fn steering_rejections_have_stable_codes() {
         h.ok(&["logs", &id]).contains("reply to: from a file")
     });
 }
+
+/// A command task that appends every line it reads from its terminal to `got.txt`.
+fn line_recorder(h: &Harness) -> (String, std::path::PathBuf) {
+    let got = h.root().join("got.txt");
+    let id = h.submit(&[
+        "--agent",
+        "command",
+        "--",
+        "sh",
+        "-c",
+        r#"printf 'ready\n> '; while IFS= read -r line; do printf '%s\n' "$line" >> "$0"; printf '> '; done"#,
+        got.to_str().unwrap(),
+    ]);
+    h.wait_until(&id, "the prompt", Duration::from_secs(10), || {
+        h.screen(&id).contains("ready")
+    });
+    (id, got)
+}
+
+#[test]
+fn a_steer_ending_in_a_semicolon_arrives_byte_exact() {
+    // tmux reads an argv word ending in `;` as a command separator, and `\;` as a `;`.
+    let h = Harness::new();
+    let (id, got) = line_recorder(&h);
+    let mut sent = String::new();
+    for message in ["ls;", r"x\;", ";", "a;b;;"] {
+        h.json(&["steer", &id, message]);
+        sent.push_str(message);
+        sent.push('\n');
+        h.wait_until(&id, message, Duration::from_secs(10), || {
+            std::fs::read_to_string(&got)
+                .is_ok_and(|text| text.lines().count() == sent.lines().count())
+        });
+    }
+    assert_eq!(std::fs::read_to_string(&got).unwrap(), sent);
+}
+
+#[test]
+fn a_task_whose_directory_ends_in_a_semicolon_starts_there() {
+    let h = Harness::new();
+    let dir = h.project.join("work;");
+    std::fs::create_dir(&dir).unwrap();
+    let (task, code) = h.json(&[
+        "submit",
+        "--cwd",
+        dir.to_str().unwrap(),
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "sh",
+        "-c",
+        "pwd > pwd.txt",
+    ]);
+    assert_eq!(code, 0, "{task}");
+    let id = task["id"].as_str().unwrap();
+    let (waited, code) = h.json(&["wait", id, "--timeout", "30s"]);
+    assert_eq!(code, 0, "{waited}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("pwd.txt")).unwrap(),
+        format!("{}\n", dir.display())
+    );
+}
+
+#[test]
+fn a_steers_flags_count_anywhere_and_text_starting_with_a_dash_goes_after_a_double_dash() {
+    let h = Harness::new();
+    let (id, got) = line_recorder(&h);
+    let lines = || std::fs::read_to_string(&got).unwrap_or_default();
+    // `--json` after the message is the flag, not words of it.
+    let output = h.run(&["steer", &id, "hello", "--json"]);
+    let receipt: serde_json::Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("not JSON: {output:?}"));
+    assert_eq!(receipt["task_id"], id.as_str(), "{receipt}");
+    h.wait_until(&id, "hello", Duration::from_secs(10), || {
+        lines() == "hello\n"
+    });
+    // A misspelt flag is refused, and nothing is typed.
+    let (error, code) = h.json(&["steer", &id, "oops", "--jsn"]);
+    assert_eq!((error["error"]["code"].as_str(), code), (Some("usage"), 2));
+    h.json(&["steer", &id, "--", "-x", "--json"]);
+    h.wait_until(&id, "-x", Duration::from_secs(10), || {
+        lines().lines().count() == 2
+    });
+    assert_eq!(lines(), "hello\n-x --json\n");
+}

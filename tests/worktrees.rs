@@ -47,7 +47,7 @@ fn init_repo(dir: &Path) {
 fn submit_sh(h: &Harness, extra: &[&str], script: &str) -> String {
     let mut args = vec!["--worktree", "--agent", "command", "--mode", "batch"];
     args.extend_from_slice(extra);
-    args.extend(["sh", "-c", script]);
+    args.extend(["--", "sh", "-c", script]);
     h.submit(&args)
 }
 
@@ -111,6 +111,7 @@ fn eight_parallel_tasks_on_one_line_each_hold_only_their_change_and_merge_in_tur
                     "command",
                     "--mode",
                     "batch",
+                    "--",
                     "sh",
                     "-c",
                     &format!("printf 'line from task {i}\\n' > shared.txt"),
@@ -860,5 +861,75 @@ fn concurrent_merges_and_prunes_of_one_repository_do_not_trip_over_each_other() 
             .matches("worktree ")
             .count(),
         1
+    );
+}
+
+/// A `submit --worktree` killed at any instant: the next cuekit call undoes it whole, so every
+/// worktree and `cuekit/` branch left belongs to a recorded task (the pending entry names the
+/// worktree before git is asked to make it).
+#[test]
+fn a_worktree_submit_killed_at_any_instant_leaves_no_worktree_or_branch_behind() {
+    let h = Harness::new();
+    repo(&h);
+    let mut seed: u64 = 0x0dd_ba11;
+    for _ in 0..24 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let delay = (seed >> 33) % 120;
+        let mut child = h
+            .cuekit()
+            .args([
+                "submit",
+                "--worktree",
+                "--agent",
+                "command",
+                "--",
+                "sleep",
+                "600",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(h.json(&["list"]).1, 0);
+    let registered = |id: &str| h.home.join(".local/share/cuekit/tasks").join(id).is_file();
+    let worktrees = git(&h.project, &["worktree", "list", "--porcelain"]);
+    let strays: Vec<&str> = worktrees
+        .lines()
+        .filter_map(|line| line.strip_prefix("branch refs/heads/cuekit/"))
+        .filter(|id| !registered(id))
+        .collect();
+    assert!(
+        strays.is_empty(),
+        "worktrees of no task: {strays:?}\n{worktrees}"
+    );
+    let branches = git(
+        &h.project,
+        &["branch", "--list", "cuekit/*", "--format=%(refname:short)"],
+    );
+    let strays: Vec<&str> = branches
+        .lines()
+        .filter_map(|b| b.strip_prefix("cuekit/"))
+        .filter(|id| !registered(id))
+        .collect();
+    assert!(strays.is_empty(), "branches of no task: {strays:?}");
+    let folders: Vec<String> = std::fs::read_dir(h.root().join("project.worktrees"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|id| !registered(id))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        folders.is_empty(),
+        "worktree folders of no task: {folders:?}"
     );
 }

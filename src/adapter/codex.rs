@@ -44,6 +44,7 @@ pub(super) static CODEX: Adapter = Adapter {
     },
     build_launch: build_codex_launch_command,
     runs_argv: false,
+    approval_modes: &[],
     install_hint: "npm install -g @openai/codex",
     auth_probe: codex_auth,
 };

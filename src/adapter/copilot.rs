@@ -34,6 +34,7 @@ pub(super) static COPILOT: Adapter = Adapter {
     },
     build_launch: build_copilot_launch_command,
     runs_argv: false,
+    approval_modes: &[],
     install_hint: "npm install -g @github/copilot",
     auth_probe: copilot_auth,
 };

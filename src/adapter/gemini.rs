@@ -106,6 +106,7 @@ pub(super) static GEMINI: Adapter = Adapter {
     },
     build_launch: build_gemini_launch_command,
     runs_argv: false,
+    approval_modes: &GEMINI_APPROVAL_MODES,
     install_hint: "npm install -g @google/gemini-cli",
     auth_probe: gemini_auth,
 };

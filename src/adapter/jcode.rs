@@ -34,6 +34,7 @@ pub(super) static JCODE: Adapter = Adapter {
     build_launch: build_jcode_launch_command,
     runs_argv: false,
     // Printed by `cuekit adapters`, so it also carries the permission caveat.
+    approval_modes: &[],
     install_hint: "jcode v0.11.x is on no package registry: install it from its project and put it on PATH. \
                    jcode has no permission-bypass flag, so dangerously_skip_permissions has no effect",
     auth_probe: jcode_auth,

@@ -109,6 +109,9 @@ pub struct Adapter {
     /// The task's words are the program and its arguments (the `command` agent): no prompt is
     /// rendered and there is no fixed binary to look for.
     pub runs_argv: bool,
+    /// The agent's approval modes (`approval_mode` values it takes; each replaces the bypass
+    /// flag). Empty: the agent has none.
+    pub approval_modes: &'static [&'static str],
     /// How to install the agent, for `doctor` and `agent_not_found` hints.
     pub install_hint: &'static str,
     /// Whether credentials are configured, judged without running the agent or the network.

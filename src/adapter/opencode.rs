@@ -27,6 +27,7 @@ pub(super) static OPENCODE: Adapter = Adapter {
     },
     build_launch: build_opencode_launch_command,
     runs_argv: false,
+    approval_modes: &[],
     install_hint: "npm install -g opencode-ai",
     auth_probe: opencode_auth,
 };

@@ -26,6 +26,7 @@ pub(super) static PI: Adapter = Adapter {
     },
     build_launch: build_pi_launch_command,
     runs_argv: false,
+    approval_modes: &[],
     install_hint: "npm install -g @mariozechner/pi-coding-agent",
     auth_probe: pi_auth,
 };

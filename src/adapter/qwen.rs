@@ -37,6 +37,7 @@ pub(super) static QWEN: Adapter = Adapter {
     },
     build_launch: build_qwen_launch_command,
     runs_argv: false,
+    approval_modes: &APPROVAL_MODES,
     install_hint: "npm install -g @qwen-code/qwen-code",
     auth_probe: qwen_auth,
 };

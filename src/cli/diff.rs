@@ -2,7 +2,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use super::render::print_json;
+use super::render::{print_json, say};
 use crate::ops;
 
 #[derive(Debug, Args)]
@@ -29,14 +29,14 @@ pub fn run(args: &DiffArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             (Some(added), Some(deleted)) => format!("+{added} -{deleted}"),
             _ => "binary".to_string(),
         };
-        println!("{} {:<12} {}", file.status, counts, file.path);
+        say(&format!("{} {:<12} {}", file.status, counts, file.path));
     }
-    println!(
+    say(&format!(
         "{} ({} against {} {})",
         diff.stat,
         diff.branch,
         diff.base_ref,
         &diff.base_commit[..diff.base_commit.len().min(12)]
-    );
+    ));
     Ok(0)
 }

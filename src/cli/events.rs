@@ -41,7 +41,7 @@ pub fn run(args: &EventsArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
 
 fn line(event: &TransitionEvent, json: bool) -> String {
     if json {
-        return serde_json::to_string(event).expect("events serialize");
+        return super::render::json_line(event);
     }
     let old = event.old_status.map_or("-", |s| s.as_str());
     let reason = event
@@ -49,11 +49,12 @@ fn line(event: &TransitionEvent, json: bool) -> String {
         .as_deref()
         .map(|r| format!(" [{r}]"))
         .unwrap_or_default();
-    format!(
+    let line = format!(
         "{}  {}  {old} -> {}{reason}  {}",
         event.at,
         event.task_id,
         event.new_status.as_str(),
         super::render::first_line(&event.objective, 60)
-    )
+    );
+    super::render::visible(&line).into_owned()
 }

@@ -2,7 +2,7 @@ use std::path::Path;
 
 use clap::Subcommand;
 
-use super::render::print_json;
+use super::render::{print_json, say};
 use crate::error::ErrorCode;
 use crate::ops::{self, HostReport};
 
@@ -16,7 +16,7 @@ pub fn run(cwd: &Path, json: bool) -> anyhow::Result<i32> {
         println!("no hosts configured (add `hosts:` to ~/.config/cuekit/config.yaml)");
     } else {
         for report in &reports {
-            println!("{}", line(report));
+            say(&line(report));
         }
     }
     Ok(reports
@@ -68,12 +68,12 @@ pub fn host(command: &HostCommand, cwd: &Path, json: bool) -> anyhow::Result<i32
     if json {
         print_json(&installed);
     } else {
-        println!(
+        say(&format!(
             "host {}: installed {} at {}",
             installed.host, installed.version, installed.path
-        );
+        ));
         if let Some(note) = &installed.note {
-            println!("  note: {note}");
+            say(&format!("  note: {note}"));
         }
     }
     Ok(0)

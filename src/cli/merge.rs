@@ -2,7 +2,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use super::render::print_json;
+use super::render::{print_json, say};
 use crate::git::merge::Strategy;
 use crate::ops;
 
@@ -33,16 +33,16 @@ pub fn run(args: &MergeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         return Ok(0);
     }
     if let Some(commit) = &merged.work_commit {
-        println!(
+        say(&format!(
             "committed the task's uncommitted work as {}",
             &commit[..commit.len().min(12)]
-        );
+        ));
     }
-    println!(
+    say(&format!(
         "merged into {} in {} (now at {})",
         merged.target,
         merged.target_worktree.display(),
         &merged.head[..merged.head.len().min(12)]
-    );
+    ));
     Ok(0)
 }

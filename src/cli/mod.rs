@@ -24,7 +24,7 @@ mod submit;
 mod team;
 mod wait;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -168,7 +168,10 @@ pub fn run() -> i32 {
     // A shell asking for completions (the script `cuekit completions` prints) ends here.
     clap_complete::CompleteEnv::with_factory(Cli::command).complete();
     // `args_os`: an argument that is not UTF-8 is clap's usage error, never a panic here.
-    let wants_json = std::env::args_os().any(|arg| arg == "--json");
+    // Words after `--` are text, whatever they say.
+    let wants_json = std::env::args_os()
+        .take_while(|arg| arg != "--")
+        .any(|arg| arg == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) if !err.use_stderr() => {
@@ -176,19 +179,7 @@ pub fn run() -> i32 {
             let _ = err.print();
             return 0;
         }
-        Err(err) if wants_json => {
-            let message = err.kind().to_string();
-            return report(
-                &Error::new(ErrorCode::Usage, message)
-                    .with_hint("run `cuekit --help`")
-                    .into(),
-                true,
-            );
-        }
-        Err(err) => {
-            let _ = err.print();
-            return ErrorCode::Usage.exit_status();
-        }
+        Err(err) => return usage_error(&err, wants_json),
     };
     match dispatch(&cli) {
         Ok(status) => status,
@@ -197,7 +188,13 @@ pub fn run() -> i32 {
 }
 
 fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
-    let cwd = std::env::current_dir()?;
+    let cwd = std::env::current_dir().map_err(|err| {
+        Error::new(
+            ErrorCode::Io,
+            format!("cannot read the current directory: {err}"),
+        )
+        .with_hint("cd to a directory that exists, and run it again")
+    })?;
     let json = cli.json;
     style::init(cli.color);
     match &cli.command {
@@ -263,6 +260,31 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
     }
 }
 
+/// clap's complaint, with what to do about the commonest one: a word starting with `-` that
+/// is no flag of the command, whether a misspelt flag or text (which goes after `--`).
+fn usage_error(err: &clap::Error, json: bool) -> i32 {
+    let hint = match err.kind() {
+        clap::error::ErrorKind::UnknownArgument => {
+            "a flag counts wherever it stands: text that starts with `-` goes after `--` \
+             (`cuekit submit -- -fix this`), and a flag's value that starts with `-` after `=` \
+             (`--context=-x`); `cuekit help <command>` lists the flags"
+        }
+        _ => "run `cuekit --help`",
+    };
+    if json {
+        let rendered = err.render().to_string();
+        let first = rendered.lines().next().unwrap_or_default();
+        let message = first.strip_prefix("error: ").unwrap_or(first).to_string();
+        return report(
+            &Error::new(ErrorCode::Usage, message).with_hint(hint).into(),
+            true,
+        );
+    }
+    let _ = err.print();
+    eprintln!("  hint: {hint}");
+    ErrorCode::Usage.exit_status()
+}
+
 fn report(err: &anyhow::Error, json: bool) -> i32 {
     let (code, message, hint) = match err.downcast_ref::<Error>() {
         Some(known) => (known.code, known.message.clone(), known.hint.clone()),
@@ -271,11 +293,11 @@ fn report(err: &anyhow::Error, json: bool) -> i32 {
     if json {
         let error =
             serde_json::json!({"error": {"code": code.as_str(), "message": message, "hint": hint}});
-        println!("{error}");
+        println!("{}", render::json_line(&error));
     } else {
-        eprintln!("error[{}]: {message}", code.as_str());
+        render::say_err(&format!("error[{}]: {message}", code.as_str()));
         if let Some(hint) = hint {
-            eprintln!("  hint: {hint}");
+            render::say_err(&format!("  hint: {hint}"));
         }
     }
     code.exit_status()
@@ -287,7 +309,8 @@ fn task_ids() -> ArgValueCandidates {
         crate::ops::known_tasks()
             .into_iter()
             .map(|(id, objective)| {
-                CompletionCandidate::new(id).help(Some(render::first_line(&objective, 50).into()))
+                let help = render::visible(&render::first_line(&objective, 50)).into_owned();
+                CompletionCandidate::new(id).help(Some(help.into()))
             })
             .collect()
     })
@@ -309,19 +332,35 @@ fn read_text(words: &[String], file: Option<&PathBuf>, what: &str) -> Result<Str
             ErrorCode::Usage,
             format!("give the {what} as words or with --file, not both"),
         )),
-        (Some(path), []) => {
-            std::fs::read_to_string(path).map_err(|err| Error::io("read", path, err))
-        }
+        (Some(path), []) => read_utf8(path, &format!("the {what}")),
         (None, [dash]) if dash == "-" => {
-            let mut text = String::new();
-            std::io::stdin().read_to_string(&mut text).map_err(|err| {
+            let mut bytes = Vec::new();
+            std::io::stdin().read_to_end(&mut bytes).map_err(|err| {
                 Error::new(
                     ErrorCode::Io,
                     format!("cannot read the {what} from stdin: {err}"),
                 )
             })?;
-            Ok(text)
+            utf8(bytes, &format!("the {what} on stdin"))
         }
         (None, words) => Ok(words.join(" ")),
     }
+}
+
+/// A file that must hold text (an objective, a message, a team spec).
+fn read_utf8(path: &Path, what: &str) -> Result<String, Error> {
+    let bytes = std::fs::read(path).map_err(|err| Error::io("read", path, err))?;
+    utf8(bytes, &format!("{what} in {}", path.display()))
+}
+
+/// Bytes that are not UTF-8 are a bad value, not a failed read: prompts, messages and records
+/// are text.
+fn utf8(bytes: Vec<u8>, what: &str) -> Result<String, Error> {
+    String::from_utf8(bytes).map_err(|err| {
+        Error::invalid_input(format!(
+            "{what} is not UTF-8 text (the byte at offset {} is not valid UTF-8)",
+            err.utf8_error().valid_up_to()
+        ))
+        .with_hint("convert it to UTF-8 first, e.g. `iconv -f LATIN1 -t UTF-8 FILE`")
+    })
 }

@@ -1,17 +1,134 @@
 //! Text and JSON rendering shared by the subcommands.
+//!
+//! Every value shown comes from somewhere cuekit does not control: a task record a cloned
+//! repository planted, a child's report, a model's answer, a config file. On a terminal,
+//! control characters in them would act (retitle the window, clear the screen, move the
+//! cursor, hide what follows), so every text face prints values through [`visible`], and JSON
+//! escapes them too ([`print_json`], [`json_line`]). What is stored is never altered.
+
+use std::borrow::Cow;
+use std::io::Write;
 
 use serde::Serialize;
 
 use crate::ops::TaskView;
 
-pub fn print_json<T: Serialize + ?Sized>(value: &T) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).expect("views serialize")
-    );
+/// `text` with every control character but newline and tab shown as a Rust-style escape:
+/// ESC as `\u{1b}`, BEL as `\u{7}`, CR as `\u{d}`, DEL and the C1 range (whose `\u{9b}` is
+/// a CSI to many terminals) alike.
+pub fn visible(text: &str) -> Cow<'_, str> {
+    let acts = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.contains(acts) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if acts(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
-/// The one-line summary used by list and wait.
+/// Prints a line of text output, its values made [`visible`].
+pub fn say(text: &str) {
+    println!("{}", visible(text));
+}
+
+/// [`say`] on stderr.
+pub fn say_err(text: &str) {
+    eprintln!("{}", visible(text));
+}
+
+pub fn print_json<T: Serialize + ?Sized>(value: &T) {
+    println!("{}", pretty_json(value));
+}
+
+fn pretty_json<T: Serialize + ?Sized>(value: &T) -> String {
+    let mut out = Vec::new();
+    let formatter = Escaping(serde_json::ser::PrettyFormatter::new());
+    value
+        .serialize(&mut serde_json::Serializer::with_formatter(
+            &mut out, formatter,
+        ))
+        .expect("views serialize");
+    String::from_utf8(out).expect("JSON is UTF-8")
+}
+
+/// One value as a line of compact JSON (`events --json`, errors), escaped as [`print_json`].
+pub fn json_line<T: Serialize + ?Sized>(value: &T) -> String {
+    let mut out = Vec::new();
+    value
+        .serialize(&mut serde_json::Serializer::with_formatter(
+            &mut out,
+            Escaping(serde_json::ser::CompactFormatter),
+        ))
+        .expect("views serialize");
+    String::from_utf8(out).expect("JSON is UTF-8")
+}
+
+/// serde_json escapes the C0 controls in strings, not DEL or the C1 range: those become
+/// `\u007f` … `\u009f` here, the same string to any JSON reader.
+struct Escaping<F>(F);
+
+impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for Escaping<F> {
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut rest = fragment;
+        while let Some(at) = rest.find(|c: char| c.is_control()) {
+            let c = rest[at..].chars().next().expect("found");
+            writer.write_all(&rest.as_bytes()[..at])?;
+            write!(writer, "\\u{:04x}", u32::from(c))?;
+            rest = &rest[at + c.len_utf8()..];
+        }
+        writer.write_all(rest.as_bytes())
+    }
+
+    // The pretty formatter's layout, passed through.
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+/// The one-line summary used by list and wait. The status word is the one part not made
+/// [`visible`]: it is cuekit's own, and coloured.
 pub fn task_line(task: &TaskView) -> String {
     let exit = task
         .exit_code
@@ -23,15 +140,23 @@ pub fn task_line(task: &TaskView) -> String {
         .map(|r| format!(" [{r}]"))
         .unwrap_or_default();
     format!(
-        "{}  {}{exit}{reason}",
-        task.id,
-        super::style::status(task.status, 0)
+        "{}  {}{}",
+        visible(&task.id),
+        super::style::status(task.status, 0),
+        visible(&format!("{exit}{reason}"))
     )
 }
 
 /// The full view used by submit and status.
 pub fn task_details(task: &TaskView) -> String {
     let mut out = task_line(task);
+    out.push_str(&visible(&details_below_the_line(task)));
+    out
+}
+
+/// [`task_details`] after its first line.
+fn details_below_the_line(task: &TaskView) -> String {
+    let mut out = String::new();
     let mode = task.mode.map_or("-", |m| m.as_str());
     let model = task
         .model
@@ -102,5 +227,36 @@ pub fn first_line(text: &str, max_chars: usize) -> String {
         format!("{cut}…")
     } else {
         line.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controls_are_shown_not_sent() {
+        assert_eq!(
+            visible("\x1b]0;pwned\x07a\x1b[2J\rb\u{9b}c\u{7f}"),
+            r"\u{1b}]0;pwned\u{7}a\u{1b}[2J\u{d}b\u{9b}c\u{7f}"
+        );
+        assert_eq!(visible("two\n\tlines ✓"), "two\n\tlines ✓");
+        assert!(matches!(visible("plain"), Cow::Borrowed("plain")));
+    }
+
+    #[test]
+    fn json_escapes_del_and_c1_and_reads_back_the_same() {
+        let value = serde_json::json!({"objective": "\x1b[2J\u{7f}\u{9b}2J ✓"});
+        let line = json_line(&value);
+        assert_eq!(line, r#"{"objective":"\u001b[2J\u007f\u009b2J ✓"}"#);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&line).unwrap(),
+            value
+        );
+        let nested = serde_json::json!({"a": [1, {"b": []}, {}], "c": {"d": null}, "e": []});
+        assert_eq!(
+            pretty_json(&nested),
+            serde_json::to_string_pretty(&nested).unwrap()
+        );
     }
 }

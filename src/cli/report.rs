@@ -2,7 +2,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use super::render::print_json;
+use super::render::{print_json, say};
 use crate::error::{Error, ErrorCode};
 use crate::ops::{self, ReportRequest};
 use crate::report::ReportKind;
@@ -75,7 +75,11 @@ pub fn run(args: &ReportArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     if json {
         print_json(&report);
     } else {
-        println!("{task_id}  report #{} {}", report.seq, report.kind.as_str());
+        say(&format!(
+            "{task_id}  report #{} {}",
+            report.seq,
+            report.kind.as_str()
+        ));
     }
     Ok(0)
 }

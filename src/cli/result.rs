@@ -1,6 +1,6 @@
 use std::path::Path;
 
-use super::render::print_json;
+use super::render::{print_json, say};
 use crate::ops;
 use crate::result_text::text;
 
@@ -11,13 +11,7 @@ pub fn run(id: Option<&str>, team: Option<&str>, cwd: &Path, json: bool) -> anyh
             print_json(&results);
         } else {
             let texts: Vec<String> = results.results.iter().map(text).collect();
-            println!(
-                "team {}
-
-{}",
-                results.team,
-                texts.join("\n\n")
-            );
+            say(&format!("team {}\n\n{}", results.team, texts.join("\n\n")));
         }
         return Ok(0);
     }
@@ -29,7 +23,7 @@ pub fn run(id: Option<&str>, team: Option<&str>, cwd: &Path, json: bool) -> anyh
     if json {
         print_json(&result);
     } else {
-        println!("{}", text(&result));
+        say(&text(&result));
     }
     Ok(0)
 }

@@ -2,7 +2,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use super::render::print_json;
+use super::render::{print_json, say};
 use crate::git::cleanup::KeepReason;
 use crate::ops::{self, Removal, RemovalOutcome};
 
@@ -51,9 +51,9 @@ pub fn print_removals(removals: &[Removal], json: bool) {
             }
             line.push(')');
         }
-        println!("{line}");
+        say(&line);
         for reason in &removal.reasons {
-            println!("  because of {reason}");
+            say(&format!("  because of {reason}"));
         }
     }
     let reasons = removals

@@ -1,19 +1,36 @@
 use std::path::Path;
 
-use super::render::{first_line, print_json};
-use crate::role::Roles;
+use super::render::{first_line, print_json, say};
+use crate::role::{Listed, Roles};
 
 pub fn run(cwd: &Path, json: bool) -> anyhow::Result<i32> {
-    let roles = Roles::for_cwd(cwd).all()?;
+    let listed = Roles::for_cwd(cwd).all()?;
     if json {
-        print_json(&roles);
+        let rows: Vec<serde_json::Value> = listed
+            .iter()
+            .map(|listed| match listed {
+                Listed::Role(role) => serde_json::json!(role),
+                Listed::Broken { name, error } => serde_json::json!({
+                    "name": name,
+                    "error": {"code": error.code, "message": error.message, "hint": error.hint},
+                }),
+            })
+            .collect();
+        print_json(&rows);
         return Ok(0);
     }
     println!(
         "{:<14} {:<24} {:<40} DESCRIPTION",
         "ROLE", "DEFAULTS", "SOURCE"
     );
-    for role in &roles {
+    for listed in &listed {
+        let role = match listed {
+            Listed::Role(role) => role,
+            Listed::Broken { name, error } => {
+                say(&format!("{name:<14} {:<24} {}", "BROKEN", error.message));
+                continue;
+            }
+        };
         let defaults: Vec<String> = [
             role.agent.clone(),
             role.model.clone(),
@@ -28,13 +45,13 @@ pub fn run(cwd: &Path, json: bool) -> anyhow::Result<i32> {
         } else {
             defaults.join(", ")
         };
-        println!(
+        say(&format!(
             "{:<14} {:<24} {:<40} {}",
             role.name,
             defaults,
             role.source.to_string(),
             first_line(role.description.as_deref().unwrap_or(""), 70)
-        );
+        ));
     }
     Ok(0)
 }

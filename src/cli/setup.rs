@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::render::print_json;
+use super::render::{print_json, say};
 use crate::adapter::ADAPTERS;
 use crate::config::Config;
 use crate::doctor::{self, Level};
@@ -43,12 +43,8 @@ pub fn adapters(json: bool) -> anyhow::Result<i32> {
 pub fn config(cwd: &Path, json: bool) -> anyhow::Result<i32> {
     let config = Config::load(cwd)?;
     let mut entries = config.entries();
+    let ignored = config.ignored();
     if let Some((path, state)) = config.project_trust() {
-        let ignored: Vec<String> = ADAPTERS
-            .iter()
-            .flat_map(|adapter| config.untrusted_code_keys(adapter.kind()))
-            .chain(config.untrusted_setup_key())
-            .collect();
         entries.insert(
             0,
             crate::config::Entry {
@@ -56,7 +52,7 @@ pub fn config(cwd: &Path, json: bool) -> anyhow::Result<i32> {
                 value: if ignored.is_empty() {
                     serde_json::json!(state)
                 } else {
-                    serde_json::json!({"state": state, "ignored_keys": ignored})
+                    serde_json::json!({"state": state, "ignored": ignored})
                 },
                 source: crate::config::Source::Project(path.to_path_buf()),
             },
@@ -67,12 +63,33 @@ pub fn config(cwd: &Path, json: bool) -> anyhow::Result<i32> {
         return Ok(0);
     }
     for entry in entries {
+        if entry.key == "trust" {
+            let state = entry.value.get("state").unwrap_or(&entry.value);
+            say(&format!(
+                "{:<36} {:<24} ({})",
+                "trust",
+                state.as_str().unwrap_or("-"),
+                entry.source
+            ));
+            for withheld in &ignored {
+                say(&format!(
+                    "  ignored {:<28} {}: {}",
+                    withheld.key,
+                    withheld.class.as_str(),
+                    withheld.why
+                ));
+            }
+            continue;
+        }
         let value = match &entry.value {
             serde_json::Value::String(text) => text.clone(),
             serde_json::Value::Null => "-".to_string(),
             other => other.to_string(),
         };
-        println!("{:<36} {:<24} ({})", entry.key, value, entry.source);
+        say(&format!(
+            "{:<36} {:<24} ({})",
+            entry.key, value, entry.source
+        ));
     }
     Ok(0)
 }
@@ -87,8 +104,8 @@ pub fn init(cwd: &Path, force: bool, json: bool) -> anyhow::Result<i32> {
         } else {
             "wrote"
         };
-        println!("{verb} {}", outcome.config.display());
-        println!("{} ignores .cuekit/", outcome.gitignore.display());
+        say(&format!("{verb} {}", outcome.config.display()));
+        say(&format!("{} ignores .cuekit/", outcome.gitignore.display()));
     }
     Ok(0)
 }
@@ -115,12 +132,12 @@ pub fn doctor(cwd: &Path, fix: bool, json: bool) -> anyhow::Result<i32> {
                 Level::Warn => "warn",
                 Level::Fail => "FAIL",
             };
-            println!("{level}  {}: {}", check.name, check.message);
+            say(&format!("{level}  {}: {}", check.name, check.message));
             if let Some(fixed) = &check.fixed {
-                println!("      fixed: {fixed}");
+                say(&format!("      fixed: {fixed}"));
             }
             if let Some(next) = &check.next_step {
-                println!("      next: {next}");
+                say(&format!("      next: {next}"));
             }
         }
     }
@@ -141,11 +158,18 @@ pub struct TrustArgs {
 
 pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     use crate::error::{Error, ErrorCode};
-    // A child agent may run shell commands: trust is the person's, not the task's.
-    if std::env::var_os(crate::process::TASK_ID_VARIABLE).is_some() {
+    // A child agent may run shell commands: trust is the person's, not the task's. Its own
+    // environment can be cleared (`env -u CUEKIT_TASK_ID`); its ancestry cannot.
+    let inside = std::env::var(crate::process::TASK_ID_VARIABLE)
+        .ok()
+        .or_else(|| ops::task_of_process(std::process::id()));
+    if let Some(task) = inside {
         return Err(Error::new(
             ErrorCode::InvalidState,
-            "`cuekit trust` does not run inside a cuekit task: trust is a person's decision",
+            format!(
+                "`cuekit trust` does not run inside a cuekit task (this runs in task {task}'s \
+                 pane): trust is a person's decision"
+            ),
         )
         .with_hint("run it yourself, in your own shell")
         .into());
@@ -167,7 +191,7 @@ pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     if json {
         print_json(&serde_json::json!({"file": path, "state": state}));
     } else {
-        println!("{}: {state}", path.display());
+        say(&format!("{}: {state}", path.display()));
     }
     Ok(0)
 }

@@ -1,6 +1,6 @@
 use std::path::Path;
 
-use super::render::{first_line, print_json, task_details, task_line};
+use super::render::{first_line, print_json, say, task_details, task_line, visible};
 use super::style;
 use crate::ops;
 
@@ -30,20 +30,23 @@ pub fn team_status(team: &str, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         .iter()
         .map(|(status, n)| format!("{n} {status}"))
         .collect();
-    println!(
+    say(&format!(
         "team {}: {} task{} ({})",
         summary.team,
         summary.total,
         if summary.total == 1 { "" } else { "s" },
         counts.join(", ")
-    );
+    ));
     for waiting in &summary.waiting {
         let message = waiting
             .message
             .as_deref()
             .map(|m| format!(": {}", first_line(m, 80)))
             .unwrap_or_default();
-        println!("  waits:  {} [{}]{message}", waiting.id, waiting.reason);
+        say(&format!(
+            "  waits:  {} [{}]{message}",
+            waiting.id, waiting.reason
+        ));
     }
     for task in &summary.tasks {
         println!("  {}", task_line(task));
@@ -113,20 +116,26 @@ pub fn list(all: bool, team: Option<&str>, cwd: &Path, json: bool) -> anyhow::Re
         } else {
             String::new()
         };
+        // The status word is cuekit's own and coloured; everything around it is made visible.
+        let before = format!("{:<16} {host}", task.id);
+        let after = format!(
+            " {:<8} {:<11} {:<11} {:<9} {branch}{}",
+            report,
+            task.agent_kind,
+            task.mode.map_or("-", |m| m.as_str()),
+            crate::age::ago(&task.created_at, now),
+            first_line(&task.objective, 60)
+        );
         println!(
-            "{:<16} {host}{} {:<8} {:<11} {:<11} {:<9} {branch}{}",
-            task.id,
+            "{}{}{}",
+            visible(&before),
             // An ending on record whose processes are still being ended: not a plain one.
             if task.stopping {
                 format!("{:<14}", "stopping")
             } else {
                 style::status(task.status, 14)
             },
-            report,
-            task.agent_kind,
-            task.mode.map_or("-", |m| m.as_str()),
-            crate::age::ago(&task.created_at, now),
-            first_line(&task.objective, 60)
+            visible(&after)
         );
     }
     Ok(0)

@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::render::print_json;
+use super::render::{print_json, say};
 use crate::error::{Error, ErrorCode};
 use crate::ops;
 
@@ -20,12 +20,8 @@ pub struct SteerArgs {
     /// The task to steer (with --team, the first word of the message).
     #[arg(value_name = "ID", add = super::task_ids())]
     id: Option<String>,
-    /// The message (`-` reads it from stdin).
-    #[arg(
-        value_name = "MESSAGE",
-        allow_hyphen_values = true,
-        trailing_var_arg = true
-    )]
+    /// The message (`-` reads it from stdin; text that starts with `-` goes after `--`).
+    #[arg(value_name = "MESSAGE")]
     message: Vec<String>,
 }
 
@@ -67,7 +63,11 @@ pub fn run(args: &SteerArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
                 .blocked_by
                 .map(|a| format!(" [{}]: {}", a.as_str(), a.hint()))
                 .unwrap_or_default();
-            println!("{}  {}{blocked}", receipt.task_id, receipt.receipt.as_str());
+            say(&format!(
+                "{}  {}{blocked}",
+                receipt.task_id,
+                receipt.receipt.as_str()
+            ));
         }
     }
     // The worst receipt decides: a script sees a failure if any member did not take it.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::render::{print_json, task_details};
+use super::render::{print_json, say, say_err, task_details};
 use crate::error::{Error, ErrorCode};
 use crate::ops::{self, SubmitOutcome, SubmitRequest};
 use crate::spec::Mode;
@@ -36,10 +36,14 @@ pub struct SubmitArgs {
     /// Run the task on a configured host, over SSH (`cuekit hosts` lists them).
     #[arg(long, value_name = "NAME")]
     host: Option<String>,
-    /// The new task's id (t_ and 12 hex digits), chosen by the caller: what a cuekit on
-    /// another machine passes after registering the task there.
-    #[arg(long, value_name = "ID", hide = true)]
+    /// The new task's id (t_ and 12 lowercase hex digits), chosen by the caller so a retry is
+    /// safe: the same request again answers with the task it started.
+    #[arg(long, value_name = "ID")]
     id: Option<String>,
+    /// The permission flags come from a delegate (an MCP client on another machine): they may
+    /// tighten this machine's policy, never loosen it.
+    #[arg(long, hide = true)]
+    delegated: bool,
     /// Stop the task and mark it timed_out after this long (e.g. 30m).
     #[arg(long, value_parser = super::parse_duration)]
     timeout: Option<Duration>,
@@ -85,12 +89,10 @@ pub struct SubmitArgs {
     /// A constraint the agent must respect (repeatable).
     #[arg(long = "constraint")]
     constraints: Vec<String>,
-    /// What the agent should do (`-` reads it from stdin).
-    #[arg(
-        value_name = "OBJECTIVE",
-        allow_hyphen_values = true,
-        trailing_var_arg = true
-    )]
+    /// What the agent should do (`-` reads it from stdin). A flag counts wherever it stands;
+    /// text that starts with `-` goes after `--` (for `--agent command`, its program and
+    /// arguments: `-- sh -c 'make test'`).
+    #[arg(value_name = "OBJECTIVE")]
     objective: Vec<String>,
 }
 
@@ -141,6 +143,11 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         base: args.base.clone(),
         branch: args.branch.clone(),
         id: args.id.clone(),
+        asked_by: if args.delegated {
+            ops::Asker::Delegate
+        } else {
+            ops::Asker::User
+        },
     };
     let outcome = match &args.host {
         Some(host) => ops::submit_on_host(host, &request, cwd)?,
@@ -172,9 +179,9 @@ fn print_text(outcome: &SubmitOutcome) {
             warnings,
             ..
         } => {
-            println!("{launch_command}");
+            say(launch_command);
             for warning in warnings {
-                eprintln!("warning: {warning}");
+                say_err(&format!("warning: {warning}"));
             }
         }
         SubmitOutcome::Submitted(task) => println!("{}", task_details(task)),

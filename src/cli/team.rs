@@ -2,8 +2,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 
-use super::render::{print_json, task_line};
-use crate::error::Error;
+use super::render::{print_json, say, task_line};
 use crate::ops::{self, SubmitOutcome};
 use crate::team::parse_team_spec;
 
@@ -23,7 +22,10 @@ pub enum TeamCommand {
 pub fn run(command: &TeamCommand, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     match command {
         TeamCommand::Submit { name, spec } => {
-            let text = std::fs::read_to_string(spec).map_err(|err| Error::io("read", spec, err))?;
+            let text = super::utf8(
+                crate::project::files::read_named(spec)?,
+                &format!("the team spec in {}", spec.display()),
+            )?;
             let members = parse_team_spec(&text, &spec.display().to_string())?;
             let submitted = ops::team_submit(name, members, cwd)?;
             if json {
@@ -33,7 +35,7 @@ pub fn run(command: &TeamCommand, cwd: &Path, json: bool) -> anyhow::Result<i32>
             for outcome in &submitted.tasks {
                 match outcome {
                     SubmitOutcome::Submitted(task) => println!("{}", task_line(task)),
-                    SubmitOutcome::DryRun { launch_command, .. } => println!("{launch_command}"),
+                    SubmitOutcome::DryRun { launch_command, .. } => say(launch_command),
                 }
             }
             Ok(0)

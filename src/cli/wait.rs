@@ -99,7 +99,7 @@ fn wait_on_host(host: &str, request: &WaitRequest, cwd: &Path, json: bool) -> an
                 if err.code == ErrorCode::HostUnreachable
                     && remaining.is_none_or(|left| left > ops::HOST_RETRY) =>
             {
-                eprintln!("cuekit: {}; still waiting", err.message);
+                super::render::say_err(&format!("cuekit: {}; still waiting", err.message));
                 std::thread::sleep(ops::HOST_RETRY);
             }
             other => return Ok(other?),

@@ -18,21 +18,46 @@ pub fn worktree_add(path: &Path, branch: &str, commit: &str) -> Vec<OsString> {
 }
 
 /// Initialises one submodule in a new worktree by cloning the main checkout's copy of it: no
-/// network, the objects hard-linked, and the exact commit the base records. `protocol.file`
-/// is allowed for this one command only: the source is the user's own checkout.
-pub fn submodule_from_local(name: &str, local: &Path, path: &str) -> Vec<OsString> {
-    let mut url = OsString::from(format!("submodule.{name}.url="));
-    url.push(local);
-    let mut args = words(&["-c", "protocol.file.allow=always", "-c"]);
-    args.push(url);
-    args.extend(words(&[
-        "submodule",
-        "update",
-        "--init",
-        "--recursive",
-        "--",
-        path,
-    ]));
+/// network, the objects hard-linked, and the exact commit the base records. Not recursive:
+/// nested submodules are cuekit's to prove and initialise in turn. The clone's source goes in
+/// out of band ([`submodule_from_local_config`]), never in a `-c` word built from the
+/// repository's names.
+pub fn submodule_from_local(path: &str) -> Vec<OsString> {
+    words(&["submodule", "update", "--init", "--", path])
+}
+
+/// The config [`submodule_from_local`] runs with: the submodule's URL is the main checkout's
+/// copy, and `protocol.file` is allowed for this one command (the source is the user's own
+/// checkout). Returned as `GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n` variables: git takes a key
+/// given there whole, so a name holding `=` or a second key cannot split it.
+pub fn submodule_from_local_config(name: &str, local: &Path) -> Vec<(String, OsString)> {
+    config_env(&[
+        ("protocol.file.allow".to_string(), OsString::from("always")),
+        (
+            format!("submodule.{name}.url"),
+            local.as_os_str().to_owned(),
+        ),
+    ])
+}
+
+/// Config entries as git's environment (git 2.31+).
+pub fn config_env(entries: &[(String, OsString)]) -> Vec<(String, OsString)> {
+    let mut env = vec![(
+        "GIT_CONFIG_COUNT".to_string(),
+        entries.len().to_string().into(),
+    )];
+    for (index, (key, value)) in entries.iter().enumerate() {
+        env.push((format!("GIT_CONFIG_KEY_{index}"), key.into()));
+        env.push((format!("GIT_CONFIG_VALUE_{index}"), value.clone()));
+    }
+    env
+}
+
+/// The index entry at exactly `path` (a literal pathspec, never a pattern): a submodule is a
+/// gitlink there, mode 160000.
+pub fn index_entry(path: &str) -> Vec<OsString> {
+    let mut args = words(&["ls-files", "--stage", "-z", "--"]);
+    args.push(format!(":(literal){path}").into());
     args
 }
 
@@ -142,22 +167,33 @@ mod tests {
     }
 
     #[test]
-    fn the_submodule_source_is_overridden_for_one_command_only() {
-        let args = submodule_from_local("lib", Path::new("/r/lib"), "lib");
+    fn the_submodule_source_goes_out_of_band_for_one_command_only() {
         assert_eq!(
-            args,
-            words(&[
-                "-c",
-                "protocol.file.allow=always",
-                "-c",
-                "submodule.lib.url=/r/lib",
-                "submodule",
-                "update",
-                "--init",
-                "--recursive",
-                "--",
-                "lib"
-            ])
+            submodule_from_local("lib"),
+            words(&["submodule", "update", "--init", "--", "lib"])
+        );
+        // The audit's name: with `-c` it set `submodule.a.update=!touch…`; here it is one key.
+        let env = submodule_from_local_config("a.update=!touch x #", Path::new("/r/lib"));
+        let env: Vec<(String, String)> = env
+            .into_iter()
+            .map(|(k, v)| (k, v.into_string().unwrap()))
+            .collect();
+        assert_eq!(
+            env,
+            [
+                ("GIT_CONFIG_COUNT".into(), "2".into()),
+                ("GIT_CONFIG_KEY_0".into(), "protocol.file.allow".into()),
+                ("GIT_CONFIG_VALUE_0".into(), "always".into()),
+                (
+                    "GIT_CONFIG_KEY_1".into(),
+                    "submodule.a.update=!touch x #.url".into()
+                ),
+                ("GIT_CONFIG_VALUE_1".into(), "/r/lib".into()),
+            ]
+        );
+        assert_eq!(
+            index_entry("*"),
+            words(&["ls-files", "--stage", "-z", "--", ":(literal)*"])
         );
     }
 }

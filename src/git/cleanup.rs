@@ -10,17 +10,20 @@ use serde::Serialize;
 
 use super::{Git, args};
 use crate::error::Result;
+use crate::store::MergeRecord;
 
-/// A task's worktree and branch, as its record knows them.
+/// A task's worktree and branch, as cuekit's registry knows them.
 #[derive(Debug, Clone)]
 pub struct Target<'a> {
     pub repo_root: &'a Path,
     pub worktree: &'a Path,
     pub branch: &'a str,
-    pub base_ref: &'a str,
+    /// What the work is measured against: a full ref name (never a short one the task's own
+    /// branch could shadow), else the base commit alone.
+    pub base_full_ref: Option<&'a str>,
     pub base_commit: &'a str,
-    /// The branch tip cuekit merged last (a squash or rebase leaves no ancestry to find).
-    pub merged_tip: Option<&'a str>,
+    /// cuekit's last merge of the branch (a squash or rebase leaves no ancestry to find).
+    pub merged: Option<&'a MergeRecord>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -103,13 +106,28 @@ fn dirty(worktree: &Path) -> Result<bool> {
     Ok(!Git::new(worktree).run(args::status_porcelain())?.is_empty())
 }
 
-/// Commits on the branch that neither its base nor cuekit's last merge of it holds.
+/// Commits on the branch that neither its base nor cuekit's last merge of it holds. The merge
+/// counts only while its result is still on the target: one undone there (`git reset`) no
+/// longer vouches for the task's commits.
 fn unmerged(root: &Git, tip: &str, target: &Target) -> Result<usize> {
-    let base = root
-        .resolve(&format!("{}^{{commit}}", target.base_ref))
-        .unwrap_or_else(|_| target.base_commit.to_string());
+    let base = target
+        .base_full_ref
+        .and_then(|full| root.resolve(&format!("{full}^{{commit}}")).ok())
+        .unwrap_or_else(|| target.base_commit.to_string());
     let mut rev_list = vec!["rev-list", "--count", tip, "--not", &base];
-    rev_list.extend(target.merged_tip);
+    let still_merged = match target.merged {
+        Some(merge) => root.yes([
+            "merge-base",
+            "--is-ancestor",
+            "--end-of-options",
+            &merge.head,
+            &merge.target_ref,
+        ])?,
+        None => false,
+    };
+    if let Some(merge) = target.merged.filter(|_| still_merged) {
+        rev_list.push(&merge.task_tip);
+    }
     let count = root.line(rev_list)?;
     count.parse().map_err(|_| {
         crate::error::Error::new(

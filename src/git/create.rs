@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::include::{Includes, bring_over};
 use super::{Git, args, plan};
 use crate::error::{Error, Result};
+use crate::store::WorktreePlacement;
 
 /// What a new worktree needs, as the caller asked.
 #[derive(Debug, Clone)]
@@ -29,6 +30,8 @@ pub struct Plan {
     pub branch: String,
     /// The base as the caller named it (their branch when they named none).
     pub base_ref: String,
+    /// The ref `base_ref` names, in full, when it names one (not a bare commit).
+    pub base_full_ref: Option<String>,
     pub base_commit: String,
     /// The caller's directory relative to the repository root: the agent starts there too.
     pub subdir: PathBuf,
@@ -41,6 +44,19 @@ impl Plan {
     pub fn agent_dir(&self) -> PathBuf {
         let dir = self.path.join(&self.subdir);
         if dir.is_dir() { dir } else { self.path.clone() }
+    }
+
+    /// What the registry keeps of the worktree: all that cleanup, diff and merge act on.
+    pub fn placement(&self) -> WorktreePlacement {
+        WorktreePlacement {
+            repo_root: self.repo_root.clone(),
+            path: self.path.clone(),
+            branch: self.branch.clone(),
+            base_ref: self.base_ref.clone(),
+            base_full_ref: self.base_full_ref.clone(),
+            base_commit: self.base_commit.clone(),
+            common_dir: self.common_dir.clone(),
+        }
     }
 }
 
@@ -66,6 +82,16 @@ pub fn plan(request: &Request) -> Result<Plan> {
         ));
     };
     let git = Git::new(&repo_root);
+    for (flag, named) in [("--base", request.base), ("--branch", request.branch)] {
+        if let Some(name) = named
+            && crate::project::names::option_value(flag, name).is_err()
+        {
+            return Err(Error::invalid_input(format!(
+                "{flag} '{name}' is not a git name (it must not start with '-')"
+            ))
+            .with_hint("name a branch, tag or commit"));
+        }
+    }
     let base_ref = match request.base {
         Some(base) => base.to_string(),
         None => git
@@ -84,7 +110,13 @@ pub fn plan(request: &Request) -> Result<Plan> {
                 "the repository has no commit yet: commit something first"
             })
         })?;
+    // The full name of what the base names, so no branch made later can stand for it.
+    let base_full_ref = git
+        .line(["rev-parse", "--symbolic-full-name", &base_ref])
+        .ok()
+        .filter(|full| full.starts_with("refs/") || full == "HEAD");
     let branch = plan::branch_name(request.branch, request.branch_prefix, request.task_id);
+
     // A name built from the built-in prefix and a fresh random id is valid and free; checking
     // it would cost two git processes on every submit (and `worktree add -b` refuses an
     // existing branch before creating anything anyway).
@@ -92,6 +124,12 @@ pub fn plan(request: &Request) -> Result<Plan> {
         request.branch.is_none() && request.branch_prefix == plan::DEFAULT_BRANCH_PREFIX;
     if !generated {
         check_branch(&git, &branch)?;
+    }
+    if branch == base_ref {
+        return Err(Error::invalid_input(format!(
+            "the task's branch '{branch}' would have the base's own name"
+        ))
+        .with_hint("name the new branch differently with --branch (it would shadow the base)"));
     }
     let path = plan::worktree_path(request.dir_template, &repo_root, request.task_id)?;
     if std::fs::symlink_metadata(&path).is_ok() {
@@ -110,6 +148,7 @@ pub fn plan(request: &Request) -> Result<Plan> {
         path,
         branch,
         base_ref,
+        base_full_ref,
         base_commit,
         subdir,
         common_dir,
@@ -159,13 +198,32 @@ pub fn create(plan: &Plan, includes: &Includes) -> Result<()> {
             &plan.base_commit,
         ))?;
     }
-    let populated =
-        init_submodules(plan).and_then(|()| bring_over(&plan.repo_root, &plan.path, includes));
+    let populated = super::submodules::init(&plan.path, &plan.repo_root)
+        .and_then(|()| bring_over(&plan.repo_root, &plan.path, includes));
     if let Err(err) = populated {
         remove_created(plan);
         return Err(err);
     }
     Ok(())
+}
+
+/// Undoes what a submit that was cut short may have made (see `ops::reap`): the worktree only
+/// if git lists one at that path on that branch, the branch only while it is still at the base
+/// commit. Nothing else at that path is touched: the submit may have died before creating it.
+pub fn remove_abandoned(placed: &WorktreePlacement) {
+    let git = Git::new(&placed.repo_root);
+    let Ok(_lock) = super::lock_in(&placed.common_dir) else {
+        return;
+    };
+    let ours = super::worktrees::list_held(&placed.repo_root).is_ok_and(|listed| {
+        listed
+            .iter()
+            .any(|w| w.path == placed.path && w.branch.as_deref() == Some(placed.branch.as_str()))
+    });
+    if ours {
+        let _ = git.run(args::worktree_remove(&placed.path, true));
+    }
+    let _ = git.run(args::delete_branch_at(&placed.branch, &placed.base_commit));
 }
 
 /// Undoes [`create`]: this worktree (just made, holding nothing of anyone's) and its branch,
@@ -178,49 +236,4 @@ pub fn remove_created(plan: &Plan) {
         let _ = git.run(["worktree", "prune"]);
     }
     let _ = git.run(args::delete_branch_at(&plan.branch, &plan.base_commit));
-}
-
-/// Submodules the base records, initialised from the main checkout's copies where it has them
-/// (no network, objects shared), else from their URLs.
-fn init_submodules(plan: &Plan) -> Result<()> {
-    if !plan.path.join(".gitmodules").is_file() {
-        return Ok(());
-    }
-    let tree = Git::new(&plan.path);
-    let listed = tree
-        .output([
-            "config",
-            "--file",
-            ".gitmodules",
-            "-z",
-            "--get-regexp",
-            r"^submodule\..*\.path$",
-        ])?
-        .stdout;
-    for entry in String::from_utf8_lossy(&listed).split('\0') {
-        let Some((key, path)) = entry.split_once('\n') else {
-            continue;
-        };
-        let Some(name) = key
-            .strip_prefix("submodule.")
-            .and_then(|k| k.strip_suffix(".path"))
-        else {
-            continue;
-        };
-        let local = plan.repo_root.join(path);
-        if local.join(".git").exists() {
-            tree.run(args::submodule_from_local(name, &local, path))?;
-            // The clone's remote is the local copy; give it the submodule's real URL back.
-            let url_key = format!("submodule.{name}.url");
-            let url = Git::new(&plan.repo_root)
-                .line(["config", "--get", &url_key])
-                .or_else(|_| tree.line(["config", "--file", ".gitmodules", "--get", &url_key]));
-            if let Ok(url) = url {
-                Git::new(plan.path.join(path)).run(["remote", "set-url", "origin", &url])?;
-            }
-        } else {
-            tree.run(["submodule", "update", "--init", "--recursive", "--", path])?;
-        }
-    }
-    Ok(())
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::{Git, args};
 use crate::error::{Error, Result};
+use crate::project::Root;
 
 pub const INCLUDE_FILE: &str = ".worktreeinclude";
 
@@ -17,16 +18,21 @@ pub struct Includes {
 }
 
 /// Brings the matching untracked files of `main` into `worktree`; returns the paths brought.
+///
+/// The worktree holds the base commit's files, which may include links anywhere (a tracked
+/// `config -> ~/.ssh`): every destination is proven to pass through no link before anything
+/// is made there, and a destination that exists, link or not, is left alone.
 pub fn bring_over(main: &Path, worktree: &Path, includes: &Includes) -> Result<Vec<String>> {
     let git = Git::new(main);
+    let tree = Root::new(worktree)?;
     let mut brought = Vec::new();
     // Symlinks first: a path both linked and copied is linked.
     for path in matching(&git, &includes.symlink)? {
-        let (from, to) = (main.join(&path), worktree.join(&path));
+        let (from, to) = (main.join(&path), tree.prove_no_links(Path::new(&path))?);
         if exists(&to) {
             continue;
         }
-        make_parent(&to)?;
+        make_parent(&tree, &path)?;
         std::os::unix::fs::symlink(&from, &to).map_err(|err| Error::io("link", &to, err))?;
         brought.push(path);
     }
@@ -35,11 +41,11 @@ pub fn bring_over(main: &Path, worktree: &Path, includes: &Includes) -> Result<V
     copies.sort();
     copies.dedup();
     for path in copies {
-        let (from, to) = (main.join(&path), worktree.join(&path));
+        let (from, to) = (main.join(&path), tree.prove_no_links(Path::new(&path))?);
         if exists(&to) {
             continue;
         }
-        make_parent(&to)?;
+        make_parent(&tree, &path)?;
         copy_tree(&from, &to)?;
         brought.push(path);
     }
@@ -56,8 +62,7 @@ fn matching(git: &Git, patterns: &[String]) -> Result<Vec<String>> {
 
 /// The `.worktreeinclude` rule: listed there *and* ignored by git.
 fn worktreeinclude(git: &Git, main: &Path) -> Result<Vec<String>> {
-    let file = main.join(INCLUDE_FILE);
-    let Ok(text) = std::fs::read_to_string(&file) else {
+    let Some(text) = Root::new(main)?.read_text(Path::new(INCLUDE_FILE))? else {
         return Ok(Vec::new());
     };
     let patterns: Vec<String> = text
@@ -90,13 +95,18 @@ fn exists(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok()
 }
 
-fn make_parent(path: &Path) -> Result<()> {
-    match path.parent() {
-        Some(parent) => {
-            std::fs::create_dir_all(parent).map_err(|err| Error::io("create", parent, err))
-        }
-        None => Ok(()),
-    }
+/// The folders above `relative` in the worktree, made one by one, each proven again once made
+/// (a folder that appeared as a link meanwhile stops it).
+fn make_parent(tree: &Root, relative: &str) -> Result<()> {
+    let Some(parent) = Path::new(relative)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+    else {
+        return Ok(());
+    };
+    let path = tree.prove_no_links(parent)?;
+    std::fs::create_dir_all(&path).map_err(|err| Error::io("create", &path, err))?;
+    tree.prove_real_dir(parent).map(drop)
 }
 
 /// Copies a file, symlink or directory tree, skipping whatever already exists at the target.

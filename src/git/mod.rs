@@ -10,6 +10,7 @@ pub mod diff;
 pub mod include;
 pub mod merge;
 pub mod plan;
+pub mod submodules;
 pub mod worktrees;
 
 use std::ffi::OsStr;
@@ -68,10 +69,35 @@ impl Git {
         for (name, value) in env {
             command.env(name, value);
         }
-        command.output().map_err(|err| {
-            Error::new(ErrorCode::Io, format!("cannot run git: {err}"))
-                .with_hint("install git and make sure it is on PATH")
-        })
+        command.output().map_err(cannot_run)
+    }
+
+    /// Runs git with `env` added and `input` on its stdin; a non-zero exit is an error quoting
+    /// git's stderr.
+    pub fn run_with(
+        &self,
+        args: &[std::ffi::OsString],
+        env: &[(String, std::ffi::OsString)],
+        input: &[u8],
+    ) -> Result<String> {
+        use std::io::Write;
+        let mut command = self.command(args);
+        command
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().map_err(cannot_run)?;
+        let mut stdin = child.stdin.take().expect("piped");
+        // Written from a thread: git may fill its stdout before it has read all of stdin.
+        let input = input.to_vec();
+        let writer = std::thread::spawn(move || stdin.write_all(&input));
+        let output = child.wait_with_output().map_err(cannot_run)?;
+        let _ = writer.join();
+        if !output.status.success() {
+            return Err(failed(args, &output));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
 
     /// Runs git and returns its stdout; a non-zero exit is an error quoting git's stderr.
@@ -118,6 +144,11 @@ impl Git {
             _ => Err(failed(&args, &output)),
         }
     }
+}
+
+fn cannot_run(err: std::io::Error) -> Error {
+    Error::new(ErrorCode::Io, format!("cannot run git: {err}"))
+        .with_hint("install git and make sure it is on PATH")
 }
 
 /// A git command that failed: the command and git's own words.

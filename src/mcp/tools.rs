@@ -388,6 +388,9 @@ impl CuekitServer {
                 base: params.base,
                 branch: params.branch,
                 id: None,
+                // An MCP client asks on the user's behalf: its permission choices may tighten
+                // the user's policy, never loosen it.
+                asked_by: ops::Asker::Delegate,
                 ..SubmitRequest::default()
             };
             let outcome = match &params.host {

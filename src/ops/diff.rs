@@ -4,9 +4,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::task::Task;
 use crate::error::{Error, ErrorCode, Result};
 use crate::git::{self, Git, diff};
-use crate::store::{TaskRecord, WorktreeRecord};
+use crate::store::{TaskRecord, WorktreePlacement};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TaskDiff {
@@ -23,16 +24,16 @@ pub struct TaskDiff {
 }
 
 pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
-    let record = super::task::open(task_id, cwd)?.record;
-    let worktree = worktree_of(&record)?;
-    let tree = work_tree(&record, worktree)?;
+    let task = super::task::open(task_id, cwd)?;
+    let worktree = worktree_of(&task)?;
+    let tree = work_tree(&task.record, worktree)?;
     let git = Git::new(&worktree.repo_root);
     let files = diff::files(&git, &worktree.base_commit, &tree)?;
     let patch = with_patch
         .then(|| diff::patch(&git, &worktree.base_commit, &tree))
         .transpose()?;
     Ok(TaskDiff {
-        task_id: record.id.clone(),
+        task_id: task.record.id.clone(),
         branch: worktree.branch.clone(),
         base_ref: worktree.base_ref.clone(),
         base_commit: worktree.base_commit.clone(),
@@ -44,30 +45,30 @@ pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
 }
 
 /// The totals of a worktree task's work, for its view.
-pub(crate) fn diff_stat(record: &TaskRecord) -> Option<diff::DiffStat> {
-    let worktree = record.worktree.as_ref()?;
-    let tree = work_tree(record, worktree).ok()?;
+pub(crate) fn diff_stat(task: &Task) -> Option<diff::DiffStat> {
+    let worktree = task.worktree()?;
+    let tree = work_tree(&task.record, worktree).ok()?;
     diff::totals(&Git::new(&worktree.repo_root), &worktree.base_commit, &tree).ok()
 }
 
 /// The files a worktree task changed, for its result.
-pub(crate) fn changed_files(record: &TaskRecord) -> Option<Vec<diff::FileDiff>> {
-    let worktree = record.worktree.as_ref()?;
-    let tree = work_tree(record, worktree).ok()?;
+pub(crate) fn changed_files(task: &Task) -> Option<Vec<diff::FileDiff>> {
+    let worktree = task.worktree()?;
+    let tree = work_tree(&task.record, worktree).ok()?;
     diff::files(&Git::new(&worktree.repo_root), &worktree.base_commit, &tree).ok()
 }
 
-pub(crate) fn worktree_of(record: &TaskRecord) -> Result<&WorktreeRecord> {
-    record.worktree.as_ref().ok_or_else(|| {
+pub(crate) fn worktree_of(task: &Task) -> Result<&WorktreePlacement> {
+    task.worktree().ok_or_else(|| {
         Error::new(
             ErrorCode::InvalidState,
-            format!("task {} did not run in its own worktree", record.id),
+            format!("task {} did not run in its own worktree", task.record.id),
         )
         .with_hint("only tasks submitted with --worktree have a branch to diff, merge or remove")
     })
 }
 
-fn work_tree(record: &TaskRecord, worktree: &WorktreeRecord) -> Result<String> {
+fn work_tree(record: &TaskRecord, worktree: &WorktreePlacement) -> Result<String> {
     git::diff::work_tree(&diff::Subject {
         repo_root: &worktree.repo_root,
         worktree: &worktree.path,

@@ -181,7 +181,7 @@ impl Refreshed {
             .map(|task| {
                 let record = &task.record;
                 let mut view = TaskView::from(record);
-                view.diff_stat = super::diff::diff_stat(record);
+                view.diff_stat = super::diff::diff_stat(task);
                 if is_stopping(task) {
                     view.stopping = true;
                     let why = "still stopping: its processes are being ended (a stop whose \
@@ -247,8 +247,8 @@ fn socket_missing_hint(task: &Task) -> String {
 }
 
 pub(crate) fn read_sentinel(record: &TaskRecord) -> Option<i32> {
-    let content = std::fs::read_to_string(record.task_dir.join(EXIT_CODE_FILE)).ok()?;
-    parse_sentinel(&content)
+    let content = store::read_small(&record.task_dir.join(EXIT_CODE_FILE)).ok()?;
+    parse_sentinel(&String::from_utf8_lossy(&content))
 }
 
 /// Judges every running task and records each ending (or stops a task whose timeout is due).

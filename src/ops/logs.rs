@@ -17,7 +17,7 @@ pub fn read_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) -> R
 
 pub(crate) fn read_logs_of(record: &TaskRecord, raw: bool, out: &mut dyn Write) -> Result<()> {
     let path = super::transcript_path(record);
-    let mut file = File::open(&path).map_err(|err| Error::io("open", &path, err))?;
+    let mut file = crate::store::open_own(&path).map_err(|err| Error::io("open", &path, err))?;
     let mut sink = Sink::new(out, raw, screen_height(record));
     copy_available(&mut file, &mut sink, &path)?;
     sink.finish().map_err(|err| Error::io("write", &path, err))
@@ -28,7 +28,7 @@ pub fn follow_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) ->
     let task = super::task::open(task_id, cwd)?;
     let record = &task.record;
     let path = super::transcript_path(record);
-    let mut file = File::open(&path).map_err(|err| Error::io("open", &path, err))?;
+    let mut file = crate::store::open_own(&path).map_err(|err| Error::io("open", &path, err))?;
     let mut sink = Sink::new(out, raw, screen_height(record));
     let mut last_check = Instant::now() - Duration::from_secs(1);
     let mut ended_at: Option<Instant> = None;

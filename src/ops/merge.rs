@@ -4,12 +4,13 @@ use std::path::Path;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::git::merge::{self, Merged, Strategy};
-use crate::store;
+use crate::store::{self, MergeRecord};
 
 pub fn merge(task_id: &str, cwd: &Path, strategy: Strategy, into: Option<&str>) -> Result<Merged> {
     let task = super::task::open(task_id, cwd)?;
-    let record = super::judge::refresh(vec![task])?.tasks.remove(0).record;
-    let worktree = super::diff::worktree_of(&record)?;
+    let task = super::judge::refresh(vec![task])?.tasks.remove(0);
+    let record = &task.record;
+    let worktree = super::diff::worktree_of(&task)?;
     if !record.status.is_terminal() {
         return Err(Error::new(
             ErrorCode::InvalidState,
@@ -42,11 +43,13 @@ pub fn merge(task_id: &str, cwd: &Path, strategy: Strategy, into: Option<&str>) 
         merge_message: &format!("cuekit task {}: {objective}", record.id),
         scratch: &record.task_dir,
     })?;
-    store::update(&record.task_dir, |record| {
-        if let Some(worktree) = record.worktree.as_mut() {
-            worktree.merged_tip = Some(merged.task_tip.clone());
-        }
-        Ok(true)
-    })?;
+    store::record_merge(
+        &record.id,
+        &MergeRecord {
+            target_ref: format!("refs/heads/{}", merged.target),
+            head: merged.head.clone(),
+            task_tip: merged.task_tip.clone(),
+        },
+    )?;
     Ok(merged)
 }

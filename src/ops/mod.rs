@@ -53,7 +53,8 @@ pub use report::{ReportRequest, report};
 pub use result::result;
 pub use steer::{SteerReceipt, steer};
 pub use stream::run_event_filter;
-pub use submit::{SubmitOutcome, SubmitRequest, submit};
+pub use submit::{Asker, SubmitOutcome, SubmitRequest, submit};
+pub use task::task_of_process;
 pub use team::{
     TeamResult, TeamSubmitted, TeamSummary, team_ids, team_list, team_result, team_status,
     team_steer, team_submit,

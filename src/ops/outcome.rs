@@ -107,14 +107,14 @@ pub(crate) fn stream_report(record: &TaskRecord) -> StreamReport {
 
 /// `result.json` as the event filter wrote it.
 pub(crate) fn read_written(record: &TaskRecord) -> Option<TaskResult> {
-    serde_json::from_slice(&std::fs::read(record.task_dir.join(RESULT_FILE)).ok()?).ok()
+    serde_json::from_slice(&store::read_small(&record.task_dir.join(RESULT_FILE)).ok()?).ok()
 }
 
 /// Folds the task's `events.jsonl` (the raw stream) into a digest.
 pub(crate) fn read_events(record: &TaskRecord) -> Result<Digest> {
     let path = record.task_dir.join(store::EVENTS_FILE);
     let mut digest = Digest::default();
-    let file = match std::fs::File::open(&path) {
+    let file = match store::open_own(&path) {
         Ok(file) => file,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(digest),
         Err(err) => return Err(Error::io("read", &path, err)),

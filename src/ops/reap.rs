@@ -3,8 +3,8 @@
 //! runs was cut short (killed, or an error it could not clean up after). Its pane, if tmux
 //! made one, has started nothing (`launch.sh` waits for the registry entry, and gives up when
 //! the pending entry goes), so undoing it is: end the session, remove the task directory that
-//! submit created, forget the entry. Every refresh and every listing does this first; it costs
-//! one directory read.
+//! submit created and the worktree and branch it made (if git lists them as made), forget the
+//! entry. Every refresh and every listing does this first; it costs one directory read.
 //!
 //! A killed submit's tmux client outlives it by a few milliseconds and may create the session
 //! after an undo ended it (leaving a pane that fails, its script gone, in a session nobody
@@ -55,6 +55,10 @@ fn undo(pending: Pending) -> Option<String> {
     );
     if placement.task_dir.ends_with(&placement.id) {
         let _ = std::fs::remove_dir_all(&placement.task_dir);
+    }
+    // The worktree is made after the pending entry: it may or may not exist.
+    if let Some(worktree) = placement.facts.as_ref().and_then(|f| f.worktree.as_ref()) {
+        crate::git::create::remove_abandoned(worktree);
     }
     store::remove_pending(&placement.id);
     Some(placement.id.clone())

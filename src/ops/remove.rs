@@ -186,15 +186,16 @@ fn selected(record: &TaskRecord, filter: &PruneFilter, now: SystemTime) -> bool 
 fn remove_one(task: &Task, force: bool, dry_run: bool) -> Result<Removal> {
     let record = &task.record;
     let mut removal = Removal::of(&record.id, dry_run);
-    if let Some(worktree) = &record.worktree {
+    if let Some(worktree) = task.worktree() {
         removal.worktree = Some(worktree.path.clone());
+        let merged = store::merge_of(&record.id);
         let target = cleanup::Target {
             repo_root: &worktree.repo_root,
             worktree: &worktree.path,
             branch: &worktree.branch,
-            base_ref: &worktree.base_ref,
+            base_full_ref: worktree.base_full_ref.as_deref(),
             base_commit: &worktree.base_commit,
-            merged_tip: worktree.merged_tip.as_deref(),
+            merged: merged.as_ref(),
         };
         if dry_run {
             let inspection = cleanup::inspect(&target);

@@ -87,7 +87,7 @@ pub fn report(
 pub(crate) fn read_reports(task_dir: &Path) -> Result<Vec<Report>> {
     use std::io::BufRead;
     let path = task_dir.join(store::EVENTS_FILE);
-    let file = match std::fs::File::open(&path) {
+    let file = match store::open_own(&path) {
         Ok(file) => file,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(err) => return Err(Error::io("read", &path, err)),

@@ -18,13 +18,14 @@ const TRANSCRIPT_TAIL_LINES: usize = 40;
 /// The record's ending wins over the stream's: a cancelled run reads as cancelled.
 pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
     let task = super::task::open(task_id, cwd)?;
-    let record = super::judge::refresh(vec![task])?.tasks.remove(0).record;
-    let mut result = match read_written(&record) {
+    let task = super::judge::refresh(vec![task])?.tasks.remove(0);
+    let record = &task.record;
+    let mut result = match read_written(record) {
         Some(result) => result,
         None if record.event_stream => {
-            from_digest(&record.id, read_events(&record)?, record.exit_code, None)
+            from_digest(&record.id, read_events(record)?, record.exit_code, None)
         }
-        None => plain_result(&record)?,
+        None => plain_result(record)?,
     };
     if record.status.is_terminal() {
         result.status = record.status;
@@ -35,9 +36,9 @@ pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
     }
     result.agent_session_id = result.agent_session_id.or(record.agent_session_id.clone());
     result.reports = super::report::read_reports(&record.task_dir)?;
-    if record.worktree.is_some() {
+    if task.worktree().is_some() {
         // The branch's commits count too, which a before/after `git status` cannot see.
-        result.files_changed = super::diff::changed_files(&record).map(|files| {
+        result.files_changed = super::diff::changed_files(&task).map(|files| {
             files
                 .into_iter()
                 .map(|file| ChangedFile {

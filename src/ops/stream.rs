@@ -69,9 +69,9 @@ pub fn run_event_filter(task_dir: &Path) -> Result<()> {
     }
     write_progress(task_dir, &digest)?;
     // The agent's status is written before the pipe closes (see launch.sh).
-    let exit_code = std::fs::read_to_string(task_dir.join(AGENT_EXIT_FILE))
+    let exit_code = crate::store::read_small(&task_dir.join(AGENT_EXIT_FILE))
         .ok()
-        .and_then(|s| s.trim().parse().ok());
+        .and_then(|s| String::from_utf8_lossy(&s).trim().parse().ok());
     let after = std::env::current_dir()
         .ok()
         .and_then(|cwd| crate::git::changes::snapshot(&cwd));
@@ -91,5 +91,5 @@ fn write_progress(task_dir: &Path, digest: &Digest) -> Result<()> {
 
 /// Live progress of a running stream, if it has started.
 pub fn read_progress(task_dir: &Path) -> Option<Progress> {
-    serde_json::from_slice(&std::fs::read(task_dir.join(PROGRESS_FILE)).ok()?).ok()
+    serde_json::from_slice(&crate::store::read_small(&task_dir.join(PROGRESS_FILE)).ok()?).ok()
 }

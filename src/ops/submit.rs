@@ -6,14 +6,14 @@ use serde::Serialize;
 
 use super::view::TaskView;
 use crate::adapter::{self, LaunchCommand};
-use crate::config::{Config, Permissions, Setting};
+use crate::config::{Autonomy, Config, Permissions, Setting};
 use crate::error::{Error, ErrorCode, Result};
 use crate::git;
 use crate::launch::{ENV_FILE, StartGate, render_env_file, render_launch_script};
 use crate::role::{Role, Roles};
 use crate::spec::{Mode, TaskSpec};
 use crate::status::Status;
-use crate::store::{self, PaneStart, Placement, TaskRecord, TmuxPlacement, WorktreeRecord};
+use crate::store::{self, PaneStart, Placement, TaskFacts, TaskRecord, TmuxPlacement};
 use crate::tmux::{Socket, Tmux, args};
 
 /// What a parent asks for. Every `None` is filled from the configuration, then the adapter.
@@ -54,6 +54,20 @@ pub struct SubmitRequest {
     /// before asking the host, so a reply lost on the way never leaves a task it does not know.
     /// Else a fresh one.
     pub id: Option<String>,
+    /// Who chose the permission settings above: a delegate's may tighten the user's policy,
+    /// never loosen it.
+    pub asked_by: Asker,
+}
+
+/// Who asks for a task, as far as its permissions go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Asker {
+    /// The user at the command line: their flags set the policy.
+    #[default]
+    User,
+    /// An MCP client or a team spec (a file of the project's): may ask for less autonomy than
+    /// the user's policy, never for more.
+    Delegate,
 }
 
 /// Untagged; read back from a host's JSON too (`ops::remote` tells the two apart by `id`).
@@ -69,31 +83,93 @@ pub enum SubmitOutcome {
     },
 }
 
-/// The task spec with the role and the configuration applied (flag > role > project file >
-/// user file > built-in).
-fn resolve_spec(
+/// The agent a request runs: flag, else the resumed task's, else the role's, else the config's.
+fn agent_kind(
     request: &SubmitRequest,
     config: &Config,
     resumed: Option<&TaskRecord>,
     role: Option<&Role>,
-) -> TaskSpec {
-    let agent_kind = request
+) -> String {
+    request
         .agent
         .clone()
         .or_else(|| resumed.map(|r| r.spec.agent_kind.clone()))
         .or_else(|| role.and_then(|r| r.agent.clone()))
-        .unwrap_or_else(|| config.agent().value);
+        .unwrap_or_else(|| config.agent().value)
+}
+
+/// The task spec with the role and the configuration applied (flag > role > project file >
+/// user file > built-in), and warnings for what was asked but does not apply.
+///
+/// Permissions are a tighten-only policy: the user's own settings (and their command-line
+/// flags) set the most autonomy an agent gets; a delegate's request (MCP, a team spec) and a
+/// project's role may ask for less, never for more.
+fn resolve_spec(
+    request: &SubmitRequest,
+    config: &Config,
+    adapter: &adapter::Adapter,
+    role: Option<&Role>,
+) -> (TaskSpec, Vec<String>) {
+    let agent_kind = adapter.kind().to_string();
     // A role's model is meant for the role's agent: another agent chosen by flag keeps its own.
     let role_model = role
         .filter(|r| r.agent.as_ref().is_none_or(|agent| *agent == agent_kind))
         .and_then(|r| r.model.clone());
     let value = |setting: Option<Setting<String>>| setting.map(|s| s.value);
+    let policy = config.policy(adapter);
+    let mut warnings = config.warnings_for(adapter);
+    let autonomy_of = |mode: &str| {
+        if adapter.approval_modes.contains(&mode) {
+            Autonomy::of_approval_mode(mode)
+        } else {
+            Autonomy::Bypass
+        }
+    };
+    let mut within = |asked: Option<String>, who: &str| {
+        let mode = asked?;
+        if crate::config::class::within(autonomy_of(&mode), policy.allowed) {
+            return Some(mode);
+        }
+        warnings.push(format!(
+            "approval_mode '{mode}' from {who} allows more than your policy ({:?}); ignored",
+            policy.allowed
+        ));
+        None
+    };
+    let delegated = request.asked_by == Asker::Delegate;
+    let requested_approval = if delegated {
+        within(request.approval_mode.clone(), "the request")
+    } else {
+        request.approval_mode.clone()
+    };
+    let role_from_project = role.is_some_and(|r| {
+        r.layers
+            .iter()
+            .any(|layer| matches!(layer, crate::role::RoleSource::Project(_)))
+    });
+    let role_approval = role.and_then(|r| r.approval_mode.clone());
+    let role_approval = if role_from_project {
+        within(role_approval, "the project's role")
+    } else {
+        role_approval
+    };
+    let approval_mode = requested_approval
+        .or(role_approval)
+        .or_else(|| value(policy.approval_mode));
+    let requested_bypass = match request.dangerously_skip_permissions {
+        Some(true) if delegated && policy.allowed != Autonomy::Bypass => {
+            warnings.push(format!(
+                "the request's dangerously_skip_permissions allows more than your policy ({:?}); ignored",
+                policy.allowed
+            ));
+            None
+        }
+        asked => asked,
+    };
     // The adapter design's safety rule: `permissions: prompt` turns the bypass off for tasks
     // that did not ask for it explicitly.
-    let configured_bypass = config
-        .permissions(&agent_kind)
-        .map(|p| p.value == Permissions::Bypass);
-    TaskSpec {
+    let configured_bypass = policy.permissions.map(|p| p.value == Permissions::Bypass);
+    let spec = TaskSpec {
         objective: request.objective.clone(),
         context: request.context.clone(),
         constraints: request.constraints.clone(),
@@ -106,12 +182,8 @@ fn resolve_spec(
             .mode
             .or_else(|| role.and_then(|r| r.mode))
             .or_else(|| config.mode().map(|s| s.value)),
-        approval_mode: request
-            .approval_mode
-            .clone()
-            .or_else(|| role.and_then(|r| r.approval_mode.clone()))
-            .or_else(|| value(config.approval_mode(&agent_kind))),
-        dangerously_skip_permissions: request.dangerously_skip_permissions.or(configured_bypass),
+        approval_mode,
+        dangerously_skip_permissions: requested_bypass.or(configured_bypass),
         stream_events: request.stream_events,
         session_id: None,
         resume_session: None,
@@ -127,7 +199,8 @@ fn resolve_spec(
         // A child sent with a role or into a team is one a parent wants to hear from.
         report_hint: role.is_some() || request.team.is_some(),
         agent_kind,
-    }
+    };
+    (spec, warnings)
 }
 
 /// The agent session of an earlier task, for `--resume-from`.
@@ -141,8 +214,17 @@ fn resumable_session(earlier: &TaskRecord) -> Result<String> {
     })
 }
 
-/// A caller's id for a new task: of the documented shape, and of no task cuekit knows here.
-fn chosen_id(id: String, cwd: &Path) -> Result<String> {
+/// What a caller-chosen id turns out to be.
+enum Chosen {
+    /// No task has it yet.
+    Fresh(String),
+    /// The task a submit of this very request started: a retry whose first answer was lost.
+    Again(Box<TaskView>),
+}
+
+/// A caller's id for a new task: of the documented shape, and of no other task cuekit knows
+/// here. The same request again (`digest`) is answered with the task it started.
+fn chosen_id(id: String, cwd: &Path, digest: &str) -> Result<Chosen> {
     let fresh = "leave the id out, and cuekit picks a fresh one";
     if !store::is_task_id(&id) {
         return Err(Error::invalid_input(format!(
@@ -150,10 +232,59 @@ fn chosen_id(id: String, cwd: &Path) -> Result<String> {
         ))
         .with_hint(fresh));
     }
-    if store::placement(&id)?.is_some() || store::task_dir(cwd, &id).exists() {
+    if let Some(placement) = store::placement(&id)? {
+        let same = placement
+            .facts
+            .as_ref()
+            .and_then(|facts| facts.request_digest.as_deref())
+            == Some(digest);
+        if same {
+            let views = super::status(std::slice::from_ref(&id), cwd)?;
+            if let Some(view) = views.into_iter().next() {
+                return Ok(Chosen::Again(Box::new(view)));
+            }
+        }
+        return Err(Error::invalid_input(format!(
+            "task {id} already exists, submitted with another request"
+        ))
+        .with_hint(fresh));
+    }
+    if store::task_dir(cwd, &id).exists() {
         return Err(Error::invalid_input(format!("task {id} already exists")).with_hint(fresh));
     }
-    Ok(id)
+    Ok(Chosen::Fresh(id))
+}
+
+/// A digest of everything a submit was asked, with the directory it resolved to: equal for a
+/// retry of the same request, different for any other.
+fn request_digest(request: &SubmitRequest, cwd: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let asked = serde_json::json!({
+        "agent": request.agent,
+        "objective": request.objective,
+        "context": request.context,
+        "constraints": request.constraints,
+        "model": request.model,
+        "mode": request.mode.map(Mode::as_str),
+        "approval_mode": request.approval_mode,
+        "skip_permissions": request.dangerously_skip_permissions,
+        "cwd": cwd,
+        "timeout": request.timeout.map(|t| t.as_millis() as u64),
+        "stream_events": request.stream_events,
+        "resume_from": request.resume_from,
+        "provider_profile": request.provider_profile,
+        "argv": request.argv,
+        "role": request.role,
+        "team": request.team,
+        "worktree": request.worktree,
+        "base": request.base,
+        "branch": request.branch,
+        "delegated": request.asked_by == Asker::Delegate,
+    });
+    Sha256::digest(asked.to_string().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome> {
@@ -177,6 +308,14 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             ))
             .with_hint("pass an existing directory with --cwd")
         })?;
+    // Records are JSON text: a path that is not UTF-8 could not be written down.
+    if cwd.to_str().is_none() {
+        return Err(Error::invalid_input(format!(
+            "working directory {} is not UTF-8",
+            cwd.display()
+        ))
+        .with_hint("run the task in a directory whose path is UTF-8 (rename it, or pass --cwd)"));
+    }
     let config = Config::load(&cwd)?;
     if let Some(team) = &request.team {
         crate::team::check_name(team)?;
@@ -186,14 +325,14 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .as_deref()
         .map(|name| Roles::for_cwd(&cwd).resolve(name))
         .transpose()?;
-    let mut spec = resolve_spec(
+    let adapter = adapter::lookup(&agent_kind(
         &request,
         &config,
         resumed.as_ref().map(|r| &r.record),
         role.as_ref(),
-    );
-    let adapter = adapter::lookup(&spec.agent_kind)?;
+    ))?;
     config.refuse_untrusted(adapter.kind())?;
+    let (mut spec, policy_warnings) = resolve_spec(&request, &config, adapter, role.as_ref());
     if !adapter.runs_argv {
         spec.argv.clear();
     }
@@ -226,7 +365,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             agent_kind: adapter.kind().to_string(),
             mode,
             launch_command: command,
-            warnings,
+            warnings: policy_warnings.into_iter().chain(warnings).collect(),
         });
     }
     let use_worktree = request
@@ -240,10 +379,15 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .with_hint("add --worktree (or set defaults.worktree: true)"));
     }
     if use_worktree {
-        config.refuse_untrusted_setup()?;
+        config.refuse_untrusted_worktree()?;
     }
+    let digest = request_digest(&request, &cwd);
     let id = match request.id.clone() {
-        Some(id) => chosen_id(id, &cwd)?,
+        Some(id) => match chosen_id(id, &cwd, &digest)? {
+            Chosen::Fresh(id) => id,
+            // A retry of a submit whose answer was lost: the task it started, not a second one.
+            Chosen::Again(view) => return Ok(SubmitOutcome::Submitted(view)),
+        },
         None => store::new_task_id(),
     };
     let plan = if use_worktree {
@@ -264,9 +408,10 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     }
     let LaunchCommand {
         command,
-        warnings,
+        warnings: launch_warnings,
         event_stream,
     } = (adapter.build_launch)(&spec, mode, &bin)?;
+    let warnings: Vec<String> = policy_warnings.into_iter().chain(launch_warnings).collect();
     check_argv_limit(&spec, adapter, &command)?;
     // The command agent's program is the task's own first word, found by the pane's shell.
     if !adapter.runs_argv && crate::which::find_on_path(&bin).is_none() {
@@ -287,11 +432,49 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .or_else(|| spec.resume_session.clone());
 
     // `worktree.setup` runs code: an untrusted project file's was refused above and is not
-    // read here (`Config::worktree_setup` skips it).
+    // in its layer.
     let setup = plan
         .as_ref()
         .and_then(|_| config.worktree_setup())
         .map(|s| s.value);
+    let task_dir = tasks_dir_in(&cwd)?.join(&id);
+    let socket = Socket(config.socket().value).resolve()?;
+    socket.ensure_dir()?;
+    let session = args::session_name(&id);
+    let created_at = super::now_rfc3339();
+    let timeout_secs = request
+        .timeout
+        .or_else(|| config.timeout().map(|s| s.value))
+        .map(|t| t.as_secs().max(1));
+    let submitted_from = crate::notify::SubmittedFrom::from_env();
+    let placement = Placement {
+        id: id.clone(),
+        task_dir: task_dir.clone(),
+        socket: socket.clone(),
+        session: session.clone(),
+        created_at: created_at.clone(),
+        timeout_secs,
+        host: None,
+        facts: Some(Box::new(TaskFacts {
+            cwd: cwd.clone(),
+            agent: spec.agent_kind.clone(),
+            mode,
+            team: request.team.clone(),
+            agent_session_id: agent_session_id.clone(),
+            submitted_from: submitted_from.clone(),
+            worktree: plan.as_ref().map(git::create::Plan::placement),
+            request_digest: Some(digest),
+        })),
+        legacy: false,
+    };
+    // From here on, whatever stops this submit is undone by the next cuekit call (see
+    // `reap`): the pending entry names what it is creating, its worktree included.
+    store::write_pending(&placement)?;
+    // A caller-chosen id, checked before: a submit of the same id may have finished since.
+    if request.id.is_some() && store::placement(&id)?.is_some() {
+        store::remove_pending(&id);
+        return Err(Error::invalid_input(format!("task {id} already exists")));
+    }
     let mut created = match &plan {
         Some(plan) => {
             let includes = git::include::Includes {
@@ -301,47 +484,22 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
                     .map(|s| s.value)
                     .unwrap_or_default(),
             };
-            git::create::create(plan, &includes)?;
+            if let Err(err) = git::create::create(plan, &includes) {
+                store::remove_pending(&id);
+                return Err(err);
+            }
             Some(CreatedWorktree(Some(plan.clone())))
         }
         None => None,
     };
     let agent_dir = plan.as_ref().map_or_else(|| cwd.clone(), |p| p.agent_dir());
-
-    let task_dir = store::task_dir(&cwd, &id);
-    let socket = Socket(config.socket().value).resolve()?;
-    socket.ensure_dir()?;
-    let session = args::session_name(&id);
-    let created_at = super::now_rfc3339();
-    let timeout_secs = request
-        .timeout
-        .or_else(|| config.timeout().map(|s| s.value))
-        .map(|t| t.as_secs().max(1));
-    let placement = Placement {
-        id: id.clone(),
-        task_dir: task_dir.clone(),
-        socket: socket.clone(),
-        session: session.clone(),
-        created_at: created_at.clone(),
-        timeout_secs,
-        host: None,
-        legacy: false,
-    };
-    // From here on, whatever stops this submit is undone by the next cuekit call (see
-    // `reap`): the pending entry names what it is creating.
-    store::write_pending(&placement)?;
-    // A caller-chosen id, checked before: a submit of the same id may have finished since.
-    if request.id.is_some() && store::placement(&id)?.is_some() {
-        store::remove_pending(&id);
-        return Err(Error::invalid_input(format!("task {id} already exists")));
-    }
     let undo = |err: Error| {
         let _ = Tmux::new(socket.clone()).run(&args::kill_session(&session));
         let _ = std::fs::remove_dir_all(&task_dir);
         store::remove_pending(&id);
         err
     };
-    create_task_dir(&cwd, &task_dir).map_err(undo)?;
+    create_task_dir(&task_dir).map_err(undo)?;
     let files = write_task_files(
         &id,
         &task_dir,
@@ -378,17 +536,10 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         event_stream,
         agent_session_id,
         resumed_from: resumed.map(|r| r.record.id),
-        submitted_from: crate::notify::SubmittedFrom::from_env(),
+        submitted_from,
         team: request.team.clone(),
         last_report: None,
-        worktree: plan.map(|plan| WorktreeRecord {
-            repo_root: plan.repo_root,
-            path: plan.path,
-            branch: plan.branch,
-            base_ref: plan.base_ref,
-            base_commit: plan.base_commit,
-            merged_tip: None,
-        }),
+        worktree: plan.as_ref().map(|plan| (&plan.placement()).into()),
     };
     // The one tmux call runs while the record and the registry entry are written and synced;
     // both are put in place only once the session exists, so no reader ever sees a running
@@ -501,26 +652,45 @@ fn parse_new_pane(stdout: &str) -> Option<PaneStart> {
     })
 }
 
-/// The task directory, owner-only (prompts and transcripts may hold private code), under a
-/// `.cuekit/` that git ignores from the first submit on: a child that runs `git add -A` must
-/// not commit cuekit's files.
-fn create_task_dir(cwd: &Path, task_dir: &Path) -> Result<()> {
-    store::create_private_dir(task_dir)?;
-    let ignore = cwd.join(".cuekit").join(".gitignore");
-    if !ignore.exists() {
+/// `<cwd>/.cuekit/tasks`, made if missing, proven to be real folders of the project: a
+/// repository that ships `.cuekit` as a link would otherwise have the submitter's prompt and
+/// environment written wherever it points. `.cuekit/.gitignore` is written on the first submit.
+fn tasks_dir_in(cwd: &Path) -> Result<PathBuf> {
+    let root = crate::project::Root::new(cwd)?;
+    let relative = Path::new(store::TASKS_SUBDIR);
+    let tasks = root.prove_no_links(relative)?;
+    store::create_private_dir(&tasks)?;
+    let tasks = root.prove_real_dir(relative)?;
+    let ignore = root.path().join(".cuekit").join(".gitignore");
+    if std::fs::symlink_metadata(&ignore).is_err() {
         // Another submit may race this one: whichever writes first wins, both write the same.
-        let _ = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&ignore)
-            .and_then(|mut file| {
-                std::io::Write::write_all(
-                    &mut file,
-                    b"# Written by cuekit: its task files are never part of the project.\n*\n",
-                )
-            });
+        let _ = write_new(
+            &ignore,
+            b"# Written by cuekit: its task files are never part of the project.\n*\n",
+        );
     }
-    Ok(())
+    Ok(tasks)
+}
+
+/// The task directory, owner-only (prompts and transcripts may hold private code), with a
+/// `.gitignore` of its own: a child that runs `git add -A` must not commit cuekit's files,
+/// whatever `.cuekit/.gitignore` the repository ships (the deepest ignore file decides).
+fn create_task_dir(task_dir: &Path) -> Result<()> {
+    store::create_private_leaf(task_dir)?;
+    write_new(
+        &task_dir.join(".gitignore"),
+        b"# Written by cuekit: this task's files are never part of the project.\n*\n",
+    )
+    .map_err(|err| Error::io("write", &task_dir.join(".gitignore"), err))
+}
+
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, bytes))
 }
 
 struct TaskFiles {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, ErrorCode, Result};
 use crate::process::GroupLeader;
 use crate::status::Status;
-use crate::store::{self, PaneStart, Placement, TaskRecord};
+use crate::store::{self, PaneStart, Placement, TaskRecord, WorktreePlacement};
 
 /// A task cuekit may act on: its registry placement, the pane tmux reported at start, and a
 /// record that agrees with both.
@@ -23,6 +23,11 @@ impl Task {
     /// The pane's process group, as recorded at start.
     pub fn group_leader(&self) -> Option<GroupLeader> {
         leader_of(self.pane.as_ref())
+    }
+
+    /// The task's own worktree, as cuekit created it (never as a record says).
+    pub fn worktree(&self) -> Option<&WorktreePlacement> {
+        self.placement.facts.as_ref()?.worktree.as_ref()
     }
 }
 
@@ -117,7 +122,10 @@ pub(crate) fn scan_project(cwd: &Path) -> Result<Vec<Found>> {
     let mut found = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if !store::is_task_id(&name) || !entry.path().join(store::RECORD_FILE).is_file() {
+        // Whatever stands in the record's place (a link, a FIFO a child made) is listed and
+        // judged: a task is never hidden by what was put there.
+        let record = entry.path().join(store::RECORD_FILE);
+        if !store::is_task_id(&name) || std::fs::symlink_metadata(&record).is_err() {
             continue;
         }
         let dir = entry.path();
@@ -229,9 +237,9 @@ fn judge_trust(mut placement: Placement, dir: &Path) -> Found {
     }
     match disagreement(&placement, &record, dir) {
         None => Found::Trusted(Box::new(Task {
+            record: believed(&placement, record),
             placement,
             pane,
-            record,
         })),
         Some(why) => Found::Untrusted {
             id: placement.id,
@@ -240,6 +248,35 @@ fn judge_trust(mut placement: Placement, dir: &Path) -> Found {
             why,
         },
     }
+}
+
+/// The record with what cuekit acts on taken from the registry: a child that rewrote its own
+/// `task.json` (its directory, agent, team, worktree, submitter) changes what people read in
+/// the file, never what cuekit does. An entry from before these were registered keeps the
+/// record's harmless fields, and no worktree or submitter: those are never acted on unproven.
+fn believed(placement: &Placement, mut record: TaskRecord) -> TaskRecord {
+    match &placement.facts {
+        Some(facts) => {
+            record.cwd = facts.cwd.clone();
+            record.spec.agent_kind = facts.agent.clone();
+            record.mode = facts.mode;
+            record.team = facts.team.clone();
+            if facts.agent_session_id.is_some() {
+                record.agent_session_id = facts.agent_session_id.clone();
+            }
+            record.submitted_from = facts.submitted_from.clone();
+            record.worktree = facts.worktree.as_ref().map(Into::into);
+        }
+        None => {
+            // The task's directory is `<cwd>/.cuekit/tasks/<id>`, as submit made it.
+            if let Some(cwd) = placement.task_dir.ancestors().nth(3) {
+                record.cwd = cwd.to_path_buf();
+            }
+            record.submitted_from = None;
+            record.worktree = None;
+        }
+    }
+    record
 }
 
 /// An entry written before placements were recorded held only the task directory; the rest is
@@ -285,4 +322,23 @@ fn disagreement(placement: &Placement, record: &TaskRecord, dir: &Path) -> Optio
         ));
     }
     None
+}
+
+/// The task whose pane `pid` runs in, judged by the kernel rather than by `pid`'s own
+/// environment (`env -u CUEKIT_TASK_ID` clears that): an ancestor started with a task's id in
+/// its environment, or an ancestor that is a registered task's pane process.
+pub fn task_of_process(pid: u32) -> Option<String> {
+    let chain = crate::process::ancestry(pid);
+    if let Some(id) = chain
+        .iter()
+        .find_map(|&pid| crate::process::task_id_in_environment(pid))
+    {
+        return Some(id);
+    }
+    store::registered_ids().ok()?.into_iter().find(|id| {
+        store::pane_start(id).is_some_and(|pane| {
+            chain.contains(&pane.pane_pid)
+                && crate::process::start_ticks(pane.pane_pid) == pane.start_ticks
+        })
+    })
 }

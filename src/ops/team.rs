@@ -162,9 +162,25 @@ pub fn team_submit(name: &str, members: Vec<TeamMember>, cwd: &Path) -> Result<T
         return Err(Error::invalid_input("the team spec lists no members")
             .with_hint("list at least one `- objective: …`"));
     }
+    // A member works inside the folder the team is submitted from: the spec is the
+    // repository's word, and may not send an agent with its bypass flag into another project.
+    let root = crate::project::Root::new(cwd)?;
+    let dirs = members
+        .iter()
+        .enumerate()
+        .map(|(index, member)| {
+            member
+                .cwd
+                .as_deref()
+                .map(|dir| root.subdir(dir))
+                .transpose()
+                .map_err(|err| member_error(err, index, &[]))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let members: Vec<SubmitRequest> = members
         .into_iter()
-        .map(|member| SubmitRequest {
+        .zip(dirs)
+        .map(|(member, dir)| SubmitRequest {
             agent: member.agent,
             objective: member.objective,
             context: member.context,
@@ -172,13 +188,15 @@ pub fn team_submit(name: &str, members: Vec<TeamMember>, cwd: &Path) -> Result<T
             model: member.model,
             mode: member.mode,
             approval_mode: member.approval_mode,
-            cwd: member.cwd.map(|dir| cwd.join(dir)),
+            cwd: dir,
             timeout: member.timeout.map(|t| t.0),
             argv: member.argv,
             role: member.role,
             team: Some(name.to_string()),
             worktree: member.worktree,
             base: member.base,
+            // The spec is the project's word: its permission choices may only tighten.
+            asked_by: super::submit::Asker::Delegate,
             ..SubmitRequest::default()
         })
         .collect();

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::adapter::ADAPTERS;
 use crate::error::{Error, ErrorCode, Result};
+use crate::project::Root;
 use crate::spec::Mode;
 
 /// Where project profiles live, relative to a project directory.
@@ -138,6 +139,22 @@ pub fn parse_profile(text: &str, label: &str) -> Result<Profile> {
             ),
         ));
     }
+    // These become words of the agent's command line.
+    for (key, value) in [
+        ("model", &front.model),
+        ("approval_mode", &front.approval_mode),
+    ] {
+        if let Some(value) = value
+            && let Err(err) = crate::project::names::option_value(key, value)
+        {
+            return Err(invalid(
+                label,
+                line_of_key(yaml, key) + 1,
+                1,
+                format!("{key}: {}", err.message),
+            ));
+        }
+    }
     Ok(Profile {
         front,
         body: body.to_string(),
@@ -220,17 +237,27 @@ pub fn merge(name: &str, layers: Vec<(RoleSource, Profile)>) -> Role {
 /// The profile directories that apply to one working directory.
 #[derive(Debug, Clone)]
 pub struct Roles {
-    project_dir: Option<PathBuf>,
+    /// The project folder holding the nearest `.cuekit/agents`: profiles there are the
+    /// repository's, read through [`crate::project`] (a link out of the project is refused).
+    project: Option<Root>,
     user_dir: Option<PathBuf>,
+}
+
+/// A role as `cuekit roles` lists it: resolved, or broken with its located error (one broken
+/// profile does not hide the others).
+#[derive(Debug, Clone)]
+pub enum Listed {
+    Role(Role),
+    Broken { name: String, error: Error },
 }
 
 impl Roles {
     pub fn for_cwd(cwd: &Path) -> Roles {
         Roles {
-            project_dir: cwd
+            project: cwd
                 .ancestors()
-                .map(|dir| dir.join(PROJECT_DIR))
-                .find(|dir| dir.is_dir()),
+                .find(|dir| std::fs::symlink_metadata(dir.join(PROJECT_DIR)).is_ok())
+                .and_then(|dir| Root::new(dir).ok()),
             user_dir: crate::config::user_file()
                 .and_then(|file| Some(file.parent()?.join(USER_DIR)))
                 .filter(|dir| dir.is_dir()),
@@ -245,30 +272,28 @@ impl Roles {
             ))
             .with_hint("run `cuekit roles` to see the roles there are"));
         }
+        let file = format!("{name}.{EXTENSION}");
         let mut layers = Vec::new();
         if let Some((_, text)) = BUILTINS.iter().find(|(builtin, _)| *builtin == name) {
-            let profile = parse_profile(text, &format!("built-in:{name}.{EXTENSION}"))?;
+            let profile = parse_profile(text, &format!("built-in:{file}"))?;
             layers.push((RoleSource::BuiltIn, profile));
         }
-        for (dir, scope) in [
-            (
-                &self.user_dir,
-                RoleSource::User as fn(PathBuf) -> RoleSource,
-            ),
-            (&self.project_dir, RoleSource::Project),
-        ] {
-            let Some(path) = dir.as_ref().map(|d| d.join(format!("{name}.{EXTENSION}"))) else {
-                continue;
-            };
-            if !path.is_file() {
-                continue;
+        if let Some(dir) = &self.user_dir {
+            let path = dir.join(&file);
+            if path.is_file() {
+                let text =
+                    std::fs::read_to_string(&path).map_err(|err| Error::io("read", &path, err))?;
+                let profile = parse_profile(&text, &path.display().to_string())?;
+                layers.push((RoleSource::User(path), profile));
             }
-            let text =
-                std::fs::read_to_string(&path).map_err(|err| Error::io("read", &path, err))?;
-            layers.push((
-                scope(path.clone()),
-                parse_profile(&text, &path.display().to_string())?,
-            ));
+        }
+        if let Some(project) = &self.project {
+            let relative = Path::new(PROJECT_DIR).join(&file);
+            if let Some(text) = project.read_text(&relative)? {
+                let path = project.path().join(&relative);
+                let profile = parse_profile(&text, &path.display().to_string())?;
+                layers.push((RoleSource::Project(path), profile));
+            }
         }
         if layers.is_empty() {
             let known = self.names()?.into_iter().collect::<Vec<_>>().join(", ");
@@ -281,24 +306,42 @@ impl Roles {
         Ok(merge(name, layers))
     }
 
-    /// Every role there is, each resolved (so a broken profile is reported here too).
-    pub fn all(&self) -> Result<Vec<Role>> {
-        self.names()?
-            .iter()
-            .map(|name| self.resolve(name))
-            .collect()
+    /// Every role there is, each resolved or with the error that breaks it.
+    pub fn all(&self) -> Result<Vec<Listed>> {
+        Ok(self
+            .names()?
+            .into_iter()
+            .map(|name| match self.resolve(&name) {
+                Ok(role) => Listed::Role(role),
+                Err(error) => Listed::Broken { name, error },
+            })
+            .collect())
     }
 
     fn names(&self) -> Result<BTreeSet<String>> {
         let mut names: BTreeSet<String> = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
-        for dir in [&self.user_dir, &self.project_dir].into_iter().flatten() {
+        let role_name = |file: &std::ffi::OsStr| {
+            let file = Path::new(file);
+            let stem = file.file_stem()?.to_str()?;
+            (file.extension()? == EXTENSION && is_role_name(stem)).then(|| stem.to_string())
+        };
+        if let Some(dir) = &self.user_dir {
             let entries = std::fs::read_dir(dir).map_err(|err| Error::io("read", dir, err))?;
-            names.extend(entries.flatten().filter_map(|entry| {
-                let path = entry.path();
-                let stem = path.file_stem()?.to_str()?;
-                (path.extension()? == EXTENSION && is_role_name(stem) && path.is_file())
-                    .then(|| stem.to_string())
-            }));
+            names.extend(
+                entries
+                    .flatten()
+                    .filter(|entry| entry.path().is_file())
+                    .filter_map(|entry| role_name(&entry.file_name())),
+            );
+        }
+        if let Some(project) = &self.project {
+            // Every name is listed; one that is no regular file shows as broken, located.
+            names.extend(
+                project
+                    .list(Path::new(PROJECT_DIR))?
+                    .iter()
+                    .filter_map(|file| role_name(file)),
+            );
         }
         Ok(names)
     }
@@ -308,17 +351,27 @@ impl Roles {
 mod tests {
     use super::*;
 
+    /// Roles from a project folder (its profiles in `.cuekit/agents/`) and a user folder.
     fn roles_in(project: Option<&Path>, user: Option<&Path>) -> Roles {
         Roles {
-            project_dir: project.map(Path::to_path_buf),
+            project: project.map(|dir| Root::new(dir).unwrap()),
             user_dir: user.map(Path::to_path_buf),
         }
+    }
+
+    fn roles_of(all: Vec<Listed>) -> Vec<Role> {
+        all.into_iter()
+            .map(|listed| match listed {
+                Listed::Role(role) => role,
+                Listed::Broken { error, .. } => panic!("{}", error.message),
+            })
+            .collect()
     }
 
     #[test]
     fn every_builtin_parses_and_has_instructions() {
         let roles = roles_in(None, None);
-        let all = roles.all().unwrap();
+        let all = roles_of(roles.all().unwrap());
         let names: Vec<&str> = all.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["planner", "reviewer", "tester", "worker"]);
         for role in &all {
@@ -335,7 +388,8 @@ mod tests {
     #[test]
     fn project_overrides_user_overrides_builtin_with_replace_and_append() {
         let dir = tempfile::tempdir().unwrap();
-        let (project, user) = (dir.path().join("p"), dir.path().join("u"));
+        let (root, user) = (dir.path().join("p"), dir.path().join("u"));
+        let project = root.join(PROJECT_DIR);
         std::fs::create_dir_all(&project).unwrap();
         std::fs::create_dir_all(&user).unwrap();
         // The user replaces the built-in worker's body and sets a model.
@@ -350,7 +404,8 @@ mod tests {
             "---\ninstructions_mode: append\nmode: batch\n---\nProject rule: run make check.\n",
         )
         .unwrap();
-        let roles = roles_in(Some(&project), Some(&user));
+        let roles = roles_in(Some(&root), Some(&user));
+        let project = std::fs::canonicalize(&project).unwrap();
         let worker = roles.resolve("worker").unwrap();
         assert_eq!(
             worker.instructions,
@@ -376,6 +431,7 @@ mod tests {
 
         // Appending to the built-in keeps its body first.
         std::fs::remove_file(user.join("worker.md")).unwrap();
+        let roles = roles_in(Some(&root), None);
         let worker = roles.resolve("worker").unwrap();
         assert!(worker.instructions.starts_with("You are a worker"));
         assert!(
@@ -388,13 +444,16 @@ mod tests {
         std::fs::write(project.join("docs-writer.md"), "Write the docs.\n").unwrap();
         let writer = roles.resolve("docs-writer").unwrap();
         assert_eq!(writer.instructions, "Write the docs.");
-        assert!(roles.all().unwrap().iter().any(|r| r.name == "docs-writer"));
+        let all = roles_of(roles.all().unwrap());
+        assert!(all.iter().any(|r| r.name == "docs-writer"));
     }
 
     #[test]
     fn a_broken_profile_names_file_line_and_column() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("bad.md");
+        let agents = dir.path().join(PROJECT_DIR);
+        std::fs::create_dir_all(&agents).unwrap();
+        let path = std::fs::canonicalize(&agents).unwrap().join("bad.md");
         std::fs::write(&path, "---\ndescription: ok\nmodle: x\n---\nbody\n").unwrap();
         let roles = roles_in(Some(dir.path()), None);
         let err = roles.resolve("bad").unwrap_err();
@@ -405,8 +464,22 @@ mod tests {
             "{}",
             err.message
         );
-        // `cuekit roles` fails on it too.
-        assert!(roles.all().unwrap_err().message.contains("bad.md:3:1"));
+        // `cuekit roles` lists it broken, with its place, beside the others.
+        let all = roles.all().unwrap();
+        assert!(all.iter().any(|listed| matches!(listed,
+            Listed::Broken { name, error } if name == "bad" && error.message.contains("bad.md:3:1"))));
+        assert!(
+            all.iter()
+                .any(|listed| matches!(listed, Listed::Role(role) if role.name == "worker"))
+        );
+        // A profile that is a link out of the project is refused, located, not read.
+        let home = tempfile::tempdir().unwrap();
+        let secret = home.path().join("id_ed25519");
+        std::fs::write(&secret, "PRIVATE KEY").unwrap();
+        std::os::unix::fs::symlink(&secret, agents.join("leak.md")).unwrap();
+        let err = roles.resolve("leak").unwrap_err();
+        assert_eq!(err.code, ErrorCode::UnsafeProjectData);
+        assert!(!err.message.contains("PRIVATE KEY"));
 
         let err = parse_profile("---\nmode: sometimes\n---\n", "x.md").unwrap_err();
         assert!(

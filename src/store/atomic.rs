@@ -60,9 +60,10 @@ pub fn stage_in(tmp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<Staged> {
 
 /// A small file's bytes, read without first asking its size (`std::fs::read` does): listings
 /// read a few small files per task, and the saved call per file adds up over hundreds of tasks.
+/// Opened as [`open_own`] opens it.
 pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
+    let mut file = open_own(path)?;
     // `read_to_end` on a file asks for its size and position first: plain reads do not.
     let mut bytes = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -74,6 +75,20 @@ pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
             Err(err) => return Err(err),
         }
     }
+}
+
+/// Opens for reading a file cuekit wrote itself (a record, a transcript, an event log): a link
+/// or a FIFO in its place was put there by something else (a child in its task directory), so
+/// a link is not followed, the open never blocks, and anything but a regular file is refused.
+pub fn open_own(path: &Path) -> std::io::Result<std::fs::File> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(file)
 }
 
 /// Appends `line` and a newline to `path` (created if missing) in a single `write` on a file

@@ -7,16 +7,17 @@ mod registry;
 pub mod transitions;
 
 pub use atomic::{
-    Staged, append_line, create_private_dir, create_private_leaf, remove_stale_tmps, stage,
-    write_atomic,
+    Staged, append_line, create_private_dir, create_private_leaf, open_own, read_small,
+    remove_stale_tmps, stage, write_atomic,
 };
 pub use record::{
     TaskRecord, TmuxPlacement, WorktreeRecord, load, lock_file, save, stage_record, update,
 };
 pub use registry::{
-    PaneStart, Pending, Placement, announced, data_dir, pane_start, pending_submits, placement,
-    record_pane_start, registered_ids, registry_dir, remove_pending, save_announced,
-    stage_placement, unregister, write_pending,
+    MergeRecord, PaneStart, Pending, Placement, TaskFacts, WorktreePlacement, announced, data_dir,
+    merge_of, pane_start, pending_submits, placement, record_merge, record_pane_start,
+    registered_ids, registry_dir, remove_pending, save_announced, stage_placement, unregister,
+    write_pending,
 };
 
 use std::path::{Path, PathBuf};

@@ -67,7 +67,8 @@ pub struct TaskRecord {
     pub worktree: Option<WorktreeRecord>,
 }
 
-/// Where a `--worktree` task works and what its work is measured against.
+/// Where a `--worktree` task works and what its work is measured against: for people reading
+/// `task.json`. What cuekit acts on is the registry's copy ([`crate::store::WorktreePlacement`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorktreeRecord {
     /// The checkout the task was submitted from (its `.cuekit/` holds the task's files).
@@ -77,10 +78,18 @@ pub struct WorktreeRecord {
     /// The base as named (`--base`, else the submitter's branch, else `HEAD`).
     pub base_ref: String,
     pub base_commit: String,
-    /// The branch tip `cuekit merge` put into a target last: cleanup counts it as merged
-    /// even when a squash or rebase left no ancestry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged_tip: Option<String>,
+}
+
+impl From<&crate::store::WorktreePlacement> for WorktreeRecord {
+    fn from(placed: &crate::store::WorktreePlacement) -> WorktreeRecord {
+        WorktreeRecord {
+            repo_root: placed.repo_root.clone(),
+            path: placed.path.clone(),
+            branch: placed.branch.clone(),
+            base_ref: placed.base_ref.clone(),
+            base_commit: placed.base_commit.clone(),
+        }
+    }
 }
 
 impl TaskRecord {

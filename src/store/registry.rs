@@ -6,6 +6,7 @@
 //! Layout under `~/.local/share/cuekit` (or `XDG_DATA_HOME`):
 //! - `tasks/<id>`: the [`Placement`], JSON (older versions wrote the bare task directory);
 //! - `tasks/<id>.pane`: the [`PaneStart`] tmux reported, written once the pane exists;
+//! - `tasks/<id>.merge`: the [`MergeRecord`] of the task's last `cuekit merge`;
 //! - `pending/<id>`: a [`Pending`] submit, from before tmux is asked until the task is recorded,
 //!   so a submit killed half-way is found and undone; `pending/` also holds the registry's
 //!   temp files, named after their writer's pid.
@@ -37,9 +38,67 @@ pub struct Placement {
     /// host's, never used here): every command on it goes to that host's cuekit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// What the task is and what cuekit acts on besides its pane (absent from entries written
+    /// before it was recorded: such a task's worktree and submitter are never acted on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts: Option<Box<TaskFacts>>,
     /// Read from an older registry entry that held only the task directory.
     #[serde(skip)]
     pub legacy: bool,
+}
+
+/// What cuekit decided at submit, kept where only the user can write. A project's `task.json`
+/// repeats some of it for people to read; a child can rewrite that copy, so every operation
+/// takes these instead (see `ops::task`, which lays them over the record it reads).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskFacts {
+    /// Where the agent was asked to work (the submit's directory; hooks run there).
+    pub cwd: PathBuf,
+    pub agent: String,
+    pub mode: crate::spec::Mode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+    /// The agent's own session id, when cuekit chose it (or resumed it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_session_id: Option<String>,
+    /// Where notifications go: the submitter's tmux pane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted_from: Option<crate::notify::SubmittedFrom>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreePlacement>,
+    /// A digest of what was asked, so a retried submit of a caller-chosen id is recognised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_digest: Option<String>,
+}
+
+/// A task's own git worktree, as cuekit created it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorktreePlacement {
+    /// The checkout the task was submitted from.
+    pub repo_root: PathBuf,
+    pub path: PathBuf,
+    pub branch: String,
+    /// The base as named (`--base`, else the submitter's branch, else `HEAD`).
+    pub base_ref: String,
+    /// The ref the base named, in full (`refs/remotes/origin/main`), when it named one: the
+    /// task's own branch can never shadow it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_full_ref: Option<String>,
+    pub base_commit: String,
+    /// The repository's git common dir (its worktree lock lives there).
+    pub common_dir: PathBuf,
+}
+
+/// What `cuekit merge` put into a target (`tasks/<id>.merge`). Cleanup counts the task's work
+/// as merged only while `head` is still reachable from `target_ref`: a merge undone on the
+/// target (`git reset`) no longer counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeRecord {
+    pub target_ref: String,
+    /// The target's head right after the merge.
+    pub head: String,
+    /// The task branch's tip that went in.
+    pub task_tip: String,
 }
 
 impl Placement {
@@ -251,6 +310,7 @@ fn parse_placement(task_id: &str, bytes: Vec<u8>, path: &Path) -> Result<Placeme
         created_at: String::new(),
         timeout_secs: None,
         host: None,
+        facts: None,
         legacy: true,
     })
 }
@@ -258,6 +318,23 @@ fn parse_placement(task_id: &str, bytes: Vec<u8>, path: &Path) -> Result<Placeme
 /// The pane recorded for `task_id`, once tmux has created it.
 pub fn pane_start(task_id: &str) -> Option<PaneStart> {
     let path = registry_dir()?.join(format!("{task_id}.pane"));
+    serde_json::from_slice(&super::atomic::read_small(&path).ok()?).ok()
+}
+
+/// Records what `cuekit merge` did (replacing an earlier merge's record).
+pub fn record_merge(task_id: &str, merge: &MergeRecord) -> Result<()> {
+    let dir = existing(registry_dir())?;
+    let tmp_dir = existing(pending_dir())?;
+    let bytes = serde_json::to_vec(merge).expect("serializes");
+    super::atomic::stage_in(&tmp_dir, &dir.join(format!("{task_id}.merge")), &bytes)?.commit()
+}
+
+/// The last merge of `task_id`'s branch, if cuekit merged it.
+pub fn merge_of(task_id: &str) -> Option<MergeRecord> {
+    if !super::is_task_id(task_id) {
+        return None;
+    }
+    let path = registry_dir()?.join(format!("{task_id}.merge"));
     serde_json::from_slice(&super::atomic::read_small(&path).ok()?).ok()
 }
 
@@ -304,6 +381,7 @@ pub fn unregister(task_id: &str) {
     }
     if let Some(dir) = registry_dir() {
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.seen")));
+        let _ = std::fs::remove_file(dir.join(format!("{task_id}.merge")));
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.pane")));
         let _ = std::fs::remove_file(dir.join(task_id));
     }

@@ -1,7 +1,8 @@
 //! Pure tmux argv builders. Every target is exact (`=session`, `%pane`): tmux matches a bare
 //! session name by prefix, which could hit another task.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 
 /// Fields reported by [`list_panes`], tab-separated; parsed by [`super::parse_panes`].
@@ -14,9 +15,64 @@ pub fn session_name(task_id: &str) -> String {
     format!("cuekit-task-{task_id}")
 }
 
-/// Text placed in a tmux format string (start directory, pipe command) stays literal.
-fn escape_format(text: &str) -> String {
-    text.replace('#', "##")
+/// A tmux command line: whole commands, `;` between them, and each word as tmux must be given
+/// it to read it back unchanged. tmux (3.3 cmd-parse) takes an argv word ending in `;` for the
+/// end of a command and drops that `;`, and reads a final `\;` as a literal `;`: a steer `ls;`
+/// or a directory `/w/a;` would lose its `;`, or split the command. Built only by
+/// [`Argv::new`], the one place words are escaped, and the only thing [`super::Tmux`] runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Argv(Vec<OsString>);
+
+impl Argv {
+    fn new<W: Into<OsString>>(commands: impl IntoIterator<Item = Vec<W>>) -> Argv {
+        let mut words = Vec::new();
+        for command in commands {
+            if !words.is_empty() {
+                words.push(OsString::from(";"));
+            }
+            words.extend(command.into_iter().map(|word| final_semicolon(word.into())));
+        }
+        Argv(words)
+    }
+}
+
+/// `a;` → `a\;`, `a\;` → `a\\;`: tmux strips the added backslash and keeps the rest.
+fn final_semicolon(word: OsString) -> OsString {
+    let mut bytes = word.into_vec();
+    if bytes.last() == Some(&b';') {
+        bytes.insert(bytes.len() - 1, b'\\');
+    }
+    OsString::from_vec(bytes)
+}
+
+impl std::ops::Deref for Argv {
+    type Target = [OsString];
+
+    fn deref(&self) -> &[OsString] {
+        &self.0
+    }
+}
+
+impl IntoIterator for Argv {
+    type Item = OsString;
+    type IntoIter = std::vec::IntoIter<OsString>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+/// A start directory is format-expanded: `#` doubled keeps it literal. Bytes, not text, so a
+/// path passes through whatever its encoding.
+fn escape_format(text: &OsStr) -> OsString {
+    let mut out = Vec::with_capacity(text.len());
+    for &byte in text.as_bytes() {
+        if byte == b'#' {
+            out.push(b'#');
+        }
+        out.push(byte);
+    }
+    OsString::from_vec(out)
 }
 
 pub struct NewTaskSession<'a> {
@@ -32,47 +88,49 @@ pub struct NewTaskSession<'a> {
 /// One tmux invocation that creates the session, keeps the pane after exit and starts the
 /// transcript pipe. Doing all three in one command queue is what makes the transcript hold the
 /// pane's very first byte; a separate, later `pipe-pane` call loses it.
-pub fn new_task_session(new: &NewTaskSession) -> Vec<OsString> {
+pub fn new_task_session(new: &NewTaskSession) -> Argv {
     let target = format!("={}:", new.session);
-    let mut args: Vec<OsString> = vec![
-        "set-option".into(),
-        "-g".into(),
-        "history-limit".into(),
-        new.history_limit.to_string().into(),
-        ";".into(),
-        "new-session".into(),
-        "-d".into(),
-        "-s".into(),
-        new.session.into(),
-        "-x".into(),
-        new.width.to_string().into(),
-        "-y".into(),
-        new.height.to_string().into(),
-        "-c".into(),
-        escape_format(&new.cwd.to_string_lossy()).into(),
-    ];
-    args.extend([
-        "-P".into(),
-        "-F".into(),
-        NEW_PANE_FORMAT.into(),
-        "--".into(),
-        "/bin/sh".into(),
-        new.script.as_os_str().to_owned(),
-        ";".into(),
-        "set-option".into(),
-        "-p".into(),
-        "-t".into(),
-        target.clone().into(),
-        "remain-on-exit".into(),
-        "on".into(),
-        ";".into(),
-        "pipe-pane".into(),
-        "-o".into(),
-        "-t".into(),
-        target.into(),
-        pipe_command(new.transcript).into(),
-    ]);
-    args
+    Argv::new([
+        vec![
+            "set-option".into(),
+            "-g".into(),
+            "history-limit".into(),
+            new.history_limit.to_string().into(),
+        ],
+        vec![
+            "new-session".into(),
+            "-d".into(),
+            "-s".into(),
+            new.session.into(),
+            "-x".into(),
+            new.width.to_string().into(),
+            "-y".into(),
+            new.height.to_string().into(),
+            "-c".into(),
+            escape_format(new.cwd.as_os_str()),
+            "-P".into(),
+            "-F".into(),
+            NEW_PANE_FORMAT.into(),
+            "--".into(),
+            "/bin/sh".into(),
+            new.script.as_os_str().to_owned(),
+        ],
+        vec![
+            "set-option".into(),
+            "-p".into(),
+            "-t".into(),
+            target.clone().into(),
+            "remain-on-exit".into(),
+            "on".into(),
+        ],
+        vec![
+            "pipe-pane".into(),
+            "-o".into(),
+            "-t".into(),
+            target.into(),
+            pipe_command(new.transcript).into(),
+        ],
+    ])
 }
 
 /// `pipe-pane` runs its command through `/bin/sh -c` after format and strftime expansion, so
@@ -80,16 +138,19 @@ pub fn new_task_session(new: &NewTaskSession) -> Vec<OsString> {
 pub fn pipe_command(transcript: &Path) -> String {
     let quoted = crate::launch::single_quote(&transcript.to_string_lossy())
         .expect("filesystem paths contain no NUL");
-    format!("exec cat >> {}", escape_format(&quoted).replace('%', "%%"))
+    format!(
+        "exec cat >> {}",
+        quoted.replace('#', "##").replace('%', "%%")
+    )
 }
 
-pub fn list_panes() -> Vec<OsString> {
-    vec![
-        "list-panes".into(),
-        "-a".into(),
-        "-F".into(),
-        PANE_FORMAT.into(),
-    ]
+pub fn list_panes() -> Argv {
+    Argv::new([vec!["list-panes", "-a", "-F", PANE_FORMAT]])
+}
+
+/// Every session's name, one a line.
+pub fn list_sessions() -> Argv {
+    Argv::new([vec!["list-sessions", "-F", "#{session_name}"]])
 }
 
 /// Printed between a session's pane listing and its screen in [`look_at_session`].
@@ -97,29 +158,14 @@ const SCREEN_MARKER: &str = "cuekit:screen";
 
 /// One task in one tmux invocation: its session's panes (as [`list_panes`] reports them) and,
 /// with `screen_of`, that pane's visible screen after a marker line.
-pub fn look_at_session(session: &str, screen_of: Option<&str>) -> Vec<OsString> {
-    let mut args: Vec<OsString> = vec![
-        "list-panes".into(),
-        "-s".into(),
-        "-t".into(),
-        format!("={session}").into(),
-        "-F".into(),
-        PANE_FORMAT.into(),
-    ];
+pub fn look_at_session(session: &str, screen_of: Option<&str>) -> Argv {
+    let target = format!("={session}");
+    let mut commands = vec![vec!["list-panes", "-s", "-t", &target, "-F", PANE_FORMAT]];
     if let Some(pane) = screen_of {
-        args.extend([
-            ";".into(),
-            "display-message".into(),
-            "-p".into(),
-            SCREEN_MARKER.into(),
-            ";".into(),
-            "capture-pane".into(),
-            "-p".into(),
-            "-t".into(),
-            pane.into(),
-        ]);
+        commands.push(vec!["display-message", "-p", SCREEN_MARKER]);
+        commands.push(vec!["capture-pane", "-p", "-t", pane]);
     }
-    args
+    Argv::new(commands)
 }
 
 /// Splits the output of [`look_at_session`] into the pane listing and the screen.
@@ -133,101 +179,97 @@ pub fn split_session_look(stdout: &str) -> (&str, Option<&str>) {
     }
 }
 
-pub fn kill_session(session: &str) -> Vec<OsString> {
-    vec![
+pub fn kill_session(session: &str) -> Argv {
+    Argv::new([vec![
         "kill-session".into(),
         "-t".into(),
-        format!("={session}").into(),
-    ]
+        format!("={session}"),
+    ]])
 }
 
-pub fn attach(session: &str) -> Vec<OsString> {
-    vec![
+pub fn attach(session: &str) -> Argv {
+    Argv::new([vec![
         "attach-session".into(),
         "-t".into(),
-        format!("={session}").into(),
-    ]
+        format!("={session}"),
+    ]])
 }
 
 /// A popup on the user's own tmux (the one `$TMUX` names) running `command`, a shell command
 /// line, closed when it exits: how a dashboard inside the user's tmux shows a task's session.
-pub fn popup(command: &str) -> Vec<OsString> {
-    vec![
-        "display-popup".into(),
-        "-E".into(),
-        "-w".into(),
-        "95%".into(),
-        "-h".into(),
-        "95%".into(),
-        command.into(),
-    ]
+pub fn popup(command: &str) -> Argv {
+    Argv::new([vec![
+        "display-popup",
+        "-E",
+        "-w",
+        "95%",
+        "-h",
+        "95%",
+        command,
+    ]])
 }
 
 /// Types `text` literally: `-l` so words like "Enter" are not key names, `--` so text starting
 /// with `-` is not an option.
-pub fn send_literal(pane: &str, text: &str) -> Vec<OsString> {
-    vec![
-        "send-keys".into(),
-        "-t".into(),
-        pane.into(),
-        "-l".into(),
-        "--".into(),
-        text.into(),
-    ]
+pub fn send_literal(pane: &str, text: &str) -> Argv {
+    Argv::new([vec!["send-keys", "-t", pane, "-l", "--", text]])
 }
 
 /// The visible screen of each pane, in one tmux invocation. `capture-pane -p` prints exactly
 /// `pane_height` lines per pane, which is how the output is split again.
-pub fn capture_panes<'a>(panes: impl IntoIterator<Item = &'a str>) -> Vec<OsString> {
-    let mut args: Vec<OsString> = Vec::new();
-    for pane in panes {
-        if !args.is_empty() {
-            args.push(";".into());
-        }
-        args.extend(["capture-pane".into(), "-p".into(), "-t".into(), pane.into()]);
-    }
-    args
+pub fn capture_panes<'a>(panes: impl IntoIterator<Item = &'a str>) -> Argv {
+    Argv::new(
+        panes
+            .into_iter()
+            .map(|pane| vec!["capture-pane", "-p", "-t", pane]),
+    )
 }
 
 /// Leaves copy mode, in which a pane swallows keys.
-pub fn cancel_copy_mode(pane: &str) -> Vec<OsString> {
-    vec![
-        "send-keys".into(),
-        "-X".into(),
-        "-t".into(),
-        pane.into(),
-        "cancel".into(),
-    ]
+pub fn cancel_copy_mode(pane: &str) -> Argv {
+    Argv::new([vec!["send-keys", "-X", "-t", pane, "cancel"]])
 }
 
 /// Loads stdin into a named buffer: long or multi-line text never goes on argv.
-pub fn load_buffer(buffer: &str) -> Vec<OsString> {
-    vec!["load-buffer".into(), "-b".into(), buffer.into(), "-".into()]
+pub fn load_buffer(buffer: &str) -> Argv {
+    Argv::new([vec!["load-buffer", "-b", buffer, "-"]])
 }
 
 /// Pastes and deletes a buffer; `-p` brackets the paste when the application asked for it, so
 /// a multi-line message arrives as one.
-pub fn paste_buffer(buffer: &str, pane: &str) -> Vec<OsString> {
-    vec![
-        "paste-buffer".into(),
-        "-p".into(),
-        "-d".into(),
-        "-b".into(),
-        buffer.into(),
-        "-t".into(),
-        pane.into(),
-    ]
+pub fn paste_buffer(buffer: &str, pane: &str) -> Argv {
+    Argv::new([vec!["paste-buffer", "-p", "-d", "-b", buffer, "-t", pane]])
 }
 
-pub fn send_key(pane: &str, key: &str) -> Vec<OsString> {
-    vec!["send-keys".into(), "-t".into(), pane.into(), key.into()]
+/// A message on the status line of the client showing `pane` for 5 s. The text is
+/// format-expanded: `#` doubled keeps it literal.
+pub fn show_message(pane: &str, text: &str) -> Argv {
+    let text = text.replace('#', "##");
+    Argv::new([vec![
+        "display-message",
+        "-d",
+        "5000",
+        "-t",
+        pane,
+        "--",
+        &text,
+    ]])
+}
+
+/// The terminal device of `pane`.
+pub fn pane_tty(pane: &str) -> Argv {
+    Argv::new([vec!["display-message", "-p", "-t", pane, "#{pane_tty}"]])
+}
+
+pub fn send_key(pane: &str, key: &str) -> Argv {
+    Argv::new([vec!["send-keys", "-t", pane, key]])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn strings(args: Vec<OsString>) -> Vec<String> {
+    fn strings(args: Argv) -> Vec<String> {
         args.into_iter().map(|a| a.into_string().unwrap()).collect()
     }
 
@@ -272,6 +314,36 @@ mod tests {
         assert_eq!(panes, "a\t%4\n");
         assert_eq!(screen, Some("line 1\ncuekit:screen\n"));
         assert_eq!(split_session_look("a\t%4\n"), ("a\t%4\n", None));
+    }
+
+    #[test]
+    fn a_final_semicolon_is_text_and_separators_stay_bare() {
+        let typed = |text| strings(send_literal("%3", text)).pop().unwrap();
+        assert_eq!(typed("ls;"), r"ls\;");
+        assert_eq!(typed(r"x\;"), r"x\\;");
+        assert_eq!(typed(";"), r"\;");
+        assert_eq!(typed("a;b"), "a;b");
+        assert_eq!(
+            strings(capture_panes(["%1", "%2"])).join(" "),
+            "capture-pane -p -t %1 ; capture-pane -p -t %2"
+        );
+    }
+
+    #[test]
+    fn a_start_directory_passes_as_bytes() {
+        use std::os::unix::ffi::OsStrExt;
+        let cwd = Path::new(OsStr::from_bytes(b"/w/\xff#x;"));
+        let args = new_task_session(&NewTaskSession {
+            session: "s",
+            cwd,
+            width: 200,
+            height: 50,
+            history_limit: 1,
+            script: Path::new("/l.sh"),
+            transcript: Path::new("/t.txt"),
+        });
+        let at = args.iter().position(|word| word == "-c").unwrap();
+        assert_eq!(args[at + 1].as_bytes(), b"/w/\xff##x\\;");
     }
 
     #[test]

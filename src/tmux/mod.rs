@@ -195,21 +195,21 @@ impl Tmux {
         &self.socket
     }
 
-    pub fn run(&self, args: &[OsString]) -> Result<String> {
+    pub fn run(&self, args: &args::Argv) -> Result<String> {
         self.run_with_input(args, None)
     }
 
     /// Runs tmux with `input` on its stdin (for `load-buffer -`): text never goes on argv.
-    pub fn run_with_input(&self, args: &[OsString], input: Option<&[u8]>) -> Result<String> {
+    pub fn run_with_input(&self, args: &args::Argv, input: Option<&[u8]>) -> Result<String> {
         self.start(args, input)?.finish()
     }
 
     /// Starts tmux and returns at once; [`Pending::finish`] collects its answer.
-    pub fn spawn(&self, args: &[OsString]) -> Result<Pending> {
+    pub fn spawn(&self, args: &args::Argv) -> Result<Pending> {
         self.start(args, None)
     }
 
-    fn start(&self, args: &[OsString], input: Option<&[u8]>) -> Result<Pending> {
+    fn start(&self, args: &args::Argv, input: Option<&[u8]>) -> Result<Pending> {
         let mut command = Command::new(binary());
         command
             // A tmux server started from inside a task's pane would otherwise hand that task's
@@ -219,7 +219,7 @@ impl Tmux {
             // of a format as `_`, and no pane listing could be read: `-u` says UTF-8 is fine.
             .arg("-u")
             .args(self.socket.args())
-            .args(args)
+            .args(args.iter())
             .stdin(if input.is_some() {
                 Stdio::piped()
             } else {

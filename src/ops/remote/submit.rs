@@ -160,6 +160,10 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
         (request.worktree == Some(true), "--worktree"),
         (request.worktree == Some(false), "--no-worktree"),
         (request.dry_run, "--dry-run"),
+        (
+            request.asked_by == crate::ops::Asker::Delegate,
+            "--delegated",
+        ),
     ];
     out.extend(
         switches
@@ -188,6 +192,7 @@ fn register(id: &str, host: &str, task_dir: &Path, created_at: &str) -> Result<(
         created_at: created_at.to_string(),
         timeout_secs: None,
         host: Some(host.to_string()),
+        facts: None,
         legacy: false,
     };
     store::stage_placement(&placement)?.commit()
