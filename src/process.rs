@@ -18,6 +18,8 @@ struct ProcStat {
     /// Clock ticks after boot when the process started: with the pid, names one process for
     /// the life of the machine.
     start_ticks: u64,
+    /// For a zombie, its status as `waitpid` will report it (field 52, Linux 3.5+).
+    wait_status: Option<i32>,
 }
 
 fn read_stat(pid: u32) -> Option<ProcStat> {
@@ -31,13 +33,18 @@ fn read_stat(pid: u32) -> Option<ProcStat> {
     let sid = fields.next()?.parse().ok()?;
     // Field 22 of stat; `fields` stands at field 7 now.
     let start_ticks = fields.nth(15)?.parse().ok()?;
+    let zombie = state == "Z" || state == "X";
     Some(ProcStat {
         pid,
         ppid,
         pgid,
         sid,
-        zombie: state == "Z" || state == "X",
+        zombie,
         start_ticks,
+        wait_status: fields
+            .nth(29)
+            .filter(|_| zombie)
+            .and_then(|status| status.trim().parse().ok()),
     })
 }
 
@@ -79,6 +86,19 @@ impl GroupLeader {
         read_stat(self.pid)
             .filter(|stat| self.is(stat))
             .map(|stat| stat.ppid)
+    }
+
+    /// Its exit status once it has exited but its parent (the tmux server) has not collected
+    /// it yet (the kernel keeps it with the zombie); `None` while it runs, once it is reaped, or
+    /// when a signal ended it.
+    pub fn unreaped_exit_status(&self) -> Option<i32> {
+        let stat = read_stat(self.pid)?;
+        let same = self
+            .start_ticks
+            .is_none_or(|ticks| ticks == stat.start_ticks);
+        let status = stat.wait_status.filter(|_| stat.zombie && same)?;
+        // WIFEXITED, then WEXITSTATUS.
+        (status & 0x7f == 0).then_some((status >> 8) & 0xff)
     }
 
     fn is(&self, stat: &ProcStat) -> bool {
@@ -288,6 +308,38 @@ mod tests {
         assert!(!descends_from(me, child.id()));
         let _ = child.kill();
         let _ = child.wait();
+    }
+
+    #[test]
+    fn an_unreaped_child_keeps_its_exit_status_in_proc() {
+        // The shell's child exits 7 and is never reaped (the shell execs a sleep).
+        let mut parent = Command::new("/bin/sh")
+            .args(["-c", "(exit 7) & exec sleep 5"])
+            .spawn()
+            .unwrap();
+        let zombie = || {
+            all_processes()
+                .into_iter()
+                .find(|p| p.ppid == parent.id() && p.zombie)
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while zombie().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let child = zombie().expect("an unreaped child");
+        let leader = GroupLeader {
+            pid: child.pid,
+            start_ticks: Some(child.start_ticks),
+        };
+        assert_eq!(leader.unreaped_exit_status(), Some(7));
+        assert!(!leader.is_alive());
+        let other = GroupLeader {
+            start_ticks: Some(child.start_ticks + 1),
+            ..leader
+        };
+        assert_eq!(other.unreaped_exit_status(), None, "another process");
+        let _ = parent.kill();
+        let _ = parent.wait();
     }
 
     #[test]

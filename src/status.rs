@@ -85,8 +85,12 @@ pub struct Observation<'a> {
     /// `launch.sh` left its setup-failed marker: `worktree.setup` failed, the agent never ran.
     pub setup_failed: bool,
     /// The pane's first process, as recorded at start, still runs (read in /proc when tmux
-    /// does not show the pane).
+    /// does not show the pane, or shows it dead without a status).
     pub leader_alive: bool,
+    /// The exit status of the pane's first process read off its zombie in /proc, for a pane
+    /// tmux shows dead before it collected that status (it marks a pane dead when its terminal
+    /// closes, and may see the child's exit later, or miss it).
+    pub unreaped_exit: Option<i32>,
 }
 
 /// How an event stream ended, as its `result` event told (or did not).
@@ -99,16 +103,22 @@ pub enum StreamReport {
 }
 
 /// The task's exit status, if it has one: its sentinel's, or else the one tmux reports for its
-/// dead pane (see [`Observation`]).
-pub fn exit_status(sentinel: Option<i32>, pane: Option<&PaneInfo>) -> Option<i32> {
-    sentinel.or_else(|| pane.filter(|pane| pane.dead)?.dead_status)
+/// dead pane, or the one the kernel keeps for the pane's unreaped process (see
+/// [`Observation`]).
+pub fn exit_status(
+    sentinel: Option<i32>,
+    pane: Option<&PaneInfo>,
+    unreaped_exit: Option<i32>,
+) -> Option<i32> {
+    let dead = pane.filter(|pane| pane.dead);
+    sentinel.or_else(|| dead?.dead_status.or(unreaped_exit))
 }
 
 pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verdict {
     if record.status.is_terminal() {
         return Verdict::Unchanged;
     }
-    if let Some(code) = exit_status(seen.sentinel, seen.pane) {
+    if let Some(code) = exit_status(seen.sentinel, seen.pane, seen.unreaped_exit) {
         let failed = |reason: &str, hint: String| Ending {
             status: Status::Failed,
             reason: Some(reason.to_string()),
@@ -146,8 +156,10 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
             }
         }
         // Stopping it needs no tmux: its processes are found by their group and environment.
-        None if seen.leader_alive && due => Verdict::TimeoutDue,
+        _ if seen.leader_alive && due => Verdict::TimeoutDue,
         None if seen.leader_alive => Verdict::Unseen,
+        // Dead to tmux (its terminal closed) while its first process runs on.
+        Some(_) if seen.leader_alive => Verdict::Unchanged,
         _ => Verdict::Ended(Ending {
             status: Status::Failed,
             reason: Some("pane_disappeared".into()),
@@ -261,6 +273,7 @@ mod tests {
                 stream: None,
                 setup_failed: false,
                 leader_alive: false,
+                unreaped_exit: None,
             },
         )
     }
@@ -331,7 +344,14 @@ mod tests {
         };
         assert_eq!(end.exit_code, Some(3));
         // A live pane's status means nothing.
-        assert_eq!(exit_status(None, Some(&pane(false, Some(0)))), None);
+        assert_eq!(exit_status(None, Some(&pane(false, Some(0))), None), None);
+        // Dead before tmux collected the status: the kernel's word for the unreaped process.
+        assert_eq!(exit_status(None, Some(&pane(true, None)), Some(0)), Some(0));
+        assert_eq!(
+            exit_status(None, Some(&pane(true, Some(3))), Some(0)),
+            Some(3)
+        );
+        assert_eq!(exit_status(None, None, Some(0)), None);
     }
 
     #[test]
@@ -354,6 +374,7 @@ mod tests {
             stream: Some(stream),
             setup_failed: false,
             leader_alive: false,
+            unreaped_exit: None,
         };
         let Verdict::Ended(ok) = judge(&running, gemini(), &seen(StreamReport::Succeeded)) else {
             panic!()
@@ -389,6 +410,7 @@ mod tests {
             stream: None,
             setup_failed: true,
             leader_alive: false,
+            unreaped_exit: None,
         };
         let Verdict::Ended(ending) = judge(&running, gemini(), &seen) else {
             panic!()
@@ -408,6 +430,7 @@ mod tests {
             stream: None,
             setup_failed: false,
             leader_alive,
+            unreaped_exit: None,
         };
         let running = record(Status::Running, Some(10));
         assert_eq!(
@@ -425,6 +448,13 @@ mod tests {
                 ..
             })
         ));
+        // Shown dead without a status while that process runs on: nothing to conclude.
+        let dead = pane(true, None);
+        let closed = Observation {
+            pane: Some(&dead),
+            ..seen(true, at(1))
+        };
+        assert_eq!(judge(&running, gemini(), &closed), Verdict::Unchanged);
     }
 
     #[test]

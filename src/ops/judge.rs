@@ -321,8 +321,12 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
             }
             let pane = panes.and_then(|panes| find_pane(&task, panes));
             let adapter = adapter::lookup(&task.record.spec.agent_kind)?;
+            // Read only for a pane tmux shows dead without its status: one read in /proc.
+            let unreaped_exit = pane
+                .filter(|pane| pane.dead && pane.dead_status.is_none() && sentinel.is_none())
+                .and_then(|_| task.group_leader()?.unreaped_exit_status());
             let stream = (task.record.event_stream
-                && crate::status::exit_status(sentinel, pane) == Some(0))
+                && crate::status::exit_status(sentinel, pane, unreaped_exit) == Some(0))
             .then(|| super::outcome::stream_report(&task.record));
             let seen = Observation {
                 pane,
@@ -332,9 +336,11 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
                 setup_failed: task.record.task_dir.join(SETUP_FAILED_FILE).exists(),
                 // Only "no server" / "no such session" hides a pane: before that is believed,
                 // one read in /proc.
-                leader_alive: pane.is_none()
+                leader_alive: pane.is_none_or(|pane| pane.dead && pane.dead_status.is_none())
                     && sentinel.is_none()
+                    && unreaped_exit.is_none()
                     && task.group_leader().is_some_and(|leader| leader.is_alive()),
+                unreaped_exit,
             };
             match judge(&task.record, adapter, &seen) {
                 Verdict::Unchanged => Ok(task),
