@@ -17,7 +17,11 @@ use crate::tmux::Socket;
 /// default the host's `cwd`), and registers it here with its host. The id is chosen here and
 /// registered before the host is asked: a connection lost after the host started the task (its
 /// reply never came) leaves a task this machine knows and can ask about, never an orphan.
-pub fn submit_on_host(name: &str, request: &SubmitRequest, cwd: &Path) -> Result<SubmitOutcome> {
+pub(crate) fn submit_on_host(
+    name: &str,
+    request: &SubmitRequest,
+    cwd: &Path,
+) -> Result<SubmitOutcome> {
     let host = host_access::host(&Config::load(cwd)?, name)?;
     let remote_cwd = match &request.cwd {
         Some(dir) => Some(dir.to_string_lossy().into_owned()),
