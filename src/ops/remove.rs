@@ -64,8 +64,12 @@ pub struct PruneFilter {
 }
 
 /// Only tasks cuekit may act on (see [`super::task`]): a record written by anything else could
-/// name any folder as its worktree.
+/// name any folder as its worktree. A host's tasks are removed by their host, then forgotten
+/// here.
 pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Result<Vec<Removal>> {
+    if let super::route::Route::Host(host) = super::route::route(task_ids)? {
+        return super::remote::remove_on_host(&host, task_ids, (force, dry_run), cwd);
+    }
     let tasks = task_ids
         .iter()
         .map(|id| super::task::open(id, cwd))
