@@ -79,6 +79,16 @@ fn stderr_of(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// What the host's own cuekit prints for `command` (a remote command line), run there directly.
+fn on_host(h: &Harness, host: &str, command: &str) -> String {
+    let output = std::process::Command::new(h.bin.join("ssh"))
+        .args([host, &format!("~/bin/cuekit {command}")])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{command}: {}", stderr_of(&output));
+    String::from_utf8(output.stdout).unwrap()
+}
+
 #[test]
 fn a_task_on_a_host_is_submitted_followed_steered_and_cancelled() {
     let alpha = SshHost::start("alpha");
@@ -102,10 +112,21 @@ fn a_task_on_a_host_is_submitted_followed_steered_and_cancelled() {
     let (waited, code) = h.json(&["wait", &batch, "--timeout", "60s"]);
     assert_eq!(code, 0, "{waited}");
     assert_eq!(waited["tasks"][0]["status"], "completed");
+    // The host's rows are read back typed, so they name their host as `status` does.
+    assert_eq!(waited["tasks"][0]["host"], "alpha", "{waited}");
     let (result, code) = h.json(&["result", &batch]);
     assert_eq!(code, 0, "{result}");
     assert_eq!(result["status"], "completed");
     assert!(h.ok(&["logs", &batch]).contains("hello-from-alpha"));
+    assert_eq!(h.ok(&["logs", "--tail", "1", &batch]), "hello-from-alpha\n");
+    // Text is rendered here from the host's typed reply: exactly what the host prints.
+    for command in ["result", "wait", "logs"] {
+        assert_eq!(
+            h.ok(&[command, &batch]),
+            on_host(&h, "alpha", &format!("{command} {batch}")),
+            "cuekit {command}"
+        );
+    }
     // Followed: streamed from the host until the task ends.
     let counting = submit_on(
         &h,
@@ -161,10 +182,11 @@ fn a_task_on_a_host_is_submitted_followed_steered_and_cancelled() {
     });
     let (cancelled, code) = h.json(&["cancel", &interactive]);
     assert_eq!(code, 0, "{cancelled}");
+    assert_eq!(cancelled[0]["host"], "alpha", "{cancelled}");
     assert_eq!(h.status(&interactive)["status"], "cancelled");
 
     // A local command that does not reach hosts refuses the host's task instead of misreading it.
-    let refused = h.run(&["diff", &interactive]);
+    let refused = h.run(&["merge", &interactive]);
     assert_eq!(refused.status.code(), Some(3), "{}", stderr_of(&refused));
     assert!(
         stderr_of(&refused).contains("runs on host alpha"),
@@ -247,6 +269,18 @@ fn list_all_shows_both_hosts_and_a_lost_host_reads_unknown_until_it_is_back() {
     assert_eq!(lost["reason"], "host_unreachable");
     assert!(lost["hint"].as_str().unwrap().contains("beta"), "{lost}");
     println!("status of a task on a lost host answered in {took:?}");
+    // Every other command on it says the host is unreachable, whichever way it reads the host.
+    for args in [
+        &["logs", &on_beta][..],
+        &["logs", "--tail", "3", &on_beta],
+        &["logs", "--follow", &on_beta],
+        &["result", &on_beta],
+        &["diff", &on_beta],
+        &["steer", &on_beta, "hello"],
+    ] {
+        let out = h.run(args);
+        assert_eq!(out.status.code(), Some(26), "{args:?}: {}", stderr_of(&out));
+    }
     let all = rows(&h);
     assert!(
         all.iter().any(|(i, s, _)| i == &on_alpha && s == "running"),
@@ -483,6 +517,71 @@ fn arguments_reach_the_host_exactly_through_sshd_and_its_shell() {
     assert!(!alpha.home().join("pwned").exists());
 }
 
+/// `diff` of a host's worktree task is its host's `cuekit diff`, in every face that shows one:
+/// the command line's patch and JSON, and MCP's get_task_diff. Its paths are the host's, shown.
+#[test]
+fn a_hosts_worktree_task_is_diffed_by_its_host() {
+    let alpha = SshHost::start("alpha");
+    let repo = alpha.home().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        must(
+            std::process::Command::new("git")
+                .arg("-C")
+                .arg(&repo)
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
+                .args(args),
+        )
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README"), "hello\n").unwrap();
+    git(&["add", "README"]);
+    git(&["commit", "-q", "-m", "first"]);
+    must(as_root("chown").args(["-R", &alpha.user]).arg(alpha.home()));
+    let h = harness_with(&[&alpha], "");
+    let id = submit_on(
+        &h,
+        "alpha",
+        &[
+            "--cwd",
+            "~/repo",
+            "--worktree",
+            "--mode",
+            "batch",
+            "--",
+            "sh",
+            "-c",
+            "echo new > added.txt",
+        ],
+    );
+    let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+    assert_eq!(code, 0, "{waited}");
+
+    let patch = h.ok(&["diff", &id]);
+    assert!(
+        patch.contains("+++ b/added.txt") && patch.contains("+new"),
+        "{patch}"
+    );
+    assert_eq!(patch, on_host(&h, "alpha", &format!("diff {id}")));
+    let (stat, code) = h.json(&["diff", "--stat", &id]);
+    assert_eq!(code, 0, "{stat}");
+    assert_eq!(stat["files"][0]["path"], "added.txt", "{stat}");
+    assert!(stat.get("patch").is_none(), "{stat}");
+    assert!(
+        stat["worktree"]
+            .as_str()
+            .unwrap()
+            .starts_with(alpha.home().to_str().unwrap()),
+        "{stat}"
+    );
+    let diff = Mcp::start(&h).call("get_task_diff", serde_json::json!({"id": id}));
+    assert!(
+        diff["diff"]["patch"].as_str().unwrap().contains("+new"),
+        "{diff}"
+    );
+    assert_eq!(h.json(&["rm", "--force", &id]).1, 0);
+}
+
 /// An MCP client's `submit_task` with `host`, over `cuekit mcp`'s stdio (newline-delimited
 /// JSON-RPC): the task starts on the host and the result names it.
 #[test]
@@ -673,11 +772,7 @@ fn a_submit_whose_reply_is_lost_is_still_known_and_a_refused_one_is_not() {
     assert_eq!(code, 0, "{cancelled}");
     assert_eq!(h.status(&id)["status"], "cancelled");
     // Removed on the host behind this machine's back: `rm` here then only forgets it.
-    let direct = std::process::Command::new(h.bin.join("ssh"))
-        .args(["alpha", &format!("~/bin/cuekit rm {id}")])
-        .output()
-        .unwrap();
-    assert!(direct.status.success(), "{}", stderr_of(&direct));
+    on_host(&h, "alpha", &format!("rm {id}"));
     let (list, _) = h.json(&["list", "--all"]);
     let row = list
         .as_array()

@@ -23,9 +23,6 @@ pub fn run(args: &CancelArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         Some(team) => ops::team_ids(team)?,
         None => args.ids.clone(),
     };
-    if let Some(status) = super::remote::forwarded(&ids, cwd)? {
-        return Ok(status);
-    }
     let tasks = ops::cancel(&ids, cwd, args.grace)?;
     if json {
         print_json(&tasks);

@@ -21,23 +21,12 @@ pub struct LogsArgs {
 }
 
 pub fn run(args: &LogsArgs, cwd: &Path) -> anyhow::Result<i32> {
-    let ids = [args.id.clone()];
-    let on_host = if args.follow {
-        super::remote::relayed(&ids, false, cwd)?
-    } else {
-        super::remote::forwarded(&ids, cwd)?
-    };
-    if let Some(status) = on_host {
-        return Ok(status);
-    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.follow {
         ops::follow_logs(&args.id, cwd, args.raw, &mut out)?;
     } else if let Some(lines) = args.tail {
-        let mut tail = crate::tail::Tail::new(lines);
-        ops::read_logs(&args.id, cwd, false, &mut tail)?;
-        for line in tail.finish() {
+        for line in ops::tail_logs(&args.id, cwd, lines)? {
             writeln!(out, "{line}")?;
         }
     } else {

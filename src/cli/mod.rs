@@ -10,7 +10,6 @@ mod logs;
 mod mcp;
 mod merge;
 mod prune;
-mod remote;
 mod render;
 mod report;
 mod result;
@@ -204,10 +203,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
             team: Some(team), ..
         } => status::team_status(team, &cwd, json),
         Command::List { all, team } => status::list(*all, team.as_deref(), &cwd, json),
-        Command::Attach { id } => match remote::relayed(std::slice::from_ref(id), true, &cwd)? {
-            Some(status) => Ok(status),
-            None => match crate::ops::attach(id, &cwd)? {},
-        },
+        Command::Attach { id } => Ok(crate::ops::attach(id, &cwd)?),
         Command::Logs(args) => logs::run(args, &cwd),
         Command::Steer(args) => steer::run(args, &cwd, json),
         Command::Wait(args) => wait::run(args, &cwd, json),

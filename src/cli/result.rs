@@ -16,9 +16,6 @@ pub fn run(id: Option<&str>, team: Option<&str>, cwd: &Path, json: bool) -> anyh
         return Ok(0);
     }
     let id = id.expect("clap requires an id without --team");
-    if let Some(status) = super::remote::forwarded(&[id.to_string()], cwd)? {
-        return Ok(status);
-    }
     let result = ops::result(id, cwd)?;
     if json {
         print_json(&result);

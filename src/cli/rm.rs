@@ -19,10 +19,7 @@ pub struct RmArgs {
 }
 
 pub fn run(args: &RmArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
-    let removals = match ops::host_of(&args.ids)? {
-        Some(host) => ops::remove_on_host(&host, &args.ids, (args.force, args.dry_run), cwd)?,
-        None => ops::remove(&args.ids, cwd, args.force, args.dry_run)?,
-    };
+    let removals = ops::remove(&args.ids, cwd, args.force, args.dry_run)?;
     print_removals(&removals, json);
     Ok(0)
 }

@@ -35,15 +35,6 @@ pub fn run(args: &SteerArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         }
         (None, Some(id)) => {
             let message = super::read_text(&args.message, args.file.as_ref(), "message")?;
-            // On a host, the message goes on the host cuekit's stdin, byte for byte.
-            let words = ["--json", "steer", id, "-"];
-            let words = words[usize::from(!json)..].iter().map(|w| w.to_string());
-            let ids = [id.clone()];
-            let on_host =
-                super::remote::forwarded_as(&ids, words.collect(), Some(message.as_bytes()), cwd)?;
-            if let Some(status) = on_host {
-                return Ok(status);
-            }
             vec![ops::steer(id, cwd, &message)?]
         }
         (None, None) => {

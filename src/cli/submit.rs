@@ -148,26 +148,16 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         } else {
             ops::Asker::User
         },
+        host: args.host.clone(),
     };
-    let outcome = match &args.host {
-        Some(host) => ops::submit_on_host(host, &request, cwd)?,
-        None => ops::submit(request, cwd)?,
-    };
+    let outcome = ops::submit(request, cwd)?;
     if json {
         print_json(&outcome);
     } else {
         print_text(&outcome);
     }
     if let (true, SubmitOutcome::Submitted(task)) = (args.attach, &outcome) {
-        if let Some(host) = &task.host {
-            return Ok(ops::relay(
-                host,
-                &["attach".into(), task.id.clone()],
-                true,
-                cwd,
-            )?);
-        }
-        match ops::attach(&task.id, cwd)? {}
+        return Ok(ops::attach(&task.id, cwd)?);
     }
     Ok(0)
 }

@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::render::{print_json, task_line};
 use crate::error::ErrorCode;
-use crate::ops::{self, WaitRequest, WaitTick, WaitUntil};
+use crate::ops::{self, WaitNews, WaitRequest, WaitTick, WaitUntil};
 
 #[derive(Debug, Args)]
 pub struct WaitArgs {
@@ -43,16 +43,17 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             _ => WaitUntil::Ended,
         },
     };
-    if let Some(host) = ops::host_of(&request.task_ids)? {
-        return wait_on_host(&host, &request, cwd, json);
-    }
     // The live line goes to stderr, and only to a person watching it.
     let live = !json && std::io::stderr().is_terminal();
     let mut shown = false;
-    let mut watch = |tick: &WaitTick| {
-        if live {
+    let mut watch = |news: WaitNews| match news {
+        WaitNews::Tick(tick) if live => {
             eprint!("\r{}\x1b[K", live_line(tick, SystemTime::now()));
             shown = true;
+        }
+        WaitNews::Tick(_) => {}
+        WaitNews::HostUnreachable(err) => {
+            super::render::say_err(&format!("cuekit: {}; still waiting", err.message));
         }
     };
     let outcome = ops::wait_watching(&request, cwd, &mut watch);
@@ -61,6 +62,10 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         eprint!("\r\x1b[K");
     }
     let outcome = outcome?;
+    // Time ran out while the tasks' host was away: that, not a timeout, is what happened.
+    if let Some(err) = outcome.unreachable {
+        return Err(err.into());
+    }
     if json {
         print_json(&serde_json::json!({"timed_out": outcome.timed_out, "tasks": outcome.tasks}));
     } else {
@@ -80,31 +85,6 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     } else {
         ErrorCode::TaskFailed.exit_status()
     })
-}
-
-/// The wait runs on the host, its output on this terminal; a host that stops answering is
-/// asked again until this wait's own timeout, saying why on stderr, and is never taken for an
-/// ending.
-fn wait_on_host(host: &str, request: &WaitRequest, cwd: &Path, json: bool) -> anyhow::Result<i32> {
-    let started = std::time::Instant::now();
-    loop {
-        let remaining = request.timeout.map(|t| t.saturating_sub(started.elapsed()));
-        match ops::relay(
-            host,
-            &ops::host_wait_words(request, remaining, json),
-            false,
-            cwd,
-        ) {
-            Err(err)
-                if err.code == ErrorCode::HostUnreachable
-                    && remaining.is_none_or(|left| left > ops::HOST_RETRY) =>
-            {
-                super::render::say_err(&format!("cuekit: {}; still waiting", err.message));
-                std::thread::sleep(ops::HOST_RETRY);
-            }
-            other => return Ok(other?),
-        }
-    }
 }
 
 /// `waiting 42s · 2 running, 1 ended · last activity 3s ago`

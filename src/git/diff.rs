@@ -10,7 +10,7 @@ use super::Git;
 use crate::error::{Error, Result};
 
 /// One changed file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct FileDiff {
     pub path: String,
     /// git's letter: `A` added, `M` modified, `D` deleted, `T` type changed.

@@ -8,6 +8,7 @@
 //! nothing here accepts a tmux target, and a record the registry does not vouch for is never
 //! acted on. Nothing here can trust a config file: that is a person's decision.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use rmcp::handler::server::wrapper::Parameters;
@@ -24,7 +25,6 @@ use crate::git::merge::Strategy;
 use crate::ops::{self, SubmitRequest, WaitRequest, WaitUntil};
 use crate::spec::Mode;
 use crate::status::Status;
-use crate::tail::Tail;
 
 /// The longest one `wait` call blocks: MCP clients time requests out (often at 60 s), so a
 /// longer wait is several calls.
@@ -83,7 +83,7 @@ pub struct SubmitTaskParams {
     /// Run the task on this configured host, over SSH (`cuekit hosts` lists them); `cwd` is
     /// then a directory on that host (default: the host's configured `cwd`). The returned task
     /// carries `host`; get_status, list, wait, steer_task, cancel_tasks, get_task_result,
-    /// get_task_snapshot and remove_tasks reach it on the host.
+    /// get_task_snapshot, get_task_diff and remove_tasks reach it on the host.
     #[serde(default)]
     pub host: Option<String>,
     /// Stop the task and mark it timed_out after this long: seconds, or "90s", "10m", "1h30m".
@@ -100,6 +100,12 @@ pub struct SubmitTaskParams {
     #[serde(default)]
     #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
     pub resume_from: Option<String>,
+    /// The new task's id, chosen by you (t_ and 12 lowercase hex digits), so a retry after a
+    /// lost answer is safe: the same request again answers with the task it started, and
+    /// another request under that id is refused. Default: a fresh id.
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    pub id: Option<String>,
     /// Batch only: false runs the agent with plain-text output instead of its event stream
     /// (the result then has no tool calls or token stats). Default true.
     #[serde(default)]
@@ -373,11 +379,7 @@ impl CuekitServer {
                 }),
                 approval_mode: params.approval_mode,
                 dangerously_skip_permissions: params.dangerously_skip_permissions,
-                // A host's directory is the host's: taken as given.
-                cwd: params.cwd.map(|dir| match params.host {
-                    Some(_) => dir.into(),
-                    None => server_cwd.join(dir),
-                }),
+                cwd: params.cwd.map(PathBuf::from),
                 timeout,
                 resume_from: params.resume_from,
                 stream_events: params.stream_events,
@@ -387,16 +389,14 @@ impl CuekitServer {
                 worktree: params.worktree,
                 base: params.base,
                 branch: params.branch,
-                id: None,
+                id: params.id,
                 // An MCP client asks on the user's behalf: its permission choices may tighten
                 // the user's policy, never loosen it.
                 asked_by: ops::Asker::Delegate,
+                host: params.host,
                 ..SubmitRequest::default()
             };
-            let outcome = match &params.host {
-                Some(host) => ops::submit_on_host(host, &request, &server_cwd)?,
-                None => ops::submit(request, &server_cwd)?,
-            };
+            let outcome = ops::submit(request, &server_cwd)?;
             Ok(json!({"task": outcome}))
         })
         .await
@@ -548,10 +548,7 @@ impl CuekitServer {
                     UntilArg::Report => WaitUntil::Report,
                 },
             };
-            let outcome = match ops::host_of(&request.task_ids)? {
-                Some(host) => ops::wait_on_host(&host, &request, &cwd)?,
-                None => ops::wait(&request, &cwd)?,
-            };
+            let outcome = ops::wait(&request, &cwd)?;
             let all_completed = outcome
                 .tasks
                 .iter()
@@ -612,19 +609,7 @@ impl CuekitServer {
     ) -> Result<CallToolResult, ErrorData> {
         let cwd = self.cwd.clone();
         blocking(move || match (params.id, params.team) {
-            (Some(id), None) => {
-                let words = ["--json", "result", &id].map(String::from);
-                let on_host = ops::host_reply::<serde_json::Value>(
-                    std::slice::from_ref(&id),
-                    &words,
-                    None,
-                    &cwd,
-                )?;
-                match on_host {
-                    Some((_, result)) => Ok(json!({ "result": result })),
-                    None => Ok(json!({"result": ops::result(&id, &cwd)?})),
-                }
-            }
+            (Some(id), None) => Ok(json!({"result": ops::result(&id, &cwd)?})),
             (None, Some(team)) => {
                 let results = ops::team_result(&team, &cwd)?;
                 Ok(serde_json::to_value(results).expect("results serialize"))
@@ -658,26 +643,7 @@ impl CuekitServer {
             let task = ops::status(std::slice::from_ref(&params.id), &cwd)?
                 .pop()
                 .expect("one view per id");
-            let ids = [params.id.clone()];
-            let tail = match ops::host_of(&ids)? {
-                // The host tails its own log: only those lines cross the connection.
-                Some(host) => {
-                    let words = ["logs", &params.id, &format!("--tail={lines}")].map(String::from);
-                    let reply = ops::forward(&host, &words, None, &cwd)?;
-                    if reply.status != 0 {
-                        return Err(reply.error(&host));
-                    }
-                    String::from_utf8_lossy(&reply.stdout)
-                        .lines()
-                        .map(String::from)
-                        .collect()
-                }
-                None => {
-                    let mut tail = Tail::new(lines);
-                    ops::read_logs(&params.id, &cwd, false, &mut tail)?;
-                    tail.finish()
-                }
-            };
+            let tail = ops::tail_logs(&params.id, &cwd, lines)?;
             Ok(json!({"task": task, "lines": tail.len(), "transcript_tail": tail.join("\n")}))
         })
         .await
@@ -749,12 +715,7 @@ impl CuekitServer {
             if params.ids.is_empty() {
                 return Err(Error::invalid_input("ids must name at least one task"));
             }
-            let removed = match ops::host_of(&params.ids)? {
-                Some(host) => {
-                    ops::remove_on_host(&host, &params.ids, (params.force, params.dry_run), &cwd)?
-                }
-                None => ops::remove(&params.ids, &cwd, params.force, params.dry_run)?,
-            };
+            let removed = ops::remove(&params.ids, &cwd, params.force, params.dry_run)?;
             Ok(json!({ "removed": removed }))
         })
         .await

@@ -2,11 +2,17 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
+use super::route::{Route, route_one};
 use crate::error::{Error, ErrorCode, Result};
 use crate::tmux::{Socket, args};
 
-/// Replaces this process with `tmux attach` on the task's server and session.
-pub fn attach(task_id: &str, cwd: &Path) -> Result<std::convert::Infallible> {
+/// Replaces this process with `tmux attach` on the task's server and session: it returns only
+/// when that fails. A host's task is attached over ssh (the host's `cuekit attach`, on a
+/// terminal of its own there), and its exit status returned when the person detaches.
+pub fn attach(task_id: &str, cwd: &Path) -> Result<i32> {
+    if let Route::Host(host) = route_one(task_id)? {
+        return on_host(&host, task_id, cwd);
+    }
     let (socket, session) = live_session(task_id, cwd)?;
     let err = Command::new(crate::tmux::binary())
         .args(socket.args())
@@ -19,11 +25,15 @@ pub fn attach(task_id: &str, cwd: &Path) -> Result<std::convert::Infallible> {
 
 /// Attaches this terminal to the task and returns when the person detaches (a dashboard comes
 /// back afterwards). Inside the user's own tmux (`$TMUX` set), the task opens in a popup of
-/// the user's server instead, so two tmux clients never fight over one terminal.
+/// the user's server instead, so two tmux clients never fight over one terminal. A host's task
+/// takes this terminal over ssh.
 pub fn attach_and_return(task_id: &str, cwd: &Path) -> Result<()> {
+    if let Route::Host(host) = route_one(task_id)? {
+        return on_host(&host, task_id, cwd).map(|_| ());
+    }
     let (socket, session) = live_session(task_id, cwd)?;
     let mut command = Command::new(crate::tmux::binary());
-    if attach_opens_popup() {
+    if in_users_tmux() {
         let tmux = crate::launch::single_quote(&crate::tmux::binary().to_string_lossy())?;
         let attach = socket.attach_command(&session);
         let inner = format!(
@@ -45,10 +55,19 @@ pub fn attach_and_return(task_id: &str, cwd: &Path) -> Result<()> {
     }
 }
 
-/// Whether [`attach_and_return`] opens a popup (this process runs inside the user's tmux) and
-/// leaves the terminal to the caller's screen.
-pub fn attach_opens_popup() -> bool {
+/// Whether [`attach_and_return`] opens this task in a popup and leaves the terminal to the
+/// caller's screen: this process runs inside the user's tmux, and the task is this machine's.
+pub fn attach_opens_popup(task_id: &str) -> Result<bool> {
+    Ok(route_one(task_id)? == Route::Here && in_users_tmux())
+}
+
+fn in_users_tmux() -> bool {
     std::env::var_os("TMUX").is_some_and(|v| !v.is_empty())
+}
+
+/// The host's `cuekit attach`, on this terminal.
+fn on_host(host: &str, task_id: &str, cwd: &Path) -> Result<i32> {
+    super::remote::relay(host, &["attach".into(), task_id.to_string()], cwd)
 }
 
 /// The task's server and session (as the registry placed it), if its pane is still there.

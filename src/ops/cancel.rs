@@ -2,6 +2,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::judge::{cancelled, end_processes, stop};
+use super::route::{Route, route};
 use super::task::{Found, find, untrusted_error};
 use super::view::TaskView;
 use crate::error::Result;
@@ -14,12 +15,11 @@ use crate::error::Result;
 ///
 /// A host's tasks are cancelled by their host's cuekit, and its views read back.
 pub fn cancel(task_ids: &[String], cwd: &Path, grace: Duration) -> Result<Vec<TaskView>> {
-    let mut words = vec!["--json".to_string(), "cancel".to_string()];
-    words.extend(task_ids.iter().cloned());
-    words.push(format!("--grace={}ms", grace.as_millis()));
-    if let Some((host, views)) =
-        super::remote::host_reply::<Vec<TaskView>>(task_ids, &words, None, cwd)?
-    {
+    if let Route::Host(host) = route(task_ids)? {
+        let mut words = vec!["--json".to_string(), "cancel".to_string()];
+        words.extend(task_ids.iter().cloned());
+        words.push(format!("--grace={}ms", grace.as_millis()));
+        let views: Vec<TaskView> = super::remote::reply(&host, &words, None, cwd)?;
         return Ok(views.into_iter().map(|view| view.on_host(&host)).collect());
     }
     // Every id is checked before anything is stopped.

@@ -2,14 +2,16 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use super::route::{Route, route_one};
 use super::task::Task;
 use crate::error::{Error, ErrorCode, Result};
 use crate::git::{self, Git, diff};
 use crate::store::{TaskRecord, WorktreePlacement};
 
-#[derive(Debug, Clone, Serialize)]
+/// Read back from a host's JSON too (a host's task is diffed there).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TaskDiff {
     pub task_id: String,
     pub branch: String,
@@ -23,7 +25,13 @@ pub struct TaskDiff {
     pub patch: Option<String>,
 }
 
+/// A host's task is diffed by its host (`cuekit diff` there: its worktree, its git).
 pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
+    if let Route::Host(host) = route_one(task_id)? {
+        let mut words = ["--json", "diff", task_id].map(String::from).to_vec();
+        words.extend((!with_patch).then(|| "--stat".to_string()));
+        return super::remote::reply(&host, &words, None, cwd);
+    }
     let task = super::task::open(task_id, cwd)?;
     let worktree = worktree_of(&task)?;
     let tree = work_tree(&task.record, worktree)?;

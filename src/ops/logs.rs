@@ -3,16 +3,47 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::route::{Route, route_one};
 use crate::error::{Error, Result};
 use crate::store::TaskRecord;
+use crate::tail::Tail;
 use crate::transcript::Renderer;
 
 const CHUNK: usize = 64 * 1024;
 
 /// Streams a transcript to `out`: raw bytes, or the readable rendering. Memory stays bounded
-/// by one chunk and one screen whatever the transcript's size.
+/// by one chunk and one screen whatever the transcript's size. A host's task's log is what its
+/// host's `cuekit logs` prints.
 pub fn read_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) -> Result<()> {
+    if let Route::Host(host) = route_one(task_id)? {
+        return super::remote::text(&host, &logs_words(task_id, raw, None), cwd, out);
+    }
     read_logs_of(&super::task::open(task_id, cwd)?.record, raw, out)
+}
+
+/// The last `lines` lines of the readable transcript (blank lines at its very end left out).
+/// A host tails its own log: only those lines cross the connection.
+pub fn tail_logs(task_id: &str, cwd: &Path, lines: usize) -> Result<Vec<String>> {
+    if let Route::Host(host) = route_one(task_id)? {
+        let mut text = Vec::new();
+        let words = logs_words(task_id, false, Some(&format!("--tail={lines}")));
+        super::remote::text(&host, &words, cwd, &mut text)?;
+        return Ok(String::from_utf8_lossy(&text)
+            .lines()
+            .map(String::from)
+            .collect());
+    }
+    let mut tail = Tail::new(lines);
+    read_logs_of(&super::task::open(task_id, cwd)?.record, false, &mut tail)?;
+    Ok(tail.finish())
+}
+
+/// A host's `cuekit logs` words for this task.
+fn logs_words(task_id: &str, raw: bool, how: Option<&str>) -> Vec<String> {
+    let mut words = vec!["logs".to_string(), task_id.to_string()];
+    words.extend(raw.then(|| "--raw".to_string()));
+    words.extend(how.map(String::from));
+    words
 }
 
 pub(crate) fn read_logs_of(record: &TaskRecord, raw: bool, out: &mut dyn Write) -> Result<()> {
@@ -23,8 +54,12 @@ pub(crate) fn read_logs_of(record: &TaskRecord, raw: bool, out: &mut dyn Write) 
     sink.finish().map_err(|err| Error::io("write", &path, err))
 }
 
-/// Like [`read_logs`], then keeps printing what the pane prints until the task ends.
+/// Like [`read_logs`], then keeps printing what the pane prints until the task ends (a host's
+/// task: streamed from its host as it comes).
 pub fn follow_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) -> Result<()> {
+    if let Route::Host(host) = route_one(task_id)? {
+        return super::remote::stream(&host, &logs_words(task_id, raw, Some("--follow")), cwd, out);
+    }
     let task = super::task::open(task_id, cwd)?;
     let record = &task.record;
     let path = super::transcript_path(record);

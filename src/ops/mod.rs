@@ -3,6 +3,8 @@
 //!
 //! `task` finds tasks and holds the trust boundary; `judge` is the one place that judges them
 //! and records their endings; the other operations build on those two, never the reverse.
+//! Each operation on task ids asks `route` first where they are, and takes a host's to
+//! `remote`: a front end calls the same operation for a task here or on a host.
 
 mod attach;
 mod board;
@@ -22,6 +24,7 @@ mod remote;
 mod remove;
 mod report;
 mod result;
+mod route;
 mod steer;
 mod stream;
 mod submit;
@@ -39,18 +42,16 @@ pub use events::{EventScope, events, next_events};
 pub use init::{InitOutcome, init};
 pub use judge::{ScreenCache, run_stopper};
 pub use list::{list, status};
-pub use logs::{follow_logs, read_logs};
+pub use logs::{follow_logs, read_logs, tail_logs};
 pub use merge::merge;
 pub use monitor::run_monitor;
 pub use outcome::TaskResult;
 pub use reap::reap_orphans;
-pub use remote::{
-    Forwarded, HOST_RETRY, HostError, HostReport, Installed, forward, host_install, host_of,
-    host_reply, host_wait_words, hosts, relay, remove_on_host, submit_on_host, wait_on_host,
-};
+pub use remote::{HostError, HostReport, Installed, host_install, hosts};
 pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};
 pub use report::{ReportRequest, report};
 pub use result::result;
+pub use route::finishes_without_caller;
 pub use steer::{SteerReceipt, steer};
 pub use stream::run_event_filter;
 pub use submit::{Asker, SubmitOutcome, SubmitRequest, submit};
@@ -60,7 +61,7 @@ pub use team::{
     team_steer, team_submit,
 };
 pub use view::TaskView;
-pub use wait::{WaitOutcome, WaitRequest, WaitTick, WaitUntil, wait, wait_watching};
+pub use wait::{WaitNews, WaitOutcome, WaitRequest, WaitTick, WaitUntil, wait, wait_watching};
 
 use std::path::{Path, PathBuf};
 

@@ -64,12 +64,16 @@ pub struct PruneFilter {
 }
 
 /// Only tasks cuekit may act on (see [`super::task`]): a record written by anything else could
-/// name any folder as its worktree.
+/// name any folder as its worktree. A host's tasks are removed by their host, then forgotten
+/// here.
 ///
 /// A registered task whose record is gone and of which nothing runs is what a killed `rm`
 /// leaves (its directory removed, not yet its registry entry): its removal is finished from
 /// the registry alone (see [`remove_leftover`]).
 pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Result<Vec<Removal>> {
+    if let super::route::Route::Host(host) = super::route::route(task_ids)? {
+        return super::remote::remove_on_host(&host, task_ids, (force, dry_run), cwd);
+    }
     let mut tasks = Vec::new();
     let mut leftovers = Vec::new();
     for id in task_ids {

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use super::outcome::{TaskResult, from_digest, read_events, read_written};
+use super::route::{Route, route_one};
 use crate::error::Result;
 use crate::events::Digest;
 use crate::git::changes::ChangedFile;
@@ -15,8 +16,13 @@ use crate::store::TaskRecord;
 const TRANSCRIPT_TAIL_LINES: usize = 40;
 
 /// The task's result: `result.json` when the filter wrote one, else built from what is on disk.
-/// The record's ending wins over the stream's: a cancelled run reads as cancelled.
+/// The record's ending wins over the stream's: a cancelled run reads as cancelled. A host's
+/// task's result is its host's.
 pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
+    if let Route::Host(host) = route_one(task_id)? {
+        let words = ["--json", "result", task_id].map(String::from);
+        return super::remote::reply(&host, &words, None, cwd);
+    }
     let task = super::task::open(task_id, cwd)?;
     let task = super::judge::refresh(vec![task])?.tasks.remove(0);
     let record = &task.record;

@@ -3,6 +3,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::route::{Route, route_one};
 use crate::adapter::{self, Adapter};
 use crate::attention::{self, Attention};
 use crate::config::Config;
@@ -38,12 +39,9 @@ pub struct SteerReceipt {
 ///
 /// A host's task is steered by its host's cuekit, and its receipt read back.
 pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
-    let ids = [task_id.to_string()];
-    let words = ["--json", "steer", task_id, "-"].map(String::from);
-    if let Some((_, receipt)) =
-        super::remote::host_reply(&ids, &words, Some(message.as_bytes()), cwd)?
-    {
-        return Ok(receipt);
+    if let Route::Host(host) = route_one(task_id)? {
+        let words = ["--json", "steer", task_id, "-"].map(String::from);
+        return super::remote::reply(&host, &words, Some(message.as_bytes()), cwd);
     }
     let (message, delivery) = prepare(message)?;
     let task = super::task::open(task_id, cwd)?;

@@ -57,6 +57,8 @@ pub struct SubmitRequest {
     /// Who chose the permission settings above: a delegate's may tighten the user's policy,
     /// never loosen it.
     pub asked_by: Asker,
+    /// Run the task on this configured host (its `cwd` is then a directory there).
+    pub host: Option<String>,
 }
 
 /// Who asks for a task, as far as its permissions go.
@@ -287,7 +289,12 @@ fn request_digest(request: &SubmitRequest, cwd: &Path) -> String {
         .collect()
 }
 
+/// Starts a task here, or with `request.host` on that host (see `remote::submit_on_host`). A
+/// relative `cwd` is the caller's: here under `caller_cwd`, on a host as the host takes it.
 pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome> {
+    if let Some(host) = &request.host {
+        return super::remote::submit_on_host(host, &request, caller_cwd);
+    }
     let resumed = request
         .resume_from
         .as_deref()
@@ -298,7 +305,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .clone()
         .or_else(|| resumed.as_ref().map(|r| r.record.cwd.clone()))
         .unwrap_or_else(|| caller_cwd.to_path_buf());
-    let cwd = std::fs::canonicalize(&requested_cwd)
+    let cwd = std::fs::canonicalize(caller_cwd.join(&requested_cwd))
         .ok()
         .filter(|dir| dir.is_dir())
         .ok_or_else(|| {

@@ -87,15 +87,16 @@ pub(crate) fn open(task_id: &str, cwd: &Path) -> Result<Task> {
 }
 
 /// A host's task is never judged or acted on here: its paths and pids are the host's.
-/// Faces route it to the host first (`ops::remote`); this is the boundary's last word.
+/// Operations that reach hosts route it there first (`ops::route`); this is the boundary's
+/// last word for the others.
 pub(crate) fn on_host_error(task_id: &str, host: &str) -> Error {
     Error::new(
         ErrorCode::InvalidInput,
         format!("task {task_id} runs on host {host}; this command does not reach hosts"),
     )
     .with_hint(
-        "status, list --all, logs, result, steer, wait, cancel, attach and rm reach a host's tasks; \
-         for anything else, run cuekit on the host",
+        "status, list --all, logs, result, diff, steer, wait, cancel, attach and rm reach a \
+         host's tasks; for anything else, run cuekit on the host",
     )
 }
 

@@ -2,6 +2,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::judge::{Refreshed, refresh};
+use super::route::{Route, route};
 use super::task::{Task, open};
 use super::view::TaskView;
 use crate::error::{Error, ErrorCode, Result};
@@ -53,6 +54,9 @@ pub struct WaitRequest {
 pub struct WaitOutcome {
     pub tasks: Vec<TaskView>,
     pub timed_out: bool,
+    /// The wait's time ran out while the tasks' host did not answer: why (its tasks read
+    /// `unknown`, reason `host_unreachable`).
+    pub unreachable: Option<Error>,
 }
 
 /// Where a wait stands, for a live line: told after each full refresh.
@@ -65,16 +69,28 @@ pub struct WaitTick {
     pub last_activity: Option<SystemTime>,
 }
 
+/// What a wait tells its watcher while it goes on.
+#[derive(Debug)]
+pub enum WaitNews<'a> {
+    /// Where it stands, after each full refresh.
+    Tick(&'a WaitTick),
+    /// The tasks' host did not answer: the wait asks again, never taking it for an ending.
+    HostUnreachable(&'a Error),
+}
+
 pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
     wait_watching(request, cwd, &mut |_| {})
 }
 
-/// [`wait`], telling `watch` where it stands after each full refresh.
+/// [`wait`], telling `watch` how it goes. A host's tasks are waited on by their host.
 pub fn wait_watching(
     request: &WaitRequest,
     cwd: &Path,
-    watch: &mut dyn FnMut(&WaitTick),
+    watch: &mut dyn FnMut(WaitNews),
 ) -> Result<WaitOutcome> {
+    if let Route::Host(host) = route(&request.task_ids)? {
+        return super::remote::wait_on_host(&host, request, cwd, watch);
+    }
     let started = Instant::now();
     let watch_records = request.until == WaitUntil::Report;
     let tasks = request
@@ -129,9 +145,10 @@ pub fn wait_watching(
             return Ok(WaitOutcome {
                 tasks: views.unwrap_or_else(|| refreshed.views()),
                 timed_out: !done,
+                unreachable: None,
             });
         }
-        watch(&tick(&refreshed, started));
+        watch(WaitNews::Tick(&tick(&refreshed, started)));
         wait_for_change(
             &refreshed,
             &dirs,

@@ -85,6 +85,67 @@ pub fn relay(argv: &[String], deadline: Option<Duration>) -> Result<Option<ExitS
     }
 }
 
+/// Runs `argv` until it ends, with no deadline (a followed log, a wait without a timeout: a
+/// dead peer ends ssh through its server-alive probes), copying its output to `out` as it comes.
+/// The output still goes through a file, never a pipe (see above), read at its own offset while
+/// ssh writes it. `Ran::stdout` is left empty: it went to `out`. A failed write to `out` (its
+/// reader gone) ends the call.
+pub fn stream(argv: &[String], out: &mut dyn Write) -> Result<Ran> {
+    let stdout = scratch()?;
+    let mut stderr = scratch()?;
+    let mut child = command(argv)
+        .stdin(Stdio::null())
+        .stdout(clone(&stdout)?)
+        .stderr(clone(&stderr)?)
+        .spawn()
+        .map_err(|err| spawn_error(&argv[0], err))?;
+    let started = Instant::now();
+    let mut pause = FINE_PAUSE;
+    let mut copied = 0;
+    loop {
+        let exited = child.try_wait().map_err(|err| spawn_error("ssh", err))?;
+        // Read after the exit is seen, so the last bytes are copied too.
+        if let Err(err) = copy_from(&stdout, &mut copied, out) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::new(
+                ErrorCode::Io,
+                format!("cannot write the output: {err}"),
+            ));
+        }
+        if let Some(status) = exited {
+            return Ok(Ran {
+                status: Some(status),
+                stdout: Vec::new(),
+                stderr: String::from_utf8_lossy(&read_back(&mut stderr)).into_owned(),
+            });
+        }
+        std::thread::sleep(pause);
+        if started.elapsed() >= FINE_POLLING {
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Copies what `file` holds past `offset` to `out`, and moves `offset` on.
+fn copy_from(file: &File, offset: &mut u64, out: &mut dyn Write) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buffer = vec![0; 64 * 1024];
+    let start = *offset;
+    loop {
+        let read = file.read_at(&mut buffer, *offset)?;
+        if read == 0 {
+            break;
+        }
+        out.write_all(&buffer[..read])?;
+        *offset += read as u64;
+    }
+    if *offset > start {
+        out.flush()?;
+    }
+    Ok(())
+}
+
 fn command(argv: &[String]) -> Command {
     let mut command = Command::new(&argv[0]);
     command.args(&argv[1..]);
@@ -190,6 +251,20 @@ mod tests {
             ran.status.is_some(),
             "the call returned when the shell exited"
         );
+    }
+
+    #[test]
+    fn a_streamed_call_copies_all_its_output_and_keeps_its_stderr() {
+        let mut out = Vec::new();
+        let ran = stream(
+            &sh("echo one; sleep 0.3; echo two; echo err >&2; exit 4"),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(out, b"one\ntwo\n");
+        assert!(ran.stdout.is_empty());
+        assert_eq!(ran.stderr, "err\n");
+        assert_eq!(ran.status.unwrap().code(), Some(4));
     }
 
     #[test]

@@ -76,8 +76,8 @@ pub fn run(options: &Options, cwd: &Path) -> Result<()> {
     );
     ratatui::restore();
     // A cancel under way has recorded its ending and must still end the process tree; a steer
-    // must not stop half-typed. A host's action is not waited for: its ssh, a process of its
-    // own, finishes the work on the host without this one.
+    // must not stop half-typed. An action another process finishes without this one
+    // (`ops::finishes_without_caller`) is not waited for.
     for action in actions {
         let _ = action.join();
     }
@@ -161,7 +161,7 @@ fn carry_out(
     match effect {
         Effect::Refresh => refresher.request(state),
         Effect::Steer { task_id, text } => {
-            let local = !on_host(&task_id);
+            let waited_for = !ops::finishes_without_caller(&task_id);
             let action = in_background(sender, cwd, move |cwd| {
                 let receipt = ops::steer(&task_id, cwd, &text)?;
                 let by = receipt
@@ -173,10 +173,10 @@ fn carry_out(
                     by.unwrap_or_default()
                 ))
             });
-            actions.extend(local.then_some(action));
+            actions.extend(waited_for.then_some(action));
         }
         Effect::Cancel(task_id) => {
-            let local = !on_host(&task_id);
+            let waited_for = !ops::finishes_without_caller(&task_id);
             let action = in_background(sender, cwd, move |cwd| {
                 let views = ops::cancel(std::slice::from_ref(&task_id), cwd, ops::DEFAULT_GRACE)?;
                 let status = views
@@ -184,42 +184,36 @@ fn carry_out(
                     .map_or("cancelled", |view| view.status.as_str());
                 Ok(format!("{task_id}: {status}"))
             });
-            actions.extend(local.then_some(action));
+            actions.extend(waited_for.then_some(action));
         }
         Effect::Attach(task_id) => {
             // An unreadable registry entry is this row's problem, not the dashboard's.
-            let host = match ops::host_of(std::slice::from_ref(&task_id)) {
-                Ok(host) => host,
+            let popup = match ops::attach_opens_popup(&task_id) {
+                Ok(popup) => popup,
                 Err(err) => {
                     report(sender, Err(err));
                     return Ok(false);
                 }
             };
-            // Inside the user's tmux a local task opens in a popup over this screen; a host's
-            // task takes the terminal over ssh.
-            let suspend = host.is_some() || !ops::attach_opens_popup();
-            let outcome = lend_terminal(terminal, suspend, || match &host {
-                Some(host) => {
-                    ops::relay(host, &["attach".into(), task_id.clone()], true, cwd).map(|_| ())
-                }
-                None => ops::attach_and_return(&task_id, cwd),
-            })?;
+            // A popup opens over this screen; otherwise the attach takes the terminal.
+            let outcome =
+                lend_terminal(terminal, !popup, || ops::attach_and_return(&task_id, cwd))?;
             report(sender, outcome.map(|()| format!("back from {task_id}")));
             return Ok(true);
         }
         Effect::Logs(task_id) => {
-            return paged(terminal, sender, (&task_id, "logs"), cwd, || {
+            return paged(terminal, sender, || {
                 page(|out| ops::read_logs(&task_id, cwd, false, out))
             });
         }
         Effect::Diff(task_id) => {
-            return paged(terminal, sender, (&task_id, "diff"), cwd, || {
+            return paged(terminal, sender, || {
                 let diff = ops::diff(&task_id, cwd, true)?;
                 page_text(diff.patch.unwrap_or_default().as_bytes())
             });
         }
         Effect::Result(task_id) => {
-            return paged(terminal, sender, (&task_id, "result"), cwd, || {
+            return paged(terminal, sender, || {
                 let result = ops::result(&task_id, cwd)?;
                 page_text(crate::result_text::text(&result).as_bytes())
             });
@@ -228,26 +222,16 @@ fn carry_out(
     Ok(false)
 }
 
-/// Shows `cuekit COMMAND ID` in the pager with the terminal lent out: the host's output for a
-/// host's task, else what `here` pages. Always `true`: the terminal was lent.
+/// Runs `show` (it pages something) with the terminal lent out, and reports how it went.
+/// Always `true`: the terminal was lent.
 fn paged(
     terminal: &mut DefaultTerminal,
     sender: &Sender<Msg>,
-    (task_id, command): (&str, &str),
-    cwd: &Path,
-    here: impl FnOnce() -> Result<()>,
+    show: impl FnOnce() -> Result<()>,
 ) -> Result<bool> {
-    let outcome = lend_terminal(terminal, true, || {
-        page_on_host(task_id, command, cwd).unwrap_or_else(here)
-    })?;
+    let outcome = lend_terminal(terminal, true, show)?;
     report(sender, outcome.map(|()| String::new()));
     Ok(true)
-}
-
-/// Whether the task runs on another host (an entry that cannot be read counts as this
-/// machine's: the action then fails, saying why).
-fn on_host(task_id: &str) -> bool {
-    ops::host_of(&[task_id.to_string()]).is_ok_and(|host| host.is_some())
 }
 
 /// Runs an action that takes seconds (a steer waits for its receipt, a cancel for the grace
@@ -284,22 +268,6 @@ fn lend_terminal<T>(
     let outcome = action();
     *terminal = ratatui::try_init().map_err(terminal_error)?;
     Ok(outcome)
-}
-
-/// For a host's task: `cuekit <command> <id>` run on its host, its output in the pager (its
-/// error, when it printed nothing). `None` for this machine's tasks.
-fn page_on_host(task_id: &str, command: &str, cwd: &Path) -> Option<Result<()>> {
-    let host = match ops::host_of(&[task_id.to_string()]) {
-        Ok(host) => host?,
-        Err(err) => return Some(Err(err)),
-    };
-    let words = [command, task_id].map(String::from);
-    Some(ops::forward(&host, &words, None, cwd).and_then(|reply| {
-        if reply.status != 0 && reply.stdout.is_empty() {
-            return Err(reply.error(&host));
-        }
-        page_text(&reply.stdout)
-    }))
 }
 
 fn page_text(text: &[u8]) -> Result<()> {

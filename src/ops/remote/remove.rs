@@ -14,7 +14,7 @@ use crate::store;
 /// `rm` of host `name`'s tasks, one call each: removed on the host, then forgotten here. A task
 /// the host does not know (its submit was lost before it reached the host) is only forgotten
 /// here: the host's word on its own tasks, and nothing on the host is touched.
-pub fn remove_on_host(
+pub(crate) fn remove_on_host(
     name: &str,
     ids: &[String],
     (force, dry_run): (bool, bool),

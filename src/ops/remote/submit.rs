@@ -17,7 +17,11 @@ use crate::tmux::Socket;
 /// default the host's `cwd`), and registers it here with its host. The id is chosen here and
 /// registered before the host is asked: a connection lost after the host started the task (its
 /// reply never came) leaves a task this machine knows and can ask about, never an orphan.
-pub fn submit_on_host(name: &str, request: &SubmitRequest, cwd: &Path) -> Result<SubmitOutcome> {
+pub(crate) fn submit_on_host(
+    name: &str,
+    request: &SubmitRequest,
+    cwd: &Path,
+) -> Result<SubmitOutcome> {
     let host = host_access::host(&Config::load(cwd)?, name)?;
     let remote_cwd = match &request.cwd {
         Some(dir) => Some(dir.to_string_lossy().into_owned()),
@@ -25,10 +29,34 @@ pub fn submit_on_host(name: &str, request: &SubmitRequest, cwd: &Path) -> Result
     };
     // A host that cannot be reached is known to have started nothing.
     connection::connect(&host)?;
-    let id = store::new_task_id();
-    if !request.dry_run {
+    // A chosen id already registered with this host is a retry: the host's cuekit answers it
+    // with the task it started (or refuses another request), and the registration stays.
+    let (id, retry) = match &request.id {
+        None => (store::new_task_id(), false),
+        Some(id) if !store::is_task_id(id) => {
+            return Err(Error::invalid_input(format!(
+                "'{id}' is not a task id (t_ and 12 lowercase hex digits)"
+            )));
+        }
+        Some(id) => match store::placement(id)? {
+            Some(placement) if placement.host.as_deref() == Some(name) => (id.clone(), true),
+            Some(_) => {
+                return Err(Error::invalid_input(format!(
+                    "task {id} already exists, not on host {name}"
+                ))
+                .with_hint("leave the id out, and cuekit picks a fresh one"));
+            }
+            None => (id.clone(), false),
+        },
+    };
+    if !request.dry_run && !retry {
         register(&id, name, Path::new(""), &crate::ops::now_rfc3339())?;
     }
+    let forget = |id: &str| {
+        if !retry {
+            store::unregister(id);
+        }
+    };
     let request = SubmitRequest {
         id: (!request.dry_run).then(|| id.clone()),
         ..request.clone()
@@ -48,7 +76,7 @@ pub fn submit_on_host(name: &str, request: &SubmitRequest, cwd: &Path) -> Result
             return Err(maybe_started(error, &id));
         }
         Err(error) => {
-            store::unregister(&id);
+            forget(&id);
             return Err(error);
         }
     };
@@ -57,7 +85,7 @@ pub fn submit_on_host(name: &str, request: &SubmitRequest, cwd: &Path) -> Result
         && serde_json::from_slice::<serde_json::Value>(&ran.stdout)
             .is_ok_and(|reply| reply.get("error").is_some());
     if refused {
-        store::unregister(&id);
+        forget(&id);
         return Err(match parse_reply::<serde_json::Value>(&host, &ran) {
             Err(error) => error,
             Ok(_) => unreadable_reply(&host, &serde::de::Error::custom("an error without a code")),

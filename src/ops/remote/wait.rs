@@ -9,34 +9,22 @@ use super::{parse_reply, unreadable_reply};
 use crate::config::Config;
 use crate::error::{ErrorCode, Result};
 use crate::ops::view::TaskView;
-use crate::ops::wait::{WaitOutcome, WaitRequest};
-use crate::remote::connection::{self, CALL_DEADLINE};
+use crate::ops::wait::{WaitNews, WaitOutcome, WaitRequest};
+use crate::remote::connection;
 use crate::remote::run::Ran;
 use crate::remote::{self as host_access, Host};
 use crate::store;
 
 /// How long a wait on a host that stopped answering pauses before asking again.
-pub const HOST_RETRY: Duration = Duration::from_secs(2);
+const HOST_RETRY: Duration = Duration::from_secs(2);
 
 /// How long past the host's own wait its answer may take to arrive: the connection's connect
 /// timeout.
 const REPLY_GRACE: Duration = crate::remote::args::CONNECT_TIMEOUT;
 
-/// The longest one remote wait blocks: a wait without a timeout (or a longer one) is several,
-/// so no ssh call outlives its deadline.
-const WAIT_CHUNK: Duration = Duration::from_secs(60);
-
-/// The host's `cuekit wait` words for `request`, with what is left of its timeout.
-pub fn host_wait_words(
-    request: &WaitRequest,
-    remaining: Option<Duration>,
-    json: bool,
-) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    if json {
-        out.push("--json".into());
-    }
-    out.push("wait".into());
+/// The host's `cuekit --json wait` words for `request`, with what is left of its timeout.
+fn host_wait_words(request: &WaitRequest, remaining: Option<Duration>) -> Vec<String> {
+    let mut out: Vec<String> = vec!["--json".into(), "wait".into()];
     out.extend(request.task_ids.iter().cloned());
     out.push(format!("--until={}", request.until.flag()));
     if request.any {
@@ -48,27 +36,34 @@ pub fn host_wait_words(
     out
 }
 
-/// A wait on host `name`'s tasks, run there and collected, for a front end that renders it
-/// itself (MCP). A host that stops answering is asked again until the wait's own timeout, never
-/// taken for an ending; if it still does not answer then, the wait has timed out and its tasks
-/// read `unknown` (reason `host_unreachable`, the ssh error as hint).
-pub fn wait_on_host(name: &str, request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
+/// A wait on host `name`'s tasks, run there as one wait (so reports and endings count from
+/// its start): a call with a deadline just past the wait's timeout, or without a timeout one
+/// that runs until it ends (a dead peer ends it). A host that stops answering is asked again
+/// until the wait's own timeout, never taken for an ending, and `watch` is told; if it still
+/// does not answer then, the wait has timed out and its tasks read `unknown` (reason
+/// `host_unreachable`, the ssh error as hint).
+pub(crate) fn wait_on_host(
+    name: &str,
+    request: &WaitRequest,
+    cwd: &Path,
+    watch: &mut dyn FnMut(WaitNews),
+) -> Result<WaitOutcome> {
     let host = host_access::host(&Config::load(cwd)?, name)?;
     let started = Instant::now();
     loop {
         let remaining = request
             .timeout
             .map(|limit| limit.saturating_sub(started.elapsed()));
-        let chunk = remaining.map_or(WAIT_CHUNK, |left| left.min(WAIT_CHUNK));
-        let words = host_wait_words(request, Some(chunk), true);
-        // A wait with a timeout (MCP's fits inside its client's request timeout) lets ssh run
-        // only a little past it: the host's wait ends at `chunk`, its answer takes moments.
-        let deadline = chunk + request.timeout.map_or(CALL_DEADLINE, |_| REPLY_GRACE);
-        let reply = connection::call(&host, None, &words, None, deadline)
-            .and_then(|ran| wait_reply(&host, &ran));
+        let words = host_wait_words(request, remaining);
+        let reply = match remaining {
+            Some(left) => connection::call(&host, None, &words, None, left + REPLY_GRACE),
+            None => {
+                let mut stdout = Vec::new();
+                super::call_until_end(&host, &words, &mut stdout).map(|ran| Ran { stdout, ..ran })
+            }
+        }
+        .and_then(|ran| wait_reply(&host, &ran));
         match reply {
-            Ok(outcome) if outcome.timed_out && remaining.is_none_or(|left| left > chunk) => {}
-            Ok(outcome) => return Ok(outcome),
             Err(error) if error.code == ErrorCode::HostUnreachable => {
                 let left = request
                     .timeout
@@ -82,11 +77,13 @@ pub fn wait_on_host(name: &str, request: &WaitRequest, cwd: &Path) -> Result<Wai
                     return Ok(WaitOutcome {
                         tasks: unknown_rows(name, &placements, &error),
                         timed_out: true,
+                        unreachable: Some(error),
                     });
                 }
+                watch(WaitNews::HostUnreachable(&error));
                 std::thread::sleep(HOST_RETRY);
             }
-            Err(error) => return Err(error),
+            other => return other,
         }
     }
 }
@@ -106,6 +103,7 @@ fn wait_reply(host: &Host, ran: &Ran) -> Result<WaitOutcome> {
     let reply: Reply = serde_json::from_value(value).map_err(|err| unreadable_reply(host, &err))?;
     Ok(WaitOutcome {
         timed_out: reply.timed_out,
+        unreachable: None,
         tasks: reply
             .tasks
             .into_iter()
@@ -127,7 +125,7 @@ mod tests {
             until: crate::ops::wait::WaitUntil::Report,
         };
         assert_eq!(
-            host_wait_words(&request, Some(Duration::from_millis(1500)), true),
+            host_wait_words(&request, Some(Duration::from_millis(1500))),
             [
                 "--json",
                 "wait",
@@ -137,6 +135,6 @@ mod tests {
                 "--timeout=1500ms"
             ]
         );
-        assert_eq!(host_wait_words(&request, None, false).len(), 4);
+        assert_eq!(host_wait_words(&request, None).len(), 5);
     }
 }
