@@ -696,12 +696,17 @@ pub fn run_stopper(task_id: &str, after: Option<u32>) -> Result<()> {
             end_processes(&placement, store::pane_start(task_id).as_ref(), None, grace);
         }
     }
-    let Some(claim) = monitor_lock::resume_stop(task_id) else {
+    let claim = monitor_lock::resume_stop(task_id);
+    // No claim: the stop is over, unless the caller inside the task could not claim it (it
+    // recorded the ending before it started this stopper).
+    if claim.is_none() && after.is_none() {
         return Ok(());
-    };
+    }
     let pane = match super::task::found_for(placement.clone()) {
         Found::Trusted(task) if !task.record.status.is_terminal() => {
-            claim.finish();
+            if let Some(claim) = claim {
+                claim.finish();
+            }
             return Ok(());
         }
         Found::Trusted(task) => task.pane,
@@ -709,11 +714,14 @@ pub fn run_stopper(task_id: &str, after: Option<u32>) -> Result<()> {
         Found::Unreadable { pane, .. } => pane,
         // A record changed since: nothing is done on its word.
         Found::Untrusted { .. } => {
-            claim.finish();
+            if let Some(claim) = claim {
+                claim.finish();
+            }
             return Ok(());
         }
     };
-    if end_processes(&placement, pane.as_ref(), None, grace).is_empty() {
+    let survivors = end_processes(&placement, pane.as_ref(), None, grace);
+    if let Some(claim) = claim.filter(|_| survivors.is_empty()) {
         claim.finish();
     }
     Ok(())
