@@ -52,8 +52,23 @@ fn project_repo(h: &Harness) {
     commit_all(&h.project, "init");
 }
 
-fn error_code(value: &Value) -> Option<&str> {
-    value["error"]["code"].as_str()
+/// An answer that is cuekit's refusal with `expected` and its exit status.
+fn refused(answer: &Value, code: i32, expected: &str, status: i32) {
+    assert_eq!(
+        (answer["error"]["code"].as_str(), code),
+        (Some(expected), status),
+        "{answer}"
+    );
+}
+
+/// A batch `sh -c SCRIPT` task in its own worktree (with `extra` flags); its id.
+fn submit_in_worktree(h: &Harness, extra: &[&str], script: &str) -> String {
+    let mut args = vec!["--worktree"];
+    args.extend_from_slice(extra);
+    args.extend([
+        "--agent", "command", "--mode", "batch", "--", "sh", "-c", script,
+    ]);
+    h.submit(&args)
 }
 
 fn wait_ended(h: &Harness, id: &str) -> Value {
@@ -126,11 +141,7 @@ fn a_submodule_name_never_becomes_git_config_or_a_command() {
         !pwned.exists(),
         "git ran the repository's command: {answer}"
     );
-    assert_eq!(
-        (error_code(&answer), code),
-        (Some("unsafe_project_data"), 28),
-        "{answer}"
-    );
+    refused(&answer, code, "unsafe_project_data", 28);
     assert!(
         answer["error"]["message"]
             .as_str()
@@ -188,11 +199,7 @@ fn an_untrusted_worktree_dir_cannot_place_a_checkout_outside_the_worktree_root()
         !h.home.join(".config/git").exists(),
         "the checkout landed in HOME: {answer}"
     );
-    assert_eq!(
-        (error_code(&answer), code),
-        (Some("config_untrusted"), 14),
-        "{answer}"
-    );
+    refused(&answer, code, "config_untrusted", 14);
     assert!(
         answer["error"]["message"]
             .as_str()
@@ -283,17 +290,7 @@ fn a_child_rewriting_its_record_changes_nothing_cuekit_acts_on() {
         h.project.display(),
         h.root().join("rewrite.py").display()
     );
-    let id = h.submit(&[
-        "--worktree",
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
+    let id = submit_in_worktree(&h, &[], &script);
     let waited = wait_ended(&h, &id);
     let record: Value =
         serde_json::from_slice(&std::fs::read(h.task_dir(&id).join("task.json")).unwrap()).unwrap();
@@ -366,11 +363,7 @@ fn project_files_that_link_out_of_the_project_are_never_read() {
     std::fs::write(&elsewhere, "defaults:\n  model: SECRET-MODEL\n").unwrap();
     std::os::unix::fs::symlink(&elsewhere, h.project.join(".cuekit.yaml")).unwrap();
     let (answer, code) = h.json(&["submit", "--dry-run", "x"]);
-    assert_eq!(
-        (error_code(&answer), code),
-        (Some("unsafe_project_data"), 28),
-        "{answer}"
-    );
+    refused(&answer, code, "unsafe_project_data", 28);
     assert!(!answer.to_string().contains("SECRET-MODEL"), "{answer}");
 }
 
@@ -380,17 +373,11 @@ fn project_files_that_link_out_of_the_project_are_never_read() {
 fn a_merge_undone_on_the_target_no_longer_counts_as_merged() {
     let h = Harness::new();
     project_repo(&h);
-    let id = h.submit(&[
-        "--worktree",
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
+    let id = submit_in_worktree(
+        &h,
+        &[],
         "echo new > feature.txt && git add feature.txt && git commit -qm feature",
-    ]);
+    );
     wait_ended(&h, &id);
     let (merged, code) = h.json(&["merge", &id]);
     assert_eq!(code, 0, "{merged}");
@@ -417,7 +404,7 @@ fn a_task_branch_never_stands_for_its_base() {
         &h.project,
         &["update-ref", "refs/remotes/origin/main", "HEAD"],
     );
-    let (refused, code) = h.json(&[
+    let (answer, code) = h.json(&[
         "submit",
         "--worktree",
         "--base",
@@ -429,27 +416,18 @@ fn a_task_branch_never_stands_for_its_base() {
         "--",
         "true",
     ]);
-    assert_eq!(
-        (error_code(&refused), code),
-        (Some("invalid_input"), 3),
-        "{refused}"
-    );
+    refused(&answer, code, "invalid_input", 3);
     // Named apart, the base is measured by its full ref: the task's commit keeps the branch.
-    let id = h.submit(&[
-        "--worktree",
-        "--base",
-        "refs/remotes/origin/main",
-        "--branch",
-        "origin/main",
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
+    let id = submit_in_worktree(
+        &h,
+        &[
+            "--base",
+            "refs/remotes/origin/main",
+            "--branch",
+            "origin/main",
+        ],
         "echo x > x.txt && git add x.txt && git commit -qm x",
-    ]);
+    );
     wait_ended(&h, &id);
     let (removed, _) = h.json(&["rm", &id]);
     assert_eq!(removed[0]["outcome"], "kept", "{removed}");
@@ -503,11 +481,7 @@ fn a_linked_cuekit_folder_is_refused_and_nothing_is_written_through_it() {
     let (answer, code) = h.json(&[
         "submit", "--agent", "command", "--mode", "batch", "--", "true",
     ]);
-    assert_eq!(
-        (error_code(&answer), code),
-        (Some("unsafe_project_data"), 28),
-        "{answer}"
-    );
+    refused(&answer, code, "unsafe_project_data", 28);
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
     assert_eq!(
         h.tmux(&["list-sessions"]).status.code(),
@@ -586,11 +560,7 @@ fn a_team_spec_cannot_send_a_member_out_of_the_project() {
     )
     .unwrap();
     let (answer, code) = h.json(&["team", "submit", "t", "--spec", "team.yaml"]);
-    assert_eq!(
-        (error_code(&answer), code),
-        (Some("unsafe_project_data"), 28),
-        "{answer}"
-    );
+    refused(&answer, code, "unsafe_project_data", 28);
     assert!(!h.project.join(".cuekit/tasks").exists(), "{answer}");
 }
 

@@ -38,28 +38,9 @@ impl Root {
     /// somewhere else (a link out of the root), is not a regular file, belongs to another user
     /// or is larger than [`FILE_LIMIT`] is refused with `unsafe_project_data`.
     pub fn read(&self, relative: &Path) -> Result<Option<Vec<u8>>> {
-        let path = self.dir.join(plain_relative(relative)?);
-        // Non-blocking: a FIFO planted where a file should be must not hang the open.
-        let file = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(&path)
-        {
-            Ok(file) => file,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(Error::io("read", &path, err)),
+        let Some((file, path)) = self.open_inside(relative, 0)? else {
+            return Ok(None);
         };
-        let real = opened_path(&file, &path);
-        if !real.starts_with(&self.dir) {
-            return Err(refused(
-                &path,
-                &format!(
-                    "it leads out of {} (to {})",
-                    self.dir.display(),
-                    real.display()
-                ),
-            ));
-        }
         let meta = file
             .metadata()
             .map_err(|err| Error::io("read", &path, err))?;
@@ -100,33 +81,51 @@ impl Root {
     /// The names in the folder at `relative` (empty when there is none), once the folder is
     /// proven to lie inside the root. Each file is read with [`Root::read`], which proves it again.
     pub fn list(&self, relative: &Path) -> Result<Vec<OsString>> {
-        let path = self.dir.join(plain_relative(relative)?);
-        let dir = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK)
-            .open(&path)
-        {
-            Ok(dir) => dir,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(err) => return Err(Error::io("read", &path, err)),
+        let Some((dir, path)) = self.open_inside(relative, libc::O_DIRECTORY)? else {
+            return Ok(Vec::new());
         };
-        let real = opened_path(&dir, &path);
-        if !real.starts_with(&self.dir) {
-            return Err(refused(
-                &path,
-                &format!(
-                    "it leads out of {} (to {})",
-                    self.dir.display(),
-                    real.display()
-                ),
-            ));
-        }
         // Listed through the open descriptor: the folder proven is the folder listed.
         let entries =
             std::fs::read_dir(fd_path(&dir)).map_err(|err| Error::io("read", &path, err))?;
         let mut names: Vec<OsString> = entries.flatten().map(|e| e.file_name()).collect();
         names.sort();
         Ok(names)
+    }
+
+    /// Opens `relative` for reading (never blocking: a FIFO planted where a file should be must
+    /// not hang the open), then proves the file the kernel opened lies inside the root. `None`
+    /// when there is nothing there.
+    fn open_inside(
+        &self,
+        relative: &Path,
+        flags: libc::c_int,
+    ) -> Result<Option<(std::fs::File, PathBuf)>> {
+        let path = self.dir.join(plain_relative(relative)?);
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(flags | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(Error::io("read", &path, err)),
+        };
+        self.check_inside(&path, &opened_path(&file, &path))?;
+        Ok(Some((file, path)))
+    }
+
+    fn check_inside(&self, path: &Path, real: &Path) -> Result<()> {
+        if real.starts_with(&self.dir) {
+            return Ok(());
+        }
+        Err(refused(
+            path,
+            &format!(
+                "it leads out of {} (to {})",
+                self.dir.display(),
+                real.display()
+            ),
+        ))
     }
 
     /// `relative` under the root, proven to pass through no symbolic link and no `..`: where
@@ -185,16 +184,7 @@ impl Root {
         }
         let path = self.dir.join(plain_relative(relative)?);
         let real = std::fs::canonicalize(&path).map_err(|err| Error::io("open", &path, err))?;
-        if !real.starts_with(&self.dir) {
-            return Err(refused(
-                &path,
-                &format!(
-                    "it leads out of {} (to {})",
-                    self.dir.display(),
-                    real.display()
-                ),
-            ));
-        }
+        self.check_inside(&path, &real)?;
         if !real.is_dir() {
             return Err(refused(&path, "it is not a folder"));
         }
