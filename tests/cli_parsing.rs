@@ -12,6 +12,7 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use common::Harness;
+use common::git::git;
 use serde_json::{Value, json};
 
 #[track_caller]
@@ -37,17 +38,6 @@ fn json_with_stdin(h: &Harness, args: &[&str], input: &[u8]) -> (Value, i32) {
     )
 }
 
-fn git(h: &Harness, args: &[&str]) {
-    let output = std::process::Command::new("git")
-        .arg("-C")
-        .arg(&h.project)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-}
-
 #[test]
 fn a_flag_after_the_objective_is_a_flag() {
     let h = Harness::new();
@@ -68,12 +58,12 @@ fn a_flag_after_the_objective_is_a_flag() {
     assert_eq!(dry["agent_kind"], "gemini");
 
     // The audit's case: `--worktree` after the words puts the task in its worktree.
-    git(&h, &["init", "-q", "-b", "main"]);
-    git(&h, &["config", "user.name", "Test"]);
-    git(&h, &["config", "user.email", "test@example.com"]);
+    git(&h.project, &["init", "-q", "-b", "main"]);
+    git(&h.project, &["config", "user.name", "Test"]);
+    git(&h.project, &["config", "user.email", "test@example.com"]);
     std::fs::write(h.project.join(".gitignore"), ".cuekit/\n").unwrap();
-    git(&h, &["add", "-A"]);
-    git(&h, &["commit", "-qm", "init"]);
+    git(&h.project, &["add", "-A"]);
+    git(&h.project, &["commit", "-qm", "init"]);
     let id = h.submit(&[
         "--agent",
         "command",

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
+use common::git::git;
 use common::{Harness, MODEL, canned_text};
 use serde_json::{Value, json};
 
@@ -411,17 +412,6 @@ fn an_interactive_task_from_submit_to_result_with_the_fake() {
 
     // The same record as the CLI sees it.
     assert_eq!(h.status(&id)["status"], "completed");
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-    String::from_utf8(output.stdout).unwrap()
 }
 
 #[test]

@@ -3,9 +3,9 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
+use common::git::git;
 use common::{Harness, MODEL, canned_text};
 
 fn fixture(name: &str) -> Vec<String> {
@@ -18,17 +18,6 @@ fn fixture(name: &str) -> Vec<String> {
         .lines()
         .map(String::from)
         .collect()
-}
-
-fn git(h: &Harness, args: &[&str]) {
-    let status = Command::new("git")
-        .arg("-C")
-        .arg(&h.project)
-        .args(args)
-        .output()
-        .unwrap()
-        .status;
-    assert!(status.success(), "git {args:?}");
 }
 
 fn result(h: &Harness, id: &str) -> serde_json::Value {
@@ -54,7 +43,7 @@ fn canned_tokens(replies: &[String]) -> u64 {
 fn a_run_with_a_tool_call_yields_a_full_result() {
     let replies = fixture("tool-call.jsonl");
     let h = Harness::new().with_real_gemini(&replies);
-    git(&h, &["init", "-q"]);
+    git(&h.project, &["init", "-q"]);
     let id = h.submit(&["--mode", "batch", "--model", MODEL, "Create f.txt"]);
     let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));

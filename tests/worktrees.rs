@@ -7,25 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::Harness;
+use common::git::{git, init_repo};
 use serde_json::Value;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?} in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
-}
 
 /// A repository in the project folder: one shared file, `.cuekit/` ignored, one commit on main.
 fn repo(h: &Harness) {
@@ -34,13 +17,6 @@ fn repo(h: &Harness) {
     std::fs::write(h.project.join(".gitignore"), ".cuekit/\n").unwrap();
     git(&h.project, &["add", "-A"]);
     git(&h.project, &["commit", "-qm", "init"]);
-}
-
-fn init_repo(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["config", "user.name", "Test"]);
-    git(dir, &["config", "user.email", "test@example.com"]);
 }
 
 /// Submits a batch `sh -c SCRIPT` task into a worktree, with extra submit flags.

@@ -4,6 +4,8 @@
 //! one cannot produce a case.
 #![allow(dead_code)]
 
+pub mod git;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
