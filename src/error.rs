@@ -119,7 +119,7 @@ impl ErrorCode {
             ErrorCode::NotATerminal => 25,
             ErrorCode::HostUnreachable => 26,
             ErrorCode::HostVersionMismatch => 27,
-            ErrorCode::UnsafeProjectData => 28,
+            ErrorCode::UnsafeProjectData => 29,
         }
     }
 }

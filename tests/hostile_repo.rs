@@ -107,7 +107,7 @@ fn a_submodule_name_never_becomes_git_config_or_a_command() {
         !pwned.exists(),
         "git ran the repository's command: {answer}"
     );
-    refused(&answer, code, "unsafe_project_data", 28);
+    refused(&answer, code, "unsafe_project_data", 29);
     assert!(
         answer["error"]["message"]
             .as_str()
@@ -311,7 +311,7 @@ fn project_files_that_link_out_of_the_project_are_never_read() {
         let said = String::from_utf8_lossy(&output.stdout).into_owned()
             + &String::from_utf8_lossy(&output.stderr);
         assert!(!said.contains("SECRET-KEY-BYTES"), "{args:?}: {said}");
-        assert_eq!(output.status.code(), Some(28), "{args:?}: {said}");
+        assert_eq!(output.status.code(), Some(29), "{args:?}: {said}");
     }
     let leaked = std::fs::read_dir(h.project.join(".cuekit"))
         .unwrap()
@@ -329,7 +329,7 @@ fn project_files_that_link_out_of_the_project_are_never_read() {
     std::fs::write(&elsewhere, "defaults:\n  model: SECRET-MODEL\n").unwrap();
     std::os::unix::fs::symlink(&elsewhere, h.project.join(".cuekit.yaml")).unwrap();
     let (answer, code) = h.json(&["submit", "--dry-run", "x"]);
-    refused(&answer, code, "unsafe_project_data", 28);
+    refused(&answer, code, "unsafe_project_data", 29);
     assert!(!answer.to_string().contains("SECRET-MODEL"), "{answer}");
 }
 
@@ -447,7 +447,7 @@ fn a_linked_cuekit_folder_is_refused_and_nothing_is_written_through_it() {
     let (answer, code) = h.json(&[
         "submit", "--agent", "command", "--mode", "batch", "--", "true",
     ]);
-    refused(&answer, code, "unsafe_project_data", 28);
+    refused(&answer, code, "unsafe_project_data", 29);
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
     assert_eq!(
         h.tmux(&["list-sessions"]).status.code(),
@@ -526,7 +526,7 @@ fn a_team_spec_cannot_send_a_member_out_of_the_project() {
     )
     .unwrap();
     let (answer, code) = h.json(&["team", "submit", "t", "--spec", "team.yaml"]);
-    refused(&answer, code, "unsafe_project_data", 28);
+    refused(&answer, code, "unsafe_project_data", 29);
     assert!(!h.project.join(".cuekit/tasks").exists(), "{answer}");
 }
 
