@@ -57,6 +57,7 @@ pub(super) static CLAUDE: Adapter = Adapter {
     },
     build_launch: build_claude_launch_command,
     runs_argv: false,
+    acp: None,
     approval_modes: &PERMISSION_MODES,
     install_hint: "npm install -g @anthropic-ai/claude-code",
     auth_probe: claude_auth,

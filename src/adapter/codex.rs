@@ -44,6 +44,7 @@ pub(super) static CODEX: Adapter = Adapter {
     },
     build_launch: build_codex_launch_command,
     runs_argv: false,
+    acp: None,
     approval_modes: &[],
     install_hint: "npm install -g @openai/codex",
     auth_probe: codex_auth,
@@ -59,6 +60,7 @@ pub fn build_codex_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Res
     parts.push(match mode {
         Mode::Interactive => "--no-daemon".to_string(),
         Mode::Batch => "exec --skip-git-repo-check".to_string(),
+        Mode::Acp => unreachable!("{}", super::ACP_IS_BUILT_APART),
     });
     if let Some(model) = spec.model.as_deref() {
         parts.push(super::model_arg(&CODEX, "-m", model, &mut warnings)?);

@@ -34,6 +34,7 @@ pub(super) static COPILOT: Adapter = Adapter {
     },
     build_launch: build_copilot_launch_command,
     runs_argv: false,
+    acp: None,
     approval_modes: &[],
     install_hint: "npm install -g @github/copilot",
     auth_probe: copilot_auth,
@@ -64,6 +65,7 @@ pub fn build_copilot_launch_command(
     parts.push(match mode {
         Mode::Interactive => format!("--interactive={prompt}"),
         Mode::Batch => format!("--prompt={prompt} </dev/null"),
+        Mode::Acp => unreachable!("{}", super::ACP_IS_BUILT_APART),
     });
     Ok(LaunchCommand::from_words(parts, warnings))
 }

@@ -27,6 +27,7 @@ pub(super) static OPENCODE: Adapter = Adapter {
     },
     build_launch: build_opencode_launch_command,
     runs_argv: false,
+    acp: None,
     approval_modes: &[],
     install_hint: "npm install -g opencode-ai",
     auth_probe: opencode_auth,
@@ -60,6 +61,7 @@ pub fn build_opencode_launch_command(
     parts.push(match mode {
         Mode::Interactive => format!("--prompt={}", single_quote(&prompt)?),
         Mode::Batch => format!("< \"${PROMPT_VARIABLE}\""),
+        Mode::Acp => unreachable!("{}", super::ACP_IS_BUILT_APART),
     });
     Ok(LaunchCommand::from_words(parts, warnings))
 }

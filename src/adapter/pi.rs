@@ -26,6 +26,7 @@ pub(super) static PI: Adapter = Adapter {
     },
     build_launch: build_pi_launch_command,
     runs_argv: false,
+    acp: None,
     approval_modes: &[],
     install_hint: "npm install -g @mariozechner/pi-coding-agent",
     auth_probe: pi_auth,
@@ -54,6 +55,7 @@ pub fn build_pi_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Result
         Mode::Interactive if prompt.starts_with(['-', '@']) => single_quote(&format!(" {prompt}"))?,
         Mode::Interactive => single_quote(&prompt)?,
         Mode::Batch => format!("< \"${PROMPT_VARIABLE}\""),
+        Mode::Acp => unreachable!("{}", super::ACP_IS_BUILT_APART),
     });
     Ok(LaunchCommand::from_words(parts, warnings))
 }

@@ -37,6 +37,7 @@ pub(super) static QWEN: Adapter = Adapter {
     },
     build_launch: build_qwen_launch_command,
     runs_argv: false,
+    acp: None,
     approval_modes: &APPROVAL_MODES,
     install_hint: "npm install -g @qwen-code/qwen-code",
     auth_probe: qwen_auth,
@@ -61,6 +62,7 @@ pub fn build_qwen_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Resu
     parts.push(match mode {
         Mode::Interactive => format!("--prompt-interactive={prompt}"),
         Mode::Batch => format!("--prompt={prompt} </dev/null"),
+        Mode::Acp => unreachable!("{}", super::ACP_IS_BUILT_APART),
     });
     Ok(LaunchCommand::from_words(parts, warnings))
 }

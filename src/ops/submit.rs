@@ -200,6 +200,7 @@ fn resolve_spec(
             .filter(|text| !text.is_empty()),
         // A child sent with a role or into a team is one a parent wants to hear from.
         report_hint: role.is_some() || request.team.is_some(),
+        acp: None,
         agent_kind,
     };
     (spec, warnings)
@@ -366,7 +367,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     if request.dry_run {
         let LaunchCommand {
             command, warnings, ..
-        } = (adapter.build_launch)(&spec, mode, &bin)?;
+        } = adapter.launch(&spec, mode, &bin, &client_word()?)?;
         check_argv_limit(&spec, adapter, &command)?;
         return Ok(SubmitOutcome::DryRun {
             agent_kind: adapter.kind().to_string(),
@@ -417,7 +418,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         command,
         warnings: launch_warnings,
         event_stream,
-    } = (adapter.build_launch)(&spec, mode, &bin)?;
+    } = adapter.launch(&spec, mode, &bin, &client_word()?)?;
     let warnings: Vec<String> = policy_warnings.into_iter().chain(launch_warnings).collect();
     check_argv_limit(&spec, adapter, &command)?;
     // The command agent's program is the task's own first word, found by the pane's shell.
@@ -613,6 +614,17 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(&record))))
 }
 
+/// The cuekit binary as a shell word: an ACP task's pane runs it as the protocol's client.
+fn client_word() -> Result<String> {
+    let exe = std::env::current_exe().map_err(|err| {
+        Error::new(
+            ErrorCode::Io,
+            format!("cannot find the cuekit binary: {err}"),
+        )
+    })?;
+    adapter::shell_word_for_bin(&exe.to_string_lossy())
+}
+
 /// Linux refuses to start a program with an argument over 128 KiB (`MAX_ARG_STRLEN`, the NUL
 /// included): refused before anything starts, rather than ending as "Argument list too long".
 const MAX_ARGV_WORD: usize = 128 * 1024 - 1;
@@ -720,7 +732,7 @@ fn write_task_files(
     setup: Option<&str>,
 ) -> Result<TaskFiles> {
     let unset_env = match mode {
-        Mode::Interactive => adapter.interactive_unset_env,
+        Mode::Interactive | Mode::Acp => adapter.interactive_unset_env,
         Mode::Batch => &[],
     };
     let event_filter = if event_stream {
