@@ -45,7 +45,7 @@ pub use list::{list, status};
 pub use logs::{follow_logs, read_logs, tail_logs};
 pub use merge::merge;
 pub use monitor::run_monitor;
-pub use outcome::TaskResult;
+pub use outcome::{RESULT_FILE, TaskResult};
 pub use reap::reap_orphans;
 pub use remote::{HostError, HostReport, Installed, host_install, hosts};
 pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};
@@ -55,7 +55,7 @@ pub use route::finishes_without_caller;
 pub use steer::{SteerReceipt, steer};
 pub use stream::run_event_filter;
 pub use submit::{Asker, SubmitOutcome, SubmitRequest, submit};
-pub use task::task_of_process;
+pub use task::{task_of_process, task_pane_leader};
 pub use team::{
     TeamResult, TeamSubmitted, TeamSummary, team_ids, team_list, team_result, team_status,
     team_steer, team_submit,

@@ -1,0 +1,68 @@
+//! An ACP task's `result.json`: the session's turns folded into the result every task has
+//! (final text, tool calls, token counts, files changed), with each turn's stop reason.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::session::{Session, Turn};
+use crate::events::ToolCall;
+use crate::ops::TaskResult;
+use crate::status::Status;
+
+/// Tool output kept in a result: enough to see what happened, not the whole of it.
+const EXCERPT_CHARS: usize = 2000;
+
+pub fn result(session: &Session, exit_code: i32, _task_dir: &Path) -> TaskResult {
+    let task_id = std::env::var(crate::process::TASK_ID_VARIABLE).unwrap_or_default();
+    let turns = &session.turns;
+    let ended = turns.iter().any(|turn| turn.stop_reason.is_some());
+    TaskResult {
+        task_id,
+        status: if exit_code == 0 && ended {
+            Status::Completed
+        } else {
+            Status::Failed
+        },
+        reason: None,
+        exit_code: Some(exit_code),
+        agent_session_id: session.session_id().map(str::to_string),
+        model: None,
+        result_event: ended,
+        final_text: turns.last().map(|t| t.text.clone()).unwrap_or_default(),
+        tool_calls: turns.iter().flat_map(tool_calls).collect(),
+        errors: turns
+            .iter()
+            .filter_map(|turn| turn.error.as_ref())
+            .map(|error| json!({"message": error}))
+            .collect(),
+        warnings: Vec::new(),
+        stats: session
+            .usage
+            .map(|(input, output)| json!({"input_tokens": input, "output_tokens": output, "turns": turns.len()})),
+        files_changed: None,
+        parse_errors: Vec::new(),
+        unknown_events: Vec::new(),
+        unknown_fields: serde_json::Map::new(),
+        transcript_tail: None,
+        reports: Vec::new(),
+        turns: turns.clone(),
+    }
+}
+
+fn tool_calls(turn: &Turn) -> Vec<ToolCall> {
+    turn.tool_calls
+        .iter()
+        .map(|call| ToolCall {
+            tool_id: call.id.clone(),
+            name: call.title.clone().unwrap_or_default(),
+            parameters: call.input.clone().unwrap_or(Value::Null),
+            status: call.status.clone().unwrap_or_else(|| "pending".into()),
+            output_excerpt: call
+                .text
+                .as_ref()
+                .map(|text| text.chars().take(EXCERPT_CHARS).collect()),
+            error: None,
+        })
+        .collect()
+}
