@@ -170,7 +170,9 @@ fn worktree_check(cwd: &Path, config: &Config, fix: bool) -> Option<Check> {
         .filter_map(|dir: PathBuf| store::load(&dir).ok()?.worktree.map(|w| w.path))
         .chain(registered)
         .collect();
-    let prefix = config.branch_prefix().value;
+    // The user's prefix (or the built-in), never a project file's: what `--fix` removes is
+    // decided by the user's own settings.
+    let prefix = config.user_branch_prefix();
     let orphans = worktrees::orphans(&listed, &prefix, &known);
     if orphans.is_empty() {
         return Some(Check::new(

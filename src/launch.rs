@@ -166,9 +166,15 @@ pub fn render_launch_script(
         Some(cuekit) => {
             let agent_exit = quote_path(&task_dir.join(AGENT_EXIT_FILE))?;
             let (cuekit, dir) = (quote_path(cuekit)?, quote_path(task_dir)?);
+            // The agent's status comes back through a descriptor, not only the file: on a full
+            // disk the file cannot be written, and a lost status must not read as failure.
             script.push_str(&format!(
-                "(\n(\n{agent_command}\n)\nprintf '%s\\n' \"$?\" > {agent_exit}\n) | {cuekit} __events {dir}\n\
-                 cuekit_code=$(cat {agent_exit} 2>/dev/null)\n\
+                "exec 3>&1\n\
+                 cuekit_code=$(exec 4>&1; {{ (\n{agent_command}\n) 3>&- 4>&-; cuekit_status=$?; \
+                 printf '%s\\n' \"$cuekit_status\" > {agent_exit}; printf '%s\\n' \"$cuekit_status\" >&4; }} \
+                 | {cuekit} __events {dir} >&3 4>&-)\n\
+                 exec 3>&-\n\
+                 [ -n \"$cuekit_code\" ] || cuekit_code=$(cat {agent_exit} 2>/dev/null)\n\
                  [ -n \"$cuekit_code\" ] || cuekit_code=1\n"
             ));
         }
@@ -254,20 +260,49 @@ mod tests {
 
     #[test]
     fn an_event_stream_is_piped_through_the_filter_and_keeps_the_agents_status() {
+        // Run for real: the filter is a stand-in that copies its input; the status file cannot
+        // be written (a folder stands in its place, as on a full disk).
+        let dir = tempfile::tempdir().unwrap();
+        let task = dir.path().join("task");
+        std::fs::create_dir_all(task.join(AGENT_EXIT_FILE)).unwrap();
+        std::fs::write(task.join(TRANSCRIPT_FILE), END_MARKER_TEXT).unwrap();
+        let registered = dir.path().join("registered");
+        std::fs::write(&registered, "").unwrap();
+        // The pane's environment comes from the env file (the script clears the server's).
+        let path = std::env::var("PATH").unwrap_or_default();
+        std::fs::write(
+            task.join(ENV_FILE),
+            render_env_file([("PATH".into(), path)]),
+        )
+        .unwrap();
+        let filter = dir.path().join("filter");
+        std::fs::write(&filter, "#!/bin/sh\nexec cat\n").unwrap();
+        std::fs::set_permissions(&filter, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
         let script = render_launch_script(
             "t_0",
-            "gemini -o stream-json",
+            "echo from-the-agent; exit 7",
             &[],
-            Path::new("/d"),
-            Some(Path::new("/bin/cuekit")),
-            gate(),
+            &task,
+            Some(&filter),
+            StartGate {
+                registered: &registered,
+                pending: &registered,
+            },
             None,
         )
         .unwrap();
-        assert!(script.contains(
-            "(\n(\ngemini -o stream-json\n)\nprintf '%s\\n' \"$?\" > '/d/agent-exit'\n) | '/bin/cuekit' __events '/d'\n\
-             cuekit_code=$(cat '/d/agent-exit' 2>/dev/null)\n[ -n \"$cuekit_code\" ] || cuekit_code=1\n"
-        ), "{script}");
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(&script)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(7), "{script}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("from-the-agent"));
+        assert_eq!(
+            std::fs::read_to_string(task.join(EXIT_CODE_FILE)).unwrap(),
+            "cuekit_exit=7\n"
+        );
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub mod steer;
 pub mod store;
 pub mod tail;
 pub mod team;
+pub mod terminal_text;
 pub mod tmux;
 pub mod top;
 pub mod transcript;

@@ -14,6 +14,8 @@ struct ProcStat {
     pgid: u32,
     /// Its session: a daemon leads its own.
     sid: u32,
+    /// Its controlling terminal's device number (0: none).
+    tty: u32,
     zombie: bool,
     /// Clock ticks after boot when the process started: with the pid, names one process for
     /// the life of the machine.
@@ -31,14 +33,16 @@ fn read_stat(pid: u32) -> Option<ProcStat> {
     let ppid = fields.next()?.parse().ok()?;
     let pgid = fields.next()?.parse().ok()?;
     let sid = fields.next()?.parse().ok()?;
-    // Field 22 of stat; `fields` stands at field 7 now.
-    let start_ticks = fields.nth(15)?.parse().ok()?;
+    let tty = fields.next()?.parse::<i64>().ok()? as u32;
+    // Field 22 of stat; `fields` stands at field 8 now.
+    let start_ticks = fields.nth(14)?.parse().ok()?;
     let zombie = state == "Z" || state == "X";
     Some(ProcStat {
         pid,
         ppid,
         pgid,
         sid,
+        tty,
         zombie,
         start_ticks,
         wait_status: fields
@@ -156,6 +160,12 @@ pub fn ancestry(pid: u32) -> Vec<u32> {
         }
     }
     chain
+}
+
+/// `pid`'s controlling terminal (its device number), if it has one: a process detached with
+/// `setsid` or run by a server (`tmux run-shell`) has none.
+pub fn controlling_terminal(pid: u32) -> Option<u32> {
+    read_stat(pid).map(|stat| stat.tty).filter(|tty| *tty != 0)
 }
 
 /// The task id in the environment `pid` started with (`CUEKIT_TASK_ID=…`), if any.

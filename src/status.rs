@@ -102,23 +102,36 @@ pub enum StreamReport {
     Unfinished,
 }
 
-/// The task's exit status, if it has one: its sentinel's, or else the one tmux reports for its
-/// dead pane, or the one the kernel keeps for the pane's unreaped process (see
-/// [`Observation`]).
+/// The task's exit status, if it has one. The sentinel lies in the project, where the child can
+/// write one before it ends: it counts only once the pane's first process is over (its pane dead,
+/// or gone with that process), and where tmux (`pane_dead_status`) or the kernel (the unreaped
+/// process's status) tells the status, theirs is the word (`launch.sh` exits with the status
+/// it writes). So the sentinel decides only when the pane went with its server, or died of a
+/// signal after writing it.
 pub fn exit_status(
     sentinel: Option<i32>,
     pane: Option<&PaneInfo>,
     unreaped_exit: Option<i32>,
+    leader_alive: bool,
 ) -> Option<i32> {
-    let dead = pane.filter(|pane| pane.dead);
-    sentinel.or_else(|| dead?.dead_status.or(unreaped_exit))
+    match pane {
+        Some(pane) if !pane.dead => None,
+        Some(pane) => pane.dead_status.or(unreaped_exit).or(sentinel),
+        None if leader_alive => None,
+        None => sentinel,
+    }
 }
 
 pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verdict {
     if record.status.is_terminal() {
         return Verdict::Unchanged;
     }
-    if let Some(code) = exit_status(seen.sentinel, seen.pane, seen.unreaped_exit) {
+    if let Some(code) = exit_status(
+        seen.sentinel,
+        seen.pane,
+        seen.unreaped_exit,
+        seen.leader_alive,
+    ) {
         let failed = |reason: &str, hint: String| Ending {
             status: Status::Failed,
             reason: Some(reason.to_string()),
@@ -337,21 +350,39 @@ mod tests {
             (auth.reason.as_deref(), auth.exit_code),
             (Some("auth_missing"), Some(41))
         );
-        // The sentinel, when there is one, is the word.
-        let Verdict::Ended(end) = judge_with(&running, Some(&pane(true, Some(0))), Some(3), at(1))
+        // tmux's word beats a sentinel the child could have written.
+        let Verdict::Ended(end) = judge_with(&running, Some(&pane(true, Some(3))), Some(0), at(1))
         else {
             panic!()
         };
         assert_eq!(end.exit_code, Some(3));
-        // A live pane's status means nothing.
-        assert_eq!(exit_status(None, Some(&pane(false, Some(0))), None), None);
-        // Dead before tmux collected the status: the kernel's word for the unreaped process.
-        assert_eq!(exit_status(None, Some(&pane(true, None)), Some(0)), Some(0));
+        // A live pane's status means nothing, and neither does a sentinel beside a live pane.
         assert_eq!(
-            exit_status(None, Some(&pane(true, Some(3))), Some(0)),
+            exit_status(None, Some(&pane(false, Some(0))), None, true),
+            None
+        );
+        assert_eq!(
+            exit_status(Some(0), Some(&pane(false, None)), None, true),
+            None
+        );
+        // Dead before tmux collected the status: the kernel's word for the unreaped process.
+        assert_eq!(
+            exit_status(None, Some(&pane(true, None)), Some(0), false),
+            Some(0)
+        );
+        assert_eq!(
+            exit_status(None, Some(&pane(true, Some(3))), Some(0), false),
             Some(3)
         );
-        assert_eq!(exit_status(None, None, Some(0)), None);
+        assert_eq!(exit_status(None, None, Some(0), false), None);
+        // Killed by a signal after writing it: the sentinel.
+        assert_eq!(
+            exit_status(Some(4), Some(&pane(true, None)), None, false),
+            Some(4)
+        );
+        // Gone with its server: the sentinel, unless the pane's first process still runs.
+        assert_eq!(exit_status(Some(4), None, None, false), Some(4));
+        assert_eq!(exit_status(Some(0), None, None, true), None);
     }
 
     #[test]
@@ -471,8 +502,13 @@ mod tests {
         );
         // An exit before anyone noticed the deadline is still an exit.
         assert!(matches!(
-            judge_with(&timed, Some(&live), Some(0), at(11)),
+            judge_with(&timed, Some(&pane(true, Some(0))), Some(0), at(11)),
             Verdict::Ended(_)
         ));
+        // A sentinel beside the live pane is not one (the child can write it): the timeout is.
+        assert_eq!(
+            judge_with(&timed, Some(&live), Some(0), at(11)),
+            Verdict::TimeoutDue
+        );
     }
 }

@@ -34,6 +34,15 @@ pub struct TeamMember {
     pub base: Option<String>,
 }
 
+/// A team spec as read: its members, the file they came from and whether the user trusts that
+/// exact content (members that run the `command` agent need it).
+#[derive(Debug, Clone)]
+pub struct TeamSpec {
+    pub path: std::path::PathBuf,
+    pub members: Vec<TeamMember>,
+    pub trust: crate::trust::TrustState,
+}
+
 /// Parses a team spec; `label` names the file in errors.
 pub fn parse_team_spec(text: &str, label: &str) -> Result<Vec<TeamMember>> {
     let members: Vec<TeamMember> = serde_yaml_ng::from_str(text).map_err(|err| {

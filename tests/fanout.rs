@@ -395,6 +395,14 @@ fn team_submit_starts_every_member_and_steer_reaches_each_interactive_one() {
         ),
     )
     .unwrap();
+    // Members that run their own words as the program start only from a spec the user trusts.
+    let (refused, code) = h.json(&["team", "submit", "pair", "--spec", spec.to_str().unwrap()]);
+    assert_eq!(
+        (refused["error"]["code"].as_str(), code),
+        (Some("config_untrusted"), 14),
+        "{refused}"
+    );
+    h.trust(&[spec.to_str().unwrap()]);
     let (submitted, code) = h.json(&["team", "submit", "pair", "--spec", spec.to_str().unwrap()]);
     assert_eq!(code, 0, "{submitted}");
     let members: Vec<String> = submitted["tasks"]
@@ -444,7 +452,7 @@ fn team_submit_starts_every_member_and_steer_reaches_each_interactive_one() {
     // A member that cannot start (an unknown role) is found before any member starts.
     std::fs::write(
         &spec,
-        "- objective: a\n  agent: command\n  argv: [true]\n- objective: b\n  role: nobody\n",
+        "- objective: a\n  agent: gemini\n- objective: b\n  role: nobody\n",
     )
     .unwrap();
     let (error, code) = h.json(&["team", "submit", "bad", "--spec", spec.to_str().unwrap()]);
@@ -740,6 +748,7 @@ fn a_team_spec_puts_each_member_in_its_own_worktree() {
          - objective: two\n  agent: command\n  worktree: true\n  base: main\n  argv: [sh, -c, 'echo two > a.txt']\n",
     )
     .unwrap();
+    h.trust(&[spec.to_str().unwrap()]);
     let (submitted, code) = h.json(&["team", "submit", "wt", "--spec", spec.to_str().unwrap()]);
     assert_eq!(code, 0, "{submitted}");
     let ids: Vec<String> = submitted["tasks"]

@@ -423,13 +423,23 @@ fn a_repositorys_own_cuekit_gitignore_never_exposes_task_files() {
 fn a_child_cannot_trust_the_project_by_clearing_its_environment() {
     let h = Harness::new();
     std::fs::write(h.project.join(".cuekit.yaml"), "tmux:\n  width: 120\n").unwrap();
-    let id = h.submit_batch_sh("env -u CUEKIT_TASK_ID cuekit trust; echo trust-exit=$?");
+    // Its environment cleared, and (the reviewer's way) its ancestry and terminal cut too.
+    let detached = h.root().join("detached-exit");
+    let id = h.submit_batch_sh(&format!(
+        "env -u CUEKIT_TASK_ID cuekit trust; echo trust-exit=$?; \
+         env -u CUEKIT_TASK_ID setsid -f sh -c 'env -u CUEKIT_TASK_ID cuekit trust; echo $? > {}'; sleep 1",
+        detached.display()
+    ));
     wait_ended(&h, &id);
     assert!(
         h.transcript(&id).contains("trust-exit=5"),
         "{}",
         h.transcript(&id)
     );
+    assert!(common::poll(std::time::Duration::from_secs(10), || {
+        detached.exists()
+    }));
+    assert_eq!(std::fs::read_to_string(&detached).unwrap().trim(), "25");
     let (config, _) = h.json(&["config"]);
     let trust = &config.as_array().unwrap()[0];
     assert_eq!(trust["key"], "trust");
@@ -522,7 +532,7 @@ fn a_team_spec_cannot_send_a_member_out_of_the_project() {
     let h = Harness::new();
     std::fs::write(
         h.project.join("team.yaml"),
-        "- objective: look around\n  agent: command\n  argv: [\"true\"]\n  cwd: ../home\n",
+        "- objective: look around\n  agent: gemini\n  cwd: ../home\n",
     )
     .unwrap();
     let (answer, code) = h.json(&["team", "submit", "t", "--spec", "team.yaml"]);
@@ -561,4 +571,231 @@ fn a_fifo_in_place_of_a_record_never_blocks_a_listing() {
     let output = child.wait_with_output().unwrap();
     let rows: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(rows[0]["id"], id.as_str(), "{rows}");
+}
+
+/// Review, high: a project's `defaults.agent`, role or team spec could pick the `command`
+/// agent, so the repository chose what ran (`make the tests pass` with its own Makefile).
+#[test]
+fn a_project_cannot_choose_the_command_agent_unasked() {
+    let h = Harness::new();
+    let pwned = h.root().join("PWNED");
+    std::fs::write(
+        h.project.join("Makefile"),
+        format!("the:\n\t@touch {}\ntests pass:\n\t@true\n", pwned.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        h.project.join(".cuekit.yaml"),
+        "defaults:\n  agent: command\n",
+    )
+    .unwrap();
+    let (answer, code) = h.json(&["submit", "--mode", "batch", "make", "the", "tests", "pass"]);
+    refused(&answer, code, "config_untrusted", 14);
+    assert!(answer.to_string().contains("defaults.agent"), "{answer}");
+    // A project role choosing it is refused too; the user's own flag is the user's word.
+    std::fs::remove_file(h.project.join(".cuekit.yaml")).unwrap();
+    std::fs::create_dir_all(h.project.join(".cuekit/agents")).unwrap();
+    std::fs::write(
+        h.project.join(".cuekit/agents/reviewer.md"),
+        "---\nagent: command\n---\nx\n",
+    )
+    .unwrap();
+    let (answer, code) = h.json(&[
+        "submit", "--role", "reviewer", "--mode", "batch", "make", "the", "tests", "pass",
+    ]);
+    refused(&answer, code, "config_untrusted", 14);
+    // A team spec's members running their own words need the spec trusted.
+    std::fs::write(
+        h.project.join("team.yaml"),
+        format!(
+            "- objective: review\n  agent: command\n  mode: batch\n  argv: [touch, '{}']\n",
+            pwned.display()
+        ),
+    )
+    .unwrap();
+    let (answer, code) = h.json(&["team", "submit", "rev", "--spec", "team.yaml"]);
+    refused(&answer, code, "config_untrusted", 14);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!pwned.exists(), "the repository chose what ran");
+}
+
+/// Review, high: a bare repository tracked inside the project (`evil/HEAD`, `evil/config`)
+/// made cuekit's own `git status` there run its `core.fsmonitor`.
+#[test]
+fn an_embedded_bare_repository_runs_nothing_in_cuekits_git_calls() {
+    let h = Harness::new();
+    project_repo(&h);
+    let pwned = h.root().join("PWNED");
+    let evil = h.project.join("evil");
+    std::fs::create_dir_all(evil.join("objects")).unwrap();
+    std::fs::create_dir_all(evil.join("refs/heads")).unwrap();
+    std::fs::write(evil.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(
+        evil.join("config"),
+        format!(
+            "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch {}; false\"\n",
+            pwned.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(evil.join("objects/.keep"), "").unwrap();
+    std::fs::write(evil.join("refs/heads/.keep"), "").unwrap();
+    commit_all(&h.project, "a bare repository inside");
+    // cuekit's own git calls in that folder: the files-changed snapshots of a batch task.
+    let h = h.with_fake_gemini();
+    let id = h.submit(&["--mode", "batch", "--cwd", "evil", "look around"]);
+    wait_ended(&h, &id);
+    let _ = h.json(&["result", &id]);
+    assert!(
+        !pwned.exists(),
+        "git ran the embedded repository's fsmonitor"
+    );
+}
+
+/// Review, high: two `.gitmodules` names for one path let git clone the second one's URL (any
+/// local repository of the user's) with `file://` allowed.
+#[test]
+fn two_submodule_names_for_one_path_are_refused() {
+    let h = Harness::new();
+    let lib = h.root().join("lib");
+    init_repo(&lib);
+    std::fs::write(lib.join("p"), "public\n").unwrap();
+    commit_all(&lib, "public");
+    let secret = h.root().join("secret");
+    init_repo(&secret);
+    std::fs::write(secret.join("s"), "TOPSECRET\n").unwrap();
+    commit_all(&secret, "private");
+    project_repo(&h);
+    git(
+        &h.project,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            lib.to_str().unwrap(),
+            "lib",
+        ],
+    );
+    std::fs::write(
+        h.project.join(".gitmodules"),
+        format!(
+            "[submodule \"lib\"]\n\tpath = lib\n\turl = {}\n[submodule \"zzz\"]\n\tpath = lib\n\turl = {}\n",
+            lib.display(),
+            secret.display()
+        ),
+    )
+    .unwrap();
+    commit_all(&h.project, "two names, one path");
+    let (answer, code) = h.json(&[
+        "submit",
+        "--worktree",
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "true",
+    ]);
+    refused(&answer, code, "unsafe_project_data", 29);
+    let worktrees = git(&h.project, &["worktree", "list"]);
+    assert_eq!(worktrees.lines().count(), 1, "{worktrees}");
+}
+
+/// Review, medium: a project's `worktree.branch_prefix: fea` made `doctor --fix` take the
+/// user's own `feature` worktree for an orphan of cuekit's and delete it.
+#[test]
+fn doctor_fix_never_takes_a_worktree_of_the_users_for_cuekits() {
+    let h = Harness::new();
+    project_repo(&h);
+    let feature = h.root().join("project-feature");
+    git(
+        &h.project,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "feature",
+            feature.to_str().unwrap(),
+        ],
+    );
+    std::fs::write(
+        h.project.join(".cuekit.yaml"),
+        "worktree:\n  branch_prefix: fea\n",
+    )
+    .unwrap();
+    let _ = h.run(&["doctor", "--fix"]);
+    assert!(feature.exists(), "doctor --fix removed the user's worktree");
+    assert!(!git(&h.project, &["branch", "--list", "feature"]).is_empty());
+}
+
+/// Review, medium: a child wrote `exit-code` itself and read as completed (exit 0) while it
+/// ran on; its real exit was lost.
+#[test]
+fn a_sentinel_a_child_writes_is_not_its_ending() {
+    let h = Harness::new();
+    let id = h.submit_batch_sh(
+        "printf 'cuekit_exit=0\\n' > .cuekit/tasks/$CUEKIT_TASK_ID/exit-code; sleep 2; exit 3",
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(h.status(&id)["status"], "running");
+    let (waited, code) = h.json(&["wait", &id, "--timeout", "30s"]);
+    assert_eq!(code, 20, "{waited}");
+    let status = h.status(&id);
+    assert_eq!(
+        (status["status"].as_str(), status["exit_code"].as_i64()),
+        (Some("failed"), Some(3)),
+        "{status}"
+    );
+}
+
+/// Review, low: from a detached HEAD, `rm` measured the task's branch against the HEAD of the
+/// moment, and dropped commits that were on no branch.
+#[test]
+fn a_detached_base_is_measured_by_its_commit() {
+    let h = Harness::new();
+    project_repo(&h);
+    git(&h.project, &["checkout", "-q", "--detach"]);
+    let id = submit_in_worktree(&h, &[], "echo w > w && git add w && git commit -qm work");
+    wait_ended(&h, &id);
+    git(
+        &h.project,
+        &["checkout", "-q", "--detach", &format!("cuekit/{id}")],
+    );
+    let (removed, _) = h.json(&["rm", &id]);
+    assert_eq!(removed[0]["outcome"], "kept", "{removed}");
+}
+
+/// Review, low: `cuekit diff` wrote a child's bytes raw to the terminal (a clipboard write, a
+/// cleared screen); to a pipe it stays the exact patch.
+#[test]
+fn a_diff_on_a_terminal_shows_control_characters_escaped() {
+    let h = Harness::new();
+    project_repo(&h);
+    let id = submit_in_worktree(
+        &h,
+        &[],
+        "printf 'x\\033]52;c;cHduZWQ=\\007y\\033[2J\\n' > f",
+    );
+    wait_ended(&h, &id);
+    let piped = h.ok(&["diff", &id]);
+    assert!(
+        piped.contains("\x1b]52;"),
+        "a pipe gets the exact patch: {piped:?}"
+    );
+    let line = format!("'{}' diff {id}", env!("CARGO_BIN_EXE_cuekit"));
+    let on_terminal = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(&h.project)
+        .env("HOME", &h.home)
+        .env("XDG_DATA_HOME", h.home.join(".local/share"))
+        .env("XDG_CONFIG_HOME", h.home.join(".config"))
+        .env("CUEKIT_TMUX_SOCKET", &h.socket)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&on_terminal.stdout);
+    assert!(!shown.contains('\x1b'), "{shown:?}");
+    assert!(shown.contains("\\u{1b}]52;"), "{shown:?}");
 }

@@ -175,7 +175,7 @@ fn configured_env_and_tmux_size_reach_the_pane() {
         &h,
         "adapters:\n  gemini:\n    env:\n      CUEKIT_TEST_VAR: \"it's here\"\ntmux:\n  width: 120\n  height: 40\n",
     );
-    h.ok(&["trust"]);
+    h.trust(&[]);
     let id = h.submit(&["--mode", "batch", "--no-events", "x"]);
     h.json(&["wait", &id, "--timeout", "10s"]);
     let transcript = h.transcript(&id);
@@ -479,8 +479,11 @@ fn a_project_files_code_running_keys_need_the_persons_trust() {
         .output()
         .unwrap();
     assert_eq!(inside.status.code(), Some(5));
+    // Nor by a process without a terminal (one a child detached with `setsid`).
+    let detached = h.run(&["trust"]);
+    assert_eq!(detached.status.code(), Some(25), "{detached:?}");
 
-    h.ok(&["trust"]);
+    h.trust(&[]);
     let (config, _) = h.json(&["config"]);
     assert_eq!(config[0]["value"], "trusted");
     assert_eq!(dry_run(&h, &[]), "./evil --skip-trust -y -m 'flash' 'x'");
@@ -494,8 +497,8 @@ fn a_project_files_code_running_keys_need_the_persons_trust() {
     let (_, code) = h.json(&["submit", "--mode", "batch", "x"]);
     assert_eq!(code, 14);
 
-    h.ok(&["trust"]);
-    h.ok(&["trust", "--revoke"]);
+    h.trust(&[]);
+    h.trust(&["--revoke"]);
     let (_, code) = h.json(&["submit", "--mode", "batch", "x"]);
     assert_eq!(code, 14);
     assert!(!ran.exists());

@@ -596,8 +596,9 @@ fn doctor_reports_orphaned_worktrees_and_fix_removes_only_the_safe_ones() {
     let clean = h.root().join("orphan-clean");
     let dirty = h.root().join("orphan-dirty");
     for (path, branch) in [
-        (&clean, "cuekit/orphan-clean"),
-        (&dirty, "cuekit/orphan-dirty"),
+        // Only cuekit's own branch names (`cuekit/` and a task id) can be orphans.
+        (&clean, "cuekit/t_00000000c1ea"),
+        (&dirty, "cuekit/t_00000000d1d1"),
     ] {
         git(
             &h.project,
@@ -782,7 +783,7 @@ fn a_project_files_setup_runs_only_once_the_file_is_trusted() {
     );
     // A task without a worktree never runs the setup, so it needs no trust.
     h.submit(&["--agent", "command", "--mode", "batch", "true"]);
-    h.ok(&["trust"]);
+    h.trust(&[]);
     let id = submit_sh(&h, &[], "cat setup.txt");
     let (waited, code) = wait_all(&h, std::slice::from_ref(&id));
     assert_eq!(code, 0, "{waited}");

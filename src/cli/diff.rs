@@ -21,7 +21,12 @@ pub fn run(args: &DiffArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         return Ok(0);
     }
     if let Some(patch) = &diff.patch {
-        print!("{patch}");
+        // Exact bytes for a pipe (`git apply`); on a terminal, a child's file must not drive it.
+        if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            print!("{}", crate::terminal_text::visible(patch));
+        } else {
+            print!("{patch}");
+        }
         return Ok(0);
     }
     for file in &diff.files {

@@ -174,6 +174,16 @@ pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         .with_hint("run it yourself, in your own shell")
         .into());
     }
+    // A person runs it at a terminal; a process that detached from its own (`setsid`, a
+    // server's `run-shell`) is not one.
+    if crate::process::controlling_terminal(std::process::id()).is_none() {
+        return Err(Error::new(
+            ErrorCode::NotATerminal,
+            "`cuekit trust` runs only at a terminal: trust is a person's decision",
+        )
+        .with_hint("run it yourself, in your own terminal")
+        .into());
+    }
     let file = match &args.file {
         Some(file) => file.clone(),
         None => crate::config::project_file(cwd).ok_or_else(|| {
@@ -184,8 +194,7 @@ pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     let (path, state) = if args.revoke {
         (crate::trust::revoke(&file)?, "untrusted")
     } else {
-        // Only a file that parses can be trusted: a broken one is refused with its location.
-        crate::config::parse_file(&file)?;
+        crate::trust::check_trustable(&file)?;
         (crate::trust::trust(&file)?, "trusted")
     };
     if json {

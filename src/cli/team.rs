@@ -22,12 +22,17 @@ pub enum TeamCommand {
 pub fn run(command: &TeamCommand, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     match command {
         TeamCommand::Submit { name, spec } => {
-            let text = super::utf8(
-                crate::project::files::read_named(spec)?,
-                &format!("the team spec in {}", spec.display()),
-            )?;
+            let bytes = crate::project::files::read_named(spec)?;
+            let path = std::fs::canonicalize(spec).unwrap_or_else(|_| spec.clone());
+            let trust = crate::trust::state(&path, &bytes);
+            let text = super::utf8(bytes, &format!("the team spec in {}", spec.display()))?;
             let members = parse_team_spec(&text, &spec.display().to_string())?;
-            let submitted = ops::team_submit(name, members, cwd)?;
+            let spec = crate::team::TeamSpec {
+                path,
+                members,
+                trust,
+            };
+            let submitted = ops::team_submit(name, &spec, cwd)?;
             if json {
                 print_json(&submitted);
                 return Ok(0);

@@ -48,8 +48,9 @@ pub struct KeyRule {
     pub key: &'static str,
     pub class: KeyClass,
     pub rule: &'static str,
-    /// For [`KeyClass::PlacesFiles`]: the proof that a value is harmless; `None` when every
-    /// value is (the checks that make it so happen where the value is used).
+    /// The proof that a value is harmless without trust. For [`KeyClass::PlacesFiles`], `None`
+    /// means every value is (the checks that make it so happen where the value is used); for
+    /// [`KeyClass::RunsCode`], that no value is.
     proven: Option<fn(&Value) -> bool>,
 }
 
@@ -64,7 +65,12 @@ const fn key(key: &'static str, class: KeyClass, rule: &'static str) -> KeyRule 
 
 /// Every key of the config file. `docs/guides/trust-and-faults.md` prints this table.
 pub const KEYS: &[KeyRule] = &[
-    key("defaults.agent", KeyClass::Plain, "a known adapter"),
+    KeyRule {
+        key: "defaults.agent",
+        class: KeyClass::RunsCode,
+        rule: "a known adapter; the `command` agent runs the task's own words, so it needs a trusted project file",
+        proven: Some(not_the_command_agent),
+    },
     key(
         "defaults.model",
         KeyClass::Plain,
@@ -300,10 +306,13 @@ fn decide(rule: &KeyRule, value: &Value, trusted: bool) -> (bool, String) {
             ),
         ),
         KeyClass::RunsCode if trusted => (true, String::new()),
-        KeyClass::RunsCode => (
-            false,
-            "it runs code, and the file is not trusted".to_string(),
-        ),
+        KeyClass::RunsCode => match rule.proven {
+            Some(proof) if proof(value) => (true, String::new()),
+            _ => (
+                false,
+                "it runs code, and the file is not trusted".to_string(),
+            ),
+        },
         KeyClass::PlacesFiles => match rule.proven {
             None => (true, String::new()),
             Some(_) if trusted => (true, String::new()),
@@ -347,6 +356,13 @@ fn name_withheld(
             why,
         }),
     }
+}
+
+/// `defaults.agent` names one of the agents the user installed, except `command`: that one runs
+/// the task's own words, which a cloned repository would then choose (`make` with its own
+/// Makefile).
+fn not_the_command_agent(value: &Value) -> bool {
+    value.as_str().is_some_and(|agent| agent != "command")
 }
 
 /// `worktree.dir` under the default's own root: the text starts `{repo}.worktrees/` and no
@@ -417,7 +433,7 @@ mod tests {
 
     #[test]
     fn an_untrusted_file_keeps_only_what_its_classes_allow() {
-        let text = "defaults:\n  model: flash\n  worktree: true\n\
+        let text = "defaults:\n  agent: command\n  model: flash\n  worktree: true\n\
                     adapters:\n  gemini:\n    bin: /x\n    env:\n      A: a\n      B: b\n    permissions: prompt\n\
                     tmux:\n  socket: default\n  width: 120\n\
                     worktree:\n  dir: \"{id}/../../.config/git\"\n  setup: make\n\
@@ -428,6 +444,7 @@ mod tests {
         assert_eq!(
             withheld,
             [
+                "defaults.agent",
                 "adapters.gemini.bin",
                 "adapters.gemini.env.A",
                 "adapters.gemini.env.B",

@@ -35,6 +35,7 @@ use crate::spec::Mode;
 use crate::trust::TrustState;
 
 pub const PROJECT_FILE: &str = ".cuekit.yaml";
+const AGENT_KEY: &str = "defaults.agent";
 const USER_FILE: &str = "config.yaml";
 
 /// The hook commands that apply to a task, each with the file it came from.
@@ -161,9 +162,24 @@ impl Config {
     /// therefore not used (trusting the file would make them apply).
     pub fn untrusted_code_keys(&self, kind: &str) -> Vec<String> {
         self.withheld_for(kind)
-            .filter(|w| w.class == KeyClass::RunsCode && !w.key.starts_with("worktree."))
+            .filter(|w| {
+                w.class == KeyClass::RunsCode
+                    && !w.key.starts_with("worktree.")
+                    && w.key != AGENT_KEY
+            })
             .map(|w| w.key.clone())
             .collect()
+    }
+
+    /// The error a submit gets when its agent would come from the project file's
+    /// `defaults.agent` and that names the `command` agent without the file being trusted.
+    pub fn refuse_untrusted_agent(&self) -> Result<()> {
+        let withheld = self.withheld.iter().any(|w| w.key == AGENT_KEY);
+        self.refuse_keys(if withheld {
+            vec![AGENT_KEY.to_string()]
+        } else {
+            Vec::new()
+        })
     }
 
     /// Warnings for a task of agent `kind`: what the project file sets that is ignored without
@@ -445,6 +461,16 @@ impl Config {
     pub fn branch_prefix(&self) -> Setting<String> {
         self.pick(|f| f.worktree.branch_prefix.clone())
             .unwrap_or_else(|| built_in(crate::git::plan::DEFAULT_BRANCH_PREFIX.to_string()))
+    }
+
+    /// `worktree.branch_prefix` as the user's own file (or the built-in) sets it: what decides
+    /// which worktrees `doctor --fix` may take for cuekit's.
+    pub fn user_branch_prefix(&self) -> String {
+        self.layers
+            .iter()
+            .filter(|(source, _)| !matches!(source, Source::Project(_)))
+            .find_map(|(_, file)| file.worktree.branch_prefix.clone())
+            .unwrap_or_else(|| crate::git::plan::DEFAULT_BRANCH_PREFIX.to_string())
     }
 
     pub fn worktree_copy(&self) -> Option<Setting<Vec<String>>> {

@@ -28,16 +28,16 @@ pub fn submodule_from_local(path: &str) -> Vec<OsString> {
 
 /// The config [`submodule_from_local`] runs with: the submodule's URL is the main checkout's
 /// copy, and `protocol.file` is allowed for this one command (the source is the user's own
-/// checkout). Returned as `GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n` variables: git takes a key
-/// given there whole, so a name holding `=` or a second key cannot split it.
+/// checkout). Given to git as `GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n` ([`config_env`]): git takes a
+/// key given there whole, so a name holding `=` or a second key cannot split it.
 pub fn submodule_from_local_config(name: &str, local: &Path) -> Vec<(String, OsString)> {
-    config_env(&[
+    vec![
         ("protocol.file.allow".to_string(), OsString::from("always")),
         (
             format!("submodule.{name}.url"),
             local.as_os_str().to_owned(),
         ),
-    ])
+    ]
 }
 
 /// Config entries as git's environment (git 2.31+).
@@ -173,8 +173,8 @@ mod tests {
             words(&["submodule", "update", "--init", "--", "lib"])
         );
         // The audit's name: with `-c` it set `submodule.a.update=!touch…`; here it is one key.
-        let env = submodule_from_local_config("a.update=!touch x #", Path::new("/r/lib"));
-        let env: Vec<(String, String)> = env
+        let config = submodule_from_local_config("a.update=!touch x #", Path::new("/r/lib"));
+        let env: Vec<(String, String)> = config_env(&config)
             .into_iter()
             .map(|(k, v)| (k, v.into_string().unwrap()))
             .collect();

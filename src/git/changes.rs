@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::SystemTime;
 
 use serde::Serialize;
@@ -25,15 +24,10 @@ pub struct ChangedFile {
     pub status: String,
 }
 
+/// Through [`super::Git`], with its guards (the folder may hold a bare repository a cloned
+/// repository tracks).
 fn git(dir: &Path, args: &[&str]) -> Option<Vec<u8>> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
+    let output = super::Git::new(dir).output(args).ok()?;
     output.status.success().then_some(output.stdout)
 }
 
@@ -104,6 +98,7 @@ impl Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     fn git_ok(dir: &Path, args: &[&str]) {
         assert!(

@@ -114,7 +114,7 @@ pub fn plan(request: &Request) -> Result<Plan> {
     let base_full_ref = git
         .line(["rev-parse", "--symbolic-full-name", &base_ref])
         .ok()
-        .filter(|full| full.starts_with("refs/") || full == "HEAD");
+        .filter(|full| full.starts_with("refs/"));
     let branch = plan::branch_name(request.branch, request.branch_prefix, request.task_id);
 
     // A name built from the built-in prefix and a fresh random id is valid and free; checking

@@ -13,7 +13,7 @@ pub mod plan;
 pub mod submodules;
 pub mod worktrees;
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -39,11 +39,34 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        self.command_with(args, &[])
+    }
+
+    /// git with cuekit's own config entries first, then `extra`, all out of band.
+    ///
+    /// cuekit runs git in folders a repository filled: a bare repository tracked inside it
+    /// (`evil/HEAD`, `evil/config`) would be found as the repository and its `core.fsmonitor`
+    /// run. `safe.bareRepository=explicit` finds only the work tree's own repository, and no
+    /// fsmonitor runs for cuekit's calls.
+    fn command_with<I, S>(&self, args: I, extra: &[(String, OsString)]) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut config = vec![
+            (
+                "safe.bareRepository".to_string(),
+                OsString::from("explicit"),
+            ),
+            ("core.fsmonitor".to_string(), OsString::from("false")),
+        ];
+        config.extend(extra.iter().cloned());
         let mut command = Command::new("git");
         command
             .arg("-C")
             .arg(&self.dir)
             .args(args)
+            .envs(args::config_env(&config))
             // Never wait on an editor or a credential prompt: nobody is at this terminal.
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_EDITOR", "true")
@@ -72,18 +95,17 @@ impl Git {
         command.output().map_err(cannot_run)
     }
 
-    /// Runs git with `env` added and `input` on its stdin; a non-zero exit is an error quoting
-    /// git's stderr.
+    /// Runs git with the config entries `config` added (out of band) and `input` on its stdin;
+    /// a non-zero exit is an error quoting git's stderr.
     pub fn run_with(
         &self,
-        args: &[std::ffi::OsString],
-        env: &[(String, std::ffi::OsString)],
+        args: &[OsString],
+        config: &[(String, OsString)],
         input: &[u8],
     ) -> Result<String> {
         use std::io::Write;
-        let mut command = self.command(args);
+        let mut command = self.command_with(args, config);
         command
-            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -40,28 +40,33 @@ fn init_at(worktree: &Path, main: &Path, depth: usize) -> Result<()> {
         &[],
         &bytes,
     )?;
-    let main_root = Root::new(main)?;
+    // The main checkout may lack the submodule (never initialised there): then nothing is
+    // taken from it, and nested ones come from their URLs too.
+    let main_root = Root::new(main).ok();
     for submodule in gitmodules::from_config_list(&listing)? {
         if !is_gitlink(&tree, &submodule.path)? {
             continue;
         }
-        let inside = tree_root.prove_no_links(Path::new(&submodule.path))?;
-        let local = main_root.prove_no_links(Path::new(&submodule.path))?;
-        let local_checkout = is_real_dir(&local) && local.join(".git").exists();
-        if local_checkout {
-            from_local(&tree, &submodule, &local, &inside)?;
-            if depth < MAX_DEPTH {
-                init_at(&inside, &local, depth + 1)?;
+        let relative = Path::new(&submodule.path);
+        let inside = tree_root.prove_no_links(relative)?;
+        let local = match &main_root {
+            Some(root) => Some(root.prove_no_links(relative)?),
+            None => None,
+        };
+        let local_copy = local
+            .clone()
+            .filter(|local| is_real_dir(local) && local.join(".git").exists());
+        match &local_copy {
+            Some(local) => from_local(&tree, &submodule, local, &inside)?,
+            // From its URL, one level: nested ones are proven and initialised in turn too.
+            None => {
+                tree.run(["submodule", "update", "--init", "--", &submodule.path])?;
+                tree_root.prove_real_dir(relative)?;
             }
-        } else {
-            tree.run([
-                "submodule",
-                "update",
-                "--init",
-                "--recursive",
-                "--",
-                &submodule.path,
-            ])?;
+        }
+        if depth < MAX_DEPTH {
+            let nested_main = local.unwrap_or_else(|| main.join(relative));
+            init_at(&inside, &nested_main, depth + 1)?;
         }
     }
     Ok(())

@@ -37,8 +37,10 @@ pub fn checked_out(worktrees: &[Worktree], branch: &str) -> Option<PathBuf> {
         .map(|w| w.path.clone())
 }
 
-/// Worktrees on a cuekit branch (`prefix`) that no task record names: left by a crash, a
-/// deleted task directory, or a hand-made `git worktree add`.
+/// Worktrees on a branch cuekit names for a task (`<prefix>t_<12 hex>`, exactly) that no task
+/// record names: left by a crash, a deleted task directory. A branch of any other name is never
+/// one of cuekit's, whatever its prefix (a project's `branch_prefix: fea` must not make the
+/// user's `feature` worktree an orphan).
 pub fn orphans<'a>(
     worktrees: &'a [Worktree],
     prefix: &str,
@@ -46,7 +48,12 @@ pub fn orphans<'a>(
 ) -> Vec<&'a Worktree> {
     worktrees
         .iter()
-        .filter(|w| w.branch.as_deref().is_some_and(|b| b.starts_with(prefix)))
+        .filter(|w| {
+            w.branch
+                .as_deref()
+                .and_then(|b| b.strip_prefix(prefix))
+                .is_some_and(crate::store::is_task_id)
+        })
         .filter(|w| !known.contains(&w.path))
         .collect()
 }
@@ -92,14 +99,18 @@ mod tests {
 
     #[test]
     fn porcelain_is_parsed_into_worktrees_with_their_branches() {
-        let text = "worktree /r\0HEAD aaa\0branch refs/heads/main\0\0worktree /r.wt/t_1\0HEAD bbb\0detached\0\0worktree /x\0HEAD ccc\0branch refs/heads/cuekit/t_2\0locked\0\0";
+        let text = "worktree /r\0HEAD aaa\0branch refs/heads/main\0\0worktree /r.wt/t_1\0HEAD bbb\0detached\0\0worktree /x\0HEAD ccc\0branch refs/heads/cuekit/t_0123456789ab\0locked\0\0worktree /y\0HEAD ddd\0branch refs/heads/cuekit/feature\0\0";
         let list = parse(text);
-        assert_eq!(list.len(), 3);
+        assert_eq!(list.len(), 4);
         assert_eq!(list[0].branch.as_deref(), Some("main"));
         assert_eq!(list[1].branch, None);
-        assert_eq!(checked_out(&list, "cuekit/t_2"), Some(PathBuf::from("/x")));
+        assert_eq!(
+            checked_out(&list, "cuekit/t_0123456789ab"),
+            Some(PathBuf::from("/x"))
+        );
         assert_eq!(checked_out(&list, "other"), None);
         let known = [PathBuf::from("/elsewhere")];
+        // `cuekit/feature` is no task's branch: never an orphan.
         let orphans = orphans(&list, "cuekit/", &known);
         assert_eq!(orphans.len(), 1);
         assert_eq!(orphans[0].path, PathBuf::from("/x"));

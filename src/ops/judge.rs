@@ -272,20 +272,20 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
         .iter()
         .filter(|t| !t.record.status.is_terminal())
         .collect();
+    // Every running task's server is looked at, sentinel or not: a sentinel beside a live pane
+    // is not an ending (the child can write one).
     let mut snapshots: HashMap<Socket, Snapshot> = HashMap::new();
     let mut screens = HashMap::new();
     if let [task] = running.as_slice() {
-        if read_sentinel(&task.record).is_none() {
-            let (snapshot, screen) = look_at_one(task);
-            if let Some((pane_id, screen)) = screen {
-                screens.insert((task.placement.socket.clone(), pane_id), screen);
-            }
-            snapshots.insert(task.placement.socket.clone(), snapshot);
+        let (snapshot, screen) = look_at_one(task);
+        if let Some((pane_id, screen)) = screen {
+            screens.insert((task.placement.socket.clone(), pane_id), screen);
         }
+        snapshots.insert(task.placement.socket.clone(), snapshot);
     } else {
         for task in &running {
             let socket = &task.placement.socket;
-            if !snapshots.contains_key(socket) && read_sentinel(&task.record).is_none() {
+            if !snapshots.contains_key(socket) {
                 snapshots.insert(socket.clone(), look_at_server(socket));
             }
         }
@@ -315,7 +315,10 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
                 None => None,
             };
             let sentinel = read_sentinel(&task.record);
-            if sentinel.is_none() && panes.is_none() {
+            // Only "no server" / "no such session" hides a pane: before that (or a sentinel
+            // while tmux cannot be asked) is believed, one read in /proc.
+            let leader_alive = || task.group_leader().is_some_and(|leader| leader.is_alive());
+            if panes.is_none() && (sentinel.is_none() || leader_alive()) {
                 // tmux cannot be asked: nothing can be concluded about a live pane.
                 return Ok(task);
             }
@@ -323,10 +326,14 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
             let adapter = adapter::lookup(&task.record.spec.agent_kind)?;
             // Read only for a pane tmux shows dead without its status: one read in /proc.
             let unreaped_exit = pane
-                .filter(|pane| pane.dead && pane.dead_status.is_none() && sentinel.is_none())
+                .filter(|pane| pane.dead && pane.dead_status.is_none())
                 .and_then(|_| task.group_leader()?.unreaped_exit_status());
+            let leader_alive = pane.is_none_or(|pane| pane.dead && pane.dead_status.is_none())
+                && unreaped_exit.is_none()
+                && leader_alive();
             let stream = (task.record.event_stream
-                && crate::status::exit_status(sentinel, pane, unreaped_exit) == Some(0))
+                && crate::status::exit_status(sentinel, pane, unreaped_exit, leader_alive)
+                    == Some(0))
             .then(|| super::outcome::stream_report(&task.record));
             let seen = Observation {
                 pane,
@@ -334,12 +341,7 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
                 now,
                 stream,
                 setup_failed: task.record.task_dir.join(SETUP_FAILED_FILE).exists(),
-                // Only "no server" / "no such session" hides a pane: before that is believed,
-                // one read in /proc.
-                leader_alive: pane.is_none_or(|pane| pane.dead && pane.dead_status.is_none())
-                    && sentinel.is_none()
-                    && unreaped_exit.is_none()
-                    && task.group_leader().is_some_and(|leader| leader.is_alive()),
+                leader_alive,
                 unreaped_exit,
             };
             match judge(&task.record, adapter, &seen) {

@@ -86,18 +86,44 @@ pub enum SubmitOutcome {
 }
 
 /// The agent a request runs: flag, else the resumed task's, else the role's, else the config's.
+///
+/// The `command` agent runs the task's own words: a project's role or team spec may not choose
+/// it (they are the repository's word), nor an untrusted project file (its `defaults.agent` is
+/// then withheld, and a submit that would have used it is refused).
 fn agent_kind(
     request: &SubmitRequest,
     config: &Config,
     resumed: Option<&TaskRecord>,
     role: Option<&Role>,
-) -> String {
-    request
+) -> Result<String> {
+    if let Some(agent) = request
         .agent
         .clone()
         .or_else(|| resumed.map(|r| r.spec.agent_kind.clone()))
-        .or_else(|| role.and_then(|r| r.agent.clone()))
-        .unwrap_or_else(|| config.agent().value)
+    {
+        return Ok(agent);
+    }
+    if let Some(role) = role
+        && let Some(agent) = &role.agent
+    {
+        let from_project = role
+            .layers
+            .iter()
+            .any(|layer| matches!(layer, crate::role::RoleSource::Project(_)));
+        if agent == "command" && from_project {
+            return Err(Error::new(
+                ErrorCode::ConfigUntrusted,
+                format!(
+                    "the project's role '{}' chooses the command agent, which runs the task's own words",
+                    role.name
+                ),
+            )
+            .with_hint("pass `--agent command` yourself if that is what you want"));
+        }
+        return Ok(agent.clone());
+    }
+    config.refuse_untrusted_agent()?;
+    Ok(config.agent().value)
 }
 
 /// The task spec with the role and the configuration applied (flag > role > project file >
@@ -338,7 +364,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         &config,
         resumed.as_ref().map(|r| &r.record),
         role.as_ref(),
-    ))?;
+    )?)?;
     config.refuse_untrusted(adapter.kind())?;
     let (mut spec, policy_warnings) = resolve_spec(&request, &config, adapter, role.as_ref());
     if !adapter.runs_argv {

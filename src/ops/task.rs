@@ -327,7 +327,9 @@ fn disagreement(placement: &Placement, record: &TaskRecord, dir: &Path) -> Optio
 
 /// The task whose pane `pid` runs in, judged by the kernel rather than by `pid`'s own
 /// environment (`env -u CUEKIT_TASK_ID` clears that): an ancestor started with a task's id in
-/// its environment, or an ancestor that is a registered task's pane process.
+/// its environment, an ancestor that is a registered task's pane process, or a controlling
+/// terminal that is a registered task's pane (an ancestry cut by `setsid` keeps its terminal,
+/// unless it gave that up too — which [`crate::process::controlling_terminal`] tells).
 pub fn task_of_process(pid: u32) -> Option<String> {
     let chain = crate::process::ancestry(pid);
     if let Some(id) = chain
@@ -336,10 +338,13 @@ pub fn task_of_process(pid: u32) -> Option<String> {
     {
         return Some(id);
     }
+    let terminal = crate::process::controlling_terminal(pid);
     store::registered_ids().ok()?.into_iter().find(|id| {
         store::pane_start(id).is_some_and(|pane| {
-            chain.contains(&pane.pane_pid)
-                && crate::process::start_ticks(pane.pane_pid) == pane.start_ticks
+            let ours = crate::process::start_ticks(pane.pane_pid) == pane.start_ticks;
+            ours && (chain.contains(&pane.pane_pid)
+                || terminal.is_some()
+                    && crate::process::controlling_terminal(pane.pane_pid) == terminal)
         })
     })
 }

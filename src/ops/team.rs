@@ -15,7 +15,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::spec::Mode;
 use crate::status::Status;
 use crate::store::TaskRecord;
-use crate::team::TeamMember;
+use crate::team::TeamSpec;
 
 fn members(name: &str) -> Result<Vec<TaskRecord>> {
     crate::team::check_name(name)?;
@@ -156,11 +156,37 @@ pub struct TeamSubmitted {
 /// Submits every member into team `name`. All roles and agents are checked before the first
 /// member starts; a member that still fails to start stops the rest, and the error names the
 /// members already running (they carry the label, so `cancel --team` reaches them).
-pub fn team_submit(name: &str, members: Vec<TeamMember>, cwd: &Path) -> Result<TeamSubmitted> {
+///
+/// The spec is the repository's word: a member that runs the `command` agent (its own words
+/// as the program) starts only from a spec the user trusted (`cuekit trust SPEC`), as the keys
+/// of a project file that run code do.
+pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmitted> {
     crate::team::check_name(name)?;
+    let members = spec.members.clone();
     if members.is_empty() {
         return Err(Error::invalid_input("the team spec lists no members")
             .with_hint("list at least one `- objective: …`"));
+    }
+    let commands: Vec<String> = members
+        .iter()
+        .enumerate()
+        .filter(|(_, member)| member.agent.as_deref() == Some("command"))
+        .map(|(index, _)| (index + 1).to_string())
+        .collect();
+    if !commands.is_empty() && spec.trust != crate::trust::TrustState::Trusted {
+        return Err(Error::new(
+            ErrorCode::ConfigUntrusted,
+            format!(
+                "{} is {} and its members {} run the command agent (their own words as the program)",
+                spec.path.display(),
+                spec.trust.as_str(),
+                commands.join(", ")
+            ),
+        )
+        .with_hint(format!(
+            "read the spec; if you trust it, run `cuekit trust {}`",
+            crate::launch::single_quote(&spec.path.to_string_lossy()).unwrap_or_default()
+        )));
     }
     // A member works inside the folder the team is submitted from: the spec is the
     // repository's word, and may not send an agent with its bypass flag into another project.

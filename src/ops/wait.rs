@@ -16,6 +16,8 @@ const SENTINEL_TICK: Duration = Duration::from_millis(10);
 /// Panes that vanish without a sentinel, cancels by other processes, due timeouts and screens
 /// are looked at by a full refresh at this pace.
 const FULL_REFRESH_EVERY: Duration = Duration::from_millis(250);
+/// How soon a task with a sentinel but a live pane is looked at again.
+const SENTINEL_SETTLE: Duration = Duration::from_millis(40);
 /// A child must be seen needing a human for this long before `--until input-required` returns,
 /// so a screen caught between two frames of a redraw does not end the wait.
 const ATTENTION_SETTLE: Duration = Duration::from_millis(500);
@@ -215,11 +217,18 @@ fn wait_for_change(
     timeout: Option<Duration>,
 ) {
     let since = Instant::now();
-    while since.elapsed() < FULL_REFRESH_EVERY
-        && timeout.is_none_or(|limit| started.elapsed() < limit)
-    {
+    // A sentinel already there beside a running task: its pane had not ended at the last look
+    // (it was about to, or the child wrote the file itself). Looked at again soon, not at
+    // every tick.
+    let settling = refreshed.tasks.iter().any(|t| sentinel_appeared(&t.record));
+    let refresh_every = if settling {
+        SENTINEL_SETTLE
+    } else {
+        FULL_REFRESH_EVERY
+    };
+    while since.elapsed() < refresh_every && timeout.is_none_or(|limit| started.elapsed() < limit) {
         std::thread::sleep(SENTINEL_TICK);
-        if refreshed.tasks.iter().any(|t| sentinel_appeared(&t.record)) {
+        if !settling && refreshed.tasks.iter().any(|t| sentinel_appeared(&t.record)) {
             return;
         }
         if stamps.is_some_and(|stamps| record_stamps(dirs) != stamps) {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 
 pub const FILE: &str = ".gitmodules";
 
@@ -48,6 +48,19 @@ pub fn from_config_list(listing: &str) -> Result<Vec<Submodule>> {
         if let Some(url) = &url {
             super::names::option_value("submodule URL", url)?;
         }
+        if let Some(other) = submodules.iter().find(|s: &&Submodule| s.path == path) {
+            // git takes one of them for the path, and not necessarily the one cuekit would
+            // point at the main checkout's copy: the other's URL (any local repository)
+            // would be cloned with `file://` allowed.
+            return Err(Error::new(
+                ErrorCode::UnsafeProjectData,
+                format!(
+                    "submodules {:?} and {name:?} share the path {path:?} in {FILE}",
+                    other.name
+                ),
+            )
+            .with_hint("a path belongs to one submodule: fix .gitmodules"));
+        }
         submodules.push(Submodule { name, path, url });
     }
     Ok(submodules)
@@ -83,6 +96,8 @@ mod tests {
             "submodule.lib.path\n../../.ssh\0",
             "submodule.lib.path\nlib\0submodule.lib.url\n--upload-pack=x\0",
             "submodule.-x.path\nlib\0",
+            // Two names for one path: which one git takes is not cuekit's to guess.
+            "submodule.lib.path\nlib\0submodule.zzz.path\nlib\0submodule.zzz.url\n/secret\0",
         ] {
             let err = from_config_list(bad).unwrap_err();
             assert_eq!(err.code, ErrorCode::UnsafeProjectData, "{bad:?}");

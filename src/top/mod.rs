@@ -209,13 +209,16 @@ fn carry_out(
         Effect::Diff(task_id) => {
             return paged(terminal, sender, || {
                 let diff = ops::diff(&task_id, cwd, true)?;
-                page_text(diff.patch.unwrap_or_default().as_bytes())
+                let patch = diff.patch.unwrap_or_default();
+                // The pager may pass escapes through (`less -R`): a child's file must not.
+                page_text(crate::terminal_text::visible(&patch).as_bytes())
             });
         }
         Effect::Result(task_id) => {
             return paged(terminal, sender, || {
                 let result = ops::result(&task_id, cwd)?;
-                page_text(crate::result_text::text(&result).as_bytes())
+                let text = crate::result_text::text(&result);
+                page_text(crate::terminal_text::visible(&text).as_bytes())
             });
         }
     }

@@ -103,7 +103,11 @@ impl Harness {
     }
 
     pub fn cuekit(&self) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cuekit"));
+        self.cuekit_env(Command::new(env!("CARGO_BIN_EXE_cuekit")))
+    }
+
+    /// `command` with the harness's environment (HOME, PATH with bin/, the private tmux server).
+    fn cuekit_env(&self, mut command: Command) -> Command {
         let path = format!(
             "{}:{}",
             self.bin.display(),
@@ -131,6 +135,28 @@ impl Harness {
 
     pub fn run(&self, args: &[&str]) -> Output {
         self.cuekit().args(args).output().unwrap()
+    }
+
+    /// `cuekit trust ARGS…` as a person runs it: at a terminal (`cuekit trust` refuses a
+    /// process without one), here a pseudo-terminal `script` makes. Fails the test unless it
+    /// succeeds.
+    pub fn trust(&self, args: &[&str]) {
+        let mut line = format!("'{}' trust", env!("CARGO_BIN_EXE_cuekit"));
+        for arg in args {
+            line.push_str(&format!(" '{}'", arg.replace('\'', "'\\''")));
+        }
+        let output = self
+            .cuekit_env(Command::new("script"))
+            .args(["-qec", &line, "/dev/null"])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "cuekit trust {args:?} failed ({:?}):\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 
     /// Runs cuekit and returns stdout, failing the test on a non-zero exit.
