@@ -16,7 +16,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -125,7 +125,8 @@ pub fn run(options: &Options) -> Result<i32> {
         receipts: Vec::new(),
         stdin_open: true,
     };
-    out.carry_out(&mut session, session_start(&mut session), &mut stdin);
+    let start = session.start();
+    out.carry_out(&mut session, start, &mut stdin);
     let mut exited: Option<i32> = None;
     let mut ending_since: Option<Instant> = None;
     loop {
@@ -150,7 +151,7 @@ pub fn run(options: &Options) -> Result<i32> {
                 break;
             }
             Some(Event::Control { request, by, reply }) => {
-                let ticket = out.ticket(reply);
+                let ticket = out.ticket(Some(reply));
                 session.on_control(ticket, request, &by)
             }
             Some(Event::Typed(line)) => typed(&mut session, &mut out, &line),
@@ -181,16 +182,10 @@ pub fn run(options: &Options) -> Result<i32> {
     Ok(status)
 }
 
-fn session_start(session: &mut Session) -> Vec<Action> {
-    session.start()
-}
-
 /// A line typed at the pane's editor: an answer while a permission request waits (`y`, `a`,
 /// `n`), `/end` to end the session, `/cancel` to cancel the turn, else a prompt.
 fn typed(session: &mut Session, out: &mut Output, line: &str) -> Vec<Action> {
-    let (tx, rx) = mpsc::channel();
-    let ticket = out.ticket(tx);
-    std::mem::forget(rx);
+    let ticket = out.ticket(None);
     let request = match (session.phase, line.trim()) {
         (super::session::Phase::Permission, "y") => Request::Answer { answer: Answer::Allow },
         (super::session::Phase::Permission, "a") => Request::Answer {
@@ -218,10 +213,13 @@ struct Output {
 }
 
 impl Output {
-    fn ticket(&mut self, reply: Sender<Reply>) -> u64 {
+    /// A ticket for a request, and where its reply goes (a line typed in the pane has none).
+    fn ticket(&mut self, reply: Option<Sender<Reply>>) -> u64 {
         let ticket = self.next_ticket;
         self.next_ticket += 1;
-        self.replies.insert(ticket, reply);
+        if let Some(reply) = reply {
+            self.replies.insert(ticket, reply);
+        }
         self.receipts.push((ticket, Instant::now() + RECEIPT_WINDOW));
         ticket
     }

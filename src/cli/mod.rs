@@ -1,6 +1,7 @@
 //! The command line: clap definitions here, one small file per subcommand (parse → op →
 //! render). Errors become `error[code]: message` (or JSON) and the code's exit status.
 
+mod acp;
 mod cancel;
 mod diff;
 mod events;
@@ -151,6 +152,9 @@ enum Command {
     /// Internal: the monitor of one tmux server (endings, timeouts, transitions, hooks).
     #[command(name = "__monitor", hide = true)]
     Monitor { socket: String },
+    /// Internal: the ACP client of an ACP task, in its pane.
+    #[command(name = "__acp", hide = true)]
+    Acp(acp::AcpArgs),
     /// Internal: ends a task's processes and session, detached from its caller.
     #[command(name = "__stop", hide = true)]
     Stop {
@@ -249,6 +253,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
             crate::ops::run_monitor(socket)?;
             Ok(0)
         }
+        Command::Acp(args) => acp::run(args),
         Command::Stop { task_id, after } => {
             crate::ops::run_stopper(task_id, *after)?;
             Ok(0)

@@ -9,7 +9,7 @@ use crate::adapter::{self, LaunchCommand};
 use crate::config::{Autonomy, Config, Permissions, Setting};
 use crate::error::{Error, ErrorCode, Result};
 use crate::git;
-use crate::launch::{ENV_FILE, StartGate, render_env_file, render_launch_script};
+use crate::launch::{ENV_FILE, Runner, StartGate, render_env_file, render_launch_script};
 use crate::role::{Role, Roles};
 use crate::spec::{Mode, TaskSpec};
 use crate::status::Status;
@@ -57,6 +57,8 @@ pub struct SubmitRequest {
     /// Who chose the permission settings above: a delegate's may tighten the user's policy,
     /// never loosen it.
     pub asked_by: Asker,
+    /// ACP: end the session after the first turn that ends with `end_turn`.
+    pub once: Option<bool>,
     /// Run the task on this configured host (its `cwd` is then a directory there).
     pub host: Option<String>,
 }
@@ -387,6 +389,15 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             mode.as_str()
         )));
     }
+    if mode == Mode::Acp {
+        spec.acp = Some(crate::acp::policy::AcpSpec {
+            once: request.once.unwrap_or(false),
+            permissions: config.acp_permissions(),
+        });
+    } else if request.once.is_some() {
+        return Err(Error::invalid_input("--once applies only to a task in acp mode")
+            .with_hint("add --mode acp"));
+    }
     let bin = config
         .bin(adapter.kind())
         .map_or_else(|| adapter.default_bin.to_string(), |s| s.value);
@@ -481,6 +492,17 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .or_else(|| config.timeout().map(|s| s.value))
         .map(|t| t.as_secs().max(1));
     let submitted_from = crate::notify::SubmittedFrom::from_env();
+    let acp_socket = if mode == Mode::Acp {
+        Some(crate::acp::control::socket_path(&id).ok_or_else(|| {
+            Error::new(
+                ErrorCode::Io,
+                "no folder for the ACP task's control socket",
+            )
+            .with_hint("set XDG_RUNTIME_DIR (or HOME)")
+        })?)
+    } else {
+        None
+    };
     let placement = Placement {
         id: id.clone(),
         task_dir: task_dir.clone(),
@@ -498,6 +520,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             submitted_from: submitted_from.clone(),
             worktree: plan.as_ref().map(git::create::Plan::placement),
             request_digest: Some(digest),
+            acp_socket,
         })),
         legacy: false,
     };
@@ -791,7 +814,11 @@ fn write_task_files(
         command,
         unset_env,
         task_dir,
-        event_filter.as_deref(),
+        match (mode, event_filter.as_deref()) {
+            (Mode::Acp, _) => Runner::Client,
+            (_, Some(filter)) => Runner::Filtered(filter),
+            (_, None) => Runner::Plain,
+        },
         StartGate {
             registered: &registry.join(id),
             pending: &pending,
