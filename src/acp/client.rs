@@ -85,6 +85,7 @@ pub fn run(options: &Options) -> Result<i32> {
     let first_prompt = std::fs::read_to_string(&options.prompt_file)
         .map_err(|err| Error::io("read", &options.prompt_file, err))?;
     let cwd = std::env::current_dir().map_err(|err| Error::io("read", Path::new("."), err))?;
+    let before = crate::git::changes::snapshot(&cwd);
     let mut session = Session::new(Settings {
         cwd: cwd.to_string_lossy().into_owned(),
         first_prompt,
@@ -124,6 +125,8 @@ pub fn run(options: &Options) -> Result<i32> {
         next_ticket: 1,
         receipts: Vec::new(),
         stdin_open: true,
+        cwd: cwd.clone(),
+        before,
     };
     let start = session.start();
     out.carry_out(&mut session, start, &mut stdin);
@@ -176,7 +179,11 @@ pub fn run(options: &Options) -> Result<i32> {
     let mut tree = crate::process::process_tree(agent_pid);
     tree.extend(crate::process::group_members(std::process::id()));
     crate::process::terminate(tree, crate::process::DEFAULT_GRACE);
-    let status = exited.unwrap_or_else(|| session.exit_status().unwrap_or(super::session::exit::CANCELLED));
+    let status = exited.unwrap_or_else(|| {
+        session
+            .exit_status()
+            .unwrap_or(super::session::exit::CANCELLED)
+    });
     out.finish(&session, status);
     let _ = std::fs::remove_file(&socket);
     Ok(status)
@@ -187,11 +194,15 @@ pub fn run(options: &Options) -> Result<i32> {
 fn typed(session: &mut Session, out: &mut Output, line: &str) -> Vec<Action> {
     let ticket = out.ticket(None);
     let request = match (session.phase, line.trim()) {
-        (super::session::Phase::Permission, "y") => Request::Answer { answer: Answer::Allow },
+        (super::session::Phase::Permission, "y") => Request::Answer {
+            answer: Answer::Allow,
+        },
         (super::session::Phase::Permission, "a") => Request::Answer {
             answer: Answer::AllowAlways,
         },
-        (super::session::Phase::Permission, "n") => Request::Answer { answer: Answer::Reject },
+        (super::session::Phase::Permission, "n") => Request::Answer {
+            answer: Answer::Reject,
+        },
         (_, "/end") => Request::End,
         (_, "/cancel") => Request::Cancel,
         (_, "") => return Vec::new(),
@@ -210,6 +221,9 @@ struct Output {
     /// Receipts due once the agent had its chance to refuse the prompt.
     receipts: Vec<(u64, Instant)>,
     stdin_open: bool,
+    cwd: PathBuf,
+    /// `git status` when the client started, for the files the session changed.
+    before: Option<crate::git::changes::Snapshot>,
 }
 
 impl Output {
@@ -220,7 +234,8 @@ impl Output {
         if let Some(reply) = reply {
             self.replies.insert(ticket, reply);
         }
-        self.receipts.push((ticket, Instant::now() + RECEIPT_WINDOW));
+        self.receipts
+            .push((ticket, Instant::now() + RECEIPT_WINDOW));
         ticket
     }
 
@@ -252,8 +267,9 @@ impl Output {
                     });
                     if !written && self.stdin_open {
                         self.stdin_open = false;
-                        self.editor
-                            .print(&super::render::failure("the agent no longer reads its input"));
+                        self.editor.print(&super::render::failure(
+                            "the agent no longer reads its input",
+                        ));
                     }
                 }
                 Action::Show(text) => self.editor.print(&text),
@@ -299,7 +315,12 @@ impl Output {
         let mut shown = session.shown();
         shown.phase = super::session::Phase::Ending;
         self.write_state(&shown);
-        let result = super::outcome::result(session, status, &self.task_dir);
+        let changed = self
+            .before
+            .take()
+            .zip(crate::git::changes::snapshot(&self.cwd))
+            .map(|(before, after)| crate::git::changes::changed_files(&before, &after));
+        let result = super::outcome::result(session, status, changed);
         let mut bytes = serde_json::to_vec_pretty(&result).expect("results serialize");
         bytes.push(b'\n');
         let _ = store::write_atomic(&self.task_dir.join(crate::ops::RESULT_FILE), &bytes);
@@ -321,9 +342,10 @@ fn take_the_terminal() {
 }
 
 fn spawn_agent(options: &Options, task_dir: &Path) -> Result<Child> {
-    let (program, args) = options.agent.split_first().ok_or_else(|| {
-        Error::invalid_input("`cuekit __acp` names no agent command after `--`")
-    })?;
+    let (program, args) = options
+        .agent
+        .split_first()
+        .ok_or_else(|| Error::invalid_input("`cuekit __acp` names no agent command after `--`"))?;
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -346,7 +368,10 @@ fn spawn_agent(options: &Options, task_dir: &Path) -> Result<Child> {
     command.spawn().map_err(|err| {
         Error::new(
             ErrorCode::AgentNotFound,
-            format!("cannot start the agent {}: {err}", program.to_string_lossy()),
+            format!(
+                "cannot start the agent {}: {err}",
+                program.to_string_lossy()
+            ),
         )
     })
 }
@@ -355,7 +380,9 @@ fn read_agent(stdout: std::process::ChildStdout, events: Sender<Event>) {
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).split(b'\n') {
             let Ok(line) = line else { break };
-            let line = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
+            let line = String::from_utf8_lossy(&line)
+                .trim_end_matches('\r')
+                .to_string();
             if !line.trim().is_empty() && events.send(Event::Line(line)).is_err() {
                 break;
             }

@@ -36,14 +36,22 @@ pub enum Answer {
 #[serde(rename_all = "snake_case", tag = "op")]
 pub enum Request {
     /// A prompt: a new turn, or queued behind the running one.
-    Prompt { text: String },
-    Answer { answer: Answer },
+    Prompt {
+        text: String,
+    },
+    Answer {
+        answer: Answer,
+    },
     /// End the running turn (`session/cancel`), then the session.
     Cancel,
     /// End the session once the running turn (if any) has ended.
     End,
-    SetModel { model: String },
-    SetMode { mode: String },
+    SetModel {
+        model: String,
+    },
+    SetMode {
+        mode: String,
+    },
     State,
 }
 
@@ -59,7 +67,7 @@ pub struct Reply {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub option: Option<PermissionOption>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<Shown>,
+    pub state: Option<Box<Shown>>,
 }
 
 impl Reply {
@@ -107,7 +115,7 @@ impl Reply {
 
     pub fn state(shown: &Shown) -> Reply {
         Reply {
-            state: Some(shown.clone()),
+            state: Some(Box::new(shown.clone())),
             ..Reply::ok()
         }
     }
@@ -216,7 +224,9 @@ mod tests {
     #[test]
     fn requests_and_replies_read_back() {
         for request in [
-            Request::Prompt { text: "go on".into() },
+            Request::Prompt {
+                text: "go on".into(),
+            },
             Request::Answer {
                 answer: Answer::Option("proceed_once".into()),
             },
@@ -227,7 +237,11 @@ mod tests {
             Request::State,
         ] {
             let line = serde_json::to_string(&request).unwrap();
-            assert_eq!(serde_json::from_str::<Request>(&line).unwrap(), request, "{line}");
+            assert_eq!(
+                serde_json::from_str::<Request>(&line).unwrap(),
+                request,
+                "{line}"
+            );
         }
         let reply = Reply::rejected("busy");
         let line = serde_json::to_string(&reply).unwrap();

@@ -1,8 +1,6 @@
 //! An ACP task's `result.json`: the session's turns folded into the result every task has
 //! (final text, tool calls, token counts, files changed), with each turn's stop reason.
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 
 use super::session::{Session, Turn};
@@ -13,7 +11,13 @@ use crate::status::Status;
 /// Tool output kept in a result: enough to see what happened, not the whole of it.
 const EXCERPT_CHARS: usize = 2000;
 
-pub fn result(session: &Session, exit_code: i32, _task_dir: &Path) -> TaskResult {
+/// The result of `session`, which ended with `exit_code`; `files_changed` from the git
+/// snapshots taken when the client started and ended.
+pub fn result(
+    session: &Session,
+    exit_code: i32,
+    files_changed: Option<Vec<crate::git::changes::ChangedFile>>,
+) -> TaskResult {
     let task_id = std::env::var(crate::process::TASK_ID_VARIABLE).unwrap_or_default();
     let turns = &session.turns;
     let ended = turns.iter().any(|turn| turn.stop_reason.is_some());
@@ -29,18 +33,23 @@ pub fn result(session: &Session, exit_code: i32, _task_dir: &Path) -> TaskResult
         agent_session_id: session.session_id().map(str::to_string),
         model: None,
         result_event: ended,
-        final_text: turns.last().map(|t| t.text.clone()).unwrap_or_default(),
+        final_text: turns
+            .iter()
+            .rev()
+            .find(|t| !t.text.is_empty())
+            .map(|t| t.text.clone())
+            .unwrap_or_default(),
         tool_calls: turns.iter().flat_map(tool_calls).collect(),
         errors: turns
             .iter()
             .filter_map(|turn| turn.error.as_ref())
-            .map(|error| json!({"message": error}))
+            .map(|error| json!({"message": super::render::shortened(error, EXCERPT_CHARS)}))
             .collect(),
         warnings: Vec::new(),
         stats: session
             .usage
             .map(|(input, output)| json!({"input_tokens": input, "output_tokens": output, "turns": turns.len()})),
-        files_changed: None,
+        files_changed,
         parse_errors: Vec::new(),
         unknown_events: Vec::new(),
         unknown_fields: serde_json::Map::new(),

@@ -45,8 +45,7 @@ impl std::fmt::Display for RpcError {
 
 /// Reads one line the agent wrote; `Err` says what is wrong with it.
 pub fn parse_line(line: &str) -> std::result::Result<Incoming, String> {
-    let value: Value =
-        serde_json::from_str(line).map_err(|err| format!("not JSON: {err}"))?;
+    let value: Value = serde_json::from_str(line).map_err(|err| format!("not JSON: {err}"))?;
     let object = value.as_object().ok_or("not a JSON-RPC object")?;
     let method = object.get("method").and_then(Value::as_str);
     let params = object.get("params").cloned().unwrap_or(Value::Null);
@@ -61,7 +60,9 @@ pub fn parse_line(line: &str) -> std::result::Result<Incoming, String> {
             params,
         }),
         (None, Some(id)) => {
-            let id = id.as_u64().ok_or("a response to an id this client never sent")?;
+            let id = id
+                .as_u64()
+                .ok_or("a response to an id this client never sent")?;
             let outcome = match object.get("error") {
                 Some(error) => Err(serde_json::from_value(error.clone())
                     .map_err(|err| format!("an error object that does not parse: {err}"))?),
@@ -122,12 +123,12 @@ pub fn initialized(result: &Value) -> Initialized {
         agent: result
             .pointer("/agentInfo/name")
             .and_then(Value::as_str)
-            .map(|name| {
-                match result.pointer("/agentInfo/version").and_then(Value::as_str) {
+            .map(
+                |name| match result.pointer("/agentInfo/version").and_then(Value::as_str) {
                     Some(version) => format!("{name} {version}"),
                     None => name.to_string(),
-                }
-            }),
+                },
+            ),
     }
 }
 
@@ -222,7 +223,10 @@ pub fn tool_call(value: &Value) -> ToolCall {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string(),
-        kind: value.get("kind").and_then(Value::as_str).map(ToolKind::parse),
+        kind: value
+            .get("kind")
+            .and_then(Value::as_str)
+            .map(ToolKind::parse),
         title: value
             .get("title")
             .and_then(Value::as_str)
@@ -362,7 +366,10 @@ mod tests {
         let Incoming::Request { id, method, params } = parse_line(PERMISSION).unwrap() else {
             panic!("a request");
         };
-        assert_eq!((id, method.as_str()), (json!(0), "session/request_permission"));
+        assert_eq!(
+            (id, method.as_str()),
+            (json!(0), "session/request_permission")
+        );
         let call = tool_call(&params["toolCall"]);
         assert_eq!(call.kind, Some(ToolKind::Execute));
         assert_eq!(call.title.as_deref(), Some("echo hi > f.txt"));
@@ -375,12 +382,20 @@ mod tests {
         assert_eq!(options[2].kind, "reject_once");
 
         let done = r#"{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn","_meta":{"quota":{"token_count":{"input_tokens":20,"output_tokens":10}}}}}"#;
-        let Incoming::Response { id: 3, outcome: Ok(result) } = parse_line(done).unwrap() else {
+        let Incoming::Response {
+            id: 3,
+            outcome: Ok(result),
+        } = parse_line(done).unwrap()
+        else {
             panic!("a response");
         };
         assert_eq!(usage(&result), Some((20, 10)));
         let failed = r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"Gemini API key is missing or not configured."}}"#;
-        let Incoming::Response { outcome: Err(error), .. } = parse_line(failed).unwrap() else {
+        let Incoming::Response {
+            outcome: Err(error),
+            ..
+        } = parse_line(failed).unwrap()
+        else {
             panic!("an error");
         };
         assert_eq!(error.code, -32000);
@@ -389,7 +404,13 @@ mod tests {
             panic!("a notification");
         };
         assert_eq!(update(&params), Some(Update::AgentText("Done.".into())));
-        for bad in ["", "[]", "{\"jsonrpc\":\"2.0\"}", "{\"id\":\"x\",\"result\":1}", "nope"] {
+        for bad in [
+            "",
+            "[]",
+            "{\"jsonrpc\":\"2.0\"}",
+            "{\"id\":\"x\",\"result\":1}",
+            "nope",
+        ] {
             assert!(parse_line(bad).is_err(), "{bad}");
         }
     }
@@ -401,7 +422,9 @@ mod tests {
         assert_eq!(info.session_id.as_deref(), Some("s1"));
         assert_eq!(info.modes, ["default", "yolo"]);
         assert_eq!(info.models, ["gemini-2.5-pro"]);
-        let init = initialized(&json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": true}, "agentInfo": {"name": "gemini-cli", "version": "0.61.0"}}));
+        let init = initialized(
+            &json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": true}, "agentInfo": {"name": "gemini-cli", "version": "0.61.0"}}),
+        );
         assert_eq!(init.protocol_version, Some(1));
         assert!(init.load_session);
         assert_eq!(init.agent.as_deref(), Some("gemini-cli 0.61.0"));

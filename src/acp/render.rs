@@ -27,8 +27,23 @@ pub fn note(text: &str) -> String {
     format!("· {}\n", visible(text))
 }
 
+/// How much of an agent's error is shown (its whole text is in `events.jsonl`).
+const ERROR_CHARS: usize = 400;
+
 pub fn failure(text: &str) -> String {
-    format!("✗ {}\n", visible(text))
+    format!("✗ {}\n", visible(&shortened(text, ERROR_CHARS)))
+}
+
+/// `text` cut to `limit` characters, with a mark where it was cut.
+pub fn shortened(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        Some((at, _)) => format!(
+            "{}… ({} characters more)",
+            &text[..at],
+            text[at..].chars().count()
+        ),
+        None => text.to_string(),
+    }
 }
 
 pub fn stop(reason: &str) -> String {
@@ -159,18 +174,30 @@ mod tests {
             kind: "allow_once".into(),
         }];
         let shown = permission(&tool, &options);
-        assert!(shown.contains("? permission: [execute] echo hi > f.txt"), "{shown}");
-        assert!(shown.contains("[proceed_once] Allow (allow_once)"), "{shown}");
+        assert!(
+            shown.contains("? permission: [execute] echo hi > f.txt"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("[proceed_once] Allow (allow_once)"),
+            "{shown}"
+        );
         assert!(shown.contains("… 2 more lines"), "{shown}");
         let plan = update(&Update::Plan(vec![
             ("completed".into(), "read".into()),
             ("pending".into(), "write".into()),
         ]))
         .unwrap();
-        assert!(plan.contains("✓ read") && plan.contains("· write"), "{plan}");
+        assert!(
+            plan.contains("✓ read") && plan.contains("· write"),
+            "{plan}"
+        );
         // An agent's escape sequences never reach the terminal raw.
         let text = update(&Update::AgentText("a\u{1b}]0;x\u{7}b".into())).unwrap();
         assert!(!text.contains('\u{1b}'), "{text}");
-        assert_eq!(update(&Update::Other("available_commands_update".into())), None);
+        assert_eq!(
+            update(&Update::Other("available_commands_update".into())),
+            None
+        );
     }
 }

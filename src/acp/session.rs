@@ -125,7 +125,9 @@ enum Asked {
     SetMode,
     SetModel,
     /// A prompt; `ticket` is the control request waiting for its receipt, if any.
-    Prompt { ticket: Option<u64> },
+    Prompt {
+        ticket: Option<u64>,
+    },
 }
 
 #[derive(Debug)]
@@ -202,7 +204,11 @@ impl Session {
     pub fn start(&mut self) -> Vec<Action> {
         vec![
             Action::Show(render::header(&self.settings.first_prompt)),
-            self.ask(Asked::Initialize, "initialize", protocol::initialize_params()),
+            self.ask(
+                Asked::Initialize,
+                "initialize",
+                protocol::initialize_params(),
+            ),
         ]
     }
 
@@ -213,7 +219,9 @@ impl Session {
             // Recorded with its text (the raw line is in events.jsonl already), never a crash.
             Err(why) => vec![
                 Action::Log(json!({"type": "cuekit_acp", "malformed": why, "line": line})),
-                Action::Show(render::note(&format!("the agent wrote a line that is no ACP message ({why})"))),
+                Action::Show(render::note(&format!(
+                    "the agent wrote a line that is no ACP message ({why})"
+                ))),
             ],
         }
     }
@@ -313,8 +321,15 @@ impl Session {
                     || ["auth", "api key", "log in", "login", "credential"]
                         .iter()
                         .any(|word| error.message.to_lowercase().contains(word));
-                let status = if auth { exit::AUTH_MISSING } else { exit::PROTOCOL };
-                self.fail(status, &format!("the agent refused to start a session: {error}"))
+                let status = if auth {
+                    exit::AUTH_MISSING
+                } else {
+                    exit::PROTOCOL
+                };
+                self.fail(
+                    status,
+                    &format!("the agent refused to start a session: {error}"),
+                )
             }
             (Asked::SetMode | Asked::SetModel, Err(error)) => vec![Action::Show(render::note(
                 &format!("the agent refused the switch: {error}"),
@@ -410,10 +425,7 @@ impl Session {
                     "the agent refused the prompt: {error}"
                 ))));
                 if let Some(ticket) = waiting {
-                    actions.push(Action::Reply(
-                        ticket,
-                        Reply::rejected(&error.to_string()),
-                    ));
+                    actions.push(Action::Reply(ticket, Reply::rejected(&error.to_string())));
                 }
             }
         }
@@ -429,7 +441,11 @@ impl Session {
 
     fn close(&mut self) -> Vec<Action> {
         self.phase = Phase::Ending;
-        let status = if self.cancelled { exit::CANCELLED } else { exit::DONE };
+        let status = if self.cancelled {
+            exit::CANCELLED
+        } else {
+            exit::DONE
+        };
         self.exit.get_or_insert(status);
         vec![Action::CloseInput, Action::Changed]
     }
@@ -447,7 +463,11 @@ impl Session {
         let options = protocol::permission_options(params);
         let kind = tool.kind.unwrap_or(ToolKind::Other);
         let decision = decide(self.settings.bypass, &self.settings.policy, kind);
-        let by = if self.settings.bypass { "bypass" } else { "policy" };
+        let by = if self.settings.bypass {
+            "bypass"
+        } else {
+            "policy"
+        };
         let mut actions = vec![Action::Show(render::permission(&tool, &options))];
         match decision {
             Decision::Ask => {
@@ -486,7 +506,9 @@ impl Session {
                 &rpc_id,
                 protocol::permission_outcome(chosen),
             )),
-            Action::Log(json!({"type": "cuekit_permission", "tool": tool, "option": option, "by": by})),
+            Action::Log(
+                json!({"type": "cuekit_permission", "tool": tool, "option": option, "by": by}),
+            ),
             Action::Show(render::answered(option.as_ref(), by)),
         ]
     }
@@ -551,7 +573,8 @@ impl Session {
                     return vec![Action::Reply(ticket, error)];
                 };
                 self.phase = Phase::Running;
-                let mut actions = self.answered(pending.rpc_id, &pending.tool, Some(option.clone()), by);
+                let mut actions =
+                    self.answered(pending.rpc_id, &pending.tool, Some(option.clone()), by);
                 actions.push(Action::Reply(ticket, Reply::answered(&option)));
                 actions.push(Action::Changed);
                 actions
@@ -569,18 +592,40 @@ impl Session {
                 }
                 actions
             }
-            Request::SetModel { model } => self.switch(ticket, Asked::SetModel, "session/set_model", json!({"modelId": model})),
-            Request::SetMode { mode } => self.switch(ticket, Asked::SetMode, "session/set_mode", json!({"modeId": mode})),
+            Request::SetModel { model } => self.switch(
+                ticket,
+                Asked::SetModel,
+                "session/set_model",
+                json!({"modelId": model}),
+            ),
+            Request::SetMode { mode } => self.switch(
+                ticket,
+                Asked::SetMode,
+                "session/set_mode",
+                json!({"modeId": mode}),
+            ),
             Request::State => vec![Action::Reply(ticket, Reply::state(&self.shown()))],
         }
     }
 
-    fn switch(&mut self, ticket: u64, asked: Asked, method: &str, mut params: Value) -> Vec<Action> {
+    fn switch(
+        &mut self,
+        ticket: u64,
+        asked: Asked,
+        method: &str,
+        mut params: Value,
+    ) -> Vec<Action> {
         let Some(session) = self.session_id.clone() else {
-            return vec![Action::Reply(ticket, Reply::error("the session has not started yet"))];
+            return vec![Action::Reply(
+                ticket,
+                Reply::error("the session has not started yet"),
+            )];
         };
         params["sessionId"] = json!(session);
-        vec![self.ask(asked, method, params), Action::Reply(ticket, Reply::ok())]
+        vec![
+            self.ask(asked, method, params),
+            Action::Reply(ticket, Reply::ok()),
+        ]
     }
 
     /// Ends the running turn (`session/cancel`; a waiting request is answered "cancelled"),

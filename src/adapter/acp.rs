@@ -83,7 +83,10 @@ pub fn build_acp_launch(
         parts.push(format!("--session-model {}", single_quote(model)?));
     }
     for (name, value) in acp.env {
-        parts.push(format!("--env {}", single_quote(&format!("{name}={value}"))?));
+        parts.push(format!(
+            "--env {}",
+            single_quote(&format!("{name}={value}"))?
+        ));
     }
     parts.push("--".to_string());
     parts.push(match acp.program {

@@ -6,6 +6,7 @@
 //! Each operation on task ids asks `route` first where they are, and takes a host's to
 //! `remote`: a front end calls the same operation for a task here or on a host.
 
+mod acp;
 mod attach;
 mod board;
 mod cancel;
@@ -34,6 +35,7 @@ mod view;
 mod wait;
 
 pub use crate::process::DEFAULT_GRACE;
+pub use acp::{Approval, approve};
 pub use attach::{attach, attach_and_return, attach_opens_popup};
 pub use board::{Board, BoardRow, Preview, board, host_board};
 pub use cancel::cancel;
@@ -52,7 +54,7 @@ pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};
 pub use report::{ReportRequest, report};
 pub use result::result;
 pub use route::finishes_without_caller;
-pub use steer::{SteerReceipt, steer};
+pub use steer::{SessionControl, SteerReceipt, steer, steer_control};
 pub use stream::run_event_filter;
 pub use submit::{Asker, SubmitOutcome, SubmitRequest, submit};
 pub use task::{task_of_process, task_pane_leader};

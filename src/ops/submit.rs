@@ -395,8 +395,10 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             permissions: config.acp_permissions(),
         });
     } else if request.once.is_some() {
-        return Err(Error::invalid_input("--once applies only to a task in acp mode")
-            .with_hint("add --mode acp"));
+        return Err(
+            Error::invalid_input("--once applies only to a task in acp mode")
+                .with_hint("add --mode acp"),
+        );
     }
     let bin = config
         .bin(adapter.kind())
@@ -494,11 +496,8 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     let submitted_from = crate::notify::SubmittedFrom::from_env();
     let acp_socket = if mode == Mode::Acp {
         Some(crate::acp::control::socket_path(&id).ok_or_else(|| {
-            Error::new(
-                ErrorCode::Io,
-                "no folder for the ACP task's control socket",
-            )
-            .with_hint("set XDG_RUNTIME_DIR (or HOME)")
+            Error::new(ErrorCode::Io, "no folder for the ACP task's control socket")
+                .with_hint("set XDG_RUNTIME_DIR (or HOME)")
         })?)
     } else {
         None
