@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 static NEXT_LOG: AtomicUsize = AtomicUsize::new(0);
 
 /// Sorted: the names are public API.
-const TOOLS: [&str; 12] = [
+const TOOLS: [&str; 13] = [
+    "answer_permission",
     "cancel_tasks",
     "get_status",
     "get_task_diff",

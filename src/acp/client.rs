@@ -82,8 +82,10 @@ pub fn run(options: &Options) -> Result<i32> {
             )
         })?;
     let pane_leader = crate::ops::task_pane_leader(&task_id);
-    let first_prompt = std::fs::read_to_string(&options.prompt_file)
-        .map_err(|err| Error::io("read", &options.prompt_file, err))?;
+    // cuekit's own file in the task directory: no link followed.
+    let first_prompt = store::read_small(&options.prompt_file)
+        .map_err(|err| Error::io("read", &options.prompt_file, err))
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())?;
     let cwd = std::env::current_dir().map_err(|err| Error::io("read", Path::new("."), err))?;
     let before = crate::git::changes::snapshot(&cwd);
     let mut session = Session::new(Settings {
@@ -285,6 +287,7 @@ impl Output {
                     self.stdin_open = false;
                 }
                 Action::Changed => self.write_state(&session.shown()),
+                Action::TurnEnded => self.write_result(session, None),
                 Action::Exit(_) => {}
             }
         }
@@ -310,21 +313,26 @@ impl Output {
         let _ = store::write_atomic(&self.task_dir.join(STATE_FILE), &bytes);
     }
 
-    /// `result.json`, and the last state.
+    /// The last state, and the final `result.json`.
     fn finish(&mut self, session: &Session, status: i32) {
         let mut shown = session.shown();
         shown.phase = super::session::Phase::Ending;
         self.write_state(&shown);
+        self.write_result(session, Some(status));
+        self.editor.stop();
+    }
+
+    /// `result.json` as the session stands (`exit`: how it ended, if it has).
+    fn write_result(&self, session: &Session, exit: Option<i32>) {
         let changed = self
             .before
-            .take()
+            .as_ref()
             .zip(crate::git::changes::snapshot(&self.cwd))
-            .map(|(before, after)| crate::git::changes::changed_files(&before, &after));
-        let result = super::outcome::result(session, status, changed);
+            .map(|(before, after)| crate::git::changes::changed_files(before, &after));
+        let result = super::outcome::result(session, exit, changed);
         let mut bytes = serde_json::to_vec_pretty(&result).expect("results serialize");
         bytes.push(b'\n');
         let _ = store::write_atomic(&self.task_dir.join(crate::ops::RESULT_FILE), &bytes);
-        self.editor.stop();
     }
 }
 

@@ -11,11 +11,11 @@ use crate::status::Status;
 /// Tool output kept in a result: enough to see what happened, not the whole of it.
 const EXCERPT_CHARS: usize = 2000;
 
-/// The result of `session`, which ended with `exit_code`; `files_changed` from the git
-/// snapshots taken when the client started and ended.
+/// The result of `session`, which ended with `exit_code` (`None`: it goes on); `files_changed`
+/// from the git snapshots taken when the client started and now.
 pub fn result(
     session: &Session,
-    exit_code: i32,
+    exit_code: Option<i32>,
     files_changed: Option<Vec<crate::git::changes::ChangedFile>>,
 ) -> TaskResult {
     let task_id = std::env::var(crate::process::TASK_ID_VARIABLE).unwrap_or_default();
@@ -23,13 +23,13 @@ pub fn result(
     let ended = turns.iter().any(|turn| turn.stop_reason.is_some());
     TaskResult {
         task_id,
-        status: if exit_code == 0 && ended {
-            Status::Completed
-        } else {
-            Status::Failed
+        status: match exit_code {
+            None => Status::Running,
+            Some(0) if ended => Status::Completed,
+            Some(_) => Status::Failed,
         },
         reason: None,
-        exit_code: Some(exit_code),
+        exit_code,
         agent_session_id: session.session_id().map(str::to_string),
         model: None,
         result_event: ended,

@@ -112,6 +112,8 @@ pub enum Action {
     CloseInput,
     /// The state `acp.json` shows has changed.
     Changed,
+    /// A turn ended: `result.json` has more to say.
+    TurnEnded,
     /// Exit with this status once the agent has ended (or at once when it has).
     Exit(i32),
 }
@@ -316,12 +318,7 @@ impl Session {
                 actions
             }
             (Asked::Initialize | Asked::NewSession | Asked::LoadSession, Err(error)) => {
-                // ACP's "authentication required" is -32000; agents say so in words too.
-                let auth = error.code == -32000
-                    || ["auth", "api key", "log in", "login", "credential"]
-                        .iter()
-                        .any(|word| error.message.to_lowercase().contains(word));
-                let status = if auth {
+                let status = if is_auth(&error) {
                     exit::AUTH_MISSING
                 } else {
                     exit::PROTOCOL
@@ -331,6 +328,12 @@ impl Session {
                     &format!("the agent refused to start a session: {error}"),
                 )
             }
+            // Some agents open a session unasked for credentials and want them at the first
+            // prompt (Claude Code's bridge): the task cannot go on either.
+            (Asked::Prompt { .. }, Err(error)) if is_auth(&error) => self.fail(
+                exit::AUTH_MISSING,
+                &format!("the agent needs credentials: {error}"),
+            ),
             (Asked::SetMode | Asked::SetModel, Err(error)) => vec![Action::Show(render::note(
                 &format!("the agent refused the switch: {error}"),
             ))],
@@ -430,6 +433,7 @@ impl Session {
             }
         }
         self.phase = Phase::Idle;
+        actions.push(Action::TurnEnded);
         if let Some((prompt, ticket)) = self.queue.pop_front() {
             actions.extend(self.begin_turn(prompt, ticket));
         } else if self.end_requested || self.settings.once || self.cancelled {
@@ -670,6 +674,12 @@ impl Session {
             None => 128 + 9,
         }
     }
+}
+
+/// ACP's "authentication required" (`-32000`), as every agent here answers without
+/// credentials (gemini: "API key is missing", qwen, copilot, codex, pi, Claude's bridge).
+fn is_auth(error: &RpcError) -> bool {
+    error.code == -32000
 }
 
 /// The option an answer names.
