@@ -251,3 +251,60 @@ fn unsafe_kill(pid: u32) {
         .args(["-KILL", &pid.to_string()])
         .status();
 }
+
+/// `--resume-from` an ACP task continues its agent session with `session/load`: the agent
+/// replays the earlier conversation, and the new prompt is a turn of the same session.
+#[test]
+fn resume_from_an_acp_task_loads_its_session() {
+    let h = Harness::new().with_real_gemini(&[canned_text("First answer.")]);
+    let first = h.submit(&[
+        "--mode",
+        "acp",
+        "--model",
+        MODEL,
+        "--once",
+        "Remember the word tangerine",
+    ]);
+    let (waited, code) = h.json(&["wait", &first, "--timeout", "60s"]);
+    assert_eq!(code, 0, "{waited}\n{}", h.transcript(&first));
+    let session = h.json(&["result", &first]).0["agent_session_id"]
+        .as_str()
+        .expect("the first task's ACP session id")
+        .to_string();
+
+    let second = h.submit(&[
+        "--mode",
+        "acp",
+        "--model",
+        MODEL,
+        "--once",
+        "--resume-from",
+        &first,
+        "What was the word?",
+    ]);
+    // The Gemini CLI would overwrite a session it started in the same minute: the client waits
+    // for the next minute before it loads, so this may take up to a minute longer.
+    let (waited, code) = h.json(&["wait", &second, "--timeout", "150s"]);
+    let events = std::fs::read_to_string(h.task_dir(&second).join("events.jsonl")).unwrap();
+    assert_eq!(code, 0, "{waited}\n{}\n{events}", h.transcript(&second));
+    let load = events
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|event| event["message"]["method"] == "session/load")
+        .unwrap_or_else(|| panic!("no session/load sent:\n{events}"));
+    assert_eq!(load["message"]["params"]["sessionId"], session.as_str());
+    assert!(
+        !events.contains("\"session/new\""),
+        "a resumed task opened a new session:\n{events}"
+    );
+    // The agent replayed the earlier turn: its prompt is in the resumed task's transcript.
+    assert!(
+        h.transcript(&second).contains("tangerine"),
+        "{}",
+        h.transcript(&second)
+    );
+    let result = h.json(&["result", &second]).0;
+    assert_eq!(result["agent_session_id"], session.as_str());
+    // The replayed history is no part of the new turn.
+    assert_eq!(result["final_text"], "First answer.", "{result}");
+}

@@ -32,6 +32,8 @@ pub const STATE_FILE: &str = "acp.json";
 pub const AGENT_LOG: &str = "agent.log";
 /// How long a prompt's receipt waits for the agent to refuse it before it counts as taken.
 const RECEIPT_WINDOW: Duration = Duration::from_millis(10);
+/// How long a loaded session's agent must be quiet for its history replay to count as over.
+const REPLAY_QUIET: Duration = Duration::from_millis(150);
 /// How long the agent gets to end after its stdin closed, before its tree is ended.
 const END_GRACE: Duration = Duration::from_secs(5);
 
@@ -45,6 +47,9 @@ pub struct Options {
     pub session_mode: Option<String>,
     pub session_model: Option<String>,
     pub load_session: Option<String>,
+    /// Seconds since the epoch before which the agent is not started (see
+    /// `AcpLaunch::load_overwrites_same_minute`).
+    pub load_not_before: Option<u64>,
     pub env: Vec<(String, String)>,
     pub agent: Vec<OsString>,
 }
@@ -110,6 +115,24 @@ pub fn run(options: &Options) -> Result<i32> {
 
     take_the_terminal();
     let signals = block_signals();
+    if let Some(epoch) = options.load_not_before {
+        let left = epoch.saturating_sub(epoch_now());
+        if left > 0 {
+            println!(
+                "{}",
+                super::render::note(&format!(
+                    "waiting {left}s before loading the session: the agent would overwrite a session it started in the same minute"
+                ))
+            );
+        }
+        if let Some(signal) = sleep_until(epoch, &signals) {
+            println!(
+                "{}",
+                super::render::note(&format!("signal {signal}: ending the session"))
+            );
+            return Ok(super::session::exit::CANCELLED);
+        }
+    }
     let (events, inbox) = mpsc::channel();
     let mut agent = spawn_agent(options, &task_dir)?;
     let agent_pid = agent.id();
@@ -129,16 +152,21 @@ pub fn run(options: &Options) -> Result<i32> {
         stdin_open: true,
         cwd: cwd.clone(),
         before,
+        session_since: None,
     };
     let start = session.start();
     out.carry_out(&mut session, start, &mut stdin);
     let mut exited: Option<i32> = None;
     let mut ending_since: Option<Instant> = None;
+    let mut heard_at = Instant::now();
     loop {
+        let replay_over = session.replaying().then_some(heard_at + REPLAY_QUIET);
         let wait = out
             .receipts
             .iter()
-            .map(|(_, at)| at.saturating_duration_since(Instant::now()))
+            .map(|(_, at)| *at)
+            .chain(replay_over)
+            .map(|at| at.saturating_duration_since(Instant::now()))
             .min()
             .unwrap_or(Duration::from_millis(500));
         let event = match inbox.recv_timeout(wait) {
@@ -148,6 +176,7 @@ pub fn run(options: &Options) -> Result<i32> {
         };
         let actions = match event {
             Some(Event::Line(line)) => {
+                heard_at = Instant::now();
                 out.log_message("in", &line);
                 session.on_line(&line)
             }
@@ -166,6 +195,7 @@ pub fn run(options: &Options) -> Result<i32> {
                 )));
                 session.cancel()
             }
+            None if replay_over.is_some_and(|at| at <= Instant::now()) => session.replayed(),
             None => out.due_receipts(&mut session),
         };
         out.carry_out(&mut session, actions, &mut stdin);
@@ -226,6 +256,8 @@ struct Output {
     cwd: PathBuf,
     /// `git status` when the client started, for the files the session changed.
     before: Option<crate::git::changes::Snapshot>,
+    /// When the agent's session became known (seconds since the epoch).
+    session_since: Option<u64>,
 }
 
 impl Output {
@@ -308,8 +340,15 @@ impl Output {
         self.append(&json!({"type": "acp", "dir": direction, "message": message}));
     }
 
-    fn write_state(&self, shown: &Shown) {
-        let bytes = serde_json::to_vec(shown).expect("state serializes");
+    fn write_state(&mut self, shown: &Shown) {
+        if shown.session_id.is_some() && self.session_since.is_none() {
+            self.session_since = Some(epoch_now());
+        }
+        let shown = Shown {
+            session_since: self.session_since,
+            ..shown.clone()
+        };
+        let bytes = serde_json::to_vec(&shown).expect("state serializes");
         let _ = store::write_atomic(&self.task_dir.join(STATE_FILE), &bytes);
     }
 
@@ -476,6 +515,33 @@ fn block_signals() -> libc::sigset_t {
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         set
+    }
+}
+
+fn epoch_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+/// Sleeps until `epoch` (seconds since the epoch), unless one of the blocked signals in `set`
+/// comes first: that signal.
+fn sleep_until(epoch: u64, set: &libc::sigset_t) -> Option<i32> {
+    loop {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
+        let left = Duration::from_secs(epoch).checked_sub(now)?;
+        let timeout = libc::timespec {
+            tv_sec: left.as_secs() as libc::time_t,
+            tv_nsec: libc::c_long::from(left.subsec_nanos() as i32),
+        };
+        // SAFETY: `set` was initialised by `block_signals`; a null info pointer is allowed.
+        let signal = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &timeout) };
+        if signal > 0 {
+            return Some(signal);
+        }
+        // EAGAIN (the time is up) or EINTR: the loop looks at the clock again.
     }
 }
 

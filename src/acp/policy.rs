@@ -96,6 +96,10 @@ pub struct AcpSpec {
     /// What cuekit answers by itself when the bypass is off; a kind not named asks.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub permissions: BTreeMap<ToolKind, Decision>,
+    /// Load the resumed session no earlier than this (seconds since the epoch): see
+    /// `AcpLaunch::load_overwrites_same_minute`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_not_before: Option<u64>,
 }
 
 /// How the client answers a request: the bypass allows everything once (and records it); else

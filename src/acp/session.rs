@@ -82,6 +82,9 @@ pub struct Shown {
     pub queued: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// When the agent's session became known (seconds since the epoch): a resume may need it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_since: Option<u64>,
 }
 
 /// One prompt and what the agent did with it.
@@ -152,6 +155,9 @@ pub struct Session {
     /// Receipts waiting for the turn's first sign (a reply within the receipt window).
     awaiting_receipt: Vec<(u64, u64)>,
     exit: Option<i32>,
+    /// The first prompt, held while a loaded session's history is replayed: the agent streams
+    /// it after answering `session/load`, and none of it belongs to a new turn.
+    held: Option<String>,
 }
 
 impl Session {
@@ -171,6 +177,7 @@ impl Session {
             end_requested: false,
             cancelled: false,
             awaiting_receipt: Vec::new(),
+            held: None,
             exit: None,
         }
     }
@@ -187,6 +194,7 @@ impl Session {
             turns: self.turns.len(),
             queued: self.queue.len(),
             agent: self.agent.clone(),
+            session_since: None,
         }
     }
 
@@ -281,7 +289,7 @@ impl Session {
                     )],
                 }
             }
-            (Asked::NewSession | Asked::LoadSession, Ok(result)) => {
+            (asked @ (Asked::NewSession | Asked::LoadSession), Ok(result)) => {
                 let info = protocol::session_info(&result);
                 if let Some(id) = info.session_id {
                     self.session_id = Some(id);
@@ -314,7 +322,12 @@ impl Session {
                     ));
                 }
                 let first = std::mem::take(&mut self.settings.first_prompt);
-                actions.extend(self.begin_turn(first, None));
+                if asked == Asked::LoadSession {
+                    self.held = Some(first);
+                    actions.push(Action::Show(render::note("the earlier conversation:")));
+                } else {
+                    actions.extend(self.begin_turn(first, None));
+                }
                 actions
             }
             (Asked::Initialize | Asked::NewSession | Asked::LoadSession, Err(error)) => {
@@ -517,12 +530,33 @@ impl Session {
         ]
     }
 
+    /// Whether a loaded session's history is still being replayed (the client calls
+    /// [`Session::replayed`] once the agent has been quiet for a moment).
+    pub fn replaying(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// The replay is over: the first prompt goes out.
+    pub fn replayed(&mut self) -> Vec<Action> {
+        let Some(first) = self.held.take() else {
+            return Vec::new();
+        };
+        let mut actions = vec![Action::Show(render::note(
+            "(the earlier conversation ends)",
+        ))];
+        actions.extend(self.begin_turn(first, None));
+        actions
+    }
+
     fn on_update(&mut self, params: &Value) -> Vec<Action> {
         let Some(update) = protocol::update(params) else {
             return Vec::new();
         };
         let mut actions = Vec::new();
         match &update {
+            Update::UserText(text) if self.replaying() => {
+                actions.push(Action::Show(render::prompt(text)));
+            }
             Update::AgentText(text) => {
                 if let Some(turn) = self.turns.last_mut() {
                     turn.text.push_str(text);
@@ -661,14 +695,14 @@ impl Session {
 
     /// The agent exited (`code`, or a signal): the status the client exits with.
     pub fn on_agent_exit(&mut self, code: Option<i32>) -> i32 {
-        self.phase = Phase::Ending;
+        let was = std::mem::replace(&mut self.phase, Phase::Ending);
         if let Some(decided) = self.exit {
             return decided;
         }
         // An agent that ends on its own while idle ended the session; one that dies within a
         // turn or the handshake failed it.
         match code {
-            Some(0) if matches!(self.phase, Phase::Idle | Phase::Ending) => exit::DONE,
+            Some(0) if matches!(was, Phase::Idle | Phase::Ending) => exit::DONE,
             Some(0) => exit::PROTOCOL,
             Some(code) => code,
             None => 128 + 9,
@@ -720,5 +754,234 @@ fn merge(known: &mut ToolCall, update: &ToolCall) {
         if !known.paths.contains(path) {
             known.paths.push(path.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(settings: Settings) -> Session {
+        Session::new(Settings {
+            cwd: "/w".into(),
+            first_prompt: "first".into(),
+            ..settings
+        })
+    }
+
+    /// The requests among `actions`, as (id, method, params).
+    fn sent(actions: &[Action]) -> Vec<Value> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Send(line) => Some(serde_json::from_str(line).unwrap()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn reply(id: &Value, result: Value) -> String {
+        protocol::response(id, result)
+    }
+
+    fn chunk(kind: &str, text: &str) -> String {
+        protocol::notification(
+            "session/update",
+            json!({"sessionId": "s1", "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}}}),
+        )
+    }
+
+    /// Through the handshake to the first prompt in flight; that prompt's request.
+    fn started(s: &mut Session) -> Value {
+        let init = sent(&s.start()).remove(0);
+        assert_eq!(init["method"], "initialize");
+        let new = sent(&s.on_line(&reply(
+            &init["id"],
+            json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": true}}),
+        )))
+        .remove(0);
+        assert_eq!(new["method"], "session/new");
+        let prompt = sent(&s.on_line(&reply(&new["id"], json!({"sessionId": "s1"})))).remove(0);
+        assert_eq!(prompt["method"], "session/prompt");
+        assert_eq!(s.phase, Phase::Running);
+        prompt
+    }
+
+    #[test]
+    fn a_turn_collects_the_agents_text_and_ends_idle() {
+        let mut s = session(Settings::default());
+        let prompt = started(&mut s);
+        s.on_line(&chunk("agent_message_chunk", "Hel"));
+        s.on_line(&chunk("agent_message_chunk", "lo."));
+        let actions = s.on_line(&reply(&prompt["id"], json!({"stopReason": "end_turn"})));
+        assert!(actions.contains(&Action::TurnEnded), "{actions:?}");
+        assert_eq!(s.phase, Phase::Idle);
+        assert_eq!(s.turns[0].text, "Hello.");
+        assert_eq!(s.turns[0].stop_reason.as_deref(), Some("end_turn"));
+    }
+
+    #[test]
+    fn a_prompt_during_a_turn_is_queued_and_follows_it() {
+        let mut s = session(Settings::default());
+        let prompt = started(&mut s);
+        let actions = s.on_control(
+            7,
+            Request::Prompt {
+                text: "second".into(),
+            },
+            "parent",
+        );
+        assert!(actions.contains(&Action::Reply(7, Reply::receipt("queued"))));
+        assert!(sent(&actions).is_empty(), "sent while a turn runs");
+        let next = sent(&s.on_line(&reply(&prompt["id"], json!({"stopReason": "end_turn"}))));
+        assert_eq!(next[0]["method"], "session/prompt");
+        assert_eq!(next[0]["params"]["prompt"][0]["text"], "second");
+    }
+
+    #[test]
+    fn without_the_bypass_a_permission_request_waits_for_an_answer() {
+        let mut s = session(Settings::default());
+        started(&mut s);
+        let ask = json!({"jsonrpc": "2.0", "id": "p1", "method": "session/request_permission",
+            "params": {"sessionId": "s1",
+                "toolCall": {"toolCallId": "c1", "title": "rm -rf x", "kind": "execute"},
+                "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+                            {"optionId": "no", "name": "Reject", "kind": "reject_once"}]}});
+        let actions = s.on_line(&ask.to_string());
+        assert!(sent(&actions).is_empty(), "answered by itself: {actions:?}");
+        assert_eq!(s.phase, Phase::Permission);
+        assert_eq!(
+            s.shown().request.unwrap().tool.title.as_deref(),
+            Some("rm -rf x")
+        );
+        let actions = s.on_control(
+            3,
+            Request::Answer {
+                answer: Answer::Reject,
+            },
+            "parent",
+        );
+        let answer = sent(&actions).remove(0);
+        assert_eq!(answer["id"], "p1");
+        assert_eq!(answer["result"]["outcome"]["optionId"], "no");
+        assert_eq!(s.phase, Phase::Running);
+    }
+
+    #[test]
+    fn with_the_bypass_a_request_is_allowed_once_and_recorded() {
+        let mut s = session(Settings {
+            bypass: true,
+            ..Settings::default()
+        });
+        started(&mut s);
+        let ask = json!({"jsonrpc": "2.0", "id": 9, "method": "session/request_permission",
+            "params": {"sessionId": "s1", "toolCall": {"toolCallId": "c1", "kind": "edit"},
+                "options": [{"optionId": "always", "name": "Always", "kind": "allow_always"},
+                            {"optionId": "once", "name": "Once", "kind": "allow_once"}]}});
+        let actions = s.on_line(&ask.to_string());
+        assert_eq!(sent(&actions)[0]["result"]["outcome"]["optionId"], "once");
+        assert!(
+            actions
+                .iter()
+                .any(|a| matches!(a, Action::Log(v) if v["by"] == "bypass"))
+        );
+    }
+
+    #[test]
+    fn a_loaded_sessions_replay_is_no_part_of_the_new_turn() {
+        let mut s = session(Settings {
+            load: Some("old".into()),
+            ..Settings::default()
+        });
+        let init = sent(&s.start()).remove(0);
+        let load = sent(&s.on_line(&reply(
+            &init["id"],
+            json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": true}}),
+        )))
+        .remove(0);
+        assert_eq!(load["method"], "session/load");
+        assert_eq!(load["params"]["sessionId"], "old");
+        let actions = s.on_line(&reply(&load["id"], json!({})));
+        assert!(sent(&actions).is_empty(), "prompted during the replay");
+        assert!(s.replaying());
+        let shown = s.on_line(&chunk("user_message_chunk", "the earlier prompt"));
+        assert!(
+            shown
+                .iter()
+                .any(|a| matches!(a, Action::Show(t) if t.contains("the earlier prompt")))
+        );
+        s.on_line(&chunk("agent_message_chunk", "the earlier answer"));
+        let prompt = sent(&s.replayed()).remove(0);
+        assert_eq!(prompt["params"]["sessionId"], "old");
+        assert_eq!(prompt["params"]["prompt"][0]["text"], "first");
+        s.on_line(&chunk("agent_message_chunk", "new"));
+        s.on_line(&reply(&prompt["id"], json!({"stopReason": "end_turn"})));
+        assert_eq!(s.turns.len(), 1);
+        assert_eq!(s.turns[0].text, "new");
+    }
+
+    #[test]
+    fn an_agent_that_exits_0_within_a_turn_has_not_completed() {
+        let mut s = session(Settings::default());
+        started(&mut s);
+        assert_eq!(s.on_agent_exit(Some(0)), exit::PROTOCOL);
+        let mut idle = session(Settings::default());
+        let prompt = started(&mut idle);
+        idle.on_line(&reply(&prompt["id"], json!({"stopReason": "end_turn"})));
+        assert_eq!(idle.on_agent_exit(Some(0)), exit::DONE);
+        let mut killed = session(Settings::default());
+        started(&mut killed);
+        assert_eq!(killed.on_agent_exit(None), 137);
+    }
+
+    #[test]
+    fn once_closes_the_agents_input_after_the_first_turn() {
+        let mut s = session(Settings {
+            once: true,
+            ..Settings::default()
+        });
+        let prompt = started(&mut s);
+        let actions = s.on_line(&reply(&prompt["id"], json!({"stopReason": "end_turn"})));
+        assert!(actions.contains(&Action::CloseInput), "{actions:?}");
+        assert_eq!(s.exit_status(), Some(exit::DONE));
+    }
+
+    #[test]
+    fn credentials_refused_at_session_new_end_auth_missing() {
+        let mut s = session(Settings::default());
+        let init = sent(&s.start()).remove(0);
+        let new = sent(&s.on_line(&reply(&init["id"], json!({"protocolVersion": 1})))).remove(0);
+        let refused = protocol::error_response(&new["id"], -32000, "Authentication required");
+        let actions = s.on_line(&refused);
+        assert!(
+            actions.contains(&Action::Exit(exit::AUTH_MISSING)),
+            "{actions:?}"
+        );
+        let mut other = session(Settings::default());
+        let init = sent(&other.start()).remove(0);
+        let new =
+            sent(&other.on_line(&reply(&init["id"], json!({"protocolVersion": 1})))).remove(0);
+        let actions = other.on_line(&protocol::error_response(
+            &new["id"],
+            -32603,
+            "Internal error",
+        ));
+        assert!(
+            actions.contains(&Action::Exit(exit::PROTOCOL)),
+            "{actions:?}"
+        );
+    }
+
+    #[test]
+    fn a_line_that_is_no_acp_message_is_recorded_not_fatal() {
+        let mut s = session(Settings::default());
+        started(&mut s);
+        let actions = s.on_line("Warning: something odd");
+        assert!(
+            actions
+                .iter()
+                .any(|a| matches!(a, Action::Log(v) if v["malformed"].is_string()))
+        );
+        assert_eq!(s.phase, Phase::Running);
     }
 }

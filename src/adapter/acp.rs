@@ -4,10 +4,33 @@
 
 use serde::Serialize;
 
-use super::{Adapter, LaunchCommand};
+use super::{Adapter, ExitReason, LaunchCommand};
+use crate::acp::session::exit;
 use crate::error::Result;
 use crate::launch::{PROMPT_VARIABLE, single_quote};
 use crate::spec::TaskSpec;
+
+/// What the exit status of cuekit's ACP client means: it is the task's exit code, whichever agent
+/// runs behind it (an agent's own code passes through when it dies on its own).
+pub static ACP_EXIT_REASONS: &[ExitReason] = &[
+    ExitReason {
+        code: exit::AUTH_MISSING,
+        reason: "auth_missing",
+        hint: "the agent answered ACP's \"authentication required\": sign it in (or set its API \
+               key) and submit again; its words are in `cuekit logs <id>`",
+    },
+    ExitReason {
+        code: exit::PROTOCOL,
+        reason: "acp_protocol_error",
+        hint: "the agent speaks another ACP version or answered no session; check its version \
+               against `docs/guides/acp.md`, the exchange is in the task's events.jsonl",
+    },
+    ExitReason {
+        code: exit::CANCELLED,
+        reason: "cancelled",
+        hint: "the ACP client was ended by a signal",
+    },
+];
 
 /// An agent's ACP command and what cuekit needs to drive it.
 #[derive(Debug, Clone, Serialize)]
@@ -26,6 +49,11 @@ pub struct AcpLaunch {
     /// Environment the agent runs with in ACP mode (e.g. one process instead of a relaunch, so
     /// the whole agent ends with its client).
     pub env: &'static [(&'static str, &'static str)],
+    /// `session/load` started in the same minute as the session it loads destroys that session:
+    /// the agent names its session file by the minute it started and the id, and the loading
+    /// process starts a file of that name afresh (Gemini CLI 0.61.0). The client then waits for
+    /// the next minute before loading.
+    pub load_overwrites_same_minute: bool,
     /// The version verified against, and how.
     pub verified: &'static str,
 }
@@ -59,6 +87,9 @@ pub fn build_acp_launch(
     let options = spec.acp.clone().unwrap_or_default();
     if options.once {
         parts.push("--once".to_string());
+    }
+    if let Some(epoch) = options.load_not_before {
+        parts.push(format!("--load-not-before {epoch}"));
     }
     if spec.skips_permissions() {
         parts.push("--bypass".to_string());

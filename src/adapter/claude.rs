@@ -50,6 +50,7 @@ static CLAUDE_ACP: AcpLaunch = AcpLaunch {
         ("bypassPermissions", "bypassPermissions"),
     ],
     env: &[("IS_SANDBOX", "1")],
+    load_overwrites_same_minute: false,
     verified: "@agentclientprotocol/claude-agent-acp 0.49.0 (initialize, session/new and session/prompt without credentials, an offline turn against a local Anthropic-compatible server)",
 };
 

@@ -27,6 +27,7 @@ static CODEX_ACP: AcpLaunch = AcpLaunch {
     model_flag: None,
     modes: &[],
     env: &[],
+    load_overwrites_same_minute: false,
     verified: "@agentclientprotocol/codex-acp 2.6.0 (initialize and session/new without credentials, an offline turn against a local Responses-API server)",
 };
 

@@ -25,6 +25,7 @@ static COPILOT_ACP: AcpLaunch = AcpLaunch {
     model_flag: Some("--model"),
     modes: &[],
     env: &[("COPILOT_AUTO_UPDATE", "false")],
+    load_overwrites_same_minute: false,
     verified: "@github/copilot 1.0.102 (--help, initialize and session/new without credentials, an offline turn against a local OpenAI-compatible server)",
 };
 

@@ -220,10 +220,17 @@ impl Adapter {
         }
     }
 
-    /// The documented reason for an exit code, falling back to shell conventions.
-    pub fn exit_reason(&self, code: i32) -> Option<ExitReason> {
-        self.exit_reasons
+    /// The documented reason for an exit code of a task in `mode`, falling back to shell
+    /// conventions. An ACP task's code is its client's first.
+    pub fn exit_reason(&self, mode: Mode, code: i32) -> Option<ExitReason> {
+        let client = if mode == Mode::Acp {
+            acp::ACP_EXIT_REASONS
+        } else {
+            &[]
+        };
+        client
             .iter()
+            .chain(self.exit_reasons)
             .chain(SHELL_EXIT_REASONS)
             .find(|reason| reason.code == code)
             .copied()
@@ -399,9 +406,30 @@ mod tests {
     #[test]
     fn exit_reasons_fall_back_to_shell_conventions() {
         let gemini = lookup("gemini").unwrap();
-        assert_eq!(gemini.exit_reason(41).unwrap().reason, "auth_missing");
-        assert_eq!(gemini.exit_reason(127).unwrap().reason, "agent_not_found");
-        assert!(gemini.exit_reason(3).is_none());
+        assert_eq!(
+            gemini.exit_reason(Mode::Interactive, 41).unwrap().reason,
+            "auth_missing"
+        );
+        assert_eq!(
+            gemini.exit_reason(Mode::Interactive, 127).unwrap().reason,
+            "agent_not_found"
+        );
+        assert!(gemini.exit_reason(Mode::Interactive, 3).is_none());
+    }
+
+    #[test]
+    fn an_acp_tasks_code_is_its_clients_whatever_the_agent() {
+        let qwen = lookup("qwen").unwrap();
+        assert_eq!(
+            qwen.exit_reason(Mode::Acp, 41).unwrap().reason,
+            "auth_missing"
+        );
+        assert_eq!(
+            qwen.exit_reason(Mode::Acp, 64).unwrap().reason,
+            "acp_protocol_error"
+        );
+        assert!(qwen.exit_reason(Mode::Interactive, 64).is_none());
+        assert_eq!(qwen.exit_reason(Mode::Acp, 137).unwrap().reason, "killed");
     }
 
     #[test]

@@ -25,6 +25,7 @@ static OPENCODE_ACP: AcpLaunch = AcpLaunch {
     model_flag: None,
     modes: &[],
     env: &[],
+    load_overwrites_same_minute: false,
     verified: "opencode-ai 1.18.33 (--help, initialize and session/new without credentials, an offline turn against a local OpenAI-compatible server)",
 };
 

@@ -29,6 +29,7 @@ static PI_ACP: AcpLaunch = AcpLaunch {
     model_flag: None,
     modes: &[],
     env: &[],
+    load_overwrites_same_minute: false,
     verified: "pi-acp 0.0.24 with @mariozechner/pi-coding-agent 0.73.1 (initialize and session/new without credentials, an offline turn against a local OpenAI-compatible server)",
 };
 

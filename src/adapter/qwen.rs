@@ -33,6 +33,7 @@ static QWEN_ACP: AcpLaunch = AcpLaunch {
         ("yolo", "yolo"),
     ],
     env: &[("QWEN_CODE_NO_RELAUNCH", "true")],
+    load_overwrites_same_minute: false,
     verified: "@qwen-code/qwen-code 0.15.10 (--help, initialize and session/new with and without auth, an offline turn against a local OpenAI-compatible server)",
 };
 

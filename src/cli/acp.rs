@@ -30,6 +30,10 @@ pub struct AcpArgs {
     /// The agent session to continue (`session/load`).
     #[arg(long)]
     load_session: Option<String>,
+    /// Start no earlier than this (seconds since the epoch): the agent would overwrite a session
+    /// it started in the same minute.
+    #[arg(long)]
+    load_not_before: Option<u64>,
     /// Environment for the agent: `NAME=VALUE`.
     #[arg(long = "env", value_name = "NAME=VALUE")]
     env: Vec<String>,
@@ -56,6 +60,7 @@ pub fn run(args: &AcpArgs) -> anyhow::Result<i32> {
         session_mode: args.session_mode.clone(),
         session_model: args.session_model.clone(),
         load_session: args.load_session.clone(),
+        load_not_before: args.load_not_before,
         env: pairs(&args.env, '='),
         agent: args.agent.clone(),
     };

@@ -47,8 +47,25 @@ pub(crate) fn waiting(task: &Task) -> Option<(&'static str, u64, Option<Pending>
 
 /// The state the task's client last wrote.
 pub(crate) fn shown(task: &Task) -> Option<Shown> {
-    let path = task.record.task_dir.join(crate::acp::client::STATE_FILE);
+    shown_of(&task.record)
+}
+
+fn shown_of(record: &crate::store::TaskRecord) -> Option<Shown> {
+    let path = record.task_dir.join(crate::acp::client::STATE_FILE);
     serde_json::from_slice(&crate::store::read_small(&path).ok()?).ok()
+}
+
+/// The earliest time (seconds since the epoch) a task resuming `earlier`'s session may load it,
+/// for an agent that would overwrite a session it started in the same minute: the next minute
+/// after the one the session became known in (now, when that is unknown).
+pub(crate) fn load_not_before(earlier: &crate::store::TaskRecord) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    let since = shown_of(earlier)
+        .and_then(|shown| shown.session_since)
+        .unwrap_or(now);
+    (since / 60 + 1) * 60
 }
 
 /// The request this process would make to task `task`'s client: refused when the caller runs

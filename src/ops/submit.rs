@@ -390,9 +390,16 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         )));
     }
     if mode == Mode::Acp {
+        let overwrites = adapter
+            .acp
+            .is_some_and(|acp| acp.load_overwrites_same_minute);
         spec.acp = Some(crate::acp::policy::AcpSpec {
             once: request.once.unwrap_or(false),
             permissions: config.acp_permissions(),
+            load_not_before: resumed
+                .as_ref()
+                .filter(|_| overwrites)
+                .map(|earlier| super::acp::load_not_before(&earlier.record)),
         });
     } else if request.once.is_some() {
         return Err(
