@@ -33,11 +33,14 @@ pub enum ErrorCode {
     /// Project data cuekit will not read or pass on: a file that is a link out of the project
     /// or not a regular file of this user's, or a name of an unsafe shape (`.gitmodules`).
     UnsafeProjectData,
+    /// A command that must come from outside a task (steering an ACP task, answering its
+    /// permission request) was run inside that task's own pane.
+    InsideTask,
 }
 
 impl ErrorCode {
     /// Every code, for reading one back from its string (a host's cuekit's JSON error).
-    pub const ALL: [ErrorCode; 22] = [
+    pub const ALL: [ErrorCode; 23] = [
         ErrorCode::Internal,
         ErrorCode::Usage,
         ErrorCode::InvalidInput,
@@ -60,6 +63,7 @@ impl ErrorCode {
         ErrorCode::HostUnreachable,
         ErrorCode::HostVersionMismatch,
         ErrorCode::UnsafeProjectData,
+        ErrorCode::InsideTask,
     ];
 
     pub fn parse(code: &str) -> Option<ErrorCode> {
@@ -92,6 +96,7 @@ impl ErrorCode {
             ErrorCode::HostUnreachable => "host_unreachable",
             ErrorCode::HostVersionMismatch => "host_version_mismatch",
             ErrorCode::UnsafeProjectData => "unsafe_project_data",
+            ErrorCode::InsideTask => "inside_task",
         }
     }
 
@@ -120,6 +125,7 @@ impl ErrorCode {
             ErrorCode::HostUnreachable => 26,
             ErrorCode::HostVersionMismatch => 27,
             ErrorCode::UnsafeProjectData => 29,
+            ErrorCode::InsideTask => 30,
         }
     }
 }

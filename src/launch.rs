@@ -127,8 +127,8 @@ pub const SETUP_FAILED_FILE: &str = "setup-failed";
 /// Then it waits for the submit to record the task: an agent never runs without a record, and
 /// a submit cut short starts nothing. The agent runs in a subshell so that an `exit N` inside
 /// the command cannot skip the sentinel; the sentinel is written to a temp file and renamed so
-/// a reader never sees a half-written code. With `event_filter` (the cuekit binary), the
-/// agent's stdout is piped through `cuekit __events <task dir>`. With `setup`
+/// a reader never sees a half-written code. The [`Runner`] says how the command runs (piped
+/// through the event filter, or as the ACP client). With `setup`
 /// (`worktree.setup`), that command runs first under `/bin/sh -c`, its output in the pane; if it
 /// fails the agent is skipped, its status becomes the task's and [`SETUP_FAILED_FILE`] is
 /// written.
@@ -137,7 +137,7 @@ pub fn render_launch_script(
     agent_command: &str,
     unset_env: &[&str],
     task_dir: &Path,
-    event_filter: Option<&Path>,
+    runner: Runner,
     gate: StartGate,
     setup: Option<&str>,
 ) -> Result<String> {
@@ -161,9 +161,22 @@ pub fn render_launch_script(
     if let Some(setup) = setup {
         script.push_str(&format!("if /bin/sh -c {}; then\n", single_quote(setup)?));
     }
-    match event_filter {
-        None => script.push_str(&format!("(\n{agent_command}\n)\ncuekit_code=$?\n")),
-        Some(cuekit) => {
+    match runner {
+        Runner::Plain => script.push_str(&format!("(\n{agent_command}\n)\ncuekit_code=$?\n")),
+        // In the background, so its pid (which becomes its process group) is known here; its
+        // stdin is the pane's terminal again (an asynchronous list's would be /dev/null). The
+        // group is ended once the client exited, however it did: the agent never outlives it.
+        Runner::Client => script.push_str(&format!(
+            "exec 3<&0
+             (exec {agent_command}) <&3 3<&- &
+             cuekit_client=$!
+             wait \"$cuekit_client\"
+             cuekit_code=$?
+             exec 3<&-
+             kill -KILL -- \"-$cuekit_client\" 2>/dev/null
+"
+        )),
+        Runner::Filtered(cuekit) => {
             let agent_exit = quote_path(&task_dir.join(AGENT_EXIT_FILE))?;
             let (cuekit, dir) = (quote_path(cuekit)?, quote_path(task_dir)?);
             // The agent's status comes back through a descriptor, not only the file: on a full
@@ -195,6 +208,18 @@ pub fn render_launch_script(
          exit \"$cuekit_code\"\n"
     ));
     Ok(script)
+}
+
+/// How `launch.sh` runs the task's command.
+#[derive(Debug, Clone, Copy)]
+pub enum Runner<'a> {
+    /// As it is, in a subshell.
+    Plain,
+    /// Its stdout piped through the event filter, `cuekit __events` (this cuekit binary).
+    Filtered(&'a Path),
+    /// The command is cuekit's ACP client: it leads a process group of its own, which the
+    /// script ends once the client has exited.
+    Client,
 }
 
 /// Reads a sentinel file's content (`cuekit_exit=<code>`).
@@ -236,7 +261,7 @@ mod tests {
             "gemini 'x'",
             &["CI"],
             Path::new("/tmp/a b"),
-            None,
+            Runner::Plain,
             gate(),
             None,
         )
@@ -284,7 +309,7 @@ mod tests {
             "echo from-the-agent; exit 7",
             &[],
             &task,
-            Some(&filter),
+            Runner::Filtered(&filter),
             StartGate {
                 registered: &registered,
                 pending: &registered,
@@ -312,7 +337,7 @@ mod tests {
             "agent",
             &[],
             Path::new("/d"),
-            None,
+            Runner::Plain,
             gate(),
             Some("npm ci && echo 'ok'"),
         )

@@ -5,6 +5,7 @@
 //! [`store`] records it. [`status`] judges a task from its record, one pane snapshot and the
 //! sentinel. The [`ops`] are what the front ends ([`cli`], [`mcp`], the [`top`] dashboard) call.
 
+pub mod acp;
 pub mod adapter;
 pub mod age;
 pub mod attention;

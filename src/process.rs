@@ -195,6 +195,15 @@ pub fn descends_from(pid: u32, ancestor: u32) -> bool {
     false
 }
 
+/// The live members of process group `pgid`.
+pub fn group_members(pgid: u32) -> BTreeSet<u32> {
+    all_processes()
+        .into_iter()
+        .filter(|process| process.pgid == pgid && !process.zombie)
+        .map(|process| process.pid)
+        .collect()
+}
+
 /// `root` and every live descendant of it.
 pub fn process_tree(root: u32) -> BTreeSet<u32> {
     let mut tree = BTreeSet::from([root]);

@@ -11,6 +11,9 @@ pub enum Mode {
     Interactive,
     /// A single-shot headless run: attachable, not steerable.
     Batch,
+    /// The agent speaks the Agent Client Protocol with cuekit's client, which runs in the pane:
+    /// attachable (the client renders the session) and steered over the protocol.
+    Acp,
 }
 
 impl Mode {
@@ -18,6 +21,7 @@ impl Mode {
         match self {
             Mode::Interactive => "interactive",
             Mode::Batch => "batch",
+            Mode::Acp => "acp",
         }
     }
 
@@ -25,8 +29,9 @@ impl Mode {
         match value {
             "interactive" => Ok(Mode::Interactive),
             "batch" => Ok(Mode::Batch),
+            "acp" => Ok(Mode::Acp),
             other => Err(Error::invalid_input(format!(
-                "unknown mode '{other}'; expected 'interactive' or 'batch'"
+                "unknown mode '{other}'; expected 'interactive', 'batch' or 'acp'"
             ))),
         }
     }
@@ -75,6 +80,9 @@ pub struct TaskSpec {
     /// Tell the child how to report back with `cuekit report` (tasks in a team or with a role).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub report_hint: bool,
+    /// An ACP task's own settings (`--mode acp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acp: Option<crate::acp::policy::AcpSpec>,
 }
 
 impl TaskSpec {

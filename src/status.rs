@@ -6,6 +6,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::adapter::Adapter;
+use crate::spec::Mode;
 use crate::store::TaskRecord;
 use crate::tmux::PaneInfo;
 
@@ -154,7 +155,7 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
                 "the agent exited 0 without reporting the end of its run (killed or crashed?)"
                     .to_string(),
             ),
-            _ => ending_for_exit(adapter, code),
+            _ => ending_for_exit(adapter, record.mode, code),
         });
     }
     let due = record
@@ -187,7 +188,7 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
 }
 
 /// Sentinel code → status; a non-zero code carries the agent's documented reason.
-pub fn ending_for_exit(adapter: &Adapter, code: i32) -> Ending {
+pub fn ending_for_exit(adapter: &Adapter, mode: Mode, code: i32) -> Ending {
     if code == 0 {
         return Ending {
             status: Status::Completed,
@@ -196,7 +197,7 @@ pub fn ending_for_exit(adapter: &Adapter, code: i32) -> Ending {
             exit_code: Some(0),
         };
     }
-    let (reason, hint) = match adapter.exit_reason(code) {
+    let (reason, hint) = match adapter.exit_reason(mode, code) {
         Some(known) => (known.reason.to_string(), known.hint.to_string()),
         None => (
             "nonzero_exit".to_string(),
@@ -219,7 +220,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::spec::{Mode, TaskSpec};
+    use crate::spec::TaskSpec;
 
     fn record(status: Status, timeout_secs: Option<u64>) -> TaskRecord {
         TaskRecord {

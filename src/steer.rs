@@ -26,6 +26,10 @@ pub enum Receipt {
     Blocked,
     /// The child's pane was gone by the time of sending.
     NotRunning,
+    /// ACP: a turn is running; this prompt starts when it ends.
+    Queued,
+    /// ACP: the agent refused the prompt (its message is in the receipt).
+    Rejected,
 }
 
 impl Receipt {
@@ -35,6 +39,8 @@ impl Receipt {
             Receipt::TypedNotSubmitted => "typed_not_submitted",
             Receipt::Blocked => "blocked",
             Receipt::NotRunning => "not_running",
+            Receipt::Queued => "queued",
+            Receipt::Rejected => "rejected",
         }
     }
 
@@ -44,6 +50,8 @@ impl Receipt {
             Receipt::TypedNotSubmitted => 22,
             Receipt::Blocked => 23,
             Receipt::NotRunning => 24,
+            Receipt::Queued => 0,
+            Receipt::Rejected => 28,
         }
     }
 }
@@ -55,6 +63,8 @@ pub enum Delivery {
     Typed,
     /// `load-buffer` + bracketed `paste-buffer`: multi-line or long text arrives as one message.
     Pasted,
+    /// ACP: a `session/prompt` from the task's client; nothing is typed.
+    Protocol,
 }
 
 /// The message as it will be sent (trailing line breaks dropped: Enter is sent on its own) and
@@ -112,9 +122,11 @@ mod tests {
             Receipt::TypedNotSubmitted,
             Receipt::Blocked,
             Receipt::NotRunning,
+            Receipt::Rejected,
         ];
         let mut statuses: Vec<i32> = all.iter().map(|r| r.exit_status()).collect();
         statuses.dedup();
-        assert_eq!(statuses, [0, 22, 23, 24]);
+        assert_eq!(statuses, [0, 22, 23, 24, 28]);
+        assert_eq!(Receipt::Queued.exit_status(), 0);
     }
 }

@@ -70,6 +70,7 @@ fn expected(prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String> {
         ]),
         (Mode::Interactive, false) => argv.push(prompt.to_string()),
         (Mode::Interactive, true) => argv.push(format!("--prompt-interactive={prompt}")),
+        (Mode::Acp, _) => unreachable!("an ACP prompt goes over the protocol, not argv"),
     }
     argv
 }

@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 static NEXT_LOG: AtomicUsize = AtomicUsize::new(0);
 
 /// Sorted: the names are public API.
-const TOOLS: [&str; 12] = [
+const TOOLS: [&str; 13] = [
+    "answer_permission",
     "cancel_tasks",
     "get_status",
     "get_task_diff",
@@ -610,6 +611,42 @@ fn an_interactive_gemini_task_is_steered_and_read_over_mcp() {
         client.error_code("steer_task", json!({"id": id, "message": "too late"})),
         "invalid_state"
     );
+}
+
+/// An AI parent's whole ACP loop over MCP: submit in acp mode without the bypass, wait until
+/// the child asks, read the request, answer it, and read the result of the one turn.
+#[test]
+fn an_acp_task_asks_and_the_parent_answers_over_mcp() {
+    let shell = json!({"method": "generateContentStream", "response": [{
+        "candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
+            "name": "run_shell_command", "args": {"command": "echo mcp > g.txt", "description": "x"}}}]},
+            "finishReason": "STOP", "index": 0}]}]})
+    .to_string();
+    let h = Harness::new().with_real_gemini(&[shell, canned_text("Wrote g.txt.")]);
+    let mut client = Client::start(&h);
+    let id = submit(
+        &mut client,
+        json!({"objective": "Write g.txt", "model": MODEL, "mode": "acp",
+               "dangerously_skip_permissions": false}),
+    );
+    let waited = client.wait(json!({"ids": [id], "until": "input_required"}));
+    let task = &waited["tasks"][0];
+    assert_eq!(task["reason"], "permission_prompt", "{waited}");
+    assert_eq!(task["request"]["tool"]["kind"], "execute", "{waited}");
+    assert!(!h.project.join("g.txt").exists());
+    let approval = client.ok("answer_permission", json!({"id": id, "answer": "allow"}));
+    assert_eq!(approval["option"]["kind"], "allow_once", "{approval}");
+    assert_eq!(
+        client.error_code("answer_permission", json!({"id": id})),
+        "invalid_state",
+        "a second answer to the same request"
+    );
+    // MCP's acp mode ends the session after its first turn: the task completes.
+    let done = client.wait(json!({"ids": [id]}));
+    assert_eq!(done["tasks"][0]["status"], "completed", "{done}");
+    assert_eq!(std::fs::read_to_string(h.project.join("g.txt")).unwrap(), "mcp\n");
+    let result = client.ok("get_task_result", json!({"id": id}));
+    assert_eq!(result["result"]["final_text"], "Wrote g.txt.", "{result}");
 }
 
 #[test]

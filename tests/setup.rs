@@ -139,7 +139,7 @@ fn a_broken_config_names_file_line_and_column_and_nothing_is_submitted() {
         ),
         (
             "defaults:\n  mode: sideways\n",
-            ":2:9: defaults.mode: unknown variant `sideways`, expected `interactive` or `batch`",
+            ":2:9: defaults.mode: unknown variant `sideways`, expected one of `interactive`, `batch`, `acp`",
         ),
     ];
     for (text, expected) in cases {
@@ -237,7 +237,7 @@ fn adapters_lists_capabilities_as_the_design_names_them() {
         ("default_mode", serde_json::json!("interactive")),
         (
             "supported_modes",
-            serde_json::json!(["interactive", "batch"]),
+            serde_json::json!(["interactive", "batch", "acp"]),
         ),
     ] {
         assert_eq!(gemini[key], value, "{key}");

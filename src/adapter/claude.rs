@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::acp::AcpLaunch;
 use super::{Adapter, AuthProbe, Capabilities, LaunchCommand, shell_word_for_bin};
 use crate::attention::{Attention, ScreenRules};
 use crate::error::Result;
@@ -18,6 +19,40 @@ const PERMISSION_MODES: [&str; 6] = [
     "plan",
     "bypassPermissions",
 ];
+
+/// The bridge `claude-agent-acp` (@agentclientprotocol/claude-agent-acp 0.49.0, the newest
+/// that supports Node 20: 0.50.0 and later declare `node >=22`). It has no `--help` and takes
+/// no arguments: it speaks ACP on stdio and drives the Claude Code binary of its own
+/// @anthropic-ai/claude-agent-sdk (0.3.185, Claude Code 2.1.185; `CLAUDE_CODE_EXECUTABLE`
+/// overrides it). Verified with a throw-away HOME: `initialize` answers protocol version 1,
+/// `loadSession: true`, no auth methods; `session/new` succeeds without credentials with the
+/// modes `auto`, `default`, `acceptEdits`, `plan`, `dontAsk`, `bypassPermissions` (cuekit's
+/// permission modes, one to one), and the first `session/prompt` then fails with -32000
+/// "Authentication required". A turn against a local Anthropic-compatible server
+/// (`ANTHROPIC_BASE_URL`) ends `end_turn`. As root the bridge withholds `bypassPermissions`
+/// unless `IS_SANDBOX` is set, and with any value but `1` (e.g. `yes`) Claude Code then refuses
+/// the `--allow-dangerously-skip-permissions` it is started with (`session/new` fails with
+/// -32603 "Internal error", "Claude Code process exited with code 1"): `IS_SANDBOX=1`, as the
+/// other modes set it for the bypass. No model option, and no `session/set_model` (-32601
+/// "Method not found"): the model is its `model` config option (`session/set_config_option`)
+/// or `ANTHROPIC_MODEL`. Two processes (the node bridge and Claude Code); both end on stdin
+/// EOF or a SIGTERM to the bridge.
+static CLAUDE_ACP: AcpLaunch = AcpLaunch {
+    program: Some("claude-agent-acp"),
+    args: &[],
+    model_flag: None,
+    modes: &[
+        ("default", "default"),
+        ("acceptEdits", "acceptEdits"),
+        ("auto", "auto"),
+        ("dontAsk", "dontAsk"),
+        ("plan", "plan"),
+        ("bypassPermissions", "bypassPermissions"),
+    ],
+    env: &[("IS_SANDBOX", "1")],
+    load_overwrites_same_minute: false,
+    verified: "@agentclientprotocol/claude-agent-acp 0.49.0 (initialize, session/new and session/prompt without credentials, an offline turn against a local Anthropic-compatible server)",
+};
 
 pub(super) static CLAUDE: Adapter = Adapter {
     capabilities: Capabilities::pane_agent("claude-code"),
@@ -57,6 +92,7 @@ pub(super) static CLAUDE: Adapter = Adapter {
     },
     build_launch: build_claude_launch_command,
     runs_argv: false,
+    acp: Some(&CLAUDE_ACP),
     approval_modes: &PERMISSION_MODES,
     install_hint: "npm install -g @anthropic-ai/claude-code",
     auth_probe: claude_auth,
@@ -145,5 +181,29 @@ mod tests {
             build("x", Mode::Batch, |s| s.approval_mode = Some("plan".into())),
             "DISABLE_AUTOUPDATER=1 claude -p --permission-mode plan -- 'x' </dev/null"
         );
+    }
+
+    /// The ACP command is the bridge, not `claude`; each permission mode is its own ACP mode.
+    #[test]
+    fn acp_launch() {
+        let spec = TaskSpec {
+            agent_kind: "claude-code".into(),
+            objective: "x".into(),
+            model: Some("sonnet".into()),
+            approval_mode: Some("plan".into()),
+            ..TaskSpec::default()
+        };
+        let launch = CLAUDE
+            .launch(&spec, Mode::Acp, CLAUDE.default_bin, "cuekit")
+            .unwrap();
+        assert_eq!(
+            launch.command,
+            r#"cuekit __acp --prompt-file "$cuekit_prompt" --bypass --session-mode 'plan' --session-model 'sonnet' --env 'IS_SANDBOX=1' -- claude-agent-acp"#
+        );
+        assert!(launch.warnings.is_empty(), "{:?}", launch.warnings);
+        let acp = CLAUDE.acp.unwrap();
+        for mode in PERMISSION_MODES {
+            assert!(acp.mode_id(mode).is_some(), "{mode}");
+        }
     }
 }

@@ -3,11 +3,33 @@
 
 use std::time::Duration;
 
+use super::acp::AcpLaunch;
 use super::{Adapter, AuthProbe, Capabilities, LaunchCommand, shell_word_for_bin};
 use crate::attention::{Attention, ScreenRules};
 use crate::error::Result;
 use crate::launch::single_quote;
 use crate::spec::{Mode, TaskSpec};
+
+/// The bridge `codex-acp` (@agentclientprotocol/codex-acp 2.6.0; no `--help`: any argument but
+/// `--version`, `login` and `cli` starts the ACP server). It runs `codex app-server` of its own
+/// dependency @openai/codex 0.166.0 (`CODEX_PATH` overrides it), not the adapter's binary.
+/// Verified with a throw-away HOME: `initialize` answers protocol version 1, `loadSession:
+/// true`, the auth methods `api-key` and `chat-gpt`; without credentials `session/new` fails
+/// with -32000 "Authentication required". With a custom model provider in
+/// `~/.codex/config.toml` it answers the modes `read-only`, `workspace-write`, `agent` and
+/// `agent-full-access`; cuekit has no approval modes for codex, so none are mapped. The model
+/// is set with `session/set_model`. A turn against a local Responses-API server ends
+/// `end_turn`. Three processes (the node bridge, node `codex.js`, the native app-server): all
+/// end within 3 s of a SIGTERM to the bridge, and on stdin EOF (after ~2 s).
+static CODEX_ACP: AcpLaunch = AcpLaunch {
+    program: Some("codex-acp"),
+    args: &[],
+    model_flag: None,
+    modes: &[],
+    env: &[],
+    load_overwrites_same_minute: false,
+    verified: "@agentclientprotocol/codex-acp 2.6.0 (initialize and session/new without credentials, an offline turn against a local Responses-API server)",
+};
 
 pub(super) static CODEX: Adapter = Adapter {
     capabilities: Capabilities::pane_agent("codex"),
@@ -44,6 +66,7 @@ pub(super) static CODEX: Adapter = Adapter {
     },
     build_launch: build_codex_launch_command,
     runs_argv: false,
+    acp: Some(&CODEX_ACP),
     approval_modes: &[],
     install_hint: "npm install -g @openai/codex",
     auth_probe: codex_auth,
@@ -59,6 +82,7 @@ pub fn build_codex_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Res
     parts.push(match mode {
         Mode::Interactive => "--no-daemon".to_string(),
         Mode::Batch => "exec --skip-git-repo-check".to_string(),
+        Mode::Acp => unreachable!("{}", super::ACP_IS_BUILT_APART),
     });
     if let Some(model) = spec.model.as_deref() {
         parts.push(super::model_arg(&CODEX, "-m", model, &mut warnings)?);
@@ -123,5 +147,25 @@ mod tests {
                 Some(false)),
             "codex exec --skip-git-repo-check -- '-hello' </dev/null"
         );
+    }
+
+    /// The ACP command is the bridge, not `codex`; the model is chosen once the session exists.
+    #[test]
+    fn acp_launch() {
+        let spec = TaskSpec {
+            agent_kind: "codex".into(),
+            objective: "x".into(),
+            model: Some("gpt-5.5".into()),
+            approval_mode: None,
+            ..TaskSpec::default()
+        };
+        let launch = CODEX
+            .launch(&spec, Mode::Acp, CODEX.default_bin, "cuekit")
+            .unwrap();
+        assert_eq!(
+            launch.command,
+            r#"cuekit __acp --prompt-file "$cuekit_prompt" --bypass --session-model 'gpt-5.5' -- codex-acp"#
+        );
+        assert!(launch.warnings.is_empty(), "{:?}", launch.warnings);
     }
 }

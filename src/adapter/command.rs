@@ -31,6 +31,7 @@ pub(super) static COMMAND: Adapter = Adapter {
     },
     build_launch: build_command_launch,
     runs_argv: true,
+    acp: None,
     approval_modes: &[],
     install_hint: "no installation: the task names its own program",
     auth_probe: || AuthProbe::Configured("no credentials needed".to_string()),

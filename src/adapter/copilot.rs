@@ -2,11 +2,32 @@
 
 use std::time::Duration;
 
+use super::acp::AcpLaunch;
 use super::{Adapter, AuthProbe, Capabilities, LaunchCommand, shell_word_for_bin};
 use crate::attention::{Attention, ScreenRules};
 use crate::error::Result;
 use crate::launch::single_quote;
 use crate::spec::{Mode, TaskSpec};
+
+/// `copilot --acp` (1.0.102: `--help` lists `--acp` "Start as Agent Client Protocol server";
+/// `--model` applies in ACP mode too: an offline turn sent the model it names). Verified with a
+/// throw-away HOME: `initialize` answers protocol version 1, `loadSession: true`, the auth
+/// method `copilot-login`; without credentials `session/new` fails with -32000 "Authentication
+/// required". Offline (`COPILOT_OFFLINE`, `COPILOT_PROVIDER_BASE_URL`, a model) it answers the
+/// modes `https://agentclientprotocol.com/protocol/session-modes#agent`, `#plan` and
+/// `#autopilot`; cuekit has no approval modes for copilot, so none are mapped. Two processes:
+/// the node loader and the native binary it spawns, which a SIGTERM to the loader leaves
+/// orphaned (no setting avoids it: end the process group). `COPILOT_AUTO_UPDATE=false`, as
+/// for the other modes, keeps the installed version instead of a downloaded one.
+static COPILOT_ACP: AcpLaunch = AcpLaunch {
+    program: None,
+    args: &["--acp"],
+    model_flag: Some("--model"),
+    modes: &[],
+    env: &[("COPILOT_AUTO_UPDATE", "false")],
+    load_overwrites_same_minute: false,
+    verified: "@github/copilot 1.0.102 (--help, initialize and session/new without credentials, an offline turn against a local OpenAI-compatible server)",
+};
 
 pub(super) static COPILOT: Adapter = Adapter {
     capabilities: Capabilities::pane_agent("copilot"),
@@ -34,6 +55,7 @@ pub(super) static COPILOT: Adapter = Adapter {
     },
     build_launch: build_copilot_launch_command,
     runs_argv: false,
+    acp: Some(&COPILOT_ACP),
     approval_modes: &[],
     install_hint: "npm install -g @github/copilot",
     auth_probe: copilot_auth,
@@ -64,6 +86,7 @@ pub fn build_copilot_launch_command(
     parts.push(match mode {
         Mode::Interactive => format!("--interactive={prompt}"),
         Mode::Batch => format!("--prompt={prompt} </dev/null"),
+        Mode::Acp => unreachable!("{}", super::ACP_IS_BUILT_APART),
     });
     Ok(LaunchCommand::from_words(parts, warnings))
 }
@@ -105,5 +128,25 @@ mod tests {
                 Some(false)),
             "COPILOT_AUTO_UPDATE=false copilot --prompt='x' </dev/null"
         );
+    }
+
+    /// The ACP command: `--acp` with the model on its command line, auto-update off.
+    #[test]
+    fn acp_launch() {
+        let spec = TaskSpec {
+            agent_kind: "copilot".into(),
+            objective: "x".into(),
+            model: Some("gpt-5".into()),
+            approval_mode: None,
+            ..TaskSpec::default()
+        };
+        let launch = COPILOT
+            .launch(&spec, Mode::Acp, COPILOT.default_bin, "cuekit")
+            .unwrap();
+        assert_eq!(
+            launch.command,
+            r#"cuekit __acp --prompt-file "$cuekit_prompt" --bypass --env 'COPILOT_AUTO_UPDATE=false' -- copilot --acp --model 'gpt-5'"#
+        );
+        assert!(launch.warnings.is_empty(), "{:?}", launch.warnings);
     }
 }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::acp::AcpLaunch;
 use super::{Adapter, AuthProbe, Capabilities, ExitReason, LaunchCommand, shell_word_for_bin};
 use crate::attention::{Attention, ScreenRules};
 use crate::error::Result;
@@ -10,6 +11,28 @@ use crate::launch::{PROMPT_VARIABLE, single_quote};
 use crate::spec::{Mode, TaskSpec};
 
 pub const GEMINI_APPROVAL_MODES: [&str; 4] = ["default", "auto_edit", "yolo", "plan"];
+
+/// `gemini --acp` (0.61.0: `--help` lists `--acp`, `--experimental-acp` is its deprecated
+/// alias; `initialize`, `session/new`, `session/prompt`, `session/request_permission` verified
+/// offline with canned replies, see ../shared/reference/gemini-cli.md "ACP"). `session/new`
+/// answers the modes `default`, `autoEdit`, `yolo` and `plan`. One process: a relaunched
+/// child would outlive a killed parent.
+static GEMINI_ACP: AcpLaunch = AcpLaunch {
+    program: None,
+    args: &["--acp"],
+    model_flag: Some("-m"),
+    modes: &[
+        ("default", "default"),
+        ("auto_edit", "autoEdit"),
+        ("yolo", "yolo"),
+        ("plan", "plan"),
+    ],
+    env: &[("GEMINI_CLI_NO_RELAUNCH", "true")],
+    // Seen with 0.61.0: `session/load` within the minute of `session/new` answers "No previous
+    // sessions found" and the session's file is gone (tests/acp.rs resumes across it).
+    load_overwrites_same_minute: true,
+    verified: "@google/gemini-cli 0.61.0 (--help, an offline ACP turn with canned replies)",
+};
 
 pub(super) static GEMINI: Adapter = Adapter {
     capabilities: Capabilities::pane_agent("gemini"),
@@ -106,6 +129,7 @@ pub(super) static GEMINI: Adapter = Adapter {
     },
     build_launch: build_gemini_launch_command,
     runs_argv: false,
+    acp: Some(&GEMINI_ACP),
     approval_modes: &GEMINI_APPROVAL_MODES,
     install_hint: "npm install -g @google/gemini-cli",
     auth_probe: gemini_auth,
@@ -206,6 +230,7 @@ pub fn build_gemini_launch_command(
             format!("--prompt-interactive={quoted}")
         }
         Mode::Interactive => quoted,
+        Mode::Acp => unreachable!("{}", super::ACP_IS_BUILT_APART),
     });
 
     Ok(LaunchCommand {

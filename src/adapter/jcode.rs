@@ -34,6 +34,7 @@ pub(super) static JCODE: Adapter = Adapter {
     build_launch: build_jcode_launch_command,
     runs_argv: false,
     // Printed by `cuekit adapters`, so it also carries the permission caveat.
+    acp: None,
     approval_modes: &[],
     install_hint: "jcode v0.11.x is on no package registry: install it from its project and put it on PATH. \
                    jcode has no permission-bypass flag, so dangerously_skip_permissions has no effect",
@@ -70,6 +71,7 @@ pub fn build_jcode_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Res
         match mode {
             Mode::Interactive => "repl",
             Mode::Batch => "run",
+            Mode::Acp => unreachable!("{}", super::ACP_IS_BUILT_APART),
         }
         .to_string(),
         "--no-update".to_string(),
@@ -96,6 +98,7 @@ pub fn build_jcode_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Res
             parts.join(" ")
         }
         Mode::Interactive => interactive_script(&parts.join(" ")),
+        Mode::Acp => unreachable!("{}", super::ACP_IS_BUILT_APART),
     };
     Ok(LaunchCommand {
         command,

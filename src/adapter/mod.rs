@@ -2,6 +2,7 @@
 //! script, tmux, transcript, status, steering — is shared, so adding an agent is one file
 //! here and one line in [`ADAPTERS`].
 
+pub mod acp;
 mod claude;
 mod codex;
 mod command;
@@ -105,7 +106,10 @@ pub struct Adapter {
     pub steer_pre_keys: &'static [&'static str],
     /// How to read this agent's screen: dialogs, busy and ready markers, the input line.
     pub screen: ScreenRules,
+    /// The pane command for interactive and batch tasks (an ACP task's is [`Adapter::launch`]'s).
     pub build_launch: fn(&TaskSpec, Mode, &str) -> Result<LaunchCommand>,
+    /// How the agent speaks the Agent Client Protocol, where it does (`--mode acp`).
+    pub acp: Option<&'static acp::AcpLaunch>,
     /// The task's words are the program and its arguments (the `command` agent): no prompt is
     /// rendered and there is no fixed binary to look for.
     pub runs_argv: bool,
@@ -127,6 +131,10 @@ pub enum AuthProbe {
     Missing(String),
 }
 
+/// Builders of interactive and batch commands are never asked for an ACP one: [`Adapter::launch`]
+/// builds those for every agent from its [`acp::AcpLaunch`].
+pub(crate) const ACP_IS_BUILT_APART: &str = "an ACP launch is built by adapter::acp";
+
 /// Every agent cuekit can run; the first is the default.
 pub static ADAPTERS: &[&Adapter] = &[
     &gemini::GEMINI,
@@ -146,6 +154,9 @@ pub static ADAPTERS: &[&Adapter] = &[
 pub struct AdapterInfo {
     #[serde(flatten)]
     pub capabilities: Capabilities,
+    /// How `--mode acp` starts the agent, where it can.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acp: Option<&'static acp::AcpLaunch>,
     pub available_models: &'static [&'static str],
     pub default_bin: &'static str,
     pub install_hint: &'static str,
@@ -153,8 +164,11 @@ pub struct AdapterInfo {
 
 impl Adapter {
     pub fn info(&self) -> AdapterInfo {
+        let mut capabilities = self.capabilities.clone();
+        capabilities.supported_modes = self.modes();
         AdapterInfo {
-            capabilities: self.capabilities.clone(),
+            capabilities,
+            acp: self.acp,
             available_models: self.available_models,
             default_bin: self.default_bin,
             install_hint: self.install_hint,
@@ -166,20 +180,57 @@ impl Adapter {
     }
 
     pub fn supports(&self, mode: Mode) -> bool {
-        self.capabilities.supported_modes.contains(&mode)
+        self.modes().contains(&mode)
+    }
+
+    /// The run modes: the adapter's own, and `acp` where the agent speaks the protocol.
+    pub fn modes(&self) -> &'static [Mode] {
+        match self.acp {
+            Some(_) => &[Mode::Interactive, Mode::Batch, Mode::Acp],
+            None => self.capabilities.supported_modes,
+        }
     }
 
     /// Capabilities of one task: a batch task cannot be steered whatever the agent can do.
     pub fn task_capabilities(&self, mode: Mode) -> Capabilities {
         let mut capabilities = self.capabilities.clone();
-        capabilities.supports_steering &= mode == Mode::Interactive;
+        capabilities.supported_modes = self.modes();
+        capabilities.supports_steering &= mode != Mode::Batch;
+        capabilities.supports_live_progress |= mode == Mode::Acp;
         capabilities
     }
 
-    /// The documented reason for an exit code, falling back to shell conventions.
-    pub fn exit_reason(&self, code: i32) -> Option<ExitReason> {
-        self.exit_reasons
+    /// The launch command of a task in `mode`; `client` is the cuekit binary as a shell word,
+    /// which an ACP task runs in its pane.
+    pub fn launch(
+        &self,
+        spec: &TaskSpec,
+        mode: Mode,
+        bin: &str,
+        client: &str,
+    ) -> Result<LaunchCommand> {
+        match (mode, self.acp) {
+            (Mode::Acp, Some(acp)) => acp::build_acp_launch(self, acp, spec, bin, client),
+            (Mode::Acp, None) => Err(Error::invalid_input(format!(
+                "agent '{}' has no acp mode (it does not speak the Agent Client Protocol)",
+                self.kind()
+            ))
+            .with_hint("`cuekit adapters` lists each agent's modes")),
+            _ => (self.build_launch)(spec, mode, bin),
+        }
+    }
+
+    /// The documented reason for an exit code of a task in `mode`, falling back to shell
+    /// conventions. An ACP task's code is its client's first.
+    pub fn exit_reason(&self, mode: Mode, code: i32) -> Option<ExitReason> {
+        let client = if mode == Mode::Acp {
+            acp::ACP_EXIT_REASONS
+        } else {
+            &[]
+        };
+        client
             .iter()
+            .chain(self.exit_reasons)
             .chain(SHELL_EXIT_REASONS)
             .find(|reason| reason.code == code)
             .copied()
@@ -299,7 +350,7 @@ pub(crate) fn home_file(relative: &str) -> Option<std::path::PathBuf> {
 }
 
 /// Quotes a binary path only when it needs it, so the usual `gemini …` reads naturally.
-pub(crate) fn shell_word_for_bin(bin: &str) -> Result<String> {
+pub fn shell_word_for_bin(bin: &str) -> Result<String> {
     let plain = !bin.is_empty()
         && bin
             .chars()
@@ -355,9 +406,30 @@ mod tests {
     #[test]
     fn exit_reasons_fall_back_to_shell_conventions() {
         let gemini = lookup("gemini").unwrap();
-        assert_eq!(gemini.exit_reason(41).unwrap().reason, "auth_missing");
-        assert_eq!(gemini.exit_reason(127).unwrap().reason, "agent_not_found");
-        assert!(gemini.exit_reason(3).is_none());
+        assert_eq!(
+            gemini.exit_reason(Mode::Interactive, 41).unwrap().reason,
+            "auth_missing"
+        );
+        assert_eq!(
+            gemini.exit_reason(Mode::Interactive, 127).unwrap().reason,
+            "agent_not_found"
+        );
+        assert!(gemini.exit_reason(Mode::Interactive, 3).is_none());
+    }
+
+    #[test]
+    fn an_acp_tasks_code_is_its_clients_whatever_the_agent() {
+        let qwen = lookup("qwen").unwrap();
+        assert_eq!(
+            qwen.exit_reason(Mode::Acp, 41).unwrap().reason,
+            "auth_missing"
+        );
+        assert_eq!(
+            qwen.exit_reason(Mode::Acp, 64).unwrap().reason,
+            "acp_protocol_error"
+        );
+        assert!(qwen.exit_reason(Mode::Interactive, 64).is_none());
+        assert_eq!(qwen.exit_reason(Mode::Acp, 137).unwrap().reason, "killed");
     }
 
     #[test]

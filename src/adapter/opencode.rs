@@ -3,11 +3,31 @@
 
 use std::time::Duration;
 
+use super::acp::AcpLaunch;
 use super::{Adapter, AuthProbe, Capabilities, LaunchCommand, shell_word_for_bin};
 use crate::attention::ScreenRules;
 use crate::error::Result;
 use crate::launch::{PROMPT_VARIABLE, single_quote};
 use crate::spec::{Mode, TaskSpec};
+
+/// `opencode acp` (1.18.33: `opencode --help` lists the subcommand "start ACP (Agent Client
+/// Protocol) server"; `opencode acp --help` has no model option). Verified with a throw-away
+/// HOME: `initialize` answers protocol version 1, `loadSession: true`, the auth method
+/// `opencode-login`; `session/new` succeeds without credentials (its default model is free)
+/// and returns no `modes`, only `configOptions` (`model`, and `mode` with `build` and `plan`);
+/// cuekit has no approval modes for opencode, so none are mapped. The model is set with
+/// `session/set_model` (the agent implements it). A turn against a local OpenAI-compatible
+/// provider (`OPENCODE_CONFIG_CONTENT`) ends `end_turn`. One native process; it exits on stdin
+/// EOF and leaves nothing behind on SIGTERM.
+static OPENCODE_ACP: AcpLaunch = AcpLaunch {
+    program: None,
+    args: &["acp"],
+    model_flag: None,
+    modes: &[],
+    env: &[],
+    load_overwrites_same_minute: false,
+    verified: "opencode-ai 1.18.33 (--help, initialize and session/new without credentials, an offline turn against a local OpenAI-compatible server)",
+};
 
 pub(super) static OPENCODE: Adapter = Adapter {
     capabilities: Capabilities::pane_agent("opencode"),
@@ -27,6 +47,7 @@ pub(super) static OPENCODE: Adapter = Adapter {
     },
     build_launch: build_opencode_launch_command,
     runs_argv: false,
+    acp: Some(&OPENCODE_ACP),
     approval_modes: &[],
     install_hint: "npm install -g opencode-ai",
     auth_probe: opencode_auth,
@@ -60,6 +81,7 @@ pub fn build_opencode_launch_command(
     parts.push(match mode {
         Mode::Interactive => format!("--prompt={}", single_quote(&prompt)?),
         Mode::Batch => format!("< \"${PROMPT_VARIABLE}\""),
+        Mode::Acp => unreachable!("{}", super::ACP_IS_BUILT_APART),
     });
     Ok(LaunchCommand::from_words(parts, warnings))
 }
@@ -91,5 +113,25 @@ mod tests {
             build("fix it", Mode::Batch),
             "OPENCODE_DISABLE_AUTOUPDATE=1 opencode run --auto < \"$cuekit_prompt\""
         );
+    }
+
+    /// The ACP command: `opencode acp`, the model chosen once the session exists.
+    #[test]
+    fn acp_launch() {
+        let spec = TaskSpec {
+            agent_kind: "opencode".into(),
+            objective: "x".into(),
+            model: Some("opencode/big-pickle".into()),
+            approval_mode: None,
+            ..TaskSpec::default()
+        };
+        let launch = OPENCODE
+            .launch(&spec, Mode::Acp, OPENCODE.default_bin, "cuekit")
+            .unwrap();
+        assert_eq!(
+            launch.command,
+            r#"cuekit __acp --prompt-file "$cuekit_prompt" --bypass --session-model 'opencode/big-pickle' -- opencode acp"#
+        );
+        assert!(launch.warnings.is_empty(), "{:?}", launch.warnings);
     }
 }

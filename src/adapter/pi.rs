@@ -3,11 +3,35 @@
 
 use std::time::Duration;
 
+use super::acp::AcpLaunch;
 use super::{Adapter, AuthProbe, Capabilities, LaunchCommand, shell_word_for_bin};
 use crate::attention::ScreenRules;
 use crate::error::Result;
 use crate::launch::{PROMPT_VARIABLE, single_quote};
 use crate::spec::{Mode, TaskSpec};
+
+/// The bridge `pi-acp` (0.0.24; no `--help`: it speaks ACP on stdio), which runs `pi --mode
+/// rpc` from PATH (`PI_ACP_PI_COMMAND` overrides it). 0.0.24 is the newest that works with pi
+/// 0.73.1: 0.0.34 asks pi for `get_available_thinking_levels`, which 0.73.1 answers without the
+/// request id, so `session/new` never returns once a model is configured (the pi 0.0.34 is
+/// written for, @earendil-works/pi-coding-agent, needs Node >= 22.19). Verified with a
+/// throw-away HOME:
+/// `initialize` answers protocol version 1, `loadSession: true`, the auth method
+/// `pi_terminal_login`; without credentials `session/new` fails with -32000 "Authentication
+/// required: Configure an API key or log in with an OAuth provider." With a provider in
+/// `~/.pi/agent/models.json` it answers `modes` that are pi's thinking levels (`off` …
+/// `xhigh`), not approval modes (pi has none), and a turn ends `end_turn`. The model is set
+/// with `session/set_model`. Two processes (the node bridge and pi): both end on stdin EOF or
+/// a SIGTERM to the bridge.
+static PI_ACP: AcpLaunch = AcpLaunch {
+    program: Some("pi-acp"),
+    args: &[],
+    model_flag: None,
+    modes: &[],
+    env: &[],
+    load_overwrites_same_minute: false,
+    verified: "pi-acp 0.0.24 with @mariozechner/pi-coding-agent 0.73.1 (initialize and session/new without credentials, an offline turn against a local OpenAI-compatible server)",
+};
 
 pub(super) static PI: Adapter = Adapter {
     capabilities: Capabilities::pane_agent("pi"),
@@ -26,6 +50,7 @@ pub(super) static PI: Adapter = Adapter {
     },
     build_launch: build_pi_launch_command,
     runs_argv: false,
+    acp: Some(&PI_ACP),
     approval_modes: &[],
     install_hint: "npm install -g @mariozechner/pi-coding-agent",
     auth_probe: pi_auth,
@@ -54,6 +79,7 @@ pub fn build_pi_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Result
         Mode::Interactive if prompt.starts_with(['-', '@']) => single_quote(&format!(" {prompt}"))?,
         Mode::Interactive => single_quote(&prompt)?,
         Mode::Batch => format!("< \"${PROMPT_VARIABLE}\""),
+        Mode::Acp => unreachable!("{}", super::ACP_IS_BUILT_APART),
     });
     Ok(LaunchCommand::from_words(parts, warnings))
 }
@@ -102,5 +128,25 @@ mod tests {
         assert_eq!(build("-v it", Mode::Interactive), "pi ' -v it'");
         assert_eq!(build("@file", Mode::Interactive), "pi ' @file'");
         assert_eq!(build("-v it", Mode::Batch), "pi -p < \"$cuekit_prompt\"");
+    }
+
+    /// The ACP command is the bridge, which runs `pi` from PATH; the model is chosen once the session exists.
+    #[test]
+    fn acp_launch() {
+        let spec = TaskSpec {
+            agent_kind: "pi".into(),
+            objective: "x".into(),
+            model: Some("anthropic/claude-sonnet-4-5".into()),
+            approval_mode: None,
+            ..TaskSpec::default()
+        };
+        let launch = PI
+            .launch(&spec, Mode::Acp, PI.default_bin, "cuekit")
+            .unwrap();
+        assert_eq!(
+            launch.command,
+            r#"cuekit __acp --prompt-file "$cuekit_prompt" --bypass --session-model 'anthropic/claude-sonnet-4-5' -- pi-acp"#
+        );
+        assert!(launch.warnings.is_empty(), "{:?}", launch.warnings);
     }
 }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::acp::AcpLaunch;
 use super::{Adapter, AuthProbe, Capabilities, LaunchCommand, shell_word_for_bin};
 use crate::attention::{Attention, ScreenRules};
 use crate::error::Result;
@@ -10,6 +11,31 @@ use crate::launch::single_quote;
 use crate::spec::{Mode, TaskSpec};
 
 const APPROVAL_MODES: [&str; 4] = ["plan", "default", "auto-edit", "yolo"];
+
+/// `qwen --acp` (0.15.10: `--help` lists `--acp`; `--experimental-acp` still works as a
+/// deprecated alias that prints a warning). Verified with a throw-away HOME: `initialize`
+/// answers protocol version 1, `loadSession: true`, auth methods `openai` and `qwen-oauth`;
+/// without credentials `session/new` fails with -32000 "Authentication required: Use Qwen Code
+/// CLI to authenticate first." With `--auth-type openai` and a key it answers the modes `plan`,
+/// `default`, `auto-edit`, `yolo` (cuekit's names, one to one) and the model given with `-m`
+/// as the current one; a turn against a local OpenAI-compatible server ends `end_turn`.
+/// Without `QWEN_CODE_NO_RELAUNCH` the CLI relaunches itself as a child node process that a
+/// SIGTERM to the parent leaves orphaned; with it, one process, which exits on stdin EOF.
+/// The auto-updater runs only in the interactive UI, so ACP mode needs no switch for it.
+static QWEN_ACP: AcpLaunch = AcpLaunch {
+    program: None,
+    args: &["--acp"],
+    model_flag: Some("-m"),
+    modes: &[
+        ("plan", "plan"),
+        ("default", "default"),
+        ("auto-edit", "auto-edit"),
+        ("yolo", "yolo"),
+    ],
+    env: &[("QWEN_CODE_NO_RELAUNCH", "true")],
+    load_overwrites_same_minute: false,
+    verified: "@qwen-code/qwen-code 0.15.10 (--help, initialize and session/new with and without auth, an offline turn against a local OpenAI-compatible server)",
+};
 
 pub(super) static QWEN: Adapter = Adapter {
     capabilities: Capabilities::pane_agent("qwen"),
@@ -37,6 +63,7 @@ pub(super) static QWEN: Adapter = Adapter {
     },
     build_launch: build_qwen_launch_command,
     runs_argv: false,
+    acp: Some(&QWEN_ACP),
     approval_modes: &APPROVAL_MODES,
     install_hint: "npm install -g @qwen-code/qwen-code",
     auth_probe: qwen_auth,
@@ -61,6 +88,7 @@ pub fn build_qwen_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Resu
     parts.push(match mode {
         Mode::Interactive => format!("--prompt-interactive={prompt}"),
         Mode::Batch => format!("--prompt={prompt} </dev/null"),
+        Mode::Acp => unreachable!("{}", super::ACP_IS_BUILT_APART),
     });
     Ok(LaunchCommand::from_words(parts, warnings))
 }
@@ -116,5 +144,29 @@ mod tests {
             build("x", Mode::Batch, |s| s.approval_mode = Some("plan".into())),
             "NO_UPDATE_NOTIFIER=1 qwen --approval-mode plan --prompt='x' </dev/null"
         );
+    }
+
+    /// The ACP command: one process, the model on its command line, each approval mode its own ACP mode.
+    #[test]
+    fn acp_launch() {
+        let spec = TaskSpec {
+            agent_kind: "qwen".into(),
+            objective: "x".into(),
+            model: Some("qwen3-coder".into()),
+            approval_mode: Some("auto-edit".into()),
+            ..TaskSpec::default()
+        };
+        let launch = QWEN
+            .launch(&spec, Mode::Acp, QWEN.default_bin, "cuekit")
+            .unwrap();
+        assert_eq!(
+            launch.command,
+            r#"cuekit __acp --prompt-file "$cuekit_prompt" --bypass --session-mode 'auto-edit' --env 'QWEN_CODE_NO_RELAUNCH=true' -- qwen --acp -m 'qwen3-coder'"#
+        );
+        assert!(launch.warnings.is_empty(), "{:?}", launch.warnings);
+        let acp = QWEN.acp.unwrap();
+        for mode in APPROVAL_MODES {
+            assert!(acp.mode_id(mode).is_some(), "{mode}");
+        }
     }
 }

@@ -1,6 +1,8 @@
 //! The command line: clap definitions here, one small file per subcommand (parse → op →
 //! render). Errors become `error[code]: message` (or JSON) and the code's exit status.
 
+mod acp;
+mod approve;
 mod cancel;
 mod diff;
 mod events;
@@ -84,8 +86,10 @@ enum Command {
         #[arg(long, value_name = "NAME", conflicts_with = "id")]
         team: Option<String>,
     },
-    /// Send a message to a running interactive task.
+    /// Send a message to a running interactive or ACP task.
     Steer(steer::SteerArgs),
+    /// Answer the permission request an ACP task waits on (allow, allow always, reject).
+    Approve(approve::ApproveArgs),
     /// Wait until tasks end; exit status says whether all completed.
     Wait(wait::WaitArgs),
     /// Cancel running tasks (whole process tree), or clean up ended ones' sessions.
@@ -151,6 +155,9 @@ enum Command {
     /// Internal: the monitor of one tmux server (endings, timeouts, transitions, hooks).
     #[command(name = "__monitor", hide = true)]
     Monitor { socket: String },
+    /// Internal: the ACP client of an ACP task, in its pane.
+    #[command(name = "__acp", hide = true)]
+    Acp(acp::AcpArgs),
     /// Internal: ends a task's processes and session, detached from its caller.
     #[command(name = "__stop", hide = true)]
     Stop {
@@ -206,6 +213,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Attach { id } => Ok(crate::ops::attach(id, &cwd)?),
         Command::Logs(args) => logs::run(args, &cwd),
         Command::Steer(args) => steer::run(args, &cwd, json),
+        Command::Approve(args) => approve::run(args, &cwd, json),
         Command::Wait(args) => wait::run(args, &cwd, json),
         Command::Cancel(args) => cancel::run(args, &cwd, json),
         Command::Events(args) => events::run(args, &cwd, json),
@@ -249,6 +257,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
             crate::ops::run_monitor(socket)?;
             Ok(0)
         }
+        Command::Acp(args) => acp::run(args),
         Command::Stop { task_id, after } => {
             crate::ops::run_stopper(task_id, *after)?;
             Ok(0)

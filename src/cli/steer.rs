@@ -23,9 +23,36 @@ pub struct SteerArgs {
     /// The message (`-` reads it from stdin; text that starts with `-` goes after `--`).
     #[arg(value_name = "MESSAGE")]
     message: Vec<String>,
+    /// ACP: end the session once its running turn ends (the task then completes).
+    #[arg(long, conflicts_with_all = ["model", "approval_mode", "team"])]
+    end: bool,
+    /// ACP: switch the session's model (`session/set_model`).
+    #[arg(long, value_name = "MODEL", conflicts_with_all = ["approval_mode", "team"])]
+    model: Option<String>,
+    /// ACP: switch the session's approval mode (`session/set_mode`).
+    #[arg(long, value_name = "MODE", conflicts_with = "team")]
+    approval_mode: Option<String>,
 }
 
 pub fn run(args: &SteerArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let control = match (args.end, &args.model, &args.approval_mode) {
+        (true, _, _) => Some(ops::SessionControl::End),
+        (_, Some(model), _) => Some(ops::SessionControl::Model(model.clone())),
+        (_, _, Some(mode)) => Some(ops::SessionControl::Mode(mode.clone())),
+        _ => None,
+    };
+    if let Some(control) = control {
+        let Some(id) = &args.id else {
+            return Err(Error::new(ErrorCode::Usage, "name the task").into());
+        };
+        ops::steer_control(id, cwd, control)?;
+        if json {
+            print_json(&serde_json::json!({"task_id": id, "ok": true}));
+        } else {
+            say(&format!("{id}  ok"));
+        }
+        return Ok(0);
+    }
     let receipts = match (&args.team, &args.id) {
         (Some(team), first) => {
             // Without an id to name, the first positional word is the message's.

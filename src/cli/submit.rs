@@ -17,9 +17,13 @@ pub struct SubmitArgs {
     /// Model name passed to the agent (e.g. gemini-2.5-flash).
     #[arg(long, short = 'm')]
     model: Option<String>,
-    /// interactive (attachable, steerable TUI) or batch (single shot).
-    #[arg(long, value_parser = ["interactive", "batch"])]
+    /// interactive (attachable, steerable TUI), batch (single shot) or acp (the agent's
+    /// Agent Client Protocol: attachable, steered over the protocol, permissions answered).
+    #[arg(long, value_parser = ["interactive", "batch", "acp"])]
     mode: Option<String>,
+    /// ACP: end after the first turn that ends (default: the session stays open for steering).
+    #[arg(long)]
+    once: bool,
     /// Agent approval mode (Gemini: default, auto_edit, yolo, plan); replaces the bypass flag.
     #[arg(long)]
     approval_mode: Option<String>,
@@ -143,6 +147,7 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         base: args.base.clone(),
         branch: args.branch.clone(),
         id: args.id.clone(),
+        once: args.once.then_some(true),
         asked_by: if args.delegated {
             ops::Asker::Delegate
         } else {

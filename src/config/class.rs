@@ -195,6 +195,11 @@ pub const KEYS: &[KeyRule] = &[
         KeyClass::UserOnly,
         "where code runs and with which login",
     ),
+    key(
+        "acp.permissions",
+        KeyClass::TightenOnly,
+        "per tool kind, reject < ask < allow: a project may make a kind stricter than yours (ask where you set none), never looser",
+    ),
 ];
 
 /// A value the project file sets that does not apply, and why.
@@ -531,7 +536,7 @@ mod tests {
         worktree:\n  dir: d/{id}\n  branch_prefix: p/\n  copy: [a]\n  symlink: [b]\n  setup: s\n\
         monitor:\n  interval: 1s\n  dwell: 1s\n\
         hooks:\n  on_start: a\n  on_end: b\n  on_input_required: c\n  on_change: d\n  timeout: 1s\n\
-        notify: [tmux]\nnotify_on: [failed]\nhosts:\n  h:\n    ssh: x\n";
+        notify: [tmux]\nnotify_on: [failed]\nhosts:\n  h:\n    ssh: x\nacp:\n  permissions:\n    read: allow\n";
 
     #[test]
     fn every_key_has_a_class_and_every_class_entry_is_a_key() {

@@ -390,6 +390,28 @@ impl Config {
         }
     }
 
+    /// What an ACP task's client answers by itself, per tool kind, when the bypass is off: the
+    /// user's file decides, a project file may only make a kind stricter (tighten-only, per item).
+    pub fn acp_permissions(
+        &self,
+    ) -> std::collections::BTreeMap<crate::acp::policy::ToolKind, crate::acp::policy::Decision>
+    {
+        let mut merged = std::collections::BTreeMap::new();
+        for (source, file) in self.layers.iter().rev() {
+            let project = matches!(source, Source::Project(_));
+            for (kind, decision) in &file.acp.permissions {
+                match merged.get(kind) {
+                    Some(allowed) if project && !class::within(*decision, *allowed) => {}
+                    None if project && *decision == crate::acp::policy::Decision::Allow => {}
+                    _ => {
+                        merged.insert(*kind, *decision);
+                    }
+                }
+            }
+        }
+        merged
+    }
+
     pub fn provider_profile(&self, kind: &str) -> Option<Setting<String>> {
         self.pick(|f| {
             f.adapters

@@ -35,6 +35,18 @@ pub struct ConfigFile {
     /// Other machines tasks can run on. The user's file only: a host names where code runs.
     #[serde(default)]
     pub hosts: BTreeMap<String, HostConfig>,
+    /// ACP tasks (`--mode acp`).
+    #[serde(default)]
+    pub acp: AcpConfig,
+}
+
+/// What an ACP task's client answers by itself when the agent asks for a permission and the
+/// bypass is off: per ACP tool kind, allow, ask (the parent answers) or reject.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AcpConfig {
+    #[serde(default)]
+    pub permissions: BTreeMap<crate::acp::policy::ToolKind, crate::acp::policy::Decision>,
 }
 
 /// A machine reached over SSH, where the same cuekit runs the tasks.
@@ -398,7 +410,7 @@ mod tests {
         );
         assert_eq!(
             message("tmux:\n  width: 10\ncolour: red\n"),
-            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `worktree`, `monitor`, `hooks`, `notify`, `notify_on`, `hosts`"
+            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `worktree`, `monitor`, `hooks`, `notify`, `notify_on`, `hosts`, `acp`"
         );
         assert_eq!(
             message("adapters:\n  gemini:\n    bin: g\n  gemni:\n    bin: x\n"),

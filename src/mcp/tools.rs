@@ -40,6 +40,10 @@ pub enum ModeArg {
     Interactive,
     /// A single headless run that ends by itself; cannot be steered.
     Batch,
+    /// The agent's Agent Client Protocol, driven by cuekit's client in the pane: steered
+    /// exactly (receipts from the protocol), its permission requests answered with
+    /// answer_permission when the bypass is off. Ends after its first turn unless once=false.
+    Acp,
 }
 
 /// Seconds, or a duration such as "90s", "10m", "1h30m".
@@ -100,6 +104,10 @@ pub struct SubmitTaskParams {
     #[serde(default)]
     #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
     pub resume_from: Option<String>,
+    /// mode=acp only: end the session after its first turn (default true); false keeps it open
+    /// for steer_task, until cancel_tasks or a steer with end=true.
+    #[serde(default)]
+    pub once: Option<bool>,
     /// The new task's id, chosen by you (t_ and 12 lowercase hex digits), so a retry after a
     /// lost answer is safe: the same request again answers with the task it started, and
     /// another request under that id is refused. Default: a fresh id.
@@ -158,6 +166,31 @@ pub enum StrategyArg {
     Squash,
     /// The task's commits replayed onto the target, then fast-forwarded.
     Rebase,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerArg {
+    /// Allow this once.
+    #[default]
+    Allow,
+    /// Allow this tool for the rest of the session.
+    AllowAlways,
+    /// Refuse it.
+    Reject,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerParams {
+    /// The ACP task whose request waits.
+    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    pub id: String,
+    #[serde(default)]
+    pub answer: AnswerArg,
+    /// One of the request's options by its id (beats `answer`).
+    #[serde(default)]
+    pub option: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -376,7 +409,12 @@ impl CuekitServer {
                 mode: params.mode.map(|mode| match mode {
                     ModeArg::Interactive => Mode::Interactive,
                     ModeArg::Batch => Mode::Batch,
+                    ModeArg::Acp => Mode::Acp,
                 }),
+                // An AI parent that waits for the result wants the session to end with its
+                // turn; it may keep it open to steer it on.
+                once: matches!(params.mode, Some(ModeArg::Acp))
+                    .then(|| params.once.unwrap_or(true)),
                 approval_mode: params.approval_mode,
                 dangerously_skip_permissions: params.dangerously_skip_permissions,
                 cwd: params.cwd.map(PathBuf::from),
@@ -477,6 +515,36 @@ impl CuekitServer {
                 Ok(json!({"team": team, "receipts": receipts}))
             }
             _ => Err(Error::invalid_input("give either id or team").with_hint(ID_OR_TEAM)),
+        })
+        .await
+    }
+
+    #[tool(
+        name = "answer_permission",
+        description = "Answer the permission request an ACP task waits on (its status is input_required with reason permission_prompt; `request` shows the tool call and the options). answer: \"allow\" (once), \"allow_always\", \"reject\", or option with an option id. Refused (inside_task) when asked from inside the task's own pane: a child never answers its own requests.",
+        annotations(
+            title = "Answer a permission request",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn answer_permission(
+        &self,
+        Parameters(params): Parameters<AnswerParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || {
+            use crate::acp::control::Answer;
+            let answer = match (params.answer, params.option) {
+                (_, Some(option)) => Answer::Option(option),
+                (AnswerArg::Allow, None) => Answer::Allow,
+                (AnswerArg::AllowAlways, None) => Answer::AllowAlways,
+                (AnswerArg::Reject, None) => Answer::Reject,
+            };
+            let approval = ops::approve(&params.id, &cwd, answer)?;
+            Ok(serde_json::to_value(approval).expect("approvals serialize"))
         })
         .await
     }

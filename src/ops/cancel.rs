@@ -34,6 +34,11 @@ pub fn cancel(task_ids: &[String], cwd: &Path, grace: Duration) -> Result<Vec<Ta
         .into_iter()
         .filter_map(|found| match found {
             Found::Trusted(task) => {
+                // An ACP turn is ended by the protocol first (its stop reason `cancelled`);
+                // the ending is recorded and the processes ended all the same.
+                if !task.record.status.is_terminal() {
+                    super::acp::cancel(&task);
+                }
                 Some(stop(*task, cancelled(), grace).map(|task| TaskView::from(&task.record)))
             }
             Found::Unreadable {

@@ -224,6 +224,29 @@ impl Refreshed {
                     view.reason = Some(attention.as_str().to_string());
                     view.hint = Some(attention.hint().to_string());
                 }
+                // An ACP task says itself what it waits for: its client's state, no screen.
+                let live = pane.is_some_and(|pane| !pane.dead);
+                if record.status == Status::Running
+                    && live
+                    && let Some((reason, _, request)) = super::acp::waiting(task)
+                {
+                    view.status = Status::InputRequired;
+                    view.reason = Some(reason.to_string());
+                    view.hint = Some(
+                        if request.is_some() {
+                            format!(
+                                "the agent asks a permission: `cuekit approve {} --allow|--allow-always|--reject`",
+                                record.id
+                            )
+                        } else {
+                            format!(
+                                "its turn ended; steer it (`cuekit steer {0} …`) or end it (`cuekit steer {0} --end`)",
+                                record.id
+                            )
+                        },
+                    );
+                    view.request = request;
+                }
                 view
             })
             .collect();

@@ -6,6 +6,7 @@
 //! Each operation on task ids asks `route` first where they are, and takes a host's to
 //! `remote`: a front end calls the same operation for a task here or on a host.
 
+mod acp;
 mod attach;
 mod board;
 mod cancel;
@@ -34,6 +35,7 @@ mod view;
 mod wait;
 
 pub use crate::process::DEFAULT_GRACE;
+pub use acp::{Approval, approve};
 pub use attach::{attach, attach_and_return, attach_opens_popup};
 pub use board::{Board, BoardRow, Preview, board, host_board};
 pub use cancel::cancel;
@@ -45,17 +47,17 @@ pub use list::{list, status};
 pub use logs::{follow_logs, read_logs, tail_logs};
 pub use merge::merge;
 pub use monitor::run_monitor;
-pub use outcome::TaskResult;
+pub use outcome::{RESULT_FILE, TaskResult};
 pub use reap::reap_orphans;
 pub use remote::{HostError, HostReport, Installed, host_install, hosts};
 pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};
 pub use report::{ReportRequest, report};
 pub use result::result;
 pub use route::finishes_without_caller;
-pub use steer::{SteerReceipt, steer};
+pub use steer::{SessionControl, SteerReceipt, steer, steer_control};
 pub use stream::run_event_filter;
 pub use submit::{Asker, SubmitOutcome, SubmitRequest, submit};
-pub use task::task_of_process;
+pub use task::{task_of_process, task_pane_leader};
 pub use team::{
     TeamResult, TeamSubmitted, TeamSummary, team_ids, team_list, team_result, team_status,
     team_steer, team_submit,

@@ -267,6 +267,16 @@ impl Monitor {
                 status: record.status,
                 reason: record.reason.clone(),
             }
+        } else if let (Some((reason, hash, _)), Ok(Some(pane))) =
+            (super::acp::waiting(task), refreshed.pane(task))
+            && !pane.dead
+        {
+            // The protocol's word needs no dwell: the wait is as long as it has been.
+            Seen::Waiting {
+                reason: reason.to_string(),
+                screen: hash,
+                quiet_for: Duration::MAX,
+            }
         } else {
             match (
                 screen.and_then(|s| s.attention.map(|a| (a, s.hash))),

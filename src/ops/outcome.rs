@@ -46,6 +46,9 @@ pub struct TaskResult {
     /// Everything the child said with `cuekit report`, oldest first.
     #[serde(default)]
     pub reports: Vec<Report>,
+    /// An ACP task's turns: each prompt, its answer, tool calls and stop reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<crate::acp::session::Turn>,
 }
 
 /// The status a stream implies: success needs both exit 0 and the agent's own success report.
@@ -83,6 +86,7 @@ pub fn from_digest(
         unknown_fields: digest.unknown_fields,
         transcript_tail: None,
         reports: Vec::new(),
+        turns: Vec::new(),
     }
 }
 

@@ -14,6 +14,9 @@ use crate::steer::{Delivery, RECEIPT_POLL, RECEIPT_WINDOW, Receipt, prepare};
 use crate::store;
 use crate::tmux::{PaneInfo, Tmux, args};
 
+/// [`prepare`] chooses typed or pasted for a screen; an ACP steer never reaches the typing.
+const PROTOCOL_TYPES_NOTHING: &str = "an ACP steer goes over the protocol: nothing is typed";
+
 /// Read back from a host's JSON too (a host's task is steered there).
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct SteerReceipt {
@@ -26,6 +29,9 @@ pub struct SteerReceipt {
     pub delivery: Option<Delivery>,
     /// Whether a second Enter was needed.
     pub enter_retried: bool,
+    /// ACP: the agent's reason for refusing the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     pub elapsed_ms: u64,
     pub at: String,
 }
@@ -72,6 +78,9 @@ pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
         )
         .with_hint("read what it did with `cuekit logs <id>`, or submit a new task"));
     }
+    if record.mode == Mode::Acp {
+        return steer_over_protocol(task, message);
+    }
     let started = Instant::now();
     let outcome = match refreshed.pane(task)?.filter(|pane| !pane.dead) {
         Some(pane) => {
@@ -95,6 +104,7 @@ pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
         blocked_by: outcome.blocked_by,
         delivery: outcome.sent.then_some(delivery),
         enter_retried: outcome.enter_retried,
+        message: None,
         elapsed_ms: started.elapsed().as_millis() as u64,
         at: super::now_rfc3339(),
     };
@@ -104,6 +114,83 @@ pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
         &serde_json::to_vec(&event).expect("events serialize"),
     )?;
     Ok(receipt)
+}
+
+/// An ACP task's steer: a prompt to its client, whose receipt is the protocol's.
+fn steer_over_protocol(task: &super::task::Task, message: &str) -> Result<SteerReceipt> {
+    let started = Instant::now();
+    let reply = super::acp::prompt(task, message)?;
+    let receipt = match reply.receipt.as_deref() {
+        Some("submitted") => Receipt::Submitted,
+        Some("queued") => Receipt::Queued,
+        Some("rejected") => Receipt::Rejected,
+        Some("not_running") => Receipt::NotRunning,
+        _ => {
+            return Err(Error::new(
+                ErrorCode::InvalidState,
+                reply
+                    .message
+                    .unwrap_or_else(|| "the client answered no receipt".to_string()),
+            ));
+        }
+    };
+    let receipt = SteerReceipt {
+        task_id: task.record.id.clone(),
+        receipt,
+        blocked_by: None,
+        delivery: Some(Delivery::Protocol),
+        enter_retried: false,
+        message: reply.message,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+        at: super::now_rfc3339(),
+    };
+    let event = serde_json::json!({"type": "steer", "message": message, "receipt": &receipt});
+    super::append_event(
+        &task.record.task_dir,
+        &serde_json::to_vec(&event).expect("events serialize"),
+    )?;
+    Ok(receipt)
+}
+
+/// Ends an ACP task's session once its running turn ends (`steer --end`), or switches its model
+/// or mode mid-session.
+pub fn steer_control(task_id: &str, cwd: &Path, control: SessionControl) -> Result<()> {
+    let task = super::task::open(task_id, cwd)?;
+    if task.record.mode != Mode::Acp {
+        return Err(Error::new(
+            ErrorCode::SteeringUnsupported,
+            format!("task {task_id} is not an ACP task: --end, --model and --approval-mode steer ACP sessions"),
+        )
+        .with_hint("for an interactive task, steer it with the agent's own command (e.g. `/quit`)"));
+    }
+    let request = match control {
+        SessionControl::End => crate::acp::control::Request::End,
+        SessionControl::Model(model) => crate::acp::control::Request::SetModel { model },
+        SessionControl::Mode(approval) => {
+            let adapter = adapter::lookup(&task.record.spec.agent_kind)?;
+            let mode = adapter
+                .acp
+                .and_then(|acp| acp.mode_id(&approval))
+                .ok_or_else(|| {
+                    Error::invalid_input(format!(
+                        "{} has no ACP mode for approval mode '{approval}'",
+                        adapter.kind()
+                    ))
+                })?;
+            crate::acp::control::Request::SetMode {
+                mode: mode.to_string(),
+            }
+        }
+    };
+    super::acp::control(&task, request).map(drop)
+}
+
+/// What `steer --end|--model|--approval-mode` asks of an ACP session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionControl {
+    End,
+    Model(String),
+    Mode(String),
 }
 
 /// The pause before Enter: `adapters.<kind>.steer_delay_ms` from the task's config, else the
@@ -116,6 +203,7 @@ fn enter_delay(adapter: &Adapter, delivery: Delivery, task_cwd: &Path) -> Result
     Ok(match delivery {
         Delivery::Typed => typed,
         Delivery::Pasted => typed.max(adapter.paste_enter_delay),
+        Delivery::Protocol => unreachable!("{PROTOCOL_TYPES_NOTHING}"),
     })
 }
 
@@ -181,6 +269,7 @@ fn deliver(
             tmux.run_with_input(&args::load_buffer(&buffer), Some(message.as_bytes()))?;
             tmux.run(&args::paste_buffer(&buffer, &pane.pane_id))?;
         }
+        Delivery::Protocol => unreachable!("{PROTOCOL_TYPES_NOTHING}"),
     }
     std::thread::sleep(enter_delay);
     let Some(typed_screen) = capture() else {

@@ -9,7 +9,7 @@ use crate::adapter::{self, LaunchCommand};
 use crate::config::{Autonomy, Config, Permissions, Setting};
 use crate::error::{Error, ErrorCode, Result};
 use crate::git;
-use crate::launch::{ENV_FILE, StartGate, render_env_file, render_launch_script};
+use crate::launch::{ENV_FILE, Runner, StartGate, render_env_file, render_launch_script};
 use crate::role::{Role, Roles};
 use crate::spec::{Mode, TaskSpec};
 use crate::status::Status;
@@ -57,6 +57,8 @@ pub struct SubmitRequest {
     /// Who chose the permission settings above: a delegate's may tighten the user's policy,
     /// never loosen it.
     pub asked_by: Asker,
+    /// ACP: end the session after the first turn that ends with `end_turn`.
+    pub once: Option<bool>,
     /// Run the task on this configured host (its `cwd` is then a directory there).
     pub host: Option<String>,
 }
@@ -226,6 +228,7 @@ fn resolve_spec(
             .filter(|text| !text.is_empty()),
         // A child sent with a role or into a team is one a parent wants to hear from.
         report_hint: role.is_some() || request.team.is_some(),
+        acp: None,
         agent_kind,
     };
     (spec, warnings)
@@ -386,13 +389,31 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             mode.as_str()
         )));
     }
+    if mode == Mode::Acp {
+        let overwrites = adapter
+            .acp
+            .is_some_and(|acp| acp.load_overwrites_same_minute);
+        spec.acp = Some(crate::acp::policy::AcpSpec {
+            once: request.once.unwrap_or(false),
+            permissions: config.acp_permissions(),
+            load_not_before: resumed
+                .as_ref()
+                .filter(|_| overwrites)
+                .map(|earlier| super::acp::load_not_before(&earlier.record)),
+        });
+    } else if request.once.is_some() {
+        return Err(
+            Error::invalid_input("--once applies only to a task in acp mode")
+                .with_hint("add --mode acp"),
+        );
+    }
     let bin = config
         .bin(adapter.kind())
         .map_or_else(|| adapter.default_bin.to_string(), |s| s.value);
     if request.dry_run {
         let LaunchCommand {
             command, warnings, ..
-        } = (adapter.build_launch)(&spec, mode, &bin)?;
+        } = adapter.launch(&spec, mode, &bin, &client_word()?)?;
         check_argv_limit(&spec, adapter, &command)?;
         return Ok(SubmitOutcome::DryRun {
             agent_kind: adapter.kind().to_string(),
@@ -443,7 +464,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         command,
         warnings: launch_warnings,
         event_stream,
-    } = (adapter.build_launch)(&spec, mode, &bin)?;
+    } = adapter.launch(&spec, mode, &bin, &client_word()?)?;
     let warnings: Vec<String> = policy_warnings.into_iter().chain(launch_warnings).collect();
     check_argv_limit(&spec, adapter, &command)?;
     // The command agent's program is the task's own first word, found by the pane's shell.
@@ -480,6 +501,14 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .or_else(|| config.timeout().map(|s| s.value))
         .map(|t| t.as_secs().max(1));
     let submitted_from = crate::notify::SubmittedFrom::from_env();
+    let acp_socket = if mode == Mode::Acp {
+        Some(crate::acp::control::socket_path(&id).ok_or_else(|| {
+            Error::new(ErrorCode::Io, "no folder for the ACP task's control socket")
+                .with_hint("set XDG_RUNTIME_DIR (or HOME)")
+        })?)
+    } else {
+        None
+    };
     let placement = Placement {
         id: id.clone(),
         task_dir: task_dir.clone(),
@@ -497,6 +526,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             submitted_from: submitted_from.clone(),
             worktree: plan.as_ref().map(git::create::Plan::placement),
             request_digest: Some(digest),
+            acp_socket,
         })),
         legacy: false,
     };
@@ -639,6 +669,17 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(&record))))
 }
 
+/// The cuekit binary as a shell word: an ACP task's pane runs it as the protocol's client.
+fn client_word() -> Result<String> {
+    let exe = std::env::current_exe().map_err(|err| {
+        Error::new(
+            ErrorCode::Io,
+            format!("cannot find the cuekit binary: {err}"),
+        )
+    })?;
+    adapter::shell_word_for_bin(&exe.to_string_lossy())
+}
+
 /// Linux refuses to start a program with an argument over 128 KiB (`MAX_ARG_STRLEN`, the NUL
 /// included): refused before anything starts, rather than ending as "Argument list too long".
 const MAX_ARGV_WORD: usize = 128 * 1024 - 1;
@@ -746,7 +787,7 @@ fn write_task_files(
     setup: Option<&str>,
 ) -> Result<TaskFiles> {
     let unset_env = match mode {
-        Mode::Interactive => adapter.interactive_unset_env,
+        Mode::Interactive | Mode::Acp => adapter.interactive_unset_env,
         Mode::Batch => &[],
     };
     let event_filter = if event_stream {
@@ -779,7 +820,11 @@ fn write_task_files(
         command,
         unset_env,
         task_dir,
-        event_filter.as_deref(),
+        match (mode, event_filter.as_deref()) {
+            (Mode::Acp, _) => Runner::Client,
+            (_, Some(filter)) => Runner::Filtered(filter),
+            (_, None) => Runner::Plain,
+        },
         StartGate {
             registered: &registry.join(id),
             pending: &pending,

@@ -348,3 +348,9 @@ pub fn task_of_process(pid: u32) -> Option<String> {
         })
     })
 }
+
+/// The pid of task `task_id`'s pane process (the first process of its pane, which leads its
+/// process group), as tmux reported it at creation.
+pub fn task_pane_leader(task_id: &str) -> Option<u32> {
+    store::pane_start(task_id).map(|pane| pane.pane_pid)
+}

@@ -76,6 +76,10 @@ pub struct TaskView {
     /// The configured host the task runs on; absent for a task on this machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// An ACP task's permission request that waits for an answer (`cuekit approve`): the tool
+    /// call and the options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<crate::acp::session::Pending>,
 }
 
 impl TaskView {
@@ -168,6 +172,7 @@ impl TaskView {
             base_ref: None,
             diff_stat: None,
             host: None,
+            request: None,
         }
     }
 }
@@ -219,6 +224,7 @@ impl From<&TaskRecord> for TaskView {
             base_ref: record.worktree.as_ref().map(|w| w.base_ref.clone()),
             diff_stat: None,
             host: None,
+            request: None,
         }
     }
 }

@@ -69,6 +69,10 @@ pub struct TaskFacts {
     /// A digest of what was asked, so a retried submit of a caller-chosen id is recognised.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_digest: Option<String>,
+    /// An ACP task's control socket: where steer, approve and cancel reach its client (outside
+    /// the project, which the child can write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acp_socket: Option<PathBuf>,
 }
 
 /// A task's own git worktree, as cuekit created it.

@@ -186,6 +186,12 @@ fn carry_out(
             });
             actions.extend(waited_for.then_some(action));
         }
+        Effect::Answer { task_id, answer } => {
+            actions.push(in_background(sender, cwd, move |cwd| {
+                let approval = ops::approve(&task_id, cwd, answer)?;
+                Ok(format!("{task_id}: {}", approval.option.name))
+            }));
+        }
         Effect::Attach(task_id) => {
             // An unreadable registry entry is this row's problem, not the dashboard's.
             let popup = match ops::attach_opens_popup(&task_id) {

@@ -51,6 +51,11 @@ pub enum Mode {
     ConfirmCancel {
         task_id: String,
     },
+    /// `p` pressed on an ACP task's permission request: `y` allows once, `a` always, `n`
+    /// rejects, anything else leaves it waiting.
+    AnswerPermission {
+        task_id: String,
+    },
     Help,
 }
 

@@ -50,6 +50,11 @@ pub enum Effect {
         text: String,
     },
     Cancel(String),
+    /// Answer an ACP task's permission request.
+    Answer {
+        task_id: String,
+        answer: crate::acp::control::Answer,
+    },
     Logs(String),
     Result(String),
     /// A worktree task's diff against its base, in the pager.
@@ -143,6 +148,21 @@ pub fn update(state: &mut State, msg: Msg) -> Option<Effect> {
                 }
                 _ => None,
             },
+            Mode::AnswerPermission { task_id } => {
+                state.mode = Mode::Normal;
+                use crate::acp::control::Answer;
+                let answer = match key {
+                    Key::Char('y') => Answer::Allow,
+                    Key::Char('a') => Answer::AllowAlways,
+                    Key::Char('n') => Answer::Reject,
+                    _ => {
+                        state.message = Some(format!("{task_id}'s request still waits"));
+                        return None;
+                    }
+                };
+                state.message = Some(format!("answering {task_id}…"));
+                Some(Effect::Answer { task_id, answer })
+            }
             Mode::ConfirmCancel { task_id } => {
                 state.mode = Mode::Normal;
                 if key == Key::Char('y') || key == Key::Char('Y') {
@@ -202,7 +222,7 @@ fn normal_key(state: &mut State, key: Key) -> Option<Effect> {
                 Step::Refuse(format!("{id} has ended and cannot be steered"))
             } else if row.view.status == crate::status::Status::Untrusted {
                 Step::Refuse(format!("{id} is untrusted: cuekit does not act on it"))
-            } else if row.view.mode != Some(TaskMode::Interactive) {
+            } else if row.view.mode == Some(TaskMode::Batch) {
                 Step::Refuse(format!("{id} is a batch task and cannot be steered"))
             } else {
                 Step::Enter(Mode::Steer {
@@ -216,6 +236,13 @@ fn normal_key(state: &mut State, key: Key) -> Option<Effect> {
                 Step::Refuse(format!("{id} has already ended"))
             } else {
                 Step::Enter(Mode::ConfirmCancel { task_id: id })
+            }
+        }),
+        Key::Char('p') => on_selected(state, |row, id| {
+            if row.view.request.is_some() {
+                Step::Enter(Mode::AnswerPermission { task_id: id })
+            } else {
+                Step::Refuse(format!("{id} asks no permission"))
             }
         }),
         Key::Char('d') => on_selected(state, |row, id| {

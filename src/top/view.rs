@@ -29,6 +29,10 @@ const HELP: &[(&str, &str)] = &[
         "steer: type a message, Enter sends it; the receipt shows below",
     ),
     ("x", "cancel the task (asks to confirm with y)"),
+    (
+        "p",
+        "answer a permission request (ACP): y allow, a always, n reject",
+    ),
     ("l", "its readable log in a pager ($PAGER, else less)"),
     (
         "r",
@@ -264,6 +268,12 @@ fn status_line(state: &State) -> Line<'static> {
         ]),
         Mode::ConfirmCancel { task_id } => Line::from(Span::styled(
             format!("cancel {task_id}? y cancels it, any other key keeps it running"),
+            bold,
+        )),
+        Mode::AnswerPermission { task_id } => Line::from(Span::styled(
+            format!(
+                "{task_id} asks a permission: y allow once, a allow always, n reject, any other key waits"
+            ),
             bold,
         )),
         Mode::Normal | Mode::Help => match &state.message {

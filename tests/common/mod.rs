@@ -411,11 +411,19 @@ pub fn real_gemini() -> PathBuf {
     path
 }
 
+/// The folder of the CLIs scripts/test installs: `.tools/node_modules/.bin`, or the same under
+/// `CUEKIT_TEST_TOOLS` when that names another npm prefix (an install kept outside the
+/// checkout). A bridge such as pi-acp runs its agent from PATH, so tests put this folder there.
+pub fn tools_bin() -> PathBuf {
+    std::env::var_os("CUEKIT_TEST_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools"))
+        .join("node_modules/.bin")
+}
+
 /// A CLI installed by scripts/test into .tools/ (the real binary, not a stand-in).
 pub fn installed_tool(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(".tools/node_modules/.bin")
-        .join(name);
+    let path = tools_bin().join(name);
     assert!(
         path.exists(),
         "{} is not installed: run scripts/test, which installs it into .tools/",
