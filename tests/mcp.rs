@@ -644,7 +644,10 @@ fn an_acp_task_asks_and_the_parent_answers_over_mcp() {
     // MCP's acp mode ends the session after its first turn: the task completes.
     let done = client.wait(json!({"ids": [id]}));
     assert_eq!(done["tasks"][0]["status"], "completed", "{done}");
-    assert_eq!(std::fs::read_to_string(h.project.join("g.txt")).unwrap(), "mcp\n");
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("g.txt")).unwrap(),
+        "mcp\n"
+    );
     let result = client.ok("get_task_result", json!({"id": id}));
     assert_eq!(result["result"]["final_text"], "Wrote g.txt.", "{result}");
 }
