@@ -3,7 +3,11 @@
 //! - steer -> receipt: the whole `cuekit steer` command against an idle ACP session, until its
 //!   `submitted` receipt (the prompt went out as `session/prompt`); target <= 20 ms;
 //! - status of an ACP task (read from the client's state file: no tmux call);
+//! - permission request -> status: from the agent's `session/request_permission` reaching
+//!   the client (its line in `events.jsonl`) to `status` showing `permission_prompt`; target
+//!   <= 100 ms;
 //! - approve: `cuekit approve --allow` against a waiting permission request, until its answer;
+//! - submit: `--mode acp` against `--mode interactive` of the same agent (the command's wall);
 //! - the first turn: submit -> `idle_at_prompt`, the real agent's start-up included;
 //! - peak RSS of cuekit's client (`cuekit __acp`) after those turns (target <= 10240 KiB).
 //!
@@ -71,12 +75,13 @@ fn install_gemini(bench: &Sandbox, real: &std::path::Path) {
 }
 
 fn submit(bench: &Sandbox, canned: &[String], extra: &[&str]) -> String {
-    let file = bench.root.join(format!(
-        "canned-{}.jsonl",
-        std::process::id() ^ extra.len() as u32
-    ));
+    submit_in(bench, canned, "acp", extra)
+}
+
+fn submit_in(bench: &Sandbox, canned: &[String], mode: &str, extra: &[&str]) -> String {
+    let file = bench.root.join(format!("canned-{}.jsonl", next_file()));
     std::fs::write(&file, canned.join("\n") + "\n").unwrap();
-    let mut args = vec!["--json", "submit", "--mode", "acp", "--model", MODEL];
+    let mut args = vec!["--json", "submit", "--mode", mode, "--model", MODEL];
     args.extend_from_slice(extra);
     let mut command = bench.cuekit(&args);
     command
@@ -86,6 +91,11 @@ fn submit(bench: &Sandbox, canned: &[String], extra: &[&str]) -> String {
     let value: Value = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|err| panic!("submit: {err}: {}", String::from_utf8_lossy(&output.stderr)));
     value["id"].as_str().expect("a task id").to_string()
+}
+
+fn next_file() -> usize {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 fn status(bench: &Sandbox, id: &str) -> Value {
@@ -172,7 +182,25 @@ fn main() {
         &[shell_call("touch ran.txt"), canned_text("Ran it.")],
         &["--no-skip-permissions", "--once", "Touch ran.txt"],
     );
+    let events = bench
+        .project
+        .join(".cuekit/tasks")
+        .join(&asking)
+        .join("events.jsonl");
+    let arrived = std::thread::spawn(move || {
+        let started = Instant::now();
+        loop {
+            let seen = std::fs::read_to_string(&events)
+                .is_ok_and(|text| text.contains("session/request_permission"));
+            if seen || started.elapsed() > Duration::from_secs(90) {
+                return Instant::now();
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
     until_reason(&bench, &asking, "permission_prompt");
+    let shown = Instant::now();
+    let request_to_status = shown.saturating_duration_since(arrived.join().unwrap());
     let (approve, answer) = timed_json(&bench, &["approve", &asking, "--allow"]);
     assert!(answer.get("error").is_none(), "{answer}");
 
@@ -189,6 +217,10 @@ fn main() {
         "acp status (no tmux call): median {} over {STEERS}",
         ms(median(statuses))
     );
+    println!(
+        "acp permission request -> status shows it: {} (target <= 100 ms; status polled back to back)",
+        ms(request_to_status)
+    );
     println!("acp approve --allow -> answered: {}", ms(approve));
     println!(
         "acp first turn: submit {} -> idle_at_prompt {} (the real Gemini CLI's start-up included)",
@@ -202,4 +234,30 @@ fn main() {
     for task in [&id, &asking] {
         let _ = bench.cuekit(&["cancel", "--grace", "0s", task]).output();
     }
+    let (acp, interactive) = submit_walls(&bench);
+    println!(
+        "submit wall, same agent: --mode acp median {}, --mode interactive median {} over 5 ({:.2}x)",
+        ms(acp),
+        ms(interactive),
+        acp.as_secs_f64() / interactive.as_secs_f64()
+    );
+}
+
+/// The submit command's wall for an ACP and an interactive task of the real Gemini CLI, each
+/// cancelled at once.
+fn submit_walls(bench: &Sandbox) -> (Duration, Duration) {
+    let replies = [canned_text("x")];
+    let walls = |mode: &str| {
+        let times: Vec<Duration> = (0..5)
+            .map(|_| {
+                let started = Instant::now();
+                let id = submit_in(bench, &replies, mode, &["Say x"]);
+                let wall = started.elapsed();
+                let _ = bench.cuekit(&["cancel", "--grace", "0s", &id]).output();
+                wall
+            })
+            .collect();
+        median(times)
+    };
+    (walls("acp"), walls("interactive"))
 }

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Harness, MODEL, canned_text, poll};
+use common::{Harness, MODEL, canned_text, poll, processes_of};
 use serde_json::Value;
 
 fn shell_call(command: &str) -> String {
@@ -135,22 +135,6 @@ fn a_permission_is_answered_by_the_parent_and_steers_go_over_the_protocol() {
         "the turn was cancelled over the protocol"
     );
     assert!(events.contains("cuekit_permission"));
-}
-
-/// The processes that carry the task's id.
-fn processes_of(id: &str) -> Vec<u32> {
-    let marker = format!("CUEKIT_TASK_ID={id}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
-                env.split(|b| *b == 0)
-                    .any(|entry| entry == marker.as_bytes())
-            })
-        })
-        .collect()
 }
 
 /// Whether the task's `sleep 30` tool runs.
@@ -307,4 +291,40 @@ fn resume_from_an_acp_task_loads_its_session() {
     assert_eq!(result["agent_session_id"], session.as_str());
     // The replayed history is no part of the new turn.
     assert_eq!(result["final_text"], "First answer.", "{result}");
+}
+
+/// Whichever agent runs behind the client, one without credentials ends `failed` /
+/// `auth_missing` with its own words: qwen refuses `session/new`, Claude's bridge opens a
+/// session and refuses the first prompt (both with ACP's -32000).
+#[test]
+fn other_agents_without_credentials_end_auth_missing_too() {
+    for (kind, program) in [("qwen", "qwen"), ("claude-code", "claude-agent-acp")] {
+        let h = Harness::new();
+        let wrapper = format!(
+            "#!/bin/sh\nPATH='{}':$PATH exec '{}' \"$@\"\n",
+            common::tools_bin().display(),
+            common::installed_tool(program).display()
+        );
+        common::write_executable(&h.bin.join(program), &wrapper);
+        let id = h.submit(&["--agent", kind, "--mode", "acp", "hello"]);
+        let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+        assert_eq!(code, 20, "{kind}: {waited}\n{}", h.transcript(&id));
+        let status = h.status(&id);
+        assert_eq!(
+            (status["reason"].as_str(), status["exit_code"].as_i64()),
+            (Some("auth_missing"), Some(41)),
+            "{kind}: {status}\n{}",
+            h.transcript(&id)
+        );
+        assert!(
+            h.transcript(&id).contains("uthenticat"),
+            "{kind}: {}",
+            h.transcript(&id)
+        );
+        assert!(
+            poll(Duration::from_secs(10), || processes_of(&id).is_empty()),
+            "{kind}: left running: {:?}",
+            processes_of(&id)
+        );
+    }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Harness, poll};
+use common::{Harness, poll, processes_of};
 use serde_json::{Value, json};
 
 /// A child that ignores TERM and HUP and forks a grandchild that does the same.
@@ -17,25 +17,6 @@ const STUBBORN: &str = "trap '' TERM HUP; (trap '' TERM HUP; sleep 600) & sleep 
 
 fn registry(h: &Harness) -> PathBuf {
     h.home.join(".local/share/cuekit")
-}
-
-/// The live processes carrying `CUEKIT_TASK_ID=<id>`, found the way a person would: /proc.
-fn processes_of(id: &str) -> Vec<u32> {
-    let marker = format!("CUEKIT_TASK_ID={id}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").starts_with(" Z"));
-            alive
-                && std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
-                    env.split(|b| *b == 0)
-                        .any(|entry| entry == marker.as_bytes())
-                })
-        })
-        .collect()
 }
 
 /// Every file under `dir` whose name ends with `suffix`.

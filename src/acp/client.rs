@@ -76,16 +76,7 @@ pub fn run(options: &Options) -> Result<i32> {
     })?;
     let placement = store::placement(&task_id)?.ok_or_else(|| Error::task_not_found(&task_id))?;
     let task_dir = placement.task_dir.clone();
-    let socket = placement
-        .facts
-        .as_ref()
-        .and_then(|facts| facts.acp_socket.clone())
-        .ok_or_else(|| {
-            Error::new(
-                ErrorCode::InvalidState,
-                format!("task {task_id} was not registered as an ACP task"),
-            )
-        })?;
+    let socket = control::socket_of(&placement)?;
     let pane_leader = crate::ops::task_pane_leader(&task_id);
     // cuekit's own file in the task directory: no link followed.
     let first_prompt = store::read_small(&options.prompt_file)

@@ -121,6 +121,22 @@ impl Reply {
     }
 }
 
+/// The control socket the registry recorded for an ACP task (its only source: a task folder
+/// is writable by the child).
+pub fn socket_of(placement: &crate::store::Placement) -> Result<PathBuf> {
+    placement
+        .facts
+        .as_ref()
+        .and_then(|facts| facts.acp_socket.clone())
+        .ok_or_else(|| {
+            Error::new(
+                ErrorCode::InvalidState,
+                format!("task {} was not registered as an ACP task", placement.id),
+            )
+            .with_hint("only a task submitted with --mode acp has a control channel")
+        })
+}
+
 /// Where task `id`'s control socket goes: the user's runtime directory (memory, owner-only,
 /// gone at logout), else cuekit's data directory; a path too long for a socket falls back to
 /// a short one under `/tmp` of the user's own.

@@ -83,17 +83,7 @@ fn call(task: &Task, request: &Request) -> Result<Reply> {
         )
         .with_hint("the parent (or you) answers, from outside the task"));
     }
-    let socket = task
-        .placement
-        .facts
-        .as_ref()
-        .and_then(|facts| facts.acp_socket.clone())
-        .ok_or_else(|| {
-            Error::new(
-                ErrorCode::InvalidState,
-                format!("task {} has no ACP control socket", task.record.id),
-            )
-        })?;
+    let socket = control::socket_of(&task.placement)?;
     control::call(&socket, request, CALL_LIMIT)
 }
 

@@ -467,8 +467,27 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     } = adapter.launch(&spec, mode, &bin, &client_word()?)?;
     let warnings: Vec<String> = policy_warnings.into_iter().chain(launch_warnings).collect();
     check_argv_limit(&spec, adapter, &command)?;
+    // An ACP bridge (claude-agent-acp, codex-acp, pi-acp) is the program the pane starts.
+    if let Some(bridge) = adapter
+        .acp
+        .filter(|_| mode == Mode::Acp)
+        .and_then(|acp| acp.program)
+        && crate::which::find_on_path(bridge).is_none()
+    {
+        return Err(Error::new(
+            ErrorCode::AgentNotFound,
+            format!(
+                "the {} ACP bridge '{bridge}' is not on PATH",
+                adapter.kind()
+            ),
+        )
+        .with_hint(
+            "docs/guides/acp.md names each agent's ACP command and the npm package of each bridge",
+        ));
+    }
     // The command agent's program is the task's own first word, found by the pane's shell.
-    if !adapter.runs_argv && crate::which::find_on_path(&bin).is_none() {
+    let bridged = mode == Mode::Acp && adapter.acp.is_some_and(|acp| acp.program.is_some());
+    if !adapter.runs_argv && !bridged && crate::which::find_on_path(&bin).is_none() {
         return Err(Error::new(
             ErrorCode::AgentNotFound,
             format!("the {} binary '{bin}' is not on PATH", adapter.kind()),

@@ -431,3 +431,22 @@ pub fn installed_tool(name: &str) -> PathBuf {
     );
     path
 }
+
+/// The live processes carrying `CUEKIT_TASK_ID=<id>`, found the way a person would: /proc.
+pub fn processes_of(id: &str) -> Vec<u32> {
+    let marker = format!("CUEKIT_TASK_ID={id}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").starts_with(" Z"));
+            alive
+                && std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                    env.split(|b| *b == 0)
+                        .any(|entry| entry == marker.as_bytes())
+                })
+        })
+        .collect()
+}
