@@ -113,6 +113,11 @@ fn a_permission_is_answered_by_the_parent_and_steers_go_over_the_protocol() {
     assert_eq!(turns[1]["text"], "The second answer.");
     assert_eq!(result["final_text"], "The second answer.");
     assert_eq!(result["tool_calls"][0]["status"], "completed", "{result}");
+    // Live progress, as a batch task's: the turns and the tool call, and when the agent last spoke.
+    let progress = &h.status(&id)["progress"];
+    assert_eq!(progress["turns"], 2, "{progress}");
+    assert_eq!(progress["tool_calls"], 1, "{progress}");
+    assert!(progress["last_activity"].is_string(), "{progress}");
 
     // A third turn runs a long tool (allowed), and is cancelled during it.
     assert_eq!(h.json(&["steer", &id, "Wait a while"]).1, 0);

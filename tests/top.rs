@@ -295,3 +295,49 @@ fn a_child_on_its_login_screen_shows_first_and_a_steer_from_top_is_blocked() {
         "nothing may be typed into the dialog"
     );
 }
+
+/// An ACP task's permission request is answered from the dashboard: its row says what it waits
+/// for, `p` then `y` allows it, and the tool really runs.
+#[test]
+fn an_acp_tasks_permission_request_is_answered_from_top() {
+    let shell = serde_json::json!({"method": "generateContentStream", "response": [{
+        "candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
+            "name": "run_shell_command", "args": {"command": "echo top > t.txt", "description": "x"}}}]},
+            "finishReason": "STOP", "index": 0}]}]})
+    .to_string();
+    let h = Harness::new().with_real_gemini(&[shell, canned_text("Wrote t.txt.")]);
+    start_top(&h, false);
+    let id = h.submit(&[
+        "--mode",
+        "acp",
+        "--model",
+        MODEL,
+        "--no-skip-permissions",
+        "Write t.txt",
+    ]);
+    wait_screen(&h, "the request in its row", |s| {
+        row_of(s, &id).is_some_and(|row| row.contains("input_required permission_pro"))
+    });
+    keys(&h, "g");
+    wait_screen(&h, "it selected", |s| {
+        selected(s).is_some_and(|row| row.contains(&id))
+    });
+    keys(&h, "p");
+    wait_screen(&h, "the question", |s| {
+        s.contains(&format!("{id} asks a permission"))
+    });
+    assert!(
+        !h.project.join("t.txt").exists(),
+        "ran before it was allowed"
+    );
+    keys(&h, "y");
+    wait_screen(&h, "the answer", |s| s.contains(&format!("{id}: Allow")));
+    h.wait_until(&id, "the tool's file", Duration::from_secs(30), || {
+        h.project.join("t.txt").exists()
+    });
+    wait_screen(&h, "the turn's end in its row", |s| {
+        row_of(s, &id).is_some_and(|row| row.contains("idle_at_prompt"))
+    });
+    keys(&h, "q");
+    wait_screen(&h, "top gone", |s| s.contains("exited with 0"));
+}

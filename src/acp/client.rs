@@ -32,6 +32,9 @@ pub const STATE_FILE: &str = "acp.json";
 pub const AGENT_LOG: &str = "agent.log";
 /// How long a prompt's receipt waits for the agent to refuse it before it counts as taken.
 const RECEIPT_WINDOW: Duration = Duration::from_millis(10);
+/// How often `progress.json` is written while messages stream (a turn's start, a new tool call
+/// and a turn's end are written at once).
+const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 /// How long a loaded session's agent must be quiet for its history replay to count as over.
 const REPLAY_QUIET: Duration = Duration::from_millis(150);
 /// How long the agent gets to end after its stdin closed, before its tree is ended.
@@ -144,6 +147,10 @@ pub fn run(options: &Options) -> Result<i32> {
         cwd: cwd.clone(),
         before,
         session_since: None,
+        heard: 0,
+        last_activity: None,
+        progress_at: None,
+        progress_counted: (0, 0),
     };
     let start = session.start();
     out.carry_out(&mut session, start, &mut stdin);
@@ -168,6 +175,8 @@ pub fn run(options: &Options) -> Result<i32> {
         let actions = match event {
             Some(Event::Line(line)) => {
                 heard_at = Instant::now();
+                out.heard += 1;
+                out.last_activity = Some(crate::ops::now_rfc3339());
                 out.log_message("in", &line);
                 session.on_line(&line)
             }
@@ -249,6 +258,12 @@ struct Output {
     before: Option<crate::git::changes::Snapshot>,
     /// When the agent's session became known (seconds since the epoch).
     session_since: Option<u64>,
+    /// Messages from the agent so far, and when the last one came (RFC 3339).
+    heard: u64,
+    last_activity: Option<String>,
+    /// When `progress.json` was last written, and the turns and tool calls it counted.
+    progress_at: Option<Instant>,
+    progress_counted: (usize, usize),
 }
 
 impl Output {
@@ -315,6 +330,33 @@ impl Output {
             }
         }
         self.editor.set_mode(session.phase);
+        self.write_progress(session);
+    }
+
+    /// `progress.json`, as a batch task's stream writes it (status and `list` show it): at once
+    /// when a turn or a tool call is new, else at most every [`PROGRESS_EVERY`].
+    fn write_progress(&mut self, session: &Session) {
+        let counted = (session.turns.len(), session.tool_calls());
+        let due = self
+            .progress_at
+            .is_none_or(|at| at.elapsed() >= PROGRESS_EVERY);
+        if counted == self.progress_counted && !due {
+            return;
+        }
+        let progress = crate::events::Progress {
+            turns: u32::try_from(counted.0).unwrap_or(u32::MAX),
+            tool_calls: counted.1,
+            tokens: session.usage.map(|(input, output)| input + output),
+            events: self.heard,
+            last_activity: self.last_activity.clone(),
+        };
+        let bytes = serde_json::to_vec(&progress).expect("progress serializes");
+        let _ = store::write_atomic(
+            &self.task_dir.join(crate::ops::stream::PROGRESS_FILE),
+            &bytes,
+        );
+        self.progress_at = Some(Instant::now());
+        self.progress_counted = counted;
     }
 
     fn append(&self, value: &Value) {

@@ -530,6 +530,11 @@ impl Session {
         ]
     }
 
+    /// Tool calls so far: the ended turns' and the running one's.
+    pub fn tool_calls(&self) -> usize {
+        self.turns.iter().map(|t| t.tool_calls.len()).sum::<usize>() + self.tools.len()
+    }
+
     /// Whether a loaded session's history is still being replayed (the client calls
     /// [`Session::replayed`] once the agent has been quiet for a moment).
     pub fn replaying(&self) -> bool {

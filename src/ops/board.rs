@@ -69,9 +69,10 @@ pub fn board(
                 };
             };
             let record = &task.record;
-            let progress = (record.event_stream && !record.status.is_terminal())
-                .then(|| super::stream::read_progress(&record.task_dir))
-                .flatten();
+            let progress = ((record.event_stream || record.mode == crate::spec::Mode::Acp)
+                && !record.status.is_terminal())
+            .then(|| super::stream::read_progress(&record.task_dir))
+            .flatten();
             let streamed = progress
                 .as_ref()
                 .and_then(|p| p.last_activity.as_deref())

@@ -27,7 +27,7 @@ mod report;
 mod result;
 mod route;
 mod steer;
-mod stream;
+pub(crate) mod stream;
 mod submit;
 mod task;
 mod team;
