@@ -134,6 +134,17 @@ pub fn task_processes(task_id: &str, leader: Option<GroupLeader>) -> BTreeSet<u3
         .collect()
 }
 
+/// The live processes (not this one) whose environment holds the entry `NAME=value`.
+pub fn carrying(name: &str, value: &str) -> BTreeSet<u32> {
+    let me = std::process::id();
+    let marker = format!("{name}={value}");
+    all_processes()
+        .iter()
+        .filter(|p| p.pid != me && !p.zombie && carries(p.pid, marker.as_bytes()))
+        .map(|p| p.pid)
+        .collect()
+}
+
 /// Set in the environment of hook commands: they carry a task's id but are not part of it.
 pub const HOOK_VARIABLE: &str = "CUEKIT_HOOK";
 

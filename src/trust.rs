@@ -61,28 +61,10 @@ pub fn state(file: &Path, content: &[u8]) -> TrustState {
     }
 }
 
-/// Only a file that parses can be trusted (trusting a broken one would be trusting nothing in
-/// particular): a config file, or a team spec (whose members may run the command agent). A
-/// broken one is refused with its location, as a config file.
-pub fn check_trustable(file: &Path) -> Result<()> {
-    let Err(config_error) = crate::config::parse_file(file) else {
-        return Ok(());
-    };
-    let is_config = file
-        .file_name()
-        .is_some_and(|name| name == crate::config::PROJECT_FILE);
-    let text = std::fs::read_to_string(file).unwrap_or_default();
-    if is_config || crate::team::parse_team_spec(&text, &file.display().to_string()).is_err() {
-        return Err(config_error);
-    }
-    Ok(())
-}
-
-/// Trusts the current content of `file`; returns its absolute path (the caller checks first
-/// that it parses: [`check_trustable`]).
-pub fn trust(file: &Path) -> Result<PathBuf> {
+/// Trusts `content` as the content of `file` (the bytes the caller read and checked, so what
+/// was checked is what is trusted); returns the file's absolute path.
+pub fn trust(file: &Path, content: &[u8]) -> Result<PathBuf> {
     let file = std::fs::canonicalize(file).map_err(|err| Error::io("read", file, err))?;
-    let content = std::fs::read(&file).map_err(|err| Error::io("read", &file, err))?;
     let dir = trust_dir().ok_or_else(|| {
         Error::new(
             ErrorCode::Io,
@@ -91,7 +73,7 @@ pub fn trust(file: &Path) -> Result<PathBuf> {
         .with_hint("set HOME (or XDG_DATA_HOME)")
     })?;
     crate::store::create_private_dir(&dir)?;
-    let entry = format!("{}\n{}\n", hex_sha256(&content), file.display());
+    let entry = format!("{}\n{}\n", hex_sha256(content), file.display());
     let path = entry_path(&file).expect("the directory exists");
     crate::store::write_atomic(&path, entry.as_bytes())?;
     Ok(file)

@@ -21,7 +21,7 @@ fn with_fake(binary: &str) -> Harness {
     let h = Harness::new();
     let fixture =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-agent");
-    std::fs::copy(fixture, h.bin.join(binary)).unwrap();
+    common::install_executable(&fixture, &h.bin.join(binary));
     h
 }
 

@@ -11,7 +11,7 @@ use common::Harness;
 fn with_fake_jcode() -> Harness {
     let h = Harness::new();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-jcode");
-    std::fs::copy(fixture, h.bin.join("jcode")).unwrap();
+    common::install_executable(&fixture, &h.bin.join("jcode"));
     h
 }
 

@@ -13,7 +13,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::protocol::PermissionOption;
-use super::session::Shown;
 use crate::error::{Error, ErrorCode, Result};
 
 /// `sun_path` holds 108 bytes on Linux, the terminator included.
@@ -52,7 +51,6 @@ pub enum Request {
     SetMode {
         mode: String,
     },
-    State,
 }
 
 /// The client's answer.
@@ -66,8 +64,6 @@ pub struct Reply {
     pub message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub option: Option<PermissionOption>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<Box<Shown>>,
 }
 
 impl Reply {
@@ -77,7 +73,6 @@ impl Reply {
             receipt: None,
             message: None,
             option: None,
-            state: None,
         }
     }
 
@@ -109,13 +104,6 @@ impl Reply {
     pub fn answered(option: &PermissionOption) -> Reply {
         Reply {
             option: Some(option.clone()),
-            ..Reply::ok()
-        }
-    }
-
-    pub fn state(shown: &Shown) -> Reply {
-        Reply {
-            state: Some(Box::new(shown.clone())),
             ..Reply::ok()
         }
     }
@@ -250,7 +238,7 @@ mod tests {
                 answer: Answer::AllowAlways,
             },
             Request::Cancel,
-            Request::State,
+            Request::End,
         ] {
             let line = serde_json::to_string(&request).unwrap();
             assert_eq!(

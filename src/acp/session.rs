@@ -647,7 +647,6 @@ impl Session {
                 "session/set_mode",
                 json!({"modeId": mode}),
             ),
-            Request::State => vec![Action::Reply(ticket, Reply::state(&self.shown()))],
         }
     }
 

@@ -194,8 +194,7 @@ pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     let (path, state) = if args.revoke {
         (crate::trust::revoke(&file)?, "untrusted")
     } else {
-        crate::trust::check_trustable(&file)?;
-        (crate::trust::trust(&file)?, "trusted")
+        (ops::trust(&file)?, "trusted")
     };
     if json {
         print_json(&serde_json::json!({"file": path, "state": state}));

@@ -609,6 +609,11 @@ pub fn user_file() -> Option<PathBuf> {
 }
 
 /// The user's own file (or any file the user names): read as it is, links and all.
+/// A config file's text, checked as a file at `path` (its errors name that path).
+pub fn parse_text(text: &str, path: &Path) -> Result<ConfigFile> {
+    schema::parse(text, path)
+}
+
 pub fn parse_file(path: &Path) -> Result<ConfigFile> {
     let text = std::fs::read_to_string(path).map_err(|err| Error::io("read", path, err))?;
     schema::parse(&text, path)

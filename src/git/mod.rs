@@ -19,6 +19,31 @@ use std::process::{Command, Output, Stdio};
 
 use crate::error::{Error, ErrorCode, Result};
 
+/// The environment entry that marks the git processes a submit runs for task `id`: a submit
+/// killed mid-way leaves them running, and its undo (`ops::reap`) waits for them to end before
+/// it looks for what they made.
+pub const SUBMITTING_VARIABLE: &str = "CUEKIT_SUBMITTING";
+
+thread_local! {
+    static SUBMITTING: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// While this lives, every git this thread runs carries `CUEKIT_SUBMITTING=<task id>`.
+pub struct Submitting(());
+
+impl Submitting {
+    pub fn mark(task_id: &str) -> Submitting {
+        SUBMITTING.with(|marked| *marked.borrow_mut() = Some(task_id.to_string()));
+        Submitting(())
+    }
+}
+
+impl Drop for Submitting {
+    fn drop(&mut self) {
+        SUBMITTING.with(|marked| *marked.borrow_mut() = None);
+    }
+}
+
 /// Git run inside one directory (`git -C <dir> …`), never through a shell.
 #[derive(Debug, Clone)]
 pub struct Git {
@@ -71,6 +96,11 @@ impl Git {
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_EDITOR", "true")
             .stdin(Stdio::null());
+        SUBMITTING.with(|marked| {
+            if let Some(id) = marked.borrow().as_deref() {
+                command.env(SUBMITTING_VARIABLE, id);
+            }
+        });
         command
     }
 

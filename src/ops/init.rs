@@ -28,7 +28,7 @@ pub fn init(dir: &Path, force: bool) -> Result<InitOutcome> {
     }
     crate::store::write_atomic(&config, EXAMPLE.as_bytes())?;
     // cuekit's own starter, written at the person's request: its keys are trusted as written.
-    crate::trust::trust(&config)?;
+    crate::trust::trust(&config, EXAMPLE.as_bytes())?;
     crate::doctor::add_gitignore_entry(dir)?;
     Ok(InitOutcome {
         config,

@@ -31,6 +31,7 @@ pub(crate) mod stream;
 mod submit;
 mod task;
 mod team;
+mod trust;
 mod view;
 mod wait;
 
@@ -62,6 +63,7 @@ pub use team::{
     TeamResult, TeamSubmitted, TeamSummary, team_ids, team_list, team_result, team_status,
     team_steer, team_submit,
 };
+pub use trust::trust;
 pub use view::TaskView;
 pub use wait::{WaitNews, WaitOutcome, WaitRequest, WaitTick, WaitUntil, wait, wait_watching};
 

@@ -18,6 +18,9 @@ use crate::tmux::{Tmux, args};
 /// How long an undo waits for a killed submit's tmux client (it answers in milliseconds; a
 /// server that hangs must not hang every listing).
 const CLIENT_WAIT: Duration = Duration::from_secs(2);
+/// How long an undo waits for a killed submit's git (a `worktree add` or a submodule's
+/// clone it left running) to finish before it ends it: git cut short leaves its locks behind.
+const GIT_WAIT: Duration = Duration::from_secs(20);
 
 /// Undoes every pending submit whose submitter is gone; returns the ids undone.
 pub fn reap_orphans() -> Vec<String> {
@@ -56,8 +59,15 @@ fn undo(pending: Pending) -> Option<String> {
     if placement.task_dir.ends_with(&placement.id) {
         let _ = std::fs::remove_dir_all(&placement.task_dir);
     }
-    // The worktree is made after the pending entry: it may or may not exist.
+    // The worktree is made after the pending entry: it may or may not exist, and the git
+    // making it may outlive the submit.
     if let Some(worktree) = placement.facts.as_ref().and_then(|f| f.worktree.as_ref()) {
+        let making = || crate::process::carrying(crate::git::SUBMITTING_VARIABLE, &placement.id);
+        let deadline = Instant::now() + GIT_WAIT;
+        while !making().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        crate::process::terminate(making(), crate::process::DEFAULT_GRACE);
         crate::git::create::remove_abandoned(worktree);
     }
     store::remove_pending(&placement.id);

@@ -566,6 +566,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
                     .map(|s| s.value)
                     .unwrap_or_default(),
             };
+            let _marked = git::Submitting::mark(&id);
             if let Err(err) = git::create::create(plan, &includes) {
                 store::remove_pending(&id);
                 return Err(err);

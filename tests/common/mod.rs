@@ -66,7 +66,7 @@ impl Harness {
     /// The fake Gemini CLI (tests/fixtures/fake-gemini) as `gemini` on PATH.
     pub fn with_fake_gemini(self) -> Harness {
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-gemini");
-        std::fs::copy(fixture, self.bin.join("gemini")).unwrap();
+        install_executable(&fixture, &self.bin.join("gemini"));
         self
     }
 
@@ -390,10 +390,22 @@ pub fn poll(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
     condition()
 }
 
+/// Writes an executable at `path`. The test process never holds `path` open for writing: a
+/// child another test thread forks meanwhile would inherit that descriptor until its exec, and
+/// every exec of `path` until then fails with "Text file busy". `cp` writes it instead.
 pub fn write_executable(path: &Path, content: &str) {
+    let source = path.with_extension("source");
+    std::fs::write(&source, content).unwrap();
+    install_executable(&source, path);
+    std::fs::remove_file(&source).unwrap();
+}
+
+/// Copies `from` to an executable at `to`, by a `cp` child (see [`write_executable`]).
+pub fn install_executable(from: &Path, to: &Path) {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, content).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let copied = Command::new("cp").arg(from).arg(to).status().unwrap();
+    assert!(copied.success(), "cp {} {}", from.display(), to.display());
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// The real Gemini CLI installed by scripts/test (or named by CUEKIT_TEST_GEMINI).

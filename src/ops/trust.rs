@@ -1,0 +1,28 @@
+//! `cuekit trust FILE`: the file is read once, through the project door, and those bytes are
+//! both what is checked and what is trusted, so a file swapped between the two is never
+//! trusted unread.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Trusts `file` as it is now; returns its absolute path. Only a file that parses can be
+/// trusted (trusting a broken one would be trusting nothing in particular): a config file, or
+/// a team spec (whose members may run the command agent). A broken one is refused with its
+/// location, as a config file.
+pub fn trust(file: &Path) -> Result<PathBuf> {
+    let bytes = crate::project::files::read_named(file)?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| {
+        Error::invalid_input(format!("{} is not UTF-8 text", file.display()))
+            .with_hint("a config file or a team spec is YAML text")
+    })?;
+    if let Err(config_error) = crate::config::parse_text(text, file) {
+        let is_config = file
+            .file_name()
+            .is_some_and(|name| name == crate::config::PROJECT_FILE);
+        if is_config || crate::team::parse_team_spec(text, &file.display().to_string()).is_err() {
+            return Err(config_error);
+        }
+    }
+    crate::trust::trust(file, &bytes)
+}
