@@ -191,12 +191,9 @@ pub fn create(plan: &Plan, includes: &Includes) -> Result<()> {
         std::fs::create_dir_all(parent).map_err(|err| Error::io("create", parent, err))?;
     }
     {
-        let _lock = super::lock_in(&plan.common_dir)?;
-        git.run(args::worktree_add(
-            &plan.path,
-            &plan.branch,
-            &plan.base_commit,
-        ))?;
+        let lock = super::lock_in(&plan.common_dir)?;
+        let add = args::worktree_add(&plan.path, &plan.branch, &plan.base_commit);
+        git.run_holding(&add, &lock)?;
     }
     let populated = super::submodules::init(&plan.path, &plan.repo_root)
         .and_then(|()| bring_over(&plan.repo_root, &plan.path, includes));

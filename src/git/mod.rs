@@ -166,6 +166,32 @@ impl Git {
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
 
+    /// [`Git::run`] with `lock` held by git too: the lock is cuekit's worktree lock, and a git
+    /// that outlives a killed cuekit (a `worktree add` under way) keeps it until it ends, so an
+    /// undo waiting for the lock sees what that git made. Only this git inherits it: the
+    /// descriptor stays close-on-exec in this process.
+    pub fn run_holding(&self, args: &[OsString], lock: &std::fs::File) -> Result<String> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let fd = lock.as_raw_fd();
+        let mut command = self.command(args);
+        // SAFETY: only fcntl, async-signal-safe, runs between fork and exec; it changes the
+        // child's copy of the descriptor table.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let output = command.output().map_err(cannot_run)?;
+        if !output.status.success() {
+            return Err(failed(args, &output));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
     /// `run`, first line trimmed.
     pub fn line<I, S>(&self, args: I) -> Result<String>
     where
