@@ -7,17 +7,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Harness, MODEL, canned_text, poll, processes_of};
+use common::{Harness, MODEL, canned_shell_call as shell_call, canned_text, poll, processes_of};
 use serde_json::Value;
-
-fn shell_call(command: &str) -> String {
-    serde_json::json!({"method": "generateContentStream", "response": [{
-        "candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
-            "name": "run_shell_command", "args": {"command": command, "description": "a step"}}}]},
-            "finishReason": "STOP", "index": 0}],
-        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}}]})
-    .to_string()
-}
 
 /// Waits until the task's status satisfies `done`; its status.
 fn wait_status(h: &Harness, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {

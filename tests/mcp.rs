@@ -617,11 +617,7 @@ fn an_interactive_gemini_task_is_steered_and_read_over_mcp() {
 /// the child asks, read the request, answer it, and read the result of the one turn.
 #[test]
 fn an_acp_task_asks_and_the_parent_answers_over_mcp() {
-    let shell = json!({"method": "generateContentStream", "response": [{
-        "candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
-            "name": "run_shell_command", "args": {"command": "echo mcp > g.txt", "description": "x"}}}]},
-            "finishReason": "STOP", "index": 0}]}]})
-    .to_string();
+    let shell = common::canned_shell_call("echo mcp > g.txt");
     let h = Harness::new().with_real_gemini(&[shell, canned_text("Wrote g.txt.")]);
     let mut client = Client::start(&h);
     let id = submit(

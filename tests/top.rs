@@ -300,11 +300,7 @@ fn a_child_on_its_login_screen_shows_first_and_a_steer_from_top_is_blocked() {
 /// for, `p` then `y` allows it, and the tool really runs.
 #[test]
 fn an_acp_tasks_permission_request_is_answered_from_top() {
-    let shell = serde_json::json!({"method": "generateContentStream", "response": [{
-        "candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
-            "name": "run_shell_command", "args": {"command": "echo top > t.txt", "description": "x"}}}]},
-            "finishReason": "STOP", "index": 0}]}]})
-    .to_string();
+    let shell = common::canned_shell_call("echo top > t.txt");
     let h = Harness::new().with_real_gemini(&[shell, canned_text("Wrote t.txt.")]);
     start_top(&h, false);
     let id = h.submit(&[

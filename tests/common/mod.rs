@@ -29,6 +29,17 @@ pub fn canned_text(text: &str) -> String {
     .to_string()
 }
 
+/// A canned model reply that calls the shell tool with `command` (a permission request in
+/// ACP mode without the bypass).
+pub fn canned_shell_call(command: &str) -> String {
+    serde_json::json!({"method": "generateContentStream", "response": [{
+        "candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
+            "name": "run_shell_command", "args": {"command": command, "description": "a step"}}}]},
+            "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}}]})
+    .to_string()
+}
+
 pub struct Harness {
     root: tempfile::TempDir,
     pub project: PathBuf,
