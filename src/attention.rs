@@ -61,9 +61,20 @@ pub struct ScreenRules {
     pub ready: &'static [&'static str],
     /// Starts of the input line (after leading spaces); the last such line is the input.
     pub input_prefixes: &'static [&'static str],
+    /// What to do on this agent's login screen, where that is more than [`Attention::hint`]
+    /// says (a login that no longer works, another way to sign in).
+    pub login_hint: Option<&'static str>,
 }
 
 impl ScreenRules {
+    /// The hint for what the screen shows: the agent's own for its login screen.
+    pub fn hint(&self, attention: Attention) -> &'static str {
+        match (attention, self.login_hint) {
+            (Attention::AuthRequired, Some(hint)) => hint,
+            _ => attention.hint(),
+        }
+    }
+
     pub const TAIL_LINES: usize = 30;
 }
 
@@ -174,6 +185,7 @@ mod tests {
         busy: &["esc to cancel"],
         ready: &["Type your message"],
         input_prefixes: &[">"],
+        login_hint: None,
     };
 
     #[test]
@@ -235,6 +247,7 @@ mod tests {
             busy: &[],
             ready: &[],
             input_prefixes: &[],
+            login_hint: None,
         };
         assert!(!was_submitted(&blind, "prompt: hi\n", "prompt: hi\n\n"));
         assert!(was_submitted(

@@ -505,6 +505,7 @@ fn auth_check(adapter: &Adapter) -> Check {
     match (adapter.auth_probe)() {
         AuthProbe::Configured(how) => Check::new(name, Level::Ok, how),
         AuthProbe::Missing(hint) => Check::new(name, Level::Warn, "no credentials found; batch tasks will fail and interactive ones wait on a login screen").next(hint),
+        AuthProbe::NotServed { how, hint } => Check::new(name, Level::Warn, how).next(hint),
     }
 }
 

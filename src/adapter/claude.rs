@@ -89,6 +89,7 @@ pub(super) static CLAUDE: Adapter = Adapter {
         busy: &["esc to interrupt"],
         ready: &["? for shortcuts"],
         input_prefixes: &[">"],
+        login_hint: None,
     },
     build_launch: build_claude_launch_command,
     runs_argv: false,

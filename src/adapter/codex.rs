@@ -63,6 +63,7 @@ pub(super) static CODEX: Adapter = Adapter {
         busy: &["Esc to interrupt", "esc to interrupt"],
         ready: &["? for shortcuts"],
         input_prefixes: &["›", ">"],
+        login_hint: None,
     },
     build_launch: build_codex_launch_command,
     runs_argv: false,

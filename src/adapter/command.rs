@@ -28,6 +28,7 @@ pub(super) static COMMAND: Adapter = Adapter {
         busy: &[],
         ready: &[],
         input_prefixes: &[],
+        login_hint: None,
     },
     build_launch: build_command_launch,
     runs_argv: true,

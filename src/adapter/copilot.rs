@@ -52,6 +52,7 @@ pub(super) static COPILOT: Adapter = Adapter {
         busy: &["Esc to cancel"],
         ready: &[],
         input_prefixes: &[],
+        login_hint: None,
     },
     build_launch: build_copilot_launch_command,
     runs_argv: false,

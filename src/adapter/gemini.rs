@@ -10,6 +10,13 @@ use crate::error::Result;
 use crate::launch::{PROMPT_VARIABLE, single_quote};
 use crate::spec::{Mode, TaskSpec};
 
+/// What works now that the Gemini CLI no longer serves personal "Login with Google" accounts
+/// (Google AI Pro/Ultra and free Code Assist for individuals, since 2026-06-18).
+pub const PERSONAL_LOGIN_ENDED: &str = "the Gemini CLI needs credentials, and since 2026-06-18 it no longer serves personal \
+     Google logins: export GEMINI_API_KEY=… (an AI Studio key), or use Vertex AI \
+     (GOOGLE_GENAI_USE_VERTEXAI=true) or a Code Assist Standard/Enterprise login, or submit with \
+     --agent antigravity (Google's successor CLI)";
+
 pub const GEMINI_APPROVAL_MODES: [&str; 4] = ["default", "auto_edit", "yolo", "plan"];
 
 /// `gemini --acp` (0.61.0: `--help` lists `--acp`, `--experimental-acp` is its deprecated
@@ -61,7 +68,7 @@ pub(super) static GEMINI: Adapter = Adapter {
         ExitReason {
             code: 41,
             reason: "auth_missing",
-            hint: "set GEMINI_API_KEY (or another auth method) or run `gemini` once to log in",
+            hint: PERSONAL_LOGIN_ENDED,
         },
         ExitReason {
             code: 42,
@@ -126,6 +133,7 @@ pub(super) static GEMINI: Adapter = Adapter {
         ready: &["Type your message"],
         // `*` in YOLO mode (-y), `>` otherwise.
         input_prefixes: &[">", "*"],
+        login_hint: Some(PERSONAL_LOGIN_ENDED),
     },
     build_launch: build_gemini_launch_command,
     runs_argv: false,
@@ -139,11 +147,10 @@ pub(super) static GEMINI: Adapter = Adapter {
 /// settings file). Never runs the CLI: `gemini --list-sessions` can make network calls and hang.
 fn gemini_auth() -> AuthProbe {
     let env_true = |name: &str| std::env::var(name).is_ok_and(|v| v == "true" || v == "1");
+    if env_true("GOOGLE_GENAI_USE_GCA") {
+        return personal_login("GOOGLE_GENAI_USE_GCA=true (Login with Google)".to_string());
+    }
     for (name, how) in [
-        (
-            "GOOGLE_GENAI_USE_GCA",
-            "GOOGLE_GENAI_USE_GCA=true (Google login)",
-        ),
         (
             "GOOGLE_GENAI_USE_VERTEXAI",
             "GOOGLE_GENAI_USE_VERTEXAI=true (Vertex AI)",
@@ -170,11 +177,28 @@ fn gemini_auth() -> AuthProbe {
             .map(String::from)
     });
     match (selected, settings) {
+        (Some(kind), Some(path)) if kind == "oauth-personal" => {
+            personal_login(format!("{kind} (Login with Google) selected in {}", path.display()))
+        }
         (Some(kind), Some(path)) => AuthProbe::Configured(format!("{kind} selected in {}", path.display())),
         _ => AuthProbe::Missing(
             "set GEMINI_API_KEY (or GOOGLE_GENAI_USE_VERTEXAI / GOOGLE_GENAI_USE_GCA), or run `gemini` once and log in"
                 .to_string(),
         ),
+    }
+}
+
+/// A Google login: since 2026-06-18 it works only for a Code Assist Standard or Enterprise
+/// licence, so it is said with what works now.
+fn personal_login(how: String) -> AuthProbe {
+    AuthProbe::NotServed {
+        how: format!(
+            "{how}: since 2026-06-18 the Gemini CLI no longer serves personal Google accounts \
+             (it still serves a Code Assist Standard or Enterprise licence)"
+        ),
+        hint: "export GEMINI_API_KEY=… (an AI Studio key), or use Vertex AI \
+               (GOOGLE_GENAI_USE_VERTEXAI=true), or submit with --agent antigravity"
+            .to_string(),
     }
 }
 

@@ -30,6 +30,7 @@ pub(super) static JCODE: Adapter = Adapter {
         busy: &[],
         ready: &[],
         input_prefixes: &[],
+        login_hint: None,
     },
     build_launch: build_jcode_launch_command,
     runs_argv: false,

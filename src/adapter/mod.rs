@@ -3,6 +3,7 @@
 //! here and one line in [`ADAPTERS`].
 
 pub mod acp;
+mod antigravity;
 mod claude;
 mod codex;
 mod command;
@@ -129,6 +130,9 @@ pub enum AuthProbe {
     Configured(String),
     /// Nothing found; the hint says how to set it up.
     Missing(String),
+    /// Configured (`how`) for a login the agent's service no longer serves; `hint` says what
+    /// works now.
+    NotServed { how: String, hint: String },
 }
 
 /// Builders of interactive and batch commands are never asked for an ACP one: [`Adapter::launch`]
@@ -145,6 +149,7 @@ pub static ADAPTERS: &[&Adapter] = &[
     &jcode::JCODE,
     &qwen::QWEN,
     &copilot::COPILOT,
+    &antigravity::ANTIGRAVITY,
     &command::COMMAND,
 ];
 

@@ -44,6 +44,7 @@ pub(super) static OPENCODE: Adapter = Adapter {
         busy: &["esc interrupt"],
         ready: &[],
         input_prefixes: &[],
+        login_hint: None,
     },
     build_launch: build_opencode_launch_command,
     runs_argv: false,

@@ -47,6 +47,7 @@ pub(super) static PI: Adapter = Adapter {
         busy: &[],
         ready: &[],
         input_prefixes: &[],
+        login_hint: None,
     },
     build_launch: build_pi_launch_command,
     runs_argv: false,

@@ -60,6 +60,7 @@ pub(super) static QWEN: Adapter = Adapter {
         busy: &["esc to cancel"],
         ready: &["Type your message"],
         input_prefixes: &[">", "*"],
+        login_hint: None,
     },
     build_launch: build_qwen_launch_command,
     runs_argv: false,

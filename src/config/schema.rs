@@ -414,7 +414,7 @@ mod tests {
         );
         assert_eq!(
             message("adapters:\n  gemini:\n    bin: g\n  gemni:\n    bin: x\n"),
-            "/p/.cuekit.yaml:4:3: adapters: unknown adapter `gemni`, expected one of `gemini`, `claude-code`, `codex`, `opencode`, `pi`, `jcode`, `qwen`, `copilot`, `command`"
+            "/p/.cuekit.yaml:4:3: adapters: unknown adapter `gemni`, expected one of `gemini`, `claude-code`, `codex`, `opencode`, `pi`, `jcode`, `qwen`, `copilot`, `antigravity`, `command`"
         );
     }
 

@@ -222,7 +222,7 @@ impl Refreshed {
                 {
                     view.status = Status::InputRequired;
                     view.reason = Some(attention.as_str().to_string());
-                    view.hint = Some(attention.hint().to_string());
+                    view.hint = Some(rules.hint(attention).to_string());
                 }
                 // An ACP task says itself what it waits for: its client's state, no screen.
                 let live = pane.is_some_and(|pane| !pane.dead);
@@ -276,7 +276,45 @@ pub(crate) fn read_sentinel(record: &TaskRecord) -> Option<i32> {
 
 /// Judges every running task and records each ending (or stops a task whose timeout is due).
 pub(crate) fn refresh(tasks: Vec<Task>) -> Result<Refreshed> {
-    refresh_with(tasks, true)
+    refresh_with(tasks, true, None)
+}
+
+/// A look at one server's panes begun before the records are read, so tmux answers while
+/// cuekit reads them: listing hundreds of tasks spends about as long in each.
+pub(crate) struct EarlyLook {
+    socket: Socket,
+    look: std::thread::JoinHandle<Snapshot>,
+}
+
+impl EarlyLook {
+    pub fn begin(socket: Socket) -> EarlyLook {
+        let asked = socket.clone();
+        EarlyLook {
+            socket,
+            look: std::thread::spawn(move || look_at_server(&asked)),
+        }
+    }
+
+    /// The snapshot, if it shows every one of `running` (its tasks on this server) that has a
+    /// pane: a task submitted after the look began is not in it, and must not be taken for one
+    /// whose pane went away. Otherwise, a look taken now.
+    fn snapshot_showing(self, running: &[&Task]) -> Snapshot {
+        let early = self.look.join().ok();
+        if let Some(Snapshot::Panes(panes)) = &early
+            && running
+                .iter()
+                .filter(|task| task.placement.socket == self.socket)
+                .all(|task| find_pane(task, panes).is_some())
+        {
+            return early.expect("matched above");
+        }
+        look_at_server(&self.socket)
+    }
+}
+
+/// [`refresh`], with the look at one server begun already.
+pub(crate) fn refresh_after(tasks: Vec<Task>, early: EarlyLook) -> Result<Refreshed> {
+    refresh_with(tasks, true, Some(early))
 }
 
 /// [`refresh`]; with `stop_timed_out`, a task whose timeout is due is recorded `timed_out` and
@@ -285,7 +323,11 @@ pub(crate) fn refresh(tasks: Vec<Task>) -> Result<Refreshed> {
 /// A task whose pane went away without an exit code (its server was killed) is recorded as
 /// failed, and processes that ignored the hang-up are left for `status` to show and for
 /// `cancel` or the task's timeout to end: a look never kills anything unasked.
-fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
+fn refresh_with(
+    tasks: Vec<Task>,
+    stop_timed_out: bool,
+    mut early: Option<EarlyLook>,
+) -> Result<Refreshed> {
     super::reap::reap_orphans();
     resume_abandoned_stops(&tasks);
     // Panes are looked at first and sentinels after (see `Observation`). A server needs no
@@ -309,9 +351,18 @@ fn refresh_with(tasks: Vec<Task>, stop_timed_out: bool) -> Result<Refreshed> {
         for task in &running {
             let socket = &task.placement.socket;
             if !snapshots.contains_key(socket) {
-                snapshots.insert(socket.clone(), look_at_server(socket));
+                let snapshot = match early.take_if(|early| &early.socket == socket) {
+                    Some(early) => early.snapshot_showing(&running),
+                    None => look_at_server(socket),
+                };
+                snapshots.insert(socket.clone(), snapshot);
             }
         }
+    }
+    // Unused (one task's look shows its screen too; no running task is on its server): its
+    // tmux client is waited for, never left behind.
+    if let Some(unused) = early {
+        let _ = unused.look.join();
     }
     // Whoever looks at a task that was running starts its server's monitor if none runs (it
     // was killed, or ended before this task did): transitions are announced whoever watches.
@@ -543,7 +594,7 @@ pub(crate) fn cancelled() -> Ending {
 /// caller killed at any instant after recording (SIGKILL, a parent's timeout, a closed
 /// terminal) still has its task stopped.
 pub(crate) fn stop(task: Task, ending: Ending, grace: Duration) -> Result<Task> {
-    let refreshed = refresh_with(vec![task], false)?;
+    let refreshed = refresh_with(vec![task], false, None)?;
     let pane_pid = refreshed
         .pane(&refreshed.tasks[0])
         .ok()

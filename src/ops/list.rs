@@ -5,7 +5,7 @@ use std::path::Path;
 
 use std::collections::HashMap;
 
-use super::judge::{PaneKey, Refreshed, ScreenCache, refresh};
+use super::judge::{EarlyLook, PaneKey, Refreshed, ScreenCache, refresh, refresh_after};
 use super::task::{Found, Task, find, scan_project, scan_registry};
 use super::view::TaskView;
 use crate::error::Result;
@@ -48,7 +48,7 @@ fn local_status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
         .iter()
         .map(|id| find(id, cwd))
         .collect::<Result<Vec<_>>>()?;
-    let (mut views, _, _) = views_of(found, true, None, None)?;
+    let (mut views, _, _) = views_of(found, true, None, None, None)?;
     for view in &mut views {
         if matches!(view.status, Status::Running | Status::InputRequired)
             && view
@@ -77,7 +77,8 @@ pub fn list(all: bool, cwd: &Path) -> Result<Vec<TaskView>> {
 }
 
 fn sort_oldest_first(views: &mut [TaskView]) {
-    views.sort_by(|a, b| {
+    // Unstable (no buffer the size of the listing): no two views share an id.
+    views.sort_unstable_by(|a, b| {
         a.created_at
             .cmp(&b.created_at)
             .then_with(|| a.id.cmp(&b.id))
@@ -102,6 +103,7 @@ pub(crate) fn listing(
     also: Option<&str>,
     cache: Option<&mut ScreenCache>,
 ) -> Result<Listing> {
+    let early = super::task::server_of_many(all, cwd).map(EarlyLook::begin);
     // Before the scan: a killed submit's record is undone, never listed as untrusted.
     super::reap::reap_orphans();
     let found = if all {
@@ -109,7 +111,7 @@ pub(crate) fn listing(
     } else {
         scan_project(cwd)?
     };
-    let (mut views, refreshed, screens) = views_of(found, false, also, cache)?;
+    let (mut views, refreshed, screens) = views_of(found, false, also, cache, early)?;
     sort_oldest_first(&mut views);
     Ok(Listing {
         views,
@@ -126,21 +128,25 @@ fn views_of(
     survivors: bool,
     also: Option<&str>,
     cache: Option<&mut ScreenCache>,
+    early: Option<EarlyLook>,
 ) -> Result<(Vec<TaskView>, Refreshed, HashMap<PaneKey, String>)> {
-    let mut trusted: Vec<Task> = Vec::new();
-    let mut slots: Vec<Option<TaskView>> = Vec::with_capacity(found.len());
-    for item in found {
-        slots.push(match item {
-            Found::Trusted(task) => {
-                trusted.push(*task);
-                None
-            }
+    // The few rows that are not judged, with their places; the judged views are made in one
+    // array and these put in it (a view is about a kilobyte: a listing of a thousand tasks
+    // holds one array of them, not three).
+    let mut trusted: Vec<Task> = Vec::with_capacity(found.len());
+    let mut others: Vec<(usize, TaskView)> = Vec::new();
+    for (place, item) in found.into_iter().enumerate() {
+        match item {
+            Found::Trusted(task) => trusted.push(*task),
             Found::Untrusted {
                 id,
                 task_dir,
                 record,
                 why,
-            } => Some(TaskView::untrusted(&id, &task_dir, record.as_deref(), &why)),
+            } => others.push((
+                place,
+                TaskView::untrusted(&id, &task_dir, record.as_deref(), &why),
+            )),
             Found::Unreadable {
                 placement,
                 pane,
@@ -152,37 +158,36 @@ fn views_of(
                         task_processes(&placement.id, super::task::leader_of(pane.as_ref()));
                     view.survivors = Some(alive.into_iter().collect());
                 }
-                Some(view)
+                others.push((place, view));
             }
-        });
+        }
     }
     let looked_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let mut refreshed = refresh(trusted)?;
-    let (judged, screens) = match cache {
+    let mut refreshed = match early {
+        Some(early) => refresh_after(trusted, early)?,
+        None => refresh(trusted)?,
+    };
+    let (mut views, screens) = match cache {
         Some(cache) => refreshed.views_and_screens_cached(also, cache, looked_at),
         None => refreshed.views_and_screens(also),
     };
-    let mut judged = judged.into_iter();
-    let mut tasks = refreshed.tasks.iter();
-    let views = slots
-        .into_iter()
-        .map(|slot| {
-            slot.unwrap_or_else(|| {
-                let mut view = judged.next().expect("one view per trusted task");
-                let task = tasks.next().expect("one task per view");
-                if survivors && pane_went_away(&view) {
-                    view.survivors = Some(
-                        task_processes(&task.record.id, task.group_leader())
-                            .into_iter()
-                            .collect(),
-                    );
-                }
-                view
-            })
-        })
-        .collect();
+    if survivors {
+        for (view, task) in views.iter_mut().zip(&refreshed.tasks) {
+            if pane_went_away(view) {
+                view.survivors = Some(
+                    task_processes(&task.record.id, task.group_leader())
+                        .into_iter()
+                        .collect(),
+                );
+            }
+        }
+    }
+    // In the order found: each place counts the rows before it, judged or not.
+    for (place, view) in others {
+        views.insert(place, view);
+    }
     Ok((views, refreshed, screens))
 }
 

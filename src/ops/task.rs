@@ -9,6 +9,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::process::GroupLeader;
 use crate::status::Status;
 use crate::store::{self, PaneStart, Placement, TaskRecord, WorktreePlacement};
+use crate::tmux::Socket;
 
 /// A task cuekit may act on: its registry placement, the pane tmux reported at start, and a
 /// record that agrees with both.
@@ -111,6 +112,30 @@ pub(crate) fn untrusted_error(id: &str, why: &str) -> Error {
 pub(crate) const UNTRUSTED_HINT: &str = "cuekit acts only on tasks it started from this account; \
      this record was written or changed by something else (a cloned repository, a child agent). \
      Inspect it, then delete its directory";
+
+/// The tmux server of the first of the many tasks a scan is about to find (`all`: the
+/// registry's, else the project's around `cwd`), so its look can begin while the scan reads
+/// the records. `None` for a few tasks: a look of its own costs them more than it saves.
+pub(crate) fn server_of_many(all: bool, cwd: &Path) -> Option<Socket> {
+    const MANY: usize = 16;
+    let ids: Vec<String> = if all {
+        store::registered_ids().ok()?
+    } else {
+        std::fs::read_dir(store::project_tasks_root(cwd)?)
+            .ok()?
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| store::is_task_id(name))
+            .collect()
+    };
+    if ids.len() < MANY {
+        return None;
+    }
+    ids.iter().find_map(|id| {
+        let placement = store::placement(id).ok().flatten()?;
+        placement.host.is_none().then_some(placement.socket)
+    })
+}
 
 /// Every task directory of the project around `cwd`, each judged against the registry.
 pub(crate) fn scan_project(cwd: &Path) -> Result<Vec<Found>> {

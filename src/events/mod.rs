@@ -3,6 +3,8 @@
 //! text a person can read in the pane. Unknown event types and fields are kept; a line that is
 //! not JSON is recorded with its line number and the stream goes on.
 
+mod antigravity;
+
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -40,6 +42,9 @@ pub enum Event {
         status: String,
         error: Option<Value>,
         stats: Option<Value>,
+        /// The final answer, where the stream states it (agy's does; Gemini's streams it only).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        response: Option<String>,
     },
     /// A type this version of cuekit does not know; the whole object is kept.
     Unknown {
@@ -71,6 +76,17 @@ pub fn parse_line(line: &str) -> Result<Parsed, String> {
     let Value::Object(mut object) = value else {
         return Err("not a JSON object".to_string());
     };
+    if !object.contains_key("type")
+        && let Some(kind) = take_string(&mut object, "event")
+    {
+        let timestamp = take_string(&mut object, "timestamp");
+        let event = antigravity::event(&kind, &mut object);
+        return Ok(Parsed {
+            event,
+            timestamp,
+            extra: object,
+        });
+    }
     let kind = take_string(&mut object, "type").unwrap_or_default();
     let timestamp = take_string(&mut object, "timestamp");
     let mut string = |key: &str| take_string(&mut object, key);
@@ -125,6 +141,7 @@ pub fn parse_line(line: &str) -> Result<Parsed, String> {
                 status,
                 error: object.remove("error"),
                 stats: object.remove("stats"),
+                response: None,
             }
         }
         _ => {
@@ -272,13 +289,19 @@ impl Digest {
                 parameters,
             } => {
                 self.in_assistant_turn = false;
-                self.tool_calls.push(ToolCall {
-                    tool_id: tool_id.clone(),
-                    name: tool_name.clone(),
-                    parameters: parameters.clone(),
-                    status: "running".to_string(),
-                    ..ToolCall::default()
-                });
+                // A stream that updates a running call (agy's) names it again: one call.
+                match self.tool_calls.last_mut() {
+                    Some(call) if &call.tool_id == tool_id && call.status == "running" => {
+                        call.parameters = parameters.clone();
+                    }
+                    _ => self.tool_calls.push(ToolCall {
+                        tool_id: tool_id.clone(),
+                        name: tool_name.clone(),
+                        parameters: parameters.clone(),
+                        status: "running".to_string(),
+                        ..ToolCall::default()
+                    }),
+                }
             }
             Event::ToolResult {
                 tool_id,
@@ -287,16 +310,22 @@ impl Digest {
                 error,
             } => {
                 self.in_assistant_turn = false;
-                if let Some(call) = self
+                let known = self
                     .tool_calls
-                    .iter_mut()
-                    .rev()
-                    .find(|call| &call.tool_id == tool_id)
-                {
-                    call.status = status.clone();
-                    call.output_excerpt = output.as_deref().map(excerpt);
-                    call.error = error.clone();
-                }
+                    .iter()
+                    .rposition(|call| &call.tool_id == tool_id);
+                // A call first seen done (a stream that skipped its start) still counts.
+                let at = known.unwrap_or_else(|| {
+                    self.tool_calls.push(ToolCall {
+                        tool_id: tool_id.clone(),
+                        ..ToolCall::default()
+                    });
+                    self.tool_calls.len() - 1
+                });
+                let call = &mut self.tool_calls[at];
+                call.status = status.clone();
+                call.output_excerpt = output.as_deref().map(excerpt);
+                call.error = error.clone();
             }
             Event::Error { severity, message } => {
                 let entry = serde_json::json!({"severity": severity, "message": message});
@@ -310,9 +339,13 @@ impl Digest {
                 status,
                 error,
                 stats,
+                response,
             } => {
                 self.result =
                     Some(serde_json::json!({"status": status, "error": error, "stats": stats}));
+                if let Some(response) = response.as_ref().filter(|_| self.final_text.is_empty()) {
+                    self.final_text = response.clone();
+                }
             }
             // A child's `cuekit report` shares the file with the stream; results list those apart.
             Event::Unknown { event } if crate::report::is_report_event(event) => {}
@@ -514,7 +547,7 @@ this is not json
     #[test]
     fn folds_a_stream_recorded_from_the_real_cli() {
         // `gemini -o stream-json` 0.61.0 with tests/fixtures/gemini/tool-call.jsonl as replies.
-        let recorded = include_str!("../tests/fixtures/gemini/stream-tool-call.jsonl");
+        let recorded = include_str!("../../tests/fixtures/gemini/stream-tool-call.jsonl");
         let d = digest(recorded);
         assert_eq!(d.session_id.as_deref(), Some("rec1"));
         assert_eq!(d.tool_calls.len(), 1);
