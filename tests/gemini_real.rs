@@ -97,7 +97,12 @@ fn missing_auth_fails_with_41_and_a_hint() {
     let status = h.status(&id);
     assert_eq!(status["exit_code"], 41, "{}", h.transcript(&id));
     assert_eq!(status["reason"], "auth_missing");
-    assert!(status["hint"].as_str().unwrap().contains("GEMINI_API_KEY"));
+    // What works now that personal Google login no longer does.
+    let hint = status["hint"].as_str().unwrap();
+    assert!(
+        hint.contains("GEMINI_API_KEY") && hint.contains("--agent antigravity"),
+        "{hint}"
+    );
 }
 
 #[test]

@@ -345,13 +345,37 @@ fn doctor_warns_about_missing_gemini_auth_and_passes_with_it() {
         r#"{"security":{"auth":{"selectedType":"oauth-personal"}}}"#,
     )
     .unwrap();
+    // Personal Google login: the Gemini CLI no longer serves it, so doctor says what works.
     let (checks, _) = doctor(&h, &[]);
+    let auth = check(&checks, "gemini auth");
+    assert_eq!(auth["level"], "warn", "{auth}");
+    let message = auth["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("oauth-personal (Login with Google) selected in ")
+            && message.contains("2026-06-18"),
+        "{auth}"
+    );
+    let next = auth["next_step"].as_str().unwrap();
+    assert!(
+        next.contains("GEMINI_API_KEY") && next.contains("--agent antigravity"),
+        "{auth}"
+    );
+    let (checks, _) = doctor(&h, &[("GOOGLE_GENAI_USE_GCA", "true")]);
+    assert_eq!(check(&checks, "gemini auth")["level"], "warn");
     assert!(
         check(&checks, "gemini auth")["message"]
             .as_str()
             .unwrap()
-            .starts_with("oauth-personal selected in ")
+            .starts_with("GOOGLE_GENAI_USE_GCA=true")
     );
+    // A key chosen in the settings is fine.
+    std::fs::write(
+        h.home.join(".gemini/settings.json"),
+        r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+    )
+    .unwrap();
+    let (checks, _) = doctor(&h, &[]);
+    assert_eq!(check(&checks, "gemini auth")["level"], "ok");
     let (checks, _) = doctor(&h, &[("CI", "true")]);
     assert_eq!(check(&checks, "environment CI")["level"], "warn");
 }

@@ -36,9 +36,16 @@ pub(super) fn event(kind: &str, object: &mut Map<String, Value>) -> Event {
                 Some(status) => status.to_ascii_lowercase(),
                 None => String::new(),
             };
+            let error = match status.as_str() {
+                "denied" => Some(serde_json::json!({"message": DENIED})),
+                _ => body.get("error").map(|error| match error {
+                    Value::String(message) => serde_json::json!({ "message": message }),
+                    other => other.clone(),
+                }),
+            };
             Event::Result {
                 status,
-                error: body.get("error").cloned(),
+                error,
                 stats: Some(stats(&body)),
                 response: Some(response),
             }
@@ -46,6 +53,11 @@ pub(super) fn event(kind: &str, object: &mut Map<String, Value>) -> Event {
         _ => unknown(kind, body),
     }
 }
+
+/// Why a run that says SUCCESS with nothing done is not one.
+const DENIED: &str = "agy denied the run's tool calls (headless agy cannot ask for approval): \
+     resubmit with --skip-permissions, or allow the tools under permissions.allow in \
+     ~/.gemini/antigravity-cli/settings.json";
 
 fn denied(body: &Map<String, Value>) -> bool {
     body.get("denied_actions")
@@ -184,6 +196,12 @@ mod tests {
         );
         assert!(!digest.succeeded());
         assert_eq!(digest.result.as_ref().unwrap()["status"], "denied");
+        assert!(
+            digest.errors[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("--skip-permissions")
+        );
         let mut cancelled = Digest::default();
         cancelled.push_line(r#"{"event":"result","result":{"status":"CANCELED"}}"#);
         assert_eq!(cancelled.result.as_ref().unwrap()["status"], "cancelled");

@@ -346,6 +346,14 @@ impl Digest {
                 if let Some(response) = response.as_ref().filter(|_| self.final_text.is_empty()) {
                     self.final_text = response.clone();
                 }
+                // A failed run's own reason, when nothing else said what went wrong.
+                if status != "success"
+                    && self.errors.is_empty()
+                    && let Some(message) = error.as_ref().and_then(|e| e.get("message"))
+                {
+                    self.errors
+                        .push(serde_json::json!({"severity": "error", "message": message}));
+                }
             }
             // A child's `cuekit report` shares the file with the stream; results list those apart.
             Event::Unknown { event } if crate::report::is_report_event(event) => {}
