@@ -97,6 +97,10 @@ fn without_the_bypass_the_flags_stay_out_and_the_adapters_say_so() {
             "copilot",
             "COPILOT_AUTO_UPDATE=false copilot --prompt='x' </dev/null",
         ),
+        (
+            "antigravity",
+            "AGY_CLI_DISABLE_AUTO_UPDATE=true agy --add-dir=\"$(pwd -P)\" --output-format stream-json --print-timeout=2562047h -p='x' </dev/null",
+        ),
     ];
     for (kind, expected) in cases {
         let (dry, _) = h.json(&[
@@ -143,6 +147,7 @@ fn without_the_bypass_the_flags_stay_out_and_the_adapters_say_so() {
             "jcode",
             "qwen",
             "copilot",
+            "antigravity",
             "command"
         ]
     );

@@ -131,7 +131,7 @@ fn a_broken_config_names_file_line_and_column_and_nothing_is_submitted() {
         ),
         (
             "adapters:\n  gemni: {}\n",
-            ":2:3: adapters: unknown adapter `gemni`, expected one of `gemini`, `claude-code`, `codex`, `opencode`, `pi`, `jcode`, `qwen`, `copilot`, `command`",
+            ":2:3: adapters: unknown adapter `gemni`, expected one of `gemini`, `claude-code`, `codex`, `opencode`, `pi`, `jcode`, `qwen`, `copilot`, `antigravity`, `command`",
         ),
         (
             "defaults:\n\tagent: x\n",
@@ -219,6 +219,28 @@ fn init_writes_a_starter_once_and_ignores_the_task_directory() {
     );
     // The starter parses: a dry run works with it.
     assert_eq!(dry_run(&h, &[]), "gemini --skip-trust -y 'x'");
+    // A starter for another default agent is trusted as written too.
+    let (outcome, code) = h.json(&["init", "--force", "--agent", "antigravity"]);
+    assert_eq!(code, 0, "{outcome}");
+    let (config, _) = h.json(&["config"]);
+    let entry = |key: &str| {
+        config
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|entry| entry["key"] == key)
+            .unwrap()["value"]
+            .clone()
+    };
+    assert_eq!(entry("defaults.agent"), "antigravity", "{config}");
+    assert_eq!(entry("trust"), "trusted", "{config}");
+    assert!(dry_run(&h, &[]).starts_with("AGY_CLI_DISABLE_AUTO_UPDATE=true agy "));
+    let (error, code) = h.json(&["init", "--force", "--agent", "gemni"]);
+    assert_eq!(
+        (error["error"]["code"].as_str(), code),
+        (Some("invalid_input"), 3),
+        "{error}"
+    );
 }
 
 #[test]

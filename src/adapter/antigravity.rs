@@ -157,7 +157,7 @@ const NO_PRINT_TIMEOUT: &str = "2562047h";
 ///
 /// Interactive: `agy [--dangerously-skip-permissions | --mode M] [--model 'M']
 /// --add-dir="$(pwd -P)" -i='PROMPT'`. Batch: the same with `--output-format stream-json
-/// --print-timeout=2562047h [--conversation='ID'] -p='PROMPT' < /dev/null`.
+/// --print-timeout=2562047h [--conversation='ID'] -p='PROMPT' </dev/null`.
 ///
 /// `--add-dir` names the task's directory, physically resolved: peers saw agy's tools work in
 /// its scratch directory otherwise. cuekit's timeout is the task's; agy's own print deadline is
@@ -200,7 +200,7 @@ pub fn build_antigravity_launch_command(
     }
     let prompt = single_quote(&super::prompt_of(spec)?)?;
     parts.push(match mode {
-        Mode::Batch => format!("-p={prompt} < /dev/null"),
+        Mode::Batch => format!("-p={prompt} </dev/null"),
         Mode::Interactive => format!("-i={prompt}"),
         Mode::Acp => unreachable!("{}", super::ACP_IS_BUILT_APART),
     });
@@ -247,7 +247,7 @@ mod tests {
             launch.command,
             format!(
                 "{ENV} --dangerously-skip-permissions {DIR} --output-format stream-json \
-                 --print-timeout=2562047h -p='fix it' < /dev/null"
+                 --print-timeout=2562047h -p='fix it' </dev/null"
             )
         );
         assert!(launch.event_stream);
@@ -261,7 +261,7 @@ mod tests {
     fn a_leading_dash_and_quotes_stay_in_the_attached_prompt_word() {
         let batch = build(&spec("-v don't $(x)"), Mode::Batch).command;
         assert!(
-            batch.ends_with(r" -p='-v don'\''t $(x)' < /dev/null"),
+            batch.ends_with(r" -p='-v don'\''t $(x)' </dev/null"),
             "{batch}"
         );
         let interactive = build(&spec("-v"), Mode::Interactive).command;
@@ -303,7 +303,7 @@ mod tests {
             format!(
                 "{ENV} --dangerously-skip-permissions --model 'Gemini 3.5 Flash' {DIR} \
                  --output-format stream-json --print-timeout=2562047h \
-                 --conversation='0d4c-'\\''x' -p='x' < /dev/null"
+                 --conversation='0d4c-'\\''x' -p='x' </dev/null"
             )
         );
         s.model = Some("--sandbox".into());

@@ -125,6 +125,9 @@ enum Command {
         /// Replace an existing .cuekit.yaml.
         #[arg(long)]
         force: bool,
+        /// The project's default agent (defaults.agent), e.g. antigravity.
+        #[arg(long, value_name = "KIND")]
+        agent: Option<String>,
     },
     /// Check what is missing before anything runs (exit status 1 if a check fails).
     Doctor {
@@ -228,7 +231,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Hosts => hosts::run(&cwd, json),
         Command::Host(command) => hosts::host(command, &cwd, json),
         Command::Config => setup::config(&cwd, json),
-        Command::Init { force } => setup::init(&cwd, *force, json),
+        Command::Init { force, agent } => setup::init(&cwd, *force, agent.as_deref(), json),
         Command::Doctor { fix } => setup::doctor(&cwd, *fix, json),
         Command::Top { all, refresh } => {
             if *refresh < Duration::from_millis(100) {

@@ -94,8 +94,8 @@ pub fn config(cwd: &Path, json: bool) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn init(cwd: &Path, force: bool, json: bool) -> anyhow::Result<i32> {
-    let outcome = ops::init(cwd, force)?;
+pub fn init(cwd: &Path, force: bool, agent: Option<&str>, json: bool) -> anyhow::Result<i32> {
+    let outcome = ops::init(cwd, force, agent)?;
     if json {
         print_json(&outcome);
     } else {
