@@ -290,3 +290,90 @@ fn the_fake_rejects_what_agy_rejects() {
         assert_eq!(output.status.code(), Some(2), "agy {args:?} should fail");
     }
 }
+
+/// `agy_acp_server`'s stand-in as the bridge program on PATH, signed in unless told otherwise.
+fn with_fake_acp_server(signed_in: bool) -> Harness {
+    let h = Harness::new();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-agy-acp");
+    common::install_executable(&fixture, &h.bin.join("agy_acp_server"));
+    if signed_in {
+        let dir = h.home.join(".gemini/antigravity-acp");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("oauth-token"), "{}").unwrap();
+    }
+    h
+}
+
+fn reason(h: &Harness, id: &str) -> Option<String> {
+    h.status(id)["reason"].as_str().map(String::from)
+}
+
+#[test]
+fn acp_mode_asks_the_parent_and_steers_over_the_protocol() {
+    let h = with_fake_acp_server(true);
+    let id = h.submit(&[
+        "--agent",
+        "antigravity",
+        "--mode",
+        "acp",
+        "--no-skip-permissions",
+        "RUN: the build",
+    ]);
+    h.wait_until(
+        &id,
+        "the permission request",
+        Duration::from_secs(20),
+        || reason(&h, &id).as_deref() == Some("permission_prompt"),
+    );
+    let asking = h.status(&id);
+    assert_eq!(asking["request"]["tool"]["title"], "echo ran", "{asking}");
+    let (approved, code) = h.json(&["approve", &id, "--allow"]);
+    assert_eq!(code, 0, "{approved}");
+    h.wait_until(&id, "the end of the turn", Duration::from_secs(20), || {
+        reason(&h, &id).as_deref() == Some("idle_at_prompt")
+    });
+    let (receipt, code) = h.json(&["steer", &id, "and 'then'"]);
+    assert_eq!(
+        (
+            receipt["receipt"].as_str(),
+            receipt["delivery"].as_str(),
+            code
+        ),
+        (Some("submitted"), Some("protocol"), 0),
+        "{receipt}"
+    );
+    h.wait_until(&id, "the second answer", Duration::from_secs(20), || {
+        h.ok(&["logs", &id]).contains("AGY-ACP-REPLY 2: and 'then'")
+    });
+    h.wait_until(
+        &id,
+        "the second turn's end",
+        Duration::from_secs(20),
+        || reason(&h, &id).as_deref() == Some("idle_at_prompt"),
+    );
+    let (result, _) = h.json(&["result", &id]);
+    assert_eq!(result["turns"].as_array().unwrap().len(), 2, "{result}");
+    assert_eq!(result["final_text"], "AGY-ACP-REPLY 2: and 'then'");
+    assert_eq!(result["tool_calls"][0]["status"], "completed", "{result}");
+    let (cancelled, code) = h.json(&["cancel", &id]);
+    assert_eq!(code, 0, "{cancelled}");
+    assert!(
+        common::poll(Duration::from_secs(10), || common::processes_of(&id)
+            .is_empty()),
+        "left running: {:?}",
+        common::processes_of(&id)
+    );
+}
+
+#[test]
+fn acp_mode_without_a_sign_in_ends_auth_missing() {
+    let h = with_fake_acp_server(false);
+    let id = h.submit(&["--agent", "antigravity", "--mode", "acp", "hello"]);
+    assert_eq!(wait(&h, &id), 20);
+    let status = h.status(&id);
+    assert_eq!(
+        (status["reason"].as_str(), status["exit_code"].as_i64()),
+        (Some("auth_missing"), Some(41)),
+        "{status}"
+    );
+}
