@@ -213,6 +213,19 @@ fn interactive_asks_approval_takes_a_steer_with_receipt_and_exits_with_its_resum
         "{status}"
     );
     assert!(h.transcript(&id).contains("agy --conversation=0d4c2a9e-"));
+    // The conversation it printed is the one a resumed task continues.
+    let again = h.submit(&["--resume-from", &id, "--mode", "batch", "--", "go on"]);
+    assert_eq!(wait(&h, &again), 0);
+    let resumed = argv(&argv_file);
+    let conversation = resumed
+        .iter()
+        .find_map(|arg| arg.strip_prefix("--conversation="))
+        .unwrap_or_else(|| panic!("{resumed:?}"));
+    assert!(
+        h.transcript(&id)
+            .contains(&format!("agy --conversation={conversation}")),
+        "{resumed:?}"
+    );
 }
 
 #[test]

@@ -114,6 +114,7 @@ pub(super) static ANTIGRAVITY: Adapter = Adapter {
     approval_modes: &APPROVAL_MODES,
     install_hint: "curl -fsSL https://antigravity.google/cli/install.sh | bash (Google's installer; cuekit never runs it), then run `agy` once to sign in",
     auth_probe: antigravity_auth,
+    resume_hint: Some("agy --conversation="),
 };
 
 /// agy's own directory (docs/docs-cli-settings.md).

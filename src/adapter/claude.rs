@@ -97,6 +97,7 @@ pub(super) static CLAUDE: Adapter = Adapter {
     approval_modes: &PERMISSION_MODES,
     install_hint: "npm install -g @anthropic-ai/claude-code",
     auth_probe: claude_auth,
+    resume_hint: None,
 };
 
 /// Interactive `claude [--model 'M'] [--dangerously-skip-permissions] -- 'P'`, batch adds `-p`

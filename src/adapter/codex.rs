@@ -71,6 +71,7 @@ pub(super) static CODEX: Adapter = Adapter {
     approval_modes: &[],
     install_hint: "npm install -g @openai/codex",
     auth_probe: codex_auth,
+    resume_hint: None,
 };
 
 /// Interactive `codex --no-daemon [-m 'M'] [bypass] -- 'P'` (no background app-server that

@@ -36,6 +36,7 @@ pub(super) static COMMAND: Adapter = Adapter {
     approval_modes: &[],
     install_hint: "no installation: the task names its own program",
     auth_probe: || AuthProbe::Configured("no credentials needed".to_string()),
+    resume_hint: None,
 };
 
 /// Every word single-quoted; batch runs read nothing from the terminal.

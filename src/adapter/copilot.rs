@@ -60,6 +60,7 @@ pub(super) static COPILOT: Adapter = Adapter {
     approval_modes: &[],
     install_hint: "npm install -g @github/copilot",
     auth_probe: copilot_auth,
+    resume_hint: None,
 };
 
 /// Interactive `copilot [--model 'M'] [--yolo] --interactive='P'`, batch `… --prompt='P'

@@ -141,6 +141,7 @@ pub(super) static GEMINI: Adapter = Adapter {
     approval_modes: &GEMINI_APPROVAL_MODES,
     install_hint: "npm install -g @google/gemini-cli",
     auth_probe: gemini_auth,
+    resume_hint: None,
 };
 
 /// Gemini's own order of auth sources (env first, then `security.auth.selectedType` in its

@@ -40,6 +40,7 @@ pub(super) static JCODE: Adapter = Adapter {
     install_hint: "jcode v0.11.x is on no package registry: install it from its project and put it on PATH. \
                    jcode has no permission-bypass flag, so dangerously_skip_permissions has no effect",
     auth_probe: jcode_auth,
+    resume_hint: None,
 };
 
 /// Where jcode records running REPLs, one file per session holding the REPL's PID.

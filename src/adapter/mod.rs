@@ -121,6 +121,10 @@ pub struct Adapter {
     pub install_hint: &'static str,
     /// Whether credentials are configured, judged without running the agent or the network.
     pub auth_probe: fn() -> AuthProbe,
+    /// What the agent prints before its session id when it exits (`agy --conversation=`), for
+    /// a task whose session cuekit did not name and no stream reported: the id is the word
+    /// after the last one in the transcript.
+    pub resume_hint: Option<&'static str>,
 }
 
 /// What `doctor` can tell about an agent's credentials without side effects.

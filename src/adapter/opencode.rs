@@ -52,6 +52,7 @@ pub(super) static OPENCODE: Adapter = Adapter {
     approval_modes: &[],
     install_hint: "npm install -g opencode-ai",
     auth_probe: opencode_auth,
+    resume_hint: None,
 };
 
 /// Interactive `opencode [-m 'M'] [--auto] --prompt='P'` (a positional is a project

@@ -55,6 +55,7 @@ pub(super) static PI: Adapter = Adapter {
     approval_modes: &[],
     install_hint: "npm install -g @mariozechner/pi-coding-agent",
     auth_probe: pi_auth,
+    resume_hint: None,
 };
 
 /// Interactive `pi [--model 'M'] 'P'`; batch `pi -p [--model 'M'] < prompt.txt`. pi has no `--`

@@ -68,6 +68,7 @@ pub(super) static QWEN: Adapter = Adapter {
     approval_modes: &APPROVAL_MODES,
     install_hint: "npm install -g @qwen-code/qwen-code",
     auth_probe: qwen_auth,
+    resume_hint: None,
 };
 
 /// Interactive `qwen [-m 'M'] [-y] --prompt-interactive='P'`, batch `… --prompt='P' </dev/null`.

@@ -68,6 +68,24 @@ pub fn agent_session(record: &TaskRecord) -> Option<String> {
                 .flatten()
         })
         .or_else(|| record.agent_session_id.clone())
+        .or_else(|| session_in_transcript(record))
+}
+
+/// The session id the agent printed in its exit hint (its adapter's `resume_hint`), the last
+/// one in the readable transcript; only a word of letters, digits, `-` and `_` counts.
+fn session_in_transcript(record: &TaskRecord) -> Option<String> {
+    let hint = crate::adapter::lookup(&record.spec.agent_kind)
+        .ok()?
+        .resume_hint?;
+    let mut readable = Vec::new();
+    super::logs::read_logs_of(record, false, &mut readable).ok()?;
+    let text = String::from_utf8_lossy(&readable);
+    let (_, after) = text.rsplit_once(hint)?;
+    let id: String = after
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
+    (!id.is_empty()).then_some(id)
 }
 
 /// A task without an event stream: its ending and the end of what it printed.

@@ -241,7 +241,7 @@ fn resumable_session(earlier: &TaskRecord) -> Result<String> {
             "task {} has no known agent session to resume",
             earlier.id
         ))
-        .with_hint("only tasks whose agent reported a session (Gemini) can be resumed")
+        .with_hint("only tasks whose agent reported a session (Gemini, agy; an interactive agy once it exited) can be resumed")
     })
 }
 
