@@ -24,19 +24,18 @@ pub fn say_err(text: &str) {
     eprintln!("{}", visible(text));
 }
 
+/// Written as it is serialised, not built first: a listing of a thousand tasks is megabytes.
 pub fn print_json<T: Serialize + ?Sized>(value: &T) {
-    println!("{}", pretty_json(value));
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    // A reader that went away (a closed pipe) has nothing left to tell.
+    let _ = write_json(&mut out, value)
+        .and_then(|()| writeln!(out).map_err(serde_json::Error::io))
+        .and_then(|()| out.flush().map_err(serde_json::Error::io));
 }
 
-fn pretty_json<T: Serialize + ?Sized>(value: &T) -> String {
-    let mut out = Vec::new();
+fn write_json<T: Serialize + ?Sized>(out: &mut impl Write, value: &T) -> serde_json::Result<()> {
     let formatter = Escaping(serde_json::ser::PrettyFormatter::new());
-    value
-        .serialize(&mut serde_json::Serializer::with_formatter(
-            &mut out, formatter,
-        ))
-        .expect("views serialize");
-    String::from_utf8(out).expect("JSON is UTF-8")
+    value.serialize(&mut serde_json::Serializer::with_formatter(out, formatter))
 }
 
 /// One value as a line of compact JSON (`events --json`, errors), escaped as [`print_json`].
@@ -215,6 +214,12 @@ pub fn first_line(text: &str, max_chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pretty_json<T: Serialize + ?Sized>(value: &T) -> String {
+        let mut out = Vec::new();
+        write_json(&mut out, value).expect("views serialize");
+        String::from_utf8(out).expect("JSON is UTF-8")
+    }
 
     #[test]
     fn json_escapes_del_and_c1_and_reads_back_the_same() {

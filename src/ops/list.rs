@@ -6,7 +6,7 @@ use std::path::Path;
 use std::collections::HashMap;
 
 use super::judge::{EarlyLook, PaneKey, Refreshed, ScreenCache, refresh, refresh_after};
-use super::task::{Found, Task, find, scan_project, scan_registry};
+use super::task::{Found, Task, find, scan_project_each, scan_registry_each};
 use super::view::TaskView;
 use crate::error::Result;
 use crate::process::task_processes;
@@ -44,11 +44,11 @@ fn local_status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
     // Before any record is read: a half-made submit is undone, never shown (nor an unknown id
     // left unreaped).
     super::reap::reap_orphans();
-    let found = task_ids
-        .iter()
-        .map(|id| find(id, cwd))
-        .collect::<Result<Vec<_>>>()?;
-    let (mut views, _, _) = views_of(found, true, None, None, None)?;
+    let mut rows = Rows::new(true);
+    for id in task_ids {
+        rows.take(find(id, cwd)?);
+    }
+    let (mut views, _, _) = views_of(rows, None, None, None)?;
     for view in &mut views {
         if matches!(view.status, Status::Running | Status::InputRequired)
             && view
@@ -106,12 +106,13 @@ pub(crate) fn listing(
     let early = super::task::server_of_many(all, cwd).map(EarlyLook::begin);
     // Before the scan: a killed submit's record is undone, never listed as untrusted.
     super::reap::reap_orphans();
-    let found = if all {
-        scan_registry()?
+    let mut rows = Rows::new(false);
+    if all {
+        scan_registry_each(|item| rows.take(item))?;
     } else {
-        scan_project(cwd)?
-    };
-    let (mut views, refreshed, screens) = views_of(found, false, also, cache, early)?;
+        scan_project_each(cwd, |item| rows.take(item))?;
+    }
+    let (mut views, refreshed, screens) = views_of(rows, also, cache, early)?;
     sort_oldest_first(&mut views);
     Ok(Listing {
         views,
@@ -120,30 +121,39 @@ pub(crate) fn listing(
     })
 }
 
-/// Views in the order found: trusted tasks judged together (one look per tmux server). With
-/// `survivors`, tasks whose pane went away are checked for processes that outlived it (a scan
-/// of /proc each, so not for listings).
-fn views_of(
-    found: Vec<Found>,
+/// Rows in the order found: the trusted tasks, to be judged together, and the few rows that are
+/// not judged, with their places. A view is about a kilobyte: a listing of a thousand tasks
+/// holds one array of tasks and one of views, never each task twice.
+struct Rows {
+    trusted: Vec<Task>,
+    others: Vec<(usize, TaskView)>,
+    count: usize,
+    /// Whether tasks whose pane went away are checked for processes that outlived it (a scan
+    /// of /proc each, so not for listings).
     survivors: bool,
-    also: Option<&str>,
-    cache: Option<&mut ScreenCache>,
-    early: Option<EarlyLook>,
-) -> Result<(Vec<TaskView>, Refreshed, HashMap<PaneKey, String>)> {
-    // The few rows that are not judged, with their places; the judged views are made in one
-    // array and these put in it (a view is about a kilobyte: a listing of a thousand tasks
-    // holds one array of them, not three).
-    let mut trusted: Vec<Task> = Vec::with_capacity(found.len());
-    let mut others: Vec<(usize, TaskView)> = Vec::new();
-    for (place, item) in found.into_iter().enumerate() {
+}
+
+impl Rows {
+    fn new(survivors: bool) -> Rows {
+        Rows {
+            trusted: Vec::new(),
+            others: Vec::new(),
+            count: 0,
+            survivors,
+        }
+    }
+
+    fn take(&mut self, item: Found) {
+        let place = self.count;
+        self.count += 1;
         match item {
-            Found::Trusted(task) => trusted.push(*task),
+            Found::Trusted(task) => self.trusted.push(*task),
             Found::Untrusted {
                 id,
                 task_dir,
                 record,
                 why,
-            } => others.push((
+            } => self.others.push((
                 place,
                 TaskView::untrusted(&id, &task_dir, record.as_deref(), &why),
             )),
@@ -153,15 +163,31 @@ fn views_of(
                 error,
             } => {
                 let mut view = TaskView::unreadable(&placement, &error);
-                if survivors {
+                if self.survivors {
                     let alive =
                         task_processes(&placement.id, super::task::leader_of(pane.as_ref()));
                     view.survivors = Some(alive.into_iter().collect());
                 }
-                others.push((place, view));
+                self.others.push((place, view));
             }
         }
     }
+}
+
+/// The rows' views in the order found: trusted tasks judged together (one look per tmux
+/// server).
+fn views_of(
+    rows: Rows,
+    also: Option<&str>,
+    cache: Option<&mut ScreenCache>,
+    early: Option<EarlyLook>,
+) -> Result<(Vec<TaskView>, Refreshed, HashMap<PaneKey, String>)> {
+    let Rows {
+        trusted,
+        others,
+        survivors,
+        ..
+    } = rows;
     let looked_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

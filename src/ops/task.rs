@@ -139,13 +139,20 @@ pub(crate) fn server_of_many(all: bool, cwd: &Path) -> Option<Socket> {
 
 /// Every task directory of the project around `cwd`, each judged against the registry.
 pub(crate) fn scan_project(cwd: &Path) -> Result<Vec<Found>> {
+    let mut found = Vec::new();
+    scan_project_each(cwd, |item| found.push(item))?;
+    Ok(found)
+}
+
+/// [`scan_project`], each task handed to `each` as it is found (a listing keeps one task at a
+/// time, not every task twice over).
+pub(crate) fn scan_project_each(cwd: &Path, mut each: impl FnMut(Found)) -> Result<()> {
     // Canonical, as submit stores task directories, so a path through a symlink still agrees.
     let Some(root) = store::project_tasks_root(cwd).and_then(|r| std::fs::canonicalize(r).ok())
     else {
-        return Ok(Vec::new());
+        return Ok(());
     };
     let entries = std::fs::read_dir(&root).map_err(|err| Error::io("read", &root, err))?;
-    let mut found = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         // Whatever stands in the record's place (a link, a FIFO a child made) is listed and
@@ -155,7 +162,7 @@ pub(crate) fn scan_project(cwd: &Path) -> Result<Vec<Found>> {
             continue;
         }
         let dir = entry.path();
-        found.push(match store::placement(&name) {
+        each(match store::placement(&name) {
             Ok(Some(placement)) => judge_trust(placement, &dir),
             Ok(None) => untrusted_unregistered(&dir),
             Err(error) => Found::Untrusted {
@@ -166,12 +173,18 @@ pub(crate) fn scan_project(cwd: &Path) -> Result<Vec<Found>> {
             },
         });
     }
-    Ok(found)
+    Ok(())
 }
 
 /// Every task in the user's registry.
 pub(crate) fn scan_registry() -> Result<Vec<Found>> {
     let mut found = Vec::new();
+    scan_registry_each(|item| found.push(item))?;
+    Ok(found)
+}
+
+/// [`scan_registry`], each task handed to `each` as it is found.
+pub(crate) fn scan_registry_each(mut each: impl FnMut(Found)) -> Result<()> {
     for id in store::registered_ids()? {
         match store::placement(&id) {
             // A host's task is listed from its host (`ops::remote`), never judged here.
@@ -188,10 +201,10 @@ pub(crate) fn scan_registry() -> Result<Vec<Found>> {
                 {
                     continue;
                 }
-                found.push(judge_trust(placement, &dir));
+                each(judge_trust(placement, &dir));
             }
             Ok(None) => {}
-            Err(error) => found.push(Found::Untrusted {
+            Err(error) => each(Found::Untrusted {
                 id,
                 task_dir: PathBuf::new(),
                 record: None,
@@ -199,7 +212,7 @@ pub(crate) fn scan_registry() -> Result<Vec<Found>> {
             }),
         }
     }
-    Ok(found)
+    Ok(())
 }
 
 fn untrusted_unregistered(dir: &Path) -> Found {
