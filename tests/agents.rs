@@ -99,7 +99,7 @@ fn without_the_bypass_the_flags_stay_out_and_the_adapters_say_so() {
         ),
         (
             "antigravity",
-            "AGY_CLI_DISABLE_AUTO_UPDATE=true agy --add-dir=\"$(pwd -P)\" --output-format stream-json --print-timeout=2562047h -p='x' </dev/null",
+            "AGY_CLI_DISABLE_AUTO_UPDATE=true agy --add-dir=\"$(pwd -P)\" --output-format stream-json --print-timeout=2562047h --disable-slash-commands -p='x' </dev/null",
         ),
     ];
     for (kind, expected) in cases {

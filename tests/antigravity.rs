@@ -65,6 +65,7 @@ fn batch_reads_agys_stream_into_the_result_and_resumes_its_conversation() {
             "--output-format",
             "stream-json",
             "--print-timeout=2562047h",
+            "--disable-slash-commands",
             &format!("-p={prompt}"),
         ]
     );
@@ -388,5 +389,44 @@ fn acp_mode_without_a_sign_in_ends_auth_missing() {
         (status["reason"].as_str(), status["exit_code"].as_i64()),
         (Some("auth_missing"), Some(41)),
         "{status}"
+    );
+}
+
+#[test]
+fn acp_once_completes_and_a_resumed_task_loads_its_session() {
+    let h = with_fake_acp_server(true);
+    let first = h.submit(&[
+        "--agent",
+        "antigravity",
+        "--mode",
+        "acp",
+        "--approval-mode",
+        "accept-edits",
+        "--once",
+        "remember tangerine",
+    ]);
+    assert_eq!(wait(&h, &first), 0);
+    let (result, _) = h.json(&["result", &first]);
+    assert_eq!(result["final_text"], "AGY-ACP-REPLY 1: remember tangerine");
+    let session = result["agent_session_id"].as_str().unwrap().to_string();
+    // The pane's accept-edits is the server's auto_edit.
+    let events = std::fs::read_to_string(h.task_dir(&first).join("events.jsonl")).unwrap();
+    assert!(events.contains(r#""modeId":"auto_edit""#), "{events}");
+
+    let second = h.submit(&[
+        "--agent",
+        "antigravity",
+        "--mode",
+        "acp",
+        "--once",
+        "--resume-from",
+        &first,
+        "what was the word?",
+    ]);
+    assert_eq!(wait(&h, &second), 0);
+    let events = std::fs::read_to_string(h.task_dir(&second).join("events.jsonl")).unwrap();
+    assert!(
+        events.contains("\"session/load\"") && events.contains(&session),
+        "{events}"
     );
 }

@@ -109,7 +109,12 @@ fn a_child_on_its_login_screen_is_input_required_and_steering_is_blocked() {
         (task["status"].as_str(), task["reason"].as_str()),
         (Some("input_required"), Some("auth_required"))
     );
-    assert!(task["hint"].as_str().unwrap().contains("login"));
+    // Gemini's own hint: the personal login it shows no longer works, and what does.
+    let hint = task["hint"].as_str().unwrap();
+    assert!(
+        hint.contains("GEMINI_API_KEY") && hint.contains("--agent antigravity"),
+        "{hint}"
+    );
     let (receipt, code) = h.json(&["steer", &id, "1"]);
     assert_eq!(
         (receipt["receipt"].as_str(), code),

@@ -14,7 +14,8 @@
 //! - `--dangerously-skip-permissions` (docs/docs-cli-using.md), `--model` (1.0.5), `--mode
 //!   default|accept-edits|plan` (1.1.0), `--conversation <id>` (docs/docs-cli-commands-resume.md),
 //!   `--add-dir` (1.1.10 flag list), `--output-format stream-json` (1.1.8), `--print-timeout`
-//!   (1.1.10 flag list; default 5 minutes until 1.2.6, unlimited since).
+//!   (1.1.10 flag list; default 5 minutes until 1.2.6, unlimited since),
+//!   `--disable-slash-commands` (1.1.9).
 //! - `AGY_CLI_DISABLE_AUTO_UPDATE=true` (docs/docs-cli-troubleshooting.md): agy otherwise
 //!   updates itself in the background, in the middle of a task.
 
@@ -31,17 +32,23 @@ use crate::spec::{Mode, TaskSpec};
 const APPROVAL_MODES: [&str; 3] = ["default", "accept-edits", "plan"];
 
 /// Google ships the ACP server as its own binary, `agy_acp_server`, through the ACP registry
-/// (`agentclientprotocol/registry`, `antigravity-acp/agent.json`: on Linux it is started with
-/// an empty `--uid=`, as here). Its `session/new` answers the modes `default`, `auto_edit` and
+/// (`agentclientprotocol/registry`, `antigravity-acp/agent.json`, whose archive names it
+/// `agy_acp_server.par`: on Linux it is started with an empty `--uid=`, as here). Its `session/new` answers the modes `default`, `auto_edit` and
 /// `yolo`; the model is a config option, not a flag. Not run here: the stand-in
 /// tests/fixtures/fake-agy-acp speaks the lifecycle's part of the protocol.
 static ANTIGRAVITY_ACP: AcpLaunch = AcpLaunch {
     program: Some("agy_acp_server"),
-    args: &["--uid="],
+    args: if cfg!(target_os = "linux") {
+        &["--uid="]
+    } else {
+        &[]
+    },
     model_flag: None,
+    // The pane's `accept-edits` is the server's `auto_edit`.
     modes: &[
         ("default", "default"),
         ("auto_edit", "auto_edit"),
+        ("accept-edits", "auto_edit"),
         ("yolo", "yolo"),
     ],
     env: &[],
@@ -54,8 +61,8 @@ pub(super) static ANTIGRAVITY: Adapter = Adapter {
     default_bin: "agy",
     // The models depend on the account: `agy models` lists them; any name is passed through.
     available_models: &[],
-    // CHANGELOG: 3 since 1.2.6 (an `AGY_ERROR:` JSON line on stderr says more); 1 for auth,
-    // quota and other failures; Go's flag package exits 2 on a bad flag.
+    // 3 since 1.2.6 (CHANGELOG; an `AGY_ERROR:` JSON line on stderr says more); 1 for auth,
+    // quota and other failures, and 2 for a bad flag (Go's flag package), as peers saw them.
     exit_reasons: &[
         ExitReason {
             code: 1,
@@ -65,7 +72,7 @@ pub(super) static ANTIGRAVITY: Adapter = Adapter {
         ExitReason {
             code: 2,
             reason: "usage_error",
-            hint: "agy rejected its command line: check the model name and that agy is 1.1.10 or later (`agy --version`)",
+            hint: "agy rejected its command line (a flag or value it does not know): check that agy is 1.1.10 or later (`agy --version`)",
         },
         ExitReason {
             code: 3,
@@ -80,23 +87,29 @@ pub(super) static ANTIGRAVITY: Adapter = Adapter {
     // agy's documentation shows no screen; these are its TUI's words as peers captured them in
     // tmux (Agent of Empires, 1.0.x-1.2.0), in tests/fixtures/screens/agy-*.txt.
     screen: ScreenRules {
+        // The menus, not their questions: a model's answer may well end "Do you want to
+        // proceed?", and an approval's question changed across versions.
         dialogs: &[
             (
                 Attention::AuthRequired,
                 &["You are currently not signed in", "Select login method:"],
             ),
-            (
-                Attention::TrustRequired,
-                &["Do you trust the contents of this project?"],
-            ),
+            (Attention::TrustRequired, &["Yes, I trust this folder"]),
             (
                 Attention::PermissionPrompt,
                 &[
-                    "Do you want to proceed?",
-                    "Run this command?",
-                    "Allow access to this URL?",
-                    "Allow calling this tool?",
+                    // 1.1.18: `Requesting permission for:` … `2. Yes, and always allow …`.
+                    "Requesting permission for:",
+                    "Yes, and always allow",
+                    // 1.2.0: `1. Yes, run command` … `4. No, cancel`.
+                    "Yes, run command",
+                    // The sandbox's menu (docs/docs-cli-sandbox.md).
+                    "Yes, and run without sandbox restrictions",
+                    "Yes, and run in sandbox",
+                    // 1.0.x: `⚠ Approval Required` … `No, deny access`.
                     "Approval Required",
+                    "No, deny access",
+                    "awaiting user approval",
                 ],
             ),
         ],
@@ -122,27 +135,33 @@ const AGY_HOME: &str = ".gemini/antigravity-cli";
 
 /// agy keeps its sign-in in the system keyring, or in a token file where there is none
 /// (headless Linux, CHANGELOG 1.1.3); an API key needs `modelProvider: "gemini"` (1.1.13).
-/// A keyring is not read: a set-up agy directory is taken as signed in, and said so.
+/// Neither the keyring nor the token's validity is checked (no network): a set-up agy
+/// directory is taken as a sign-in there may be, and said so.
 fn antigravity_auth() -> AuthProbe {
-    if let Some(token) = super::home_file(&format!("{AGY_HOME}/antigravity-oauth-token")) {
-        return AuthProbe::Configured(format!("signed in ({})", token.display()));
-    }
-    let settings = super::home_file(&format!("{AGY_HOME}/settings.json"));
-    let provider = settings.as_ref().and_then(|path| {
-        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let home = std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(AGY_HOME));
+    let token = home
+        .as_ref()
+        .map(|dir| dir.join("antigravity-oauth-token"))
+        .filter(|path| path.is_file());
+    let provider = home.as_ref().and_then(|dir| {
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("settings.json")).ok()?).ok()?;
         json.get("modelProvider")?.as_str().map(String::from)
     });
     let key = super::env_set(&["GEMINI_API_KEY"]);
-    match (key, provider.as_deref(), settings) {
+    if let Some(token) = token {
+        return AuthProbe::Configured(format!("a sign-in token in {}", token.display()));
+    }
+    match (key, provider.as_deref(), home.filter(|dir| dir.is_dir())) {
         (Some(key), Some("gemini"), _) => {
             AuthProbe::Configured(format!("{key} is set, modelProvider \"gemini\""))
         }
-        (Some(key), _, _) => AuthProbe::Missing(format!(
-            "{key} is set, but agy uses it only with \"modelProvider\": \"gemini\" in ~/{AGY_HOME}/settings.json"
-        )),
-        (None, _, Some(path)) => AuthProbe::Configured(format!(
+        (_, _, Some(dir)) => AuthProbe::Configured(format!(
             "agy is set up ({}); its sign-in is in the system keyring, which cuekit does not read",
-            path.display()
+            dir.display()
+        )),
+        (Some(key), _, None) => AuthProbe::Missing(format!(
+            "{key} is set, but agy uses it only with \"modelProvider\": \"gemini\" in ~/{AGY_HOME}/settings.json; or run `agy` once and sign in"
         )),
         (None, _, None) => AuthProbe::Missing(
             "run `agy` once and sign in with Google, or set GEMINI_API_KEY with \"modelProvider\": \"gemini\" in its settings"
@@ -158,13 +177,15 @@ const NO_PRINT_TIMEOUT: &str = "2562047h";
 ///
 /// Interactive: `agy [--dangerously-skip-permissions | --mode M] [--model 'M']
 /// --add-dir="$(pwd -P)" -i='PROMPT'`. Batch: the same with `--output-format stream-json
-/// --print-timeout=2562047h [--conversation='ID'] -p='PROMPT' </dev/null`.
+/// --print-timeout=2562047h --disable-slash-commands [--conversation='ID'] -p='PROMPT'
+/// </dev/null`.
 ///
 /// `--add-dir` names the task's directory, physically resolved: peers saw agy's tools work in
 /// its scratch directory otherwise. cuekit's timeout is the task's; agy's own print deadline is
 /// lifted so it never cuts a run short first (it did at 5 minutes before 1.2.6, and since 1.1.28
-/// it then exits 0 with partial output, which would read as success). stdin is closed for a
-/// print run: agy reads none, and a TTY there invites an OAuth prompt to wait on it.
+/// it then exits 0 with partial output, which would read as success). A print run reads no
+/// stdin, so it gets none. `--disable-slash-commands` (1.1.9): a prompt starting with `/` would
+/// otherwise run as an agy command (print mode answers `/model`, `/usage` … since 1.1.11).
 pub fn build_antigravity_launch_command(
     spec: &TaskSpec,
     mode: Mode,
@@ -195,6 +216,8 @@ pub fn build_antigravity_launch_command(
             parts.push("--output-format stream-json".to_string());
         }
         parts.push(format!("--print-timeout={NO_PRINT_TIMEOUT}"));
+        // A prompt starting with `/` is the task's words, not one of agy's commands.
+        parts.push("--disable-slash-commands".to_string());
     }
     if let Some(conversation) = spec.resume_session.as_deref() {
         parts.push(format!("--conversation={}", single_quote(conversation)?));
@@ -248,7 +271,7 @@ mod tests {
             launch.command,
             format!(
                 "{ENV} --dangerously-skip-permissions {DIR} --output-format stream-json \
-                 --print-timeout=2562047h -p='fix it' </dev/null"
+                 --print-timeout=2562047h --disable-slash-commands -p='fix it' </dev/null"
             )
         );
         assert!(launch.event_stream);
@@ -304,7 +327,7 @@ mod tests {
             format!(
                 "{ENV} --dangerously-skip-permissions --model 'Gemini 3.5 Flash' {DIR} \
                  --output-format stream-json --print-timeout=2562047h \
-                 --conversation='0d4c-'\\''x' -p='x' </dev/null"
+                 --disable-slash-commands --conversation='0d4c-'\\''x' -p='x' </dev/null"
             )
         );
         s.model = Some("--sandbox".into());
@@ -313,14 +336,8 @@ mod tests {
 
     #[test]
     fn recognises_the_screens_peers_captured() {
+        use crate::adapter::screen_fixture as screen;
         use crate::attention::{detect, is_busy};
-        let screen = |name: &str| {
-            let path = format!(
-                "{}/tests/fixtures/screens/{name}",
-                env!("CARGO_MANIFEST_DIR")
-            );
-            std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"))
-        };
         let rules = &ANTIGRAVITY.screen;
         for (fixture, expected) in [
             ("agy-login.txt", Some(Attention::AuthRequired)),
@@ -337,5 +354,11 @@ mod tests {
             );
         }
         assert!(is_busy(rules, &screen("agy-busy.txt")));
+        // A model that asks in its answer is not a dialog.
+        let asking = screen("agy-idle.txt").replace(
+            "Two files: a.txt and b.txt.",
+            "Two files. Do you want to proceed? Run this command?",
+        );
+        assert_eq!(detect(rules, &asking, false), Some(Attention::IdleAtPrompt));
     }
 }

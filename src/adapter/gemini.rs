@@ -410,13 +410,7 @@ mod tests {
         assert_eq!(err.code, crate::error::ErrorCode::InvalidInput);
     }
 
-    fn screen(name: &str) -> String {
-        let path = format!(
-            "{}/tests/fixtures/screens/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"))
-    }
+    use crate::adapter::screen_fixture as screen;
 
     #[test]
     fn recognises_the_real_tuis_screens() {

@@ -371,6 +371,16 @@ pub fn shell_word_for_bin(bin: &str) -> Result<String> {
     }
 }
 
+/// A screen of tests/fixtures/screens/.
+#[cfg(test)]
+pub(crate) fn screen_fixture(name: &str) -> String {
+    let path = format!(
+        "{}/tests/fixtures/screens/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"))
+}
+
 /// The launch command an adapter builds for `objective` in `mode`, after `edit` of the spec.
 #[cfg(test)]
 pub(crate) fn built(

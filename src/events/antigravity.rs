@@ -3,15 +3,24 @@
 //! and output) and a closing `result`. Each is read as the [`Event`] of Gemini's stream that
 //! means the same, so a task's digest, progress, result and readable pane are one thing
 //! whichever CLI ran. Field names as peers captured them (agy 1.1.10-1.2.0); the docs give none.
+//! `init` and `result` fields not read here are kept as the event's unknown fields
+//! (`structured_output`, `denied_actions`, …); a step's are in its raw line in `events.jsonl`.
 
 use serde_json::{Map, Value};
 
 use super::Event;
 
+/// Why a run that ended "successfully" with no answer is not a success: headless agy cannot
+/// ask for approval, so it denies the tool calls that need it (CHANGELOG 1.1.3), and such a run
+/// says SUCCESS with an empty response (1.1.10; 1.1.27 adds `denied_actions`).
+const NO_ANSWER: &str = "agy ended without an answer; headless agy denies the tool calls that \
+     need approval: resubmit with --skip-permissions, or allow the tools under \
+     permissions.allow in ~/.gemini/antigravity-cli/settings.json";
+
 /// The event of one agy line (its `event` already taken out of `object`); what it does not
-/// name stays in `object`.
+/// read stays in `object`.
 pub(super) fn event(kind: &str, object: &mut Map<String, Value>) -> Event {
-    let body = match object.remove(kind) {
+    let mut body = match object.remove(kind) {
         Some(Value::Object(body)) => body,
         Some(other) => {
             object.insert(kind.to_string(), other);
@@ -19,64 +28,72 @@ pub(super) fn event(kind: &str, object: &mut Map<String, Value>) -> Event {
         }
         None => Map::new(),
     };
-    let text = |body: &Map<String, Value>, key: &str| body.get(key)?.as_str().map(String::from);
-    match kind {
+    let take = |body: &mut Map<String, Value>, key: &str| match body.remove(key) {
+        Some(Value::String(text)) => Some(text),
+        _ => None,
+    };
+    let event = match kind {
         "init" => Event::Init {
-            session_id: text(object, "conversation_id").or_else(|| text(&body, "conversation_id")),
-            model: text(&body, "model"),
+            session_id: take(object, "conversation_id")
+                .or_else(|| take(&mut body, "conversation_id")),
+            model: take(&mut body, "model"),
         },
-        "step_update" => step(body),
+        "step_update" => return step(body),
         "result" => {
-            let response = text(&body, "response").unwrap_or_default();
-            let status = match text(&body, "status").as_deref() {
-                // A run whose every tool call was denied still says SUCCESS, with nothing to
-                // show for it.
-                Some("SUCCESS") if response.is_empty() && denied(&body) => "denied".to_string(),
-                Some("CANCELED") => "cancelled".to_string(),
+            body.remove("conversation_id");
+            let response = take(&mut body, "response").unwrap_or_default();
+            let denied = body
+                .get("denied_actions")
+                .and_then(Value::as_array)
+                .is_some_and(|actions| !actions.is_empty());
+            let mut error = body.remove("error").map(message);
+            let status = match take(&mut body, "status").as_deref() {
+                Some("SUCCESS") if response.is_empty() => {
+                    error = Some(serde_json::json!({ "message": NO_ANSWER }));
+                    if denied { "denied" } else { "no_answer" }.to_string()
+                }
+                Some("CANCELED") => {
+                    // 1.1.18 ends a headless run whose tools were denied so.
+                    error = error.or(Some(serde_json::json!({ "message": NO_ANSWER })));
+                    "cancelled".to_string()
+                }
                 Some(status) => status.to_ascii_lowercase(),
                 None => String::new(),
-            };
-            let error = match status.as_str() {
-                "denied" => Some(serde_json::json!({"message": DENIED})),
-                _ => body.get("error").map(|error| match error {
-                    Value::String(message) => serde_json::json!({ "message": message }),
-                    other => other.clone(),
-                }),
             };
             Event::Result {
                 status,
                 error,
-                stats: Some(stats(&body)),
+                stats: Some(stats(&mut body)),
                 response: Some(response),
             }
         }
-        _ => unknown(kind, body),
+        _ => return unknown(kind, body),
+    };
+    if !body.is_empty() {
+        object.insert(kind.to_string(), Value::Object(body));
     }
+    event
 }
 
-/// Why a run that says SUCCESS with nothing done is not one.
-const DENIED: &str = "agy denied the run's tool calls (headless agy cannot ask for approval): \
-     resubmit with --skip-permissions, or allow the tools under permissions.allow in \
-     ~/.gemini/antigravity-cli/settings.json";
-
-fn denied(body: &Map<String, Value>) -> bool {
-    body.get("denied_actions")
-        .and_then(Value::as_array)
-        .is_some_and(|actions| !actions.is_empty())
+/// An error as a JSON object with a `message`, however agy gave it.
+fn message(error: Value) -> Value {
+    match error {
+        Value::String(message) => serde_json::json!({ "message": message }),
+        other => other,
+    }
 }
 
 /// Gemini's stats names for agy's `usage` and duration.
-fn stats(body: &Map<String, Value>) -> Value {
-    let mut stats = body
-        .get("usage")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    if let Some(seconds) = body.get("duration_seconds").and_then(Value::as_f64) {
+fn stats(body: &mut Map<String, Value>) -> Value {
+    let mut stats = match body.remove("usage") {
+        Some(Value::Object(usage)) => usage,
+        _ => Map::new(),
+    };
+    if let Some(seconds) = body.remove("duration_seconds").and_then(|v| v.as_f64()) {
         stats.insert("duration_ms".into(), Value::from((seconds * 1000.0) as u64));
     }
-    if let Some(turns) = body.get("num_turns") {
-        stats.insert("turns".into(), turns.clone());
+    if let Some(turns) = body.remove("num_turns") {
+        stats.insert("turns".into(), turns);
     }
     Value::Object(stats)
 }
@@ -120,19 +137,25 @@ fn step(body: Map<String, Value>) -> Event {
                 .or_else(|| field("name").and_then(|v| v.as_str().map(String::from)))
                 .unwrap_or_default();
             match state.as_str() {
-                "DONE" | "ERROR" => Event::ToolResult {
+                // Still going: the call (again, as its parameters fill in).
+                "" | "ACTIVE" | "PENDING" | "RUNNING" => Event::ToolUse {
+                    tool_name: name,
                     tool_id: step_id,
-                    status: if state == "DONE" { "success" } else { "error" }.into(),
+                    parameters: field("parameters").unwrap_or(Value::Null),
+                },
+                ended => Event::ToolResult {
+                    tool_id: step_id,
+                    status: match ended {
+                        "DONE" => "success".to_string(),
+                        "CANCELED" => "cancelled".to_string(),
+                        other => other.to_ascii_lowercase(),
+                    },
                     output: field("output").map(|output| match output {
                         Value::String(text) => text,
                         other => other.to_string(),
                     }),
-                    error: field("error"),
-                },
-                _ => Event::ToolUse {
-                    tool_name: name,
-                    tool_id: step_id,
-                    parameters: field("parameters").unwrap_or(Value::Null),
+                    error: field("error").map(message),
+                    tool_name: Some(name),
                 },
             }
         }
@@ -213,6 +236,81 @@ mod tests {
         digest
             .push_line(r#"{"event":"result","result":{"status":"SUCCESS","response":"done it"}}"#);
         assert_eq!(digest.final_text, "done it");
+    }
+
+    #[test]
+    fn the_stated_answer_beats_a_remark_streamed_before_a_tool() {
+        let mut digest = Digest::default();
+        for line in [
+            r#"{"event":"step_update","step_update":{"step_index":0,"state":"DONE","step_type":"agent_response","text_delta":"Let me check."}}"#,
+            r#"{"event":"step_update","step_update":{"step_index":1,"state":"DONE","step_type":"tool","tool_name":"view_file","tool_info":{"name":"view_file","parameters":{"path":"a"},"output":"x"}}}"#,
+            r#"{"event":"result","result":{"status":"SUCCESS","response":"The real final answer.","structured_output":{"ok":true}}}"#,
+        ] {
+            digest.push_line(line);
+        }
+        assert_eq!(digest.final_text, "The real final answer.");
+        // A call first seen done is named.
+        assert_eq!(digest.tool_calls.len(), 1);
+        assert_eq!(
+            (
+                digest.tool_calls[0].name.as_str(),
+                digest.tool_calls[0].status.as_str()
+            ),
+            ("view_file", "success")
+        );
+        // What the result says beyond the digest is kept.
+        assert_eq!(
+            digest.unknown_fields["result"]["result"]["structured_output"]["ok"],
+            true
+        );
+    }
+
+    #[test]
+    fn steps_running_side_by_side_are_one_call_each() {
+        let mut digest = Digest::default();
+        let step = |index: u32, state: &str| {
+            format!(
+                r#"{{"event":"step_update","step_update":{{"step_index":{index},"state":"{state}","step_type":"tool","tool_name":"run_command","tool_info":{{"error":"boom"}}}}}}"#
+            )
+        };
+        for (index, state) in [
+            (1, "ACTIVE"),
+            (2, "ACTIVE"),
+            (1, "ACTIVE"),
+            (2, "CANCELED"),
+            (1, "ERROR"),
+        ] {
+            digest.push_line(&step(index, state));
+        }
+        let calls: Vec<(&str, &str)> = digest
+            .tool_calls
+            .iter()
+            .map(|call| (call.tool_id.as_str(), call.status.as_str()))
+            .collect();
+        assert_eq!(calls, [("1", "error"), ("2", "cancelled")]);
+        assert_eq!(
+            digest.tool_calls[0].error.as_ref().unwrap()["message"],
+            "boom"
+        );
+    }
+
+    #[test]
+    fn an_empty_success_or_a_cancelled_run_is_no_success_and_says_why() {
+        for line in [
+            r#"{"event":"result","result":{"status":"SUCCESS","response":""}}"#,
+            r#"{"event":"result","result":{"status":"CANCELED"}}"#,
+        ] {
+            let mut digest = Digest::default();
+            digest.push_line(line);
+            assert!(!digest.succeeded(), "{line}");
+            assert!(
+                digest.errors[0]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("--skip-permissions"),
+                "{line}"
+            );
+        }
     }
 
     #[test]

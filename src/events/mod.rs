@@ -33,6 +33,10 @@ pub enum Event {
         status: String,
         output: Option<String>,
         error: Option<Value>,
+        /// The call's name, where a stream says it with the outcome (agy's does): a call first
+        /// seen done is still named.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_name: Option<String>,
     },
     Error {
         severity: String,
@@ -126,6 +130,7 @@ pub fn parse_line(line: &str) -> Result<Parsed, String> {
                 status,
                 output,
                 error: object.remove("error"),
+                tool_name: None,
             }
         }
         "error" => {
@@ -290,11 +295,14 @@ impl Digest {
             } => {
                 self.in_assistant_turn = false;
                 // A stream that updates a running call (agy's) names it again: one call.
-                match self.tool_calls.last_mut() {
-                    Some(call) if &call.tool_id == tool_id && call.status == "running" => {
-                        call.parameters = parameters.clone();
-                    }
-                    _ => self.tool_calls.push(ToolCall {
+                match self
+                    .tool_calls
+                    .iter_mut()
+                    .rev()
+                    .find(|call| &call.tool_id == tool_id && call.status == "running")
+                {
+                    Some(call) => call.parameters = parameters.clone(),
+                    None => self.tool_calls.push(ToolCall {
                         tool_id: tool_id.clone(),
                         name: tool_name.clone(),
                         parameters: parameters.clone(),
@@ -308,6 +316,7 @@ impl Digest {
                 status,
                 output,
                 error,
+                tool_name,
             } => {
                 self.in_assistant_turn = false;
                 let known = self
@@ -318,6 +327,8 @@ impl Digest {
                 let at = known.unwrap_or_else(|| {
                     self.tool_calls.push(ToolCall {
                         tool_id: tool_id.clone(),
+                        name: tool_name.clone().unwrap_or_default(),
+                        parameters: Value::Null,
                         ..ToolCall::default()
                     });
                     self.tool_calls.len() - 1
@@ -343,7 +354,9 @@ impl Digest {
             } => {
                 self.result =
                     Some(serde_json::json!({"status": status, "error": error, "stats": stats}));
-                if let Some(response) = response.as_ref().filter(|_| self.final_text.is_empty()) {
+                // The stream's own final answer beats the last streamed text (which may be a
+                // remark before a tool call).
+                if let Some(response) = response.as_ref().filter(|r| !r.is_empty()) {
                     self.final_text = response.clone();
                 }
                 // A failed run's own reason, when nothing else said what went wrong.

@@ -67,8 +67,10 @@ pub fn agent_session(record: &TaskRecord) -> Option<String> {
                 .then(|| read_events(record).ok()?.session_id)
                 .flatten()
         })
-        .or_else(|| record.agent_session_id.clone())
+        // What the agent printed as it exited beats what the task asked for: a resumed agy
+        // opens a new conversation when the id is unknown, and `/clear` or `/fork` change it.
         .or_else(|| session_in_transcript(record))
+        .or_else(|| record.agent_session_id.clone())
 }
 
 /// The session id the agent printed in its exit hint (its adapter's `resume_hint`), the last
