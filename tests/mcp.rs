@@ -728,6 +728,29 @@ fn several_servers_in_one_project_never_corrupt_a_record() {
     }
 }
 
+/// A client that hands `cuekit mcp` its key as an unexpanded reference (`$GEMINI_API_KEY` as
+/// text, which is what a client that expands nothing sends): the child gets no key at all and
+/// fails cleanly, where the text as a key would have run it (the canned replies ask none).
+#[test]
+fn a_key_left_unexpanded_by_the_client_never_reaches_a_child() {
+    let h = Harness::new()
+        .with_real_gemini(&[canned_text("Never asked.")])
+        .env("GEMINI_API_KEY", "$GEMINI_API_KEY");
+    let mut client = Client::start(&h);
+    let id = submit(
+        &mut client,
+        json!({"objective": "hello", "mode": "batch", "model": MODEL}),
+    );
+    let waited = client.wait(json!({"ids": [id]}));
+    let task = &waited["tasks"][0];
+    assert_eq!(
+        (task["reason"].as_str(), task["exit_code"].as_i64()),
+        (Some("auth_missing"), Some(41)),
+        "{waited}\n{}",
+        h.transcript(&id)
+    );
+}
+
 #[test]
 fn mcp_config_prints_a_snippet_for_each_client() {
     let h = Harness::new();
@@ -744,6 +767,16 @@ fn mcp_config_prints_a_snippet_for_each_client() {
             "{client}: {config}"
         );
         assert_eq!(server["args"], json!(["mcp"]), "{client}");
+        // The default agent's key goes by reference, in the client's own syntax.
+        let reference = if client == "gemini" {
+            "$GEMINI_API_KEY"
+        } else {
+            "${GEMINI_API_KEY}"
+        };
+        assert_eq!(
+            server["env"]["GEMINI_API_KEY"], reference,
+            "{client}: {config}"
+        );
     }
     assert_eq!(
         serde_json::from_str::<Value>(&h.ok(&["mcp", "config"])).unwrap()["mcpServers"]["cuekit"]["args"],

@@ -128,6 +128,7 @@ pub(super) static ANTIGRAVITY: Adapter = Adapter {
     install_hint: "curl -fsSL https://antigravity.google/cli/install.sh | bash (Google's installer; cuekit never runs it), then run `agy` once to sign in",
     auth_probe: antigravity_auth,
     resume_hint: Some("agy --conversation="),
+    auth_env: &["GEMINI_API_KEY"],
 };
 
 /// agy's own directory (docs/docs-cli-settings.md).

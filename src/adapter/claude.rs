@@ -98,6 +98,7 @@ pub(super) static CLAUDE: Adapter = Adapter {
     install_hint: "npm install -g @anthropic-ai/claude-code",
     auth_probe: claude_auth,
     resume_hint: None,
+    auth_env: &CLAUDE_AUTH_ENV,
 };
 
 /// Interactive `claude [--model 'M'] [--dangerously-skip-permissions] -- 'P'`, batch adds `-p`
@@ -136,15 +137,17 @@ pub fn build_claude_launch_command(
     Ok(LaunchCommand::from_words(parts, warnings))
 }
 
+/// Where Claude Code's credentials can come from in the environment.
+const CLAUDE_AUTH_ENV: [&str; 5] = [
+    "ANTHROPIC_API_KEY",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+];
+
 fn claude_auth() -> AuthProbe {
-    let env = [
-        "ANTHROPIC_API_KEY",
-        "CLAUDE_CODE_OAUTH_TOKEN",
-        "ANTHROPIC_AUTH_TOKEN",
-        "CLAUDE_CODE_USE_BEDROCK",
-        "CLAUDE_CODE_USE_VERTEX",
-    ];
-    if let Some(name) = super::env_set(&env) {
+    if let Some(name) = super::env_set(&CLAUDE_AUTH_ENV) {
         return AuthProbe::Configured(format!("{name} is set"));
     }
     match super::home_file(".claude/.credentials.json") {

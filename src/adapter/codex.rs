@@ -72,6 +72,7 @@ pub(super) static CODEX: Adapter = Adapter {
     install_hint: "npm install -g @openai/codex",
     auth_probe: codex_auth,
     resume_hint: None,
+    auth_env: &["CODEX_API_KEY", "CODEX_ACCESS_TOKEN", "OPENAI_API_KEY"],
 };
 
 /// Interactive `codex --no-daemon [-m 'M'] [bypass] -- 'P'` (no background app-server that

@@ -37,6 +37,7 @@ pub(super) static COMMAND: Adapter = Adapter {
     install_hint: "no installation: the task names its own program",
     auth_probe: || AuthProbe::Configured("no credentials needed".to_string()),
     resume_hint: None,
+    auth_env: &[],
 };
 
 /// Every word single-quoted; batch runs read nothing from the terminal.

@@ -61,6 +61,12 @@ pub(super) static COPILOT: Adapter = Adapter {
     install_hint: "npm install -g @github/copilot",
     auth_probe: copilot_auth,
     resume_hint: None,
+    auth_env: &[
+        "COPILOT_GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GITHUB_TOKEN",
+        "COPILOT_PROVIDER_BASE_URL",
+    ],
 };
 
 /// Interactive `copilot [--model 'M'] [--yolo] --interactive='P'`, batch `… --prompt='P'

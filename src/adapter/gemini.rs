@@ -142,6 +142,17 @@ pub(super) static GEMINI: Adapter = Adapter {
     install_hint: "npm install -g @google/gemini-cli",
     auth_probe: gemini_auth,
     resume_hint: None,
+    auth_env: &[
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+        "GOOGLE_GENAI_USE_GCA",
+        "GOOGLE_CLOUD_PROJECT",
+        "GOOGLE_CLOUD_LOCATION",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "GEMINI_CLI_USE_COMPUTE_ADC",
+    ],
 };
 
 /// Gemini's own order of auth sources (env first, then `security.auth.selectedType` in its

@@ -41,6 +41,7 @@ pub(super) static JCODE: Adapter = Adapter {
                    jcode has no permission-bypass flag, so dangerously_skip_permissions has no effect",
     auth_probe: jcode_auth,
     resume_hint: None,
+    auth_env: &[],
 };
 
 /// Where jcode records running REPLs, one file per session holding the REPL's PID.

@@ -125,6 +125,9 @@ pub struct Adapter {
     /// a task whose session cuekit did not name and no stream reported: the id is the word
     /// after the last one in the transcript.
     pub resume_hint: Option<&'static str>,
+    /// The environment variables the agent's credentials can come from: what an MCP client
+    /// must hand `cuekit mcp` (it hands an MCP server no secret it was not told to).
+    pub auth_env: &'static [&'static str],
 }
 
 /// What `doctor` can tell about an agent's credentials without side effects.

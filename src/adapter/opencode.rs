@@ -53,6 +53,7 @@ pub(super) static OPENCODE: Adapter = Adapter {
     install_hint: "npm install -g opencode-ai",
     auth_probe: opencode_auth,
     resume_hint: None,
+    auth_env: &[],
 };
 
 /// Interactive `opencode [-m 'M'] [--auto] --prompt='P'` (a positional is a project

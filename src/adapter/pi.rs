@@ -56,6 +56,7 @@ pub(super) static PI: Adapter = Adapter {
     install_hint: "npm install -g @mariozechner/pi-coding-agent",
     auth_probe: pi_auth,
     resume_hint: None,
+    auth_env: &PI_AUTH_ENV,
 };
 
 /// Interactive `pi [--model 'M'] 'P'`; batch `pi -p [--model 'M'] < prompt.txt`. pi has no `--`
@@ -86,20 +87,22 @@ pub fn build_pi_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Result
     Ok(LaunchCommand::from_words(parts, warnings))
 }
 
+/// The provider keys pi reads from the environment.
+const PI_AUTH_ENV: [&str; 9] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_OAUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GROQ_API_KEY",
+    "XAI_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "MISTRAL_API_KEY",
+];
+
 /// pi creates `~/.pi/agent/auth.json` as `{}` on every run: only a non-empty one counts.
 fn pi_auth() -> AuthProbe {
-    let env = [
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_OAUTH_TOKEN",
-        "OPENAI_API_KEY",
-        "GEMINI_API_KEY",
-        "OPENROUTER_API_KEY",
-        "GROQ_API_KEY",
-        "XAI_API_KEY",
-        "DEEPSEEK_API_KEY",
-        "MISTRAL_API_KEY",
-    ];
-    if let Some(name) = super::env_set(&env) {
+    if let Some(name) = super::env_set(&PI_AUTH_ENV) {
         return AuthProbe::Configured(format!("{name} is set"));
     }
     let stored = super::home_file(".pi/agent/auth.json").filter(|path| {

@@ -69,6 +69,7 @@ pub(super) static QWEN: Adapter = Adapter {
     install_hint: "npm install -g @qwen-code/qwen-code",
     auth_probe: qwen_auth,
     resume_hint: None,
+    auth_env: &["OPENAI_API_KEY", "OPENAI_BASE_URL"],
 };
 
 /// Interactive `qwen [-m 'M'] [-y] --prompt-interactive='P'`, batch `… --prompt='P' </dev/null`.

@@ -37,9 +37,33 @@ pub fn run(args: &McpArgs, cwd: &Path) -> anyhow::Result<i32> {
                 )
             })?;
             let exe = exe.canonicalize().unwrap_or(exe);
-            print_json(&mcp::client_config(client, &exe));
+            print_json(&mcp::client_config(client, &exe, &child_auth_env(cwd)));
             eprintln!("{}", client.where_to_put_it());
             Ok(0)
         }
     }
+}
+
+/// The credential variables of the agents a parent is likely to start: the default agent and
+/// every agent installed here, each variable once.
+fn child_auth_env(cwd: &Path) -> Vec<&'static str> {
+    let config = crate::config::Config::load(cwd).ok();
+    let default_agent = config.as_ref().map(|c| c.agent().value);
+    let mut names = Vec::new();
+    for adapter in crate::adapter::ADAPTERS {
+        let bin = config
+            .as_ref()
+            .and_then(|c| c.bin(adapter.kind()))
+            .map_or_else(|| adapter.default_bin.to_string(), |s| s.value);
+        let wanted = default_agent.as_deref() == Some(adapter.kind())
+            || (!adapter.runs_argv && crate::which::find_on_path(&bin).is_some());
+        if wanted {
+            for name in adapter.auth_env {
+                if !names.contains(name) {
+                    names.push(*name);
+                }
+            }
+        }
+    }
+    names
 }

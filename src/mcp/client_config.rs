@@ -41,14 +41,41 @@ impl Client {
     }
 }
 
-/// The `mcpServers` entry that starts `<exe> mcp` over stdio.
-pub fn client_config(client: Client, exe: &Path) -> Value {
+/// The `mcpServers` entry that starts `<exe> mcp` over stdio, handing it the variables in
+/// `auth_env` by reference, never by value: MCP clients pass a server no secret-like variable
+/// they were not told to, and a child agent without its key fails `auth_missing`. Gemini CLI
+/// expands `$VAR` in its settings, Claude Code `${VAR}` in `.mcp.json`; a client that expands
+/// neither hands the reference on as text, which `cuekit mcp` then drops ([`unexpanded`]).
+pub fn client_config(client: Client, exe: &Path, auth_env: &[&str]) -> Value {
     let command = exe.to_string_lossy();
+    let reference = |name: &str| match client {
+        Client::Gemini => format!("${name}"),
+        Client::Claude | Client::Generic => format!("${{{name}}}"),
+    };
+    let env: serde_json::Map<String, Value> = auth_env
+        .iter()
+        .map(|name| (name.to_string(), Value::String(reference(name))))
+        .collect();
     let server = match client {
-        Client::Claude => json!({"type": "stdio", "command": command, "args": ["mcp"], "env": {}}),
-        Client::Gemini | Client::Generic => json!({"command": command, "args": ["mcp"]}),
+        Client::Claude => json!({"type": "stdio", "command": command, "args": ["mcp"], "env": env}),
+        Client::Gemini | Client::Generic => {
+            json!({"command": command, "args": ["mcp"], "env": env})
+        }
     };
     json!({"mcpServers": {"cuekit": server}})
+}
+
+/// Whether a value is a reference its client did not expand (`$NAME`, `${NAME}`), or empty:
+/// the parent does not have the variable, and a child must not get a bogus key.
+pub fn unexpanded(value: &str) -> bool {
+    let name = value
+        .strip_prefix("${")
+        .and_then(|rest| rest.strip_suffix('}'))
+        .or_else(|| value.strip_prefix('$'));
+    value.is_empty()
+        || name.is_some_and(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
 }
 
 #[cfg(test)]
@@ -59,15 +86,37 @@ mod tests {
     fn every_client_starts_the_given_binary_with_mcp() {
         for name in Client::NAMES {
             let client = Client::parse(name).unwrap();
-            let config = client_config(client, Path::new("/opt/bin/cuekit"));
+            let config = client_config(client, Path::new("/opt/bin/cuekit"), &[]);
             let server = &config["mcpServers"]["cuekit"];
             assert_eq!(server["command"], "/opt/bin/cuekit", "{name}");
             assert_eq!(server["args"], json!(["mcp"]), "{name}");
         }
         assert_eq!(
-            client_config(Client::Claude, Path::new("/c"))["mcpServers"]["cuekit"]["type"],
+            client_config(Client::Claude, Path::new("/c"), &[])["mcpServers"]["cuekit"]["type"],
             "stdio"
         );
         assert_eq!(Client::parse("cursor"), None);
+    }
+
+    #[test]
+    fn keys_are_passed_by_reference_in_each_client_s_syntax() {
+        let env = |client| {
+            client_config(client, Path::new("/c"), &["GEMINI_API_KEY"])["mcpServers"]["cuekit"]
+                ["env"]["GEMINI_API_KEY"]
+                .clone()
+        };
+        assert_eq!(env(Client::Gemini), "$GEMINI_API_KEY");
+        assert_eq!(env(Client::Claude), "${GEMINI_API_KEY}");
+        assert_eq!(env(Client::Generic), "${GEMINI_API_KEY}");
+    }
+
+    #[test]
+    fn references_left_unexpanded_and_empty_values_are_told_apart_from_keys() {
+        for value in ["", "$GEMINI_API_KEY", "${GEMINI_API_KEY}"] {
+            assert!(unexpanded(value), "{value:?}");
+        }
+        for value in ["AIza-key", "$ecret-with-dash", "${x", "sk-${A}", "$"] {
+            assert!(!unexpanded(value), "{value:?}");
+        }
     }
 }

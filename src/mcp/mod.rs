@@ -3,9 +3,11 @@
 //! nothing here decides anything about a task. stdout is the protocol: logs go to stderr.
 
 mod client_config;
+mod schema;
 mod tools;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -16,6 +18,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool_handler};
 
+use client_config::unexpanded;
 pub use client_config::{Client, client_config};
 
 /// What the server tells a client about itself at `initialize`.
@@ -39,9 +42,17 @@ pub struct CuekitServer {
 
 impl CuekitServer {
     pub fn new(cwd: &Path) -> CuekitServer {
+        let mut tool_router = CuekitServer::tool_router() + CuekitServer::worktree_router();
+        for route in tool_router.map.values_mut() {
+            let tool = &mut route.attr;
+            tool.input_schema = Arc::new(schema::standard_formats(&tool.input_schema));
+            if let Some(output) = &tool.output_schema {
+                tool.output_schema = Some(Arc::new(schema::standard_formats(output)));
+            }
+        }
         CuekitServer {
             cwd: cwd.to_path_buf(),
-            tool_router: CuekitServer::tool_router() + CuekitServer::worktree_router(),
+            tool_router,
         }
     }
 }
@@ -67,11 +78,27 @@ impl ServerHandler for CuekitServer {
     }
 }
 
+/// Removes the agents' credential variables that the client handed over as a reference it did
+/// not expand (`$GEMINI_API_KEY` as text) or empty: children submitted from here inherit this
+/// environment, and one of them must fail cleanly (`auth_missing`), never with a bogus key.
+fn drop_unexpanded_keys() {
+    for name in crate::adapter::ADAPTERS
+        .iter()
+        .flat_map(|adapter| adapter.auth_env)
+    {
+        if std::env::var(name).is_ok_and(|value| unexpanded(&value)) {
+            // SAFETY: called first thing in `serve`, before the runtime or any other thread.
+            unsafe { std::env::remove_var(name) };
+        }
+    }
+}
+
 /// Serves MCP on stdin/stdout until the client closes the connection.
 ///
 /// The operations are blocking (short sleeps and `stat`s, tmux calls), so each tool call runs
 /// on tokio's blocking pool and a long `wait` never holds up another call.
 pub fn serve(cwd: &Path) -> anyhow::Result<()> {
+    drop_unexpanded_keys();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -93,4 +120,37 @@ pub fn serve(cwd: &Path) -> anyhow::Result<()> {
     // A tool call may still be sleeping in `wait` on the blocking pool: do not hang on it.
     runtime.shutdown_timeout(Duration::from_millis(200));
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_schema_keeps_to_json_schema_s_own_formats() {
+        // What schemars makes of the tools' arguments (`timeout`'s seconds are a u64).
+        let raw = CuekitServer::tool_router() + CuekitServer::worktree_router();
+        let raw_formats: Vec<String> = raw
+            .list_all()
+            .iter()
+            .flat_map(|tool| {
+                schema::formats(&serde_json::Value::Object((*tool.input_schema).clone()))
+            })
+            .collect();
+        assert!(raw_formats.iter().any(|f| f == "uint64"), "{raw_formats:?}");
+        let server = CuekitServer::new(Path::new("/"));
+        let tools = server.tool_router.list_all();
+        assert!(tools.len() > 5);
+        for tool in tools {
+            let schemas = std::iter::once(&tool.input_schema).chain(tool.output_schema.as_ref());
+            for schema in schemas {
+                let found = schema::formats(&serde_json::Value::Object((**schema).clone()));
+                assert!(
+                    found.iter().all(|f| f == "date-time" || f == "uri"),
+                    "{}: {found:?}",
+                    tool.name
+                );
+            }
+        }
+    }
 }
