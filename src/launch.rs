@@ -125,7 +125,9 @@ pub const SETUP_FAILED_FILE: &str = "setup-failed";
 /// had: the script clears it (but for the pane's own terminal variables) and takes the
 /// submitter's from the env file, so a task sees exactly its own submitter's environment.
 /// Then it waits for the submit to record the task: an agent never runs without a record, and
-/// a submit cut short starts nothing. The agent runs in a subshell so that an `exit N` inside
+/// a submit cut short starts nothing. The submit records the task, then drops its pending
+/// entry: a gate that finds the pending entry gone looks for the record once more before it
+/// closes (between its two looks the submit may have done both). The agent runs in a subshell so that an `exit N` inside
 /// the command cannot skip the sentinel; the sentinel is written to a temp file and renamed so
 /// a reader never sees a half-written code. The [`Runner`] says how the command runs (piped
 /// through the event filter, or as the ACP client). With `setup`
@@ -151,7 +153,7 @@ pub fn render_launch_script(
          for cuekit_v in $(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p'); do \
          case $cuekit_v in {PANE_VARIABLES}) ;; *) unset \"$cuekit_v\" 2>/dev/null ;; esac; done\n\
          if [ -f {env_file} ]; then . {env_file}; rm -f {env_file}; fi\n\
-         while [ ! -e {registered} ]; do [ -e {pending} ] || exit {GATE_CLOSED}; sleep 0.01; done\n\
+         while [ ! -e {registered} ]; do [ -e {pending} ] || [ -e {registered} ] || exit {GATE_CLOSED}; sleep 0.01; done\n\
          {PROMPT_VARIABLE}={prompt_file}\n"
     );
     if !unset_env.is_empty() {
@@ -272,7 +274,7 @@ mod tests {
              for cuekit_v in $(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p'); do \
              case $cuekit_v in TERM|TMUX|TMUX_PANE) ;; *) unset \"$cuekit_v\" 2>/dev/null ;; esac; done\n\
              if [ -f '/tmp/a b/env.sh' ]; then . '/tmp/a b/env.sh'; rm -f '/tmp/a b/env.sh'; fi\n\
-             while [ ! -e '/d/tasks/t_0' ]; do [ -e '/d/pending/t_0' ] || exit 125; sleep 0.01; done\n\
+             while [ ! -e '/d/tasks/t_0' ]; do [ -e '/d/pending/t_0' ] || [ -e '/d/tasks/t_0' ] || exit 125; sleep 0.01; done\n\
              cuekit_prompt='/tmp/a b/prompt.txt'\n\
              unset CI\n(\ngemini 'x'\n)\ncuekit_code=$?\n\
              printf '\\033]9999;cuekit:end\\007'\n\

@@ -728,6 +728,38 @@ fn several_servers_in_one_project_never_corrupt_a_record() {
     }
 }
 
+/// Answers carry what a parent acts on, the start of an ended task's answer included; the whole
+/// view only when asked for.
+#[test]
+fn answers_are_brief_unless_the_full_view_is_asked_for() {
+    let h = Harness::new().with_real_gemini(&[canned_text("The answer is forty-two.")]);
+    let mut client = Client::start(&h);
+    let submitted = client.ok(
+        "submit_task",
+        json!({"objective": "ask", "mode": "batch", "model": MODEL}),
+    );
+    let task = &submitted["task"];
+    assert_eq!(task["status"], "running", "{submitted}");
+    assert!(task.get("launch_command").is_none(), "{submitted}");
+    let id = task["id"].as_str().unwrap().to_string();
+    let waited = client.wait(json!({"ids": [id]}));
+    let brief = &waited["tasks"][0];
+    assert_eq!(brief["status"], "completed", "{waited}");
+    assert_eq!(brief["final_text"], "The answer is forty-two.", "{waited}");
+    for heavy in [
+        "launch_command",
+        "capabilities",
+        "task_dir",
+        "transcript",
+        "attach_hint",
+    ] {
+        assert!(brief.get(heavy).is_none(), "{heavy}: {waited}");
+    }
+    let full = client.ok("get_status", json!({"ids": [id], "detail": "full"}));
+    assert!(full["tasks"][0]["launch_command"].is_string(), "{full}");
+    assert!(full["tasks"][0]["capabilities"].is_object(), "{full}");
+}
+
 /// A client that hands `cuekit mcp` its key as an unexpanded reference (`$GEMINI_API_KEY` as
 /// text, which is what a client that expands nothing sends): the child gets no key at all and
 /// fails cleanly, where the text as a key would have run it (the canned replies ask none).

@@ -2,6 +2,7 @@
 //! cuekit as a tool. The tools ([`tools`]) call the same [`crate::ops`] as the command line;
 //! nothing here decides anything about a task. stdout is the protocol: logs go to stderr.
 
+mod brief;
 mod client_config;
 mod schema;
 mod tools;

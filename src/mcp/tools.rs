@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::CuekitServer;
+use super::brief::{self, Brief, Detail};
 use crate::adapter::ADAPTERS;
 use crate::error::{Error, ErrorCode};
 use crate::git::merge::Strategy;
@@ -143,6 +144,11 @@ pub struct SubmitTaskParams {
     /// With worktree: the new branch's name (must not exist). Default: "cuekit/<task id>".
     #[serde(default)]
     pub branch: Option<String>,
+    /// "brief" (default): what a parent acts on — id, status, reason, hint, exit code, team,
+    /// a pending permission request, the start of an ended task's answer. "full": the whole
+    /// view (paths, launch command, capabilities, attach hint, progress).
+    #[serde(default)]
+    pub detail: Detail,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -231,6 +237,11 @@ pub struct IdsParams {
     /// A team name (set with submit_task's `team`) instead of ids: every member of the team.
     #[serde(default)]
     pub team: Option<String>,
+    /// "brief" (default): what a parent acts on — id, status, reason, hint, exit code, team,
+    /// a pending permission request, the start of an ended task's answer. "full": the whole
+    /// view (paths, launch command, capabilities, attach hint, progress).
+    #[serde(default)]
+    pub detail: Detail,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -268,6 +279,11 @@ pub struct ListParams {
     /// For tasks: only the members of this team, whichever project they work in.
     #[serde(default)]
     pub team: Option<String>,
+    /// "brief" (default): what a parent acts on — id, status, reason, hint, exit code, team,
+    /// a pending permission request, the start of an ended task's answer. "full": the whole
+    /// view (paths, launch command, capabilities, attach hint, progress).
+    #[serde(default)]
+    pub detail: Detail,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -349,6 +365,11 @@ pub struct WaitParams {
     /// "ended" (default), "input_required" or "report".
     #[serde(default)]
     pub until: UntilArg,
+    /// "brief" (default): what a parent acts on — id, status, reason, hint, exit code, team,
+    /// a pending permission request, the start of an ended task's answer. "full": the whole
+    /// view (paths, launch command, capabilities, attach hint, progress).
+    #[serde(default)]
+    pub detail: Detail,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -384,7 +405,7 @@ pub struct SnapshotParams {
 impl CuekitServer {
     #[tool(
         name = "submit_task",
-        description = "Start a child coding agent (Gemini CLI by default) on a task in its own tmux session. Returns the task (id, status \"running\", transcript path, attach command). Then use wait, get_task_result, get_task_snapshot, steer_task (interactive only) and cancel_tasks with the returned id.",
+        description = "Start a child coding agent (Gemini CLI by default) on a task in its own tmux session. Returns the task in brief (id, status \"running\", …; detail=\"full\" adds the transcript path and attach command). Then use wait, get_task_result, get_task_snapshot, steer_task (interactive only) and cancel_tasks with the returned id.",
         annotations(
             title = "Submit a task to a child agent",
             read_only_hint = false,
@@ -434,15 +455,20 @@ impl CuekitServer {
                 host: params.host,
                 ..SubmitRequest::default()
             };
-            let outcome = ops::submit(request, &server_cwd)?;
-            Ok(json!({"task": outcome}))
+            Ok(match ops::submit(request, &server_cwd)? {
+                ops::SubmitOutcome::Submitted(view) => match params.detail {
+                    Detail::Full => json!({ "task": view }),
+                    Detail::Brief => json!({ "task": Brief::from(*view) }),
+                },
+                dry_run => json!({ "task": dry_run }),
+            })
         })
         .await
     }
 
     #[tool(
         name = "get_status",
-        description = "Status of one or more tasks: running, input_required (an interactive child waits on a human; `reason` says why: idle_at_prompt, permission_prompt, trust_required, auth_required), completed, failed, cancelled or timed_out, with reason, hint, exit code, capabilities and transcript path.",
+        description = "Status of one or more tasks: running, input_required (an interactive child waits on a human; `reason` says why: idle_at_prompt, permission_prompt, trust_required, auth_required), completed, failed, cancelled or timed_out, with reason, hint and exit code (detail=\"full\": also capabilities, paths, progress).",
         annotations(title = "Task status", read_only_hint = true, open_world_hint = false)
     )]
     async fn get_status(
@@ -455,7 +481,8 @@ impl CuekitServer {
                 let summary = ops::team_status(team, &cwd)?;
                 return Ok(serde_json::to_value(summary).expect("summaries serialize"));
             }
-            Ok(json!({"tasks": ops::status(&params.ids, &cwd)?}))
+            let views = ops::status(&params.ids, &cwd)?;
+            Ok(json!({ "tasks": brief::tasks(views, params.detail) }))
         })
         .await
     }
@@ -476,10 +503,13 @@ impl CuekitServer {
         let cwd = self.cwd.clone();
         blocking(move || {
             Ok(match params.kind {
-                ListKind::Tasks => match &params.team {
-                    Some(team) => json!({"tasks": ops::team_list(team, &cwd)?}),
-                    None => json!({"tasks": ops::list(params.all, &cwd)?}),
-                },
+                ListKind::Tasks => {
+                    let views = match &params.team {
+                        Some(team) => ops::team_list(team, &cwd)?,
+                        None => ops::list(params.all, &cwd)?,
+                    };
+                    json!({ "tasks": brief::tasks(views, params.detail) })
+                }
                 ListKind::Adapters => {
                     let infos: Vec<_> = ADAPTERS.iter().map(|adapter| adapter.info()).collect();
                     json!({"adapters": infos})
@@ -625,7 +655,7 @@ impl CuekitServer {
             let mut result = json!({
                 "timed_out": outcome.timed_out,
                 "all_completed": all_completed,
-                "tasks": outcome.tasks,
+                "tasks": brief::tasks(outcome.tasks, params.detail),
             });
             if outcome.timed_out {
                 result["hint"] = json!(format!(

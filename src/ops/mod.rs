@@ -48,7 +48,7 @@ pub use list::{list, status};
 pub use logs::{follow_logs, read_logs, tail_logs};
 pub use merge::merge;
 pub use monitor::run_monitor;
-pub use outcome::{RESULT_FILE, TaskResult};
+pub use outcome::{RESULT_FILE, TaskResult, written_final_text};
 pub use reap::reap_orphans;
 pub use remote::{HostError, HostReport, Installed, host_install, hosts};
 pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};

@@ -3,6 +3,7 @@
 //! written by the event filter, served by `result`.
 
 use std::io::BufRead;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -107,6 +108,14 @@ pub(crate) fn stream_report(record: &TaskRecord) -> StreamReport {
         (true, Status::Completed) => StreamReport::Succeeded,
         (true, _) => StreamReport::Failed(error_message()),
     }
+}
+
+/// The final text of the result written in `task_dir`, if one was written (an event stream's
+/// or an ACP task's).
+pub fn written_final_text(task_dir: &Path) -> Option<String> {
+    let bytes = store::read_small(&task_dir.join(RESULT_FILE)).ok()?;
+    let result: TaskResult = serde_json::from_slice(&bytes).ok()?;
+    Some(result.final_text).filter(|text| !text.is_empty())
 }
 
 /// `result.json` as the event filter wrote it.
