@@ -781,6 +781,13 @@ fn a_key_left_unexpanded_by_the_client_never_reaches_a_child() {
         "{waited}\n{}",
         h.transcript(&id)
     );
+    // The hint says what the server lacks and how to hand it over.
+    let hint = task["hint"].as_str().unwrap();
+    assert!(
+        hint.contains("this MCP server's environment has none of GEMINI_API_KEY")
+            && hint.contains("cuekit mcp config"),
+        "{hint}"
+    );
 }
 
 #[test]

@@ -348,7 +348,7 @@ pub(crate) fn approval_mode<'a>(
 }
 
 /// The first of `names` set to a non-empty value in the environment.
-pub(crate) fn env_set(names: &[&str]) -> Option<String> {
+pub fn env_set(names: &[&str]) -> Option<String> {
     names
         .iter()
         .find(|name| std::env::var(name).is_ok_and(|value| !value.is_empty()))

@@ -71,8 +71,30 @@ fn head(text: &str, chars: usize) -> String {
     }
 }
 
+/// For a child an MCP server started without its agent's credentials: which variables the
+/// server's environment lacks, and how to hand them over. `None` when it has one of them.
+pub fn missing_credentials(agent_kind: &str) -> Option<String> {
+    let adapter = crate::adapter::lookup(agent_kind).ok()?;
+    if adapter.auth_env.is_empty() || crate::adapter::env_set(adapter.auth_env).is_some() {
+        return None;
+    }
+    Some(format!(
+        "this MCP server's environment has none of {}: name them in the server's `env` in your \
+         client's config, by reference (`cuekit mcp config --client <yours>` prints it)",
+        adapter.auth_env.join(", ")
+    ))
+}
+
 impl From<TaskView> for Brief {
-    fn from(view: TaskView) -> Brief {
+    fn from(mut view: TaskView) -> Brief {
+        if view.reason.as_deref() == Some("auth_missing")
+            && let Some(missing) = missing_credentials(&view.agent_kind)
+        {
+            view.hint = Some(match view.hint.take() {
+                Some(hint) => format!("{hint}; {missing}"),
+                None => missing,
+            });
+        }
         let final_text = view
             .status
             .is_terminal()
