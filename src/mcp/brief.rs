@@ -58,7 +58,7 @@ pub struct Brief {
     pub stopping: bool,
     /// An ACP task's permission request, with the option ids to answer it with.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub request: Option<Pending>,
+    pub request: Option<Box<Pending>>,
     /// The start of an ended task's answer, where it wrote one (`get_task_result` has it all).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub final_text: Option<String>,

@@ -245,7 +245,7 @@ impl Refreshed {
                             )
                         },
                     );
-                    view.request = request;
+                    view.request = request.map(Box::new);
                 }
                 view
             })

@@ -59,7 +59,7 @@ pub struct TaskView {
     pub role: Option<String>,
     /// The child's latest `cuekit report`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_report: Option<Report>,
+    pub last_report: Option<Box<Report>>,
     /// The latest report says the child is blocked: it waits on the parent.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub blocked: bool,
@@ -79,7 +79,7 @@ pub struct TaskView {
     /// An ACP task's permission request that waits for an answer (`cuekit approve`): the tool
     /// call and the options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request: Option<crate::acp::session::Pending>,
+    pub request: Option<Box<crate::acp::session::Pending>>,
 }
 
 impl TaskView {
@@ -214,7 +214,7 @@ impl From<&TaskRecord> for TaskView {
             stopping: false,
             team: record.team.clone(),
             role: record.spec.role.clone(),
-            last_report: record.last_report.clone(),
+            last_report: record.last_report.clone().map(Box::new),
             blocked: record
                 .last_report
                 .as_ref()
