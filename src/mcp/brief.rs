@@ -4,12 +4,10 @@
 //! children repeats twenty times. `detail: "full"` gives the whole view.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::acp::session::Pending;
 use crate::ops::TaskView;
-use crate::spec::Mode;
-use crate::status::Status;
 
 /// How much of each task an answer carries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -26,43 +24,27 @@ pub enum Detail {
 const OBJECTIVE_CHARS: usize = 120;
 const FINAL_TEXT_CHARS: usize = 400;
 
-#[derive(Debug, Serialize)]
-pub struct Brief {
-    pub id: String,
-    pub status: Status,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hint: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    pub agent_kind: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mode: Option<Mode>,
-    pub objective: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub team: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub role: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub branch: Option<String>,
-    /// A worktree task's checkout, where its work is.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub worktree: Option<std::path::PathBuf>,
-    /// The kind of the child's last `cuekit report` (`blocked`: it waits on the parent).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub report: Option<String>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub stopping: bool,
-    /// An ACP task's permission request, with the option ids to answer it with.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub request: Option<Box<Pending>>,
-    /// The start of an ended task's answer, where it wrote one (`get_task_result` has it all).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub final_text: Option<String>,
-}
+/// The view's fields a brief answer keeps (each only when the view has it): what a parent acts
+/// on. `request` is an ACP task's permission request with the option ids to answer it with;
+/// `last_report` the child's last `cuekit report` (`blocked`: it waits on the parent).
+const BRIEF_FIELDS: [&str; 16] = [
+    "id",
+    "status",
+    "reason",
+    "hint",
+    "exit_code",
+    "agent_kind",
+    "mode",
+    "objective",
+    "team",
+    "role",
+    "host",
+    "branch",
+    "worktree",
+    "last_report",
+    "stopping",
+    "request",
+];
 
 fn head(text: &str, chars: usize) -> String {
     match text.char_indices().nth(chars) {
@@ -85,55 +67,44 @@ pub fn missing_credentials(agent_kind: &str) -> Option<String> {
     ))
 }
 
-impl From<TaskView> for Brief {
-    fn from(mut view: TaskView) -> Brief {
-        if view.reason.as_deref() == Some("auth_missing")
-            && let Some(missing) = missing_credentials(&view.agent_kind)
-        {
-            view.hint = Some(match view.hint.take() {
-                Some(hint) => format!("{hint}; {missing}"),
-                None => missing,
-            });
-        }
-        let final_text = view
-            .status
-            .is_terminal()
-            .then(|| crate::ops::written_final_text(&view.task_dir))
-            .flatten()
-            .map(|text| head(&text, FINAL_TEXT_CHARS));
-        Brief {
-            objective: head(&view.objective, OBJECTIVE_CHARS),
-            report: view
-                .last_report
-                .map(|report| report.kind.as_str().to_string()),
-            id: view.id,
-            status: view.status,
-            reason: view.reason,
-            hint: view.hint,
-            exit_code: view.exit_code,
-            agent_kind: view.agent_kind,
-            mode: view.mode,
-            team: view.team,
-            role: view.role,
-            host: view.host,
-            branch: view.branch,
-            worktree: view.worktree,
-            stopping: view.stopping,
-            request: view.request,
-            final_text,
-        }
+/// One task as `detail` asks: in brief, [`BRIEF_FIELDS`], the objective's start, and the start
+/// of an ended task's answer where it wrote one (`get_task_result` has it all).
+pub fn task(mut view: TaskView, detail: Detail) -> Value {
+    if view.reason.as_deref() == Some("auth_missing")
+        && let Some(missing) = missing_credentials(&view.agent_kind)
+    {
+        view.hint = Some(match view.hint.take() {
+            Some(hint) => format!("{hint}; {missing}"),
+            None => missing,
+        });
     }
+    if detail == Detail::Full {
+        return serde_json::to_value(view).expect("views serialize");
+    }
+    let final_text = view
+        .status
+        .is_terminal()
+        .then(|| crate::ops::written_final_text(&view.task_dir))
+        .flatten();
+    view.objective = head(&view.objective, OBJECTIVE_CHARS);
+    let Value::Object(mut fields) = serde_json::to_value(view).expect("views serialize") else {
+        unreachable!("a view is an object")
+    };
+    fields.retain(|key, value| {
+        BRIEF_FIELDS.contains(&key.as_str()) && !value.is_null() && *value != Value::Bool(false)
+    });
+    if let Some(text) = final_text {
+        fields.insert(
+            "final_text".into(),
+            Value::String(head(&text, FINAL_TEXT_CHARS)),
+        );
+    }
+    Value::Object(fields)
 }
 
 /// The tasks as `detail` asks.
-pub fn tasks(views: Vec<TaskView>, detail: Detail) -> serde_json::Value {
-    match detail {
-        Detail::Full => serde_json::to_value(views),
-        Detail::Brief => {
-            serde_json::to_value(views.into_iter().map(Brief::from).collect::<Vec<_>>())
-        }
-    }
-    .expect("views serialize")
+pub fn tasks(views: Vec<TaskView>, detail: Detail) -> Value {
+    Value::Array(views.into_iter().map(|view| task(view, detail)).collect())
 }
 
 #[cfg(test)]

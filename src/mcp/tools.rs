@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::CuekitServer;
-use super::brief::{self, Brief, Detail};
+use super::brief::{self, Detail};
 use crate::adapter::ADAPTERS;
 use crate::error::{Error, ErrorCode};
 use crate::git::merge::Strategy;
@@ -456,10 +456,9 @@ impl CuekitServer {
                 ..SubmitRequest::default()
             };
             Ok(match ops::submit(request, &server_cwd)? {
-                ops::SubmitOutcome::Submitted(view) => match params.detail {
-                    Detail::Full => json!({ "task": view }),
-                    Detail::Brief => json!({ "task": Brief::from(*view) }),
-                },
+                ops::SubmitOutcome::Submitted(view) => {
+                    json!({ "task": brief::task(*view, params.detail) })
+                }
                 dry_run => json!({ "task": dry_run }),
             })
         })
