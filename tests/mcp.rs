@@ -760,6 +760,37 @@ fn answers_are_brief_unless_the_full_view_is_asked_for() {
     assert!(full["tasks"][0]["capabilities"].is_object(), "{full}");
 }
 
+/// A wait answer tells of each task once per change: with the previous answer's cursor, an
+/// unchanged task is left out (the counts still hold it), and one that ended in between is in.
+#[test]
+fn a_wait_with_a_cursor_tells_only_of_what_changed() {
+    let h = Harness::new().with_real_gemini(&[canned_text("Done.")]);
+    let mut client = Client::start(&h);
+    let id = submit(
+        &mut client,
+        json!({"objective": "go", "mode": "batch", "model": MODEL}),
+    );
+    // Still starting (the CLI takes over a second): a running task is no news.
+    let first = client.ok("wait", json!({"ids": [id], "timeout_seconds": 0}));
+    assert_eq!(first["tasks"], json!([]), "{first}");
+    assert_eq!(first["counts"]["running"], 1, "{first}");
+    let cursor = first["cursor"].as_str().unwrap().to_string();
+    // It ended since: news, once.
+    let ended = client.wait(json!({"ids": [id], "cursor": cursor}));
+    assert_eq!(ended["tasks"][0]["status"], "completed", "{ended}");
+    let cursor = ended["cursor"].as_str().unwrap().to_string();
+    let again = client.ok(
+        "wait",
+        json!({"ids": [id], "cursor": cursor, "timeout_seconds": 0}),
+    );
+    assert_eq!(again["tasks"], json!([]), "{again}");
+    assert_eq!(again["counts"]["completed"], 1, "{again}");
+    assert_eq!(
+        client.error_code("wait", json!({"ids": [id], "cursor": "../etc=1"})),
+        "invalid_input"
+    );
+}
+
 /// A client that hands `cuekit mcp` its key as an unexpanded reference (`$GEMINI_API_KEY` as
 /// text, which is what a client that expands nothing sends): the child gets no key at all and
 /// fails cleanly, where the text as a key would have run it (the canned replies ask none).

@@ -3,6 +3,7 @@
 //! nothing here decides anything about a task. stdout is the protocol: logs go to stderr.
 
 mod brief;
+mod changes;
 mod client_config;
 mod schema;
 mod tools;

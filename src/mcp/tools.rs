@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use super::CuekitServer;
 use super::brief::{self, Detail};
+use super::changes;
 use crate::adapter::ADAPTERS;
 use crate::error::{Error, ErrorCode};
 use crate::git::merge::Strategy;
@@ -370,6 +371,11 @@ pub struct WaitParams {
     /// view (paths, launch command, capabilities, attach hint, progress).
     #[serde(default)]
     pub detail: Detail,
+    /// The `cursor` of the previous wait answer: `tasks` then holds only the tasks whose state
+    /// changed since that answer. Without one, every task that is not plain running. `counts`
+    /// always covers all of them.
+    #[serde(default)]
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -614,7 +620,7 @@ impl CuekitServer {
 
     #[tool(
         name = "wait",
-        description = "Block until the tasks are done (mode all, or any), or until an interactive child waits on a human too (until=input_required), for at most timeout_seconds (default and maximum 50). If `timed_out` is true nothing is wrong: call wait again with the same ids. `all_completed` tells whether every ended task completed successfully.",
+        description = "Block until the tasks are done (mode all, or any), or until an interactive child waits on a human too (until=input_required), for at most timeout_seconds (default and maximum 50). If `timed_out` is true nothing is wrong: call wait again with the same ids. `tasks` holds the tasks not plain running, or with the previous answer's `cursor` only those that changed since it; `counts` covers all. `all_completed` tells whether every ended task completed successfully.",
         annotations(
             title = "Wait for tasks",
             read_only_hint = true,
@@ -651,14 +657,17 @@ impl CuekitServer {
                 .iter()
                 .filter(|task| task.status.is_terminal())
                 .all(|task| task.status == Status::Completed);
+            let changes = changes::since(outcome.tasks, params.cursor.as_deref())?;
             let mut result = json!({
                 "timed_out": outcome.timed_out,
                 "all_completed": all_completed,
-                "tasks": brief::tasks(outcome.tasks, params.detail),
+                "tasks": brief::tasks(changes.tasks, params.detail),
+                "counts": changes.counts,
+                "cursor": changes.cursor,
             });
             if outcome.timed_out {
                 result["hint"] = json!(format!(
-                    "not done after {secs} s; call wait again with the same ids to keep waiting"
+                    "not done after {secs} s; call wait again with the same ids (and this cursor, to hear only of changes) to keep waiting"
                 ));
             }
             Ok(result)
