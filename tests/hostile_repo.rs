@@ -37,6 +37,20 @@ fn submit_in_worktree(h: &Harness, extra: &[&str], script: &str) -> String {
     h.submit(&args)
 }
 
+/// A batch `true` task in its own worktree, whatever its answer: `(answer, exit status)`.
+fn submit_true_in_worktree(h: &Harness) -> (Value, i32) {
+    h.json(&[
+        "submit",
+        "--worktree",
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "true",
+    ])
+}
+
 fn wait_ended(h: &Harness, id: &str) -> Value {
     let (waited, _) = h.json(&["wait", id, "--timeout", "60s"]);
     waited
@@ -209,16 +223,7 @@ fn a_tracked_link_named_as_a_submodule_leads_nowhere() {
     )
     .unwrap();
     commit_all(&h.project, "a link named as a submodule");
-    let (answer, _) = h.json(&[
-        "submit",
-        "--worktree",
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "true",
-    ]);
+    let (answer, _) = submit_true_in_worktree(&h);
     assert_eq!(
         git(&mine, &["remote", "get-url", "origin"]).trim(),
         "https://example.org/mine.git",
@@ -688,16 +693,7 @@ fn two_submodule_names_for_one_path_are_refused() {
     )
     .unwrap();
     commit_all(&h.project, "two names, one path");
-    let (answer, code) = h.json(&[
-        "submit",
-        "--worktree",
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "true",
-    ]);
+    let (answer, code) = submit_true_in_worktree(&h);
     refused(&answer, code, "unsafe_project_data", 29);
     let worktrees = git(&h.project, &["worktree", "list"]);
     assert_eq!(worktrees.lines().count(), 1, "{worktrees}");

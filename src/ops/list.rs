@@ -127,7 +127,6 @@ pub(crate) fn listing(
 struct Rows {
     trusted: Vec<Task>,
     others: Vec<(usize, TaskView)>,
-    count: usize,
     /// Whether tasks whose pane went away are checked for processes that outlived it (a scan
     /// of /proc each, so not for listings).
     survivors: bool,
@@ -138,14 +137,13 @@ impl Rows {
         Rows {
             trusted: Vec::new(),
             others: Vec::new(),
-            count: 0,
             survivors,
         }
     }
 
     fn take(&mut self, item: Found) {
-        let place = self.count;
-        self.count += 1;
+        // Every row before this one is in one of the two.
+        let place = self.trusted.len() + self.others.len();
         match item {
             Found::Trusted(task) => self.trusted.push(*task),
             Found::Untrusted {
@@ -186,7 +184,6 @@ fn views_of(
         trusted,
         others,
         survivors,
-        ..
     } = rows;
     let looked_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
