@@ -13,6 +13,9 @@ use crate::tmux::PaneInfo;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// Waits for a slot under the limits, a dependency, or a retry's backoff: nothing of it
+    /// runs yet. Stored: the scheduler starts it.
+    Queued,
     Running,
     Completed,
     Failed,
@@ -39,6 +42,7 @@ impl Status {
 
     pub fn as_str(self) -> &'static str {
         match self {
+            Status::Queued => "queued",
             Status::Running => "running",
             Status::Completed => "completed",
             Status::Failed => "failed",
@@ -124,7 +128,8 @@ pub fn exit_status(
 }
 
 pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verdict {
-    if record.status.is_terminal() {
+    // A queued task has no pane to judge yet (a gated one its scheduler is starting at most).
+    if record.status != Status::Running {
         return Verdict::Unchanged;
     }
     if let Some(code) = exit_status(

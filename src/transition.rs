@@ -27,6 +27,10 @@ pub struct Announced {
 /// What the monitor sees of a task now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Seen {
+    /// Waits for the scheduler to start it (a first start, or a retry after its backoff).
+    Queued {
+        reason: Option<String>,
+    },
     Running,
     /// The child waits on a human: why, a hash of the screen, and how long the screen has been
     /// unchanged.
@@ -74,6 +78,7 @@ pub fn next(
         ..announced.clone()
     };
     let (status, reason, wait) = match seen {
+        Seen::Queued { reason } => (Status::Queued, reason.clone(), None),
         Seen::Running => (Status::Running, None, None),
         // Not settled yet: nothing changes until it holds for the dwell, but the task runs.
         Seen::Waiting { quiet_for, .. } if *quiet_for < dwell => {
@@ -91,7 +96,8 @@ pub fn next(
     };
     let mut announce = Vec::new();
     let announced = match announced.status {
-        None if status != Status::Running => {
+        // A task that waits in the queue has not started: its start is announced when it does.
+        None if !matches!(status, Status::Running | Status::Queued) => {
             announce.push(start);
             &started
         }
@@ -156,6 +162,38 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn a_queued_task_is_announced_queued_then_started_then_queued_again_for_its_retry() {
+        let queued = |reason: Option<&str>| Seen::Queued {
+            reason: reason.map(String::from),
+        };
+        let fired = run(&[
+            queued(None),
+            queued(None),
+            Seen::Running,
+            queued(Some("rate_limited")),
+            Seen::Running,
+            Seen::Ended {
+                status: Status::Completed,
+                reason: None,
+            },
+        ]);
+        assert_eq!(
+            fired,
+            [
+                (None, Status::Queued, None),
+                (Some(Status::Queued), Status::Running, None),
+                (
+                    Some(Status::Running),
+                    Status::Queued,
+                    Some("rate_limited".to_string())
+                ),
+                (Some(Status::Queued), Status::Running, None),
+                (Some(Status::Running), Status::Completed, None),
+            ]
+        );
     }
 
     #[test]

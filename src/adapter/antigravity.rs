@@ -63,6 +63,7 @@ pub(super) static ANTIGRAVITY: Adapter = Adapter {
     available_models: &[],
     // 3 since 1.2.6 (CHANGELOG; an `AGY_ERROR:` JSON line on stderr says more); 1 for auth,
     // quota and other failures, and 2 for a bad flag (Go's flag package), as peers saw them.
+    faults: &super::faults::API_FAULTS,
     exit_reasons: &[
         ExitReason {
             code: 1,

@@ -58,6 +58,7 @@ pub(super) static CLAUDE: Adapter = Adapter {
     capabilities: Capabilities::pane_agent("claude-code"),
     default_bin: "claude",
     available_models: &["haiku", "sonnet", "opus"],
+    faults: &super::faults::API_FAULTS,
     exit_reasons: &[],
     interactive_unset_env: &[],
     steer_enter_delay: Duration::from_millis(100),

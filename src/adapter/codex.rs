@@ -35,6 +35,7 @@ pub(super) static CODEX: Adapter = Adapter {
     capabilities: Capabilities::pane_agent("codex"),
     default_bin: "codex",
     available_models: &[],
+    faults: &super::faults::API_FAULTS,
     exit_reasons: &[],
     interactive_unset_env: &[],
     steer_enter_delay: Duration::from_millis(100),

@@ -18,6 +18,7 @@ pub(super) static COMMAND: Adapter = Adapter {
     // The program is the first word of each task, not a fixed binary.
     default_bin: "",
     available_models: &[],
+    faults: &super::faults::NO_FAULTS,
     exit_reasons: &[],
     interactive_unset_env: &[],
     steer_enter_delay: Duration::from_millis(50),

@@ -33,6 +33,7 @@ pub(super) static COPILOT: Adapter = Adapter {
     capabilities: Capabilities::pane_agent("copilot"),
     default_bin: "copilot",
     available_models: &[],
+    faults: &super::faults::API_FAULTS,
     exit_reasons: &[],
     interactive_unset_env: &[],
     steer_enter_delay: Duration::from_millis(100),

@@ -59,6 +59,7 @@ pub(super) static GEMINI: Adapter = Adapter {
         "gemini-3.1-flash-lite",
         "gemini-3.5-flash-lite",
     ],
+    faults: &super::faults::API_FAULTS,
     exit_reasons: &[
         ExitReason {
             code: 1,

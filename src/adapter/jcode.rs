@@ -17,6 +17,7 @@ pub(super) static JCODE: Adapter = Adapter {
     capabilities: Capabilities::pane_agent("jcode"),
     default_bin: "jcode",
     available_models: &[],
+    faults: &super::faults::API_FAULTS,
     exit_reasons: &[],
     interactive_unset_env: &[],
     // Steering goes through the pane's terminal in line mode: Enter ends the line whenever it

@@ -8,6 +8,7 @@ mod claude;
 mod codex;
 mod command;
 mod copilot;
+pub mod faults;
 mod gemini;
 mod jcode;
 mod opencode;
@@ -95,6 +96,8 @@ pub struct Adapter {
     pub default_bin: &'static str,
     pub available_models: &'static [&'static str],
     /// Exit codes with a documented meaning for this agent.
+    /// The texts that make a failed attempt a passing fault (`rate_limited`, `transient`).
+    pub faults: &'static faults::Faults,
     pub exit_reasons: &'static [ExitReason],
     /// Variables removed from the pane's environment for interactive runs (e.g. `CI`, which
     /// makes some CLIs run headless even on a TTY).

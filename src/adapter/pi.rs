@@ -37,6 +37,7 @@ pub(super) static PI: Adapter = Adapter {
     capabilities: Capabilities::pane_agent("pi"),
     default_bin: "pi",
     available_models: &[],
+    faults: &super::faults::API_FAULTS,
     exit_reasons: &[],
     interactive_unset_env: &[],
     steer_enter_delay: Duration::from_millis(100),

@@ -41,6 +41,7 @@ pub(super) static QWEN: Adapter = Adapter {
     capabilities: Capabilities::pane_agent("qwen"),
     default_bin: "qwen",
     available_models: &[],
+    faults: &super::faults::API_FAULTS,
     exit_reasons: &[],
     // Like Gemini, a set CI makes it run headless.
     interactive_unset_env: &["CI", "GITHUB_ACTIONS"],

@@ -90,6 +90,11 @@ enum Command {
     Steer(steer::SteerArgs),
     /// Answer the permission request an ACP task waits on (allow, allow always, reject).
     Approve(approve::ApproveArgs),
+    /// Start an ended task again (a new attempt, continuing its agent's session).
+    Retry {
+        #[arg(value_name = "ID", add = task_ids())]
+        id: String,
+    },
     /// Wait until tasks end; exit status says whether all completed.
     Wait(wait::WaitArgs),
     /// Cancel running tasks (whole process tree), or clean up ended ones' sessions.
@@ -158,6 +163,9 @@ enum Command {
     /// Internal: the monitor of one tmux server (endings, timeouts, transitions, hooks).
     #[command(name = "__monitor", hide = true)]
     Monitor { socket: String },
+    /// Internal: the user's scheduler (starts queued tasks while any wait).
+    #[command(name = "__scheduler", hide = true)]
+    Scheduler,
     /// Internal: the ACP client of an ACP task, in its pane.
     #[command(name = "__acp", hide = true)]
     Acp(acp::AcpArgs),
@@ -258,6 +266,19 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Trust(args) => setup::trust(args, &cwd, json),
         Command::Monitor { socket } => {
             crate::ops::run_monitor(socket)?;
+            Ok(0)
+        }
+        Command::Scheduler => {
+            crate::ops::run_scheduler()?;
+            Ok(0)
+        }
+        Command::Retry { id } => {
+            let view = crate::ops::retry(id, &cwd)?;
+            if json {
+                render::print_json(&view);
+            } else {
+                println!("{}", render::task_details(&view));
+            }
             Ok(0)
         }
         Command::Acp(args) => acp::run(args),

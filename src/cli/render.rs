@@ -135,6 +135,49 @@ pub fn task_details(task: &TaskView) -> String {
     out
 }
 
+/// A queued task's place and what holds it; a retried task's attempts.
+fn queue_lines(queue: &crate::ops::QueueView) -> String {
+    let mut out = String::new();
+    let mut waits = Vec::new();
+    if let Some(place) = queue.place {
+        waits.push(format!("place {place}"));
+    }
+    if !queue.waiting_for.is_empty() {
+        waits.push(format!("after {}", queue.waiting_for.join(", ")));
+    }
+    if let Some(limit) = &queue.limit {
+        waits.push(format!("limit {limit}"));
+    }
+    if let Some(at) = &queue.not_before {
+        waits.push(format!("not before {at}"));
+    }
+    if queue.priority != 0 {
+        waits.push(format!("priority {}", queue.priority));
+    }
+    if !waits.is_empty() {
+        out.push_str(&format!("\n  queue:      {}", waits.join(", ")));
+    }
+    if queue.attempt > 0 || queue.attempts_max.is_some() {
+        let of = queue
+            .attempts_max
+            .map(|max| format!(" of {max}"))
+            .unwrap_or_default();
+        let ended: Vec<String> = queue
+            .attempts
+            .iter()
+            .filter_map(|a| a.reason.as_deref())
+            .map(String::from)
+            .collect();
+        let ended = if ended.is_empty() {
+            String::new()
+        } else {
+            format!(" (ended before: {})", ended.join(", "))
+        };
+        out.push_str(&format!("\n  attempt:    {}{of}{ended}", queue.attempt));
+    }
+    out
+}
+
 /// [`task_details`] after its first line.
 fn details_below_the_line(task: &TaskView) -> String {
     let mut out = String::new();
@@ -154,6 +197,9 @@ fn details_below_the_line(task: &TaskView) -> String {
     ));
     if let Some(hint) = &task.hint {
         out.push_str(&format!("\n  hint:       {hint}"));
+    }
+    if let Some(queue) = &task.queue {
+        out.push_str(&queue_lines(queue));
     }
     if let Some(host) = &task.host {
         out.push_str(&format!(

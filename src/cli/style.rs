@@ -51,6 +51,7 @@ pub fn status(status: Status, width: usize) -> String {
     }
     let code = match status {
         Status::InputRequired => "1;33",
+        Status::Queued => "34",
         Status::Running => "36",
         Status::Completed => "32",
         Status::Failed | Status::TimedOut => "31",

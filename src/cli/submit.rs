@@ -78,6 +78,29 @@ pub struct SubmitArgs {
     /// The worktree's new branch (default: worktree.branch_prefix + the task id).
     #[arg(long, value_name = "NAME")]
     branch: Option<String>,
+    /// Start once these tasks completed (comma-separated ids); the task waits `queued` until
+    /// then, and is cancelled (`dependency_failed`) if one of them fails or is cancelled.
+    #[arg(long, value_name = "ID,…", value_delimiter = ',')]
+    after: Vec<String>,
+    /// With --after: start once they ended, whatever their status.
+    #[arg(long, requires = "after")]
+    after_ended: bool,
+    /// Higher starts first when the queue holds several (default 0; may be negative).
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        default_value_t = 0
+    )]
+    priority: i32,
+    /// Start now whatever the limits (dependencies still hold).
+    #[arg(long)]
+    now: bool,
+    /// Start the task again, continuing its session, when an attempt ends rate_limited,
+    /// transient or pane_disappeared, at most N more times (0: never; default: `retry` in
+    /// your config).
+    #[arg(long, value_name = "N")]
+    retry: Option<u32>,
     /// Print the launch command without running anything (without the per-task --session-id).
     #[arg(long)]
     dry_run: bool,
@@ -154,6 +177,14 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             ops::Asker::User
         },
         host: args.host.clone(),
+        scheduling: ops::Scheduling {
+            after: args.after.clone(),
+            after_ended: args.after_ended,
+            priority: args.priority,
+            now: args.now,
+            retry: args.retry,
+            team_max: None,
+        },
     };
     let outcome = ops::submit(request, cwd)?;
     if json {

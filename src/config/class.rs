@@ -200,6 +200,21 @@ pub const KEYS: &[KeyRule] = &[
         KeyClass::TightenOnly,
         "per tool kind, reject < ask < allow: a project may make a kind stricter than yours (ask where you set none), never looser",
     ),
+    key(
+        "limits.running",
+        KeyClass::TightenOnly,
+        "a project may lower your cap for its own tasks, never raise it",
+    ),
+    key(
+        "limits.agents.*",
+        KeyClass::TightenOnly,
+        "a project may lower your cap per agent for its own tasks, never raise it",
+    ),
+    key(
+        "retry",
+        KeyClass::UserOnly,
+        "each attempt spends your quota: only your own file retries tasks by default",
+    ),
 ];
 
 /// A value the project file sets that does not apply, and why.

@@ -412,6 +412,42 @@ impl Config {
         merged
     }
 
+    /// The caps on live agents, each the lowest any layer sets: a project's file only ever
+    /// lowers the user's (the class table keeps a higher value from mattering).
+    pub fn limits(&self) -> crate::store::schedule::Limits {
+        self.layers
+            .iter()
+            .fold(Default::default(), |limits, (_, file)| {
+                limits.lowered_by(&crate::store::schedule::Limits {
+                    running: file.limits.running,
+                    agents: file.limits.agents.clone(),
+                })
+            })
+    }
+
+    /// The caps of the user's own file (for the scheduler, which serves every project).
+    pub fn user_limits() -> crate::store::schedule::Limits {
+        Config::load(Path::new("/"))
+            .map(|config| config.limits())
+            .unwrap_or_default()
+    }
+
+    /// The user's retry policy (a project file's `retry` is withheld by its class).
+    pub fn retry(&self) -> Option<crate::store::schedule::RetryPolicy> {
+        let retry = self.pick(|f| f.retry.clone())?.value;
+        Some(crate::store::schedule::RetryPolicy {
+            max: retry.max,
+            on: retry.on.unwrap_or_else(|| {
+                crate::store::schedule::RETRYABLE
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect()
+            }),
+            backoff_first: retry.backoff.first.map_or(30, |d| d.0.as_secs()),
+            backoff_max: retry.backoff.max.map_or(900, |d| d.0.as_secs()),
+        })
+    }
+
     pub fn provider_profile(&self, kind: &str) -> Option<Setting<String>> {
         self.pick(|f| {
             f.adapters

@@ -38,6 +38,39 @@ pub struct ConfigFile {
     /// ACP tasks (`--mode acp`).
     #[serde(default)]
     pub acp: AcpConfig,
+    /// Caps on live agents: tasks past them wait in the queue.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+    /// Attempts that end for a passing reason start again, continuing the agent's session.
+    pub retry: Option<RetryConfig>,
+}
+
+/// How many agents may run at once, user-wide: in all, and per agent kind.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    pub running: Option<u32>,
+    #[serde(default)]
+    pub agents: BTreeMap<String, u32>,
+}
+
+/// The retry policy of every task that does not give its own `--retry`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Further attempts at most.
+    pub max: u32,
+    /// The endings retried (default: all of `rate_limited`, `transient`, `pane_disappeared`).
+    pub on: Option<Vec<String>>,
+    #[serde(default)]
+    pub backoff: BackoffConfig,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackoffConfig {
+    pub first: Option<DurationText>,
+    pub max: Option<DurationText>,
 }
 
 /// What an ACP task's client answers by itself when the agent asks for a permission and the
@@ -250,6 +283,7 @@ pub fn parse(text: &str, path: &Path) -> Result<ConfigFile> {
         }
     }
     check_option_values(&file, text, path)?;
+    check_retry_reasons(&file, text, path)?;
     Ok(file)
 }
 
@@ -299,6 +333,28 @@ fn check_option_values(file: &ConfigFile, text: &str, path: &Path) -> Result<()>
 }
 
 /// A host name is part of file names (its control socket): letters, digits, `-`, `_`, `.`.
+/// A retry for an ending that is no passing fault (a cancel, a timeout, a login that is
+/// missing) would run the same failure again: only the retryable reasons are accepted.
+fn check_retry_reasons(file: &ConfigFile, text: &str, path: &Path) -> Result<()> {
+    let Some(reasons) = file.retry.as_ref().and_then(|retry| retry.on.as_ref()) else {
+        return Ok(());
+    };
+    for reason in reasons {
+        if !crate::store::schedule::RETRYABLE.contains(&reason.as_str()) {
+            return Err(invalid(
+                path,
+                line_of_key(text, "retry:", "on"),
+                1,
+                format!(
+                    "retry.on: '{reason}' is not retried; expected some of {}",
+                    crate::store::schedule::RETRYABLE.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn check_host_names(file: &ConfigFile, text: &str, path: &Path) -> Result<()> {
     for (name, host) in &file.hosts {
         let valid_name = !name.is_empty()
@@ -410,7 +466,7 @@ mod tests {
         );
         assert_eq!(
             message("tmux:\n  width: 10\ncolour: red\n"),
-            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `worktree`, `monitor`, `hooks`, `notify`, `notify_on`, `hosts`, `acp`"
+            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `worktree`, `monitor`, `hooks`, `notify`, `notify_on`, `hosts`, `acp`, `limits`, `retry`"
         );
         assert_eq!(
             message("adapters:\n  gemini:\n    bin: g\n  gemni:\n    bin: x\n"),

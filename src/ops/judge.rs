@@ -329,13 +329,16 @@ fn refresh_with(
     mut early: Option<EarlyLook>,
 ) -> Result<Refreshed> {
     super::reap::reap_orphans();
+    // After a reboot (or a scheduler killed) the first look finds the queue and serves it.
+    super::schedule::ensure_running();
     resume_abandoned_stops(&tasks);
     // Panes are looked at first and sentinels after (see `Observation`). A server needs no
     // look when every running task on it has its sentinel already; finding one that has not is
     // enough to know it does (each sentinel is then read once, after the look).
+    // A queued task has no pane to look at (its scheduler starts it).
     let running: Vec<&Task> = tasks
         .iter()
-        .filter(|t| !t.record.status.is_terminal())
+        .filter(|t| t.record.status == Status::Running)
         .collect();
     // Every running task's server is looked at, sentinel or not: a sentinel beside a live pane
     // is not an ending (the child can write one).
@@ -366,11 +369,8 @@ fn refresh_with(
     }
     // Whoever looks at a task that was running starts its server's monitor if none runs (it
     // was killed, or ended before this task did): transitions are announced whoever watches.
-    let sockets: std::collections::HashSet<&Socket> = tasks
-        .iter()
-        .filter(|t| !t.record.status.is_terminal())
-        .map(|t| &t.placement.socket)
-        .collect();
+    let sockets: std::collections::HashSet<&Socket> =
+        running.iter().map(|t| &t.placement.socket).collect();
     for socket in sockets {
         super::monitor_lock::ensure_running(socket);
     }
@@ -380,7 +380,7 @@ fn refresh_with(
     let tasks = tasks
         .into_iter()
         .map(|task| {
-            if task.record.status.is_terminal() {
+            if task.record.status != Status::Running {
                 return Ok(task);
             }
             let panes = match snapshots.get(&task.placement.socket) {
@@ -425,6 +425,16 @@ fn refresh_with(
                     Ok(task)
                 }
                 Verdict::Ended(ending) => {
+                    let ending = super::schedule::name_fault(&task.record, adapter, ending);
+                    // An attempt its retry policy retries goes back to the queue instead.
+                    match super::schedule::requeue(&task, &ending) {
+                        Some(Ok(requeued)) => return Ok(requeued),
+                        Some(Err(err)) => {
+                            not_recorded.insert(task.record.id.clone());
+                            return Ok(unrecorded(task, &err));
+                        }
+                        None => {}
+                    }
                     let (task, recorded) = record_or_show(task, ending);
                     if !recorded {
                         not_recorded.insert(task.record.id.clone());
@@ -535,6 +545,9 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
         let _ = std::fs::remove_file(record.task_dir.join(format!("{EXIT_CODE_FILE}.tmp")));
         Ok(true)
     })?;
+    // Ended: its slot is free and it never starts again (a cancelled queued task).
+    crate::store::schedule::dequeue(&task.record.id);
+    crate::store::schedule::free_slot(&task.record.id);
     Ok(task)
 }
 

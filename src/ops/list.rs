@@ -207,6 +207,7 @@ fn views_of(
             }
         }
     }
+    super::schedule::explain(&mut views, survivors);
     // In the order found: each place counts the rows before it, judged or not.
     for (place, view) in others {
         views.insert(place, view);

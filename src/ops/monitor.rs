@@ -267,6 +267,10 @@ impl Monitor {
                 status: record.status,
                 reason: record.reason.clone(),
             }
+        } else if record.status == Status::Queued {
+            Seen::Queued {
+                reason: record.reason.clone(),
+            }
         } else if let (Some((reason, hash, _)), Ok(Some(pane))) =
             (super::acp::waiting(task), refreshed.pane(task))
             && !pane.dead

@@ -102,10 +102,11 @@ pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Re
         }
     }
     let tasks = super::judge::refresh(tasks)?.tasks;
+    // A queued task has not started: removing it takes it out of the queue.
     if let Some(running) = tasks
         .iter()
         .map(|t| &t.record)
-        .find(|r| !r.status.is_terminal())
+        .find(|r| !r.status.is_terminal() && r.status != crate::status::Status::Queued)
     {
         return Err(Error::new(
             ErrorCode::InvalidState,
@@ -113,6 +114,14 @@ pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Re
         )
         .with_hint(format!("cancel it first (`cuekit cancel {}`)", running.id)));
     }
+    let tasks = if dry_run {
+        tasks
+    } else {
+        tasks
+            .into_iter()
+            .map(super::schedule::withdraw)
+            .collect::<Result<Vec<_>>>()?
+    };
     let mut removals = tasks
         .iter()
         .map(|task| remove_one(task, force, dry_run))

@@ -13,7 +13,7 @@ use crate::launch::{ENV_FILE, Runner, StartGate, render_env_file, render_launch_
 use crate::role::{Role, Roles};
 use crate::spec::{Mode, TaskSpec};
 use crate::status::Status;
-use crate::store::{self, PaneStart, Placement, TaskFacts, TaskRecord, TmuxPlacement};
+use crate::store::{self, PaneStart, Placement, TaskFacts, TaskRecord, TmuxPlacement, schedule};
 use crate::tmux::{Socket, Tmux, args};
 
 /// What a parent asks for. Every `None` is filled from the configuration, then the adapter.
@@ -61,6 +61,8 @@ pub struct SubmitRequest {
     pub once: Option<bool>,
     /// Run the task on this configured host (its `cwd` is then a directory there).
     pub host: Option<String>,
+    /// Dependencies, priority, retries, `--now`: what the scheduler is asked.
+    pub scheduling: super::schedule::Scheduling,
 }
 
 /// Who asks for a task, as far as its permissions go.
@@ -381,6 +383,17 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         }
         spec.resume_session = Some(resumable_session(earlier)?);
     }
+    let sched_plan = super::schedule::plan_for(&request.scheduling, &config)?;
+    // A task that waits for others, or that the queue may hold, runs to its end by itself
+    // unless a mode was asked for: a pipeline must not stop at an idle prompt.
+    if spec.mode.is_none()
+        && sched_plan.as_ref().is_some_and(|plan| {
+            !plan.after.is_empty() || (!plan.limits.is_empty() && !request.scheduling.now)
+        })
+        && adapter.supports(Mode::Batch)
+    {
+        spec.mode = Some(Mode::Batch);
+    }
     let mode = spec.mode.unwrap_or(adapter.capabilities.default_mode);
     if !adapter.supports(mode) {
         return Err(Error::invalid_input(format!(
@@ -549,6 +562,19 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         })),
         legacy: false,
     };
+    // Decided under the scheduler's lock, held until the task is on record: racing submits
+    // never both take the last slot.
+    let admission = super::schedule::admit(
+        sched_plan.as_ref(),
+        &spec.agent_kind,
+        request.team.as_deref(),
+        request.scheduling.now,
+    )?;
+    let scheduled = match (&admission, &sched_plan) {
+        (super::schedule::Admission::Queue(..), _) => Scheduled::Queued,
+        (_, Some(plan)) if plan.retry.is_some() => Scheduled::Retried,
+        _ => Scheduled::No,
+    };
     // From here on, whatever stops this submit is undone by the next cuekit call (see
     // `reap`): the pending entry names what it is creating, its worktree included.
     store::write_pending(&placement)?;
@@ -579,6 +605,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     let undo = |err: Error| {
         let _ = Tmux::new(socket.clone()).run(&args::kill_session(&session));
         let _ = std::fs::remove_dir_all(&task_dir);
+        schedule::forget(&id);
         store::remove_pending(&id);
         err
     };
@@ -593,6 +620,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         event_stream,
         &config,
         setup.as_deref(),
+        scheduled,
     )
     .map_err(undo)?;
     let height = config.height().value;
@@ -603,7 +631,11 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         cwd: cwd.clone(),
         task_dir: task_dir.clone(),
         launch_command: command,
-        status: Status::Running,
+        status: if scheduled == Scheduled::Queued {
+            Status::Queued
+        } else {
+            Status::Running
+        },
         reason: None,
         hint: None,
         exit_code: None,
@@ -615,6 +647,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         }),
         created_at,
         ended_at: None,
+        started_at: None,
         timeout_secs,
         event_stream,
         agent_session_id,
@@ -624,6 +657,29 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         last_report: None,
         worktree: plan.as_ref().map(|plan| (&plan.placement()).into()),
     };
+    // Held until the task is on record (the end of this function).
+    let _decision = match admission {
+        super::schedule::Admission::Queue(plan, waits) => {
+            return queue(record, &placement, &plan, waits, created).map_err(undo);
+        }
+        super::schedule::Admission::Start(lock) => lock,
+    };
+    // Counted against the caps from before its pane exists.
+    super::schedule::take_slot(&id, &record.spec.agent_kind, request.team.as_deref())
+        .map_err(undo)?;
+    if let Some(plan) = sched_plan
+        .as_ref()
+        .filter(|_| scheduled == Scheduled::Retried)
+    {
+        let mut plan = plan.clone();
+        plan.attempts.push(store::schedule::Attempt {
+            started_at: record.created_at.clone(),
+            ended_at: None,
+            reason: None,
+            exit_code: None,
+        });
+        schedule::save_plan(&id, &plan).map_err(undo)?;
+    }
     // The one tmux call runs while the record and the registry entry are written and synced;
     // both are put in place only once the session exists, so no reader ever sees a running
     // task without its pane. The pane itself waits for the registry entry before it starts
@@ -667,6 +723,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             store::save(&record)
                 .and_then(|_| store::stage_placement(&placement)?.commit())
                 .map_err(undo)?;
+            schedule::free_slot(&id);
             store::remove_pending(&id);
             return Err(err);
         }
@@ -687,6 +744,47 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     // Endings, timeouts and transitions are the monitor's from here, whoever watches or not.
     super::monitor_lock::ensure_running(&socket);
     Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(&record))))
+}
+
+/// Puts a task into the queue: its record (`queued`), its plan and its registry entry, all
+/// synced; the scheduler starts it.
+fn queue(
+    mut record: TaskRecord,
+    placement: &Placement,
+    plan: &store::schedule::Plan,
+    waits: super::schedule::QueueView,
+    mut created: Option<CreatedWorktree>,
+) -> Result<SubmitOutcome> {
+    let id = record.id.clone();
+    record.hint = Some(queued_hint(&waits));
+    schedule::save_plan(&id, plan)?;
+    // Marked before it is registered: a queue mark without a registry entry is ignored (and
+    // swept), a registered task without its mark would wait for ever.
+    schedule::enqueue(&id)?;
+    store::stage_record(&record)?.commit()?;
+    store::stage_placement(placement)?.commit()?;
+    store::remove_pending(&id);
+    if let Some(created) = created.as_mut() {
+        created.keep();
+    }
+    super::schedule::ensure_running();
+    let mut view = TaskView::from(&record);
+    view.queue = Some(Box::new(waits));
+    Ok(SubmitOutcome::Submitted(Box::new(view)))
+}
+
+/// Why a new task waits, in its record.
+fn queued_hint(waits: &super::schedule::QueueView) -> String {
+    if !waits.waiting_for.is_empty() {
+        return format!(
+            "queued: starts once {} completed",
+            waits.waiting_for.join(", ")
+        );
+    }
+    match &waits.limit {
+        Some(limit) => format!("queued: at the limit ({limit}); starts when a slot frees"),
+        None => "queued: starts when a slot frees".to_string(),
+    }
 }
 
 /// The cuekit binary as a shell word: an ACP task's pane runs it as the protocol's client.
@@ -735,7 +833,7 @@ fn check_argv_limit(spec: &TaskSpec, adapter: &adapter::Adapter, command: &str) 
 }
 
 /// `<pane id> <pane pid>` as tmux printed it for the new pane.
-fn parse_new_pane(stdout: &str) -> Option<PaneStart> {
+pub(crate) fn parse_new_pane(stdout: &str) -> Option<PaneStart> {
     let mut words = stdout.split_whitespace();
     let pane_id = words.next()?.to_string();
     let pane_pid = words.next()?.parse().ok()?;
@@ -793,7 +891,9 @@ struct TaskFiles {
     transcript: PathBuf,
 }
 
-/// `prompt.txt`, `launch.sh`, the submitter's environment, an empty transcript.
+/// `prompt.txt`, `launch.sh`, the submitter's environment, an empty transcript. A task the
+/// scheduler starts later has its script and environment in the user's registry instead
+/// ([`Scheduled`]): nothing a project folder holds is run hours later.
 #[allow(clippy::too_many_arguments)]
 fn write_task_files(
     id: &str,
@@ -805,7 +905,103 @@ fn write_task_files(
     event_stream: bool,
     config: &Config,
     setup: Option<&str>,
+    scheduled: Scheduled,
 ) -> Result<TaskFiles> {
+    let prompt = if adapter.runs_argv {
+        spec.argv.join(" ")
+    } else {
+        crate::spec::render_prompt(spec)
+    };
+    write_private(
+        &task_dir.join(crate::launch::PROMPT_FILE),
+        prompt.as_bytes(),
+    )?;
+    let env_file = env_file_text(id, adapter.kind(), config);
+    let env_path = task_dir.join(ENV_FILE);
+    let script_path = match scheduled {
+        Scheduled::No | Scheduled::Retried => {
+            let registry = store::registry_dir().expect("the pending entry was written");
+            let pending = store::data_dir()
+                .expect("the pending entry was written")
+                .join("pending")
+                .join(id);
+            let gate = StartGate {
+                registered: &registry.join(id),
+                pending: &pending,
+            };
+            let script = launch_script(
+                id,
+                task_dir,
+                command,
+                adapter,
+                mode,
+                event_stream,
+                gate,
+                setup,
+            )?;
+            let script_path = task_dir.join(store::LAUNCH_FILE);
+            write_private(&script_path, script.as_bytes())?;
+            write_private(&env_path, env_file.as_bytes())?;
+            script_path
+        }
+        Scheduled::Queued => {
+            let script = launch_script(
+                id,
+                task_dir,
+                command,
+                adapter,
+                mode,
+                event_stream,
+                super::schedule::gate_paths(id)?.gate(),
+                setup,
+            )?;
+            let script_path = schedule::launch_path(id).expect("the pending entry was written");
+            schedule::write_private(&script_path, script.as_bytes())?;
+            script_path
+        }
+    };
+    if scheduled != Scheduled::No {
+        // Each later start takes its environment from here.
+        let kept = schedule::env_path(id).expect("the pending entry was written");
+        schedule::write_private(&kept, env_file.as_bytes())?;
+    }
+    let transcript = task_dir.join(store::TRANSCRIPT_FILE);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&transcript)
+        .map_err(|err| Error::io("create", &transcript, err))?;
+    Ok(TaskFiles {
+        script: script_path,
+        env: env_path,
+        transcript,
+    })
+}
+
+/// Whether the scheduler starts the task (now or later).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scheduled {
+    /// Started by this submit, never again.
+    No,
+    /// Started by this submit; a retry may start it again.
+    Retried,
+    /// Queued: the scheduler starts it.
+    Queued,
+}
+
+/// The task's `launch.sh` (see [`render_launch_script`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_script(
+    id: &str,
+    task_dir: &Path,
+    command: &str,
+    adapter: &adapter::Adapter,
+    mode: Mode,
+    event_stream: bool,
+    gate: StartGate,
+    setup: Option<&str>,
+) -> Result<String> {
     let unset_env = match mode {
         Mode::Interactive | Mode::Acp => adapter.interactive_unset_env,
         Mode::Batch => &[],
@@ -820,22 +1016,7 @@ fn write_task_files(
     } else {
         None
     };
-    let prompt = if adapter.runs_argv {
-        spec.argv.join(" ")
-    } else {
-        crate::spec::render_prompt(spec)
-    };
-    write_private(
-        &task_dir.join(crate::launch::PROMPT_FILE),
-        prompt.as_bytes(),
-    )?;
-    let registry = store::registry_dir().expect("the pending entry was written");
-    let pending = store::data_dir()
-        .expect("the pending entry was written")
-        .join("pending")
-        .join(id);
-    let script_path = task_dir.join(store::LAUNCH_FILE);
-    let script = render_launch_script(
+    render_launch_script(
         id,
         command,
         unset_env,
@@ -845,41 +1026,26 @@ fn write_task_files(
             (_, Some(filter)) => Runner::Filtered(filter),
             (_, None) => Runner::Plain,
         },
-        StartGate {
-            registered: &registry.join(id),
-            pending: &pending,
-        },
+        gate,
         setup,
-    )?;
-    write_private(&script_path, script.as_bytes())?;
-    let env_path = task_dir.join(ENV_FILE);
-    // The submitter's environment, then the adapter's configured `env`, then the task id.
+    )
+}
+
+/// The submitter's environment, then the adapter's configured `env`, then the task id.
+pub(crate) fn env_file_text(id: &str, kind: &str, config: &Config) -> String {
     let inherited = std::env::vars_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
         .filter(|(name, _)| name != crate::process::TASK_ID_VARIABLE);
     let configured = config
-        .env(adapter.kind())
+        .env(kind)
         .into_iter()
         .map(|(name, s)| (name, s.value));
-    let env_file = render_env_file(
+    render_env_file(
         inherited
             .chain(path_with_cuekit())
             .chain(configured)
             .chain([(crate::process::TASK_ID_VARIABLE.to_string(), id.to_string())]),
-    );
-    write_private(&env_path, env_file.as_bytes())?;
-    let transcript = task_dir.join(store::TRANSCRIPT_FILE);
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(&transcript)
-        .map_err(|err| Error::io("create", &transcript, err))?;
-    Ok(TaskFiles {
-        script: script_path,
-        env: env_path,
-        transcript,
-    })
+    )
 }
 
 /// A worktree this submit created, removed again unless the task started.

@@ -80,6 +80,9 @@ pub struct TaskView {
     /// call and the options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<Box<crate::acp::session::Pending>>,
+    /// What a queued task waits for, and a task's attempts under its retry policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<Box<super::schedule::QueueView>>,
 }
 
 impl TaskView {
@@ -173,6 +176,7 @@ impl TaskView {
             diff_stat: None,
             host: None,
             request: None,
+            queue: None,
         }
     }
 }
@@ -225,6 +229,7 @@ impl From<&TaskRecord> for TaskView {
             diff_stat: None,
             host: None,
             request: None,
+            queue: None,
         }
     }
 }

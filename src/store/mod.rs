@@ -4,6 +4,7 @@
 mod atomic;
 mod record;
 mod registry;
+pub mod schedule;
 pub mod transitions;
 
 pub use atomic::{
@@ -11,7 +12,8 @@ pub use atomic::{
     remove_stale_tmps, stage, write_atomic,
 };
 pub use record::{
-    TaskRecord, TmuxPlacement, WorktreeRecord, load, lock_file, save, stage_record, update,
+    TaskRecord, TmuxPlacement, WorktreeRecord, load, lock_file, lock_file_try, save, stage_record,
+    update,
 };
 pub use registry::{
     MergeRecord, PaneStart, Pending, Placement, TaskFacts, WorktreePlacement, announced, data_dir,

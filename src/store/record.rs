@@ -43,6 +43,10 @@ pub struct TaskRecord {
     pub created_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<String>,
+    /// When the scheduler started its latest attempt (absent: it started at submit). Its
+    /// timeout runs from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
     /// The agent's stdout is an event stream, folded into progress and `result.json`.
@@ -94,7 +98,8 @@ impl From<&crate::store::WorktreePlacement> for WorktreeRecord {
 
 impl TaskRecord {
     pub fn deadline(&self) -> Option<std::time::SystemTime> {
-        let created = humantime::parse_rfc3339(&self.created_at).ok()?;
+        let started = self.started_at.as_deref().unwrap_or(&self.created_at);
+        let created = humantime::parse_rfc3339(started).ok()?;
         Some(created + std::time::Duration::from_secs(self.timeout_secs?))
     }
 }
@@ -141,6 +146,21 @@ pub fn update(
         save(&record)?;
     }
     Ok(record)
+}
+
+/// The lock on `path` if nobody holds it (`None` if someone does).
+pub fn lock_file_try(path: &Path) -> Result<Option<File>> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|err| Error::io("open", path, err))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(err)) => Err(Error::io("lock", path, err)),
+    }
 }
 
 /// An exclusive lock on `path` (created if missing) across processes, held until the returned

@@ -377,12 +377,13 @@ pub fn save_announced(task_id: &str, announced: &crate::transition::Announced) -
     super::atomic::stage_in(&tmp_dir, &dir.join(format!("{task_id}.seen")), &bytes)?.commit()
 }
 
-/// Forgets a task: its placement, pane and announcements.
+/// Forgets a task: its placement, pane, announcements and what the scheduler kept of it.
 pub fn unregister(task_id: &str) {
     // An id names files here: anything but a task id's shape names none of cuekit's.
     if !super::is_task_id(task_id) {
         return;
     }
+    super::schedule::forget(task_id);
     if let Some(dir) = registry_dir() {
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.seen")));
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.merge")));

@@ -321,6 +321,7 @@ fn status_style(status: Status, color: bool) -> Style {
     }
     match status {
         Status::InputRequired => Style::new().fg(Color::Yellow),
+        Status::Queued => Style::new().fg(Color::Blue),
         Status::Running => Style::new().fg(Color::Cyan),
         Status::Completed => Style::new().fg(Color::Green),
         Status::Failed | Status::TimedOut => Style::new().fg(Color::Red),
