@@ -243,6 +243,7 @@ mod tests {
             tmux: None,
             created_at: "2026-01-01T00:00:00Z".into(),
             ended_at: None,
+            started_at: None,
             timeout_secs,
             event_stream: false,
             agent_session_id: None,

@@ -96,12 +96,15 @@ fn parse_wait(text: &str) -> Option<Duration> {
         let digits = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(rest.len());
-        if digits == 0 {
+        let Some(number) = rest[..digits]
+            .parse::<f64>()
+            .ok()
+            .filter(|_| rest.starts_with(|c: char| c.is_ascii_digit()))
+        else {
             break;
-        }
-        let number: f64 = rest[..digits].parse().ok()?;
+        };
         let after = rest[digits..].trim_start();
-        let (unit, len) = [
+        let Some((unit, len)) = [
             ("hours", 3600.0),
             ("hour", 3600.0),
             ("h", 3600.0),
@@ -116,7 +119,9 @@ fn parse_wait(text: &str) -> Option<Duration> {
         ]
         .iter()
         .find(|(word, _)| after.starts_with(word))
-        .map(|(word, secs)| (*secs, word.len()))?;
+        .map(|(word, secs)| (*secs, word.len())) else {
+            break;
+        };
         total += number * unit;
         any = true;
         rest = &after[len..];

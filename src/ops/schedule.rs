@@ -177,7 +177,7 @@ pub(crate) fn plan_for(asked: &Scheduling, config: &Config) -> Result<Option<Pla
 /// until the start is on record.
 pub(crate) enum Admission {
     Start(Option<std::fs::File>),
-    Queue(Plan, QueueView),
+    Queue(Box<(Plan, QueueView)>),
 }
 
 /// Decides a new task's start: at once when it asks nothing of the scheduler; else under the
@@ -195,40 +195,32 @@ pub(crate) fn admit(
         return Ok(Admission::Start(None));
     }
     let lock = schedule::decision_lock()?;
+    let queued = |waits: QueueView| Ok(Admission::Queue(Box::new((plan.clone(), waits))));
     let waiting_for = unfinished_dependencies(plan);
     if !waiting_for.is_empty() {
-        return Ok(Admission::Queue(
-            plan.clone(),
-            QueueView {
-                waiting_for,
-                priority: plan.priority,
-                ..QueueView::default()
-            },
-        ));
+        return queued(QueueView {
+            waiting_for,
+            priority: plan.priority,
+            ..QueueView::default()
+        });
     }
     if !now {
         let usage = Usage::now();
-        // Tasks queued before this one go first: a submit never jumps the queue.
-        let ahead = schedule::queued_ids().len();
         if let Some(limit) = usage.held_back(plan, agent, team, &Config::user_limits()) {
-            return Ok(Admission::Queue(
-                plan.clone(),
-                QueueView {
-                    limit: Some(limit),
-                    priority: plan.priority,
-                    ..QueueView::default()
-                },
-            ));
+            return queued(QueueView {
+                limit: Some(limit),
+                priority: plan.priority,
+                ..QueueView::default()
+            });
         }
-        if ahead > 0 && any_ahead(plan) {
-            return Ok(Admission::Queue(
-                plan.clone(),
-                QueueView {
-                    limit: Some(format!("{ahead} queued before it")),
-                    priority: plan.priority,
-                    ..QueueView::default()
-                },
-            ));
+        // Tasks queued before this one that could start go first: a submit never jumps the
+        // queue.
+        if any_ahead(plan) {
+            return queued(QueueView {
+                limit: Some("queued tasks before it".to_string()),
+                priority: plan.priority,
+                ..QueueView::default()
+            });
         }
     }
     Ok(Admission::Start(Some(lock)))
@@ -1135,9 +1127,8 @@ pub fn run_scheduler() -> Result<()> {
             return Ok(());
         }
         // A tick that fails (a full disk) is tried again on the next one.
-        match start_due() {
-            Ok(false) => return Ok(()),
-            Ok(true) | Err(_) => {}
+        if let Ok(false) = start_due() {
+            return Ok(());
         }
         std::thread::sleep(TICK);
     }

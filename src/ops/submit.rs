@@ -659,7 +659,8 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     };
     // Held until the task is on record (the end of this function).
     let _decision = match admission {
-        super::schedule::Admission::Queue(plan, waits) => {
+        super::schedule::Admission::Queue(queued) => {
+            let (plan, waits) = *queued;
             return queue(record, &placement, &plan, waits, created).map_err(undo);
         }
         super::schedule::Admission::Start(lock) => lock,

@@ -163,16 +163,18 @@ pub fn wait_watching(
     }
 }
 
-/// Re-reads the tasks' records, so endings written by other processes (a cancel) are seen. A
+/// Re-reads the tasks' records and panes, so endings written by other processes (a cancel) are seen. A
 /// task removed meanwhile (`cuekit rm`, which takes only ended tasks) keeps the ending this wait
 /// saw; one whose ending it never saw ends the wait with `task_not_found`, saying so.
 fn reload(tasks: &[Task]) -> Result<Vec<Task>> {
     tasks
         .iter()
         .map(|task| match store::load(&task.placement.task_dir) {
+            // The pane too: a retried task starts each attempt in a pane of its own.
             Ok(record) => Ok(Task {
+                pane: store::pane_start(&task.record.id).or_else(|| task.pane.clone()),
                 record,
-                ..task.clone()
+                placement: task.placement.clone(),
             }),
             Err(err) if !removed(&task.record.id) => Err(err),
             Err(_) if task.record.status.is_terminal() => Ok(task.clone()),

@@ -1,0 +1,444 @@
+//! The scheduler with real tmux and `/bin/sh` children (and the real Gemini CLI where the
+//! agent's behaviour matters): limits, priorities, exactly-once starts under racing submitters
+//! and a killed scheduler, dependencies, the queue's cancel/rm/wait, retries that resume the
+//! agent's session, and recovery after the tmux server died.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::*;
+
+fn user_config(h: &Harness, yaml: &str) {
+    let dir = h.home.join(".config/cuekit");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.yaml"), yaml).unwrap();
+}
+
+/// The lines of a log the children append their ids to as they start.
+fn starts(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// The processes whose command line holds `word` and whose HOME is the harness's.
+fn cuekit_processes(h: &Harness, word: &str) -> Vec<i32> {
+    let home = format!("HOME={}", h.home.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            cmdline.split(|b| *b == 0).any(|w| w == word.as_bytes())
+                && environ.split(|b| *b == 0).any(|w| w == home.as_bytes())
+        })
+        .collect()
+}
+
+/// Counts the live panes of the harness's tmux server every 20 ms until stopped; returns the
+/// most seen at once and how many looks were taken.
+struct PaneSampler {
+    stop: Arc<AtomicBool>,
+    most: Arc<AtomicUsize>,
+    looks: Arc<AtomicUsize>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl PaneSampler {
+    fn start(socket: &str) -> PaneSampler {
+        let (stop, most, looks) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicUsize::new(0)),
+        );
+        let socket = socket.to_string();
+        let thread = {
+            let (stop, most, looks) = (stop.clone(), most.clone(), looks.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let out = std::process::Command::new("tmux")
+                        .args(["-L", &socket, "list-panes", "-a", "-F", "#{pane_dead}"])
+                        .output()
+                        .unwrap();
+                    let live = String::from_utf8_lossy(&out.stdout)
+                        .lines()
+                        .filter(|line| *line == "0")
+                        .count();
+                    most.fetch_max(live, Ordering::SeqCst);
+                    looks.fetch_add(1, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            })
+        };
+        PaneSampler {
+            stop,
+            most,
+            looks,
+            thread,
+        }
+    }
+
+    fn finish(self) -> (usize, usize) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.join().unwrap();
+        (
+            self.most.load(Ordering::SeqCst),
+            self.looks.load(Ordering::SeqCst),
+        )
+    }
+}
+
+fn wait_all(h: &Harness, ids: &[String], limit: &str) -> serde_json::Value {
+    let mut args = vec!["wait"];
+    args.extend(ids.iter().map(String::as_str));
+    args.extend(["--timeout", limit]);
+    let (value, code) = h.json(&args);
+    assert!(code == 0 || code == 20, "wait failed ({code}): {value}");
+    value
+}
+
+#[test]
+fn twenty_tasks_under_running_three_start_once_each_with_racing_submitters_and_a_killed_scheduler()
+{
+    let h = Harness::new();
+    user_config(&h, "limits:\n  running: 3\n");
+    let log = h.root().join("starts.log");
+    let script = format!("echo \"$CUEKIT_TASK_ID\" >> '{}'; sleep 0.4", log.display());
+    let sampler = PaneSampler::start(&h.socket);
+    let ids: Vec<String> = std::thread::scope(|scope| {
+        let racers: Vec<_> = (0..8)
+            .map(|racer| {
+                let (h, script) = (&h, &script);
+                scope.spawn(move || {
+                    (0..20)
+                        .filter(|n| n % 8 == racer)
+                        .map(|_| h.submit_sh(script, &["--mode", "batch"]))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        racers
+            .into_iter()
+            .flat_map(|racer| racer.join().unwrap())
+            .collect()
+    });
+    assert_eq!(ids.len(), 20);
+    // The scheduler is killed while tasks still wait; the next cuekit call starts another.
+    assert!(
+        poll(Duration::from_secs(10), || !cuekit_processes(
+            &h,
+            "__scheduler"
+        )
+        .is_empty()),
+        "no scheduler ran while tasks waited"
+    );
+    for pid in cuekit_processes(&h, "__scheduler") {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let waited = wait_all(&h, &ids, "120s");
+    let (most, looks) = sampler.finish();
+    for task in waited["tasks"].as_array().unwrap() {
+        assert_eq!(task["status"], "completed", "{task}");
+    }
+    let started = starts(&log);
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for id in &started {
+        *counts.entry(id.as_str()).or_default() += 1;
+    }
+    for id in &ids {
+        assert_eq!(
+            counts.get(id.as_str()),
+            Some(&1),
+            "{id} started {started:?}"
+        );
+    }
+    assert_eq!(started.len(), 20, "{started:?}");
+    assert!(looks > 20, "the sampler looked only {looks} times");
+    assert!(most <= 3, "{most} live panes at once under running: 3");
+    assert!(
+        most >= 2,
+        "only {most} live panes at once: the limit was never reached"
+    );
+}
+
+#[test]
+fn queued_tasks_start_in_priority_order_then_submit_order() {
+    let h = Harness::new();
+    user_config(&h, "limits:\n  running: 1\n");
+    let log = h.root().join("starts.log");
+    let task = |name: &str, extra: &[&str]| {
+        let script = format!("echo {name} >> '{}'; sleep 0.3", log.display());
+        let mut args = vec!["--mode", "batch"];
+        args.extend_from_slice(extra);
+        h.submit_sh(&script, &args)
+    };
+    let blocker = task("blocker", &[]);
+    let low = task("low", &[]);
+    let high = task("high", &["--priority", "5"]);
+    let middle = task("middle", &["--priority", "1"]);
+    let negative = task("negative", &["--priority=-2"]);
+    let also_middle = task("also_middle", &["--priority", "1"]);
+    let status = h.status(&high);
+    assert_eq!(status["status"], "queued", "{status}");
+    assert_eq!(status["queue"]["place"], 1, "{status}");
+    assert_eq!(status["queue"]["limit"], "running 1/1", "{status}");
+    wait_all(
+        &h,
+        &[blocker, low, high, middle, negative, also_middle],
+        "60s",
+    );
+    assert_eq!(
+        starts(&log),
+        [
+            "blocker",
+            "high",
+            "middle",
+            "also_middle",
+            "low",
+            "negative"
+        ]
+    );
+}
+
+#[test]
+fn a_chain_runs_in_order_and_a_failing_head_cancels_the_rest_unless_after_ended() {
+    let h = Harness::new();
+    let log = h.root().join("starts.log");
+    let step = |name: &str, code: i32| {
+        format!("sleep 0.3; echo {name} >> '{}'; exit {code}", log.display())
+    };
+    let a = h.submit_sh(&step("a", 0), &[]);
+    let b = h.submit_sh(&step("b", 0), &["--after", &a]);
+    let c = h.submit_sh(&step("c", 0), &["--after", &b]);
+    let queued = h.status(&c);
+    assert_eq!(queued["status"], "queued", "{queued}");
+    assert_eq!(queued["queue"]["waiting_for"][0], b.as_str(), "{queued}");
+    // Without a mode, a task that waits on others runs to its end by itself.
+    assert_eq!(queued["mode"], "batch", "{queued}");
+    let waited = wait_all(&h, &[a.clone(), b.clone(), c.clone()], "60s");
+    for task in waited["tasks"].as_array().unwrap() {
+        assert_eq!(task["status"], "completed", "{task}");
+    }
+    assert_eq!(starts(&log), ["a", "b", "c"]);
+
+    std::fs::remove_file(&log).unwrap();
+    let x = h.submit_sh(&step("x", 3), &[]);
+    let y = h.submit_sh(&step("y", 0), &["--after", &x]);
+    let z = h.submit_sh(&step("z", 0), &["--after", &y]);
+    let w = h.submit_sh(&step("w", 0), &["--after", &x, "--after-ended"]);
+    let waited = wait_all(&h, &[x.clone(), y.clone(), z.clone(), w.clone()], "60s");
+    let by_id: HashMap<String, serde_json::Value> = waited["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["id"].as_str().unwrap().to_string(), t.clone()))
+        .collect();
+    assert_eq!(by_id[&x]["status"], "failed");
+    for dependent in [&y, &z] {
+        assert_eq!(by_id[dependent]["status"], "cancelled", "{waited}");
+        assert_eq!(by_id[dependent]["reason"], "dependency_failed", "{waited}");
+    }
+    assert!(
+        by_id[&y]["hint"].as_str().unwrap().contains(&x),
+        "the hint names the failed dependency: {waited}"
+    );
+    assert_eq!(by_id[&w]["status"], "completed", "{waited}");
+    assert_eq!(starts(&log), ["x", "w"], "y and z never started");
+}
+
+#[test]
+fn a_queued_task_cancelled_or_removed_never_starts_and_bad_dependencies_are_refused() {
+    let h = Harness::new();
+    user_config(&h, "limits:\n  running: 1\n");
+    let log = h.root().join("starts.log");
+    let script = |name: &str| format!("echo {name} >> '{}'; sleep 1", log.display());
+    let blocker = h.submit_sh(&script("blocker"), &["--mode", "batch"]);
+    let cancelled = h.submit_sh(&script("cancelled"), &["--mode", "batch"]);
+    let removed = h.submit_sh(&script("removed"), &["--mode", "batch"]);
+    let waited_on = h.submit_sh(&script("waited_on"), &["--mode", "batch"]);
+    let now = h.submit_sh(&script("now"), &["--mode", "batch", "--now"]);
+    assert_eq!(
+        h.status(&now)["status"],
+        "running",
+        "--now ignores the limit"
+    );
+
+    let (view, code) = h.json(&["cancel", &cancelled]);
+    assert_eq!(code, 0, "{view}");
+    assert_eq!(view[0]["status"], "cancelled", "{view}");
+    let (removal, code) = h.json(&["rm", &removed]);
+    assert_eq!(code, 0, "{removal}");
+    assert!(!h.task_dir(&removed).exists());
+
+    // `wait` on a queued task waits through its start to its end.
+    let (waited, code) = h.json(&["wait", &waited_on, "--timeout", "60s"]);
+    assert_eq!(code, 0, "{waited}");
+    assert_eq!(waited["tasks"][0]["status"], "completed", "{waited}");
+    wait_all(&h, &[blocker, now], "30s");
+    let started = starts(&log);
+    assert!(!started.contains(&"cancelled".to_string()), "{started:?}");
+    assert!(!started.contains(&"removed".to_string()), "{started:?}");
+
+    let (error, code) = h.json(&[
+        "submit",
+        "--agent",
+        "command",
+        "--after",
+        "t_0123456789ab",
+        "--",
+        "true",
+    ]);
+    assert_ne!(code, 0);
+    assert_eq!(error["error"]["code"], "task_not_found", "{error}");
+    let (error, code) = h.json(&["submit", "--after", "nonsense", "--", "true"]);
+    assert_ne!(code, 0);
+    assert_eq!(error["error"]["code"], "invalid_input", "{error}");
+}
+
+/// A `gemini` on PATH that runs the real CLI offline and, the first `fail_first` times, then
+/// fails the way Gemini fails on quota: the API's 429 on stderr and exit status 1. Every argv
+/// is logged.
+fn quota_failing_gemini(h: &Harness, fail_first: usize) -> std::path::PathBuf {
+    let real = real_gemini();
+    let canned = h.root().join("canned.jsonl");
+    std::fs::write(&canned, canned_text("Finished the task.") + "\n").unwrap();
+    let argv_log = h.root().join("argv.log");
+    let count = h.root().join("runs");
+    let wrapper = format!(
+        "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{argv}'\n\
+         n=$(cat '{count}' 2>/dev/null || echo 0); n=$((n + 1)); echo $n > '{count}'\n\
+         '{real}' --fake-responses-non-strict '{canned}' \"$@\"\n\
+         status=$?\n\
+         if [ $n -le {fail_first} ]; then\n\
+           echo '[API Error: {{\"error\":{{\"code\":429,\"message\":\"Resource has been exhausted (e.g. check quota). Please retry in 1s.\",\"status\":\"RESOURCE_EXHAUSTED\"}}}}]' >&2\n\
+           exit 1\n\
+         fi\n\
+         exit $status\n",
+        argv = argv_log.display(),
+        count = count.display(),
+        real = real.display(),
+        canned = canned.display(),
+    );
+    write_executable(&h.bin.join("gemini"), &wrapper);
+    std::fs::create_dir_all(h.home.join(".gemini")).unwrap();
+    std::fs::write(
+        h.home.join(".gemini/settings.json"),
+        r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+    )
+    .unwrap();
+    argv_log
+}
+
+#[test]
+fn a_rate_limited_gemini_attempt_is_retried_after_its_backoff_resuming_its_session() {
+    let h = Harness::new().env("GEMINI_API_KEY", "offline-test-key");
+    let argv_log = quota_failing_gemini(&h, 1);
+    let id = h.submit(&[
+        "--mode",
+        "batch",
+        "--model",
+        MODEL,
+        "--retry",
+        "2",
+        "Write the report",
+    ]);
+    let (waited, code) = h.json(&["wait", &id, "--timeout", "120s"]);
+    assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
+    let status = h.status(&id);
+    let task = &status;
+    assert_eq!(task["status"], "completed", "{status}");
+    assert_eq!(task["queue"]["attempt"], 2, "{status}");
+    assert_eq!(task["queue"]["attempts_max"], 3, "{status}");
+    assert_eq!(
+        task["queue"]["attempts"][0]["reason"], "rate_limited",
+        "{status}"
+    );
+    let runs: Vec<String> = std::fs::read_to_string(&argv_log)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(runs[0].contains(&format!("--session-id {id}")), "{runs:?}");
+    // Gemini refuses --resume with --session-id: the second attempt has only the resume.
+    assert!(runs[1].contains(&format!("--resume {id}")), "{runs:?}");
+    assert!(!runs[1].contains("--session-id"), "{runs:?}");
+    // The continuation, never the prompt again.
+    let prompt = std::fs::read_to_string(h.task_dir(&id).join("prompt.txt")).unwrap();
+    assert!(prompt.contains("You were interrupted"), "{prompt}");
+    assert!(!prompt.contains("Write the report"), "{prompt}");
+    let result = h.ok(&["result", &id]);
+    assert!(result.contains("Finished the task."), "{result}");
+}
+
+#[test]
+fn retries_stop_after_n_and_the_task_ends_rate_limited() {
+    let h = Harness::new().env("GEMINI_API_KEY", "offline-test-key");
+    let argv_log = quota_failing_gemini(&h, 99);
+    let id = h.submit(&["--mode", "batch", "--model", MODEL, "--retry", "1", "Do it"]);
+    let (waited, code) = h.json(&["wait", &id, "--timeout", "120s"]);
+    assert_eq!(code, 20, "{waited}");
+    let task = &h.status(&id);
+    assert_eq!(task["status"], "failed", "{task}");
+    assert_eq!(task["reason"], "rate_limited", "{task}");
+    assert_eq!(
+        std::fs::read_to_string(&argv_log).unwrap().lines().count(),
+        2,
+        "one attempt and one retry"
+    );
+    // On purpose: `cuekit retry` starts one more, continuing the session.
+    let (view, code) = h.json(&["retry", &id]);
+    assert_eq!(code, 0, "{view}");
+    h.json(&["wait", &id, "--timeout", "120s"]);
+    let runs = std::fs::read_to_string(&argv_log).unwrap();
+    assert_eq!(runs.lines().count(), 3, "{runs}");
+    assert!(
+        runs.lines()
+            .last()
+            .unwrap()
+            .contains(&format!("--resume {id}")),
+        "{runs}"
+    );
+}
+
+#[test]
+fn after_the_tmux_server_is_killed_running_gemini_tasks_with_a_retry_policy_continue_their_sessions()
+ {
+    let h = Harness::new().with_real_gemini(&[canned_text("Ready.")]);
+    user_config(&h, "retry:\n  max: 2\n  backoff:\n    first: 1s\n");
+    let ids: Vec<String> = (0..5)
+        .map(|n| h.submit(&["--model", MODEL, &format!("Task number {n}")]))
+        .collect();
+    for id in &ids {
+        h.wait_until(id, "the first reply", Duration::from_secs(90), || {
+            h.transcript(id).contains("Ready.")
+        });
+    }
+    let killed = h.tmux(&["kill-server"]);
+    assert!(killed.status.success());
+    for id in &ids {
+        h.wait_until(id, "a second attempt", Duration::from_secs(90), || {
+            let task = &h.status(id);
+            task["status"] == "running" && task["queue"]["attempt"] == 2
+        });
+        let task = &h.status(id);
+        let launch = task["launch_command"].as_str().unwrap();
+        assert!(launch.contains(&format!("--resume '{id}'")), "{task}");
+        assert!(!launch.contains("--session-id"), "{task}");
+        assert_eq!(
+            task["queue"]["attempts"][0]["reason"], "pane_disappeared",
+            "{task}"
+        );
+    }
+    let (view, code) = h.json(&["cancel", &ids[0], &ids[1], &ids[2], &ids[3], &ids[4]]);
+    assert_eq!(code, 0, "{view}");
+}
