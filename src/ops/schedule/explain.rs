@@ -1,0 +1,96 @@
+//! What a queued task waits for and how far a task's attempts went, as views show it.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Usage, unfinished_dependencies};
+use crate::config::Config;
+use crate::ops::view::TaskView;
+use crate::status::Status;
+use crate::store::{self, schedule, schedule::Plan};
+
+/// What a queued task waits for, as `status`, `list` and MCP show it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueView {
+    /// 1 is next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<usize>,
+    /// Dependencies that have not completed yet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_for: Vec<String>,
+    /// The cap that holds it back, with its count (`agents.gemini 4/4`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<String>,
+    #[serde(default)]
+    pub priority: i32,
+    /// Attempts started so far, and the most there may be.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempt: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts_max: Option<usize>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<schedule::Attempt>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// What each queued task waits for; with `attempts`, also how far every task's attempts went
+/// (a file look per task, so not for long listings).
+pub(crate) fn explain(views: &mut [TaskView], attempts: bool) {
+    let planned = |v: &TaskView| {
+        v.status == Status::Queued
+            || (attempts && schedule::plan_path(&v.id).is_some_and(|p| p.exists()))
+    };
+    if !views.iter().any(planned) {
+        return;
+    }
+    let order = queue_order();
+    let usage = Usage::now();
+    let user = Config::user_limits();
+    for view in views.iter_mut().filter(|v| planned(v)) {
+        let Some(plan) = schedule::plan(&view.id) else {
+            continue;
+        };
+        let mut shown = QueueView {
+            priority: plan.priority,
+            attempt: plan.attempts.len(),
+            attempts_max: plan.retry.as_ref().map(|r| r.max as usize + 1),
+            attempts: plan.attempts.clone(),
+            ..QueueView::default()
+        };
+        if view.status == Status::Queued {
+            shown.place = order.iter().position(|id| *id == view.id).map(|p| p + 1);
+            shown.waiting_for = unfinished_dependencies(&plan);
+            shown.not_before = plan.not_before.clone();
+            if shown.waiting_for.is_empty() {
+                shown.limit = usage.held_back(&plan, &view.agent_kind, view.team.as_deref(), &user);
+            }
+        }
+        view.queue = Some(Box::new(shown));
+    }
+}
+
+pub(super) fn explain_one(record: &store::TaskRecord) -> Option<Box<QueueView>> {
+    let mut views = [TaskView::from(record)];
+    explain(&mut views, true);
+    let [view] = views;
+    view.queue
+}
+
+/// The queued ids in the order they start (priority, then submit time).
+fn queue_order() -> Vec<String> {
+    let mut queued: Vec<(String, Plan)> = schedule::queued_ids()
+        .into_iter()
+        .filter_map(|id| Some((id.clone(), schedule::plan(&id)?)))
+        .collect();
+    queued.sort_by(|(a, pa), (b, pb)| {
+        pb.priority
+            .cmp(&pa.priority)
+            .then_with(|| pa.queued_at.cmp(&pb.queued_at))
+            .then_with(|| a.cmp(b))
+    });
+    queued.into_iter().map(|(id, _)| id).collect()
+}

@@ -1,0 +1,257 @@
+//! A queued task's start: claimed, its pane gated until the record says `running`, and for
+//! a further attempt, a script that continues the agent's session.
+
+use std::path::{Path, PathBuf};
+
+use super::take_slot;
+use crate::adapter::{self, Adapter};
+use crate::config::Config;
+use crate::error::{Error, ErrorCode, Result};
+use crate::launch::StartGate;
+use crate::ops::task::Task;
+use crate::spec::Mode;
+use crate::status::Status;
+use crate::store::{self, schedule, schedule::Plan};
+use crate::tmux::{Tmux, args};
+
+/// What a resumed attempt is told, instead of its prompt again (which would redo the work).
+pub const CONTINUE_MESSAGE: &str = "You were interrupted (the run was cut short before it finished). \
+Continue the task where you left off; do not redo work that is already done.";
+
+/// The registry paths a scheduled start's pane is gated by.
+pub(crate) struct GatePaths {
+    go: PathBuf,
+    claim: PathBuf,
+}
+
+impl GatePaths {
+    pub fn gate(&self) -> StartGate<'_> {
+        StartGate {
+            registered: &self.go,
+            pending: &self.claim,
+        }
+    }
+}
+
+pub(crate) fn gate_paths(task_id: &str) -> Result<GatePaths> {
+    match (schedule::go_path(task_id), schedule::claim_path(task_id)) {
+        (Some(go), Some(claim)) => Ok(GatePaths { go, claim }),
+        _ => Err(Error::new(
+            ErrorCode::Io,
+            "cannot find a home directory for cuekit's scheduler",
+        )
+        .with_hint("set HOME (or XDG_DATA_HOME)")),
+    }
+}
+
+/// Starts attempt k of a queued task. Returns `false` when it was no longer queued (a cancel
+/// won the race: the pane made meanwhile is ended, the agent never ran).
+pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
+    let id = task.record.id.clone();
+    let record = &task.record;
+    schedule::write_claim(&id)?;
+    schedule::close_gate(&id);
+    take_slot(&id, &record.spec.agent_kind, record.team.as_deref())?;
+    let abandon = |err: Error| {
+        schedule::free_slot(&id);
+        schedule::drop_claim(&id);
+        err
+    };
+    let attempt = plan.attempts.len() + 1;
+    let config = Config::load(&record.cwd).map_err(abandon)?;
+    if attempt > 1 {
+        prepare_again(task, &config).map_err(abandon)?;
+    }
+    let env = schedule::env_path(&id)
+        .and_then(|path| store::read_small(&path).ok())
+        .ok_or_else(|| {
+            abandon(
+                Error::new(
+                    ErrorCode::StoreCorrupt,
+                    format!("task {id}: its environment, kept for its start, is gone"),
+                )
+                .with_hint("submit the task again"),
+            )
+        })?;
+    write_private(&record.task_dir.join(crate::launch::ENV_FILE), &env).map_err(abandon)?;
+    let socket = task.placement.socket.clone();
+    let tmux = Tmux::new(socket.clone());
+    let session = &task.placement.session;
+    // An earlier attempt's session (its pane dead) makes room for this one.
+    let _ = tmux.run(&args::kill_session(session));
+    let script = schedule::launch_path(&id).expect("a task id names a path");
+    let height = record
+        .tmux
+        .as_ref()
+        .map_or(config.height().value, |t| t.height);
+    let answer = tmux
+        .spawn(&args::new_task_session(&args::NewTaskSession {
+            session,
+            cwd: &agent_dir(task),
+            width: config.width().value,
+            height,
+            history_limit: config.history_limit().value,
+            script: &script,
+            transcript: &record.task_dir.join(store::TRANSCRIPT_FILE),
+        }))
+        .and_then(|launch| launch.finish())
+        .map_err(abandon)?;
+    if let Some(pane) = crate::ops::submit::parse_new_pane(&answer) {
+        let _ = store::record_pane_start(&id, &pane);
+    }
+    let started_at = crate::ops::now_rfc3339();
+    let mut started = false;
+    store::update(&task.placement.task_dir, |record| {
+        if record.status != Status::Queued {
+            return Ok(false);
+        }
+        record.status = Status::Running;
+        record.reason = None;
+        record.hint = None;
+        record.exit_code = None;
+        record.ended_at = None;
+        record.started_at = Some(started_at.clone());
+        started = true;
+        Ok(true)
+    })
+    .map_err(|err| {
+        let _ = tmux.run(&args::kill_session(session));
+        abandon(err)
+    })?;
+    if !started {
+        let _ = tmux.run(&args::kill_session(session));
+        schedule::free_slot(&id);
+        schedule::dequeue(&id);
+        schedule::drop_claim(&id);
+        return Ok(false);
+    }
+    plan.attempts.push(schedule::Attempt {
+        started_at,
+        ended_at: None,
+        reason: None,
+        exit_code: None,
+    });
+    plan.not_before = None;
+    // The record says running: a lost plan write costs an attempt's count, never a second run.
+    let _ = schedule::save_plan(&id, plan);
+    schedule::open_gate(&id)?;
+    schedule::dequeue(&id);
+    schedule::drop_claim(&id);
+    crate::ops::monitor_lock::ensure_running(&socket);
+    Ok(true)
+}
+
+/// Where the agent starts: the submit's directory, or the same place in the task's worktree.
+fn agent_dir(task: &Task) -> PathBuf {
+    let cwd = &task.record.cwd;
+    let Some(worktree) = task.worktree() else {
+        return cwd.clone();
+    };
+    let dir = cwd
+        .strip_prefix(&worktree.repo_root)
+        .map(|sub| worktree.path.join(sub))
+        .unwrap_or_else(|_| worktree.path.clone());
+    if dir.is_dir() {
+        dir
+    } else {
+        worktree.path.clone()
+    }
+}
+
+/// The files of a further attempt: the earlier attempt's ending is set aside, and its script
+/// continues the agent's session where the adapter can (with a fixed message, never the prompt
+/// again); where it cannot, the task starts over.
+fn prepare_again(task: &Task, config: &Config) -> Result<()> {
+    let record = &task.record;
+    let dir = &record.task_dir;
+    let n = schedule::plan(&record.id).map_or(1, |plan| plan.attempts.len());
+    for name in [
+        crate::launch::EXIT_CODE_FILE,
+        crate::launch::SETUP_FAILED_FILE,
+        crate::launch::AGENT_EXIT_FILE,
+    ] {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+    for name in [crate::ops::outcome::RESULT_FILE, store::EVENTS_FILE] {
+        let _ = std::fs::rename(dir.join(name), dir.join(format!("attempt-{n}.{name}")));
+    }
+    let adapter = adapter::lookup(&record.spec.agent_kind)?;
+    let mut spec = record.spec.clone();
+    let session = resumable(record, adapter);
+    if let Some(session) = session {
+        spec.resume_session = Some(session);
+        spec.session_id = None;
+        spec.objective = CONTINUE_MESSAGE.to_string();
+        spec.context = None;
+        spec.constraints.clear();
+        spec.role_instructions = None;
+        spec.report_hint = false;
+        let original = dir.join("prompt.original.txt");
+        if !original.exists() {
+            let _ = std::fs::rename(dir.join(crate::launch::PROMPT_FILE), &original);
+        }
+        write_private(
+            &dir.join(crate::launch::PROMPT_FILE),
+            crate::spec::render_prompt(&spec).as_bytes(),
+        )?;
+    }
+    let bin = config
+        .bin(adapter.kind())
+        .map_or_else(|| adapter.default_bin.to_string(), |s| s.value);
+    let client =
+        std::env::current_exe().map_err(|err| Error::io("find", Path::new("cuekit"), err))?;
+    let launch = adapter.launch(
+        &spec,
+        record.mode,
+        &bin,
+        &adapter::shell_word_for_bin(&client.to_string_lossy())?,
+    )?;
+    let gate = gate_paths(&record.id)?;
+    let script = crate::ops::submit::launch_script(
+        &record.id,
+        dir,
+        &launch.command,
+        adapter,
+        record.mode,
+        launch.event_stream,
+        gate.gate(),
+        None,
+    )?;
+    let path = schedule::launch_path(&record.id).expect("a task id names a path");
+    schedule::write_private(&path, script.as_bytes())?;
+    store::update(dir, |record| {
+        record.launch_command = launch.command.clone();
+        if spec.resume_session.is_some() {
+            record.resumed_from = Some(record.id.clone());
+        }
+        Ok(true)
+    })?;
+    Ok(())
+}
+
+/// The agent session a further attempt continues: the adapter's resume (Gemini `--resume`,
+/// agy `--conversation`, an ACP agent's `session/load`), when the first attempt left one.
+fn resumable(record: &store::TaskRecord, adapter: &Adapter) -> Option<String> {
+    let can = match record.mode {
+        // The client loads the session where the agent offers `session/load`.
+        Mode::Acp => adapter.acp.is_some(),
+        _ => adapter.resume_hint.is_some() || adapter.kind() == "gemini",
+    };
+    if !can {
+        return None;
+    }
+    crate::ops::result::agent_session(record)
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| file.write_all(bytes))
+        .map_err(|err| Error::io("write", path, err))
+}
