@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 static NEXT_LOG: AtomicUsize = AtomicUsize::new(0);
 
 /// Sorted: the names are public API.
-const TOOLS: [&str; 13] = [
+const TOOLS: [&str; 14] = [
     "answer_permission",
     "cancel_tasks",
     "get_status",
@@ -30,6 +30,7 @@ const TOOLS: [&str; 13] = [
     "merge_task",
     "next_event",
     "remove_tasks",
+    "retry_task",
     "steer_task",
     "submit_task",
     "wait",
@@ -501,6 +502,46 @@ fn cancel_and_batch_rules_over_mcp() {
         "cancelled"
     );
     assert_eq!(h.status(&id)["status"], "cancelled");
+}
+
+/// A parent builds a pipeline: the second task waits `queued` on the first, then runs; a
+/// failed task is started again with retry_task under the same id.
+#[test]
+fn a_dependency_waits_queued_and_an_ended_task_is_retried_over_mcp() {
+    let h = Harness::new().with_fake_gemini();
+    let mut client = Client::start(&h);
+    let log = h.root().join("starts.log");
+    let step = |name: &str| format!("sleep 0.5; echo {name} >> '{}'", log.display());
+    let first = h.submit_sh(&step("first"), &["--mode", "batch"]);
+    let queued = client.ok(
+        "submit_task",
+        json!({"objective": "second", "agent_kind": "gemini", "after": [first], "model": MODEL}),
+    );
+    let task = &queued["task"];
+    assert_eq!(task["status"], "queued", "{queued}");
+    assert_eq!(
+        task["mode"], "batch",
+        "a dependent runs to its end: {queued}"
+    );
+    assert_eq!(task["queue"]["waiting_for"][0], first.as_str(), "{queued}");
+    let status = client.ok("get_status", json!({"ids": [task["id"]]}));
+    assert_eq!(status["tasks"][0]["queue"]["place"], 1, "{status}");
+    let (cancelled, _) = h.json(&["cancel", task["id"].as_str().unwrap()]);
+    assert_eq!(cancelled[0]["status"], "cancelled", "{cancelled}");
+
+    let failing = h.submit_sh("exit 7", &["--mode", "batch"]);
+    let waited = client.wait(json!({"ids": [failing], "mode": "all"}));
+    assert_eq!(waited["tasks"][0]["status"], "failed", "{waited}");
+    let retried = client.ok("retry_task", json!({"id": failing}));
+    assert_eq!(retried["task"]["id"], failing.as_str(), "{retried}");
+    let waited = client.wait(json!({"ids": [failing], "mode": "all"}));
+    assert_eq!(waited["tasks"][0]["status"], "failed", "{waited}");
+    assert_eq!(waited["tasks"][0]["queue"]["attempt"], 2, "{waited}");
+    assert_eq!(
+        client.error_code("retry_task", json!({"id": first})),
+        "invalid_state",
+        "a completed task has nothing to retry"
+    );
 }
 
 #[test]

@@ -145,11 +145,40 @@ pub struct SubmitTaskParams {
     /// With worktree: the new branch's name (must not exist). Default: "cuekit/<task id>".
     #[serde(default)]
     pub branch: Option<String>,
+    /// Start only once these tasks completed: the task waits `queued` (its `queue.waiting_for`
+    /// names them) and ends cancelled with reason dependency_failed if one fails or is
+    /// cancelled. Without a mode it runs in batch mode (ACP: once), so a pipeline ends by
+    /// itself.
+    #[serde(default)]
+    pub after: Vec<String>,
+    /// With after: start once they ended, whatever their status.
+    #[serde(default)]
+    pub after_ended: bool,
+    /// Higher starts first when tasks wait for a slot under the user's limits. Default 0.
+    #[serde(default)]
+    pub priority: i32,
+    /// Start now even at the user's limits (dependencies still hold).
+    #[serde(default)]
+    pub now: bool,
+    /// Start the task again, continuing its agent session, when an attempt ends
+    /// rate_limited, transient or pane_disappeared: at most this many more times (0: never).
+    /// Default: the user's `retry` config.
+    #[serde(default)]
+    pub retry: Option<u32>,
     /// "brief" (default): what a parent acts on — id, status, reason, hint, exit code, team,
-    /// a pending permission request, the start of an ended task's answer. "full": the whole
-    /// view (paths, launch command, capabilities, attach hint, progress).
+    /// a pending permission request, the queue place and attempts, the start of an ended
+    /// task's answer. "full": the whole view (paths, launch command, capabilities, attach
+    /// hint, progress).
     #[serde(default)]
     pub detail: Detail,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryParams {
+    /// Task id of an ended task (`t_` and 12 hex digits).
+    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    pub id: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -459,6 +488,14 @@ impl CuekitServer {
                 // the user's policy, never loosen it.
                 asked_by: ops::Asker::Delegate,
                 host: params.host,
+                scheduling: ops::Scheduling {
+                    after: params.after,
+                    after_ended: params.after_ended,
+                    priority: params.priority,
+                    now: params.now,
+                    retry: params.retry,
+                    team_max: None,
+                },
                 ..SubmitRequest::default()
             };
             Ok(match ops::submit(request, &server_cwd)? {
@@ -721,6 +758,29 @@ impl CuekitServer {
                 Ok(serde_json::to_value(results).expect("results serialize"))
             }
             _ => Err(Error::invalid_input("give either id or team").with_hint(ID_OR_TEAM)),
+        })
+        .await
+    }
+
+    #[tool(
+        name = "retry_task",
+        description = "Start an ended task (failed, cancelled, timed out) again: a new attempt under the same id, continuing its agent session where the agent can (told to go on where it left off, never given its prompt again). It waits `queued` for a slot under the user's limits. Returns the task.",
+        annotations(
+            title = "Retry a task",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn retry_task(
+        &self,
+        Parameters(params): Parameters<RetryParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || {
+            let view = ops::retry(&params.id, &cwd)?;
+            Ok(json!({"task": brief::task(view, Detail::Brief)}))
         })
         .await
     }

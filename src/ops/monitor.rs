@@ -122,6 +122,10 @@ impl Monitor {
         let mut unreadable = Vec::new();
         let mut untrusted = Vec::new();
         for (id, watched) in &self.watched {
+            // Announced queued and still waiting: a stat, not a read (hundreds may wait).
+            if watched.announced.status == Some(Status::Queued) && store::schedule::is_queued(id) {
+                continue;
+            }
             match found_for(watched.placement.clone()) {
                 Found::Trusted(task) => trusted.push(*task),
                 Found::Unreadable { pane, .. } => unreadable.push((id.clone(), pane)),

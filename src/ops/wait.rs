@@ -144,8 +144,10 @@ pub fn wait_watching(
             .timeout
             .is_some_and(|limit| started.elapsed() >= limit);
         if done || timed_out {
+            let mut tasks = views.unwrap_or_else(|| refreshed.views());
+            super::schedule::explain(&mut tasks, true);
             return Ok(WaitOutcome {
-                tasks: views.unwrap_or_else(|| refreshed.views()),
+                tasks,
                 timed_out: !done,
                 unreachable: None,
             });
