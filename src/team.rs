@@ -1,6 +1,7 @@
 //! The team spec `cuekit team submit NAME --spec FILE` reads: a YAML list of members, each what
-//! one `cuekit submit` would say. A mistake is an error naming file, line and column, and
-//! nothing is started.
+//! one `cuekit submit` would say, or a mapping `{max_parallel, members}` whose members may name
+//! the members they run after (`after: [implement]`), so one spec is a pipeline. A mistake is an
+//! error naming file, line and column, and nothing is started.
 
 use std::path::PathBuf;
 
@@ -32,6 +33,27 @@ pub struct TeamMember {
     /// Run this member in its own git worktree (see `submit --worktree`), from `base`.
     pub worktree: Option<bool>,
     pub base: Option<String>,
+    /// The member's name, for other members' `after`.
+    pub name: Option<String>,
+    /// Members (by name) that must have completed before this one starts.
+    #[serde(default)]
+    pub after: Vec<String>,
+}
+
+/// The mapping form of a spec.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TeamFile {
+    /// At most this many members run at once; the others wait `queued`.
+    max_parallel: Option<u32>,
+    members: Vec<TeamMember>,
+}
+
+/// A spec's members, in an order where each comes after the members it names, and its cap.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Team {
+    pub max_parallel: Option<u32>,
+    pub members: Vec<TeamMember>,
 }
 
 /// A team spec as read: its members, the file they came from and whether the user trusts that
@@ -39,13 +61,19 @@ pub struct TeamMember {
 #[derive(Debug, Clone)]
 pub struct TeamSpec {
     pub path: std::path::PathBuf,
-    pub members: Vec<TeamMember>,
+    pub team: Team,
     pub trust: crate::trust::TrustState,
 }
 
 /// Parses a team spec; `label` names the file in errors.
-pub fn parse_team_spec(text: &str, label: &str) -> Result<Vec<TeamMember>> {
-    let members: Vec<TeamMember> = serde_yaml_ng::from_str(text).map_err(|err| {
+pub fn parse_team_spec(text: &str, label: &str) -> Result<Team> {
+    // The form is told by the document's root; each form is then read from the text itself,
+    // so a mistake keeps its line and column.
+    let mapping = matches!(
+        serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text),
+        Ok(serde_yaml_ng::Value::Mapping(_))
+    );
+    let located = |err: serde_yaml_ng::Error| {
         let (line, column) = err.location().map_or((1, 1), |at| (at.line(), at.column()));
         let message = err.to_string();
         let message = message.split(" at line ").next().unwrap_or(&message);
@@ -54,18 +82,88 @@ pub fn parse_team_spec(text: &str, label: &str) -> Result<Vec<TeamMember>> {
             format!("{label}:{line}:{column}: {message}"),
         )
         .with_hint(
-            "a team spec is a YAML list of members: `- objective: …` with optional role, agent, \
-             model, mode, approval_mode, cwd, context, constraints, timeout, argv",
+            "a team spec is a YAML list of members (`- objective: …` with optional name, after, \
+             role, agent, model, mode, approval_mode, cwd, context, constraints, timeout, argv, \
+             worktree, base), or a mapping `{max_parallel: N, members: [...]}`",
         )
-    })?;
-    if let Some(index) = members.iter().position(|m| m.objective.trim().is_empty()) {
+    };
+    let team = if mapping {
+        let file: TeamFile = serde_yaml_ng::from_str(text).map_err(located)?;
+        Team {
+            max_parallel: file.max_parallel,
+            members: file.members,
+        }
+    } else {
+        Team {
+            max_parallel: None,
+            members: serde_yaml_ng::from_str(text).map_err(located)?,
+        }
+    };
+    if let Some(index) = team
+        .members
+        .iter()
+        .position(|m| m.objective.trim().is_empty())
+    {
         return Err(Error::invalid_input(format!(
             "{label}: member {} has an empty objective",
             index + 1
         ))
         .with_hint("say what each member should do"));
     }
-    Ok(members)
+    if team.max_parallel == Some(0) {
+        return Err(Error::invalid_input(format!(
+            "{label}: max_parallel must be at least 1"
+        )));
+    }
+    Ok(Team {
+        members: in_dependency_order(team.members, label)?,
+        ..team
+    })
+}
+
+/// The members ordered so that each follows those it names in `after`: an unknown or repeated
+/// name, or a cycle, is refused.
+fn in_dependency_order(members: Vec<TeamMember>, label: &str) -> Result<Vec<TeamMember>> {
+    let mut names = std::collections::HashSet::new();
+    for member in &members {
+        if let Some(name) = &member.name
+            && !names.insert(name.as_str())
+        {
+            return Err(Error::invalid_input(format!(
+                "{label}: two members are named '{name}'"
+            )));
+        }
+    }
+    for member in &members {
+        if let Some(unknown) = member.after.iter().find(|a| !names.contains(a.as_str())) {
+            return Err(Error::invalid_input(format!(
+                "{label}: member '{}' runs after '{unknown}', which no member is named",
+                member.name.as_deref().unwrap_or(&member.objective)
+            ))
+            .with_hint("give that member `name: {unknown}`"));
+        }
+    }
+    let mut placed: Vec<TeamMember> = Vec::with_capacity(members.len());
+    let mut left = members;
+    while !left.is_empty() {
+        let ready = left.iter().position(|member| {
+            member.after.iter().all(|after| {
+                placed
+                    .iter()
+                    .any(|p| p.name.as_deref() == Some(after.as_str()))
+            })
+        });
+        let Some(ready) = ready else {
+            let names: Vec<&str> = left.iter().filter_map(|m| m.name.as_deref()).collect();
+            return Err(Error::invalid_input(format!(
+                "{label}: the members {} run after each other in a cycle",
+                names.join(", ")
+            ))
+            .with_hint("each `after` must name a member that does not, in turn, wait on it"));
+        };
+        placed.push(left.remove(ready));
+    }
+    Ok(placed)
 }
 
 /// Team names are shown in tables and typed in shells: keep them plain.
@@ -96,7 +194,8 @@ mod tests {
              - objective: review it\n  role: reviewer\n  agent: claude-code\n  mode: batch\n",
             "team.yaml",
         )
-        .unwrap();
+        .unwrap()
+        .members;
         assert_eq!(members.len(), 2);
         assert_eq!(members[0].role.as_deref(), Some("worker"));
         assert_eq!(
@@ -104,6 +203,41 @@ mod tests {
             std::time::Duration::from_secs(600)
         );
         assert_eq!(members[1].mode, Some(Mode::Batch));
+    }
+
+    #[test]
+    fn the_mapping_form_is_a_pipeline_in_dependency_order() {
+        let team = parse_team_spec(
+            "max_parallel: 2\nmembers:\n\
+             - {name: review, after: [test], objective: review it}\n\
+             - {name: implement, objective: write it}\n\
+             - {name: test, after: [implement], objective: test it}\n",
+            "team.yaml",
+        )
+        .unwrap();
+        assert_eq!(team.max_parallel, Some(2));
+        let order: Vec<&str> = team
+            .members
+            .iter()
+            .map(|m| m.name.as_deref().unwrap())
+            .collect();
+        assert_eq!(order, ["implement", "test", "review"]);
+        let cycle = parse_team_spec(
+            "members:\n- {name: a, after: [b], objective: x}\n- {name: b, after: [a], objective: y}\n",
+            "t.yaml",
+        )
+        .unwrap_err();
+        assert!(cycle.message.contains("cycle"), "{}", cycle.message);
+        let unknown =
+            parse_team_spec("members:\n- {after: [nobody], objective: x}\n", "t.yaml").unwrap_err();
+        assert!(unknown.message.contains("'nobody'"), "{}", unknown.message);
+        let located =
+            parse_team_spec("members:\n- objective: x\n  budgett: 1\n", "t.yaml").unwrap_err();
+        assert!(
+            located.message.starts_with("t.yaml:3:3:"),
+            "{}",
+            located.message
+        );
     }
 
     #[test]

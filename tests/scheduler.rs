@@ -304,6 +304,68 @@ fn a_queued_task_cancelled_or_removed_never_starts_and_bad_dependencies_are_refu
     assert_eq!(error["error"]["code"], "invalid_input", "{error}");
 }
 
+#[test]
+fn a_team_spec_is_a_pipeline_under_its_max_parallel() {
+    let h = Harness::new();
+    let log = h.root().join("starts.log");
+    let spec = h.project.join("pipeline.yaml");
+    let step = |name: &str| {
+        format!(
+            "  agent: command\n  argv: [sh, -c, 'echo {name} start >> {log}; sleep 0.4; echo {name} end >> {log}']\n",
+            log = log.display()
+        )
+    };
+    std::fs::write(
+        &spec,
+        format!(
+            "max_parallel: 1\nmembers:\n\
+             - name: review\n  after: [test]\n  objective: review it\n{}\
+             - name: implement\n  objective: write it\n{}\
+             - name: docs\n  objective: document it\n{}\
+             - name: test\n  after: [implement]\n  objective: test it\n{}",
+            step("review"),
+            step("implement"),
+            step("docs"),
+            step("test")
+        ),
+    )
+    .unwrap();
+    h.trust(&[spec.to_str().unwrap()]);
+    let (submitted, code) = h.json(&["team", "submit", "crew", "--spec", spec.to_str().unwrap()]);
+    assert_eq!(code, 0, "{submitted}");
+    let ids: Vec<String> = submitted["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 4);
+    let waited = wait_all(&h, &ids, "60s");
+    for task in waited["tasks"].as_array().unwrap() {
+        assert_eq!(task["status"], "completed", "{task}");
+    }
+    let lines = starts(&log);
+    // One at a time (each ends before the next starts), and each after what it names.
+    for pair in lines.chunks(2) {
+        let name = pair[0].split(' ').next().unwrap();
+        assert_eq!(
+            pair,
+            [format!("{name} start"), format!("{name} end")],
+            "{lines:?}"
+        );
+    }
+    let order: Vec<&str> = lines
+        .iter()
+        .step_by(2)
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    let at = |name: &str| order.iter().position(|n| *n == name).unwrap();
+    assert!(
+        at("implement") < at("test") && at("test") < at("review"),
+        "{order:?}"
+    );
+}
+
 /// A `gemini` on PATH that runs the real CLI offline and, the first `fail_first` times, then
 /// fails the way Gemini fails on quota: the API's 429 on stderr and exit status 1. Every argv
 /// is logged.

@@ -26,12 +26,8 @@ pub fn run(command: &TeamCommand, cwd: &Path, json: bool) -> anyhow::Result<i32>
             let path = std::fs::canonicalize(spec).unwrap_or_else(|_| spec.clone());
             let trust = crate::trust::state(&path, &bytes);
             let text = super::utf8(bytes, &format!("the team spec in {}", spec.display()))?;
-            let members = parse_team_spec(&text, &spec.display().to_string())?;
-            let spec = crate::team::TeamSpec {
-                path,
-                members,
-                trust,
-            };
+            let team = parse_team_spec(&text, &spec.display().to_string())?;
+            let spec = crate::team::TeamSpec { path, team, trust };
             let submitted = ops::team_submit(name, &spec, cwd)?;
             if json {
                 print_json(&submitted);

@@ -388,7 +388,8 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     // unless a mode was asked for: a pipeline must not stop at an idle prompt.
     if spec.mode.is_none()
         && sched_plan.as_ref().is_some_and(|plan| {
-            !plan.after.is_empty() || (!plan.limits.is_empty() && !request.scheduling.now)
+            !plan.after.is_empty()
+                || ((!plan.limits.is_empty() || plan.team_max.is_some()) && !request.scheduling.now)
         })
         && adapter.supports(Mode::Batch)
     {

@@ -162,7 +162,8 @@ pub struct TeamSubmitted {
 /// of a project file that run code do.
 pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmitted> {
     crate::team::check_name(name)?;
-    let members = spec.members.clone();
+    let members = spec.team.members.clone();
+    let max_parallel = spec.team.max_parallel;
     if members.is_empty() {
         return Err(Error::invalid_input("the team spec lists no members")
             .with_hint("list at least one `- objective: …`"));
@@ -203,6 +204,10 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
                 .map_err(|err| member_error(err, index, &[]))
         })
         .collect::<Result<Vec<_>>>()?;
+    let afters: Vec<(Option<String>, Vec<String>)> = members
+        .iter()
+        .map(|member| (member.name.clone(), member.after.clone()))
+        .collect();
     let members: Vec<SubmitRequest> = members
         .into_iter()
         .zip(dirs)
@@ -223,6 +228,10 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
             base: member.base,
             // The spec is the project's word: its permission choices may only tighten.
             asked_by: super::submit::Asker::Delegate,
+            scheduling: super::schedule::Scheduling {
+                team_max: max_parallel,
+                ..Default::default()
+            },
             ..SubmitRequest::default()
         })
         .collect();
@@ -237,11 +246,20 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
     }
     let mut tasks = Vec::new();
     let mut started = Vec::new();
-    for (index, member) in members.into_iter().enumerate() {
+    // Members come in dependency order: each `after` names a member submitted already.
+    let mut ids_by_name = std::collections::HashMap::new();
+    for (index, (mut member, (name, after))) in members.into_iter().zip(afters).enumerate() {
+        member.scheduling.after = after
+            .iter()
+            .filter_map(|name| ids_by_name.get(name).cloned())
+            .collect();
         let outcome =
             super::submit(member, cwd).map_err(|err| member_error(err, index, &started))?;
         if let SubmitOutcome::Submitted(task) = &outcome {
             started.push(task.id.clone());
+            if let Some(name) = name {
+                ids_by_name.insert(name, task.id.clone());
+            }
         }
         tasks.push(outcome);
     }

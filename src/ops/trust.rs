@@ -20,8 +20,22 @@ pub fn trust(file: &Path) -> Result<PathBuf> {
         let is_config = file
             .file_name()
             .is_some_and(|name| name == crate::config::PROJECT_FILE);
-        if is_config || crate::team::parse_team_spec(text, &file.display().to_string()).is_err() {
+        if is_config {
             return Err(config_error);
+        }
+        if let Err(team_error) = crate::team::parse_team_spec(text, &file.display().to_string()) {
+            // A list, or a mapping with members, was meant as a team spec: its own error says
+            // what is wrong with it.
+            let meant_as_team = match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) {
+                Ok(serde_yaml_ng::Value::Sequence(_)) => true,
+                Ok(serde_yaml_ng::Value::Mapping(root)) => root.contains_key("members"),
+                _ => false,
+            };
+            return Err(if meant_as_team {
+                team_error
+            } else {
+                config_error
+            });
         }
     }
     crate::trust::trust(file, &bytes)
