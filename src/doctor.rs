@@ -102,11 +102,41 @@ pub fn doctor(cwd: &Path, fix: bool) -> Vec<Check> {
         checks.push(orphan_check(&socket, fix));
     }
     checks.extend(agent_checks(&config));
+    checks.extend(queue_check());
     checks.extend(environment_checks());
     checks.extend(storage_checks(cwd, fix));
     checks.push(git_check());
     checks.extend(worktree_check(cwd, &config, fix));
     checks
+}
+
+/// What waits in the queue, and whether the scheduler serves it (after a reboot the next
+/// cuekit call starts it; `doctor` is one).
+fn queue_check() -> Option<Check> {
+    let summary = crate::ops::queue_summary();
+    if summary.waiting == 0 {
+        return None;
+    }
+    let limits = summary.waiting - summary.for_dependencies - summary.for_backoff;
+    let message = format!(
+        "{} task(s) wait: {} for a dependency, {} for a retry's backoff, {} for a slot under the limits; scheduler {}",
+        summary.waiting,
+        summary.for_dependencies,
+        summary.for_backoff,
+        limits,
+        if summary.scheduler_running {
+            "running"
+        } else {
+            "not running"
+        }
+    );
+    Some(if summary.scheduler_running {
+        Check::new("queue", Level::Ok, message)
+    } else {
+        Check::new("queue", Level::Warn, message).next(
+            "run `cuekit list --all` (any cuekit call that looks at tasks starts the scheduler)",
+        )
+    })
 }
 
 /// Oldest git `--worktree` tasks work with: `merge-tree --write-tree` finds conflicts without

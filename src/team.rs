@@ -38,6 +38,8 @@ pub struct TeamMember {
     /// Members (by name) that must have completed before this one starts.
     #[serde(default)]
     pub after: Vec<String>,
+    /// A member (by name) whose answer goes into this one's prompt; it runs after it.
+    pub context_from: Option<String>,
 }
 
 /// The mapping form of a spec.
@@ -83,8 +85,8 @@ pub fn parse_team_spec(text: &str, label: &str) -> Result<Team> {
         )
         .with_hint(
             "a team spec is a YAML list of members (`- objective: …` with optional name, after, \
-             role, agent, model, mode, approval_mode, cwd, context, constraints, timeout, argv, \
-             worktree, base), or a mapping `{max_parallel: N, members: [...]}`",
+             context_from, role, agent, model, mode, approval_mode, cwd, context, constraints, \
+             timeout, argv, worktree, base), or a mapping `{max_parallel: N, members: [...]}`",
         )
     };
     let team = if mapping {
@@ -127,15 +129,23 @@ fn in_dependency_order(members: Vec<TeamMember>, label: &str) -> Result<Vec<Team
     let mut names = std::collections::HashSet::new();
     for member in &members {
         if let Some(name) = &member.name
-            && !names.insert(name.as_str())
+            && !names.insert(name.clone())
         {
             return Err(Error::invalid_input(format!(
                 "{label}: two members are named '{name}'"
             )));
         }
     }
+    let mut members = members;
+    for member in &mut members {
+        if let Some(from) = &member.context_from
+            && !member.after.contains(from)
+        {
+            member.after.push(from.clone());
+        }
+    }
     for member in &members {
-        if let Some(unknown) = member.after.iter().find(|a| !names.contains(a.as_str())) {
+        if let Some(unknown) = member.after.iter().find(|a| !names.contains(*a)) {
             return Err(Error::invalid_input(format!(
                 "{label}: member '{}' runs after '{unknown}', which no member is named",
                 member.name.as_deref().unwrap_or(&member.objective)

@@ -366,6 +366,37 @@ fn a_team_spec_is_a_pipeline_under_its_max_parallel() {
     );
 }
 
+/// A reviewer submitted while the implementer still runs waits for it, and its prompt takes
+/// the implementer's answer at its start.
+#[test]
+fn context_from_a_running_task_waits_for_it_and_takes_its_answer() {
+    let h = Harness::new().with_real_gemini(&[canned_text("The answer is PINEAPPLE-42.")]);
+    let implementer = h.submit(&["--mode", "batch", "--model", MODEL, "Find the answer"]);
+    let reviewer = h.submit(&[
+        "--model",
+        MODEL,
+        "--context-from",
+        &implementer,
+        "Review the answer",
+    ]);
+    let queued = h.status(&reviewer);
+    assert_eq!(queued["status"], "queued", "{queued}");
+    assert_eq!(queued["mode"], "batch", "{queued}");
+    let waited = wait_all(&h, &[implementer.clone(), reviewer.clone()], "90s");
+    for task in waited["tasks"].as_array().unwrap() {
+        assert_eq!(task["status"], "completed", "{task}");
+    }
+    let prompt = std::fs::read_to_string(h.task_dir(&reviewer).join("prompt.txt")).unwrap();
+    assert!(prompt.contains("Review the answer"), "{prompt}");
+    assert!(
+        prompt.contains(&format!(
+            "Task {implementer} (Find the answer) ended completed"
+        )),
+        "{prompt}"
+    );
+    assert!(prompt.contains("PINEAPPLE-42"), "{prompt}");
+}
+
 /// A `gemini` on PATH that runs the real CLI offline and, the first `fail_first` times, then
 /// fails the way Gemini fails on quota: the API's 429 on stderr and exit status 1. Every argv
 /// is logged.

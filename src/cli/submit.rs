@@ -82,6 +82,10 @@ pub struct SubmitArgs {
     /// then, and is cancelled (`dependency_failed`) if one of them fails or is cancelled.
     #[arg(long, value_name = "ID,…", value_delimiter = ',')]
     after: Vec<String>,
+    /// Put this task's answer (its final text) into the prompt, so a reviewer reads what the
+    /// implementer said; a task not ended yet is waited for, as with --after.
+    #[arg(long, value_name = "ID")]
+    context_from: Option<String>,
     /// With --after: start once they ended, whatever their status.
     #[arg(long, requires = "after")]
     after_ended: bool,
@@ -184,6 +188,7 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             now: args.now,
             retry: args.retry,
             team_max: None,
+            context_from: args.context_from.clone(),
         },
     };
     let outcome = ops::submit(request, cwd)?;

@@ -154,6 +154,11 @@ pub struct SubmitTaskParams {
     /// With after: start once they ended, whatever their status.
     #[serde(default)]
     pub after_ended: bool,
+    /// A task whose answer (its final text) goes into this one's prompt, so a reviewer reads
+    /// what the implementer said; one not ended yet is waited for, as with after.
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    pub context_from: Option<String>,
     /// Higher starts first when tasks wait for a slot under the user's limits. Default 0.
     #[serde(default)]
     pub priority: i32,
@@ -495,6 +500,7 @@ impl CuekitServer {
                     now: params.now,
                     retry: params.retry,
                     team_max: None,
+                    context_from: params.context_from,
                 },
                 ..SubmitRequest::default()
             };

@@ -56,7 +56,9 @@ pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};
 pub use report::{ReportRequest, report};
 pub use result::result;
 pub use route::finishes_without_caller;
-pub use schedule::{QueueView, Scheduling, retry, run_scheduler, start_due};
+pub use schedule::{
+    QueueSummary, QueueView, Scheduling, queue_summary, retry, run_scheduler, start_due,
+};
 pub use steer::{SessionControl, SteerReceipt, steer, steer_control};
 pub use stream::run_event_filter;
 pub use submit::{Asker, SubmitOutcome, SubmitRequest, submit};

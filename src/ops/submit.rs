@@ -236,6 +236,54 @@ fn resolve_spec(
     (spec, warnings)
 }
 
+/// `--context-from`: an ended task's answer goes into the context now; one still running (or
+/// queued) becomes a dependency, and its answer is taken at this task's start.
+fn take_context_from(mut request: SubmitRequest, cwd: &Path) -> Result<SubmitRequest> {
+    let Some(from) = request.scheduling.context_from.clone() else {
+        return Ok(request);
+    };
+    let source = super::task::open(&from, cwd)?;
+    if source.placement.host.is_some() {
+        return Err(Error::invalid_input(format!(
+            "--context-from: task {from} runs on a host; its answer is read on this machine only"
+        )));
+    }
+    if source.record.status.is_terminal() {
+        request.context = Some(with_answer_of(request.context.as_deref(), &from)?);
+        request.scheduling.context_from = None;
+    } else if !request.scheduling.after.contains(&from) {
+        request.scheduling.after.push(from);
+    }
+    Ok(request)
+}
+
+/// The most of an earlier task's answer a prompt takes.
+const ANSWER_LIMIT: usize = 16 * 1024;
+
+/// `context` followed by the answer of ended task `from`: its final text, else its last
+/// report, else the end of its transcript.
+pub(crate) fn with_answer_of(context: Option<&str>, from: &str) -> Result<String> {
+    let source = super::task::open(from, Path::new("/"))?;
+    let record = &source.record;
+    let answer = super::outcome::written_final_text(&record.task_dir)
+        .or_else(|| record.last_report.as_ref().map(|r| r.message.clone()))
+        .unwrap_or_else(|| super::schedule::transcript_end(record));
+    let answer = match answer.char_indices().nth(ANSWER_LIMIT) {
+        Some((cut, _)) => format!("{}…", &answer[..cut]),
+        None => answer,
+    };
+    let objective = record.spec.objective.lines().next().unwrap_or_default();
+    let answer = format!(
+        "Task {from} ({objective}) ended {} and answered:\n{}",
+        record.status.as_str(),
+        answer.trim()
+    );
+    Ok(match context {
+        Some(context) if !context.trim().is_empty() => format!("{context}\n\n{answer}"),
+        _ => answer,
+    })
+}
+
 /// The agent session of an earlier task, for `--resume-from`.
 fn resumable_session(earlier: &TaskRecord) -> Result<String> {
     super::result::agent_session(earlier).ok_or_else(|| {
@@ -355,6 +403,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .with_hint("run the task in a directory whose path is UTF-8 (rename it, or pass --cwd)"));
     }
     let config = Config::load(&cwd)?;
+    let request = take_context_from(request, &cwd)?;
     if let Some(team) = &request.team {
         crate::team::check_name(team)?;
     }

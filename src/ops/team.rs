@@ -204,9 +204,15 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
                 .map_err(|err| member_error(err, index, &[]))
         })
         .collect::<Result<Vec<_>>>()?;
-    let afters: Vec<(Option<String>, Vec<String>)> = members
+    let afters: Vec<(Option<String>, Vec<String>, Option<String>)> = members
         .iter()
-        .map(|member| (member.name.clone(), member.after.clone()))
+        .map(|member| {
+            (
+                member.name.clone(),
+                member.after.clone(),
+                member.context_from.clone(),
+            )
+        })
         .collect();
     let members: Vec<SubmitRequest> = members
         .into_iter()
@@ -248,11 +254,15 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
     let mut started = Vec::new();
     // Members come in dependency order: each `after` names a member submitted already.
     let mut ids_by_name = std::collections::HashMap::new();
-    for (index, (mut member, (name, after))) in members.into_iter().zip(afters).enumerate() {
+    for (index, (mut member, (name, after, context_from))) in
+        members.into_iter().zip(afters).enumerate()
+    {
         member.scheduling.after = after
             .iter()
             .filter_map(|name| ids_by_name.get(name).cloned())
             .collect();
+        member.scheduling.context_from =
+            context_from.and_then(|name| ids_by_name.get(&name).cloned());
         let outcome =
             super::submit(member, cwd).map_err(|err| member_error(err, index, &started))?;
         if let SubmitOutcome::Submitted(task) = &outcome {

@@ -119,6 +119,9 @@ pub struct Plan {
     pub retry: Option<RetryPolicy>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<Attempt>,
+    /// An ended task whose answer goes into this one's prompt at its first start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_from: Option<String>,
     /// No attempt starts before this time (a retry's backoff).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_before: Option<String>,

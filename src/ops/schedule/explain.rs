@@ -94,3 +94,31 @@ fn queue_order() -> Vec<String> {
     });
     queued.into_iter().map(|(id, _)| id).collect()
 }
+
+/// What waits in the queue, for `cuekit doctor`.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueSummary {
+    pub waiting: usize,
+    pub for_dependencies: usize,
+    pub for_backoff: usize,
+    /// Whether the scheduler process runs (it is started by the next cuekit call otherwise).
+    pub scheduler_running: bool,
+}
+
+pub fn queue_summary() -> QueueSummary {
+    let mut summary = QueueSummary::default();
+    for id in schedule::queued_ids() {
+        summary.waiting += 1;
+        let Some(plan) = schedule::plan(&id) else {
+            continue;
+        };
+        if !unfinished_dependencies(&plan).is_empty() {
+            summary.for_dependencies += 1;
+        } else if plan.not_before.is_some() {
+            summary.for_backoff += 1;
+        }
+    }
+    summary.scheduler_running = schedule::runner_lock_path()
+        .is_some_and(|path| matches!(store::lock_file_try(&path), Ok(None)));
+    summary
+}

@@ -28,10 +28,10 @@ use crate::status::{Ending, Status};
 use crate::store::{self, schedule, schedule::Plan};
 use crate::tmux::{Tmux, args};
 
-pub use explain::QueueView;
 pub(crate) use explain::explain;
+pub use explain::{QueueSummary, QueueView, queue_summary};
 pub use retry::retry;
-pub(crate) use retry::{name_fault, requeue};
+pub(crate) use retry::{name_fault, requeue, transcript_end};
 pub(crate) use start::gate_paths;
 
 /// How often the scheduler process looks: a freed slot is taken within this.
@@ -52,6 +52,9 @@ pub struct Scheduling {
     pub retry: Option<u32>,
     /// A team spec's `max_parallel`.
     pub team_max: Option<u32>,
+    /// `--context-from`: a task whose answer goes into this one's prompt (one not ended yet
+    /// is waited for, as with `--after`).
+    pub context_from: Option<String>,
 }
 
 /// The plan of a new task, or `None` when nothing about it concerns the scheduler. Every
@@ -96,7 +99,12 @@ pub(crate) fn plan_for(asked: &Scheduling, config: &Config) -> Result<Option<Pla
         None => config.retry().filter(|policy| policy.max > 0),
     };
     let limits = config.limits();
-    if asked.after.is_empty() && retry.is_none() && asked.team_max.is_none() && limits.is_empty() {
+    if asked.after.is_empty()
+        && retry.is_none()
+        && asked.team_max.is_none()
+        && limits.is_empty()
+        && asked.context_from.is_none()
+    {
         return Ok(None);
     }
     let mut after = asked.after.clone();
@@ -110,6 +118,7 @@ pub(crate) fn plan_for(asked: &Scheduling, config: &Config) -> Result<Option<Pla
         team_max: asked.team_max,
         retry,
         attempts: Vec::new(),
+        context_from: asked.context_from.clone(),
         not_before: None,
     }))
 }

@@ -60,7 +60,7 @@ pub(crate) fn name_fault(record: &store::TaskRecord, adapter: &Adapter, ending: 
 }
 
 /// The last lines of the task's transcript as text (16 KiB of it at most).
-fn transcript_end(record: &store::TaskRecord) -> String {
+pub(crate) fn transcript_end(record: &store::TaskRecord) -> String {
     use std::io::{Read, Seek, SeekFrom};
     let path = crate::ops::transcript_path(record);
     let Ok(mut file) = store::open_own(&path) else {

@@ -61,6 +61,8 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
     let config = Config::load(&record.cwd).map_err(abandon)?;
     if attempt > 1 {
         prepare_again(task, &config).map_err(abandon)?;
+    } else if let Some(from) = &plan.context_from {
+        take_context(task, from, &config).map_err(abandon)?;
     }
     let env = schedule::env_path(&id)
         .and_then(|path| store::read_small(&path).ok())
@@ -190,9 +192,41 @@ fn prepare_again(task: &Task, config: &Config) -> Result<()> {
         if !original.exists() {
             let _ = std::fs::rename(dir.join(crate::launch::PROMPT_FILE), &original);
         }
+    }
+    let resumed = spec.resume_session.is_some();
+    rescript(task, &spec, config, |record| {
+        if resumed {
+            record.resumed_from = Some(record.id.clone());
+        }
+    })
+}
+
+/// A first start whose prompt takes an ended task's answer (`--context-from`): known only now.
+fn take_context(task: &Task, from: &str, config: &Config) -> Result<()> {
+    let mut spec = task.record.spec.clone();
+    spec.context = Some(crate::ops::submit::with_answer_of(
+        spec.context.as_deref(),
+        from,
+    )?);
+    let context = spec.context.clone();
+    rescript(task, &spec, config, |record| record.spec.context = context)
+}
+
+/// Writes the prompt and the script of the task's next start from `spec`, and the command into
+/// its record (with `also`).
+fn rescript(
+    task: &Task,
+    spec: &crate::spec::TaskSpec,
+    config: &Config,
+    also: impl FnOnce(&mut store::TaskRecord),
+) -> Result<()> {
+    let record = &task.record;
+    let dir = &record.task_dir;
+    let adapter = adapter::lookup(&record.spec.agent_kind)?;
+    if !adapter.runs_argv {
         write_private(
             &dir.join(crate::launch::PROMPT_FILE),
-            crate::spec::render_prompt(&spec).as_bytes(),
+            crate::spec::render_prompt(spec).as_bytes(),
         )?;
     }
     let bin = config
@@ -201,7 +235,7 @@ fn prepare_again(task: &Task, config: &Config) -> Result<()> {
     let client =
         std::env::current_exe().map_err(|err| Error::io("find", Path::new("cuekit"), err))?;
     let launch = adapter.launch(
-        &spec,
+        spec,
         record.mode,
         &bin,
         &adapter::shell_word_for_bin(&client.to_string_lossy())?,
@@ -221,9 +255,7 @@ fn prepare_again(task: &Task, config: &Config) -> Result<()> {
     schedule::write_private(&path, script.as_bytes())?;
     store::update(dir, |record| {
         record.launch_command = launch.command.clone();
-        if spec.resume_session.is_some() {
-            record.resumed_from = Some(record.id.clone());
-        }
+        also(record);
         Ok(true)
     })?;
     Ok(())
