@@ -397,6 +397,62 @@ fn context_from_a_running_task_waits_for_it_and_takes_its_answer() {
     assert!(prompt.contains("PINEAPPLE-42"), "{prompt}");
 }
 
+/// A budget judges a Gemini batch run at its end (its stream reports usage in its `result`),
+/// and stops an ACP session at the end of the turn that passed it; an interactive task, which
+/// reports no usage, is refused one.
+#[test]
+fn a_budget_stops_a_child_and_is_refused_where_no_usage_is_reported() {
+    let h = Harness::new().with_real_gemini(&[canned_text("An answer of fifteen tokens.")]);
+    let batch = h.submit(&[
+        "--mode",
+        "batch",
+        "--model",
+        MODEL,
+        "--max-tokens",
+        "10",
+        "Answer",
+    ]);
+    // An ACP session stays open for steering: its budget ends it once the turn reported.
+    let acp = h.submit(&[
+        "--mode",
+        "acp",
+        "--model",
+        MODEL,
+        "--max-tokens",
+        "10",
+        "Answer",
+    ]);
+    let waited = wait_all(&h, &[batch.clone(), acp.clone()], "90s");
+    for task in waited["tasks"].as_array().unwrap() {
+        assert_eq!(task["status"], "failed", "{task}");
+        assert_eq!(task["reason"], "budget_exceeded", "{task}");
+        assert!(
+            task["hint"]
+                .as_str()
+                .unwrap()
+                .contains("tokens, over its 10"),
+            "{task}"
+        );
+    }
+    assert_eq!(h.status(&batch)["exit_code"], 0, "the run itself succeeded");
+    assert!(
+        poll(Duration::from_secs(10), || processes_of(&acp).is_empty()),
+        "the ACP child's processes outlived its budget: {:?}",
+        processes_of(&acp)
+    );
+
+    let (error, code) = h.json(&["submit", "--model", MODEL, "--max-turns", "3", "chat"]);
+    assert_ne!(code, 0);
+    assert_eq!(error["error"]["code"], "invalid_input", "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("reports no usage"),
+        "{error}"
+    );
+}
+
 /// A `gemini` on PATH that runs the real CLI offline and, the first `fail_first` times, then
 /// fails the way Gemini fails on quota: the API's 429 on stderr and exit status 1. Every argv
 /// is logged.

@@ -105,6 +105,13 @@ pub struct SubmitArgs {
     /// your config).
     #[arg(long, value_name = "N")]
     retry: Option<u32>,
+    /// Stop the task (failed, budget_exceeded) once its agent reports more tokens than this
+    /// (batch with its event stream, or acp: the modes that report usage).
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u64>,
+    /// Stop the task once its agent reports more turns than this (batch or acp).
+    #[arg(long, value_name = "N")]
+    max_turns: Option<u32>,
     /// Print the launch command without running anything (without the per-task --session-id).
     #[arg(long)]
     dry_run: bool,
@@ -181,6 +188,12 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             ops::Asker::User
         },
         host: args.host.clone(),
+        budget: (args.max_tokens.is_some() || args.max_turns.is_some()).then(|| {
+            crate::store::Budget {
+                tokens: args.max_tokens,
+                turns: args.max_turns,
+            }
+        }),
         scheduling: ops::Scheduling {
             after: args.after.clone(),
             after_ended: args.after_ended,

@@ -165,6 +165,13 @@ pub struct SubmitTaskParams {
     /// Start now even at the user's limits (dependencies still hold).
     #[serde(default)]
     pub now: bool,
+    /// Stop the task (failed, reason budget_exceeded) once its agent reports more tokens
+    /// than this: batch (with its event stream) and acp tasks only.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// Stop the task once its agent reports more turns than this: batch and acp only.
+    #[serde(default)]
+    pub max_turns: Option<u32>,
     /// Start the task again, continuing its agent session, when an attempt ends
     /// rate_limited, transient or pane_disappeared: at most this many more times (0: never).
     /// Default: the user's `retry` config.
@@ -493,6 +500,12 @@ impl CuekitServer {
                 // the user's policy, never loosen it.
                 asked_by: ops::Asker::Delegate,
                 host: params.host,
+                budget: (params.max_tokens.is_some() || params.max_turns.is_some()).then(|| {
+                    crate::store::Budget {
+                        tokens: params.max_tokens,
+                        turns: params.max_turns,
+                    }
+                }),
                 scheduling: ops::Scheduling {
                     after: params.after,
                     after_ended: params.after_ended,

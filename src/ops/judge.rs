@@ -419,13 +419,18 @@ fn refresh_with(
                 unreaped_exit,
             };
             match judge(&task.record, adapter, &seen) {
-                Verdict::Unchanged => Ok(task),
+                // Usage past its budget ends a task as its timeout does.
+                Verdict::Unchanged => Ok(match super::budget::exceeded(&task) {
+                    Some(ending) => stop_due(task, ending, stop_timed_out),
+                    None => task,
+                }),
                 Verdict::Unseen => {
                     unseen.insert(task.record.id.clone());
                     Ok(task)
                 }
                 Verdict::Ended(ending) => {
                     let ending = super::schedule::name_fault(&task.record, adapter, ending);
+                    let ending = super::budget::at_end(&task, ending);
                     // An attempt its retry policy retries goes back to the queue instead.
                     match super::schedule::requeue(&task, &ending) {
                         Some(Ok(requeued)) => return Ok(requeued),
@@ -441,32 +446,7 @@ fn refresh_with(
                     }
                     Ok(task)
                 }
-                Verdict::TimeoutDue => {
-                    // Claimed before it is recorded, so a look killed in between leaves a stop
-                    // someone finishes; someone at it already (a cancel) ends it anyway.
-                    let claim = match monitor_lock::try_claim_stop(&task.record.id) {
-                        Ok(Some(claim)) => claim,
-                        Ok(None) => return Ok(task),
-                        Err(err) => return Ok(unrecorded(task, &err)),
-                    };
-                    let running = task.clone();
-                    match record_ending(task, timed_out()) {
-                        Ok(task) => {
-                            // Left for the stopper (or, when this look is `stop`'s, for it).
-                            drop(claim);
-                            if stop_timed_out {
-                                stop_in_background(&task, None, None);
-                            }
-                            Ok(task)
-                        }
-                        // Stopped only once the ending is on record (see `stop`): it runs on
-                        // until the timeout can be written, and says why.
-                        Err(err) => {
-                            claim.finish();
-                            Ok(unrecorded(running, &err))
-                        }
-                    }
-                }
+                Verdict::TimeoutDue => Ok(stop_due(task, timed_out(), stop_timed_out)),
             }
         })
         .collect::<Result<Vec<_>>>()?;
@@ -477,6 +457,34 @@ fn refresh_with(
         unrecorded: not_recorded,
         unseen,
     })
+}
+
+/// Records `ending` of a task that must be stopped (its timeout, its budget) and has its
+/// processes ended by a detached stopper (unless `in_background` is false: the caller ends
+/// them). Claimed before it is recorded, so a look killed in between leaves a stop someone
+/// finishes; someone at it already (a cancel) ends it anyway. Stopped only once the ending is
+/// on record (see `stop`): it runs on until the ending can be written, and says why.
+fn stop_due(task: Task, ending: Ending, in_background: bool) -> Task {
+    let claim = match monitor_lock::try_claim_stop(&task.record.id) {
+        Ok(Some(claim)) => claim,
+        Ok(None) => return task,
+        Err(err) => return unrecorded(task, &err),
+    };
+    let running = task.clone();
+    match record_ending(task, ending) {
+        Ok(task) => {
+            // Left for the stopper (or, when this look is `stop`'s, for it).
+            drop(claim);
+            if in_background {
+                stop_in_background(&task, None, None);
+            }
+            task
+        }
+        Err(err) => {
+            claim.finish();
+            unrecorded(running, &err)
+        }
+    }
 }
 
 /// One snapshot of a server's panes (an empty one when no server runs).

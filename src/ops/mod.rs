@@ -9,6 +9,7 @@
 mod acp;
 mod attach;
 mod board;
+mod budget;
 mod cancel;
 mod diff;
 mod events;

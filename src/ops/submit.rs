@@ -63,6 +63,8 @@ pub struct SubmitRequest {
     pub host: Option<String>,
     /// Dependencies, priority, retries, `--now`: what the scheduler is asked.
     pub scheduling: super::schedule::Scheduling,
+    /// `--max-tokens`, `--max-turns`: the usage past which the task is stopped.
+    pub budget: Option<store::Budget>,
 }
 
 /// Who asks for a task, as far as its permissions go.
@@ -372,6 +374,13 @@ fn request_digest(request: &SubmitRequest, cwd: &Path) -> String {
 /// relative `cwd` is the caller's: here under `caller_cwd`, on a host as the host takes it.
 pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome> {
     if let Some(host) = &request.host {
+        // Ids name tasks of this machine; a host's tasks wait on its own.
+        if !request.scheduling.after.is_empty() || request.scheduling.context_from.is_some() {
+            return Err(Error::invalid_input(format!(
+                "--after and --context-from name tasks of this machine, not of host {host}"
+            ))
+            .with_hint("submit the pipeline on one machine (all on the host, or all here)"));
+        }
         return super::remote::submit_on_host(host, &request, caller_cwd);
     }
     let resumed = request
@@ -530,6 +539,17 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     } = adapter.launch(&spec, mode, &bin, &client_word()?)?;
     let warnings: Vec<String> = policy_warnings.into_iter().chain(launch_warnings).collect();
     check_argv_limit(&spec, adapter, &command)?;
+    if request.budget.is_some() && !(event_stream || mode == Mode::Acp) {
+        return Err(Error::invalid_input(format!(
+            "a {} task of {} reports no usage, so --max-tokens and --max-turns cannot be judged",
+            mode.as_str(),
+            adapter.kind()
+        ))
+        .with_hint(
+            "run it in batch mode with its event stream (`--mode batch`) or in acp mode; \
+             --timeout bounds any task",
+        ));
+    }
     // An ACP bridge (claude-agent-acp, codex-acp, pi-acp) is the program the pane starts.
     if let Some(bridge) = adapter
         .acp
@@ -609,6 +629,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             worktree: plan.as_ref().map(git::create::Plan::placement),
             request_digest: Some(digest),
             acp_socket,
+            budget: request.budget.clone(),
         })),
         legacy: false,
     };

@@ -16,8 +16,8 @@ pub use record::{
     update,
 };
 pub use registry::{
-    MergeRecord, PaneStart, Pending, Placement, TaskFacts, WorktreePlacement, announced, data_dir,
-    merge_of, pane_start, pending_submits, placement, record_merge, record_pane_start,
+    Budget, MergeRecord, PaneStart, Pending, Placement, TaskFacts, WorktreePlacement, announced,
+    data_dir, merge_of, pane_start, pending_submits, placement, record_merge, record_pane_start,
     registered_ids, registry_dir, remove_pending, save_announced, stage_placement, unregister,
     write_pending,
 };

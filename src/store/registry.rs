@@ -73,6 +73,18 @@ pub struct TaskFacts {
     /// the project, which the child can write).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acp_socket: Option<PathBuf>,
+    /// The usage past which the task is stopped (`--max-tokens`, `--max-turns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
+}
+
+/// How much of the agent's reported usage a task may spend.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budget {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<u32>,
 }
 
 /// A task's own git worktree, as cuekit created it.

@@ -175,7 +175,24 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
     for constraint in &request.constraints {
         value("constraint", Some(constraint.clone()));
     }
+    // The host's own scheduler and judge hold these.
+    let scheduling = &request.scheduling;
+    value(
+        "priority",
+        (scheduling.priority != 0).then(|| scheduling.priority.to_string()),
+    );
+    value("retry", scheduling.retry.map(|n| n.to_string()));
+    let budget = request.budget.as_ref();
+    value(
+        "max-tokens",
+        budget.and_then(|b| b.tokens).map(|n| n.to_string()),
+    );
+    value(
+        "max-turns",
+        budget.and_then(|b| b.turns).map(|n| n.to_string()),
+    );
     let switches = [
+        (scheduling.now, "--now"),
         (
             request.dangerously_skip_permissions == Some(true),
             "--skip-permissions",
