@@ -188,7 +188,7 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             ops::Asker::User
         },
         host: args.host.clone(),
-        budget: (args.max_tokens.is_some() || args.max_turns.is_some()).then(|| {
+        budget: (args.max_tokens.is_some() || args.max_turns.is_some()).then_some({
             crate::store::Budget {
                 tokens: args.max_tokens,
                 turns: args.max_turns,

@@ -500,7 +500,7 @@ impl CuekitServer {
                 // the user's policy, never loosen it.
                 asked_by: ops::Asker::Delegate,
                 host: params.host,
-                budget: (params.max_tokens.is_some() || params.max_turns.is_some()).then(|| {
+                budget: (params.max_tokens.is_some() || params.max_turns.is_some()).then_some({
                     crate::store::Budget {
                         tokens: params.max_tokens,
                         turns: params.max_turns,
