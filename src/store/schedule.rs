@@ -267,6 +267,15 @@ pub fn free_slot(task_id: &str) {
     }
 }
 
+pub fn slot_path(task_id: &str) -> Option<PathBuf> {
+    file_in("slots", task_id)
+}
+
+/// The ids holding a slot (one directory read).
+pub fn slot_ids() -> Vec<String> {
+    ids_in("slots")
+}
+
 /// Every slot holder, with what it runs and when its slot was taken.
 pub fn slots() -> Vec<(String, Option<Slot>, Option<std::time::SystemTime>)> {
     let Some(dir) = dir("slots") else {

@@ -14,6 +14,7 @@
 mod explain;
 mod retry;
 mod start;
+mod watch;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -319,18 +320,26 @@ pub(crate) fn take_slot(task_id: &str, agent: &str, team: Option<&str>) -> Resul
     )
 }
 
+/// What a look at the queue left.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Looked {
+    /// Anything still waits.
+    pub waiting: bool,
+    /// The soonest a retry's backoff is over.
+    pub next_due: Option<SystemTime>,
+}
+
 /// One look at the queue: records the endings of slot holders that are gone, fails the tasks
 /// whose dependency failed, and starts every task that may start now, in priority order.
-/// Returns whether anything still waits.
-pub fn start_due() -> Result<bool> {
+pub fn start_due() -> Result<Looked> {
     if !schedule::any_queued() && schedule::claimed_ids().is_empty() {
-        return Ok(false);
+        return Ok(Looked::default());
     }
     let _lock = schedule::decision_lock()?;
     recover_claims();
     let ids = schedule::queued_ids();
     if ids.is_empty() {
-        return Ok(false);
+        return Ok(Looked::default());
     }
     let mut usage = Usage::now();
     if !usage.gone.is_empty() {
@@ -346,6 +355,7 @@ pub fn start_due() -> Result<bool> {
             .then_with(|| a.record.id.cmp(&b.record.id))
     });
     let now = SystemTime::now();
+    let mut next_due: Option<SystemTime> = None;
     for (task, mut plan) in waiting {
         match dependencies(&plan) {
             Dependencies::Met => {}
@@ -355,12 +365,13 @@ pub fn start_due() -> Result<bool> {
                 continue;
             }
         }
-        if plan
+        if let Some(at) = plan
             .not_before
             .as_deref()
             .and_then(|t| humantime::parse_rfc3339(t).ok())
-            .is_some_and(|t| t > now)
+            .filter(|at| *at > now)
         {
+            next_due = Some(next_due.map_or(at, |due| due.min(at)));
             continue;
         }
         // No attempt starts while anything of the one before runs.
@@ -392,7 +403,10 @@ pub fn start_due() -> Result<bool> {
             }
         }
     }
-    Ok(schedule::any_queued())
+    Ok(Looked {
+        waiting: schedule::any_queued(),
+        next_due,
+    })
 }
 
 /// Records the ending of a task that never started this attempt: only while it is `queued`
@@ -594,14 +608,19 @@ pub fn run_scheduler() -> Result<()> {
     };
     let data = store::data_dir();
     let served = data.as_deref().and_then(dir_identity);
+    let mut watch = watch::Watch::default();
     loop {
         // The user's data is gone (a throw-away HOME removed): nothing left to serve.
         if served.is_none() || data.as_deref().and_then(dir_identity) != served {
             return Ok(());
         }
-        // A tick that fails (a full disk) is tried again on the next one.
-        if let Ok(false) = start_due() {
-            return Ok(());
+        if watch.due() {
+            match start_due() {
+                Ok(looked) if !looked.waiting => return Ok(()),
+                Ok(looked) => watch.looked(looked.next_due),
+                // A look that fails (a full disk) is taken again on the next tick.
+                Err(_) => watch.looked(None),
+            }
         }
         std::thread::sleep(TICK);
     }
