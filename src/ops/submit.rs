@@ -443,14 +443,13 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     }
     let sched_plan = super::schedule::plan_for(&request.scheduling, &config)?;
     // A task that waits for others, or that the queue may hold, runs to its end by itself
-    // unless a mode was asked for: a pipeline must not stop at an idle prompt.
-    if spec.mode.is_none()
-        && sched_plan.as_ref().is_some_and(|plan| {
-            !plan.after.is_empty()
-                || ((!plan.limits.is_empty() || plan.team_max.is_some()) && !request.scheduling.now)
-        })
-        && adapter.supports(Mode::Batch)
-    {
+    // unless a mode was asked for (an ACP one ends with its first turn unless told
+    // otherwise): a pipeline must not stop at an idle prompt.
+    let in_pipeline = sched_plan.as_ref().is_some_and(|plan| {
+        !plan.after.is_empty()
+            || ((!plan.limits.is_empty() || plan.team_max.is_some()) && !request.scheduling.now)
+    });
+    if spec.mode.is_none() && in_pipeline && adapter.supports(Mode::Batch) {
         spec.mode = Some(Mode::Batch);
     }
     let mode = spec.mode.unwrap_or(adapter.capabilities.default_mode);
@@ -466,7 +465,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             .acp
             .is_some_and(|acp| acp.load_overwrites_same_minute);
         spec.acp = Some(crate::acp::policy::AcpSpec {
-            once: request.once.unwrap_or(false),
+            once: request.once.unwrap_or(in_pipeline),
             permissions: config.acp_permissions(),
             load_not_before: resumed
                 .as_ref()
