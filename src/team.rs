@@ -30,7 +30,8 @@ pub struct TeamMember {
     /// For the `command` agent: the program and its arguments.
     #[serde(default)]
     pub argv: Vec<String>,
-    /// Run this member in its own git worktree (see `submit --worktree`), from `base`.
+    /// Run this member in its own git worktree (see `submit --worktree`), from `base`: a git
+    /// ref, or a member's name (its branch tip once it completed, as `--base-from`).
     pub worktree: Option<bool>,
     pub base: Option<String>,
     /// The member's name, for other members' `after`.
@@ -136,12 +137,17 @@ fn in_dependency_order(members: Vec<TeamMember>, label: &str) -> Result<Vec<Team
             )));
         }
     }
+    // A member's `context_from`, and a `base` that names a member, make it wait for that one.
     let mut members = members;
     for member in &mut members {
-        if let Some(from) = &member.context_from
-            && !member.after.contains(from)
+        let base_member = member.base.clone().filter(|base| names.contains(base));
+        for from in [member.context_from.clone(), base_member]
+            .into_iter()
+            .flatten()
         {
-            member.after.push(from.clone());
+            if !member.after.contains(&from) {
+                member.after.push(from);
+            }
         }
     }
     for member in &members {

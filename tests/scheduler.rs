@@ -453,6 +453,77 @@ fn a_budget_stops_a_child_and_is_refused_where_no_usage_is_reported() {
     );
 }
 
+/// A tester whose worktree starts from the implementer's branch sees the implementer's
+/// uncommitted work: committed onto its branch when the tester starts, and the tester's
+/// worktree made from that tip then.
+#[test]
+fn base_from_starts_a_worktree_from_another_tasks_work_once_it_completed() {
+    let h = Harness::new();
+    common::git::init_repo(&h.project);
+    std::fs::write(h.project.join(".gitignore"), ".cuekit/\n").unwrap();
+    common::git::commit_all(&h.project, "init");
+    let log = h.root().join("seen.log");
+    let implementer = h.submit_sh(
+        "sleep 0.5; echo implemented > feature.txt",
+        &["--mode", "batch", "--worktree"],
+    );
+    let tester = h.submit_sh(
+        &format!("cat feature.txt >> '{}'", log.display()),
+        &["--base-from", &implementer],
+    );
+    let queued = h.status(&tester);
+    assert_eq!(queued["status"], "queued", "{queued}");
+    assert!(queued["worktree"].is_null(), "made at its start: {queued}");
+    let waited = wait_all(&h, &[implementer.clone(), tester.clone()], "60s");
+    for task in waited["tasks"].as_array().unwrap() {
+        assert_eq!(task["status"], "completed", "{task}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "implemented\n",
+        "the tester saw the implementer's file"
+    );
+    let implementer_branch = h.status(&implementer)["branch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let message = common::git::git(
+        &h.project,
+        &["log", "-1", "--format=%s", &implementer_branch],
+    );
+    assert!(message.contains("uncommitted work"), "{message}");
+    let started = h.status(&tester);
+    assert!(started["worktree"].is_string(), "{started}");
+    assert_eq!(
+        started["base_ref"],
+        implementer_branch.as_str(),
+        "{started}"
+    );
+
+    // From a task that ended already, the worktree is made at submit.
+    let again = h.submit_sh(
+        &format!("cat feature.txt >> '{}'", log.display()),
+        &["--base-from", &implementer],
+    );
+    wait_all(&h, std::slice::from_ref(&again), "60s");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "implemented\nimplemented\n"
+    );
+    let (error, code) = h.json(&[
+        "submit",
+        "--agent",
+        "command",
+        "--base-from",
+        &again,
+        "--base",
+        "main",
+        "--",
+        "true",
+    ]);
+    assert_ne!(code, 0, "{error}");
+}
+
 /// A `gemini` on PATH that runs the real CLI offline and, the first `fail_first` times, then
 /// fails the way Gemini fails on quota: the API's 429 on stderr and exit status 1. Every argv
 /// is logged.

@@ -86,6 +86,11 @@ pub struct SubmitArgs {
     /// implementer said; a task not ended yet is waited for, as with --after.
     #[arg(long, value_name = "ID")]
     context_from: Option<String>,
+    /// Run in a worktree that starts from this worktree task's branch tip (its uncommitted
+    /// work committed first), made when this task starts: a tester sees the implementer's
+    /// changes. Implies --worktree; waits for the task, as with --after.
+    #[arg(long, value_name = "ID", conflicts_with = "base")]
+    base_from: Option<String>,
     /// With --after: start once they ended, whatever their status.
     #[arg(long, requires = "after")]
     after_ended: bool,
@@ -202,6 +207,7 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             retry: args.retry,
             team_max: None,
             context_from: args.context_from.clone(),
+            base_from: args.base_from.clone(),
         },
     };
     let outcome = ops::submit(request, cwd)?;

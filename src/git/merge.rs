@@ -145,6 +145,39 @@ pub fn merge(request: &Request) -> Result<Merged> {
     })
 }
 
+/// Commits a task's uncommitted work (tracked and untracked, as `diff` sees it) onto its
+/// branch, under cuekit's worktree lock; returns the branch's tip, which is then all of its work.
+/// Another task can then start from that tip (`--base-from`).
+pub fn commit_work(
+    repo_root: &Path,
+    task_worktree: &Path,
+    branch: &str,
+    message: &str,
+    scratch: &Path,
+) -> Result<String> {
+    let _lock = super::lock_worktrees(repo_root)?;
+    let root = Git::new(repo_root);
+    let branch_ref = format!("refs/heads/{branch}");
+    let old_tip = root.line(["rev-parse", "--verify", &branch_ref])?;
+    if !task_worktree.is_dir() {
+        return Ok(old_tip);
+    }
+    let tree = diff::work_tree(&diff::Subject {
+        repo_root,
+        worktree: task_worktree,
+        branch,
+        scratch,
+    })?;
+    if tree == root.line(["rev-parse", &format!("{old_tip}^{{tree}}")])? {
+        return Ok(old_tip);
+    }
+    let commit = root.line(["commit-tree", &tree, "-p", &old_tip, "-m", message])?;
+    root.run(["update-ref", &branch_ref, &commit, &old_tip])?;
+    // The worktree's files are that commit; its index follows (files untouched).
+    Git::new(task_worktree).run(["reset", "--quiet"])?;
+    Ok(commit)
+}
+
 /// Tracked changes or an unfinished merge in the target's worktree: nothing may be touched.
 fn refuse_dirty(there: &Git, path: &Path) -> Result<()> {
     let status = there.run(["status", "--porcelain=v1", "-z", "--untracked-files=no"])?;

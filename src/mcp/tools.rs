@@ -159,6 +159,12 @@ pub struct SubmitTaskParams {
     #[serde(default)]
     #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
     pub context_from: Option<String>,
+    /// A worktree task whose branch tip (its uncommitted work committed first) this task's
+    /// own worktree starts from, made when this task starts, so a tester sees the
+    /// implementer's changes. Implies worktree=true; waits for that task, as with after.
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    pub base_from: Option<String>,
     /// Higher starts first when tasks wait for a slot under the user's limits. Default 0.
     #[serde(default)]
     pub priority: i32,
@@ -514,6 +520,7 @@ impl CuekitServer {
                     retry: params.retry,
                     team_max: None,
                     context_from: params.context_from,
+                    base_from: params.base_from,
                 },
                 ..SubmitRequest::default()
             };

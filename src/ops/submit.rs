@@ -259,6 +259,66 @@ fn take_context_from(mut request: SubmitRequest, cwd: &Path) -> Result<SubmitReq
     Ok(request)
 }
 
+/// The untracked files a new worktree takes from the main checkout.
+pub(crate) fn includes(config: &Config) -> git::include::Includes {
+    git::include::Includes {
+        copy: config.worktree_copy().map(|s| s.value).unwrap_or_default(),
+        symlink: config
+            .worktree_symlink()
+            .map(|s| s.value)
+            .unwrap_or_default(),
+    }
+}
+
+/// `--base-from`: the task runs in a worktree of its own that starts from another worktree
+/// task's branch tip, that task's uncommitted work committed first. From an ended task it is
+/// made now; from one still running (or queued), once that one completed (it becomes a
+/// dependency) and this one starts.
+fn take_base_from(mut request: SubmitRequest, cwd: &Path) -> Result<SubmitRequest> {
+    let Some(from) = request.scheduling.base_from.clone() else {
+        return Ok(request);
+    };
+    if request.base.is_some() {
+        return Err(Error::invalid_input(
+            "--base-from and --base both name where the worktree starts",
+        )
+        .with_hint("give one of them"));
+    }
+    let source = super::task::open(&from, cwd)?;
+    let Some(worktree) = source.worktree().cloned() else {
+        return Err(Error::invalid_input(format!(
+            "--base-from: task {from} has no worktree of its own to start from"
+        ))
+        .with_hint("name a task submitted with --worktree"));
+    };
+    request.worktree = Some(true);
+    if source.record.status.is_terminal() {
+        tip_of(&source, &worktree)?;
+        request.base = Some(worktree.branch.clone());
+        request.scheduling.base_from = None;
+    } else if !request.scheduling.after.contains(&from) {
+        request.scheduling.after.push(from);
+    }
+    Ok(request)
+}
+
+/// The branch tip of a worktree task, its uncommitted work committed onto it first.
+pub(crate) fn tip_of(
+    task: &super::task::Task,
+    worktree: &store::WorktreePlacement,
+) -> Result<String> {
+    git::merge::commit_work(
+        &worktree.repo_root,
+        &worktree.path,
+        &worktree.branch,
+        &format!(
+            "cuekit task {}: uncommitted work\n\nObjective: {}",
+            task.record.id, task.record.spec.objective
+        ),
+        &task.record.task_dir,
+    )
+}
+
 /// The most of an earlier task's answer a prompt takes.
 const ANSWER_LIMIT: usize = 16 * 1024;
 
@@ -413,6 +473,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     }
     let config = Config::load(&cwd)?;
     let request = take_context_from(request, &cwd)?;
+    let request = take_base_from(request, &cwd)?;
     if let Some(team) = &request.team {
         crate::team::check_name(team)?;
     }
@@ -441,7 +502,10 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         }
         spec.resume_session = Some(resumable_session(earlier)?);
     }
-    let sched_plan = super::schedule::plan_for(&request.scheduling, &config)?;
+    let mut sched_plan = super::schedule::plan_for(&request.scheduling, &config)?;
+    if let Some(plan) = sched_plan.as_mut() {
+        plan.branch = request.branch.clone();
+    }
     // A task that waits for others, or that the queue may hold, runs to its end by itself
     // unless a mode was asked for (an ACP one ends with its first turn unless told
     // otherwise): a pipeline must not stop at an idle prompt.
@@ -527,6 +591,9 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     } else {
         None
     };
+    // A worktree that starts from a task not ended yet is made at this task's start (every
+    // name was checked above, against the repository as it is now).
+    let plan = plan.filter(|_| request.scheduling.base_from.is_none());
     // Named after the task, so cuekit knows the agent's session without asking it.
     if spec.resume_session.is_none() {
         spec.session_id = Some(id.clone());
@@ -588,9 +655,9 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
 
     // `worktree.setup` runs code: an untrusted project file's was refused above and is not
     // in its layer.
-    let setup = plan
-        .as_ref()
-        .and_then(|_| config.worktree_setup())
+    let setup = use_worktree
+        .then(|| config.worktree_setup())
+        .flatten()
         .map(|s| s.value);
     let task_dir = tasks_dir_in(&cwd)?.join(&id);
     let socket = Socket(config.socket().value).resolve()?;
@@ -655,15 +722,8 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     }
     let mut created = match &plan {
         Some(plan) => {
-            let includes = git::include::Includes {
-                copy: config.worktree_copy().map(|s| s.value).unwrap_or_default(),
-                symlink: config
-                    .worktree_symlink()
-                    .map(|s| s.value)
-                    .unwrap_or_default(),
-            };
             let _marked = git::Submitting::mark(&id);
-            if let Err(err) = git::create::create(plan, &includes) {
+            if let Err(err) = git::create::create(plan, &includes(&config)) {
                 store::remove_pending(&id);
                 return Err(err);
             }

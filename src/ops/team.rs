@@ -204,14 +204,14 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
                 .map_err(|err| member_error(err, index, &[]))
         })
         .collect::<Result<Vec<_>>>()?;
-    let afters: Vec<(Option<String>, Vec<String>, Option<String>)> = members
+    let names: Vec<String> = members.iter().filter_map(|m| m.name.clone()).collect();
+    let links: Vec<Links> = members
         .iter()
-        .map(|member| {
-            (
-                member.name.clone(),
-                member.after.clone(),
-                member.context_from.clone(),
-            )
+        .map(|member| Links {
+            name: member.name.clone(),
+            after: member.after.clone(),
+            context_from: member.context_from.clone(),
+            base_member: member.base.clone().filter(|base| names.contains(base)),
         })
         .collect();
     let members: Vec<SubmitRequest> = members
@@ -230,8 +230,13 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
             argv: member.argv,
             role: member.role,
             team: Some(name.to_string()),
-            worktree: member.worktree,
-            base: member.base,
+            // A base that names a member is that member's branch tip, once it exists.
+            worktree: member.worktree.or(member
+                .base
+                .as_ref()
+                .filter(|b| names.contains(b))
+                .map(|_| true)),
+            base: member.base.filter(|base| !names.contains(base)),
             // The spec is the project's word: its permission choices may only tighten.
             asked_by: super::submit::Asker::Delegate,
             scheduling: super::schedule::Scheduling {
@@ -254,15 +259,12 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
     let mut started = Vec::new();
     // Members come in dependency order: each `after` names a member submitted already.
     let mut ids_by_name = std::collections::HashMap::new();
-    for (index, (mut member, (name, after, context_from))) in
-        members.into_iter().zip(afters).enumerate()
-    {
-        member.scheduling.after = after
-            .iter()
-            .filter_map(|name| ids_by_name.get(name).cloned())
-            .collect();
-        member.scheduling.context_from =
-            context_from.and_then(|name| ids_by_name.get(&name).cloned());
+    for (index, (mut member, links)) in members.into_iter().zip(links).enumerate() {
+        let id_of = |name: &String| ids_by_name.get(name).cloned();
+        member.scheduling.after = links.after.iter().filter_map(id_of).collect();
+        member.scheduling.context_from = links.context_from.as_ref().and_then(id_of);
+        member.scheduling.base_from = links.base_member.as_ref().and_then(id_of);
+        let name = links.name;
         let outcome =
             super::submit(member, cwd).map_err(|err| member_error(err, index, &started))?;
         if let SubmitOutcome::Submitted(task) = &outcome {
@@ -277,6 +279,15 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
         team: name.to_string(),
         tasks,
     })
+}
+
+/// How a member is tied to the members before it, by name.
+struct Links {
+    name: Option<String>,
+    after: Vec<String>,
+    context_from: Option<String>,
+    /// Its `base`, when that names a member.
+    base_member: Option<String>,
 }
 
 fn member_error(err: Error, index: usize, started: &[String]) -> Error {

@@ -122,6 +122,12 @@ pub struct Plan {
     /// An ended task whose answer goes into this one's prompt at its first start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_from: Option<String>,
+    /// A worktree task whose branch tip this task's worktree starts from, made at its first
+    /// start (with the `--branch` asked, if any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
     /// No attempt starts before this time (a retry's backoff).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_before: Option<String>,

@@ -56,6 +56,9 @@ pub struct Scheduling {
     /// `--context-from`: a task whose answer goes into this one's prompt (one not ended yet
     /// is waited for, as with `--after`).
     pub context_from: Option<String>,
+    /// `--base-from`: a worktree task whose branch tip (its uncommitted work committed first)
+    /// this task's worktree starts from, made when this task starts.
+    pub base_from: Option<String>,
 }
 
 /// The plan of a new task, or `None` when nothing about it concerns the scheduler. Every
@@ -105,6 +108,7 @@ pub(crate) fn plan_for(asked: &Scheduling, config: &Config) -> Result<Option<Pla
         && asked.team_max.is_none()
         && limits.is_empty()
         && asked.context_from.is_none()
+        && asked.base_from.is_none()
     {
         return Ok(None);
     }
@@ -120,6 +124,8 @@ pub(crate) fn plan_for(asked: &Scheduling, config: &Config) -> Result<Option<Pla
         retry,
         attempts: Vec::new(),
         context_from: asked.context_from.clone(),
+        base_from: asked.base_from.clone(),
+        branch: None,
         not_before: None,
     }))
 }

@@ -47,23 +47,34 @@ pub(crate) fn gate_paths(task_id: &str) -> Result<GatePaths> {
 /// Starts attempt k of a queued task. Returns `false` when it was no longer queued (a cancel
 /// won the race: the pane made meanwhile is ended, the agent never ran).
 pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
+    let mut task = task.clone();
     let id = task.record.id.clone();
-    let record = &task.record;
     schedule::write_claim(&id)?;
     schedule::close_gate(&id);
-    take_slot(&id, &record.spec.agent_kind, record.team.as_deref())?;
+    take_slot(
+        &id,
+        &task.record.spec.agent_kind,
+        task.record.team.as_deref(),
+    )?;
     let abandon = |err: Error| {
         schedule::free_slot(&id);
         schedule::drop_claim(&id);
         err
     };
     let attempt = plan.attempts.len() + 1;
-    let config = Config::load(&record.cwd).map_err(abandon)?;
+    let config = Config::load(&task.record.cwd).map_err(abandon)?;
     if attempt > 1 {
-        prepare_again(task, &config).map_err(abandon)?;
-    } else if let Some(from) = &plan.context_from {
-        take_context(task, from, &config).map_err(abandon)?;
+        prepare_again(&task, &config).map_err(abandon)?;
+    } else {
+        if let Some(from) = &plan.context_from {
+            take_context(&task, from, &config).map_err(abandon)?;
+        }
+        if let Some(from) = &plan.base_from {
+            make_worktree(&mut task, from, plan.branch.as_deref(), &config).map_err(abandon)?;
+        }
     }
+    let task = &task;
+    let record = &task.record;
     let env = schedule::env_path(&id)
         .and_then(|path| store::read_small(&path).ok())
         .ok_or_else(|| {
@@ -141,6 +152,57 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
     schedule::drop_claim(&id);
     crate::ops::monitor_lock::ensure_running(&socket);
     Ok(true)
+}
+
+/// The worktree of a task that starts from another's branch tip (`--base-from`): that task's
+/// uncommitted work is committed onto its branch, and this task's worktree is made from the
+/// tip, now; the registry and the record then name it.
+fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Config) -> Result<()> {
+    config.refuse_untrusted_worktree()?;
+    let source = crate::ops::task::open(from, Path::new("/"))?;
+    let Some(source_tree) = source.worktree().cloned() else {
+        return Err(Error::invalid_input(format!(
+            "--base-from: task {from} has no worktree of its own"
+        )));
+    };
+    crate::ops::submit::tip_of(&source, &source_tree)?;
+    let id = task.record.id.clone();
+    let planned = crate::git::create::plan(&crate::git::create::Request {
+        cwd: &task.record.cwd,
+        task_id: &id,
+        base: Some(&source_tree.branch),
+        branch,
+        dir_template: &config.worktree_dir().value,
+        branch_prefix: &config.branch_prefix().value,
+    })?;
+    {
+        let _marked = crate::git::Submitting::mark(&id);
+        crate::git::create::create(&planned, &crate::ops::submit::includes(config))?;
+    }
+    let placed = planned.placement();
+    let mut placement = task.placement.clone();
+    if let Some(facts) = placement.facts.as_mut() {
+        facts.worktree = Some(placed.clone());
+    }
+    let recorded = store::stage_placement(&placement)
+        .and_then(|staged| staged.commit())
+        .and_then(|()| {
+            store::update(&task.record.task_dir, |record| {
+                record.worktree = Some((&placed).into());
+                Ok(true)
+            })
+        });
+    match recorded {
+        Ok(record) => {
+            task.placement = placement;
+            task.record = record;
+            Ok(())
+        }
+        Err(err) => {
+            crate::git::create::remove_created(&planned);
+            Err(err)
+        }
+    }
 }
 
 /// Where the agent starts: the submit's directory, or the same place in the task's worktree.
