@@ -869,3 +869,32 @@ fn a_hosts_reply_never_names_this_machines_files_or_tasks() {
     );
     assert_eq!(h.json(&["cancel", &local]).1, 0);
 }
+
+/// `--host '*'` places a task on the first configured host with room under its cap, and
+/// skips a host that does not answer; `--host a,b` tries those, in that order.
+#[test]
+fn a_task_for_any_host_goes_to_the_first_with_a_free_slot() {
+    let alpha = SshHost::start("alpha");
+    let mut beta = SshHost::start("beta");
+    let h = harness_with(&[&alpha, &beta], "limits:\n  hosts:\n    alpha: 1\n");
+    let host_of = |h: &Harness, id: &str| h.status(id)["host"].as_str().unwrap().to_string();
+    let first = submit_on(&h, "*", &["--", "sh", "-c", "sleep 600"]);
+    assert_eq!(host_of(&h, &first), "alpha");
+    // alpha is at its cap of 1: the next one goes to beta.
+    let second = submit_on(&h, "*", &["--", "sh", "-c", "sleep 600"]);
+    assert_eq!(host_of(&h, &second), "beta");
+    beta.down();
+    // beta does not answer and is skipped; alpha, at its cap, is the only one left: it takes
+    // the task (where its own `limits` would queue it).
+    let started = Instant::now();
+    let third = submit_on(&h, "beta,alpha", &["--", "sh", "-c", "sleep 600"]);
+    assert_eq!(host_of(&h, &third), "alpha");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "a lost host was waited on"
+    );
+    let refused = try_submit_on(&h, "beta,gamma", &["--", "true"]);
+    assert_ne!(refused.status.code(), Some(0), "{}", stderr_of(&refused));
+    let (cancelled, code) = h.json(&["cancel", &first, &third]);
+    assert_eq!(code, 0, "{cancelled}");
+}

@@ -211,6 +211,11 @@ pub const KEYS: &[KeyRule] = &[
         "a project may lower your cap per agent for its own tasks, never raise it",
     ),
     key(
+        "limits.hosts.*",
+        KeyClass::TightenOnly,
+        "a project may lower your cap per host for its own tasks, never raise it",
+    ),
+    key(
         "retry",
         KeyClass::UserOnly,
         "each attempt spends your quota: only your own file retries tasks by default",
@@ -552,7 +557,7 @@ mod tests {
         monitor:\n  interval: 1s\n  dwell: 1s\n\
         hooks:\n  on_start: a\n  on_end: b\n  on_input_required: c\n  on_change: d\n  timeout: 1s\n\
         notify: [tmux]\nnotify_on: [failed]\nhosts:\n  h:\n    ssh: x\nacp:\n  permissions:\n    read: allow\n\
-        limits:\n  running: 2\n  agents:\n    gemini: 1\n\
+        limits:\n  running: 2\n  agents:\n    gemini: 1\n  hosts:\n    h: 1\n\
         retry:\n  max: 1\n  on: [rate_limited]\n  backoff:\n    first: 1s\n    max: 2s\n";
 
     #[test]

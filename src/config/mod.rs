@@ -425,6 +425,20 @@ impl Config {
             })
     }
 
+    /// Live agents per host for `--host '*'` placement, each the lowest any layer sets.
+    pub fn host_limits(&self) -> BTreeMap<String, u32> {
+        let mut caps = BTreeMap::new();
+        for (_, file) in &self.layers {
+            for (host, cap) in &file.limits.hosts {
+                let lowest = caps
+                    .get(host)
+                    .map_or(*cap, |known: &u32| (*known).min(*cap));
+                caps.insert(host.clone(), lowest);
+            }
+        }
+        caps
+    }
+
     /// The caps of the user's own file (for the scheduler, which serves every project).
     pub fn user_limits() -> crate::store::schedule::Limits {
         Config::load(Path::new("/"))

@@ -52,6 +52,9 @@ pub struct LimitsConfig {
     pub running: Option<u32>,
     #[serde(default)]
     pub agents: BTreeMap<String, u32>,
+    /// Live agents per configured host, for `submit --host '*'` (or `a,b`) placement.
+    #[serde(default)]
+    pub hosts: BTreeMap<String, u32>,
 }
 
 /// The retry policy of every task that does not give its own `--retry`.

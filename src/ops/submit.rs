@@ -441,7 +441,13 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             ))
             .with_hint("submit the pipeline on one machine (all on the host, or all here)"));
         }
-        return super::remote::submit_on_host(host, &request, caller_cwd);
+        // `*` or `a,b`: the first of them with a free slot (see `remote::place`).
+        let host = if host == "*" || host.contains(',') {
+            super::remote::place(host, caller_cwd)?
+        } else {
+            host.clone()
+        };
+        return super::remote::submit_on_host(&host, &request, caller_cwd);
     }
     let resumed = request
         .resume_from

@@ -125,6 +125,73 @@ impl From<Error> for HostError {
     }
 }
 
+/// Where a task of `submit --host '*'` (every configured host, in name order) or `--host a,b`
+/// (those, in that order) goes: the first host that answers and runs fewer live agents than
+/// its cap (`limits.hosts.<name>`; none set: any room); when every one is at its cap, the one
+/// with the fewest live and queued tasks, whose own scheduler queues it. A host that cannot be
+/// reached is skipped, never waited on (each is asked at once, with the call deadline).
+pub(crate) fn place(asked: &str, cwd: &Path) -> Result<String> {
+    let config = Config::load(cwd)?;
+    let configured = host_access::hosts(&config)?;
+    let names: Vec<String> = if asked == "*" {
+        configured.keys().cloned().collect()
+    } else {
+        asked
+            .split(',')
+            .map(|name| name.trim().to_string())
+            .collect()
+    };
+    if names.is_empty() {
+        return Err(Error::invalid_input("--host '*': no host is configured")
+            .with_hint("name hosts under `hosts:` in ~/.config/cuekit/config.yaml"));
+    }
+    let hosts = names
+        .iter()
+        .map(|name| host_access::host(&config, name))
+        .collect::<Result<Vec<Host>>>()?;
+    let reports: Vec<HostReport> = std::thread::scope(|scope| {
+        let calls: Vec<_> = hosts
+            .iter()
+            .map(|host| scope.spawn(move || report(host)))
+            .collect();
+        calls
+            .into_iter()
+            .map(|call| call.join().expect("a host's check does not panic"))
+            .collect()
+    });
+    let caps = config.host_limits();
+    let count = |report: &HostReport, statuses: &[&str]| {
+        report.tasks.as_ref().map_or(0, |tasks| {
+            statuses
+                .iter()
+                .map(|s| tasks.get(s).copied().unwrap_or(0))
+                .sum::<usize>()
+        })
+    };
+    let answered: Vec<&HostReport> = reports
+        .iter()
+        .filter(|report| report.reachable && report.error.is_none())
+        .collect();
+    let live = |report: &HostReport| count(report, &["running", "input_required"]);
+    if let Some(free) = answered.iter().find(|report| {
+        caps.get(&report.name)
+            .is_none_or(|cap| live(report) < *cap as usize)
+    }) {
+        return Ok(free.name.clone());
+    }
+    answered
+        .iter()
+        .min_by_key(|report| count(report, &["running", "input_required", "queued"]))
+        .map(|report| report.name.clone())
+        .ok_or_else(|| {
+            Error::new(
+                ErrorCode::HostUnreachable,
+                format!("none of the hosts {} answered", names.join(", ")),
+            )
+            .with_hint("`cuekit hosts` says what each one lacks")
+        })
+}
+
 /// Every configured host: reachable, its versions and task counts; hosts asked in parallel.
 pub fn hosts(cwd: &Path) -> Result<Vec<HostReport>> {
     let hosts = host_access::hosts(&Config::load(cwd)?)?;

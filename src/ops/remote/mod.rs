@@ -10,6 +10,7 @@ mod submit;
 mod views;
 mod wait;
 
+pub(crate) use hosts::place;
 pub use hosts::{HostError, HostReport, Installed, host_install, hosts};
 pub(crate) use remove::remove_on_host;
 pub(crate) use submit::submit_on_host;
