@@ -49,13 +49,22 @@ pub struct TeamMember {
 struct TeamFile {
     /// At most this many members run at once; the others wait `queued`.
     max_parallel: Option<u32>,
+    budget: Option<TeamBudget>,
     members: Vec<TeamMember>,
+}
+
+/// What the members may spend together (each member's usage as its agent reports it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TeamBudget {
+    pub tokens: u64,
 }
 
 /// A spec's members, in an order where each comes after the members it names, and its cap.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Team {
     pub max_parallel: Option<u32>,
+    pub budget: Option<TeamBudget>,
     pub members: Vec<TeamMember>,
 }
 
@@ -87,18 +96,20 @@ pub fn parse_team_spec(text: &str, label: &str) -> Result<Team> {
         .with_hint(
             "a team spec is a YAML list of members (`- objective: …` with optional name, after, \
              context_from, role, agent, model, mode, approval_mode, cwd, context, constraints, \
-             timeout, argv, worktree, base), or a mapping `{max_parallel: N, members: [...]}`",
+             timeout, argv, worktree, base), or a mapping `{max_parallel: N, budget: {tokens: N}, members: [...]}`",
         )
     };
     let team = if mapping {
         let file: TeamFile = serde_yaml_ng::from_str(text).map_err(located)?;
         Team {
             max_parallel: file.max_parallel,
+            budget: file.budget,
             members: file.members,
         }
     } else {
         Team {
             max_parallel: None,
+            budget: None,
             members: serde_yaml_ng::from_str(text).map_err(located)?,
         }
     };

@@ -441,7 +441,16 @@ fn a_budget_stops_a_child_and_is_refused_where_no_usage_is_reported() {
         processes_of(&acp)
     );
 
-    let (error, code) = h.json(&["submit", "--model", MODEL, "--max-turns", "3", "chat"]);
+    let (error, code) = h.json(&[
+        "submit",
+        "--mode",
+        "interactive",
+        "--model",
+        MODEL,
+        "--max-turns",
+        "3",
+        "chat",
+    ]);
     assert_ne!(code, 0);
     assert_eq!(error["error"]["code"], "invalid_input", "{error}");
     assert!(
@@ -522,6 +531,53 @@ fn base_from_starts_a_worktree_from_another_tasks_work_once_it_completed() {
         "true",
     ]);
     assert_ne!(code, 0, "{error}");
+}
+
+/// A team spec's budget spans its members: the second member's usage takes the team past it,
+/// so it ends budget_exceeded and the member after it never starts.
+#[test]
+fn a_team_budget_spans_its_members() {
+    let h = Harness::new().with_real_gemini(&[canned_text("Fifteen tokens of answer.")]);
+    let spec = h.project.join("team.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "budget: {{tokens: 20}}\nmembers:\n\
+             - {{name: one, objective: first, model: {MODEL}}}\n\
+             - {{name: two, after: [one], objective: second, model: {MODEL}}}\n\
+             - {{name: three, after: [two], objective: third, model: {MODEL}}}\n"
+        ),
+    )
+    .unwrap();
+    let (submitted, code) = h.json(&["team", "submit", "crew", "--spec", spec.to_str().unwrap()]);
+    assert_eq!(code, 0, "{submitted}");
+    let ids: Vec<String> = submitted["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .collect();
+    let waited = wait_all(&h, &ids, "90s");
+    let statuses: Vec<(String, String)> = waited["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["status"].as_str().unwrap().to_string(),
+                t["reason"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("completed".to_string(), String::new()),
+            ("failed".to_string(), "budget_exceeded".to_string()),
+            ("cancelled".to_string(), "dependency_failed".to_string()),
+        ],
+        "{waited}"
+    );
 }
 
 /// A `gemini` on PATH that runs the real CLI offline and, the first `fail_first` times, then

@@ -197,6 +197,7 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             crate::store::Budget {
                 tokens: args.max_tokens,
                 turns: args.max_turns,
+                team_tokens: None,
             }
         }),
         scheduling: ops::Scheduling {

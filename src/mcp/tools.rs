@@ -510,6 +510,7 @@ impl CuekitServer {
                     crate::store::Budget {
                         tokens: params.max_tokens,
                         turns: params.max_turns,
+                        team_tokens: None,
                     }
                 }),
                 scheduling: ops::Scheduling {

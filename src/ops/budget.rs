@@ -9,16 +9,39 @@ use super::task::Task;
 use crate::status::{Ending, Status};
 use crate::store::Budget;
 
-/// The ending of a task whose reported usage passed its budget, if it has.
+/// The ending of a task whose reported usage (or its team's) passed its budget, if it has.
 pub(crate) fn exceeded(task: &Task) -> Option<Ending> {
     let budget = task.placement.facts.as_ref()?.budget.as_ref()?;
-    let progress = super::stream::read_progress(&task.record.task_dir)?;
-    over(
-        budget,
-        progress.tokens,
-        progress.turns,
-        task.record.exit_code,
-    )
+    team_over(task, budget, task.record.exit_code).or_else(|| {
+        let progress = super::stream::read_progress(&task.record.task_dir)?;
+        over(
+            budget,
+            progress.tokens,
+            progress.turns,
+            task.record.exit_code,
+        )
+    })
+}
+
+/// `budget_exceeded` once the members of the task's team reported more tokens, together,
+/// than the team's budget.
+fn team_over(task: &Task, budget: &Budget, exit_code: Option<i32>) -> Option<Ending> {
+    let max = budget.team_tokens?;
+    let team = task.record.team.as_deref()?;
+    let used: u64 = crate::store::schedule::team_members(team)
+        .iter()
+        .filter_map(|id| crate::store::placement(id).ok().flatten())
+        .filter_map(|placement| super::stream::read_progress(&placement.task_dir)?.tokens)
+        .sum();
+    (used > max).then(|| Ending {
+        status: Status::Failed,
+        reason: Some("budget_exceeded".into()),
+        hint: Some(format!(
+            "the members of team {team} reported {used} tokens together, over its budget of \
+             {max}: the task was stopped"
+        )),
+        exit_code,
+    })
 }
 
 /// An ending, or `budget_exceeded` when the usage at the end passed the budget.
@@ -31,6 +54,9 @@ pub(crate) fn at_end(task: &Task, ending: Ending) -> Ending {
     else {
         return ending;
     };
+    if let Some(over_team) = team_over(task, budget, ending.exit_code) {
+        return over_team;
+    }
     let Some(progress) = super::stream::read_progress(&task.record.task_dir) else {
         return ending;
     };
@@ -68,6 +94,7 @@ mod tests {
         let budget = Budget {
             tokens: Some(100),
             turns: Some(3),
+            team_tokens: None,
         };
         assert_eq!(over(&budget, Some(100), 3, None), None);
         let tokens = over(&budget, Some(101), 1, Some(0)).unwrap();

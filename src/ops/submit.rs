@@ -519,7 +519,11 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         !plan.after.is_empty()
             || ((!plan.limits.is_empty() || plan.team_max.is_some()) && !request.scheduling.now)
     });
-    if spec.mode.is_none() && in_pipeline && adapter.supports(Mode::Batch) {
+    // A budget is judged from reported usage, which a batch run has.
+    if spec.mode.is_none()
+        && (in_pipeline || request.budget.is_some())
+        && adapter.supports(Mode::Batch)
+    {
         spec.mode = Some(Mode::Batch);
     }
     let mode = spec.mode.unwrap_or(adapter.capabilities.default_mode);

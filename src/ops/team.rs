@@ -164,6 +164,10 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
     crate::team::check_name(name)?;
     let members = spec.team.members.clone();
     let max_parallel = spec.team.max_parallel;
+    let team_budget = spec.team.budget.map(|budget| crate::store::Budget {
+        team_tokens: Some(budget.tokens),
+        ..Default::default()
+    });
     if members.is_empty() {
         return Err(Error::invalid_input("the team spec lists no members")
             .with_hint("list at least one `- objective: …`"));
@@ -243,6 +247,7 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
                 team_max: max_parallel,
                 ..Default::default()
             },
+            budget: team_budget.clone(),
             ..SubmitRequest::default()
         })
         .collect();
@@ -264,13 +269,17 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
         member.scheduling.after = links.after.iter().filter_map(id_of).collect();
         member.scheduling.context_from = links.context_from.as_ref().and_then(id_of);
         member.scheduling.base_from = links.base_member.as_ref().and_then(id_of);
-        let name = links.name;
+        let member_name = links.name;
         let outcome =
             super::submit(member, cwd).map_err(|err| member_error(err, index, &started))?;
         if let SubmitOutcome::Submitted(task) = &outcome {
+            if team_budget.is_some() {
+                crate::store::schedule::join_team_budget(name, &task.id)
+                    .map_err(|err| member_error(err, index, &started))?;
+            }
             started.push(task.id.clone());
-            if let Some(name) = name {
-                ids_by_name.insert(name, task.id.clone());
+            if let Some(member_name) = member_name {
+                ids_by_name.insert(member_name, task.id.clone());
             }
         }
         tasks.push(outcome);

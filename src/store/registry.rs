@@ -85,6 +85,10 @@ pub struct Budget {
     pub tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turns: Option<u32>,
+    /// A team spec's `budget.tokens`: what the team's members may spend together (the members
+    /// are listed in the scheduler's `teams/<team>.budget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team_tokens: Option<u64>,
 }
 
 /// A task's own git worktree, as cuekit created it.

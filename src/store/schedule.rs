@@ -378,6 +378,30 @@ pub fn runner_lock_path() -> Option<PathBuf> {
     super::data_dir().map(|data| data.join("scheduler.pid"))
 }
 
+/// The members a team's budget spans (`teams/<team>.budget`), as its spec submitted them.
+pub fn team_members(team: &str) -> Vec<String> {
+    let Some(path) = dir("teams").map(|dir| dir.join(format!("{team}.budget"))) else {
+        return Vec::new();
+    };
+    super::read_small(&path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Records that `task_id` spends from its team's budget.
+pub fn join_team_budget(team: &str, task_id: &str) -> Result<()> {
+    let dir = ensure_dir("teams")?;
+    let mut members = team_members(team);
+    if !members.iter().any(|id| id == task_id) {
+        members.push(task_id.to_string());
+    }
+    write_private(
+        &dir.join(format!("{team}.budget")),
+        &serde_json::to_vec(&members).expect("ids serialize"),
+    )
+}
+
 /// Forgets everything the scheduler kept of a task.
 pub fn forget(task_id: &str) {
     dequeue(task_id);

@@ -380,6 +380,11 @@ pub fn start_due() -> Result<Looked> {
             next_due = Some(next_due.map_or(at, |due| due.min(at)));
             continue;
         }
+        // A team whose budget is spent starts no more members.
+        if let Some(ending) = super::budget::exceeded(&task) {
+            let _ = end_queued(task, ending);
+            continue;
+        }
         // No attempt starts while anything of the one before runs.
         if !plan.attempts.is_empty()
             && !crate::process::task_processes(&task.record.id, task.group_leader()).is_empty()
