@@ -580,6 +580,52 @@ fn a_team_budget_spans_its_members() {
     );
 }
 
+/// A record in the project is data a child can write: one rewritten to `queued`, with the
+/// queue's mark beside it, never starts an ended task again (the user's own plan says its
+/// attempt ran).
+#[test]
+fn a_forged_queued_record_never_runs_a_task_twice() {
+    let h = Harness::new();
+    user_config(&h, "limits:\n  running: 1\n");
+    let log = h.root().join("starts.log");
+    let script = |name: &str| format!("echo {name} >> '{}'; sleep 0.3", log.display());
+    let first = h.submit_sh(&script("first"), &["--mode", "batch"]);
+    let second = h.submit_sh(&script("second"), &["--mode", "batch"]);
+    wait_all(&h, &[first, second.clone()], "30s");
+    let record_path = h.task_dir(&second).join("task.json");
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+    record["status"] = "queued".into();
+    std::fs::write(&record_path, record.to_string()).unwrap();
+    std::fs::write(h.home.join(".local/share/cuekit/queue").join(&second), "").unwrap();
+    // Any look starts the scheduler; a new queued task makes it look at the queue.
+    let third = h.submit_sh(&script("third"), &["--mode", "batch"]);
+    wait_all(&h, std::slice::from_ref(&third), "30s");
+    h.ok(&["list"]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(starts(&log), ["first", "second", "third"]);
+
+    // Nor one cancelled while it waited.
+    let blocker = h.submit_sh("sleep 60", &["--mode", "batch"]);
+    let cancelled = h.submit_sh(&script("cancelled"), &["--mode", "batch"]);
+    h.ok(&["cancel", &cancelled]);
+    let record_path = h.task_dir(&cancelled).join("task.json");
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+    record["status"] = "queued".into();
+    std::fs::write(&record_path, record.to_string()).unwrap();
+    std::fs::write(
+        h.home.join(".local/share/cuekit/queue").join(&cancelled),
+        "",
+    )
+    .unwrap();
+    h.ok(&["cancel", &blocker]);
+    let last = h.submit_sh(&script("last"), &["--mode", "batch"]);
+    wait_all(&h, std::slice::from_ref(&last), "30s");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(starts(&log), ["first", "second", "third", "last"]);
+}
+
 /// A `gemini` on PATH that runs the real CLI offline and, the first `fail_first` times, then
 /// fails the way Gemini fails on quota: the API's 429 on stderr and exit status 1. Every argv
 /// is logged.

@@ -540,10 +540,12 @@ pub(crate) fn find_pane<'a>(task: &Task, panes: &'a PaneIndex) -> Option<&'a Pan
 
 /// Writes an ending unless another process recorded one first (the first ending wins).
 pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
+    let mut ended_queued = false;
     task.record = store::update(&task.placement.task_dir, |record| {
         if record.status.is_terminal() {
             return Ok(false);
         }
+        ended_queued = record.status == Status::Queued;
         record.status = ending.status;
         record.reason = ending.reason;
         record.hint = ending.hint;
@@ -556,6 +558,9 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
     // Ended: its slot is free and it never starts again (a cancelled queued task).
     crate::store::schedule::dequeue(&task.record.id);
     crate::store::schedule::free_slot(&task.record.id);
+    if ended_queued {
+        crate::store::schedule::close_plan(&task.record.id);
+    }
     Ok(task)
 }
 

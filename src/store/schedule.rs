@@ -128,6 +128,10 @@ pub struct Plan {
     pub base_from: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
+    /// The task ended while it waited (a cancel, a failed dependency): it never starts again
+    /// unless `cuekit retry` reopens it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub closed: bool,
     /// No attempt starts before this time (a retry's backoff).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_before: Option<String>,
@@ -217,6 +221,15 @@ pub fn save_plan(task_id: &str, plan: &Plan) -> Result<()> {
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp_dir = ensure_dir("pending")?;
     super::atomic::stage_in(&tmp_dir, path, bytes)?.commit()
+}
+
+/// Closes the plan of a task that ended while it waited: nothing starts it again but `cuekit
+/// retry`, and its attempts stay on record.
+pub fn close_plan(task_id: &str) {
+    if let Some(mut plan) = plan(task_id).filter(|plan| !plan.closed) {
+        plan.closed = true;
+        let _ = save_plan(task_id, &plan);
+    }
 }
 
 /// Marks the task as waiting to start.

@@ -126,6 +126,7 @@ pub(crate) fn plan_for(asked: &Scheduling, config: &Config) -> Result<Option<Pla
         context_from: asked.context_from.clone(),
         base_from: asked.base_from.clone(),
         branch: None,
+        closed: false,
         not_before: None,
     }))
 }
@@ -402,6 +403,9 @@ pub fn start_due() -> Result<Looked> {
         match start::start(&task, &mut plan) {
             Ok(true) => usage.add(&agent, team.as_deref()),
             Ok(false) => {}
+            // A file that cannot be written now (a full or read-only disk) is a passing fault:
+            // the task waits on, and the next look tries again.
+            Err(err) if err.code == ErrorCode::Io => {}
             Err(err) => {
                 // A start that failed is the attempt's ending: the task never runs half-way.
                 let ending = Ending {
@@ -437,6 +441,8 @@ fn end_queued(mut task: Task, ending: Ending) -> Result<Task> {
     if task.record.status.is_terminal() {
         schedule::dequeue(&task.record.id);
         schedule::free_slot(&task.record.id);
+        // Ended before it started: nothing may start it again.
+        schedule::close_plan(&task.record.id);
     }
     Ok(task)
 }
@@ -467,6 +473,11 @@ fn queued_task(id: &str) -> Option<(Task, Plan)> {
         return None;
     }
     let plan = schedule::plan(id)?;
+    // The plan, in the user's own directory, must agree: an attempt it has started and not
+    // seen end is running, whatever a record in the project says.
+    if plan.closed || plan.attempts.last().is_some_and(|a| a.ended_at.is_none()) {
+        return None;
+    }
     Some((*task, plan))
 }
 

@@ -191,6 +191,7 @@ pub fn retry(task_id: &str, cwd: &Path) -> Result<TaskView> {
         last.exit_code = record.exit_code;
     }
     plan.not_before = None;
+    plan.closed = false;
     plan.limits = plan.limits.clone().lowered_by(&config.limits());
     // The environment of this call: the one kept at submit is gone with a task that had no
     // policy.
