@@ -25,6 +25,20 @@ pub fn text(result: &TaskResult) -> String {
     if let Some(session) = &result.agent_session_id {
         let _ = writeln!(out, "  session:  {session}");
     }
+    for (n, attempt) in result.attempts.iter().enumerate() {
+        let ended = match (&attempt.ended_at, &attempt.reason) {
+            (Some(at), Some(reason)) => format!(", ended {at}: {reason}"),
+            (Some(at), None) => format!(", ended {at}"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  attempt:  {} of {}, started {}{ended}",
+            n + 1,
+            result.attempts.len(),
+            attempt.started_at
+        );
+    }
     for call in &result.tool_calls {
         let _ = writeln!(
             out,

@@ -255,6 +255,27 @@ fn a_chain_runs_in_order_and_a_failing_head_cancels_the_rest_unless_after_ended(
     assert_eq!(starts(&log), ["x", "w"], "y and z never started");
 }
 
+/// A dependency on an interactive task is met once its child reported `done`, while it still
+/// idles (and holds its slot).
+#[test]
+fn a_done_report_meets_a_dependency_on_an_interactive_task() {
+    let h = Harness::new();
+    let log = h.root().join("starts.log");
+    let interactive = h.submit_sh(
+        "cuekit report --done 'the parser is written'; sleep 60",
+        &["--mode", "interactive"],
+    );
+    let after = h.submit_sh(
+        &format!("echo after >> '{}'", log.display()),
+        &["--after", &interactive],
+    );
+    let (waited, code) = h.json(&["wait", &after, "--timeout", "30s"]);
+    assert_eq!(code, 0, "{waited}");
+    assert_eq!(starts(&log), ["after"]);
+    assert_eq!(h.status(&interactive)["status"], "running");
+    h.ok(&["cancel", &interactive]);
+}
+
 #[test]
 fn a_queued_task_cancelled_or_removed_never_starts_and_bad_dependencies_are_refused() {
     let h = Harness::new();
@@ -700,6 +721,10 @@ fn a_rate_limited_gemini_attempt_is_retried_after_its_backoff_resuming_its_sessi
     assert!(!prompt.contains("Write the report"), "{prompt}");
     let result = h.ok(&["result", &id]);
     assert!(result.contains("Finished the task."), "{result}");
+    assert!(result.contains("attempt:  1 of 2"), "{result}");
+    assert!(result.contains(": rate_limited"), "{result}");
+    let (json, _) = h.json(&["result", &id]);
+    assert_eq!(json["attempts"][0]["reason"], "rate_limited", "{json}");
 }
 
 #[test]

@@ -56,6 +56,7 @@ pub fn result(
         transcript_tail: None,
         reports: Vec::new(),
         turns: turns.clone(),
+        attempts: Vec::new(),
     }
 }
 

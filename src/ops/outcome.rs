@@ -50,6 +50,10 @@ pub struct TaskResult {
     /// An ACP task's turns: each prompt, its answer, tool calls and stop reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<crate::acp::session::Turn>,
+    /// A task the scheduler started more than once: each attempt's start, end, reason and
+    /// exit code (this result is the latest attempt's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<crate::store::schedule::Attempt>,
 }
 
 /// The status a stream implies: success needs both exit 0 and the agent's own success report.
@@ -88,6 +92,7 @@ pub fn from_digest(
         transcript_tail: None,
         reports: Vec::new(),
         turns: Vec::new(),
+        attempts: Vec::new(),
     }
 }
 

@@ -42,6 +42,10 @@ pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
     }
     result.agent_session_id = result.agent_session_id.or(record.agent_session_id.clone());
     result.reports = super::report::read_reports(&record.task_dir)?;
+    result.attempts = crate::store::schedule::plan(&record.id)
+        .map(|plan| plan.attempts)
+        .filter(|attempts| attempts.len() > 1)
+        .unwrap_or_default();
     if task.worktree().is_some() {
         // The branch's commits count too, which a before/after `git status` cannot see.
         result.files_changed = super::diff::changed_files(&task).map(|files| {

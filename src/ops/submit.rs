@@ -1059,43 +1059,40 @@ fn write_task_files(
     )?;
     let env_file = env_file_text(id, adapter.kind(), config);
     let env_path = task_dir.join(ENV_FILE);
+    // A task started now waits for its registry entry; a queued one for the scheduler's gate.
+    let registered = store::registry_dir()
+        .expect("the pending entry was written")
+        .join(id);
+    let pending = store::data_dir()
+        .expect("the pending entry was written")
+        .join("pending")
+        .join(id);
+    let scheduled_gate = super::schedule::gate_paths(id)?;
+    let gate = match scheduled {
+        Scheduled::Queued => scheduled_gate.gate(),
+        Scheduled::No | Scheduled::Retried => StartGate {
+            registered: &registered,
+            pending: &pending,
+        },
+    };
+    let script = launch_script(
+        id,
+        task_dir,
+        command,
+        adapter,
+        mode,
+        event_stream,
+        gate,
+        setup,
+    )?;
     let script_path = match scheduled {
         Scheduled::No | Scheduled::Retried => {
-            let registry = store::registry_dir().expect("the pending entry was written");
-            let pending = store::data_dir()
-                .expect("the pending entry was written")
-                .join("pending")
-                .join(id);
-            let gate = StartGate {
-                registered: &registry.join(id),
-                pending: &pending,
-            };
-            let script = launch_script(
-                id,
-                task_dir,
-                command,
-                adapter,
-                mode,
-                event_stream,
-                gate,
-                setup,
-            )?;
             let script_path = task_dir.join(store::LAUNCH_FILE);
             write_private(&script_path, script.as_bytes())?;
             write_private(&env_path, env_file.as_bytes())?;
             script_path
         }
         Scheduled::Queued => {
-            let script = launch_script(
-                id,
-                task_dir,
-                command,
-                adapter,
-                mode,
-                event_stream,
-                super::schedule::gate_paths(id)?.gate(),
-                setup,
-            )?;
             let script_path = schedule::launch_path(id).expect("the pending entry was written");
             schedule::write_private(&script_path, script.as_bytes())?;
             script_path
@@ -1206,7 +1203,8 @@ impl Drop for CreatedWorktree {
     }
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+/// Writes an owner-only file (a prompt, a script, an environment) in place.
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     std::fs::OpenOptions::new()
         .create(true)

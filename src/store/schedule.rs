@@ -269,15 +269,23 @@ pub fn any_queued() -> bool {
 /// Records that the task holds a slot.
 pub fn take_slot(task_id: &str, slot: &Slot) -> Result<()> {
     let dir = ensure_dir("slots")?;
-    let path = dir.join(task_id);
+    write_in_place(
+        &dir.join(task_id),
+        &serde_json::to_vec(slot).expect("serializes"),
+    )
+}
+
+/// A small owner-only file written in place (not synced): a reader that finds it half-written
+/// takes it for missing, which costs a look, never a second start.
+fn write_in_place(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
-        .open(&path)
-        .and_then(|mut file| file.write_all(&serde_json::to_vec(slot).expect("serializes")))
-        .map_err(|err| Error::io("write", &path, err))
+        .open(path)
+        .and_then(|mut file| file.write_all(bytes))
+        .map_err(|err| Error::io("write", path, err))
 }
 
 pub fn free_slot(task_id: &str) {
@@ -338,17 +346,10 @@ impl Claim {
 
 pub fn write_claim(task_id: &str) -> Result<()> {
     let dir = ensure_dir("starting")?;
-    let path = dir.join(task_id);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&path)
-        .and_then(|mut file| {
-            file.write_all(&serde_json::to_vec(&Claim::mine()).expect("serializes"))
-        })
-        .map_err(|err| Error::io("write", &path, err))
+    write_in_place(
+        &dir.join(task_id),
+        &serde_json::to_vec(&Claim::mine()).expect("serializes"),
+    )
 }
 
 pub fn claim(task_id: &str) -> Option<Claim> {

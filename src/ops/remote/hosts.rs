@@ -149,16 +149,7 @@ pub(crate) fn place(asked: &str, cwd: &Path) -> Result<String> {
         .iter()
         .map(|name| host_access::host(&config, name))
         .collect::<Result<Vec<Host>>>()?;
-    let reports: Vec<HostReport> = std::thread::scope(|scope| {
-        let calls: Vec<_> = hosts
-            .iter()
-            .map(|host| scope.spawn(move || report(host)))
-            .collect();
-        calls
-            .into_iter()
-            .map(|call| call.join().expect("a host's check does not panic"))
-            .collect()
-    });
+    let reports = reports_of(hosts.iter());
     let caps = config.host_limits();
     let count = |report: &HostReport, statuses: &[&str]| {
         report.tasks.as_ref().map_or(0, |tasks| {
@@ -195,16 +186,20 @@ pub(crate) fn place(asked: &str, cwd: &Path) -> Result<String> {
 /// Every configured host: reachable, its versions and task counts; hosts asked in parallel.
 pub fn hosts(cwd: &Path) -> Result<Vec<HostReport>> {
     let hosts = host_access::hosts(&Config::load(cwd)?)?;
-    Ok(std::thread::scope(|scope| {
+    Ok(reports_of(hosts.values()))
+}
+
+/// Each host's report, the hosts asked in parallel.
+fn reports_of<'a>(hosts: impl Iterator<Item = &'a Host>) -> Vec<HostReport> {
+    std::thread::scope(|scope| {
         let calls: Vec<_> = hosts
-            .values()
             .map(|host| scope.spawn(move || report(host)))
             .collect();
         calls
             .into_iter()
             .map(|call| call.join().expect("a host's check does not panic"))
             .collect()
-    }))
+    })
 }
 
 fn report(host: &Host) -> HostReport {

@@ -86,7 +86,8 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
                 .with_hint("submit the task again"),
             )
         })?;
-    write_private(&record.task_dir.join(crate::launch::ENV_FILE), &env).map_err(abandon)?;
+    crate::ops::submit::write_private(&record.task_dir.join(crate::launch::ENV_FILE), &env)
+        .map_err(abandon)?;
     let socket = task.placement.socket.clone();
     let tmux = Tmux::new(socket.clone());
     let session = &task.placement.session;
@@ -286,7 +287,7 @@ fn rescript(
     let dir = &record.task_dir;
     let adapter = adapter::lookup(&record.spec.agent_kind)?;
     if !adapter.runs_argv {
-        write_private(
+        crate::ops::submit::write_private(
             &dir.join(crate::launch::PROMPT_FILE),
             crate::spec::render_prompt(spec).as_bytes(),
         )?;
@@ -335,17 +336,4 @@ fn resumable(record: &store::TaskRecord, adapter: &Adapter) -> Option<String> {
         return None;
     }
     crate::ops::result::agent_session(record)
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(path)
-        .and_then(|mut file| file.write_all(bytes))
-        .map_err(|err| Error::io("write", path, err))
 }
