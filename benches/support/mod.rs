@@ -117,8 +117,27 @@ impl Sandbox {
 }
 
 impl Drop for Sandbox {
-    /// `kill-server` alone would leave the panes' processes running.
+    /// `kill-server` alone would leave the panes' processes running; the sandbox's scheduler
+    /// and monitors go first, or a queued task would start on a server made anew.
     fn drop(&mut self) {
+        let home = format!("HOME={}", self.root.join("home").display());
+        let background: BTreeSet<u32> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                let read = |name: &str| std::fs::read(format!("/proc/{pid}/{name}")).unwrap_or_default();
+                let words = |bytes: Vec<u8>| -> Vec<Vec<u8>> {
+                    bytes.split(|b| *b == 0).map(<[u8]>::to_vec).collect()
+                };
+                words(read("environ")).iter().any(|w| w == home.as_bytes())
+                    && words(read("cmdline"))
+                        .iter()
+                        .any(|w| w == b"__scheduler" || w == b"__monitor")
+            })
+            .collect();
+        cuekit::process::terminate(background, Duration::from_millis(200));
         let pids: BTreeSet<u32> = self
             .tmux(&["list-panes", "-a", "-F", "#{pane_pid}"])
             .lines()

@@ -586,9 +586,11 @@ pub(crate) fn withdraw(task: Task) -> Result<Task> {
 }
 
 /// Starts the scheduler process unless one runs or nothing waits. An open, a non-blocking lock
-/// attempt and a directory read when something waits; one directory read when nothing does.
+/// attempt and a directory read when something waits; two directory reads when nothing does.
 pub(crate) fn ensure_running() {
-    if !schedule::any_queued() {
+    // A start whose starter died leaves a claim (and a gated pane) that the scheduler's next
+    // look recovers, queue or not.
+    if !schedule::any_queued() && schedule::claimed_ids().is_empty() {
         return;
     }
     let Some(path) = schedule::runner_lock_path() else {
