@@ -127,7 +127,8 @@ impl Drop for Sandbox {
             .flatten()
             .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
             .filter(|pid| {
-                let read = |name: &str| std::fs::read(format!("/proc/{pid}/{name}")).unwrap_or_default();
+                let read =
+                    |name: &str| std::fs::read(format!("/proc/{pid}/{name}")).unwrap_or_default();
                 let words = |bytes: Vec<u8>| -> Vec<Vec<u8>> {
                     bytes.split(|b| *b == 0).map(<[u8]>::to_vec).collect()
                 };

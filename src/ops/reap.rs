@@ -70,6 +70,8 @@ fn undo(pending: Pending) -> Option<String> {
         crate::process::terminate(making(), crate::process::DEFAULT_GRACE);
         crate::git::create::remove_abandoned(worktree);
     }
+    // Its slot, and anything a queued submit kept for the scheduler.
+    store::schedule::forget(&placement.id);
     store::remove_pending(&placement.id);
     Some(placement.id.clone())
 }

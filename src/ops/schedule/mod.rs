@@ -259,10 +259,12 @@ impl Usage {
         let mut usage = Usage::default();
         let now = SystemTime::now();
         for (id, slot, taken) in schedule::slots() {
-            let Some(slot) = slot else {
-                schedule::free_slot(&id);
-                continue;
-            };
+            // A slot file being written reads empty: it is held all the same (only its
+            // holder's ending, or a look that finds its task gone, frees it).
+            let slot = slot.unwrap_or(schedule::Slot {
+                agent: String::new(),
+                team: None,
+            });
             let live = match store::pane_start(&id) {
                 Some(pane) => super::task::leader_of(Some(&pane)).is_some_and(|l| l.is_alive()),
                 None => taken.is_some_and(|taken| {
