@@ -20,6 +20,16 @@ enum McpCommand {
         #[arg(long, default_value = "generic", value_parser = Client::NAMES)]
         client: String,
     },
+    /// Write the Gemini CLI extension (this cuekit as its MCP server, and a context file on
+    /// delegating) into DIR, for `gemini extensions link DIR`.
+    Extension {
+        /// Only Gemini CLI's extension system, for now.
+        #[arg(value_parser = ["gemini"])]
+        client: String,
+        /// Where to write it (default: ~/.local/share/cuekit/extensions/gemini).
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+    },
 }
 
 pub fn run(args: &McpArgs, cwd: &Path) -> anyhow::Result<i32> {
@@ -30,18 +40,52 @@ pub fn run(args: &McpArgs, cwd: &Path) -> anyhow::Result<i32> {
         }
         Some(McpCommand::Config { client }) => {
             let client = Client::parse(client).expect("clap checked the name");
-            let exe = std::env::current_exe().map_err(|err| {
-                Error::new(
-                    ErrorCode::Io,
-                    format!("cannot find the path of this cuekit binary: {err}"),
-                )
-            })?;
-            let exe = exe.canonicalize().unwrap_or(exe);
-            print_json(&mcp::client_config(client, &exe, &child_auth_env(cwd)));
+            print_json(&mcp::client_config(
+                client,
+                &this_binary()?,
+                &child_auth_env(cwd),
+            ));
             eprintln!("{}", client.where_to_put_it());
             Ok(0)
         }
+        Some(McpCommand::Extension { dir, .. }) => {
+            let dir = match dir {
+                Some(dir) => cwd.join(dir),
+                None => crate::store::data_dir()
+                    .ok_or_else(|| {
+                        Error::new(ErrorCode::Io, "cannot find a home directory")
+                            .with_hint("set HOME, or pass --dir")
+                    })?
+                    .join("extensions/gemini"),
+            };
+            crate::store::create_private_dir(&dir)?;
+            let manifest = mcp::extension::manifest(&this_binary()?, &child_auth_env(cwd));
+            let mut bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
+            bytes.push(b'\n');
+            crate::store::write_atomic(&dir.join(mcp::extension::MANIFEST), &bytes)?;
+            crate::store::write_atomic(
+                &dir.join(mcp::extension::CONTEXT_FILE),
+                mcp::extension::CONTEXT.as_bytes(),
+            )?;
+            print_json(&serde_json::json!({"dir": dir, "manifest": manifest}));
+            eprintln!(
+                "link it: gemini extensions link {}",
+                crate::launch::single_quote(&dir.to_string_lossy())?
+            );
+            Ok(0)
+        }
     }
+}
+
+/// This cuekit binary's real path, which a client's config names.
+fn this_binary() -> Result<std::path::PathBuf, Error> {
+    let exe = std::env::current_exe().map_err(|err| {
+        Error::new(
+            ErrorCode::Io,
+            format!("cannot find the path of this cuekit binary: {err}"),
+        )
+    })?;
+    Ok(exe.canonicalize().unwrap_or(exe))
 }
 
 /// The credential variables of the agents a parent is likely to start: the default agent and

@@ -5,6 +5,7 @@
 mod brief;
 mod changes;
 mod client_config;
+pub mod extension;
 mod schema;
 mod tools;
 

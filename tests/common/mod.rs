@@ -117,6 +117,11 @@ impl Harness {
         self.cuekit_env(Command::new(env!("CARGO_BIN_EXE_cuekit")))
     }
 
+    /// Any program run as cuekit is: in the project, with the harness's environment.
+    pub fn program(&self, program: &Path) -> Command {
+        self.cuekit_env(Command::new(program))
+    }
+
     /// `command` with the harness's environment (HOME, PATH with bin/, the private tmux server).
     fn cuekit_env(&self, mut command: Command) -> Command {
         let path = format!(

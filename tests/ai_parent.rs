@@ -1,0 +1,174 @@
+//! The real Gemini CLI as the parent: offline, with canned replies whose function calls are
+//! named `mcp_cuekit_<tool>` (how Gemini CLI names an MCP server's tools), with cuekit registered
+//! exactly as `cuekit mcp config --client gemini` prints it, delegating to a real Gemini child.
+
+mod common;
+
+use common::{Harness, MODEL, canned_text, real_gemini};
+use serde_json::{Value, json};
+
+/// The child's id, chosen by the parent (submit_task's `id`), so canned calls can name it.
+const CHILD: &str = "t_0123456789ab";
+
+fn call(name: &str, args: Value) -> String {
+    json!({"method": "generateContentStream", "response": [{
+        "candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
+            "name": name, "args": args}}]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}}]})
+    .to_string()
+}
+
+/// Runs the parent once over `replies`; its stream-json output.
+fn parent_run(h: &Harness, replies: &[String], prompt: &str) -> (String, std::process::ExitStatus) {
+    let canned = h.root().join("parent.jsonl");
+    std::fs::write(&canned, replies.join("\n") + "\n").unwrap();
+    let output = h
+        .program(&real_gemini())
+        .args(["--fake-responses-non-strict"])
+        .arg(&canned)
+        .args([
+            "-m",
+            MODEL,
+            "-y",
+            "--skip-trust",
+            "-o",
+            "stream-json",
+            "-p",
+            prompt,
+        ])
+        .env("GEMINI_API_KEY", "offline-test-key")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "the parent failed ({:?}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (stdout, output.status)
+}
+
+/// The tool results the parent's stream reports, by tool name.
+fn tool_results(stream: &str) -> Vec<(String, String)> {
+    let mut names = std::collections::HashMap::new();
+    let mut results = Vec::new();
+    for line in stream.lines() {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        match event["type"].as_str() {
+            Some("tool_use") => {
+                names.insert(
+                    event["tool_id"].as_str().unwrap_or_default().to_string(),
+                    event["tool_name"].as_str().unwrap_or_default().to_string(),
+                );
+            }
+            Some("tool_result") => {
+                let id = event["tool_id"].as_str().unwrap_or_default();
+                results.push((
+                    names.get(id).cloned().unwrap_or_default(),
+                    event.to_string(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    results
+}
+
+#[test]
+fn a_gemini_parent_delegates_to_a_gemini_child_through_the_printed_snippet() {
+    let h = Harness::new().with_real_gemini(&[canned_text("Child says hello.")]);
+    // Registered as the snippet says, beside the API-key auth the offline CLI needs.
+    let snippet: Value =
+        serde_json::from_str(&h.ok(&["mcp", "config", "--client", "gemini"])).unwrap();
+    let settings = h.home.join(".gemini/settings.json");
+    let mut merged: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+    merged["mcpServers"] = snippet["mcpServers"].clone();
+    std::fs::write(&settings, merged.to_string()).unwrap();
+
+    let (stream, _) = parent_run(
+        &h,
+        &[
+            call(
+                "mcp_cuekit_submit_task",
+                json!({"objective": "Say hello", "mode": "batch", "model": MODEL, "id": CHILD}),
+            ),
+            call("mcp_cuekit_wait", json!({"ids": [CHILD]})),
+            call("mcp_cuekit_get_task_result", json!({"id": CHILD})),
+            canned_text("The child said hello."),
+        ],
+        "Delegate a greeting to a child agent",
+    );
+    let results = tool_results(&stream);
+    let names: Vec<&str> = results.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "mcp_cuekit_submit_task",
+            "mcp_cuekit_wait",
+            "mcp_cuekit_get_task_result"
+        ],
+        "{stream}"
+    );
+    assert!(
+        results[2].1.contains("Child says hello."),
+        "the child's answer did not reach the parent: {stream}"
+    );
+    assert!(stream.contains("The child said hello."), "{stream}");
+    assert_eq!(h.status(CHILD)["status"], "completed");
+}
+
+/// The extension `cuekit mcp extension gemini` writes is one the real Gemini CLI links, with
+/// its context file; a parent with only the extension (no `mcpServers` of its own) delegates.
+#[test]
+fn a_gemini_parent_delegates_through_the_linked_extension() {
+    let h = Harness::new().with_real_gemini(&[canned_text("Child from the extension.")]);
+    let dir = h.root().join("extension");
+    let (written, code) = h.json(&["mcp", "extension", "gemini", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{written}");
+    let linked = h
+        .program(&real_gemini())
+        .args(["extensions", "link"])
+        .arg(&dir)
+        .arg("--consent")
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .output()
+        .unwrap();
+    assert!(
+        linked.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&linked.stdout),
+        String::from_utf8_lossy(&linked.stderr)
+    );
+    let listed = h
+        .program(&real_gemini())
+        .args(["extensions", "list"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned()
+        + &String::from_utf8_lossy(&listed.stderr);
+    assert!(listed.contains("cuekit"), "{listed}");
+    assert!(listed.contains("GEMINI.md"), "the context file: {listed}");
+
+    let (stream, _) = parent_run(
+        &h,
+        &[
+            call(
+                "mcp_cuekit_submit_task",
+                json!({"objective": "Say hello", "mode": "batch", "model": MODEL, "id": CHILD}),
+            ),
+            call("mcp_cuekit_wait", json!({"ids": [CHILD]})),
+            call("mcp_cuekit_get_task_result", json!({"id": CHILD})),
+            canned_text("Done."),
+        ],
+        "Delegate a greeting",
+    );
+    let results = tool_results(&stream);
+    assert_eq!(results.len(), 3, "{stream}");
+    assert!(
+        results[2].1.contains("Child from the extension."),
+        "{stream}"
+    );
+}
