@@ -172,3 +172,42 @@ fn a_gemini_parent_delegates_through_the_linked_extension() {
         "{stream}"
     );
 }
+
+/// Each client's snippet, written where `cuekit mcp config` says it goes, is read by that real
+/// client: `mcp list` names the server (Qwen Code and opencode also start it and connect).
+#[test]
+fn every_clients_snippet_is_read_by_the_real_client() {
+    let h = Harness::new();
+    let clients: [(&str, &str, &str, Option<&str>); 4] = [
+        ("codex", ".codex/config.toml", "codex", None),
+        ("qwen", ".qwen/settings.json", "qwen", Some("Connected")),
+        (
+            "opencode",
+            ".config/opencode/opencode.json",
+            "opencode",
+            Some("connected"),
+        ),
+        ("copilot", ".copilot/mcp-config.json", "copilot", None),
+    ];
+    for (client, file, binary, connected) in clients {
+        let snippet = h.ok(&["mcp", "config", "--client", client]);
+        let path = h.home.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &snippet).unwrap();
+        let listed = h
+            .program(&common::installed_tool(binary))
+            .args(["mcp", "list"])
+            .env("CODEX_HOME", h.home.join(".codex"))
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&listed.stdout).into_owned()
+            + &String::from_utf8_lossy(&listed.stderr);
+        assert!(
+            shown.contains("cuekit"),
+            "{client} does not list the server from\n{snippet}\n{shown}"
+        );
+        if let Some(word) = connected {
+            assert!(shown.contains(word), "{client} did not connect: {shown}");
+        }
+    }
+}

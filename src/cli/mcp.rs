@@ -40,11 +40,13 @@ pub fn run(args: &McpArgs, cwd: &Path) -> anyhow::Result<i32> {
         }
         Some(McpCommand::Config { client }) => {
             let client = Client::parse(client).expect("clap checked the name");
-            print_json(&mcp::client_config(
-                client,
-                &this_binary()?,
-                &child_auth_env(cwd),
-            ));
+            let (exe, auth_env) = (this_binary()?, child_auth_env(cwd));
+            // Codex's file is TOML; every other client's is JSON.
+            if client == Client::Codex {
+                print!("{}", mcp::snippet(client, &exe, &auth_env));
+            } else {
+                print_json(&mcp::client_config(client, &exe, &auth_env));
+            }
             eprintln!("{}", client.where_to_put_it());
             Ok(0)
         }

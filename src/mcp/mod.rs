@@ -22,7 +22,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool_handler};
 
 use client_config::unexpanded;
-pub use client_config::{Client, client_config};
+pub use client_config::{Client, client_config, snippet};
 
 /// What the server tells a client about itself at `initialize`.
 const INSTRUCTIONS: &str = "cuekit runs child coding agents (Gemini CLI first) in tmux and \
