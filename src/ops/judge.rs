@@ -330,7 +330,7 @@ fn refresh_with(
 ) -> Result<Refreshed> {
     super::reap::reap_orphans();
     // After a reboot (or a scheduler killed) the first look finds the queue and serves it.
-    super::schedule::ensure_running();
+    super::monitor_lock::ensure_scheduler();
     resume_abandoned_stops(&tasks);
     // Panes are looked at first and sentinels after (see `Observation`). A server needs no
     // look when every running task on it has its sentinel already; finding one that has not is
@@ -429,10 +429,10 @@ fn refresh_with(
                     Ok(task)
                 }
                 Verdict::Ended(ending) => {
-                    let ending = super::schedule::name_fault(&task.record, adapter, ending);
+                    let ending = super::attempt::name_fault(&task.record, adapter, ending);
                     let ending = super::budget::at_end(&task, ending);
                     // An attempt its retry policy retries goes back to the queue instead.
-                    match super::schedule::requeue(&task, &ending) {
+                    match super::attempt::requeue(&task, &ending) {
                         Some(Ok(requeued)) => return Ok(requeued),
                         Some(Err(err)) => {
                             not_recorded.insert(task.record.id.clone());

@@ -8,6 +8,7 @@
 
 mod acp;
 mod attach;
+mod attempt;
 mod board;
 mod budget;
 mod cancel;
@@ -21,6 +22,7 @@ mod merge;
 mod monitor;
 mod monitor_lock;
 mod outcome;
+mod prepare;
 mod reap;
 mod remote;
 mod remove;
@@ -57,9 +59,7 @@ pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};
 pub use report::{ReportRequest, report};
 pub use result::result;
 pub use route::finishes_without_caller;
-pub use schedule::{
-    QueueSummary, QueueView, Scheduling, queue_summary, retry, run_scheduler, start_due,
-};
+pub use schedule::{QueueSummary, Scheduling, queue_summary, retry, run_scheduler, start_due};
 pub use steer::{SessionControl, SteerReceipt, steer, steer_control};
 pub use stream::run_event_filter;
 pub use submit::{Asker, SubmitOutcome, SubmitRequest, submit};
@@ -69,7 +69,7 @@ pub use team::{
     team_steer, team_submit,
 };
 pub use trust::trust;
-pub use view::TaskView;
+pub use view::{QueueView, TaskView};
 pub use wait::{WaitNews, WaitOutcome, WaitRequest, WaitTick, WaitUntil, wait, wait_watching};
 
 use std::path::{Path, PathBuf};

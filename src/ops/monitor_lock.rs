@@ -1,4 +1,5 @@
-//! Lock files that say who is at work in the background. A server's monitor: a lock file per
+//! Lock files that say who is at work in the background. The user's scheduler: one lock file,
+//! held by the running `cuekit __scheduler`. A server's monitor: a lock file per
 //! server, held by the running monitor for its whole life (kept apart from the monitor itself
 //! so that the judge can start one without depending on it). A task's stop: `stopping/<id>`,
 //! from before a stop's ending is recorded until nothing of the task runs, locked by whoever is
@@ -13,6 +14,39 @@ use std::path::{Path, PathBuf};
 use crate::store;
 use crate::tmux::Socket;
 use crate::transition::screen_hash;
+
+/// Starts the user's scheduler (`cuekit __scheduler`) unless one runs or nothing waits. An open, a non-blocking lock
+/// attempt and a directory read when something waits; two directory reads when nothing does.
+pub(crate) fn ensure_scheduler() {
+    // A start whose starter died leaves a claim (and a gated pane) that the scheduler's next
+    // look recovers, queue or not.
+    if !store::schedule::any_queued() && store::schedule::claimed_ids().is_empty() {
+        return;
+    }
+    let Some(path) = store::schedule::runner_lock_path() else {
+        return;
+    };
+    let Ok(lock) = store::lock_file_try(&path) else {
+        return;
+    };
+    let Some(lock) = lock else {
+        return;
+    };
+    drop(lock);
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    use std::os::unix::process::CommandExt;
+    let _ = std::process::Command::new(exe)
+        .arg("__scheduler")
+        .env_remove(crate::process::TASK_ID_VARIABLE)
+        .current_dir("/")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn();
+}
 
 /// Starts the server's monitor unless one runs. Costs an open and a non-blocking lock attempt.
 pub(crate) fn ensure_running(socket: &Socket) {

@@ -82,7 +82,7 @@ pub struct TaskView {
     pub request: Option<Box<crate::acp::session::Pending>>,
     /// What a queued task waits for, and a task's attempts under its retry policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub queue: Option<Box<super::schedule::QueueView>>,
+    pub queue: Option<Box<QueueView>>,
 }
 
 impl TaskView {
@@ -232,4 +232,33 @@ impl From<&TaskRecord> for TaskView {
             queue: None,
         }
     }
+}
+
+/// What a queued task waits for, as `status`, `list` and MCP show it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueView {
+    /// 1 is next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<usize>,
+    /// Dependencies that have not completed yet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_for: Vec<String>,
+    /// The cap that holds it back, with its count (`agents.gemini 4/4`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<String>,
+    #[serde(default)]
+    pub priority: i32,
+    /// Attempts started so far, and the most there may be.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempt: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts_max: Option<usize>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<crate::store::schedule::Attempt>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

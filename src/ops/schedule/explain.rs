@@ -1,41 +1,12 @@
 //! What a queued task waits for and how far a task's attempts went, as views show it.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::{Usage, unfinished_dependencies};
 use crate::config::Config;
-use crate::ops::view::TaskView;
+use crate::ops::view::{QueueView, TaskView};
 use crate::status::Status;
 use crate::store::{self, schedule, schedule::Plan};
-
-/// What a queued task waits for, as `status`, `list` and MCP show it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QueueView {
-    /// 1 is next.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub place: Option<usize>,
-    /// Dependencies that have not completed yet.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub waiting_for: Vec<String>,
-    /// The cap that holds it back, with its count (`agents.gemini 4/4`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub not_before: Option<String>,
-    #[serde(default)]
-    pub priority: i32,
-    /// Attempts started so far, and the most there may be.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub attempt: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempts_max: Option<usize>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub attempts: Vec<schedule::Attempt>,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
 
 /// What each queued task waits for; with `attempts`, also how far every task's attempts went
 /// (a file look per task, so not for long listings).

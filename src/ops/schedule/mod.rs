@@ -21,6 +21,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::task::{Found, Task, found_for};
+use super::view::QueueView;
 use crate::config::Config;
 use crate::error::{Error, ErrorCode, Result};
 use crate::report::ReportKind;
@@ -30,9 +31,8 @@ use crate::store::{self, schedule, schedule::Plan};
 use crate::tmux::{Tmux, args};
 
 pub(crate) use explain::explain;
-pub use explain::{QueueSummary, QueueView, queue_summary};
+pub use explain::{QueueSummary, queue_summary};
 pub use retry::retry;
-pub(crate) use retry::{name_fault, requeue, transcript_end};
 pub(crate) use start::gate_paths;
 
 /// How often the scheduler process looks: a freed slot is taken within this.
@@ -585,39 +585,6 @@ pub(crate) fn withdraw(task: Task) -> Result<Task> {
         )));
     }
     Ok(task)
-}
-
-/// Starts the scheduler process unless one runs or nothing waits. An open, a non-blocking lock
-/// attempt and a directory read when something waits; two directory reads when nothing does.
-pub(crate) fn ensure_running() {
-    // A start whose starter died leaves a claim (and a gated pane) that the scheduler's next
-    // look recovers, queue or not.
-    if !schedule::any_queued() && schedule::claimed_ids().is_empty() {
-        return;
-    }
-    let Some(path) = schedule::runner_lock_path() else {
-        return;
-    };
-    let Ok(lock) = store::lock_file_try(&path) else {
-        return;
-    };
-    let Some(lock) = lock else {
-        return;
-    };
-    drop(lock);
-    let Ok(exe) = std::env::current_exe() else {
-        return;
-    };
-    use std::os::unix::process::CommandExt;
-    let _ = std::process::Command::new(exe)
-        .arg("__scheduler")
-        .env_remove(crate::process::TASK_ID_VARIABLE)
-        .current_dir("/")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .process_group(0)
-        .spawn();
 }
 
 /// `cuekit __scheduler`: looks at the queue every tick until nothing waits; one per user.

@@ -86,7 +86,7 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
                 .with_hint("submit the task again"),
             )
         })?;
-    crate::ops::submit::write_private(&record.task_dir.join(crate::launch::ENV_FILE), &env)
+    crate::ops::prepare::write_private(&record.task_dir.join(crate::launch::ENV_FILE), &env)
         .map_err(abandon)?;
     let socket = task.placement.socket.clone();
     let tmux = Tmux::new(socket.clone());
@@ -110,7 +110,7 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
         }))
         .and_then(|launch| launch.finish())
         .map_err(abandon)?;
-    if let Some(pane) = crate::ops::submit::parse_new_pane(&answer) {
+    if let Some(pane) = crate::ops::prepare::parse_new_pane(&answer) {
         let _ = store::record_pane_start(&id, &pane);
     }
     let started_at = crate::ops::now_rfc3339();
@@ -166,7 +166,7 @@ fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Con
             "--base-from: task {from} has no worktree of its own"
         )));
     };
-    crate::ops::submit::tip_of(&source, &source_tree)?;
+    crate::ops::prepare::tip_of(&source, &source_tree)?;
     let id = task.record.id.clone();
     let planned = crate::git::create::plan(&crate::git::create::Request {
         cwd: &task.record.cwd,
@@ -178,7 +178,7 @@ fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Con
     })?;
     {
         let _marked = crate::git::Submitting::mark(&id);
-        crate::git::create::create(&planned, &crate::ops::submit::includes(config))?;
+        crate::git::create::create(&planned, &crate::ops::prepare::includes(config))?;
     }
     let placed = planned.placement();
     let mut placement = task.placement.clone();
@@ -267,7 +267,7 @@ fn prepare_again(task: &Task, config: &Config) -> Result<()> {
 /// A first start whose prompt takes an ended task's answer (`--context-from`): known only now.
 fn take_context(task: &Task, from: &str, config: &Config) -> Result<()> {
     let mut spec = task.record.spec.clone();
-    spec.context = Some(crate::ops::submit::with_answer_of(
+    spec.context = Some(crate::ops::prepare::with_answer_of(
         spec.context.as_deref(),
         from,
     )?);
@@ -287,7 +287,7 @@ fn rescript(
     let dir = &record.task_dir;
     let adapter = adapter::lookup(&record.spec.agent_kind)?;
     if !adapter.runs_argv {
-        crate::ops::submit::write_private(
+        crate::ops::prepare::write_private(
             &dir.join(crate::launch::PROMPT_FILE),
             crate::spec::render_prompt(spec).as_bytes(),
         )?;
@@ -304,7 +304,7 @@ fn rescript(
         &adapter::shell_word_for_bin(&client.to_string_lossy())?,
     )?;
     let gate = gate_paths(&record.id)?;
-    let script = crate::ops::submit::launch_script(
+    let script = crate::ops::prepare::launch_script(
         &record.id,
         dir,
         &launch.command,

@@ -1,0 +1,172 @@
+//! The files a task's start needs, for a submit that starts it and for the scheduler that
+//! starts it later: `launch.sh`, the submitter's environment, a prompt that takes another
+//! task's answer, the worktree's base from another task's work, the pane tmux reported.
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::adapter;
+use crate::config::Config;
+use crate::error::{Error, ErrorCode, Result};
+use crate::git;
+use crate::launch::{Runner, StartGate, render_env_file, render_launch_script};
+use crate::spec::Mode;
+use crate::store::{self, PaneStart};
+
+/// The task's `launch.sh` (see [`render_launch_script`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_script(
+    id: &str,
+    task_dir: &Path,
+    command: &str,
+    adapter: &adapter::Adapter,
+    mode: Mode,
+    event_stream: bool,
+    gate: StartGate,
+    setup: Option<&str>,
+) -> Result<String> {
+    let unset_env = match mode {
+        Mode::Interactive | Mode::Acp => adapter.interactive_unset_env,
+        Mode::Batch => &[],
+    };
+    let event_filter = if event_stream {
+        Some(std::env::current_exe().map_err(|err| {
+            Error::new(
+                ErrorCode::Io,
+                format!("cannot find the cuekit binary: {err}"),
+            )
+        })?)
+    } else {
+        None
+    };
+    render_launch_script(
+        id,
+        command,
+        unset_env,
+        task_dir,
+        match (mode, event_filter.as_deref()) {
+            (Mode::Acp, _) => Runner::Client,
+            (_, Some(filter)) => Runner::Filtered(filter),
+            (_, None) => Runner::Plain,
+        },
+        gate,
+        setup,
+    )
+}
+
+/// The submitter's environment, then the adapter's configured `env`, then the task id.
+pub(crate) fn env_file_text(id: &str, kind: &str, config: &Config) -> String {
+    let inherited = std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .filter(|(name, _)| name != crate::process::TASK_ID_VARIABLE);
+    let configured = config
+        .env(kind)
+        .into_iter()
+        .map(|(name, s)| (name, s.value));
+    render_env_file(
+        inherited
+            .chain(path_with_cuekit())
+            .chain(configured)
+            .chain([(crate::process::TASK_ID_VARIABLE.to_string(), id.to_string())]),
+    )
+}
+
+/// Writes an owner-only file (a prompt, a script, an environment) in place.
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| file.write_all(bytes))
+        .map_err(|err| Error::io("write", path, err))
+}
+
+/// The submitter's PATH with this binary's directory added at the end, when `cuekit` is not on
+/// it: a child must be able to run `cuekit report`, also when its parent started cuekit by its
+/// full path (as MCP clients do). `None` leaves PATH as inherited.
+fn path_with_cuekit() -> Option<(String, String)> {
+    const NAME: &str = "cuekit";
+    if crate::which::find_on_path(NAME).is_some() {
+        return None;
+    }
+    let exe = std::env::current_exe().ok()?;
+    if exe.file_name()? != NAME {
+        return None;
+    }
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).collect())
+        .unwrap_or_default();
+    dirs.push(exe.parent()?.to_path_buf());
+    let path = std::env::join_paths(dirs).ok()?.into_string().ok()?;
+    Some(("PATH".to_string(), path))
+}
+
+/// `<pane id> <pane pid>` as tmux printed it for the new pane.
+pub(crate) fn parse_new_pane(stdout: &str) -> Option<PaneStart> {
+    let mut words = stdout.split_whitespace();
+    let pane_id = words.next()?.to_string();
+    let pane_pid = words.next()?.parse().ok()?;
+    Some(PaneStart {
+        pane_id,
+        pane_pid,
+        start_ticks: crate::process::start_ticks(pane_pid),
+    })
+}
+
+/// The untracked files a new worktree takes from the main checkout.
+pub(crate) fn includes(config: &Config) -> git::include::Includes {
+    git::include::Includes {
+        copy: config.worktree_copy().map(|s| s.value).unwrap_or_default(),
+        symlink: config
+            .worktree_symlink()
+            .map(|s| s.value)
+            .unwrap_or_default(),
+    }
+}
+
+/// The branch tip of a worktree task, its uncommitted work committed onto it first.
+pub(crate) fn tip_of(
+    task: &super::task::Task,
+    worktree: &store::WorktreePlacement,
+) -> Result<String> {
+    git::merge::commit_work(
+        &worktree.repo_root,
+        &worktree.path,
+        &worktree.branch,
+        &format!(
+            "cuekit task {}: uncommitted work\n\nObjective: {}",
+            task.record.id, task.record.spec.objective
+        ),
+        &task.record.task_dir,
+    )
+}
+
+/// The most of an earlier task's answer a prompt takes.
+const ANSWER_LIMIT: usize = 16 * 1024;
+
+/// `context` followed by the answer of ended task `from`: its final text, else its last
+/// report, else the end of its transcript.
+pub(crate) fn with_answer_of(context: Option<&str>, from: &str) -> Result<String> {
+    let source = super::task::open(from, Path::new("/"))?;
+    let record = &source.record;
+    let answer = super::outcome::written_final_text(&record.task_dir)
+        .or_else(|| record.last_report.as_ref().map(|r| r.message.clone()))
+        .unwrap_or_else(|| super::attempt::transcript_end(record));
+    let answer = match answer.char_indices().nth(ANSWER_LIMIT) {
+        Some((cut, _)) => format!("{}…", &answer[..cut]),
+        None => answer,
+    };
+    let objective = record.spec.objective.lines().next().unwrap_or_default();
+    let answer = format!(
+        "Task {from} ({objective}) ended {} and answered:\n{}",
+        record.status.as_str(),
+        answer.trim()
+    );
+    Ok(match context {
+        Some(context) if !context.trim().is_empty() => format!("{context}\n\n{answer}"),
+        _ => answer,
+    })
+}
