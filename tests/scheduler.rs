@@ -647,6 +647,41 @@ fn a_forged_queued_record_never_runs_a_task_twice() {
     assert_eq!(starts(&log), ["first", "second", "third", "last"]);
 }
 
+/// An interactive child idle at its prompt under the API's 429 (its TUI's error line) never
+/// exits by itself: the attempt's end is recorded rate_limited, the child ended, and under a
+/// retry policy a second attempt continues its session.
+#[test]
+fn an_interactive_child_stuck_on_a_quota_error_is_ended_and_retried() {
+    let marker = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+    let marker_path = marker.to_path_buf();
+    drop(marker);
+    let h = Harness::new()
+        .with_fake_gemini()
+        .env("FAKE_GEMINI_QUOTA_ONCE", marker_path.to_str().unwrap());
+    user_config(
+        &h,
+        "monitor:\n  interval: 200ms\n  dwell: 600ms\nretry:\n  max: 1\n  backoff:\n    first: 1s\n",
+    );
+    let id = h.submit(&["--mode", "interactive", "Work on it"]);
+    h.wait_until(&id, "a second attempt", Duration::from_secs(60), || {
+        let task = h.status(&id);
+        task["status"] == "running" && task["queue"]["attempt"] == 2
+    });
+    let task = h.status(&id);
+    assert_eq!(
+        task["queue"]["attempts"][0]["reason"], "rate_limited",
+        "{task}"
+    );
+    assert!(
+        task["launch_command"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("--resume '{id}'")),
+        "{task}"
+    );
+    h.ok(&["cancel", &id]);
+}
+
 /// A `gemini` on PATH that runs the real CLI offline and, the first `fail_first` times, then
 /// fails the way Gemini fails on quota: the API's 429 on stderr and exit status 1. Every argv
 /// is logged.

@@ -10,6 +10,11 @@ use std::time::Duration;
 pub struct Faults {
     pub rate_limited: &'static [&'static str],
     pub transient: &'static [&'static str],
+    /// How the agent's TUI shows an error it will not retry on its own (Gemini CLI:
+    /// `[API Error: …]`): an idle screen whose error line names a fault is a stuck attempt. A
+    /// screen is never read for faults without one, so an answer that merely talks of rate
+    /// limits is never taken for one.
+    pub screen_error_markers: &'static [&'static str],
 }
 
 /// What the model APIs behind the agents answer (HTTP 429 and Google's `RESOURCE_EXHAUSTED`,
@@ -27,6 +32,11 @@ pub const API_FAULTS: Faults = Faults {
         "quota exceeded",
         "exceeded your current quota",
         "exhausted your capacity",
+        "exhausted your daily quota",
+        "capacity exceeded",
+        "model_capacity_exhausted",
+        "hit its quota limits",
+        "request a quota increase",
         "rate limit",
         "rate_limit",
         "ratelimitexceeded",
@@ -45,12 +55,14 @@ pub const API_FAULTS: Faults = Faults {
         "socket hang up",
         "fetch failed",
     ],
+    screen_error_markers: &["[api error:"],
 };
 
 /// A program of the user's own (`command`): its words are its own, never read as a fault.
 pub const NO_FAULTS: Faults = Faults {
     rate_limited: &[],
     transient: &[],
+    screen_error_markers: &[],
 };
 
 /// The passing fault `text` names, if any, and the wait it asks for.
@@ -63,6 +75,25 @@ pub fn classify(faults: &Faults, text: &str) -> Option<(&'static str, Option<Dur
         return Some(("transient", wait_hint(&lower)));
     }
     None
+}
+
+/// The passing fault an idle screen's error lines name (only lines with one of the agent's
+/// error markers are read).
+pub fn on_screen(faults: &Faults, screen: &str) -> Option<(&'static str, Option<Duration>)> {
+    let errors: Vec<&str> = screen
+        .lines()
+        .filter(|line| {
+            let lower = line.to_ascii_lowercase();
+            faults
+                .screen_error_markers
+                .iter()
+                .any(|m| lower.contains(m))
+        })
+        .collect();
+    if errors.is_empty() {
+        return None;
+    }
+    classify(faults, &errors.join("\n"))
 }
 
 /// The wait a message asks for: "retry in 37.5s", "reset after 1h2m3s", `"retryDelay": "20s"`,
@@ -150,6 +181,15 @@ mod tests {
             classify(&API_FAULTS, "Rate limit reached; try again in 5 minutes"),
             Some(("rate_limited", Some(Duration::from_secs(300))))
         );
+    }
+
+    #[test]
+    fn a_screen_names_a_fault_only_on_an_error_line() {
+        let stuck =
+            "✕ [API Error: {\"error\":{\"code\":429,\"status\":\"RESOURCE_EXHAUSTED\"}}]\n > ";
+        assert_eq!(on_screen(&API_FAULTS, stuck), Some(("rate_limited", None)));
+        let talk = "I added a rate limit of 429 requests per minute.\n > ";
+        assert_eq!(on_screen(&API_FAULTS, talk), None);
     }
 
     #[test]

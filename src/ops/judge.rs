@@ -459,6 +459,20 @@ fn refresh_with(
     })
 }
 
+/// Ends an attempt stuck on a passing fault (an interactive child idle on a quota error): its
+/// ending is recorded first, or under its retry policy the task is queued again, and then its
+/// processes are ended (the next attempt starts only once they are gone).
+pub(crate) fn end_stuck(task: Task, ending: Ending) -> Result<()> {
+    match super::attempt::requeue(&task, &ending) {
+        Some(requeued) => {
+            let task = requeued?;
+            end_processes(&task.placement, task.pane.as_ref(), None, DEFAULT_GRACE);
+            Ok(())
+        }
+        None => stop(task, ending, DEFAULT_GRACE).map(|_| ()),
+    }
+}
+
 /// Records `ending` of a task that must be stopped (its timeout, its budget) and has its
 /// processes ended by a detached stopper (unless `in_background` is false: the caller ends
 /// them). Claimed before it is recorded, so a look killed in between leaves a stop someone

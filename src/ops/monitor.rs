@@ -95,6 +95,8 @@ struct Watched {
     screen: Option<Screen>,
     /// Processes left past the deadline were ended (or there were none).
     swept: bool,
+    /// Its attempt, stuck on a passing fault, is being ended.
+    ending_stuck: bool,
 }
 
 #[derive(Clone)]
@@ -103,6 +105,8 @@ struct Screen {
     captured_at: u64,
     attention: Option<Attention>,
     hash: u64,
+    /// An idle screen whose error line names a passing fault: the attempt is stuck there.
+    fault: Option<(&'static str, Option<Duration>)>,
 }
 
 struct Monitor {
@@ -198,6 +202,7 @@ impl Monitor {
                     announced,
                     screen: None,
                     swept: false,
+                    ending_stuck: false,
                 },
             );
         }
@@ -246,14 +251,17 @@ impl Monitor {
                 .ok()
                 .flatten()
                 .is_some_and(|p| p.history_lines > 0);
-            let attention = adapter::lookup(&task.record.spec.agent_kind)
-                .ok()
-                .and_then(|a| attention::detect(&a.screen, text, scrolled));
+            let adapter = adapter::lookup(&task.record.spec.agent_kind).ok();
+            let attention = adapter.and_then(|a| attention::detect(&a.screen, text, scrolled));
+            let fault = adapter
+                .filter(|_| attention == Some(Attention::IdleAtPrompt))
+                .and_then(|a| adapter::faults::on_screen(a.faults, text));
             let screen = Screen {
                 pane_id: pane_id.clone(),
                 captured_at: now,
                 attention,
                 hash: screen_hash(text),
+                fault,
             };
             if let Some(watched) = self.watched.get_mut(&task.record.id) {
                 watched.screen = Some(screen.clone());
@@ -299,6 +307,23 @@ impl Monitor {
                 _ => Seen::Running,
             }
         };
+        // An interactive child idle on an error it will not retry (a quota it hit) never exits
+        // by itself: once the screen held for the dwell, the attempt's end is recorded, and
+        // then it is ended (queued again under its retry policy).
+        if let (Seen::Waiting { quiet_for, .. }, Some((reason, wait)), Some(watched)) = (
+            &seen,
+            screen.and_then(|s| s.fault),
+            self.watched.get_mut(&record.id),
+        ) && *quiet_for >= self.dwell
+            && !watched.ending_stuck
+        {
+            watched.ending_stuck = true;
+            let stuck = task.clone();
+            self.hooks.push(std::thread::spawn(move || {
+                let _ = super::judge::end_stuck(stuck, stuck_ending(reason, wait));
+            }));
+            return;
+        }
         let Some(watched) = self.watched.get_mut(&record.id) else {
             return;
         };
@@ -332,6 +357,23 @@ impl Monitor {
                 self.watched.remove(&record.id);
             }
         }
+    }
+}
+
+/// The ending of an attempt stuck on a passing fault its screen shows.
+fn stuck_ending(reason: &str, wait: Option<Duration>) -> crate::status::Ending {
+    let asked = wait
+        .map(|wait| format!(" (it asked to wait {})", humantime::format_duration(wait)))
+        .unwrap_or_default();
+    crate::status::Ending {
+        status: Status::Failed,
+        reason: Some(reason.to_string()),
+        hint: Some(format!(
+            "the child's screen shows {}{asked} and it waits at its prompt: the attempt was \
+             ended; `cuekit retry <id>` starts it again, or submit with --retry N",
+            reason.replace('_', " ")
+        )),
+        exit_code: None,
     }
 }
 
