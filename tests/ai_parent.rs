@@ -211,3 +211,80 @@ fn every_clients_snippet_is_read_by_the_real_client() {
         }
     }
 }
+
+/// `cuekit mcp install` merges the entry into each client's own file: once (a second run
+/// changes nothing), keeping what the file held (and a backup of it), never over a different
+/// `cuekit` entry without --force; the real clients then list the server.
+#[test]
+fn mcp_install_merges_into_the_clients_file_once_and_keeps_what_was_there() {
+    let h = Harness::new().with_real_gemini(&[canned_text("unused")]);
+    let settings = h.home.join(".gemini/settings.json");
+    let before = std::fs::read_to_string(&settings).unwrap();
+    let (done, code) = h.json(&["mcp", "install", "--client", "gemini"]);
+    assert_eq!(code, 0, "{done}");
+    assert_eq!(done["changed"], true, "{done}");
+    let after: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(after["security"]["auth"]["selectedType"], "gemini-api-key");
+    assert_eq!(after["mcpServers"]["cuekit"]["args"], json!(["mcp"]));
+    let backup = std::path::PathBuf::from(done["backup"].as_str().unwrap());
+    assert_eq!(std::fs::read_to_string(backup).unwrap(), before);
+    let (again, _) = h.json(&["mcp", "install", "--client", "gemini"]);
+    assert_eq!(again["changed"], false, "{again}");
+    let listed = h
+        .program(&real_gemini())
+        .args(["mcp", "list"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned()
+        + &String::from_utf8_lossy(&listed.stderr);
+    assert!(listed.contains("cuekit"), "{listed}");
+
+    // Codex: the table is appended to a file that has other settings and comments.
+    let codex = h.home.join(".codex/config.toml");
+    std::fs::create_dir_all(codex.parent().unwrap()).unwrap();
+    std::fs::write(&codex, "# mine\nmodel = \"o4\"\n").unwrap();
+    let (done, code) = h.json(&["mcp", "install", "--client", "codex"]);
+    assert_eq!(code, 0, "{done}");
+    let text = std::fs::read_to_string(&codex).unwrap();
+    assert!(text.starts_with("# mine\nmodel = \"o4\"\n"), "{text}");
+    assert_eq!(
+        h.json(&["mcp", "install", "--client", "codex"]).0["changed"],
+        false
+    );
+    let listed = h
+        .program(&common::installed_tool("codex"))
+        .args(["mcp", "list"])
+        .env("CODEX_HOME", h.home.join(".codex"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("cuekit"));
+
+    // Another `cuekit` entry is the user's until they say otherwise.
+    let qwen = h.home.join(".qwen/settings.json");
+    std::fs::create_dir_all(qwen.parent().unwrap()).unwrap();
+    std::fs::write(
+        &qwen,
+        r#"{"mcpServers": {"cuekit": {"command": "/old/cuekit"}}}"#,
+    )
+    .unwrap();
+    let (refused, code) = h.json(&["mcp", "install", "--client", "qwen"]);
+    assert_eq!(code, 3, "{refused}");
+    assert!(
+        std::fs::read_to_string(&qwen)
+            .unwrap()
+            .contains("/old/cuekit")
+    );
+    let (forced, code) = h.json(&["mcp", "install", "--client", "qwen", "--force"]);
+    assert_eq!(code, 0, "{forced}");
+    assert!(
+        !std::fs::read_to_string(&qwen)
+            .unwrap()
+            .contains("/old/cuekit")
+    );
+    // A file with comments is never rewritten.
+    let copilot = h.home.join(".copilot/mcp-config.json");
+    std::fs::create_dir_all(copilot.parent().unwrap()).unwrap();
+    std::fs::write(&copilot, "{\n  // mine\n  \"mcpServers\": {}\n}\n").unwrap();
+    let (refused, code) = h.json(&["mcp", "install", "--client", "copilot"]);
+    assert_eq!(code, 3, "{refused}");
+}

@@ -20,6 +20,18 @@ enum McpCommand {
         #[arg(long, default_value = "generic", value_parser = Client::NAMES)]
         client: String,
     },
+    /// Merge the registration into the client's own config file (kept as
+    /// `<file>.cuekit-backup`), or for Claude Code run `claude mcp add-json`.
+    Install {
+        #[arg(long, value_parser = ["gemini", "claude", "codex", "qwen", "opencode", "copilot"])]
+        client: String,
+        /// The user's file (default), or the project's (gemini, claude, qwen, opencode).
+        #[arg(long, default_value = "user", value_parser = ["user", "project"])]
+        scope: String,
+        /// Replace a different `cuekit` entry.
+        #[arg(long)]
+        force: bool,
+    },
     /// Write the Gemini CLI extension (this cuekit as its MCP server, and a context file on
     /// delegating) into DIR, for `gemini extensions link DIR`.
     Extension {
@@ -48,6 +60,16 @@ pub fn run(args: &McpArgs, cwd: &Path) -> anyhow::Result<i32> {
                 print_json(&mcp::client_config(client, &exe, &auth_env));
             }
             eprintln!("{}", client.where_to_put_it());
+            Ok(0)
+        }
+        Some(McpCommand::Install {
+            client,
+            scope,
+            force,
+        }) => {
+            let client = Client::parse(client).expect("clap checked the name");
+            let done = install(client, scope == "project", *force, cwd)?;
+            print_json(&done);
             Ok(0)
         }
         Some(McpCommand::Extension { dir, .. }) => {
@@ -112,4 +134,144 @@ fn child_auth_env(cwd: &Path) -> Vec<&'static str> {
         }
     }
     names
+}
+
+/// Registers this cuekit with `client` in its own file (see `mcp::install`).
+fn install(
+    client: Client,
+    project: bool,
+    force: bool,
+    cwd: &Path,
+) -> Result<serde_json::Value, Error> {
+    let (exe, auth_env) = (this_binary()?, child_auth_env(cwd));
+    let config = mcp::client_config(client, &exe, &auth_env);
+    let home = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .ok_or_else(|| Error::new(ErrorCode::Io, "HOME is not set").with_hint("set HOME"))?;
+    let (file, section) = match (client, project) {
+        (Client::Claude, _) => return claude_add(&config, project),
+        (Client::Codex, true) | (Client::Copilot, true) => {
+            return Err(Error::invalid_input(
+                "this client has no project file for MCP servers cuekit writes",
+            )
+            .with_hint("leave out --scope project"));
+        }
+        (Client::Codex, false) => {
+            let dir = std::env::var_os("CODEX_HOME")
+                .map_or_else(|| home.join(".codex"), std::path::PathBuf::from);
+            return codex_append(
+                &dir.join("config.toml"),
+                &mcp::snippet(client, &exe, &auth_env),
+            );
+        }
+        (Client::Gemini, false) => (home.join(".gemini/settings.json"), "mcpServers"),
+        (Client::Gemini, true) => (cwd.join(".gemini/settings.json"), "mcpServers"),
+        (Client::Qwen, false) => (home.join(".qwen/settings.json"), "mcpServers"),
+        (Client::Qwen, true) => (cwd.join(".qwen/settings.json"), "mcpServers"),
+        (Client::Copilot, false) => (home.join(".copilot/mcp-config.json"), "mcpServers"),
+        (Client::Opencode, false) => (home.join(".config/opencode/opencode.json"), "mcp"),
+        (Client::Opencode, true) => (cwd.join("opencode.json"), "mcp"),
+        (Client::Generic, _) => {
+            return Err(
+                Error::invalid_input("a generic client has no file cuekit knows")
+                    .with_hint("add the entry `cuekit mcp config` prints to your client's file"),
+            );
+        }
+    };
+    let entry = &config[section]["cuekit"];
+    let old = match std::fs::read_to_string(&file) {
+        Ok(text) => Some(text),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+        Err(err) => return Err(Error::io("read", &file, err)),
+    };
+    let at = |err: Error| {
+        Error::new(err.code, format!("{}: {}", file.display(), err.message))
+            .with_hint(err.hint.unwrap_or_default())
+    };
+    let merged = mcp::install::merge_json(old.as_deref(), section, entry, force).map_err(at)?;
+    let mcp::install::Merge::Text(text) = merged else {
+        return Ok(serde_json::json!({"file": file, "changed": false}));
+    };
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).map_err(|err| Error::io("create", dir, err))?;
+    }
+    let backup = match &old {
+        Some(old) => {
+            let backup = file.with_extension(format!(
+                "{}.cuekit-backup",
+                file.extension().and_then(|e| e.to_str()).unwrap_or("json")
+            ));
+            crate::store::write_atomic(&backup, old.as_bytes())?;
+            Some(backup)
+        }
+        None => None,
+    };
+    crate::store::write_atomic(&file, text.as_bytes())?;
+    Ok(serde_json::json!({"file": file, "changed": true, "backup": backup}))
+}
+
+/// Claude Code owns its user file at run time: the entry goes through its own command.
+fn claude_add(config: &serde_json::Value, project: bool) -> Result<serde_json::Value, Error> {
+    let entry = config["mcpServers"]["cuekit"].to_string();
+    let scope = if project { "project" } else { "user" };
+    let output = std::process::Command::new("claude")
+        .args(["mcp", "add-json", "-s", scope, "cuekit", &entry])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|err| {
+            Error::new(
+                ErrorCode::AgentNotFound,
+                format!("cannot run `claude mcp add-json`: {err}"),
+            )
+            .with_hint(
+                "install Claude Code, or add the entry `cuekit mcp config --client claude` prints",
+            )
+        })?;
+    if !output.status.success() {
+        return Err(Error::invalid_input(format!(
+            "`claude mcp add-json` refused: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+        .with_hint("`claude mcp remove cuekit -s SCOPE` first to replace an entry"));
+    }
+    Ok(serde_json::json!({"client": "claude", "scope": scope, "changed": true}))
+}
+
+/// Codex's TOML: the table is appended (the rest of the file, comments included, stays as it
+/// is); a file that has a `cuekit` table already is left alone unless it is this very one.
+fn codex_append(file: &Path, table: &str) -> Result<serde_json::Value, Error> {
+    let old = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(err) => return Err(Error::io("read", file, err)),
+    };
+    if old.contains(table.trim_end()) {
+        return Ok(serde_json::json!({"file": file, "changed": false}));
+    }
+    if old
+        .lines()
+        .any(|line| line.trim() == "[mcp_servers.cuekit]")
+    {
+        return Err(Error::invalid_input(format!(
+            "{} already has another [mcp_servers.cuekit] table: it was left as it is",
+            file.display()
+        ))
+        .with_hint("replace it by hand with what `cuekit mcp config --client codex` prints"));
+    }
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).map_err(|err| Error::io("create", dir, err))?;
+    }
+    let backup = (!old.is_empty()).then(|| file.with_extension("toml.cuekit-backup"));
+    if let Some(backup) = &backup {
+        crate::store::write_atomic(backup, old.as_bytes())?;
+    }
+    let separator = if old.is_empty() || old.ends_with("\n\n") {
+        ""
+    } else if old.ends_with('\n') {
+        "\n"
+    } else {
+        "\n\n"
+    };
+    crate::store::write_atomic(file, format!("{old}{separator}{table}").as_bytes())?;
+    Ok(serde_json::json!({"file": file, "changed": true, "backup": backup}))
 }

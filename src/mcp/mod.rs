@@ -6,6 +6,7 @@ mod brief;
 mod changes;
 mod client_config;
 pub mod extension;
+pub mod install;
 mod schema;
 mod tools;
 
