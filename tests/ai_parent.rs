@@ -288,3 +288,34 @@ fn mcp_install_merges_into_the_clients_file_once_and_keeps_what_was_there() {
     let (refused, code) = h.json(&["mcp", "install", "--client", "copilot"]);
     assert_eq!(code, 3, "{refused}");
 }
+
+/// The Claude Code plugin `cuekit mcp extension claude` writes is one the real Claude Code
+/// loads (`--plugin-dir`): its MCP server starts and connects.
+#[test]
+fn the_claude_code_plugin_is_loaded_by_the_real_claude_code() {
+    let h = Harness::new();
+    let dir = h.root().join("plugin");
+    let (written, code) = h.json(&["mcp", "extension", "claude", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{written}");
+    assert!(dir.join("skills/delegate/SKILL.md").is_file());
+    // The Claude Code binary the Agent SDK ships (scripts/test installs it with the ACP bridge).
+    let claude = common::tools_bin()
+        .parent()
+        .unwrap()
+        .join("@anthropic-ai/claude-agent-sdk-linux-x64/claude");
+    assert!(claude.exists(), "no Claude Code at {}", claude.display());
+    let listed = h
+        .program(&claude)
+        .args(["--plugin-dir"])
+        .arg(&dir)
+        .args(["mcp", "list"])
+        .env("GEMINI_API_KEY", "offline-test-key")
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&listed.stdout).into_owned()
+        + &String::from_utf8_lossy(&listed.stderr);
+    assert!(
+        shown.contains("plugin:cuekit:cuekit") && shown.contains("Connected"),
+        "{shown}"
+    );
+}

@@ -32,13 +32,13 @@ enum McpCommand {
         #[arg(long)]
         force: bool,
     },
-    /// Write the Gemini CLI extension (this cuekit as its MCP server, and a context file on
-    /// delegating) into DIR, for `gemini extensions link DIR`.
+    /// Write a package for the parent's own extension system (this cuekit as its MCP server,
+    /// and a text on delegating) into DIR: a Gemini CLI extension (`gemini extensions link
+    /// DIR`) or a Claude Code plugin (`claude --plugin-dir DIR`).
     Extension {
-        /// Only Gemini CLI's extension system, for now.
-        #[arg(value_parser = ["gemini"])]
+        #[arg(value_parser = ["gemini", "claude"])]
         client: String,
-        /// Where to write it (default: ~/.local/share/cuekit/extensions/gemini).
+        /// Where to write it (default: ~/.local/share/cuekit/extensions/<client>).
         #[arg(long)]
         dir: Option<std::path::PathBuf>,
     },
@@ -72,7 +72,8 @@ pub fn run(args: &McpArgs, cwd: &Path) -> anyhow::Result<i32> {
             print_json(&done);
             Ok(0)
         }
-        Some(McpCommand::Extension { dir, .. }) => {
+        Some(McpCommand::Extension { client, dir }) => {
+            let kind = Client::parse(client).expect("clap checked the name");
             let dir = match dir {
                 Some(dir) => cwd.join(dir),
                 None => crate::store::data_dir()
@@ -80,21 +81,27 @@ pub fn run(args: &McpArgs, cwd: &Path) -> anyhow::Result<i32> {
                         Error::new(ErrorCode::Io, "cannot find a home directory")
                             .with_hint("set HOME, or pass --dir")
                     })?
-                    .join("extensions/gemini"),
+                    .join("extensions")
+                    .join(client),
             };
-            crate::store::create_private_dir(&dir)?;
-            let manifest = mcp::extension::manifest(&this_binary()?, &child_auth_env(cwd));
-            let mut bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
-            bytes.push(b'\n');
-            crate::store::write_atomic(&dir.join(mcp::extension::MANIFEST), &bytes)?;
-            crate::store::write_atomic(
-                &dir.join(mcp::extension::CONTEXT_FILE),
-                mcp::extension::CONTEXT.as_bytes(),
-            )?;
-            print_json(&serde_json::json!({"dir": dir, "manifest": manifest}));
+            let files = mcp::extension::files(kind, &this_binary()?, &child_auth_env(cwd));
+            for (name, content) in &files {
+                let path = dir.join(name);
+                if let Some(parent) = path.parent() {
+                    crate::store::create_private_dir(parent)?;
+                }
+                crate::store::write_atomic(&path, content.as_bytes())?;
+            }
+            let names: Vec<&str> = files.iter().map(|(name, _)| *name).collect();
+            print_json(&serde_json::json!({"dir": dir, "files": names}));
+            let dir_word = crate::launch::single_quote(&dir.to_string_lossy())?;
             eprintln!(
-                "link it: gemini extensions link {}",
-                crate::launch::single_quote(&dir.to_string_lossy())?
+                "{}",
+                if kind == Client::Claude {
+                    format!("load it: claude --plugin-dir {dir_word}")
+                } else {
+                    format!("link it: gemini extensions link {dir_word}")
+                }
             );
             Ok(0)
         }
