@@ -287,6 +287,20 @@ fn mcp_install_merges_into_the_clients_file_once_and_keeps_what_was_there() {
     std::fs::write(&copilot, "{\n  // mine\n  \"mcpServers\": {}\n}\n").unwrap();
     let (refused, code) = h.json(&["mcp", "install", "--client", "copilot"]);
     assert_eq!(code, 3, "{refused}");
+
+    // A project's file is project data: written in the project, never through a planted link.
+    let (done, code) = h.json(&[
+        "mcp", "install", "--client", "opencode", "--scope", "project",
+    ]);
+    assert_eq!(code, 0, "{done}");
+    assert!(h.project.join("opencode.json").is_file());
+    let elsewhere = h.root().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, h.project.join(".qwen")).unwrap();
+    let (refused, code) = h.json(&["mcp", "install", "--client", "qwen", "--scope", "project"]);
+    assert_eq!(refused["error"]["code"], "unsafe_project_data", "{refused}");
+    assert_ne!(code, 0);
+    assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none());
 }
 
 /// The Claude Code plugin `cuekit mcp extension claude` writes is one the real Claude Code

@@ -56,6 +56,10 @@ const MAY_OPEN: &[(&str, &str)] = &[
         "src/ops/remote/hosts.rs",
         "cuekit's own binary, copied to a host",
     ),
+    (
+        "src/cli/mcp.rs",
+        "the MCP clients' own config files in the user's HOME (`mcp install`); a project's file goes through the door",
+    ),
 ];
 
 const OPENERS: &[&str] = &[

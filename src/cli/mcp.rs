@@ -155,7 +155,7 @@ fn install(
     let home = std::env::var_os("HOME")
         .map(std::path::PathBuf::from)
         .ok_or_else(|| Error::new(ErrorCode::Io, "HOME is not set").with_hint("set HOME"))?;
-    let (file, section) = match (client, project) {
+    let (file, section): (std::path::PathBuf, &str) = match (client, project) {
         (Client::Claude, _) => return claude_add(&config, project),
         (Client::Codex, true) | (Client::Copilot, true) => {
             return Err(Error::invalid_input(
@@ -172,12 +172,12 @@ fn install(
             );
         }
         (Client::Gemini, false) => (home.join(".gemini/settings.json"), "mcpServers"),
-        (Client::Gemini, true) => (cwd.join(".gemini/settings.json"), "mcpServers"),
+        (Client::Gemini, true) => (".gemini/settings.json".into(), "mcpServers"),
         (Client::Qwen, false) => (home.join(".qwen/settings.json"), "mcpServers"),
-        (Client::Qwen, true) => (cwd.join(".qwen/settings.json"), "mcpServers"),
+        (Client::Qwen, true) => (".qwen/settings.json".into(), "mcpServers"),
         (Client::Copilot, false) => (home.join(".copilot/mcp-config.json"), "mcpServers"),
         (Client::Opencode, false) => (home.join(".config/opencode/opencode.json"), "mcp"),
-        (Client::Opencode, true) => (cwd.join("opencode.json"), "mcp"),
+        (Client::Opencode, true) => ("opencode.json".into(), "mcp"),
         (Client::Generic, _) => {
             return Err(
                 Error::invalid_input("a generic client has no file cuekit knows")
@@ -186,10 +186,18 @@ fn install(
         }
     };
     let entry = &config[section]["cuekit"];
-    let old = match std::fs::read_to_string(&file) {
-        Ok(text) => Some(text),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-        Err(err) => return Err(Error::io("read", &file, err)),
+    // A project's file is project data: read through the door, written where no link leads.
+    let (file, old) = if project {
+        let root = crate::project::Root::new(cwd)?;
+        let old = root.read_text(&file)?;
+        (root.prove_no_links(&file)?, old)
+    } else {
+        let old = match std::fs::read_to_string(&file) {
+            Ok(text) => Some(text),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+            Err(err) => return Err(Error::io("read", &file, err)),
+        };
+        (file, old)
     };
     let at = |err: Error| {
         Error::new(err.code, format!("{}: {}", file.display(), err.message))
