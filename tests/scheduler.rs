@@ -663,9 +663,11 @@ fn an_interactive_child_stuck_on_a_quota_error_is_ended_and_retried() {
         "monitor:\n  interval: 200ms\n  dwell: 600ms\nretry:\n  max: 1\n  backoff:\n    first: 1s\n",
     );
     let id = h.submit(&["--mode", "interactive", "Work on it"]);
+    // The second attempt idles at its prompt too, which a look may read as input_required.
     h.wait_until(&id, "a second attempt", Duration::from_secs(60), || {
         let task = h.status(&id);
-        task["status"] == "running" && task["queue"]["attempt"] == 2
+        (task["status"] == "running" || task["status"] == "input_required")
+            && task["queue"]["attempt"] == 2
     });
     let task = h.status(&id);
     assert_eq!(
@@ -810,7 +812,8 @@ fn after_the_tmux_server_is_killed_running_gemini_tasks_with_a_retry_policy_cont
     for id in &ids {
         h.wait_until(id, "a second attempt", Duration::from_secs(90), || {
             let task = &h.status(id);
-            task["status"] == "running" && task["queue"]["attempt"] == 2
+            (task["status"] == "running" || task["status"] == "input_required")
+                && task["queue"]["attempt"] == 2
         });
         let task = &h.status(id);
         let launch = task["launch_command"].as_str().unwrap();
