@@ -138,6 +138,10 @@ struct Member {
     value_end: usize,
 }
 
+/// An open object or array: the offset of its `{`/`[`, its kind, and the member (enclosing
+/// object's offset, key) it is the value of.
+type Open = (usize, u8, Option<(usize, String)>);
+
 /// The members of every object in a JSON text, by the offset of the object's `{`.
 struct Spans {
     members: Vec<(usize, String, Member)>,
@@ -147,12 +151,13 @@ impl Spans {
     fn of(text: &str) -> Spans {
         let bytes = text.as_bytes();
         let mut members = Vec::new();
-        // Open objects and arrays: (offset of `{`/`[`, the key waiting for its value).
-        let mut stack: Vec<(usize, u8)> = Vec::new();
-        let mut open_values: Vec<(usize, String, usize)> = Vec::new();
+        let mut stack: Vec<Open> = Vec::new();
         let mut last_key: Option<String> = None;
+        let enclosing = |stack: &[Open]| stack.last().map_or(0, |(at, _, _)| *at);
         let mut i = 0;
         while i < bytes.len() {
+            // A scalar value (string, number, true, false, null) that ends at `i`.
+            let mut scalar = None;
             match bytes[i] {
                 b'"' => {
                     let start = i;
@@ -165,62 +170,43 @@ impl Spans {
                     }
                     let string = &text[start..=i.min(bytes.len() - 1)];
                     let after = text[i + 1..].trim_start();
-                    if after.starts_with(':') && stack.last().is_some_and(|(_, kind)| *kind == b'{')
-                    {
+                    let in_object = stack.last().is_some_and(|(_, kind, _)| *kind == b'{');
+                    if after.starts_with(':') && in_object {
                         last_key = serde_json::from_str(string).ok();
-                    } else if let Some(key) = last_key.take() {
-                        let object = stack.last().map_or(0, |(at, _)| *at);
-                        members.push((
-                            object,
-                            key,
-                            Member {
-                                value_start: start,
-                                value_end: i + 1,
-                            },
-                        ));
+                    } else {
+                        scalar = Some(start);
                     }
                 }
                 b'{' | b'[' => {
-                    if let Some(key) = last_key.take() {
-                        let object = stack.last().map_or(0, |(at, _)| *at);
-                        open_values.push((object, key, i));
-                    }
-                    stack.push((i, bytes[i]));
+                    let member = last_key.take().map(|key| (enclosing(&stack), key));
+                    stack.push((i, bytes[i], member));
                 }
                 b'}' | b']' => {
-                    if let Some((opened, _)) = stack.pop()
-                        && let Some(pos) = open_values.iter().position(|(_, _, at)| *at == opened)
-                    {
-                        let (object, key, start) = open_values.remove(pos);
-                        members.push((
-                            object,
-                            key,
-                            Member {
-                                value_start: start,
-                                value_end: i + 1,
-                            },
-                        ));
+                    if let Some((start, _, Some((object, key)))) = stack.pop() {
+                        let value = Member {
+                            value_start: start,
+                            value_end: i + 1,
+                        };
+                        members.push((object, key, value));
                     }
                 }
                 b',' | b':' | b' ' | b'\n' | b'\r' | b'\t' => {}
                 _ => {
                     // A number, true, false or null.
-                    let start = i;
+                    scalar = Some(i);
                     while i + 1 < bytes.len() && !b",}] \n\r\t".contains(&bytes[i + 1]) {
                         i += 1;
                     }
-                    if let Some(key) = last_key.take() {
-                        let object = stack.last().map_or(0, |(at, _)| *at);
-                        members.push((
-                            object,
-                            key,
-                            Member {
-                                value_start: start,
-                                value_end: i + 1,
-                            },
-                        ));
-                    }
                 }
+            }
+            if let Some(start) = scalar
+                && let Some(key) = last_key.take()
+            {
+                let value = Member {
+                    value_start: start,
+                    value_end: i + 1,
+                };
+                members.push((enclosing(&stack), key, value));
             }
             i += 1;
         }

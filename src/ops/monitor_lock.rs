@@ -33,12 +33,17 @@ pub(crate) fn ensure_scheduler() {
         return;
     };
     drop(lock);
+    spawn_detached(&["__scheduler"]);
+}
+
+/// Starts `cuekit WORDS…` in the background: out of any task (no task id), in `/`, its own
+/// process group, with no terminal. Whoever it is takes its lock, or exits.
+fn spawn_detached(words: &[&str]) {
     let Ok(exe) = std::env::current_exe() else {
         return;
     };
-    use std::os::unix::process::CommandExt;
     let _ = std::process::Command::new(exe)
-        .arg("__scheduler")
+        .args(words)
         .env_remove(crate::process::TASK_ID_VARIABLE)
         .current_dir("/")
         .stdin(std::process::Stdio::null())
@@ -62,19 +67,7 @@ pub(crate) fn ensure_running(socket: &Socket) {
     // Free: let go of it for the monitor, which takes it (a racing caller's monitor that loses
     // the lock exits at once).
     drop(lock);
-    let Ok(exe) = std::env::current_exe() else {
-        return;
-    };
-    let _ = std::process::Command::new(exe)
-        .arg("__monitor")
-        .arg(&socket.0)
-        .env_remove(crate::process::TASK_ID_VARIABLE)
-        .current_dir("/")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .process_group(0)
-        .spawn();
+    spawn_detached(&["__monitor", &socket.0]);
 }
 
 pub(super) fn lock_path(socket: &Socket) -> Option<PathBuf> {
