@@ -18,6 +18,25 @@ fn call(name: &str, args: Value) -> String {
     .to_string()
 }
 
+/// The parent's turns: submit a child under [`CHILD`], wait for it, read its result, then
+/// answer `final_text`.
+fn delegation(final_text: &str) -> Vec<String> {
+    vec![
+        call(
+            "mcp_cuekit_submit_task",
+            json!({"objective": "Say hello", "mode": "batch", "model": MODEL, "id": CHILD}),
+        ),
+        call("mcp_cuekit_wait", json!({"ids": [CHILD]})),
+        call("mcp_cuekit_get_task_result", json!({"id": CHILD})),
+        canned_text(final_text),
+    ]
+}
+
+/// What a client printed, both streams.
+fn printed(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
+}
+
 /// Runs the parent once over `replies`; its stream-json output.
 fn parent_run(h: &Harness, replies: &[String], prompt: &str) -> (String, std::process::ExitStatus) {
     let canned = h.root().join("parent.jsonl");
@@ -90,15 +109,7 @@ fn a_gemini_parent_delegates_to_a_gemini_child_through_the_printed_snippet() {
 
     let (stream, _) = parent_run(
         &h,
-        &[
-            call(
-                "mcp_cuekit_submit_task",
-                json!({"objective": "Say hello", "mode": "batch", "model": MODEL, "id": CHILD}),
-            ),
-            call("mcp_cuekit_wait", json!({"ids": [CHILD]})),
-            call("mcp_cuekit_get_task_result", json!({"id": CHILD})),
-            canned_text("The child said hello."),
-        ],
+        &delegation("The child said hello."),
         "Delegate a greeting to a child agent",
     );
     let results = tool_results(&stream);
@@ -136,35 +147,17 @@ fn a_gemini_parent_delegates_through_the_linked_extension() {
         .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
         .output()
         .unwrap();
-    assert!(
-        linked.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&linked.stdout),
-        String::from_utf8_lossy(&linked.stderr)
-    );
+    assert!(linked.status.success(), "{}", printed(&linked));
     let listed = h
         .program(&real_gemini())
         .args(["extensions", "list"])
         .output()
         .unwrap();
-    let listed = String::from_utf8_lossy(&listed.stdout).into_owned()
-        + &String::from_utf8_lossy(&listed.stderr);
+    let listed = printed(&listed);
     assert!(listed.contains("cuekit"), "{listed}");
     assert!(listed.contains("GEMINI.md"), "the context file: {listed}");
 
-    let (stream, _) = parent_run(
-        &h,
-        &[
-            call(
-                "mcp_cuekit_submit_task",
-                json!({"objective": "Say hello", "mode": "batch", "model": MODEL, "id": CHILD}),
-            ),
-            call("mcp_cuekit_wait", json!({"ids": [CHILD]})),
-            call("mcp_cuekit_get_task_result", json!({"id": CHILD})),
-            canned_text("Done."),
-        ],
-        "Delegate a greeting",
-    );
+    let (stream, _) = parent_run(&h, &delegation("Done."), "Delegate a greeting");
     let results = tool_results(&stream);
     assert_eq!(results.len(), 3, "{stream}");
     assert!(
@@ -200,8 +193,7 @@ fn every_clients_snippet_is_read_by_the_real_client() {
             .env("CODEX_HOME", h.home.join(".codex"))
             .output()
             .unwrap();
-        let shown = String::from_utf8_lossy(&listed.stdout).into_owned()
-            + &String::from_utf8_lossy(&listed.stderr);
+        let shown = printed(&listed);
         assert!(
             shown.contains("cuekit"),
             "{client} does not list the server from\n{snippet}\n{shown}"
@@ -235,8 +227,7 @@ fn mcp_install_merges_into_the_clients_file_once_and_keeps_what_was_there() {
         .args(["mcp", "list"])
         .output()
         .unwrap();
-    let listed = String::from_utf8_lossy(&listed.stdout).into_owned()
-        + &String::from_utf8_lossy(&listed.stderr);
+    let listed = printed(&listed);
     assert!(listed.contains("cuekit"), "{listed}");
 
     // Codex: the table is appended to a file that has other settings and comments.
@@ -326,8 +317,7 @@ fn the_claude_code_plugin_is_loaded_by_the_real_claude_code() {
         .env("GEMINI_API_KEY", "offline-test-key")
         .output()
         .unwrap();
-    let shown = String::from_utf8_lossy(&listed.stdout).into_owned()
-        + &String::from_utf8_lossy(&listed.stderr);
+    let shown = printed(&listed);
     assert!(
         shown.contains("plugin:cuekit:cuekit") && shown.contains("Connected"),
         "{shown}"
