@@ -601,6 +601,16 @@ fn a_team_budget_spans_its_members() {
     );
 }
 
+/// What a child could do: rewrite the task's record to `queued` and plant the queue's mark.
+fn forge_queued(h: &Harness, id: &str) {
+    let record_path = h.task_dir(id).join("task.json");
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+    record["status"] = "queued".into();
+    std::fs::write(&record_path, record.to_string()).unwrap();
+    std::fs::write(h.home.join(".local/share/cuekit/queue").join(id), "").unwrap();
+}
+
 /// A record in the project is data a child can write: one rewritten to `queued`, with the
 /// queue's mark beside it, never starts an ended task again (the user's own plan says its
 /// attempt ran).
@@ -613,12 +623,7 @@ fn a_forged_queued_record_never_runs_a_task_twice() {
     let first = h.submit_sh(&script("first"), &["--mode", "batch"]);
     let second = h.submit_sh(&script("second"), &["--mode", "batch"]);
     wait_all(&h, &[first, second.clone()], "30s");
-    let record_path = h.task_dir(&second).join("task.json");
-    let mut record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
-    record["status"] = "queued".into();
-    std::fs::write(&record_path, record.to_string()).unwrap();
-    std::fs::write(h.home.join(".local/share/cuekit/queue").join(&second), "").unwrap();
+    forge_queued(&h, &second);
     // Any look starts the scheduler; a new queued task makes it look at the queue.
     let third = h.submit_sh(&script("third"), &["--mode", "batch"]);
     wait_all(&h, std::slice::from_ref(&third), "30s");
@@ -630,16 +635,7 @@ fn a_forged_queued_record_never_runs_a_task_twice() {
     let blocker = h.submit_sh("sleep 60", &["--mode", "batch"]);
     let cancelled = h.submit_sh(&script("cancelled"), &["--mode", "batch"]);
     h.ok(&["cancel", &cancelled]);
-    let record_path = h.task_dir(&cancelled).join("task.json");
-    let mut record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
-    record["status"] = "queued".into();
-    std::fs::write(&record_path, record.to_string()).unwrap();
-    std::fs::write(
-        h.home.join(".local/share/cuekit/queue").join(&cancelled),
-        "",
-    )
-    .unwrap();
+    forge_queued(&h, &cancelled);
     h.ok(&["cancel", &blocker]);
     let last = h.submit_sh(&script("last"), &["--mode", "batch"]);
     wait_all(&h, std::slice::from_ref(&last), "30s");
