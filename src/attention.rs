@@ -148,6 +148,25 @@ fn input_text<'a>(rules: &ScreenRules, line: &'a str) -> &'a str {
     line[prompt.map_or(0, |p| p.len())..].trim()
 }
 
+/// Whether the agent sits at its prompt with nothing typed: no dialog, not busy, its ready
+/// marker shown and its input line empty (or showing only its placeholder, which is the ready
+/// marker itself). Where a line is typed for someone, this is what makes it not the middle of
+/// a human's sentence or of the agent's own turn.
+pub fn awaits_message(rules: &ScreenRules, screen: &str) -> bool {
+    let lines = tail(screen);
+    let dialog = rules
+        .dialogs
+        .iter()
+        .any(|(_, patterns)| contains_any(&lines, patterns));
+    if dialog || contains_any(&lines, rules.busy) || !contains_any(&lines, rules.ready) {
+        return false;
+    }
+    input_line(rules, screen).is_some_and(|line| {
+        let text = input_text(rules, line);
+        text.is_empty() || rules.ready.iter().any(|ready| text.contains(ready))
+    })
+}
+
 /// Whether a typed message was submitted, judging by the screen before Enter (`typed_screen`,
 /// text in the input) and after: the child turned busy, or the typed text left the input line.
 /// (A line that merely changed is not enough: a TUI may echo the Enter it ignored.) For an agent
@@ -173,6 +192,23 @@ pub fn was_submitted(rules: &ScreenRules, typed_screen: &str, screen_after: &str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_awaits_a_message_only_when_idle_and_empty() {
+        let rules = &crate::adapter::lookup("gemini").unwrap().screen;
+        let idle = "✦ First answer.\n────\n >   Type your message or @path/to/file\n workspace\n";
+        assert!(awaits_message(rules, idle));
+        let typing = "✦ First answer.\n────\n > fix the bu\n workspace\n";
+        assert!(!awaits_message(rules, typing));
+        let busy = "⠋ Thinking (esc to cancel, 2s)\n >   Type your message or @path/to/file\n";
+        assert!(!awaits_message(rules, busy));
+        let dialog = "Allow execution of: 'ls'?\n >   Type your message or @path/to/file\n";
+        assert!(!awaits_message(rules, dialog));
+        assert!(
+            !awaits_message(rules, "$ \n"),
+            "a shell is no agent's prompt"
+        );
+    }
 
     static RULES: ScreenRules = ScreenRules {
         dialogs: &[

@@ -36,11 +36,13 @@ pub enum ErrorCode {
     /// A command that must come from outside a task (steering an ACP task, answering its
     /// permission request) was run inside that task's own pane.
     InsideTask,
+    /// `--wake-parent` from a submitter that is not an agent in the foreground of a tmux pane.
+    NoParentAgent,
 }
 
 impl ErrorCode {
     /// Every code, for reading one back from its string (a host's cuekit's JSON error).
-    pub const ALL: [ErrorCode; 23] = [
+    pub const ALL: [ErrorCode; 24] = [
         ErrorCode::Internal,
         ErrorCode::Usage,
         ErrorCode::InvalidInput,
@@ -64,6 +66,7 @@ impl ErrorCode {
         ErrorCode::HostVersionMismatch,
         ErrorCode::UnsafeProjectData,
         ErrorCode::InsideTask,
+        ErrorCode::NoParentAgent,
     ];
 
     pub fn parse(code: &str) -> Option<ErrorCode> {
@@ -97,6 +100,7 @@ impl ErrorCode {
             ErrorCode::HostVersionMismatch => "host_version_mismatch",
             ErrorCode::UnsafeProjectData => "unsafe_project_data",
             ErrorCode::InsideTask => "inside_task",
+            ErrorCode::NoParentAgent => "no_parent_agent",
         }
     }
 
@@ -126,6 +130,7 @@ impl ErrorCode {
             ErrorCode::HostVersionMismatch => 27,
             ErrorCode::UnsafeProjectData => 29,
             ErrorCode::InsideTask => 30,
+            ErrorCode::NoParentAgent => 31,
         }
     }
 }

@@ -33,6 +33,22 @@ impl SubmittedFrom {
     }
 }
 
+/// The agent a task was submitted by, in the foreground of [`SubmittedFrom`]'s pane at submit,
+/// proven then to be the submitter's ancestor: what `--wake-parent` types into
+/// (`ops::wake`), and only while that very process still has the pane's keyboard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentAgent {
+    pub socket: String,
+    pub pane: String,
+    /// The pane's first process: a pane id on a restarted server may name another pane.
+    pub pane_pid: u32,
+    /// Its adapter (`gemini`, `claude-code`, …), whose screen rules say when it is idle.
+    pub agent: String,
+    /// The foreground process group's leader, and when it started.
+    pub pid: u32,
+    pub start_ticks: Option<u64>,
+}
+
 /// Time any one notification may take.
 const LIMIT: Duration = Duration::from_secs(3);
 
@@ -54,6 +70,8 @@ pub fn announce(
                 ))),
             (NotifyChannel::Bell, Some(from)) => bell(from),
             (NotifyChannel::Desktop, _) => desktop(title, message),
+            // Typed by `ops::wake` for the tasks that asked, logged as `cuekit_wake`.
+            (NotifyChannel::Parent, _) => continue,
             (_, None) => Err("the task was not submitted from inside tmux".to_string()),
         };
         done.push(match sent {

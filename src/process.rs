@@ -16,6 +16,8 @@ struct ProcStat {
     sid: u32,
     /// Its controlling terminal's device number (0: none).
     tty: u32,
+    /// The foreground process group of that terminal (field 8; -1, read as 0: none).
+    foreground: u32,
     zombie: bool,
     /// Clock ticks after boot when the process started: with the pid, names one process for
     /// the life of the machine.
@@ -34,8 +36,9 @@ fn read_stat(pid: u32) -> Option<ProcStat> {
     let pgid = fields.next()?.parse().ok()?;
     let sid = fields.next()?.parse().ok()?;
     let tty = fields.next()?.parse::<i64>().ok()? as u32;
-    // Field 22 of stat; `fields` stands at field 8 now.
-    let start_ticks = fields.nth(14)?.parse().ok()?;
+    let foreground = fields.next()?.parse::<i64>().ok()?.max(0) as u32;
+    // Field 22 of stat; `fields` stands at field 9 now.
+    let start_ticks = fields.nth(13)?.parse().ok()?;
     let zombie = state == "Z" || state == "X";
     Some(ProcStat {
         pid,
@@ -43,6 +46,7 @@ fn read_stat(pid: u32) -> Option<ProcStat> {
         pgid,
         sid,
         tty,
+        foreground,
         zombie,
         start_ticks,
         wait_status: fields
@@ -177,6 +181,28 @@ pub fn ancestry(pid: u32) -> Vec<u32> {
 /// `setsid` or run by a server (`tmux run-shell`) has none.
 pub fn controlling_terminal(pid: u32) -> Option<u32> {
     read_stat(pid).map(|stat| stat.tty).filter(|tty| *tty != 0)
+}
+
+/// The process group in the foreground of `pid`'s controlling terminal: for a pane's first
+/// process, the program that has the pane's keyboard now.
+pub fn foreground_group(pid: u32) -> Option<u32> {
+    read_stat(pid)
+        .filter(|stat| stat.tty != 0)
+        .map(|stat| stat.foreground)
+        .filter(|group| *group != 0)
+}
+
+/// The words `pid` was started with (`/proc/<pid>/cmdline`).
+pub fn command_line(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|bytes| {
+            bytes
+                .split(|&b| b == 0)
+                .filter(|word| !word.is_empty())
+                .map(|word| String::from_utf8_lossy(word).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The task id in the environment `pid` started with (`CUEKIT_TASK_ID=…`), if any.

@@ -323,3 +323,174 @@ fn the_claude_code_plugin_is_loaded_by_the_real_claude_code() {
         "{shown}"
     );
 }
+
+/// Starts the real Gemini CLI as an interactive parent in session `session` of the test's tmux
+/// server, registered as the printed snippet says, over `replies`, with `prompt` as its first
+/// message.
+fn parent_in_pane(h: &Harness, session: &str, replies: &[String], prompt: &str) {
+    let snippet: Value =
+        serde_json::from_str(&h.ok(&["mcp", "config", "--client", "gemini"])).unwrap();
+    let settings = h.home.join(".gemini/settings.json");
+    let mut merged: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+    merged["mcpServers"] = snippet["mcpServers"].clone();
+    std::fs::write(&settings, merged.to_string()).unwrap();
+    let canned = h.root().join(format!("{session}.jsonl"));
+    std::fs::write(&canned, replies.join("\n") + "\n").unwrap();
+    let quote = |text: &str| shlex::try_quote(text).unwrap().into_owned();
+    let gemini = h.program(&real_gemini());
+    let mut script = String::new();
+    for (name, value) in gemini.get_envs() {
+        // tmux gives the pane its own TMUX and TMUX_PANE: the parent runs inside tmux.
+        match (name.to_string_lossy(), value) {
+            (name, _) if name.starts_with("TMUX") => {}
+            (name, Some(value)) => {
+                script += &format!("export {name}={}\n", quote(&value.to_string_lossy()))
+            }
+            (name, None) => script += &format!("unset {name}\n"),
+        }
+    }
+    script += &format!(
+        "cd {}\nexec {} --fake-responses-non-strict {} -m {MODEL} -y --skip-trust -i {}\n",
+        quote(&h.project.to_string_lossy()),
+        quote(&real_gemini().to_string_lossy()),
+        quote(&canned.to_string_lossy()),
+        quote(prompt),
+    );
+    let path = h.root().join(format!("{session}.sh"));
+    std::fs::write(&path, script).unwrap();
+    let started = h.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        "160",
+        "-y",
+        "50",
+        "/bin/sh",
+        &path.to_string_lossy(),
+    ]);
+    assert!(started.status.success(), "{started:?}");
+}
+
+/// The pane's whole history and screen.
+fn history(h: &Harness, session: &str) -> String {
+    let target = format!("={session}:");
+    String::from_utf8_lossy(
+        &h.tmux(&["capture-pane", "-p", "-S", "-", "-t", &target])
+            .stdout,
+    )
+    .into_owned()
+}
+
+/// The `cuekit_wake` lines of a task's events.
+fn wakes(h: &Harness, id: &str) -> Vec<Value> {
+    std::fs::read_to_string(h.task_dir(id).join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["type"] == "cuekit_wake")
+        .collect()
+}
+
+/// An interactive Gemini parent submits with wake_parent, then stays busy (a shell command)
+/// past the child's end: the wake line is typed once, only after the parent went idle, as a
+/// new message the parent answers by reading the result.
+#[test]
+fn a_busy_gemini_parent_is_woken_once_when_idle_and_reads_the_result() {
+    let h = Harness::new().with_real_gemini(&[canned_text("Child says hello.")]);
+    let slept = h.root().join("slept");
+    let replies = [
+        call(
+            "mcp_cuekit_submit_task",
+            json!({"objective": "Say hello", "mode": "batch", "model": MODEL, "id": CHILD,
+                   "wake_parent": true}),
+        ),
+        // Busy well past the child's end.
+        common::canned_shell_call(&format!(
+            "sleep 8; date -u +%Y-%m-%dT%H:%M:%S.%3NZ > '{}'",
+            slept.display()
+        )),
+        canned_text("Submitted; I will be woken."),
+        call("mcp_cuekit_get_task_result", json!({"id": CHILD})),
+        canned_text("The child said hello."),
+    ];
+    parent_in_pane(&h, "parent", &replies, "Delegate a greeting");
+    let shown = {
+        let start = std::time::Instant::now();
+        loop {
+            let shown = history(&h, "parent");
+            if shown.contains("The child said hello.") {
+                break shown;
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(90),
+                "the parent never read the result; its pane:\n{shown}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    };
+    let line = format!("[cuekit] {CHILD} completed (exit 0): call get_task_result");
+    assert_eq!(shown.matches(&line).count(), 1, "{shown}");
+    let child = h.status(CHILD);
+    assert_eq!(child["status"], "completed");
+    let slept_at = std::fs::read_to_string(&slept).unwrap().trim().to_string();
+    // rfc3339 UTC times of one width compare as text.
+    let ended_at = child["ended_at"].as_str().unwrap().to_string();
+    assert!(
+        ended_at < slept_at,
+        "the child did not end while the parent was busy ({ended_at} vs {slept_at}): the test proves nothing"
+    );
+    let wakes = wakes(&h, CHILD);
+    assert_eq!(wakes.len(), 1, "{wakes:?}");
+    assert_eq!(wakes[0]["wake"]["receipt"], "submitted", "{wakes:?}");
+    let typed_at = wakes[0]["wake"]["typed_at"].as_str().unwrap();
+    assert!(
+        typed_at > slept_at.as_str(),
+        "typed at {typed_at}, while the parent was busy until {slept_at}"
+    );
+    // No second wake on later looks.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert_eq!(history(&h, "parent").matches(&line).count(), 1);
+}
+
+/// A submit typed at a shell wakes nobody: `--wake-parent` is refused there, and the user's
+/// `notify: [parent]` types nothing into the shell's pane.
+#[test]
+fn nothing_is_typed_into_a_shell_pane() {
+    let h = Harness::new();
+    h.in_terminal(
+        "shell",
+        "submit --wake-parent --agent command -- /bin/true",
+        (120, 30),
+        true,
+    );
+    let shown = h.wait_pane("shell", "the refusal", |s| s.contains("exited with"));
+    assert!(shown.contains("exited with 31"), "{shown}");
+    assert!(
+        shown.contains("no_parent_agent") || shown.contains("--wake-parent"),
+        "{shown}"
+    );
+
+    let config = h.home.join(".config/cuekit");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.yaml"), "notify: [parent]\n").unwrap();
+    h.in_terminal(
+        "shell2",
+        "submit --json --agent command -- /bin/sh -c 'sleep 1'",
+        (120, 30),
+        true,
+    );
+    let shown = h.wait_pane("shell2", "the submit", |s| s.contains("exited with"));
+    assert!(shown.contains("exited with 0"), "{shown}");
+    let id = shown
+        .split('"')
+        .find(|word| word.starts_with("t_") && word.len() == 14)
+        .unwrap_or_else(|| panic!("no task id in {shown}"))
+        .to_string();
+    let (waited, _) = h.json(&["wait", &id, "--timeout", "30s"]);
+    assert_eq!(waited["tasks"][0]["status"], "completed", "{waited}");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(!history(&h, "shell2").contains("[cuekit]"));
+    assert!(wakes(&h, &id).is_empty());
+}

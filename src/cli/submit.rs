@@ -117,6 +117,12 @@ pub struct SubmitArgs {
     /// Stop the task once its agent reports more turns than this (batch or acp).
     #[arg(long, value_name = "N")]
     max_turns: Option<u32>,
+    /// When the task ends or waits on a human, type one line of cuekit's into the pane of the
+    /// agent that submits it (`[cuekit] t_… completed (exit 0): …`), once that agent sits idle
+    /// at an empty prompt: for an AI parent that runs in tmux. Fails (no_parent_agent) when
+    /// the submitter is not an agent in the foreground of a tmux pane.
+    #[arg(long)]
+    wake_parent: bool,
     /// Print the launch command without running anything (without the per-task --session-id).
     #[arg(long)]
     dry_run: bool,
@@ -193,6 +199,7 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             ops::Asker::User
         },
         host: args.host.clone(),
+        wake_parent: args.wake_parent,
         budget: (args.max_tokens.is_some() || args.max_turns.is_some()).then_some({
             crate::store::Budget {
                 tokens: args.max_tokens,

@@ -187,7 +187,7 @@ pub const KEYS: &[KeyRule] = &[
     key(
         "notify",
         KeyClass::Plain,
-        "channels to the submitter only: tmux, bell, desktop",
+        "channels to the submitter only: tmux, bell, desktop; parent from the user's file only",
     ),
     key("notify_on", KeyClass::Plain, "statuses"),
     key(

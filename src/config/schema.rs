@@ -130,6 +130,9 @@ pub enum NotifyChannel {
     Desktop,
     /// A terminal bell in the pane the task was submitted from.
     Bell,
+    /// One line typed into the submitting agent's pane as a new message when a task ends or
+    /// waits on a human (`--wake-parent`); from the user's file only.
+    Parent,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -171,6 +171,12 @@ pub struct SubmitTaskParams {
     /// Start now even at the user's limits (dependencies still hold).
     #[serde(default)]
     pub now: bool,
+    /// When the task ends or waits on a human, type one line into your own tmux pane as a new
+    /// message ("[cuekit] t_… completed (exit 0): call get_task_result"), once you sit idle at
+    /// an empty prompt: end your turn instead of calling wait. Only for a client that runs in
+    /// a tmux pane (error no_parent_agent otherwise).
+    #[serde(default)]
+    pub wake_parent: bool,
     /// Stop the task (failed, reason budget_exceeded) once its agent reports more tokens
     /// than this: batch (with its event stream) and acp tasks only.
     #[serde(default)]
@@ -506,6 +512,7 @@ impl CuekitServer {
                 // the user's policy, never loosen it.
                 asked_by: ops::Asker::Delegate,
                 host: params.host,
+                wake_parent: params.wake_parent,
                 budget: (params.max_tokens.is_some() || params.max_turns.is_some()).then_some({
                     crate::store::Budget {
                         tokens: params.max_tokens,

@@ -38,6 +38,7 @@ mod team;
 mod trust;
 mod view;
 mod wait;
+mod wake;
 
 pub use crate::process::DEFAULT_GRACE;
 pub use acp::{Approval, approve};

@@ -429,10 +429,12 @@ fn deliver(task: &Task, transition: &Transition) -> Vec<JoinHandle<()>> {
         &events_file,
         &serde_json::json!({"type": "cuekit_transition", "transition": &event}),
     );
+    let mut threads: Vec<JoinHandle<()>> = wake_parent(task, transition, &events_file)
+        .into_iter()
+        .collect();
     let Ok(config) = Config::load(&record.cwd) else {
-        return Vec::new();
+        return threads;
     };
-    let mut threads = Vec::new();
     let hooks = config.hooks();
     let skipped: Vec<String> = config
         .untrusted_code_keys(&record.spec.agent_kind)
@@ -517,6 +519,34 @@ fn deliver(task: &Task, transition: &Transition) -> Vec<JoinHandle<()>> {
         }));
     }
     threads
+}
+
+/// The submitting agent woken (`--wake-parent`) when the task ends or waits on a human: the
+/// agent and its pane from the registry only, the line of cuekit's own words.
+fn wake_parent(task: &Task, transition: &Transition, log: &Path) -> Option<JoinHandle<()>> {
+    let parent = task.placement.facts.as_ref()?.wake_parent.clone()?;
+    let status = transition.new_status;
+    if !(status.is_terminal() || status == Status::InputRequired) {
+        return None;
+    }
+    let exit_code = status
+        .is_terminal()
+        .then_some(task.record.exit_code)
+        .flatten();
+    let line = super::wake::line(
+        &task.record.id,
+        status,
+        transition.reason.as_deref(),
+        exit_code,
+    );
+    let log = log.to_path_buf();
+    Some(std::thread::spawn(move || {
+        let woken = super::wake::wake(&parent, line, super::wake::PATIENCE);
+        append_line(
+            &log,
+            &serde_json::json!({"type": "cuekit_wake", "pane": parent.pane, "wake": woken}),
+        );
+    }))
 }
 
 /// One JSON line appended in a single write.

@@ -225,6 +225,21 @@ impl Outcome {
     }
 }
 
+/// Types one line of cuekit's own into an agent's pane as a steer types it (a parent's wake):
+/// the same pauses, the same receipt.
+pub(super) fn type_line(
+    tmux: &Tmux,
+    adapter: &Adapter,
+    pane: &PaneInfo,
+    line: &str,
+) -> Result<Receipt> {
+    let pause = adapter.steer_enter_delay;
+    deliver(tmux, adapter, pane, (line, Delivery::Typed, pause), || {
+        false
+    })
+    .map(|done| done.receipt)
+}
+
 /// `exited` tells whether the child has exited since: one that ends on the message (`/quit`)
 /// took it.
 fn deliver(

@@ -68,6 +68,9 @@ pub struct SubmitRequest {
     pub scheduling: super::schedule::Scheduling,
     /// `--max-tokens`, `--max-turns`: the usage past which the task is stopped.
     pub budget: Option<store::Budget>,
+    /// `--wake-parent`: type a line into the submitting agent's pane when the task ends or
+    /// waits on a human (an error when the submitter is no such agent).
+    pub wake_parent: bool,
 }
 
 /// Who asks for a task, as far as its permissions go.
@@ -378,6 +381,27 @@ fn request_digest(request: &SubmitRequest, cwd: &Path) -> String {
         .collect()
 }
 
+/// The agent to wake: asked for with `--wake-parent` (which fails when the submitter is no
+/// agent in a tmux pane), or by `notify: [parent]` in the user's own file (a project's file
+/// never makes cuekit type into anyone's pane), which wakes whoever it can.
+fn parent_to_wake(
+    request: &SubmitRequest,
+    config: &Config,
+    from: Option<&crate::notify::SubmittedFrom>,
+) -> Result<Option<crate::notify::ParentAgent>> {
+    let notify = config.notify();
+    let configured = !matches!(notify.source, crate::config::Source::Project(_))
+        && notify.value.contains(&crate::config::NotifyChannel::Parent);
+    if !request.wake_parent && !configured {
+        return Ok(None);
+    }
+    match super::wake::identify(from) {
+        Ok(parent) => Ok(Some(parent)),
+        Err(err) if request.wake_parent => Err(err),
+        Err(_) => Ok(None),
+    }
+}
+
 /// Starts a task here, or with `request.host` on that host (see `remote::submit_on_host`). A
 /// relative `cwd` is the caller's: here under `caller_cwd`, on a host as the host takes it.
 pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome> {
@@ -388,6 +412,12 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
                 "--after and --context-from name tasks of this machine, not of host {host}"
             ))
             .with_hint("submit the pipeline on one machine (all on the host, or all here)"));
+        }
+        if request.wake_parent {
+            return Err(Error::invalid_input(format!(
+                "--wake-parent types into a pane of this machine, which host {host} cannot reach"
+            ))
+            .with_hint("wait for the host's task with `cuekit wait` instead"));
         }
         // `*` or `a,b`: the first of them with a free slot (see `remote::place`).
         let host = if host == "*" || host.contains(',') {
@@ -627,6 +657,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .or_else(|| config.timeout().map(|s| s.value))
         .map(|t| t.as_secs().max(1));
     let submitted_from = crate::notify::SubmittedFrom::from_env();
+    let wake_parent = parent_to_wake(&request, &config, submitted_from.as_ref())?;
     let acp_socket = if mode == Mode::Acp {
         Some(crate::acp::control::socket_path(&id).ok_or_else(|| {
             Error::new(ErrorCode::Io, "no folder for the ACP task's control socket")
@@ -654,6 +685,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             request_digest: Some(digest),
             acp_socket,
             budget: request.budget.clone(),
+            wake_parent,
         })),
         legacy: false,
     };

@@ -76,6 +76,10 @@ pub struct TaskFacts {
     /// The usage past which the task is stopped (`--max-tokens`, `--max-turns`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<Budget>,
+    /// The agent that submitted, woken when the task ends or waits on a human
+    /// (`--wake-parent`): recorded only here, never read from a project's record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_parent: Option<crate::notify::ParentAgent>,
 }
 
 /// How much of the agent's reported usage a task may spend.

@@ -257,6 +257,11 @@ pub fn show_message(pane: &str, text: &str) -> Argv {
 }
 
 /// The terminal device of `pane`.
+/// One pane's [`list_panes`] line, by its id.
+pub fn pane_info(pane: &str) -> Argv {
+    Argv::new([vec!["display-message", "-p", "-t", pane, PANE_FORMAT]])
+}
+
 pub fn pane_tty(pane: &str) -> Argv {
     Argv::new([vec!["display-message", "-p", "-t", pane, "#{pane_tty}"]])
 }
