@@ -494,3 +494,72 @@ fn nothing_is_typed_into_a_shell_pane() {
     assert!(!history(&h, "shell2").contains("[cuekit]"));
     assert!(wakes(&h, &id).is_empty());
 }
+
+/// The real Gemini parent runs a team: an interactive child it steers, then cancels, and a
+/// batch child; a wait on the team answers once both ended.
+#[test]
+fn a_gemini_parent_steers_cancels_and_waits_on_a_team() {
+    const STEERED: &str = "t_0123456789ac";
+    let h = Harness::new()
+        .with_real_gemini(&[canned_text("First answer."), canned_text("Second answer.")]);
+    let snippet: Value =
+        serde_json::from_str(&h.ok(&["mcp", "config", "--client", "gemini"])).unwrap();
+    let settings = h.home.join(".gemini/settings.json");
+    let mut merged: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+    merged["mcpServers"] = snippet["mcpServers"].clone();
+    std::fs::write(&settings, merged.to_string()).unwrap();
+    let replies = [
+        call(
+            "mcp_cuekit_submit_task",
+            json!({"objective": "Answer twice", "model": MODEL, "id": STEERED, "team": "crew"}),
+        ),
+        call(
+            "mcp_cuekit_submit_task",
+            json!({"objective": "Say hello", "mode": "batch", "model": MODEL, "id": CHILD,
+                   "team": "crew"}),
+        ),
+        call(
+            "mcp_cuekit_wait",
+            json!({"ids": [STEERED], "until": "input_required"}),
+        ),
+        call(
+            "mcp_cuekit_steer_task",
+            json!({"id": STEERED, "message": "Say more"}),
+        ),
+        call("mcp_cuekit_cancel_tasks", json!({"ids": [STEERED]})),
+        call("mcp_cuekit_wait", json!({"team": "crew"})),
+        canned_text("The crew is done."),
+    ];
+    let (stream, _) = parent_run(&h, &replies, "Run a crew");
+    let results = tool_results(&stream);
+    let names: Vec<&str> = results.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "mcp_cuekit_submit_task",
+            "mcp_cuekit_submit_task",
+            "mcp_cuekit_wait",
+            "mcp_cuekit_steer_task",
+            "mcp_cuekit_cancel_tasks",
+            "mcp_cuekit_wait",
+        ],
+        "{stream}"
+    );
+    assert!(results[2].1.contains("input_required"), "{}", results[2].1);
+    assert!(
+        results[3].1.contains("submitted"),
+        "the steer's receipt: {}",
+        results[3].1
+    );
+    assert!(
+        results[5].1.contains("completed") && results[5].1.contains("cancelled"),
+        "{}",
+        results[5].1
+    );
+    assert!(stream.contains("The crew is done."), "{stream}");
+    assert_eq!(h.status(STEERED)["status"], "cancelled");
+    assert_eq!(h.status(CHILD)["status"], "completed");
+    // The steered message was typed into the child, with its receipt in the log.
+    let events = std::fs::read_to_string(h.task_dir(STEERED).join("events.jsonl")).unwrap();
+    assert!(events.contains("\"message\":\"Say more\""), "{events}");
+}
