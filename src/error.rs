@@ -38,11 +38,14 @@ pub enum ErrorCode {
     InsideTask,
     /// `--wake-parent` from a submitter that is not an agent in the foreground of a tmux pane.
     NoParentAgent,
+    /// `--sandbox` where no sandbox can be made (no bubblewrap, no user namespaces, an agent
+    /// without a sandbox of its own): nothing was started.
+    SandboxUnavailable,
 }
 
 impl ErrorCode {
     /// Every code, for reading one back from its string (a host's cuekit's JSON error).
-    pub const ALL: [ErrorCode; 24] = [
+    pub const ALL: [ErrorCode; 25] = [
         ErrorCode::Internal,
         ErrorCode::Usage,
         ErrorCode::InvalidInput,
@@ -67,6 +70,7 @@ impl ErrorCode {
         ErrorCode::UnsafeProjectData,
         ErrorCode::InsideTask,
         ErrorCode::NoParentAgent,
+        ErrorCode::SandboxUnavailable,
     ];
 
     pub fn parse(code: &str) -> Option<ErrorCode> {
@@ -101,6 +105,7 @@ impl ErrorCode {
             ErrorCode::UnsafeProjectData => "unsafe_project_data",
             ErrorCode::InsideTask => "inside_task",
             ErrorCode::NoParentAgent => "no_parent_agent",
+            ErrorCode::SandboxUnavailable => "sandbox_unavailable",
         }
     }
 
@@ -131,6 +136,7 @@ impl ErrorCode {
             ErrorCode::UnsafeProjectData => 29,
             ErrorCode::InsideTask => 30,
             ErrorCode::NoParentAgent => 31,
+            ErrorCode::SandboxUnavailable => 32,
         }
     }
 }

@@ -26,6 +26,7 @@ pub mod remote;
 pub mod report;
 pub mod result_text;
 pub mod role;
+pub mod sandbox;
 pub mod spec;
 pub mod status;
 pub mod steer;

@@ -89,6 +89,9 @@ pub struct Observation<'a> {
     pub stream: Option<StreamReport>,
     /// `launch.sh` left its setup-failed marker: `worktree.setup` failed, the agent never ran.
     pub setup_failed: bool,
+    /// The task runs in a bubblewrap sandbox whose status never named the agent's pid: the
+    /// sandbox could not be made (or bubblewrap died), the agent never ran.
+    pub sandbox_failed: bool,
     /// The pane's first process, as recorded at start, still runs (read in /proc when tmux
     /// does not show the pane, or shows it dead without a status).
     pub leader_alive: bool,
@@ -144,6 +147,15 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
             hint: Some(hint),
             exit_code: Some(code),
         };
+        if seen.sandbox_failed {
+            return Verdict::Ended(failed(
+                "sandbox_failed",
+                format!(
+                    "bubblewrap exited with status {code} before the agent started: its message is in \
+                     the transcript (`cuekit logs <id>`); `cuekit doctor` checks the sandbox"
+                ),
+            ));
+        }
         if seen.setup_failed {
             return Verdict::Ended(failed(
                 "worktree_setup_failed",
@@ -249,6 +261,7 @@ mod tests {
             agent_session_id: None,
             resumed_from: None,
             submitted_from: None,
+            sandbox: None,
             team: None,
             last_report: None,
             worktree: None,
@@ -292,6 +305,7 @@ mod tests {
                 now,
                 stream: None,
                 setup_failed: false,
+                sandbox_failed: false,
                 leader_alive: false,
                 unreaped_exit: None,
             },
@@ -411,6 +425,7 @@ mod tests {
             now: at(1),
             stream: Some(stream),
             setup_failed: false,
+            sandbox_failed: false,
             leader_alive: false,
             unreaped_exit: None,
         };
@@ -447,6 +462,7 @@ mod tests {
             now: at(1),
             stream: None,
             setup_failed: true,
+            sandbox_failed: false,
             leader_alive: false,
             unreaped_exit: None,
         };
@@ -467,6 +483,7 @@ mod tests {
             now,
             stream: None,
             setup_failed: false,
+            sandbox_failed: false,
             leader_alive,
             unreaped_exit: None,
         };

@@ -57,6 +57,14 @@ const MAY_OPEN: &[(&str, &str)] = &[
         "cuekit's own binary, copied to a host",
     ),
     (
+        "src/ops/report.rs",
+        "a sandboxed child's report drop in cuekit's data dir: regular files only, size-limited, parsed typed",
+    ),
+    (
+        "src/ops/sandbox.rs",
+        "the names in the agents' settings folders in the user's HOME, the `.git` file git wrote in a task's worktree (only a folder in `worktrees/` counts), a program's `#!` line",
+    ),
+    (
         "src/cli/mcp.rs",
         "the MCP clients' own config files in the user's HOME (`mcp install`); a project's file goes through the door",
     ),

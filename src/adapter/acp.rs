@@ -132,5 +132,6 @@ pub fn build_acp_launch(
         command: parts.join(" "),
         warnings,
         event_stream: false,
+        agent_at: None,
     })
 }

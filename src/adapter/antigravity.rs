@@ -125,6 +125,8 @@ pub(super) static ANTIGRAVITY: Adapter = Adapter {
     build_launch: build_antigravity_launch_command,
     runs_argv: false,
     acp: Some(&ANTIGRAVITY_ACP),
+    sandbox: &AGY_SANDBOX,
+    own_sandbox_flag: Some("--sandbox"),
     approval_modes: &APPROVAL_MODES,
     install_hint: "curl -fsSL https://antigravity.google/cli/install.sh | bash (Google's installer; cuekit never runs it), then run `agy` once to sign in",
     auth_probe: antigravity_auth,
@@ -234,8 +236,19 @@ pub fn build_antigravity_launch_command(
         command: parts.join(" "),
         warnings,
         event_stream,
+        agent_at: None,
     })
 }
+
+/// Inside a sandbox: its settings read-only; its sessions and history kept.
+static AGY_SANDBOX: crate::sandbox::Needs = crate::sandbox::Needs {
+    config_dirs: &[".gemini/antigravity-cli", ".gemini/config"],
+    state: &[
+        ".gemini/antigravity-cli/conversations",
+        ".gemini/antigravity-cli/cache",
+    ],
+    private: &[],
+};
 
 #[cfg(test)]
 mod tests {

@@ -95,6 +95,8 @@ pub(super) static CLAUDE: Adapter = Adapter {
     build_launch: build_claude_launch_command,
     runs_argv: false,
     acp: Some(&CLAUDE_ACP),
+    sandbox: &CLAUDE_SANDBOX,
+    own_sandbox_flag: None,
     approval_modes: &PERMISSION_MODES,
     install_hint: "npm install -g @anthropic-ai/claude-code",
     auth_probe: claude_auth,
@@ -158,6 +160,21 @@ fn claude_auth() -> AuthProbe {
         }
     }
 }
+
+/// Inside a sandbox: its settings read-only; its sessions and history kept.
+static CLAUDE_SANDBOX: crate::sandbox::Needs = crate::sandbox::Needs {
+    config_dirs: &[".claude"],
+    state: &[
+        ".claude/projects",
+        ".claude/todos",
+        ".claude/shell-snapshots",
+        ".claude/statsig",
+        ".claude/session-env",
+        ".claude/file-history",
+        ".claude/debug",
+    ],
+    private: &[],
+};
 
 #[cfg(test)]
 mod tests {

@@ -69,6 +69,8 @@ pub(super) static CODEX: Adapter = Adapter {
     build_launch: build_codex_launch_command,
     runs_argv: false,
     acp: Some(&CODEX_ACP),
+    sandbox: &CODEX_SANDBOX,
+    own_sandbox_flag: None,
     approval_modes: &[],
     install_hint: "npm install -g @openai/codex",
     auth_probe: codex_auth,
@@ -122,6 +124,13 @@ fn codex_auth() -> AuthProbe {
         ),
     }
 }
+
+/// Inside a sandbox: its settings read-only; its sessions and history kept.
+static CODEX_SANDBOX: crate::sandbox::Needs = crate::sandbox::Needs {
+    config_dirs: &[".codex"],
+    state: &[".codex/sessions", ".codex/log"],
+    private: &[".codex/history.jsonl"],
+};
 
 #[cfg(test)]
 mod tests {

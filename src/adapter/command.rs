@@ -34,6 +34,8 @@ pub(super) static COMMAND: Adapter = Adapter {
     build_launch: build_command_launch,
     runs_argv: true,
     acp: None,
+    sandbox: &crate::sandbox::NO_NEEDS,
+    own_sandbox_flag: None,
     approval_modes: &[],
     install_hint: "no installation: the task names its own program",
     auth_probe: || AuthProbe::Configured("no credentials needed".to_string()),

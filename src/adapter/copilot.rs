@@ -58,6 +58,8 @@ pub(super) static COPILOT: Adapter = Adapter {
     build_launch: build_copilot_launch_command,
     runs_argv: false,
     acp: Some(&COPILOT_ACP),
+    sandbox: &COPILOT_SANDBOX,
+    own_sandbox_flag: None,
     approval_modes: &[],
     install_hint: "npm install -g @github/copilot",
     auth_probe: copilot_auth,
@@ -117,6 +119,17 @@ fn copilot_auth() -> AuthProbe {
             .to_string(),
     )
 }
+
+/// Inside a sandbox: its settings read-only; its sessions and history kept.
+static COPILOT_SANDBOX: crate::sandbox::Needs = crate::sandbox::Needs {
+    config_dirs: &[".copilot"],
+    state: &[
+        ".copilot/session-state",
+        ".copilot/logs",
+        ".copilot/history-session-state",
+    ],
+    private: &[],
+};
 
 #[cfg(test)]
 mod tests {

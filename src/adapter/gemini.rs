@@ -139,6 +139,8 @@ pub(super) static GEMINI: Adapter = Adapter {
     build_launch: build_gemini_launch_command,
     runs_argv: false,
     acp: Some(&GEMINI_ACP),
+    sandbox: &GEMINI_SANDBOX,
+    own_sandbox_flag: Some("--sandbox"),
     approval_modes: &GEMINI_APPROVAL_MODES,
     install_hint: "npm install -g @google/gemini-cli",
     auth_probe: gemini_auth,
@@ -274,8 +276,16 @@ pub fn build_gemini_launch_command(
         command: parts.join(" "),
         warnings,
         event_stream,
+        agent_at: None,
     })
 }
+
+/// Inside a sandbox: its settings read-only; its sessions and history kept.
+static GEMINI_SANDBOX: crate::sandbox::Needs = crate::sandbox::Needs {
+    config_dirs: &[".gemini"],
+    state: &[".gemini/tmp", ".gemini/history"],
+    private: &[".gemini/projects.json"],
+};
 
 #[cfg(test)]
 mod tests {

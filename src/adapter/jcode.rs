@@ -37,6 +37,8 @@ pub(super) static JCODE: Adapter = Adapter {
     runs_argv: false,
     // Printed by `cuekit adapters`, so it also carries the permission caveat.
     acp: None,
+    sandbox: &JCODE_SANDBOX,
+    own_sandbox_flag: None,
     approval_modes: &[],
     install_hint: "jcode v0.11.x is on no package registry: install it from its project and put it on PATH. \
                    jcode has no permission-bypass flag, so dangerously_skip_permissions has no effect",
@@ -108,6 +110,7 @@ pub fn build_jcode_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Res
         command,
         warnings,
         event_stream: false,
+        agent_at: None,
     })
 }
 
@@ -158,6 +161,13 @@ fn jcode_auth() -> AuthProbe {
         }
     }
 }
+
+/// Inside a sandbox: its settings read-only; its sessions and history kept.
+static JCODE_SANDBOX: crate::sandbox::Needs = crate::sandbox::Needs {
+    config_dirs: &[".jcode"],
+    state: &[],
+    private: &[],
+};
 
 #[cfg(test)]
 mod tests {

@@ -51,6 +51,7 @@ impl LaunchCommand {
             command: words.join(" "),
             warnings,
             event_stream: false,
+            agent_at: None,
         }
     }
 }
@@ -80,6 +81,10 @@ pub struct LaunchCommand {
     /// The command prints the agent's event stream on stdout, to be piped through cuekit's
     /// event filter (events.jsonl, progress, result.json, a readable pane).
     pub event_stream: bool,
+    /// Where in `command` the agent's own program word starts, when the command runs something
+    /// else first (an ACP task's client): a sandbox goes around the agent only. `None`: the
+    /// whole command is the agent's.
+    pub agent_at: Option<usize>,
 }
 
 /// Why an agent exited with a given code, in words a parent can act on.
@@ -114,6 +119,11 @@ pub struct Adapter {
     pub build_launch: fn(&TaskSpec, Mode, &str) -> Result<LaunchCommand>,
     /// How the agent speaks the Agent Client Protocol, where it does (`--mode acp`).
     pub acp: Option<&'static acp::AcpLaunch>,
+    /// What the agent needs of HOME inside a sandbox (`--sandbox`): its settings, shown
+    /// read-only, and the state it writes.
+    pub sandbox: &'static crate::sandbox::Needs,
+    /// Its own sandbox flag (`--sandbox agent`), where it has one.
+    pub own_sandbox_flag: Option<&'static str>,
     /// The task's words are the program and its arguments (the `command` agent): no prompt is
     /// rendered and there is no fixed binary to look for.
     pub runs_argv: bool,

@@ -50,6 +50,8 @@ pub(super) static OPENCODE: Adapter = Adapter {
     build_launch: build_opencode_launch_command,
     runs_argv: false,
     acp: Some(&OPENCODE_ACP),
+    sandbox: &OPENCODE_SANDBOX,
+    own_sandbox_flag: None,
     approval_modes: &[],
     install_hint: "npm install -g opencode-ai",
     auth_probe: opencode_auth,
@@ -98,6 +100,13 @@ fn opencode_auth() -> AuthProbe {
         }
     }
 }
+
+/// Inside a sandbox: its settings read-only; its sessions and history kept.
+static OPENCODE_SANDBOX: crate::sandbox::Needs = crate::sandbox::Needs {
+    config_dirs: &[".config/opencode"],
+    state: &[".local/share/opencode", ".local/state/opencode"],
+    private: &[],
+};
 
 #[cfg(test)]
 mod tests {

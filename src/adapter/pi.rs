@@ -53,6 +53,8 @@ pub(super) static PI: Adapter = Adapter {
     build_launch: build_pi_launch_command,
     runs_argv: false,
     acp: Some(&PI_ACP),
+    sandbox: &PI_SANDBOX,
+    own_sandbox_flag: None,
     approval_modes: &[],
     install_hint: "npm install -g @mariozechner/pi-coding-agent",
     auth_probe: pi_auth,
@@ -119,6 +121,13 @@ fn pi_auth() -> AuthProbe {
         ),
     }
 }
+
+/// Inside a sandbox: its settings read-only; its sessions and history kept.
+static PI_SANDBOX: crate::sandbox::Needs = crate::sandbox::Needs {
+    config_dirs: &[".pi"],
+    state: &[".pi/agent/sessions"],
+    private: &[],
+};
 
 #[cfg(test)]
 mod tests {

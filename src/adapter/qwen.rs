@@ -66,6 +66,8 @@ pub(super) static QWEN: Adapter = Adapter {
     build_launch: build_qwen_launch_command,
     runs_argv: false,
     acp: Some(&QWEN_ACP),
+    sandbox: &QWEN_SANDBOX,
+    own_sandbox_flag: None,
     approval_modes: &APPROVAL_MODES,
     install_hint: "npm install -g @qwen-code/qwen-code",
     auth_probe: qwen_auth,
@@ -120,6 +122,13 @@ fn qwen_auth() -> AuthProbe {
         ),
     }
 }
+
+/// Inside a sandbox: its settings read-only; its sessions and history kept.
+static QWEN_SANDBOX: crate::sandbox::Needs = crate::sandbox::Needs {
+    config_dirs: &[".qwen"],
+    state: &[".qwen/tmp", ".qwen/history"],
+    private: &[".qwen/projects.json"],
+};
 
 #[cfg(test)]
 mod tests {

@@ -117,6 +117,16 @@ pub struct SubmitArgs {
     /// Stop the task once its agent reports more turns than this (batch or acp).
     #[arg(long, value_name = "N")]
     max_turns: Option<u32>,
+    /// Run the agent in a sandbox: `--sandbox` (bubblewrap: the machine read-only, HOME hidden,
+    /// writable only the work dir, a private /tmp and the agent's own state; its own pid
+    /// namespace, no outside unix socket), `--sandbox=agent` (the agent's own flag: Gemini -s,
+    /// agy --sandbox), `--sandbox=none`. Default: `sandbox.mode` in your config. Fails
+    /// (sandbox_unavailable) before anything starts where none can be made.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "bwrap")]
+    sandbox: Option<SandboxArg>,
+    /// With the bubblewrap sandbox: no network at all (a namespace of its own, loopback only).
+    #[arg(long)]
+    no_network: bool,
     /// When the task ends or waits on a human, type one line of cuekit's into the pane of the
     /// agent that submits it (`[cuekit] t_… completed (exit 0): …`), once that agent sits idle
     /// at an empty prompt: for an AI parent that runs in tmux. Fails (no_parent_agent) when
@@ -200,6 +210,14 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         },
         host: args.host.clone(),
         wake_parent: args.wake_parent,
+        sandbox: ops::SandboxRequest {
+            mode: args.sandbox.map(|arg| match arg {
+                SandboxArg::Bwrap => crate::sandbox::SandboxMode::Bwrap,
+                SandboxArg::Agent => crate::sandbox::SandboxMode::Agent,
+                SandboxArg::None => crate::sandbox::SandboxMode::None,
+            }),
+            network: args.no_network.then_some(crate::sandbox::Network::Off),
+        },
         budget: (args.max_tokens.is_some() || args.max_turns.is_some()).then_some({
             crate::store::Budget {
                 tokens: args.max_tokens,
@@ -244,4 +262,12 @@ fn print_text(outcome: &SubmitOutcome) {
         }
         SubmitOutcome::Submitted(task) => println!("{}", task_details(task)),
     }
+}
+
+/// `--sandbox[=MODE]`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SandboxArg {
+    Bwrap,
+    Agent,
+    None,
 }

@@ -220,6 +220,26 @@ pub const KEYS: &[KeyRule] = &[
         KeyClass::UserOnly,
         "each attempt spends your quota: only your own file retries tasks by default",
     ),
+    key(
+        "sandbox.mode",
+        KeyClass::TightenOnly,
+        "none < agent < bwrap: a project may sandbox its tasks where you do not, never unsandbox them",
+    ),
+    key(
+        "sandbox.network",
+        KeyClass::TightenOnly,
+        "on < off: a project may take a sandboxed task's network away, never give it back",
+    ),
+    key(
+        "sandbox.read",
+        KeyClass::UserOnly,
+        "what of yours a sandboxed agent may read",
+    ),
+    key(
+        "sandbox.write",
+        KeyClass::UserOnly,
+        "what of yours a sandboxed agent may write",
+    ),
 ];
 
 /// A value the project file sets that does not apply, and why.
@@ -558,7 +578,8 @@ mod tests {
         hooks:\n  on_start: a\n  on_end: b\n  on_input_required: c\n  on_change: d\n  timeout: 1s\n\
         notify: [tmux]\nnotify_on: [failed]\nhosts:\n  h:\n    ssh: x\nacp:\n  permissions:\n    read: allow\n\
         limits:\n  running: 2\n  agents:\n    gemini: 1\n  hosts:\n    h: 1\n\
-        retry:\n  max: 1\n  on: [rate_limited]\n  backoff:\n    first: 1s\n    max: 2s\n";
+        retry:\n  max: 1\n  on: [rate_limited]\n  backoff:\n    first: 1s\n    max: 2s\n\
+        sandbox:\n  mode: bwrap\n  network: off\n  read: [~/r]\n  write: [/w]\n";
 
     #[test]
     fn every_key_has_a_class_and_every_class_entry_is_a_key() {

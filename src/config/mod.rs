@@ -446,6 +446,26 @@ impl Config {
             .unwrap_or_default()
     }
 
+    /// The sandbox every task gets unless its submit says otherwise: the strictest mode and
+    /// network of the files (a project's may only raise yours), the paths of yours (a
+    /// project's `read` and `write` are withheld by their class), `~/` expanded.
+    pub fn sandbox(&self) -> crate::sandbox::Policy {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let expand = |text: &String| match (text.strip_prefix("~/"), &home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ => PathBuf::from(text),
+        };
+        let mut policy = crate::sandbox::Policy::default();
+        for (_, file) in &self.layers {
+            let sandbox = &file.sandbox;
+            policy.mode = policy.mode.max(sandbox.mode.unwrap_or_default());
+            policy.network = policy.network.max(sandbox.network.unwrap_or_default());
+            policy.read.extend(sandbox.read.iter().map(expand));
+            policy.write.extend(sandbox.write.iter().map(expand));
+        }
+        policy
+    }
+
     /// The user's retry policy (a project file's `retry` is withheld by its class).
     pub fn retry(&self) -> Option<crate::store::schedule::RetryPolicy> {
         let retry = self.pick(|f| f.retry.clone())?.value;

@@ -43,6 +43,23 @@ pub struct ConfigFile {
     pub limits: LimitsConfig,
     /// Attempts that end for a passing reason start again, continuing the agent's session.
     pub retry: Option<RetryConfig>,
+    /// Every task's sandbox (`--sandbox`), unless the submit says otherwise.
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+}
+
+/// `sandbox: {mode, network, read, write}`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    pub mode: Option<crate::sandbox::SandboxMode>,
+    pub network: Option<crate::sandbox::Network>,
+    /// Absolute paths (or `~/…`) shown read-only inside.
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// Absolute paths (or `~/…`) the agent may write.
+    #[serde(default)]
+    pub write: Vec<String>,
 }
 
 /// How many agents may run at once, user-wide: in all, and per agent kind.
@@ -472,7 +489,7 @@ mod tests {
         );
         assert_eq!(
             message("tmux:\n  width: 10\ncolour: red\n"),
-            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `worktree`, `monitor`, `hooks`, `notify`, `notify_on`, `hosts`, `acp`, `limits`, `retry`"
+            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `worktree`, `monitor`, `hooks`, `notify`, `notify_on`, `hosts`, `acp`, `limits`, `retry`, `sandbox`"
         );
         assert_eq!(
             message("adapters:\n  gemini:\n    bin: g\n  gemni:\n    bin: x\n"),

@@ -27,7 +27,7 @@ const FINAL_TEXT_CHARS: usize = 400;
 /// The view's fields a brief answer keeps (each only when the view has it): what a parent acts
 /// on. `request` is an ACP task's permission request with the option ids to answer it with;
 /// `last_report` the child's last `cuekit report` (`blocked`: it waits on the parent).
-const BRIEF_FIELDS: [&str; 17] = [
+const BRIEF_FIELDS: [&str; 18] = [
     "id",
     "status",
     "reason",
@@ -45,6 +45,7 @@ const BRIEF_FIELDS: [&str; 17] = [
     "stopping",
     "request",
     "queue",
+    "sandbox",
 ];
 
 fn head(text: &str, chars: usize) -> String {

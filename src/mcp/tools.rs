@@ -35,6 +35,19 @@ const DEFAULT_SNAPSHOT_LINES: usize = 40;
 const MAX_SNAPSHOT_LINES: usize = 2000;
 const MAX_GRACE_SECS: f64 = 60.0;
 
+/// How a child is isolated.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxArg {
+    /// bubblewrap: the machine read-only, HOME hidden, writable only its work dir, a private
+    /// /tmp and its own state; its own pid namespace; no unix socket of the outside.
+    Bwrap,
+    /// The agent's own sandbox flag (Gemini -s, agy --sandbox).
+    Agent,
+    /// No sandbox (only where the user's config sets none: an MCP argument never loosens it).
+    None,
+}
+
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ModeArg {
@@ -177,6 +190,13 @@ pub struct SubmitTaskParams {
     /// a tmux pane (error no_parent_agent otherwise).
     #[serde(default)]
     pub wake_parent: bool,
+    /// Run the child in a sandbox (error sandbox_unavailable where none can be made). May only
+    /// tighten the user's `sandbox` config.
+    #[serde(default)]
+    pub sandbox: Option<SandboxArg>,
+    /// With sandbox bwrap: false takes the child's network away.
+    #[serde(default)]
+    pub network: Option<bool>,
     /// Stop the task (failed, reason budget_exceeded) once its agent reports more tokens
     /// than this: batch (with its event stream) and acp tasks only.
     #[serde(default)]
@@ -513,6 +533,20 @@ impl CuekitServer {
                 asked_by: ops::Asker::Delegate,
                 host: params.host,
                 wake_parent: params.wake_parent,
+                sandbox: ops::SandboxRequest {
+                    mode: params.sandbox.map(|arg| match arg {
+                        SandboxArg::Bwrap => crate::sandbox::SandboxMode::Bwrap,
+                        SandboxArg::Agent => crate::sandbox::SandboxMode::Agent,
+                        SandboxArg::None => crate::sandbox::SandboxMode::None,
+                    }),
+                    network: params.network.map(|on| {
+                        if on {
+                            crate::sandbox::Network::On
+                        } else {
+                            crate::sandbox::Network::Off
+                        }
+                    }),
+                },
                 budget: (params.max_tokens.is_some() || params.max_turns.is_some()).then_some({
                     crate::store::Budget {
                         tokens: params.max_tokens,

@@ -415,6 +415,7 @@ fn refresh_with(
                 now,
                 stream,
                 setup_failed: task.record.task_dir.join(SETUP_FAILED_FILE).exists(),
+                sandbox_failed: sandbox_never_came_up(&task),
                 leader_alive,
                 unreaped_exit,
             };
@@ -850,4 +851,21 @@ pub(crate) fn has_ended(task: &Task) -> Result<bool> {
         ..task.clone()
     };
     Ok(refresh(vec![current])?.tasks[0].record.status.is_terminal())
+}
+
+/// A bubblewrap sandbox around a shell-launched agent writes its status: one that never named
+/// the agent's pid was never up. (An ACP task's agent is started by its client, which reports
+/// its own failure.)
+fn sandbox_never_came_up(task: &Task) -> bool {
+    let wrapped = task.record.mode != crate::spec::Mode::Acp
+        && task
+            .placement
+            .facts
+            .as_ref()
+            .and_then(|facts| facts.sandbox.as_ref())
+            .is_some_and(|policy| policy.mode == crate::sandbox::SandboxMode::Bwrap);
+    wrapped
+        && !store::read_small(&task.record.task_dir.join(crate::sandbox::STATUS_FILE))
+            .map(|bytes| crate::sandbox::came_up(&String::from_utf8_lossy(&bytes)))
+            .unwrap_or(false)
 }

@@ -68,6 +68,8 @@ pub struct SubmitRequest {
     pub scheduling: super::schedule::Scheduling,
     /// `--max-tokens`, `--max-turns`: the usage past which the task is stopped.
     pub budget: Option<store::Budget>,
+    /// `--sandbox`, `--no-network` (MCP `sandbox`, `network`).
+    pub sandbox: super::sandbox::SandboxRequest,
     /// `--wake-parent`: type a line into the submitting agent's pane when the task ends or
     /// waits on a human (an error when the submitter is no such agent).
     pub wake_parent: bool,
@@ -586,11 +588,35 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     if spec.resume_session.is_none() {
         spec.session_id = Some(id.clone());
     }
+    let task_dir = tasks_dir_in(&cwd)?.join(&id);
+    let socket = Socket(config.socket().value).resolve()?;
+    let sandbox = super::sandbox::policy(
+        request.sandbox,
+        matches!(request.asked_by, Asker::Delegate),
+        &config,
+    )?;
+    let agent_dir = plan.as_ref().map_or_else(|| cwd.clone(), |p| p.agent_dir());
+    let worktree_placement = plan.as_ref().map(git::create::Plan::placement);
     let LaunchCommand {
         command,
         warnings: launch_warnings,
         event_stream,
-    } = adapter.launch(&spec, mode, &bin, &client_word()?)?;
+        ..
+    } = super::sandbox::wrap(
+        adapter.launch(&spec, mode, &bin, &client_word()?)?,
+        &sandbox,
+        &super::sandbox::Subject {
+            id: &id,
+            task_dir: &task_dir,
+            work_dir: worktree_placement.as_ref().map_or(&cwd, |w| &w.path),
+            start_dir: &agent_dir,
+            worktree: worktree_placement.as_ref(),
+            adapter,
+            mode,
+            bin: &bin,
+            tmux_socket: Path::new(&socket.0),
+        },
+    )?;
     let warnings: Vec<String> = policy_warnings.into_iter().chain(launch_warnings).collect();
     check_argv_limit(&spec, adapter, &command)?;
     if request.budget.is_some() && !(event_stream || mode == Mode::Acp) {
@@ -647,8 +673,6 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .then(|| config.worktree_setup())
         .flatten()
         .map(|s| s.value);
-    let task_dir = tasks_dir_in(&cwd)?.join(&id);
-    let socket = Socket(config.socket().value).resolve()?;
     socket.ensure_dir()?;
     let session = args::session_name(&id);
     let created_at = super::now_rfc3339();
@@ -666,6 +690,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     } else {
         None
     };
+    let sandboxed = (sandbox.mode != crate::sandbox::SandboxMode::None).then_some(sandbox);
     let placement = Placement {
         id: id.clone(),
         task_dir: task_dir.clone(),
@@ -681,11 +706,12 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             team: request.team.clone(),
             agent_session_id: agent_session_id.clone(),
             submitted_from: submitted_from.clone(),
-            worktree: plan.as_ref().map(git::create::Plan::placement),
+            worktree: worktree_placement,
             request_digest: Some(digest),
             acp_socket,
             budget: request.budget.clone(),
             wake_parent,
+            sandbox: sandboxed.clone(),
         })),
         legacy: false,
     };
@@ -721,7 +747,6 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         }
         None => None,
     };
-    let agent_dir = plan.as_ref().map_or_else(|| cwd.clone(), |p| p.agent_dir());
     let undo = |err: Error| {
         let _ = Tmux::new(socket.clone()).run(&args::kill_session(&session));
         let _ = std::fs::remove_dir_all(&task_dir);
@@ -773,6 +798,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         agent_session_id,
         resumed_from: resumed.map(|r| r.record.id),
         submitted_from,
+        sandbox: sandboxed,
         team: request.team.clone(),
         last_report: None,
         worktree: plan.as_ref().map(|plan| (&plan.placement()).into()),

@@ -304,6 +304,7 @@ fn believed(placement: &Placement, mut record: TaskRecord) -> TaskRecord {
                 record.agent_session_id = facts.agent_session_id.clone();
             }
             record.submitted_from = facts.submitted_from.clone();
+            record.sandbox = facts.sandbox.clone();
             record.worktree = facts.worktree.as_ref().map(Into::into);
         }
         None => {
@@ -312,6 +313,7 @@ fn believed(placement: &Placement, mut record: TaskRecord) -> TaskRecord {
                 record.cwd = cwd.to_path_buf();
             }
             record.submitted_from = None;
+            record.sandbox = None;
             record.worktree = None;
         }
     }

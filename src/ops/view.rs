@@ -63,6 +63,9 @@ pub struct TaskView {
     /// The latest report says the child is blocked: it waits on the parent.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub blocked: bool,
+    /// Its sandbox: `bwrap` (`bwrap, no network`) or `agent`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
     /// For a task in its own worktree: its branch, folder and base.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
@@ -170,6 +173,7 @@ impl TaskView {
             role: None,
             last_report: None,
             blocked: false,
+            sandbox: None,
             branch: None,
             worktree: None,
             base_ref: None,
@@ -223,6 +227,10 @@ impl From<&TaskRecord> for TaskView {
                 .last_report
                 .as_ref()
                 .is_some_and(|r| r.kind == ReportKind::Blocked),
+            sandbox: record.sandbox.as_ref().map(|policy| match policy.network {
+                crate::sandbox::Network::Off => format!("{}, no network", policy.mode.as_str()),
+                crate::sandbox::Network::On => policy.mode.as_str().to_string(),
+            }),
             branch: record.worktree.as_ref().map(|w| w.branch.clone()),
             worktree: record.worktree.as_ref().map(|w| w.path.clone()),
             base_ref: record.worktree.as_ref().map(|w| w.base_ref.clone()),

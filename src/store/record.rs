@@ -60,6 +60,9 @@ pub struct TaskRecord {
     /// The tmux pane of the submitter, when it ran inside tmux: where notifications go.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub submitted_from: Option<crate::notify::SubmittedFrom>,
+    /// The task's sandbox, for people to read (the registry's is the one applied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Policy>,
     /// The team the task was submitted into: a label, so there is no team record to lose.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub team: Option<String>,

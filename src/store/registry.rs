@@ -80,6 +80,9 @@ pub struct TaskFacts {
     /// (`--wake-parent`): recorded only here, never read from a project's record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_parent: Option<crate::notify::ParentAgent>,
+    /// The task's sandbox (`--sandbox`), re-applied to every start of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Policy>,
 }
 
 /// How much of the agent's reported usage a task may spend.

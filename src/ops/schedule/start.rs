@@ -66,11 +66,15 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
     if attempt > 1 {
         prepare_again(&task, &config).map_err(abandon)?;
     } else {
-        if let Some(from) = &plan.context_from {
-            take_context(&task, from, &config).map_err(abandon)?;
-        }
         if let Some(from) = &plan.base_from {
             make_worktree(&mut task, from, plan.branch.as_deref(), &config).map_err(abandon)?;
+        }
+        if let Some(from) = &plan.context_from {
+            take_context(&task, from, &config).map_err(abandon)?;
+        } else if plan.base_from.is_some() && sandboxed(&task) {
+            // The sandbox shows the worktree made only now.
+            let spec = task.record.spec.clone();
+            rescript(&task, &spec, &config, |_| {}).map_err(abandon)?;
         }
     }
     let task = &task;
@@ -206,6 +210,13 @@ fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Con
     }
 }
 
+fn sandboxed(task: &Task) -> bool {
+    task.placement
+        .facts
+        .as_ref()
+        .is_some_and(|facts| facts.sandbox.is_some())
+}
+
 /// Where the agent starts: the submit's directory, or the same place in the task's worktree.
 fn agent_dir(task: &Task) -> PathBuf {
     let cwd = &task.record.cwd;
@@ -302,6 +313,27 @@ fn rescript(
         record.mode,
         &bin,
         &adapter::shell_word_for_bin(&client.to_string_lossy())?,
+    )?;
+    let policy = task
+        .placement
+        .facts
+        .as_ref()
+        .and_then(|facts| facts.sandbox.clone())
+        .unwrap_or_default();
+    let launch = crate::ops::sandbox::wrap(
+        launch,
+        &policy,
+        &crate::ops::sandbox::Subject {
+            id: &record.id,
+            task_dir: dir,
+            work_dir: task.worktree().map_or(&record.cwd, |w| &w.path),
+            start_dir: &agent_dir(task),
+            worktree: task.worktree(),
+            adapter,
+            mode: record.mode,
+            bin: &bin,
+            tmux_socket: Path::new(&task.placement.socket.0),
+        },
     )?;
     let gate = gate_paths(&record.id)?;
     let script = crate::ops::prepare::launch_script(

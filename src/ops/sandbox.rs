@@ -1,0 +1,392 @@
+//! The sandbox's effects: which policy a submit gets, whether bubblewrap can make a namespace
+//! here (before anything starts: never silently unsandboxed), and what of the disk one task's
+//! sandbox shows, found at submit and handed to the pure builder in `sandbox`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::adapter::{Adapter, LaunchCommand};
+use crate::config::Config;
+use crate::error::{Error, ErrorCode, Result};
+use crate::sandbox::{self, Mount, Network, Plan, Policy, SandboxMode};
+use crate::spec::Mode;
+use crate::store::WorktreePlacement;
+
+/// What a submit asks of the sandbox (`--sandbox`, `--no-network`, MCP `sandbox`, `network`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SandboxRequest {
+    pub mode: Option<SandboxMode>,
+    pub network: Option<Network>,
+}
+
+/// The task's policy: the user's own flags decide; an MCP client's or a team spec's
+/// (`delegated`) may only tighten the config's, as a project file may.
+pub(crate) fn policy(request: SandboxRequest, delegated: bool, config: &Config) -> Result<Policy> {
+    let configured = config.sandbox();
+    let pick = |asked: Option<SandboxMode>| match (asked, delegated) {
+        (Some(asked), false) => asked,
+        (asked, true) => asked.unwrap_or_default().max(configured.mode),
+        (None, false) => configured.mode,
+    };
+    let mode = pick(request.mode);
+    let network = match (request.network, delegated) {
+        (Some(asked), false) => asked,
+        (asked, _) => asked.unwrap_or_default().max(configured.network),
+    };
+    if request.network == Some(Network::Off) && mode != SandboxMode::Bwrap {
+        return Err(Error::invalid_input(
+            "--no-network needs the bubblewrap sandbox, which makes the network namespace",
+        )
+        .with_hint("add --sandbox (bwrap)"));
+    }
+    Ok(Policy {
+        mode,
+        network: if mode == SandboxMode::Bwrap {
+            network
+        } else {
+            Network::On
+        },
+        read: configured.read,
+        write: configured.write,
+    })
+}
+
+fn unavailable(why: impl Into<String>, hint: impl Into<String>) -> Error {
+    Error::new(ErrorCode::SandboxUnavailable, why.into()).with_hint(hint.into())
+}
+
+/// Whether bubblewrap is here and can make its namespaces for this user, as a sandbox needs
+/// them: `Err` names the cause.
+pub fn probe() -> Result<PathBuf> {
+    let bwrap = crate::which::find_on_path("bwrap").ok_or_else(|| {
+        unavailable(
+            "bubblewrap (bwrap) is not installed",
+            "install it (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap), or submit without --sandbox",
+        )
+    })?;
+    let output = Command::new(&bwrap)
+        .args([
+            "--die-with-parent",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--",
+            "/bin/true",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|err| unavailable(format!("bwrap cannot run: {err}"), "check its install"))?;
+    if output.status.success() {
+        return Ok(bwrap);
+    }
+    let said = String::from_utf8_lossy(&output.stderr).trim().to_string();
+    let hint = if said.contains("uid map")
+        || said.contains("user namespace")
+        || said.contains("Operation not permitted")
+        || said.contains("Permission denied")
+    {
+        "this kernel or its AppArmor policy forbids unprivileged user namespaces: \
+         sysctl kernel.unprivileged_userns_clone=1 (Debian), or \
+         kernel.apparmor_restrict_unprivileged_userns=0 / an AppArmor profile for bwrap (Ubuntu 24.04)"
+    } else {
+        "run `bwrap --ro-bind / / /bin/true` to see why"
+    };
+    Err(unavailable(
+        format!("bubblewrap cannot make a sandbox here: {said}"),
+        hint,
+    ))
+}
+
+/// What one task's sandbox is made of.
+pub(crate) struct Subject<'a> {
+    pub id: &'a str,
+    pub task_dir: &'a Path,
+    /// What the agent works on, writable: its worktree, or the submit's directory.
+    pub work_dir: &'a Path,
+    /// Where it starts (the same place in its worktree as the submit's directory).
+    pub start_dir: &'a Path,
+    pub worktree: Option<&'a WorktreePlacement>,
+    pub adapter: &'a Adapter,
+    pub mode: Mode,
+    /// The agent's binary as configured (found on PATH).
+    pub bin: &'a str,
+    /// cuekit's own tmux socket, never reachable inside.
+    pub tmux_socket: &'a Path,
+}
+
+/// The launch command with the task's sandbox around the agent: bubblewrap's words (or the
+/// agent's own flag) put in; unchanged without a sandbox.
+pub(crate) fn wrap(
+    launch: LaunchCommand,
+    policy: &Policy,
+    subject: &Subject,
+) -> Result<LaunchCommand> {
+    match policy.mode {
+        SandboxMode::None => Ok(launch),
+        SandboxMode::Agent => {
+            let flag = subject.adapter.own_sandbox_flag.ok_or_else(|| {
+                unavailable(
+                    format!("{} has no sandbox of its own", subject.adapter.kind()),
+                    "use --sandbox bwrap, which works for every agent",
+                )
+            })?;
+            let at = launch.agent_at.unwrap_or(0);
+            let program_end = at + first_word_len(&launch.command[at..]);
+            let mut command = launch.command.clone();
+            command.insert_str(program_end, &format!(" {flag}"));
+            Ok(LaunchCommand { command, ..launch })
+        }
+        SandboxMode::Bwrap => {
+            let bwrap = probe()?;
+            let plan = plan(policy, subject)?;
+            let words = sandbox::bwrap_words(&bwrap.to_string_lossy(), &plan);
+            let command = match launch.agent_at {
+                Some(at) => sandbox::wrap_agent_words(&launch.command, at, &words)?,
+                None => sandbox::wrap_shell(&launch.command, &words, subject.task_dir)?,
+            };
+            Ok(LaunchCommand { command, ..launch })
+        }
+    }
+}
+
+/// The length of the shell word a command starts with (its program, single-quoted or plain).
+fn first_word_len(command: &str) -> usize {
+    let mut quoted = false;
+    let mut escaped = false;
+    for (at, c) in command.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if !quoted => escaped = true,
+            '\'' => quoted = !quoted,
+            ' ' if !quoted => return at,
+            _ => {}
+        }
+    }
+    command.len()
+}
+
+/// The report drop of a sandboxed task (`<data>/drop/<id>/`): the one place of cuekit's it
+/// may write, read by the monitor.
+pub(crate) fn drop_dir(id: &str) -> Option<PathBuf> {
+    crate::store::data_dir().map(|dir| dir.join("drop").join(id))
+}
+
+fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .and_then(|home| home.canonicalize().ok())
+        .ok_or_else(|| unavailable("HOME is not set to a directory", "set HOME"))?;
+    let hidden = sandbox::hidden_roots(&home);
+    let is_hidden = |path: &Path| hidden.iter().any(|root| path.starts_with(root));
+    let mut mounts = Vec::new();
+
+    // The programs the task runs: the agent (and what interprets it), the shell, cuekit.
+    let mut programs: Vec<PathBuf> = Vec::new();
+    if let Some(agent) = crate::which::find_on_path(subject.bin) {
+        programs.extend(interpreter_of(&agent));
+        programs.push(agent);
+    }
+    programs.extend(std::env::current_exe().ok());
+    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        // A PATH entry that is HOME itself (or above it) would show all of it.
+        if dir.is_dir() && is_hidden(&dir) && !home.starts_with(&dir) {
+            mounts.push(Mount::ReadOnly(dir));
+        }
+    }
+    for program in programs {
+        let real = program.canonicalize().unwrap_or(program);
+        if is_hidden(&real) {
+            mounts.push(Mount::ReadOnly(package_root(&real)));
+        }
+    }
+
+    // The agent's settings, read-only over a private directory; its state, writable.
+    let needs = subject.adapter.sandbox;
+    for dir in needs.config_dirs {
+        let dir = home.join(dir);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        mounts.push(Mount::Private(dir.clone()));
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let relative = path.strip_prefix(&home).unwrap_or(&path);
+            let listed = |list: &[&str]| list.iter().any(|item| Path::new(item) == relative);
+            if !listed(needs.state) && !listed(needs.private) {
+                mounts.push(Mount::ReadOnly(path));
+            }
+        }
+    }
+    for state in needs.state {
+        let path = home.join(state);
+        std::fs::create_dir_all(&path).map_err(|err| Error::io("create", &path, err))?;
+        mounts.push(Mount::Writable(path));
+    }
+
+    // The work dir, writable; cuekit's records in it and the repository's config and hooks
+    // (run by cuekit's own next git call) read-only.
+    mounts.push(Mount::Writable(subject.work_dir.to_path_buf()));
+    for own in [".cuekit", ".git/config", ".git/hooks"] {
+        let path = subject.work_dir.join(own);
+        if path.exists() {
+            mounts.push(Mount::ReadOnly(path));
+        }
+    }
+    if !subject.task_dir.starts_with(subject.work_dir) {
+        mounts.push(Mount::ReadOnly(subject.task_dir.to_path_buf()));
+    }
+    if let Some(worktree) = subject.worktree {
+        mounts.extend(worktree_mounts(worktree, subject.work_dir));
+    }
+    for (paths, writable) in [(&policy.read, false), (&policy.write, true)] {
+        for path in paths.iter() {
+            let path = path.canonicalize().map_err(|err| {
+                Error::invalid_input(format!(
+                    "sandbox.{}: {}: {err}",
+                    if writable { "write" } else { "read" },
+                    path.display()
+                ))
+                .with_hint("list only paths that exist, absolute or under ~/")
+            })?;
+            mounts.push(if writable {
+                Mount::Writable(path)
+            } else {
+                Mount::ReadOnly(path)
+            });
+        }
+    }
+    let drop = drop_dir(subject.id)
+        .ok_or_else(|| unavailable("no data directory for the report drop", "set HOME"))?;
+    crate::store::create_private_dir(&drop)?;
+    mounts.push(Mount::Writable(drop.clone()));
+
+    // What the hidden roots took that every program needs: the resolver's file.
+    if let Ok(resolv) = Path::new("/etc/resolv.conf").canonicalize()
+        && is_hidden(&resolv)
+    {
+        mounts.push(Mount::ReadOnly(resolv));
+    }
+    // Sockets of the outside that the hidden roots may not cover.
+    let bus = std::env::var("DBUS_SESSION_BUS_ADDRESS")
+        .ok()
+        .and_then(|address| {
+            address.split(';').find_map(|part| {
+                part.strip_prefix("unix:path=")
+                    .map(|p| p.split(',').next().unwrap_or(p).to_string())
+            })
+        });
+    let sockets = [
+        std::env::var("SSH_AUTH_SOCK").ok(),
+        bus,
+        Some(subject.tmux_socket.to_string_lossy().into_owned()),
+        Some("/var/run/docker.sock".to_string()),
+    ];
+    for socket in sockets.into_iter().flatten() {
+        let Ok(real) = Path::new(&socket).canonicalize() else {
+            continue;
+        };
+        if !is_hidden(&real) {
+            mounts.push(Mount::Masked(real));
+        }
+    }
+    Ok(Plan {
+        home,
+        mounts,
+        network: policy.network,
+        chdir: subject.start_dir.to_path_buf(),
+        setenv: vec![(
+            sandbox::REPORT_DROP_VARIABLE.to_string(),
+            drop.to_string_lossy().into_owned(),
+        )],
+        new_session: subject.mode != Mode::Interactive,
+    })
+}
+
+/// A worktree's repository: read-only but for what a commit in the worktree writes (objects,
+/// refs, logs and the worktree's own entry): never its `config` or `hooks/`.
+fn worktree_mounts(worktree: &WorktreePlacement, work_dir: &Path) -> Vec<Mount> {
+    let common = &worktree.common_dir;
+    let mut mounts = vec![Mount::ReadOnly(common.clone())];
+    for part in ["objects", "refs", "logs"] {
+        let path = common.join(part);
+        if path.is_dir() {
+            mounts.push(Mount::Writable(path));
+        }
+    }
+    // The worktree's own admin dir, named in its `.git` file: which the child can rewrite, so
+    // only a folder right in `worktrees/` counts, never the repository's own.
+    let admin = common.join("worktrees");
+    let own = std::fs::read_to_string(work_dir.join(".git"))
+        .ok()
+        .and_then(|text| text.trim().strip_prefix("gitdir: ").map(PathBuf::from))
+        .and_then(|dir| dir.canonicalize().ok())
+        .filter(|dir| dir.parent() == Some(admin.as_path()) && dir.is_dir());
+    mounts.extend(own.map(Mount::Writable));
+    // The worktree itself again over a repository that holds it.
+    if work_dir.starts_with(common) {
+        mounts.push(Mount::Writable(work_dir.to_path_buf()));
+    }
+    mounts
+}
+
+/// A script's interpreter, from its `#!` line (`#!/usr/bin/env node`: node on PATH).
+fn interpreter_of(program: &Path) -> Option<PathBuf> {
+    let mut head = [0u8; 256];
+    let read = {
+        use std::io::Read;
+        std::fs::File::open(program).ok()?.read(&mut head).ok()?
+    };
+    let line = String::from_utf8_lossy(&head[..read]);
+    let line = line.strip_prefix("#!")?.lines().next()?.trim().to_string();
+    let mut words = line.split_whitespace();
+    let first = words.next()?;
+    if first.ends_with("/env") {
+        crate::which::find_on_path(words.find(|word| !word.starts_with('-'))?)
+    } else {
+        Some(PathBuf::from(first))
+    }
+}
+
+/// What to show of a program that lives in a hidden directory: its whole package (the
+/// outermost `node_modules` above it, for a script that loads its siblings), else its folder.
+fn package_root(real: &Path) -> PathBuf {
+    real.ancestors()
+        .filter(|dir| dir.file_name().is_some_and(|name| name == "node_modules"))
+        .last()
+        .or_else(|| real.parent())
+        .unwrap_or(real)
+        .to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_program_word_ends_at_the_first_unquoted_space() {
+        assert_eq!(first_word_len("'gem ini' -y"), 9);
+        assert_eq!(first_word_len("gemini -y"), 6);
+        assert_eq!(first_word_len("'it'\\''s' -y"), 9);
+        assert_eq!(first_word_len("gemini"), 6);
+    }
+
+    #[test]
+    fn a_package_is_shown_whole() {
+        assert_eq!(
+            package_root(Path::new(
+                "/h/.npm/lib/node_modules/@google/gemini-cli/node_modules/x/bin.js"
+            )),
+            Path::new("/h/.npm/lib/node_modules")
+        );
+        assert_eq!(
+            package_root(Path::new("/h/.local/share/claude/versions/2.1")),
+            Path::new("/h/.local/share/claude/versions")
+        );
+    }
+}
