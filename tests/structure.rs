@@ -57,7 +57,7 @@ const MAY_OPEN: &[(&str, &str)] = &[
         "cuekit's own binary, copied to a host",
     ),
     (
-        "src/ops/report.rs",
+        "src/ops/report_drop.rs",
         "a sandboxed child's report drop in cuekit's data dir: regular files only, size-limited, parsed typed",
     ),
     (

@@ -332,6 +332,20 @@ fn refresh_with(
     // After a reboot (or a scheduler killed) the first look finds the queue and serves it.
     super::monitor_lock::ensure_scheduler();
     resume_abandoned_stops(&tasks);
+    // A sandboxed child's reports wait in its drop: on record before any ending of it.
+    for task in &tasks {
+        let sandboxed = task
+            .placement
+            .facts
+            .as_ref()
+            .is_some_and(|facts| facts.sandbox.is_some());
+        if sandboxed
+            && task.record.status == Status::Running
+            && let Some(dir) = super::sandbox::drop_dir(&task.record.id)
+        {
+            super::report_drop::take_dropped(task, &dir);
+        }
+    }
     // Panes are looked at first and sentinels after (see `Observation`). A server needs no
     // look when every running task on it has its sentinel already; finding one that has not is
     // enough to know it does (each sentinel is then read once, after the look).

@@ -161,20 +161,6 @@ impl Monitor {
                 self.watched.remove(&id);
             }
         }
-        for task in &trusted {
-            // A sandboxed child's reports wait in its drop (it sees neither pane nor record).
-            let sandboxed = task
-                .placement
-                .facts
-                .as_ref()
-                .is_some_and(|facts| facts.sandbox.is_some());
-            if sandboxed
-                && task.record.status == Status::Running
-                && let Some(dir) = super::sandbox::drop_dir(&task.record.id)
-            {
-                super::report::take_dropped(task, &dir);
-            }
-        }
         let refreshed = refresh(trusted)?;
         let screens = self.screens(&refreshed);
         for task in &refreshed.tasks {

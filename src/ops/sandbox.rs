@@ -300,10 +300,14 @@ fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
         mounts,
         network: policy.network,
         chdir: subject.start_dir.to_path_buf(),
-        setenv: vec![(
-            sandbox::REPORT_DROP_VARIABLE.to_string(),
-            drop.to_string_lossy().into_owned(),
-        )],
+        setenv: vec![
+            (
+                sandbox::REPORT_DROP_VARIABLE.to_string(),
+                drop.to_string_lossy().into_owned(),
+            ),
+            // The private one: the submitter's may lie in a hidden directory.
+            ("TMPDIR".to_string(), "/tmp".to_string()),
+        ],
         new_session: subject.mode != Mode::Interactive,
     })
 }

@@ -1,0 +1,501 @@
+//! The sandbox (`--sandbox`): the real Gemini CLI in bypass mode, offline, with canned tool
+//! calls that try to get out, inside bubblewrap on real tmux; and the same attempts by a
+//! `command` child run as an unprivileged throw-away user, where bubblewrap needs a user
+//! namespace (as root it does not, and the failures real users meet would not show).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::git::{git, init_repo};
+use common::{Harness, canned_shell_call, canned_text};
+use serde_json::Value;
+
+/// Each attempt as one shell command that prints `RESULT-<name> <its exit status>`.
+fn attempt(name: &str, command: &str) -> String {
+    format!("({command}) >/dev/null 2>&1; echo \"RESULT-{name} $?\"")
+}
+
+/// The exit status each attempt printed, by name, from a transcript.
+fn results(transcript: &str, names: &[&str]) -> Vec<(String, Option<i32>)> {
+    names
+        .iter()
+        .map(|name| {
+            let marker = format!("RESULT-{name} ");
+            let code = transcript.lines().rev().find_map(|line| {
+                let at = line.find(&marker)?;
+                line[at + marker.len()..]
+                    .split_whitespace()
+                    .next()?
+                    .trim_matches(|c: char| !c.is_ascii_digit())
+                    .parse()
+                    .ok()
+            });
+            (name.to_string(), code)
+        })
+        .collect()
+}
+
+fn repo(h: &Harness) {
+    init_repo(&h.project);
+    std::fs::write(h.project.join("shared.txt"), "original\n").unwrap();
+    std::fs::write(h.project.join(".gitignore"), ".cuekit/\n").unwrap();
+    git(&h.project, &["add", "-A"]);
+    git(&h.project, &["commit", "-qm", "init"]);
+}
+
+/// A process of the user's outside any task, ended on drop.
+struct Outsider(std::process::Child);
+
+impl Outsider {
+    fn start(mut command: Command) -> Outsider {
+        Outsider(command.stdin(Stdio::null()).spawn().unwrap())
+    }
+
+    fn alive(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Outsider {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn user_config(h: &Harness, text: &str) {
+    let dir = h.home.join(".config/cuekit");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.yaml"), text).unwrap();
+}
+
+/// A real Gemini child in bypass mode, in a worktree, sandboxed: it writes its worktree, and
+/// every way out it tries fails; the task completes, and its report arrives.
+#[test]
+fn a_sandboxed_gemini_child_writes_its_worktree_and_nothing_else() {
+    const ID: &str = "t_5a4db0c00001";
+    let h = Harness::new();
+    repo(&h);
+    // A key the child must not read, settings it must not change, an agent it must not use.
+    std::fs::create_dir_all(h.home.join(".ssh")).unwrap();
+    std::fs::write(h.home.join(".ssh/id_ed25519"), "PLANTED-KEY\n").unwrap();
+    let other = h.home.join("other-project");
+    std::fs::create_dir_all(&other).unwrap();
+    let agent_socket = h.root().join("agent.sock");
+    let mut agent = Command::new("ssh-agent");
+    agent
+        .arg("-D")
+        .arg("-a")
+        .arg(&agent_socket)
+        .stdout(Stdio::null());
+    let _agent = Outsider::start(agent);
+    let mut outside = Outsider::start({
+        let mut sleep = Command::new("sleep");
+        sleep.arg("300");
+        sleep
+    });
+    let outside_pid = outside.0.id();
+    assert!(common::poll(Duration::from_secs(10), || agent_socket.exists()));
+    let tmux_socket = format!("/tmp/tmux-{}/{}", unsafe_uid(), h.socket);
+
+    let names = [
+        "inside",
+        "key",
+        "other",
+        "kill",
+        "agent",
+        "tmux",
+        "settings",
+        "gitconfig",
+        "exitcode",
+        "report",
+    ];
+    let attempts = [
+        attempt("inside", "echo made > inside.txt"),
+        attempt("key", "grep PLANTED-KEY ~/.ssh/id_ed25519"),
+        attempt(
+            "other",
+            &format!("echo owned > '{}/owned.txt'", other.display()),
+        ),
+        attempt("kill", &format!("kill -TERM {outside_pid}")),
+        attempt(
+            "agent",
+            &format!(
+                "SSH_AUTH_SOCK='{}' ssh-add -l; [ $? -ne 2 ]",
+                agent_socket.display()
+            ),
+        ),
+        attempt("tmux", &format!("tmux -S '{tmux_socket}' list-sessions")),
+        attempt("settings", "echo '{\"x\":1}' > ~/.gemini/settings.json"),
+        attempt("gitconfig", "git config user.name evil"),
+        attempt(
+            "exitcode",
+            &format!(
+                "echo cuekit_exit=7 > '{}'",
+                h.task_dir(ID).join("exit-code").display()
+            ),
+        ),
+        attempt(
+            "report",
+            "cuekit report --progress 'from inside the sandbox'",
+        ),
+    ];
+    let mut replies: Vec<String> = attempts.iter().map(|a| canned_shell_call(a)).collect();
+    replies.push(canned_text("Tried everything."));
+    let h = h.with_real_gemini(&replies);
+    // The canned replies and the real CLI live where the sandbox hides (the test's temp dir):
+    // the user's own `sandbox.read` shows them.
+    let tools = common::tools_bin().parent().unwrap().to_path_buf();
+    user_config(
+        &h,
+        &format!(
+            "sandbox:\n  read: ['{}', '{}']\n",
+            h.root().join("canned.jsonl").display(),
+            tools.display()
+        ),
+    );
+    let settings_before = std::fs::read(h.home.join(".gemini/settings.json")).unwrap();
+    let config_before = std::fs::read(h.project.join(".git/config")).unwrap();
+
+    let (submitted, code) = h.json(&[
+        "submit",
+        "--sandbox",
+        "--worktree",
+        "--mode",
+        "batch",
+        "--model",
+        common::MODEL,
+        "--id",
+        ID,
+        "Try to get out",
+    ]);
+    assert_eq!(code, 0, "{submitted}");
+    let id = ID;
+    let task_dir = h.task_dir(id);
+    let (waited, _) = h.json(&["wait", id, "--timeout", "120s"]);
+    let transcript = h.transcript(id);
+    assert_eq!(
+        waited["tasks"][0]["status"], "completed",
+        "{waited}\n{transcript}"
+    );
+    let status = h.status(id);
+    assert_eq!(status["sandbox"], "bwrap", "{status}");
+    assert!(
+        status["launch_command"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("bwrap"),
+        "{status}"
+    );
+
+    let got = results(&transcript, &names);
+    for (name, code) in &got {
+        let code = code.unwrap_or_else(|| panic!("no result for {name}:\n{transcript}"));
+        match name.as_str() {
+            "inside" | "report" => assert_eq!(code, 0, "{name} failed:\n{transcript}"),
+            _ => assert_ne!(code, 0, "{name} got out:\n{transcript}"),
+        }
+    }
+    let worktree = PathBuf::from(status["worktree"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("inside.txt")).unwrap(),
+        "made\n"
+    );
+    assert!(outside.alive(), "the sandbox killed a process outside");
+    assert!(!other.join("owned.txt").exists());
+    assert_eq!(
+        std::fs::read(h.home.join(".gemini/settings.json")).unwrap(),
+        settings_before
+    );
+    assert_eq!(
+        std::fs::read(h.project.join(".git/config")).unwrap(),
+        config_before
+    );
+    assert_eq!(
+        std::fs::read_to_string(task_dir.join("exit-code"))
+            .unwrap()
+            .trim(),
+        "cuekit_exit=0"
+    );
+    // The report, dropped inside, is on record.
+    assert!(
+        common::poll(Duration::from_secs(10), || {
+            h.status(id)["last_report"]["message"] == "from inside the sandbox"
+        }),
+        "{}",
+        h.status(id)
+    );
+}
+
+/// The direct write at the task's own exit code: the task directory is read-only inside.
+#[test]
+fn a_sandboxed_child_cannot_forge_its_exit_code_or_record() {
+    let h = Harness::new();
+    let script = "d=$(ls -d .cuekit/tasks/*/ | head -1); \
+         (echo cuekit_exit=0 > \"$d/exit-code\") 2>/dev/null && echo FORGED-exit; \
+         (echo '{}' > \"$d/task.json\") 2>/dev/null && echo FORGED-record; \
+         echo TRIED; exit 3";
+    let id = h.submit(&[
+        "--sandbox",
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    let (waited, _) = h.json(&["wait", &id, "--timeout", "30s"]);
+    let transcript = h.transcript(&id);
+    assert!(transcript.contains("TRIED"), "{transcript}");
+    assert!(!transcript.contains("FORGED"), "{transcript}");
+    assert_eq!(waited["tasks"][0]["status"], "failed", "{waited}");
+    assert_eq!(waited["tasks"][0]["exit_code"], 3, "{waited}");
+}
+
+/// `--no-network`: a connection to a server on the machine's loopback fails inside, and works
+/// from the same task unsandboxed.
+#[test]
+fn no_network_means_not_even_loopback() {
+    let h = Harness::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            drop(stream);
+        }
+    });
+    let script = format!(
+        "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 5)' && echo CONNECTED || echo REFUSED"
+    );
+    let cut = h.submit(&[
+        "--sandbox",
+        "--no-network",
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let open = h.submit(&[
+        "--sandbox",
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    h.json(&["wait", &cut, &open, "--timeout", "30s"]);
+    let cut_said = h.transcript(&cut);
+    assert!(
+        cut_said.contains("REFUSED") && !cut_said.contains("CONNECTED"),
+        "{cut_said}"
+    );
+    assert!(
+        h.transcript(&open).contains("CONNECTED"),
+        "{}",
+        h.transcript(&open)
+    );
+    assert_eq!(h.status(&cut)["sandbox"], "bwrap, no network");
+}
+
+/// Where no sandbox can be made, a sandboxed submit fails before anything starts: never
+/// silently unsandboxed.
+#[test]
+fn without_bubblewrap_a_sandboxed_submit_starts_nothing() {
+    let h = Harness::new();
+    // A PATH with no bwrap on it, but sh and tmux.
+    let bin = h.root().join("nobwrap");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["sh", "tmux", "env"] {
+        let found = which(tool);
+        std::os::unix::fs::symlink(found, bin.join(tool)).unwrap();
+    }
+    let output = h
+        .cuekit()
+        .env("PATH", format!("{}:{}", h.bin.display(), bin.display()))
+        .args([
+            "--json",
+            "submit",
+            "--sandbox",
+            "--agent",
+            "command",
+            "--",
+            "/bin/true",
+        ])
+        .output()
+        .unwrap();
+    let said: Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    assert_eq!(output.status.code(), Some(32), "{said}");
+    assert_eq!(said["error"]["code"], "sandbox_unavailable", "{said}");
+    let listed = h.ok(&["list", "--json"]);
+    assert!(!listed.contains("t_"), "a task was recorded: {listed}");
+    // An agent without a sandbox of its own, asked for it.
+    let (refused, code) = h.json(&[
+        "submit",
+        "--sandbox=agent",
+        "--agent",
+        "command",
+        "--",
+        "/bin/true",
+    ]);
+    assert_eq!(code, 32, "{refused}");
+}
+
+fn which(tool: &str) -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|dir| dir.join(tool))
+        .find(|path| path.exists())
+        .unwrap_or_else(|| panic!("{tool} not on PATH"))
+}
+
+fn unsafe_uid() -> u32 {
+    // The test runs as a real user; `id -u` says which, without libc.
+    let out = Command::new("id").arg("-u").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// A throw-away user with a HOME of its own (and a copy of cuekit), deleted on drop.
+struct Stranger {
+    name: String,
+    dir: tempfile::TempDir,
+}
+
+impl Stranger {
+    fn new() -> Stranger {
+        let dir = tempfile::Builder::new()
+            .prefix("cuekit-sbx-")
+            .tempdir()
+            .unwrap();
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let name = format!("cks{}", std::process::id());
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join("bin")).unwrap();
+        std::fs::copy(env!("CARGO_BIN_EXE_cuekit"), home.join("bin/cuekit")).unwrap();
+        let made = Command::new("useradd")
+            .args(["-M", "-p", "*", "-s", "/bin/sh", "-d"])
+            .arg(&home)
+            .arg(&name)
+            .status()
+            .unwrap();
+        assert!(made.success(), "useradd failed");
+        let stranger = Stranger { name, dir };
+        let owned = Command::new("chown")
+            .args(["-R", &stranger.name])
+            .arg(&home)
+            .status()
+            .unwrap();
+        assert!(owned.success());
+        stranger
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// `script` run by `sh` as this user, in a clean environment of theirs.
+    fn run(&self, script: &str) -> std::process::Output {
+        let home = self.home();
+        Command::new("runuser")
+            .args(["-u", &self.name, "--", "env", "-i"])
+            .arg(format!("HOME={}", home.display()))
+            .arg(format!("PATH={}/bin:/usr/bin:/bin", home.display()))
+            .args(["CUEKIT_TMUX_SOCKET=sbx", "/bin/sh", "-c", script])
+            .current_dir(&home)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Stranger {
+    fn drop(&mut self) {
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-u", &self.name])
+            .status();
+        std::thread::sleep(Duration::from_millis(100));
+        let _ = Command::new("userdel").arg(&self.name).status();
+    }
+}
+
+/// As an unprivileged user (bubblewrap then needs a user namespace): the same ways out fail,
+/// the work dir is written, and a process of the same user outside survives.
+#[test]
+fn an_unprivileged_users_sandbox_holds() {
+    if unsafe_uid() != 0 {
+        eprintln!("skipped: making a throw-away user needs root (scripts/test runs as root in CI)");
+        return;
+    }
+    let user = Stranger::new();
+    let home = user.home();
+    let setup = user.run(
+        "mkdir -p ~/.ssh ~/proj ~/other ~/.gemini && echo PLANTED-KEY > ~/.ssh/id_ed25519 \
+         && echo '{}' > ~/.gemini/settings.json && cd ~/proj && git init -q; \
+         sleep 300 >/dev/null 2>&1 & echo $! > ~/outsider.pid",
+    );
+    assert!(setup.status.success(), "{setup:?}");
+    let outsider: u32 = std::fs::read_to_string(home.join("outsider.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let names = [
+        "inside",
+        "key",
+        "other",
+        "kill",
+        "tmux",
+        "gitconfig",
+        "settings",
+    ];
+    let attempts = [
+        attempt("inside", "echo made > inside.txt"),
+        attempt("key", "grep PLANTED-KEY ~/.ssh/id_ed25519"),
+        attempt("other", "echo owned > ~/other/owned.txt"),
+        attempt("kill", &format!("kill -TERM {outsider}")),
+        attempt("tmux", "ls /tmp/tmux-$(id -u)/sbx"),
+        attempt("gitconfig", "echo x >> .git/config"),
+        attempt("settings", "echo x > ~/.gemini/settings.json"),
+    ]
+    .join("; ");
+    let script = format!(
+        "cd ~/proj && cuekit submit --id t_5a4db0c00002 --sandbox --agent command --mode batch -- sh -c {} \
+         && cuekit wait t_5a4db0c00002 --timeout 30s; cuekit logs t_5a4db0c00002",
+        shell_quote(&attempts)
+    );
+    let ran = user.run(&script);
+    let said =
+        String::from_utf8_lossy(&ran.stdout).into_owned() + &String::from_utf8_lossy(&ran.stderr);
+    for (name, code) in results(&said, &names) {
+        let code = code.unwrap_or_else(|| panic!("no result for {name}:\n{said}"));
+        if name == "inside" {
+            assert_eq!(code, 0, "{said}");
+        } else {
+            assert_ne!(code, 0, "{name} got out:\n{said}");
+        }
+    }
+    assert!(home.join("proj/inside.txt").exists());
+    assert!(!home.join("other/owned.txt").exists());
+    assert!(
+        Path::new(&format!("/proc/{outsider}")).exists(),
+        "the outsider was killed"
+    );
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
