@@ -183,6 +183,11 @@ pub const KEYS: &[KeyRule] = &[
         KeyClass::RunsCode,
         "trusted project file only",
     ),
+    key(
+        "hooks.on_conflict",
+        KeyClass::RunsCode,
+        "trusted project file only",
+    ),
     key("hooks.timeout", KeyClass::Plain, "a duration"),
     key(
         "notify",
