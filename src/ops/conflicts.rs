@@ -157,6 +157,7 @@ fn check_each(
     }
     let mut all = Vec::new();
     let mut fresh = Vec::new();
+    let _lock = stored::lock()?;
     for group in by_repo.into_values() {
         let (conflicts, new) = check_repo(&group, whole, announce)?;
         all.extend(conflicts);

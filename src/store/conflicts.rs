@@ -85,6 +85,15 @@ pub fn save(task_id: &str, state: &ConflictState) -> Result<()> {
     super::registry::stage_own(&path, &bytes)?.commit()
 }
 
+/// Held while a check reads and writes the stored results (the monitor's and a command's
+/// check never interleave, so an announcement is never lost to an older write).
+pub fn lock() -> Result<Option<std::fs::File>> {
+    let Some(dir) = super::data_dir().filter(|dir| dir.is_dir()) else {
+        return Ok(None);
+    };
+    super::lock_file(&dir.join("conflicts.lock")).map(Some)
+}
+
 pub fn forget(task_id: &str) {
     if let Some(path) = path(task_id) {
         let _ = std::fs::remove_file(path);
