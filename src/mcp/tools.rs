@@ -211,6 +211,7 @@ pub struct DiffParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ConflictsParams {
     /// Only this team's members (default: every worktree task of this project).
     #[serde(default)]
