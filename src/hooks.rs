@@ -19,7 +19,7 @@ const OUTPUT_KEPT: usize = 8 * 1024;
 /// One hook to run.
 #[derive(Debug, Clone)]
 pub struct HookRun {
-    /// `on_start`, `on_end`, `on_input_required`, `on_change`.
+    /// `on_start`, `on_end`, `on_input_required`, `on_change`, `on_conflict`.
     pub name: &'static str,
     pub command: String,
     pub cwd: PathBuf,

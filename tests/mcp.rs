@@ -19,9 +19,10 @@ use serde_json::{Value, json};
 static NEXT_LOG: AtomicUsize = AtomicUsize::new(0);
 
 /// Sorted: the names are public API.
-const TOOLS: [&str; 14] = [
+const TOOLS: [&str; 15] = [
     "answer_permission",
     "cancel_tasks",
+    "get_conflicts",
     "get_status",
     "get_task_diff",
     "get_task_result",

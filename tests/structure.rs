@@ -27,6 +27,11 @@ const MAY_OPEN: &[(&str, &str)] = &[
         "the `.git` file git wrote in a task's worktree, to copy its index",
     ),
     (
+        "src/git/fingerprint.rs",
+        "the names and `lstat` of a task worktree's entries (never their contents), for the \
+         conflict recheck's fingerprint",
+    ),
+    (
         "src/ops/task.rs",
         "the names in a project's tasks folder (records go through the store)",
     ),

@@ -4,6 +4,7 @@
 mod acp;
 mod approve;
 mod cancel;
+mod conflicts;
 mod diff;
 mod events;
 mod extras;
@@ -103,6 +104,8 @@ enum Command {
     Events(events::EventsArgs),
     /// A worktree task's work against its base: commits, uncommitted and untracked changes.
     Diff(diff::DiffArgs),
+    /// Which worktree tasks' work would conflict with each other or with their target branch.
+    Conflicts(conflicts::ConflictsArgs),
     /// Merge an ended worktree task's branch into the target branch (where it is checked out).
     Merge(merge::MergeArgs),
     /// Remove ended tasks: record, transcript, worktree and branch (work in a worktree keeps it).
@@ -229,6 +232,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Cancel(args) => cancel::run(args, &cwd, json),
         Command::Events(args) => events::run(args, &cwd, json),
         Command::Diff(args) => diff::run(args, &cwd, json),
+        Command::Conflicts(args) => conflicts::run(args, &cwd, json),
         Command::Merge(args) => merge::run(args, &cwd, json),
         Command::Rm(args) => rm::run(args, &cwd, json),
         Command::Prune(args) => prune::run(args, &cwd, json),

@@ -231,6 +231,12 @@ fn details_below_the_line(task: &TaskView) -> String {
         if let Some(stat) = &task.diff_stat {
             out.push_str(&format!("\n  changes:    {stat}"));
         }
+        if !task.conflicts.is_empty() {
+            out.push_str(&format!(
+                "\n  conflicts:  {} (`cuekit conflicts`)",
+                task.conflicts.join(", ")
+            ));
+        }
     }
     out.push_str(&format!("\n  transcript: {}", task.transcript.display()));
     if let Some(attach) = &task.attach_hint

@@ -99,15 +99,21 @@ pub fn list(all: bool, team: Option<&str>, cwd: &Path, json: bool) -> anyhow::Re
             .last_report
             .as_ref()
             .map_or("-", |report| report.kind.as_str());
+        // A stored conflict check that found this task's work clashing: `!conflict`.
+        let clash = if task.conflicts.is_empty() {
+            ""
+        } else {
+            " !conflict"
+        };
         let branch = match (&task.branch, &task.diff_stat) {
             (Some(branch), Some(stat)) => format!(
                 "{:<40} ",
                 format!(
-                    "{branch} ({}f +{} -{})",
+                    "{branch} ({}f +{} -{}){clash}",
                     stat.files, stat.insertions, stat.deletions
                 )
             ),
-            (Some(branch), None) => format!("{branch:<40} "),
+            (Some(branch), None) => format!("{:<40} ", format!("{branch}{clash}")),
             (None, _) if branches => format!("{:<40} ", "-"),
             (None, _) => String::new(),
         };

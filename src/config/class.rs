@@ -183,6 +183,11 @@ pub const KEYS: &[KeyRule] = &[
         KeyClass::RunsCode,
         "trusted project file only",
     ),
+    key(
+        "hooks.on_conflict",
+        KeyClass::RunsCode,
+        "trusted project file only",
+    ),
     key("hooks.timeout", KeyClass::Plain, "a duration"),
     key(
         "notify",
@@ -575,7 +580,7 @@ mod tests {
         tmux:\n  socket: s\n  width: 1\n  height: 1\n  history_limit: 1\n\
         worktree:\n  dir: d/{id}\n  branch_prefix: p/\n  copy: [a]\n  symlink: [b]\n  setup: s\n\
         monitor:\n  interval: 1s\n  dwell: 1s\n\
-        hooks:\n  on_start: a\n  on_end: b\n  on_input_required: c\n  on_change: d\n  timeout: 1s\n\
+        hooks:\n  on_start: a\n  on_end: b\n  on_input_required: c\n  on_change: d\n  on_conflict: e\n  timeout: 1s\n\
         notify: [tmux]\nnotify_on: [failed]\nhosts:\n  h:\n    ssh: x\nacp:\n  permissions:\n    read: allow\n\
         limits:\n  running: 2\n  agents:\n    gemini: 1\n  hosts:\n    h: 1\n\
         retry:\n  max: 1\n  on: [rate_limited]\n  backoff:\n    first: 1s\n    max: 2s\n\

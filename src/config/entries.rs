@@ -83,6 +83,7 @@ impl Config {
             ("on_end", hooks.on_end),
             ("on_input_required", hooks.on_input_required),
             ("on_change", hooks.on_change),
+            ("on_conflict", hooks.on_conflict),
         ] {
             if setting.is_some() {
                 entries.push(entry(format!("hooks.{name}"), setting));

@@ -45,6 +45,8 @@ pub struct Hooks {
     pub on_end: Option<Setting<String>>,
     pub on_input_required: Option<Setting<String>>,
     pub on_change: Option<Setting<String>>,
+    /// A new conflict between worktree tasks (or with their target) the monitor found.
+    pub on_conflict: Option<Setting<String>>,
     pub timeout: Duration,
 }
 
@@ -584,6 +586,7 @@ impl Config {
             on_end: pick(|h| &h.on_end),
             on_input_required: pick(|h| &h.on_input_required),
             on_change: pick(|h| &h.on_change),
+            on_conflict: pick(|h| &h.on_conflict),
             timeout: self
                 .pick(|f| f.hooks.timeout.map(|t| t.0))
                 .map_or(Duration::from_secs(10), |s| s.value),
@@ -723,6 +726,7 @@ mod tests {
             "on_end:",
             "on_input_required:",
             "on_change:",
+            "on_conflict:",
             "notify:",
             "notify_on:",
             "worktree:",

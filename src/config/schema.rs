@@ -134,6 +134,7 @@ pub struct HooksConfig {
     pub on_end: Option<String>,
     pub on_input_required: Option<String>,
     pub on_change: Option<String>,
+    pub on_conflict: Option<String>,
     /// A hook still running after this is killed (default 10s).
     pub timeout: Option<DurationText>,
 }

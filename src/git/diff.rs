@@ -109,7 +109,7 @@ fn scratch_index(git: &Git, scratch: &Path) -> Result<PathBuf> {
 
 /// A linked worktree's index, from its `.git` file (`gitdir: …`), without starting git: `list`
 /// reads it for every worktree task.
-fn own_index(worktree: &Path) -> Option<PathBuf> {
+pub(crate) fn own_index(worktree: &Path) -> Option<PathBuf> {
     let link = std::fs::read_to_string(worktree.join(".git")).ok()?;
     let dir = PathBuf::from(link.strip_prefix("gitdir: ")?.trim_end());
     dir.is_absolute().then(|| dir.join("index"))

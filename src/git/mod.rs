@@ -5,8 +5,10 @@
 pub mod args;
 pub mod changes;
 pub mod cleanup;
+pub mod conflicts;
 pub mod create;
 pub mod diff;
+pub mod fingerprint;
 pub mod include;
 pub mod merge;
 pub mod plan;

@@ -25,9 +25,10 @@ const OBJECTIVE_CHARS: usize = 120;
 const FINAL_TEXT_CHARS: usize = 400;
 
 /// The view's fields a brief answer keeps (each only when the view has it): what a parent acts
-/// on. `request` is an ACP task's permission request with the option ids to answer it with;
+/// on. `conflicts` (present only when non-empty) names whose work a worktree task's would
+/// conflict with, from the last check. `request` is an ACP task's permission request with the option ids to answer it with;
 /// `last_report` the child's last `cuekit report` (`blocked`: it waits on the parent).
-const BRIEF_FIELDS: [&str; 18] = [
+const BRIEF_FIELDS: [&str; 19] = [
     "id",
     "status",
     "reason",
@@ -41,6 +42,7 @@ const BRIEF_FIELDS: [&str; 18] = [
     "host",
     "branch",
     "worktree",
+    "conflicts",
     "last_report",
     "stopping",
     "request",
@@ -115,5 +117,18 @@ mod tests {
     fn heads_cut_on_characters_and_say_so() {
         assert_eq!(super::head("ééé", 2), "éé…");
         assert_eq!(super::head("short", 10), "short");
+    }
+
+    #[test]
+    fn a_brief_carries_conflicts_only_when_there_are_some() {
+        let mut view = crate::ops::TaskView::bare("t_0123456789ab", std::path::Path::new("/d"));
+        let brief = super::task(view.clone(), super::Detail::Brief);
+        assert!(brief.get("conflicts").is_none(), "{brief}");
+        view.conflicts = vec!["t_aaaaaaaaaaaa".into(), "target main".into()];
+        let brief = super::task(view, super::Detail::Brief);
+        assert_eq!(
+            brief["conflicts"],
+            serde_json::json!(["t_aaaaaaaaaaaa", "target main"])
+        );
     }
 }

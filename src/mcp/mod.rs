@@ -31,8 +31,8 @@ follows each to its end. Typical flow: submit_task → wait (call again while it
 `timed_out`) → get_task_result. For an interactive task: wait with until=input_required, \
 read get_task_snapshot, steer_task with the next message, and cancel_tasks when done. \
 For parallel children in one repository, submit_task with worktree=true gives each its own \
-git worktree and branch: review with get_task_diff, take the work with merge_task, clean up \
-with remove_tasks. \
+git worktree and branch: review with get_task_diff, see whose work would clash with get_conflicts, take the work with \
+merge_task, clean up with remove_tasks. \
 Errors carry stable codes (task_not_found, invalid_input, invalid_state, \
 steering_unsupported, merge_conflict, …) in structuredContent.error.code.";
 

@@ -236,6 +236,14 @@ pub struct DiffParams {
     pub patch: Option<bool>,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConflictsParams {
+    /// Only this team's members (default: every worktree task of this project).
+    #[serde(default)]
+    pub team: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StrategyArg {
@@ -782,7 +790,7 @@ impl CuekitServer {
 
     #[tool(
         name = "next_event",
-        description = "Block until any task of this project (or of all projects, with all=true) makes a transition — starts, waits on a human (input_required with its reason), returns to work, or ends — for at most timeout_seconds (default and maximum 50). Returns the transitions and a `cursor`: pass it to the next call so none is missed or repeated. An empty list means nothing happened in time: call again with the same cursor.",
+        description = "Block until any task of this project (or of all projects, with all=true) makes a transition — starts, waits on a human (input_required with its reason), returns to work, or ends, or (reason conflict, with a `conflict` object naming the other task or target and the files) its work starts conflicting with another worktree task's or its target branch's — for at most timeout_seconds (default and maximum 50). Returns the transitions and a `cursor`: pass it to the next call so none is missed or repeated. An empty list means nothing happened in time: call again with the same cursor.",
         annotations(
             title = "Next transition",
             read_only_hint = true,
@@ -898,6 +906,23 @@ impl CuekitServer {
         let cwd = self.cwd.clone();
         blocking(move || {
             Ok(json!({"diff": ops::diff(&params.id, &cwd, params.patch.unwrap_or(true))?}))
+        })
+        .await
+    }
+
+    #[tool(
+        name = "get_conflicts",
+        description = "Whose work would conflict before any merge: every pair of this project's worktree tasks (a team's, with team) whose current work — commits, uncommitted and untracked changes — would not merge cleanly, and each task whose work would not merge into its target branch as that branch is now. Touches no worktree, index or branch. Returns `checked` (the task ids) and `conflicts`: each with a, b (another task) or target (a branch), the files with a short reason (content, add/add, modify/delete, …).",
+        annotations(title = "Conflicts", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_conflicts(
+        &self,
+        Parameters(params): Parameters<ConflictsParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || {
+            let found = ops::conflicts(params.team.as_deref(), &cwd)?;
+            Ok(serde_json::to_value(found).expect("conflicts serialize"))
         })
         .await
     }

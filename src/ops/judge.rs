@@ -182,6 +182,7 @@ impl Refreshed {
                 let record = &task.record;
                 let mut view = TaskView::from(record);
                 view.diff_stat = super::diff::diff_stat(task);
+                view.conflicts = super::conflicts::marks(task);
                 if is_stopping(task) {
                     view.stopping = true;
                     let why = "still stopping: its processes are being ended (a stop whose \

@@ -56,6 +56,7 @@ pub fn run_monitor(socket: &str) -> Result<()> {
         dwell,
         watched: HashMap::new(),
         known: HashSet::new(),
+        worktrees: HashMap::new(),
         hooks: Vec::new(),
     };
     let mut next_tick = Instant::now();
@@ -115,6 +116,9 @@ struct Monitor {
     watched: HashMap<String, Watched>,
     /// Every registry id looked at (other servers' included), so each is read once.
     known: HashSet<String>,
+    /// This server's worktree tasks, ended ones included (their work still merges or clashes):
+    /// checked for conflicts while anything is watched.
+    worktrees: HashMap<String, Placement>,
     hooks: Vec<JoinHandle<()>>,
 }
 
@@ -170,7 +174,38 @@ impl Monitor {
                 self.follow(task, &refreshed, screens.get(&task.record.id));
             }
         }
+        if !self.watched.is_empty() && !self.worktrees.is_empty() {
+            self.conflicts();
+        }
         Ok(!self.watched.is_empty())
+    }
+
+    /// Rechecks the worktree tasks for conflicts (git runs only for work that changed) and
+    /// announces each new one once.
+    fn conflicts(&mut self) {
+        let mut tasks = Vec::new();
+        let mut gone = Vec::new();
+        for (id, placement) in &self.worktrees {
+            match found_for(placement.clone()) {
+                Found::Trusted(task) => tasks.push(*task),
+                // Removed (`rm`), or not to be acted on: no longer checked.
+                Found::Untrusted { .. } => gone.push(id.clone()),
+                Found::Unreadable { .. } if !placement.task_dir.exists() => gone.push(id.clone()),
+                Found::Unreadable { .. } => {}
+            }
+        }
+        for id in gone {
+            self.worktrees.remove(&id);
+        }
+        let tasks = super::conflicts::candidates(tasks);
+        let Ok(fresh) = super::conflicts::check_new(&tasks, false) else {
+            return;
+        };
+        for new in fresh {
+            if let Some(task) = tasks.iter().find(|t| t.record.id == new.task_id) {
+                self.hooks.extend(deliver_conflict(task, &new.conflict));
+            }
+        }
     }
 
     /// Registered tasks of this server not seen before.
@@ -186,6 +221,13 @@ impl Monitor {
             self.known.insert(id.clone());
             if placement.socket != self.socket {
                 continue;
+            }
+            if placement
+                .facts
+                .as_ref()
+                .is_some_and(|facts| facts.worktree.is_some())
+            {
+                self.worktrees.insert(id.clone(), placement.clone());
             }
             let announced = store::announced(&id);
             // An ended task is watched only while its stop is not over: each tick's look then
@@ -422,6 +464,7 @@ fn deliver(task: &Task, transition: &Transition) -> Vec<JoinHandle<()>> {
         reason: transition.reason.clone(),
         task_dir: record.task_dir.clone(),
         objective: objective.clone(),
+        conflict: None,
     };
     let _ = transitions::append(&event);
     let events_file = record.task_dir.join(store::EVENTS_FILE);
@@ -546,6 +589,69 @@ fn wake_parent(task: &Task, transition: &Transition, log: &Path) -> Option<JoinH
             &log,
             &serde_json::json!({"type": "cuekit_wake", "pane": parent.pane, "wake": woken}),
         );
+    }))
+}
+
+/// Records a `conflict` transition (the status unchanged) and starts `on_conflict`.
+fn deliver_conflict(task: &Task, conflict: &super::conflicts::Conflict) -> Option<JoinHandle<()>> {
+    let record = &task.record;
+    let objective: String = record.spec.objective.chars().take(200).collect();
+    let with = conflict.other();
+    let event = TransitionEvent {
+        at: super::now_rfc3339(),
+        task_id: record.id.clone(),
+        agent: record.spec.agent_kind.clone(),
+        old_status: Some(record.status),
+        new_status: record.status,
+        reason: Some("conflict".to_string()),
+        task_dir: record.task_dir.clone(),
+        objective: objective.clone(),
+        conflict: Some(transitions::ConflictNote {
+            with: with.clone(),
+            files: conflict.files.clone(),
+        }),
+    };
+    let _ = transitions::append(&event);
+    let events_file = record.task_dir.join(store::EVENTS_FILE);
+    append_line(
+        &events_file,
+        &serde_json::json!({"type": "cuekit_transition", "transition": &event}),
+    );
+    let config = Config::load(&record.cwd).ok()?;
+    let command = config.hooks().on_conflict?;
+    let timeout = config.hooks().timeout;
+    let files: Vec<&str> = conflict.files.iter().map(|f| f.path.as_str()).collect();
+    let status = record.status.as_str().to_string();
+    let env = vec![
+        ("CUEKIT_TASK_ID".to_string(), record.id.clone()),
+        ("CUEKIT_AGENT".to_string(), record.spec.agent_kind.clone()),
+        ("CUEKIT_OLD_STATUS".to_string(), status.clone()),
+        ("CUEKIT_NEW_STATUS".to_string(), status),
+        ("CUEKIT_REASON".to_string(), "conflict".to_string()),
+        ("CUEKIT_CONFLICT_WITH".to_string(), with),
+        // One path a line: a path may hold spaces.
+        ("CUEKIT_CONFLICT_FILES".to_string(), files.join("\n")),
+        (
+            "CUEKIT_TASK_DIR".to_string(),
+            record.task_dir.display().to_string(),
+        ),
+        ("CUEKIT_OBJECTIVE".to_string(), objective),
+        (
+            crate::process::HOOK_VARIABLE.to_string(),
+            "on_conflict".to_string(),
+        ),
+    ];
+    let stdin = serde_json::to_vec(&serde_json::json!({"task": TaskView::from(record),
+        "conflict": conflict}))
+    .expect("views serialize");
+    Some(spawn_hook(HookRun {
+        name: "on_conflict",
+        command: command.value,
+        cwd: record.cwd.clone(),
+        env,
+        stdin,
+        timeout,
+        log: events_file,
     }))
 }
 

@@ -588,37 +588,9 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     if spec.resume_session.is_none() {
         spec.session_id = Some(id.clone());
     }
-    let task_dir = tasks_dir_in(&cwd)?.join(&id);
-    let socket = Socket(config.socket().value).resolve()?;
-    let sandbox = super::sandbox::policy(
-        request.sandbox,
-        matches!(request.asked_by, Asker::Delegate),
-        &config,
-    )?;
-    let agent_dir = plan.as_ref().map_or_else(|| cwd.clone(), |p| p.agent_dir());
-    let worktree_placement = plan.as_ref().map(git::create::Plan::placement);
-    let LaunchCommand {
-        command,
-        warnings: launch_warnings,
-        event_stream,
-        ..
-    } = super::sandbox::wrap(
-        adapter.launch(&spec, mode, &bin, &client_word()?)?,
-        &sandbox,
-        &super::sandbox::Subject {
-            id: &id,
-            task_dir: &task_dir,
-            work_dir: worktree_placement.as_ref().map_or(&cwd, |w| &w.path),
-            start_dir: &agent_dir,
-            worktree: worktree_placement.as_ref(),
-            adapter,
-            mode,
-            bin: &bin,
-            tmux_socket: Path::new(&socket.0),
-        },
-    )?;
-    let warnings: Vec<String> = policy_warnings.into_iter().chain(launch_warnings).collect();
-    check_argv_limit(&spec, adapter, &command)?;
+    let launch = adapter.launch(&spec, mode, &bin, &client_word()?)?;
+    let event_stream = launch.event_stream;
+    check_argv_limit(&spec, adapter, &launch.command)?;
     if request.budget.is_some() && !(event_stream || mode == Mode::Acp) {
         return Err(Error::invalid_input(format!(
             "a {} task of {} reports no usage, so --max-tokens and --max-turns cannot be judged",
@@ -661,11 +633,42 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             adapter.kind()
         )));
     }
-    let agent_session_id = command
+    let agent_session_id = launch
+        .command
         .contains("--session-id")
         .then(|| spec.session_id.clone())
         .flatten()
         .or_else(|| spec.resume_session.clone());
+
+    let sandbox = super::sandbox::policy(
+        request.sandbox,
+        matches!(request.asked_by, Asker::Delegate),
+        &config,
+    )?;
+    let task_dir = tasks_dir_in(&cwd)?.join(&id);
+    let socket = Socket(config.socket().value).resolve()?;
+    let agent_dir = plan.as_ref().map_or_else(|| cwd.clone(), |p| p.agent_dir());
+    let worktree_placement = plan.as_ref().map(git::create::Plan::placement);
+    let LaunchCommand {
+        command,
+        warnings: launch_warnings,
+        ..
+    } = super::sandbox::wrap(
+        launch,
+        &sandbox,
+        &super::sandbox::Subject {
+            id: &id,
+            task_dir: &task_dir,
+            work_dir: worktree_placement.as_ref().map_or(&cwd, |w| &w.path),
+            start_dir: &agent_dir,
+            worktree: worktree_placement.as_ref(),
+            adapter,
+            mode,
+            bin: &bin,
+            tmux_socket: Path::new(&socket.0),
+        },
+    )?;
+    let warnings: Vec<String> = policy_warnings.into_iter().chain(launch_warnings).collect();
 
     // `worktree.setup` runs code: an untrusted project file's was refused above and is not
     // in its layer.

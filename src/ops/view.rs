@@ -76,6 +76,9 @@ pub struct TaskView {
     /// Its work against the base commit (`status` and `list`; `cuekit diff` for the files).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff_stat: Option<DiffStat>,
+    /// Whose work it would conflict with, from the last conflict check (`t_…`, `target <branch>`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<String>,
     /// The configured host the task runs on; absent for a task on this machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
@@ -178,6 +181,7 @@ impl TaskView {
             worktree: None,
             base_ref: None,
             diff_stat: None,
+            conflicts: Vec::new(),
             host: None,
             request: None,
             queue: None,
@@ -235,6 +239,7 @@ impl From<&TaskRecord> for TaskView {
             worktree: record.worktree.as_ref().map(|w| w.path.clone()),
             base_ref: record.worktree.as_ref().map(|w| w.base_ref.clone()),
             diff_stat: None,
+            conflicts: Vec::new(),
             host: None,
             request: None,
             queue: None,

@@ -2,6 +2,7 @@
 //! in `task.json`, and a user-level registry so any command finds a task by id.
 
 mod atomic;
+pub mod conflicts;
 mod record;
 mod registry;
 pub mod schedule;

@@ -7,6 +7,7 @@
 //! - `tasks/<id>`: the [`Placement`], JSON (older versions wrote the bare task directory);
 //! - `tasks/<id>.pane`: the [`PaneStart`] tmux reported, written once the pane exists;
 //! - `tasks/<id>.merge`: the [`MergeRecord`] of the task's last `cuekit merge`;
+//! - `tasks/<id>.conflicts`: what the last conflict check found (`super::conflicts`);
 //! - `pending/<id>`: a [`Pending`] submit, from before tmux is asked until the task is recorded,
 //!   so a submit killed half-way is found and undone; `pending/` also holds the registry's
 //!   temp files, named after their writer's pid.
@@ -348,6 +349,14 @@ pub fn pane_start(task_id: &str) -> Option<PaneStart> {
     serde_json::from_slice(&super::atomic::read_small(&path).ok()?).ok()
 }
 
+/// A file of the registry's, staged in its temp folder (both must exist: a write never makes a
+/// removed registry anew).
+pub(super) fn stage_own(path: &Path, bytes: &[u8]) -> Result<super::Staged> {
+    existing(registry_dir())?;
+    let tmp_dir = existing(pending_dir())?;
+    super::atomic::stage_in(&tmp_dir, path, bytes)
+}
+
 /// Records what `cuekit merge` did (replacing an earlier merge's record).
 pub fn record_merge(task_id: &str, merge: &MergeRecord) -> Result<()> {
     let dir = existing(registry_dir())?;
@@ -407,6 +416,7 @@ pub fn unregister(task_id: &str) {
         return;
     }
     super::schedule::forget(task_id);
+    super::conflicts::forget(task_id);
     if let Some(dir) = registry_dir() {
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.seen")));
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.merge")));

@@ -27,6 +27,18 @@ pub struct TransitionEvent {
     pub task_dir: PathBuf,
     /// The first 200 characters.
     pub objective: String,
+    /// A `conflict` transition (reason `conflict`, the status unchanged): the monitor found
+    /// this task's work conflicting with another's or its target branch's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflict: Option<ConflictNote>,
+}
+
+/// What a `conflict` transition found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConflictNote {
+    /// The other task's id, or `target <branch>`.
+    pub with: String,
+    pub files: Vec<crate::git::conflicts::ConflictFile>,
 }
 
 pub fn log_path() -> Option<PathBuf> {

@@ -179,9 +179,15 @@ fn table_row<'a>(state: &State, row: &'a BoardRow, wide: bool) -> Row<'a> {
         // A worktree task shows its branch and its work against the base instead.
         .or_else(|| {
             let branch = view.branch.as_deref()?;
-            Some(match &view.diff_stat {
+            let work = match &view.diff_stat {
                 Some(stat) => format!("{branch} +{} -{}", stat.insertions, stat.deletions),
                 None => branch.to_string(),
+            };
+            // The last conflict check found its work clashing with another's or its target's.
+            Some(if view.conflicts.is_empty() {
+                work
+            } else {
+                format!("{work} !conflict")
             })
         })
         .unwrap_or_default();
