@@ -499,3 +499,117 @@ fn an_unprivileged_users_sandbox_holds() {
 fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
+
+/// The user's `sandbox.read` for a harness with the real Gemini CLI: its canned replies and
+/// the CLI itself live where the sandbox hides (the test's temp dir, a clone under /tmp).
+fn show_the_real_gemini(h: &Harness) {
+    let tools = common::tools_bin().parent().unwrap().to_path_buf();
+    user_config(
+        h,
+        &format!(
+            "sandbox:\n  read: ['{}', '{}']\n",
+            h.root().join("canned.jsonl").display(),
+            tools.display()
+        ),
+    );
+}
+
+/// The pid namespace a process lives in.
+fn pid_namespace(pid: u32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok()
+}
+
+/// An interactive Gemini child in the sandbox: its TUI runs, a steer arrives with its receipt,
+/// and a cancel ends every process of it, inside the namespace too.
+#[test]
+fn a_sandboxed_interactive_child_is_steered_and_cancelled() {
+    let h = Harness::new()
+        .with_real_gemini(&[canned_text("First answer."), canned_text("Second answer.")]);
+    show_the_real_gemini(&h);
+    let id = h.submit(&["--sandbox", "--model", common::MODEL, "Answer twice"]);
+    let ok = common::poll(Duration::from_secs(60), || {
+        h.status(&id)["status"] == "input_required"
+    });
+    assert!(ok, "{}\n{}", h.status(&id), h.screen(&id));
+    let (receipt, code) = h.json(&["steer", &id, "Say more"]);
+    assert_eq!(code, 0, "{receipt}");
+    assert_eq!(receipt["receipt"], "submitted", "{receipt}");
+    assert!(
+        common::poll(Duration::from_secs(30), || h
+            .screen(&id)
+            .contains("Second answer.")),
+        "{}",
+        h.screen(&id)
+    );
+    let inside = common::processes_of(&id);
+    let own = pid_namespace(std::process::id());
+    assert!(
+        inside.iter().any(|pid| pid_namespace(*pid) != own),
+        "no process of the task runs in a pid namespace of its own: {inside:?}"
+    );
+    let (cancelled, code) = h.json(&["cancel", &id]);
+    assert_eq!(code, 0, "{cancelled}");
+    assert_eq!(h.status(&id)["status"], "cancelled");
+    assert!(
+        common::poll(Duration::from_secs(10), || common::processes_of(&id)
+            .is_empty()),
+        "left running: {:?}",
+        common::processes_of(&id)
+    );
+}
+
+/// In ACP mode bubblewrap wraps the agent, not cuekit's client: the client stays outside (its
+/// control socket reachable by the parent), the agent runs inside, and steering works.
+#[test]
+fn in_acp_mode_the_sandbox_wraps_the_agent_not_the_client() {
+    let h = Harness::new()
+        .with_real_gemini(&[canned_text("First answer."), canned_text("Second answer.")]);
+    show_the_real_gemini(&h);
+    let id = h.submit(&[
+        "--sandbox",
+        "--mode",
+        "acp",
+        "--model",
+        common::MODEL,
+        "Answer",
+    ]);
+    assert!(
+        common::poll(Duration::from_secs(60), || {
+            h.ok(&["logs", &id]).contains("First answer.")
+        }),
+        "{}",
+        h.transcript(&id)
+    );
+    let own = pid_namespace(std::process::id());
+    let processes = common::processes_of(&id);
+    let name =
+        |pid: &u32| std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let client: Vec<&u32> = processes
+        .iter()
+        .filter(|pid| name(pid).contains("__acp"))
+        .collect();
+    assert!(!client.is_empty(), "no client among {processes:?}");
+    for pid in &client {
+        assert_eq!(pid_namespace(**pid), own, "the client was sandboxed");
+    }
+    assert!(
+        processes
+            .iter()
+            .any(|pid| name(pid).contains("gemini") && pid_namespace(*pid) != own),
+        "the agent is not in a namespace of its own"
+    );
+    let (receipt, code) = h.json(&["steer", &id, "And now?"]);
+    assert_eq!(code, 0, "{receipt}");
+    assert_eq!(receipt["receipt"], "submitted", "{receipt}");
+    assert!(
+        common::poll(Duration::from_secs(30), || h
+            .ok(&["logs", &id])
+            .contains("Second answer.")),
+        "{}",
+        h.transcript(&id)
+    );
+    h.json(&["cancel", &id]);
+    assert!(common::poll(Duration::from_secs(10), || {
+        common::processes_of(&id).is_empty()
+    }));
+}

@@ -120,6 +120,7 @@ pub fn build_acp_launch(
         ));
     }
     parts.push("--".to_string());
+    let agent_at = parts.join(" ").len() + 1;
     parts.push(match acp.program {
         Some(program) => super::shell_word_for_bin(program)?,
         None => super::shell_word_for_bin(bin)?,
@@ -132,6 +133,6 @@ pub fn build_acp_launch(
         command: parts.join(" "),
         warnings,
         event_stream: false,
-        agent_at: None,
+        agent_at: Some(agent_at),
     })
 }

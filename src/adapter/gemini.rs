@@ -309,6 +309,28 @@ mod tests {
     }
 
     #[test]
+    fn an_acp_launch_says_where_the_agent_starts() {
+        let launch = GEMINI
+            .launch(&spec("hi"), Mode::Acp, "gemini", "'cuekit'")
+            .unwrap();
+        let at = launch
+            .agent_at
+            .expect("an ACP launch runs the client first");
+        assert!(
+            launch.command[..at].starts_with("'cuekit' __acp"),
+            "{}",
+            launch.command
+        );
+        assert!(launch.command[..at].ends_with(" -- "), "{}", launch.command);
+        assert!(
+            launch.command[at..].starts_with("gemini --acp"),
+            "{}",
+            launch.command
+        );
+        assert_eq!(build(&spec("hi"), Mode::Batch).agent_at, None);
+    }
+
+    #[test]
     fn capabilities_match_the_design() {
         let caps = &GEMINI.capabilities;
         assert_eq!(caps.agent_kind, "gemini");
