@@ -86,6 +86,7 @@ pub fn doctor(cwd: &Path, fix: bool) -> Vec<Check> {
                         .next("run cuekit inside a desktop session, or drop `desktop` from notify"),
                 });
             }
+            checks.push(sandbox_check(&config));
             config
         }
         Err(err) => {
@@ -142,6 +143,30 @@ fn queue_check() -> Option<Check> {
 /// Oldest git `--worktree` tasks work with: `merge-tree --write-tree` finds conflicts without
 /// touching a work tree.
 const MIN_GIT: (u32, u32) = (2, 38);
+
+/// Whether `--sandbox` can make its namespaces here, as the submit itself would find out: a
+/// failure where the config sandboxes every task is one, elsewhere a warning.
+fn sandbox_check(config: &Config) -> Check {
+    let configured = config.sandbox().mode == crate::sandbox::SandboxMode::Bwrap;
+    match crate::ops::probe_sandbox() {
+        Ok(bwrap) => Check::new(
+            "sandbox",
+            Level::Ok,
+            format!(
+                "{} makes its namespaces here (--sandbox works)",
+                bwrap.display()
+            ),
+        ),
+        Err(err) => {
+            let level = if configured { Level::Fail } else { Level::Warn };
+            let check = Check::new("sandbox", level, err.message);
+            match err.hint {
+                Some(hint) => check.next(hint),
+                None => check,
+            }
+        }
+    }
+}
 
 fn git_check() -> Check {
     let version = std::process::Command::new("git")

@@ -178,13 +178,14 @@ pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
     words
 }
 
-/// File name, in the task directory, of bubblewrap's status (`--json-status-fd`): it names the
-/// agent's pid once the sandbox is up, so an ending without it is the sandbox's failure.
+/// File name, in the task directory, of bubblewrap's status (`--json-status-fd`): it gets the
+/// agent's exit code once the agent ran (bubblewrap writes `child-pid` already before it sets
+/// up the mounts), so an ending without one is the sandbox's failure.
 pub const STATUS_FILE: &str = "sandbox-status";
 
-/// Whether bubblewrap's status says the sandbox came up (it started the agent).
+/// Whether bubblewrap's status says the agent ran in the sandbox to its end.
 pub fn came_up(status: &str) -> bool {
-    status.contains("\"child-pid\"")
+    status.contains("\"exit-code\"")
 }
 
 /// A shell launch command (interactive, batch) run inside the sandbox: `bwrap … -- /bin/sh -c
@@ -305,10 +306,11 @@ mod tests {
     }
 
     #[test]
-    fn a_status_without_the_agents_pid_is_a_sandbox_that_never_came_up() {
+    fn a_status_without_the_agents_exit_code_is_a_sandbox_that_never_came_up() {
         assert!(came_up("{ \"child-pid\": 12 }\n{ \"exit-code\": 1 }\n"));
         assert!(!came_up(""));
-        assert!(!came_up("{ \"exit-code\": 1 }"));
+        // A mount that failed: bubblewrap named its child, which never ran the agent.
+        assert!(!came_up("{ \"child-pid\": 12, \"mnt-namespace\": 4 }\n"));
     }
 
     #[test]

@@ -89,8 +89,8 @@ pub struct Observation<'a> {
     pub stream: Option<StreamReport>,
     /// `launch.sh` left its setup-failed marker: `worktree.setup` failed, the agent never ran.
     pub setup_failed: bool,
-    /// The task runs in a bubblewrap sandbox whose status never named the agent's pid: the
-    /// sandbox could not be made (or bubblewrap died), the agent never ran.
+    /// The task runs in a bubblewrap sandbox whose status never got the agent's exit code:
+    /// the sandbox could not be made (or bubblewrap died), the agent never ran to its end.
     pub sandbox_failed: bool,
     /// The pane's first process, as recorded at start, still runs (read in /proc when tmux
     /// does not show the pane, or shows it dead without a status).

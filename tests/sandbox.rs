@@ -613,3 +613,40 @@ fn in_acp_mode_the_sandbox_wraps_the_agent_not_the_client() {
         common::processes_of(&id).is_empty()
     }));
 }
+
+/// A sandbox that cannot be made when the task starts (a path it shows is gone by then) ends
+/// the task `failed` / `sandbox_failed`: the agent never runs unsandboxed, and its failure is
+/// not taken for the agent's.
+#[test]
+fn a_sandbox_that_cannot_be_made_at_start_ends_sandbox_failed() {
+    let h = Harness::new();
+    let shown = h.root().join("shown");
+    std::fs::create_dir_all(&shown).unwrap();
+    user_config(&h, &format!("sandbox:\n  read: ['{}']\n", shown.display()));
+    let first = h.submit_batch_sh("sleep 2");
+    let second = h.submit(&[
+        "--sandbox",
+        "--after",
+        &first,
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "sh",
+        "-c",
+        "echo AGENT-RAN",
+    ]);
+    assert_eq!(h.status(&second)["status"], "queued");
+    std::fs::remove_dir(&shown).unwrap();
+    let (waited, _) = h.json(&["wait", &second, "--timeout", "60s"]);
+    let view = &waited["tasks"][0];
+    assert_eq!(view["status"], "failed", "{waited}");
+    assert_eq!(view["reason"], "sandbox_failed", "{waited}");
+    let transcript = h.transcript(&second);
+    assert!(!transcript.contains("AGENT-RAN"), "{transcript}");
+    assert!(
+        transcript.contains("bwrap"),
+        "bubblewrap's own words: {transcript}"
+    );
+}

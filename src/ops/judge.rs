@@ -868,8 +868,8 @@ pub(crate) fn has_ended(task: &Task) -> Result<bool> {
     Ok(refresh(vec![current])?.tasks[0].record.status.is_terminal())
 }
 
-/// A bubblewrap sandbox around a shell-launched agent writes its status: one that never named
-/// the agent's pid was never up. (An ACP task's agent is started by its client, which reports
+/// A bubblewrap sandbox around a shell-launched agent writes its status: one that never got
+/// the agent's exit code was never up (or bubblewrap died). (An ACP task's agent is started by its client, which reports
 /// its own failure.)
 fn sandbox_never_came_up(task: &Task) -> bool {
     let wrapped = task.record.mode != crate::spec::Mode::Acp

@@ -175,6 +175,11 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
     for constraint in &request.constraints {
         value("constraint", Some(constraint.clone()));
     }
+    // The host's bubblewrap makes the sandbox, from the host's paths.
+    value(
+        "sandbox",
+        request.sandbox.mode.map(|mode| mode.as_str().to_string()),
+    );
     // The host's own scheduler and judge hold these.
     let scheduling = &request.scheduling;
     value(
@@ -193,6 +198,10 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
     );
     let switches = [
         (scheduling.now, "--now"),
+        (
+            request.sandbox.network == Some(crate::sandbox::Network::Off),
+            "--no-network",
+        ),
         (
             request.dangerously_skip_permissions == Some(true),
             "--skip-permissions",
@@ -259,6 +268,10 @@ mod tests {
             timeout: Some(Duration::from_secs(90)),
             dangerously_skip_permissions: Some(false),
             worktree: Some(true),
+            sandbox: crate::ops::SandboxRequest {
+                mode: Some(crate::sandbox::SandboxMode::Bwrap),
+                network: Some(crate::sandbox::Network::Off),
+            },
             ..SubmitRequest::default()
         };
         let (words, stdin) = submit_words(&request);
@@ -272,6 +285,8 @@ mod tests {
                 "--context=-not a flag",
                 "--constraint=a",
                 "--constraint=b",
+                "--sandbox=bwrap",
+                "--no-network",
                 "--no-skip-permissions",
                 "--worktree",
                 "-"
