@@ -342,7 +342,7 @@ fn refresh_with(
             .is_some_and(|facts| facts.sandbox.is_some());
         if sandboxed
             && task.record.status == Status::Running
-            && let Some(dir) = super::sandbox::drop_dir(&task.record.id)
+            && let Some(dir) = store::drop_dir(&task.record.id)
         {
             super::report_drop::take_dropped(task, &dir);
         }

@@ -57,6 +57,7 @@ pub fn run_monitor(socket: &str) -> Result<()> {
         watched: HashMap::new(),
         known: HashSet::new(),
         worktrees: HashMap::new(),
+        conflicts_checked: None,
         hooks: Vec::new(),
     };
     let mut next_tick = Instant::now();
@@ -119,6 +120,9 @@ struct Monitor {
     /// This server's worktree tasks, ended ones included (their work still merges or clashes):
     /// checked for conflicts while anything is watched.
     worktrees: HashMap<String, Placement>,
+    /// When the worktrees were last checked for conflicts: a check walks each worktree's
+    /// files, so it runs every [`CONFLICTS_EVERY`], not every tick.
+    conflicts_checked: Option<Instant>,
     hooks: Vec<JoinHandle<()>>,
 }
 
@@ -174,7 +178,11 @@ impl Monitor {
                 self.follow(task, &refreshed, screens.get(&task.record.id));
             }
         }
-        if !self.watched.is_empty() && !self.worktrees.is_empty() {
+        let due = self
+            .conflicts_checked
+            .is_none_or(|at| at.elapsed() >= CONFLICTS_EVERY);
+        if due && !self.watched.is_empty() && !self.worktrees.is_empty() {
+            self.conflicts_checked = Some(Instant::now());
             self.conflicts();
         }
         Ok(!self.watched.is_empty())
@@ -654,6 +662,10 @@ fn deliver_conflict(task: &Task, conflict: &super::conflicts::Conflict) -> Optio
         log: events_file,
     }))
 }
+
+/// How often the monitor rechecks worktree tasks for conflicts (a walk of each worktree's
+/// files; git only for work that changed).
+const CONFLICTS_EVERY: Duration = Duration::from_secs(5);
 
 /// One JSON line appended in a single write.
 fn append_line(path: &Path, value: &serde_json::Value) {

@@ -171,12 +171,6 @@ fn first_word_len(command: &str) -> usize {
     command.len()
 }
 
-/// The report drop of a sandboxed task (`<data>/drop/<id>/`): the one place of cuekit's it
-/// may write, read by the monitor.
-pub(crate) fn drop_dir(id: &str) -> Option<PathBuf> {
-    crate::store::data_dir().map(|dir| dir.join("drop").join(id))
-}
-
 fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
@@ -261,7 +255,7 @@ fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
             });
         }
     }
-    let drop = drop_dir(subject.id)
+    let drop = crate::store::drop_dir(subject.id)
         .ok_or_else(|| unavailable("no data directory for the report drop", "set HOME"))?;
     crate::store::create_private_dir(&drop)?;
     mounts.push(Mount::Writable(drop.clone()));

@@ -18,9 +18,9 @@ pub use record::{
 };
 pub use registry::{
     Budget, MergeRecord, PaneStart, Pending, Placement, TaskFacts, WorktreePlacement, announced,
-    data_dir, merge_of, pane_start, pending_submits, placement, record_merge, record_pane_start,
-    registered_ids, registry_dir, remove_pending, save_announced, stage_placement, unregister,
-    write_pending,
+    data_dir, drop_dir, merge_of, pane_start, pending_submits, placement, record_merge,
+    record_pane_start, registered_ids, registry_dir, remove_pending, save_announced,
+    stage_placement, unregister, write_pending,
 };
 
 use std::path::{Path, PathBuf};

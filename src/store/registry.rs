@@ -161,6 +161,14 @@ pub fn data_dir() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "cuekit").map(|dirs| dirs.data_dir().to_path_buf())
 }
 
+/// A sandboxed task's report drop (`~/.local/share/cuekit/drop/<id>/`): the one place of
+/// cuekit's its sandbox may write.
+pub fn drop_dir(task_id: &str) -> Option<PathBuf> {
+    super::is_task_id(task_id)
+        .then(|| data_dir().map(|dir| dir.join("drop").join(task_id)))
+        .flatten()
+}
+
 /// `~/.local/share/cuekit/tasks`.
 pub fn registry_dir() -> Option<PathBuf> {
     data_dir().map(|dir| dir.join("tasks"))
@@ -417,6 +425,9 @@ pub fn unregister(task_id: &str) {
     }
     super::schedule::forget(task_id);
     super::conflicts::forget(task_id);
+    if let Some(drop) = drop_dir(task_id) {
+        let _ = std::fs::remove_dir_all(drop);
+    }
     if let Some(dir) = registry_dir() {
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.seen")));
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.merge")));
