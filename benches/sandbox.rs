@@ -74,19 +74,6 @@ fn main() {
 /// What `submit --sandbox` runs once to know a sandbox can be made.
 fn probe_command() -> std::process::Command {
     let mut command = std::process::Command::new("bwrap");
-    command.args([
-        "--die-with-parent",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--",
-        "/bin/true",
-    ]);
+    command.args(cuekit::sandbox::PROBE);
     command
 }

@@ -121,6 +121,23 @@ pub struct Plan {
     pub new_session: bool,
 }
 
+/// bubblewrap's arguments that tell whether it can make a sandbox's namespaces here: what a
+/// `--sandbox` submit and `doctor` run once (`bwrap PROBE`).
+pub const PROBE: &[&str] = &[
+    "--die-with-parent",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--",
+    "/bin/true",
+];
+
 /// Variables unset inside: the ways to the outside's sockets.
 pub const UNSET: &[&str] = &[
     "SSH_AUTH_SOCK",

@@ -32,6 +32,17 @@ fn delegation(final_text: &str) -> Vec<String> {
     ]
 }
 
+/// cuekit registered with the parent exactly as `cuekit mcp config --client gemini` prints
+/// it, beside the API-key auth the offline CLI needs.
+fn register_printed_snippet(h: &Harness) {
+    let snippet: Value =
+        serde_json::from_str(&h.ok(&["mcp", "config", "--client", "gemini"])).unwrap();
+    let settings = h.home.join(".gemini/settings.json");
+    let mut merged: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+    merged["mcpServers"] = snippet["mcpServers"].clone();
+    std::fs::write(&settings, merged.to_string()).unwrap();
+}
+
 /// What a client printed, both streams.
 fn printed(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
@@ -100,12 +111,7 @@ fn tool_results(stream: &str) -> Vec<(String, String)> {
 fn a_gemini_parent_delegates_to_a_gemini_child_through_the_printed_snippet() {
     let h = Harness::new().with_real_gemini(&[canned_text("Child says hello.")]);
     // Registered as the snippet says, beside the API-key auth the offline CLI needs.
-    let snippet: Value =
-        serde_json::from_str(&h.ok(&["mcp", "config", "--client", "gemini"])).unwrap();
-    let settings = h.home.join(".gemini/settings.json");
-    let mut merged: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
-    merged["mcpServers"] = snippet["mcpServers"].clone();
-    std::fs::write(&settings, merged.to_string()).unwrap();
+    register_printed_snippet(&h);
 
     let (stream, _) = parent_run(
         &h,
@@ -328,12 +334,7 @@ fn the_claude_code_plugin_is_loaded_by_the_real_claude_code() {
 /// server, registered as the printed snippet says, over `replies`, with `prompt` as its first
 /// message.
 fn parent_in_pane(h: &Harness, session: &str, replies: &[String], prompt: &str) {
-    let snippet: Value =
-        serde_json::from_str(&h.ok(&["mcp", "config", "--client", "gemini"])).unwrap();
-    let settings = h.home.join(".gemini/settings.json");
-    let mut merged: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
-    merged["mcpServers"] = snippet["mcpServers"].clone();
-    std::fs::write(&settings, merged.to_string()).unwrap();
+    register_printed_snippet(h);
     let canned = h.root().join(format!("{session}.jsonl"));
     std::fs::write(&canned, replies.join("\n") + "\n").unwrap();
     let quote = |text: &str| shlex::try_quote(text).unwrap().into_owned();
@@ -502,12 +503,7 @@ fn a_gemini_parent_steers_cancels_and_waits_on_a_team() {
     const STEERED: &str = "t_0123456789ac";
     let h = Harness::new()
         .with_real_gemini(&[canned_text("First answer."), canned_text("Second answer.")]);
-    let snippet: Value =
-        serde_json::from_str(&h.ok(&["mcp", "config", "--client", "gemini"])).unwrap();
-    let settings = h.home.join(".gemini/settings.json");
-    let mut merged: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
-    merged["mcpServers"] = snippet["mcpServers"].clone();
-    std::fs::write(&settings, merged.to_string()).unwrap();
+    register_printed_snippet(&h);
     let replies = [
         call(
             "mcp_cuekit_submit_task",

@@ -65,20 +65,7 @@ pub fn probe() -> Result<PathBuf> {
         )
     })?;
     let output = Command::new(&bwrap)
-        .args([
-            "--die-with-parent",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--",
-            "/bin/true",
-        ])
+        .args(sandbox::PROBE)
         .stdin(Stdio::null())
         .output()
         .map_err(|err| unavailable(format!("bwrap cannot run: {err}"), "check its install"))?;
