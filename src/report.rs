@@ -9,6 +9,15 @@ use serde_json::Value;
 /// The `type` of a report line in `events.jsonl`.
 pub const EVENT_TYPE: &str = "cuekit_report";
 
+/// What a child asks to report: its kind, words and detail (`cuekit report`, or a sandboxed
+/// child's dropped file).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReportRequest {
+    pub kind: ReportKind,
+    pub message: String,
+    pub data: Option<serde_json::Value>,
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReportKind {

@@ -44,6 +44,7 @@ mod wait;
 mod wake;
 
 pub use crate::process::DEFAULT_GRACE;
+pub use crate::report::ReportRequest;
 pub use acp::{Approval, approve};
 pub use attach::{attach, attach_and_return, attach_opens_popup};
 pub use board::{Board, BoardRow, Preview, board, host_board};
@@ -61,7 +62,7 @@ pub use outcome::{RESULT_FILE, TaskResult, written_final_text};
 pub use reap::reap_orphans;
 pub use remote::{HostError, HostReport, Installed, host_install, hosts};
 pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};
-pub use report::{ReportRequest, report};
+pub use report::report;
 pub use report_drop::drop_report;
 pub use result::result;
 pub use route::finishes_without_caller;

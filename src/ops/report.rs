@@ -3,19 +3,10 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
 use crate::error::{Error, ErrorCode, Result};
 use crate::process::descends_from;
-use crate::report::{Report, ReportKind};
+use crate::report::{Report, ReportRequest};
 use crate::store;
-
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct ReportRequest {
-    pub kind: ReportKind,
-    pub message: String,
-    pub data: Option<Value>,
-}
 
 /// Records a report for `task_id` made by process `caller_pid`.
 ///

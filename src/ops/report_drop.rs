@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::report::ReportRequest;
 use crate::error::{Error, ErrorCode, Result};
-use crate::report::{Report, ReportKind};
+use crate::report::{Report, ReportKind, ReportRequest};
 use crate::store;
 
 /// Writes a report proven the task's own into its record and log, under the record's lock.

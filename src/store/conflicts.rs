@@ -94,6 +94,8 @@ pub fn lock() -> Result<Option<std::fs::File>> {
     super::lock_file(&dir.join("conflicts.lock")).map(Some)
 }
 
+/// Drops the stored check of a task that is no longer checked (`store::unregister` removes
+/// the same file with the rest of a task's registry files).
 pub fn forget(task_id: &str) {
     if let Some(path) = path(task_id) {
         let _ = std::fs::remove_file(path);

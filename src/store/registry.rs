@@ -424,13 +424,14 @@ pub fn unregister(task_id: &str) {
         return;
     }
     super::schedule::forget(task_id);
-    super::conflicts::forget(task_id);
     if let Some(drop) = drop_dir(task_id) {
         let _ = std::fs::remove_dir_all(drop);
     }
     if let Some(dir) = registry_dir() {
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.seen")));
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.merge")));
+        // The last conflict check's (`store::conflicts`).
+        let _ = std::fs::remove_file(dir.join(format!("{task_id}.conflicts")));
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.pane")));
         let _ = std::fs::remove_file(dir.join(task_id));
     }
