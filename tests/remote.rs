@@ -209,6 +209,49 @@ fn a_task_on_a_host_is_submitted_followed_steered_and_cancelled() {
     );
 }
 
+/// `--sandbox` goes to the host, whose own bubblewrap (as the host's unprivileged user, in a
+/// user namespace) makes the sandbox: the host user's `~/.ssh` is out of the child's reach.
+#[test]
+fn a_sandboxed_task_on_a_host_runs_in_the_hosts_bubblewrap() {
+    let alpha = SshHost::start("alpha");
+    std::fs::create_dir_all(alpha.home().join("work")).unwrap();
+    must(as_root("chown").args(["-R", &alpha.user]).arg(alpha.home()));
+    let h = harness_with(&[&alpha], "");
+    // In the host user's HOME itself it is refused: the sandbox would show all of HOME.
+    let refused = try_submit_on(&h, "alpha", &["--sandbox", "--", "true"]);
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr_of(&refused));
+    assert!(
+        stderr_of(&refused).contains("HOME"),
+        "{}",
+        stderr_of(&refused)
+    );
+    let id = submit_on(
+        &h,
+        "alpha",
+        &[
+            "--cwd",
+            "~/work",
+            "--sandbox",
+            "--mode",
+            "batch",
+            "--",
+            "sh",
+            "-c",
+            "(cat ~/.ssh/authorized_keys) >/dev/null 2>&1 && echo KEY-ESCAPED || echo KEY-BLOCKED; \
+             echo made > made.txt && echo WORK-WRITTEN",
+        ],
+    );
+    let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+    assert_eq!(code, 0, "{waited}");
+    let logs = h.ok(&["logs", &id]);
+    assert!(
+        logs.contains("KEY-BLOCKED") && !logs.contains("KEY-ESCAPED"),
+        "{logs}"
+    );
+    assert!(logs.contains("WORK-WRITTEN"), "{logs}");
+    assert_eq!(h.status(&id)["sandbox"], "bwrap");
+}
+
 #[test]
 fn list_all_shows_both_hosts_and_a_lost_host_reads_unknown_until_it_is_back() {
     let alpha = SshHost::start("alpha");

@@ -163,6 +163,18 @@ fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
         .map(PathBuf::from)
         .and_then(|home| home.canonicalize().ok())
         .ok_or_else(|| unavailable("HOME is not set to a directory", "set HOME"))?;
+    // A work dir that holds HOME would show all of it, `~/.ssh` included.
+    let work = subject
+        .work_dir
+        .canonicalize()
+        .unwrap_or_else(|_| subject.work_dir.to_path_buf());
+    if home.starts_with(&work) {
+        return Err(Error::invalid_input(format!(
+            "the sandbox's work dir {} holds your HOME: the agent would see all of it",
+            work.display()
+        ))
+        .with_hint("run the task in a project folder (--cwd), or without --sandbox"));
+    }
     let hidden = sandbox::hidden_roots(&home);
     let is_hidden = |path: &Path| hidden.iter().any(|root| path.starts_with(root));
     let mut mounts = Vec::new();
