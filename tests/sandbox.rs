@@ -340,6 +340,19 @@ fn without_bubblewrap_a_sandboxed_submit_starts_nothing() {
     assert_eq!(said["error"]["code"], "sandbox_unavailable", "{said}");
     let listed = h.ok(&["list", "--json"]);
     assert!(!listed.contains("t_"), "a task was recorded: {listed}");
+    // `doctor` names the cause.
+    let doctor = h
+        .cuekit()
+        .env("PATH", format!("{}:{}", h.bin.display(), bin.display()))
+        .arg("doctor")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        said.lines()
+            .any(|line| line.contains("sandbox") && line.contains("not installed")),
+        "{said}"
+    );
     // An agent without a sandbox of its own, asked for it.
     let (refused, code) = h.json(&[
         "submit",
@@ -648,5 +661,33 @@ fn a_sandbox_that_cannot_be_made_at_start_ends_sandbox_failed() {
     assert!(
         transcript.contains("bwrap"),
         "bubblewrap's own words: {transcript}"
+    );
+}
+
+/// A sandboxed task's timeout holds: it ends `timed_out`, and nothing of it outlives it, inside
+/// the namespace either.
+#[test]
+fn a_sandboxed_task_times_out_with_nothing_left() {
+    let h = Harness::new();
+    let id = h.submit(&[
+        "--sandbox",
+        "--timeout",
+        "2s",
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "sh",
+        "-c",
+        "sleep 600 & sleep 600",
+    ]);
+    let (waited, _) = h.json(&["wait", &id, "--timeout", "60s"]);
+    assert_eq!(waited["tasks"][0]["status"], "timed_out", "{waited}");
+    assert!(
+        common::poll(Duration::from_secs(15), || common::processes_of(&id)
+            .is_empty()),
+        "left running: {:?}",
+        common::processes_of(&id)
     );
 }
