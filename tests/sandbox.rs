@@ -238,17 +238,7 @@ fn a_sandboxed_child_cannot_forge_its_exit_code_or_record() {
          (echo cuekit_exit=0 > \"$d/exit-code\") 2>/dev/null && echo FORGED-exit; \
          (echo '{}' > \"$d/task.json\") 2>/dev/null && echo FORGED-record; \
          echo TRIED; exit 3";
-    let id = h.submit(&[
-        "--sandbox",
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
-        script,
-    ]);
+    let id = h.submit_sh(script, &["--sandbox", "--mode", "batch"]);
     let (waited, _) = h.json(&["wait", &id, "--timeout", "30s"]);
     let transcript = h.transcript(&id);
     assert!(transcript.contains("TRIED"), "{transcript}");
@@ -272,29 +262,8 @@ fn no_network_means_not_even_loopback() {
     let script = format!(
         "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 5)' && echo CONNECTED || echo REFUSED"
     );
-    let cut = h.submit(&[
-        "--sandbox",
-        "--no-network",
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    let open = h.submit(&[
-        "--sandbox",
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
+    let cut = h.submit_sh(&script, &["--sandbox", "--no-network", "--mode", "batch"]);
+    let open = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
     h.json(&["wait", &cut, &open, "--timeout", "30s"]);
     let cut_said = h.transcript(&cut);
     assert!(
@@ -669,19 +638,10 @@ fn a_sandbox_that_cannot_be_made_at_start_ends_sandbox_failed() {
 #[test]
 fn a_sandboxed_task_times_out_with_nothing_left() {
     let h = Harness::new();
-    let id = h.submit(&[
-        "--sandbox",
-        "--timeout",
-        "2s",
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
+    let id = h.submit_sh(
         "sleep 600 & sleep 600",
-    ]);
+        &["--sandbox", "--timeout", "2s", "--mode", "batch"],
+    );
     let (waited, _) = h.json(&["wait", &id, "--timeout", "60s"]);
     assert_eq!(waited["tasks"][0]["status"], "timed_out", "{waited}");
     assert!(
