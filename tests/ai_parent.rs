@@ -399,7 +399,10 @@ fn wakes(h: &Harness, id: &str) -> Vec<Value> {
 /// new message the parent answers by reading the result.
 #[test]
 fn a_busy_gemini_parent_is_woken_once_when_idle_and_reads_the_result() {
+    const UNASKED: &str = "t_0123456789ad";
     let h = Harness::new().with_real_gemini(&[canned_text("Child says hello.")]);
+    // A project's file cannot turn the wake on: only the child that asked wakes the parent.
+    std::fs::write(h.project.join(".cuekit.yaml"), "notify: [parent]\n").unwrap();
     let slept = h.root().join("slept");
     let replies = [
         call(
@@ -407,7 +410,11 @@ fn a_busy_gemini_parent_is_woken_once_when_idle_and_reads_the_result() {
             json!({"objective": "Say hello", "mode": "batch", "model": MODEL, "id": CHILD,
                    "wake_parent": true}),
         ),
-        // Busy well past the child's end.
+        call(
+            "mcp_cuekit_submit_task",
+            json!({"objective": "Say hello", "mode": "batch", "model": MODEL, "id": UNASKED}),
+        ),
+        // Busy well past the children's ends.
         common::canned_shell_call(&format!(
             "sleep 8; date -u +%Y-%m-%dT%H:%M:%S.%3NZ > '{}'",
             slept.display()
@@ -442,17 +449,21 @@ fn a_busy_gemini_parent_is_woken_once_when_idle_and_reads_the_result() {
         ended_at < slept_at,
         "the child did not end while the parent was busy ({ended_at} vs {slept_at}): the test proves nothing"
     );
-    let wakes = wakes(&h, CHILD);
-    assert_eq!(wakes.len(), 1, "{wakes:?}");
-    assert_eq!(wakes[0]["wake"]["receipt"], "submitted", "{wakes:?}");
-    let typed_at = wakes[0]["wake"]["typed_at"].as_str().unwrap();
+    let woken = wakes(&h, CHILD);
+    assert_eq!(woken.len(), 1, "{woken:?}");
+    assert_eq!(woken[0]["wake"]["receipt"], "submitted", "{woken:?}");
+    let typed_at = woken[0]["wake"]["typed_at"].as_str().unwrap();
     assert!(
         typed_at > slept_at.as_str(),
         "typed at {typed_at}, while the parent was busy until {slept_at}"
     );
-    // No second wake on later looks.
+    // No second wake on later looks, and none for the child that did not ask.
     std::thread::sleep(std::time::Duration::from_secs(3));
-    assert_eq!(history(&h, "parent").matches(&line).count(), 1);
+    let later = history(&h, "parent");
+    assert_eq!(later.matches(&line).count(), 1);
+    assert_eq!(h.status(UNASKED)["status"], "completed");
+    assert!(wakes(&h, UNASKED).is_empty());
+    assert!(!later.contains(&format!("[cuekit] {UNASKED}")), "{later}");
 }
 
 /// A submit typed at a shell wakes nobody: `--wake-parent` is refused there, and the user's
