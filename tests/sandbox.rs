@@ -651,3 +651,25 @@ fn a_sandboxed_task_times_out_with_nothing_left() {
         common::processes_of(&id)
     );
 }
+
+/// A work dir that holds HOME or /tmp would show all of it again: refused before anything
+/// starts.
+#[test]
+fn a_work_dir_that_holds_home_or_tmp_is_refused() {
+    let h = Harness::new();
+    for dir in [h.home.to_str().unwrap(), "/tmp"] {
+        let (refused, code) = h.json(&[
+            "submit",
+            "--sandbox",
+            "--cwd",
+            dir,
+            "--agent",
+            "command",
+            "--",
+            "/bin/true",
+        ]);
+        assert_eq!(code, 3, "{dir}: {refused}");
+        assert_eq!(refused["error"]["code"], "invalid_input", "{refused}");
+    }
+    assert!(!h.home.join(".cuekit").exists());
+}

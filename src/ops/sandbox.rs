@@ -158,25 +158,48 @@ fn first_word_len(command: &str) -> usize {
     command.len()
 }
 
-fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
-    let home = std::env::var_os("HOME")
+fn home() -> Result<PathBuf> {
+    std::env::var_os("HOME")
         .map(PathBuf::from)
         .and_then(|home| home.canonicalize().ok())
-        .ok_or_else(|| unavailable("HOME is not set to a directory", "set HOME"))?;
-    // A work dir that holds HOME would show all of it, `~/.ssh` included.
-    let work = subject
-        .work_dir
-        .canonicalize()
-        .unwrap_or_else(|_| subject.work_dir.to_path_buf());
-    if home.starts_with(&work) {
-        return Err(Error::invalid_input(format!(
-            "the sandbox's work dir {} holds your HOME: the agent would see all of it",
-            work.display()
-        ))
-        .with_hint("run the task in a project folder (--cwd), or without --sandbox"));
+        .ok_or_else(|| unavailable("HOME is not set to a directory", "set HOME"))
+}
+
+/// A folder shown again must not be a hidden root or above one (`~/prog`'s folder is HOME,
+/// with `~/.ssh`; `/tmp/prog`'s is /tmp, with every socket in it).
+fn may_show(hidden: &[PathBuf], dir: &Path) -> bool {
+    !hidden.iter().any(|root| root.starts_with(dir))
+}
+
+/// Refuses a sandboxed task whose work dir would show HOME, /tmp or /run again: checked at
+/// submit before anything is made, and again by every launch.
+pub(crate) fn check_work_dir(policy: &Policy, work_dir: &Path) -> Result<()> {
+    if policy.mode != SandboxMode::Bwrap {
+        return Ok(());
     }
+    refuse_unsafe_work_dir(&home()?, work_dir)
+}
+
+fn refuse_unsafe_work_dir(home: &Path, work_dir: &Path) -> Result<()> {
+    let work = work_dir
+        .canonicalize()
+        .unwrap_or_else(|_| work_dir.to_path_buf());
+    if may_show(&sandbox::hidden_roots(home), &work) {
+        return Ok(());
+    }
+    Err(Error::invalid_input(format!(
+        "the sandbox's work dir {} holds your HOME, /tmp or /run: the agent would see all of it",
+        work.display()
+    ))
+    .with_hint("run the task in a project folder (--cwd), or without --sandbox"))
+}
+
+fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
+    let home = home()?;
+    refuse_unsafe_work_dir(&home, subject.work_dir)?;
     let hidden = sandbox::hidden_roots(&home);
     let is_hidden = |path: &Path| hidden.iter().any(|root| path.starts_with(root));
+    let may_show = |dir: &Path| may_show(&hidden, dir);
     let mut mounts = Vec::new();
 
     // The programs the task runs: the agent (and what interprets it), the shell, cuekit.
@@ -187,15 +210,19 @@ fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
     }
     programs.extend(std::env::current_exe().ok());
     for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
-        // A PATH entry that is HOME itself (or above it) would show all of it.
-        if dir.is_dir() && is_hidden(&dir) && !home.starts_with(&dir) {
+        if dir.is_dir() && is_hidden(&dir) && may_show(&dir) {
             mounts.push(Mount::ReadOnly(dir));
         }
     }
     for program in programs {
         let real = program.canonicalize().unwrap_or(program);
         if is_hidden(&real) {
-            mounts.push(Mount::ReadOnly(package_root(&real)));
+            let package = package_root(&real);
+            mounts.push(Mount::ReadOnly(if may_show(&package) {
+                package
+            } else {
+                real
+            }));
         }
     }
 

@@ -645,10 +645,12 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         matches!(request.asked_by, Asker::Delegate),
         &config,
     )?;
-    let task_dir = tasks_dir_in(&cwd)?.join(&id);
-    let socket = Socket(config.socket().value).resolve()?;
     let agent_dir = plan.as_ref().map_or_else(|| cwd.clone(), |p| p.agent_dir());
     let worktree_placement = plan.as_ref().map(git::create::Plan::placement);
+    let work_dir = worktree_placement.as_ref().map_or(&cwd, |w| &w.path);
+    super::sandbox::check_work_dir(&sandbox, work_dir)?;
+    let task_dir = tasks_dir_in(&cwd)?.join(&id);
+    let socket = Socket(config.socket().value).resolve()?;
     let LaunchCommand {
         command,
         warnings: launch_warnings,
@@ -659,7 +661,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         &super::sandbox::Subject {
             id: &id,
             task_dir: &task_dir,
-            work_dir: worktree_placement.as_ref().map_or(&cwd, |w| &w.path),
+            work_dir,
             start_dir: &agent_dir,
             worktree: worktree_placement.as_ref(),
             adapter,
