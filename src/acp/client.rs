@@ -349,6 +349,8 @@ impl Output {
             tokens: session.usage.map(|(input, output)| input + output),
             events: self.heard,
             last_activity: self.last_activity.clone(),
+            // A session goes on after each turn: a budget stops it.
+            finished: false,
         };
         let bytes = serde_json::to_vec(&progress).expect("progress serializes");
         let _ = store::write_atomic(

@@ -398,6 +398,9 @@ pub struct Progress {
     pub tokens: Option<u64>,
     pub events: u64,
     pub last_activity: Option<String>,
+    /// The run's `result` event arrived: it does no more work, only exits.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub finished: bool,
 }
 
 impl From<&Digest> for Progress {
@@ -408,6 +411,7 @@ impl From<&Digest> for Progress {
             tokens: digest.total_tokens(),
             events: digest.lines,
             last_activity: digest.last_activity.clone(),
+            finished: digest.result.is_some(),
         }
     }
 }

@@ -437,6 +437,8 @@ fn refresh_with(
             match judge(&task.record, adapter, &seen) {
                 // Usage past its budget ends a task as its timeout does.
                 Verdict::Unchanged => Ok(match super::budget::exceeded(&task) {
+                    // Its run is over, its exit is near: judged at its end, its exit code kept.
+                    Some(_) if run_is_ending(&task) => task,
                     Some(ending) => stop_due(task, ending, stop_timed_out),
                     None => task,
                 }),
@@ -883,4 +885,21 @@ fn sandbox_never_came_up(task: &Task) -> bool {
         && !store::read_small(&task.record.task_dir.join(crate::sandbox::STATUS_FILE))
             .map(|bytes| crate::sandbox::came_up(&String::from_utf8_lossy(&bytes)))
             .unwrap_or(false)
+}
+
+/// How long a batch run whose `result` is in may take to exit before a budget stops it.
+const EXIT_AFTER_RESULT: Duration = Duration::from_secs(10);
+
+/// A batch run that reported its `result` moments ago: it spends nothing more, and stopping it
+/// would lose its exit code.
+fn run_is_ending(task: &Task) -> bool {
+    let progress = task.record.task_dir.join(super::stream::PROGRESS_FILE);
+    let fresh = std::fs::symlink_metadata(&progress)
+        .and_then(|meta| meta.modified())
+        .ok()
+        .and_then(|at| at.elapsed().ok())
+        .is_some_and(|age| age < EXIT_AFTER_RESULT);
+    task.record.mode == crate::spec::Mode::Batch
+        && fresh
+        && super::stream::read_progress(&task.record.task_dir).is_some_and(|p| p.finished)
 }

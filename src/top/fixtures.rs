@@ -58,6 +58,7 @@ pub fn board() -> Vec<BoardRow> {
         tokens: Some(12_345),
         events: 40,
         last_activity: None,
+        finished: false,
     });
     vec![
         row(
