@@ -652,24 +652,27 @@ fn a_sandboxed_task_times_out_with_nothing_left() {
     );
 }
 
-/// A work dir that holds HOME or /tmp would show all of it again: refused before anything
-/// starts.
+/// A work dir that holds HOME would show all of it again: refused before anything is made.
+/// (/tmp and /run are refused by the same rule, unit-tested in ops::sandbox: a test must not
+/// risk a `.cuekit/` in the machine's /tmp.)
 #[test]
-fn a_work_dir_that_holds_home_or_tmp_is_refused() {
+fn a_work_dir_that_holds_home_is_refused() {
     let h = Harness::new();
-    for dir in [h.home.to_str().unwrap(), "/tmp"] {
-        let (refused, code) = h.json(&[
-            "submit",
-            "--sandbox",
-            "--cwd",
-            dir,
-            "--agent",
-            "command",
-            "--",
-            "/bin/true",
-        ]);
-        assert_eq!(code, 3, "{dir}: {refused}");
-        assert_eq!(refused["error"]["code"], "invalid_input", "{refused}");
-    }
-    assert!(!h.home.join(".cuekit").exists());
+    let home = h.home.to_str().unwrap();
+    let (refused, code) = h.json(&[
+        "submit",
+        "--sandbox",
+        "--cwd",
+        home,
+        "--agent",
+        "command",
+        "--",
+        "/bin/true",
+    ]);
+    assert_eq!(code, 3, "{refused}");
+    assert_eq!(refused["error"]["code"], "invalid_input", "{refused}");
+    assert!(
+        !h.home.join(".cuekit").exists(),
+        "a refused submit made files"
+    );
 }

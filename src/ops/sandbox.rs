@@ -401,6 +401,20 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_that_holds_a_hidden_root_is_never_shown_again() {
+        let hidden = sandbox::hidden_roots(Path::new("/home/u"));
+        for holds in ["/", "/tmp", "/run", "/home", "/home/u"] {
+            assert!(!may_show(&hidden, Path::new(holds)), "{holds}");
+        }
+        for inside in ["/home/u/src/p", "/tmp/work", "/usr/bin"] {
+            assert!(may_show(&hidden, Path::new(inside)), "{inside}");
+        }
+        assert!(refuse_unsafe_work_dir(Path::new("/home/u"), Path::new("/tmp")).is_err());
+        assert!(refuse_unsafe_work_dir(Path::new("/home/u"), Path::new("/home/u")).is_err());
+        assert!(refuse_unsafe_work_dir(Path::new("/home/u"), Path::new("/home/u/p")).is_ok());
+    }
+
+    #[test]
     fn a_package_is_shown_whole() {
         assert_eq!(
             package_root(Path::new(
