@@ -462,24 +462,8 @@ fn unix_now() -> u64 {
 /// notifications; returns their threads.
 fn deliver(task: &Task, transition: &Transition) -> Vec<JoinHandle<()>> {
     let record = &task.record;
-    let objective: String = record.spec.objective.chars().take(200).collect();
-    let event = TransitionEvent {
-        at: super::now_rfc3339(),
-        task_id: record.id.clone(),
-        agent: record.spec.agent_kind.clone(),
-        old_status: transition.old_status,
-        new_status: transition.new_status,
-        reason: transition.reason.clone(),
-        task_dir: record.task_dir.clone(),
-        objective: objective.clone(),
-        conflict: None,
-    };
-    let _ = transitions::append(&event);
+    let event = record_transition(record, transition, None);
     let events_file = record.task_dir.join(store::EVENTS_FILE);
-    append_line(
-        &events_file,
-        &serde_json::json!({"type": "cuekit_transition", "transition": &event}),
-    );
     let mut threads: Vec<JoinHandle<()>> = wake_parent(task, transition, &events_file)
         .into_iter()
         .collect();
@@ -503,25 +487,8 @@ fn deliver(task: &Task, transition: &Transition) -> Vec<JoinHandle<()>> {
     view.status = transition.new_status;
     view.reason = transition.reason.clone();
     let stdin = serde_json::to_vec(&view).expect("views serialize");
-    let old = transition.old_status.map_or("", Status::as_str);
-    let env = vec![
-        ("CUEKIT_TASK_ID".to_string(), record.id.clone()),
-        ("CUEKIT_AGENT".to_string(), record.spec.agent_kind.clone()),
-        ("CUEKIT_OLD_STATUS".to_string(), old.to_string()),
-        (
-            "CUEKIT_NEW_STATUS".to_string(),
-            transition.new_status.as_str().to_string(),
-        ),
-        (
-            "CUEKIT_REASON".to_string(),
-            transition.reason.clone().unwrap_or_default(),
-        ),
-        (
-            "CUEKIT_TASK_DIR".to_string(),
-            record.task_dir.display().to_string(),
-        ),
-        ("CUEKIT_OBJECTIVE".to_string(), objective.clone()),
-    ];
+    let env = hook_env(&event);
+    let objective = event.objective;
     let specific = match transition.new_status {
         Status::Running if transition.old_status.is_none() => Some(("on_start", &hooks.on_start)),
         Status::InputRequired => Some(("on_input_required", &hooks.on_input_required)),
@@ -603,52 +570,34 @@ fn wake_parent(task: &Task, transition: &Transition, log: &Path) -> Option<JoinH
 /// Records a `conflict` transition (the status unchanged) and starts `on_conflict`.
 fn deliver_conflict(task: &Task, conflict: &super::conflicts::Conflict) -> Option<JoinHandle<()>> {
     let record = &task.record;
-    let objective: String = record.spec.objective.chars().take(200).collect();
     let with = conflict.other();
-    let event = TransitionEvent {
-        at: super::now_rfc3339(),
-        task_id: record.id.clone(),
-        agent: record.spec.agent_kind.clone(),
-        old_status: Some(record.status),
-        new_status: record.status,
-        reason: Some("conflict".to_string()),
-        task_dir: record.task_dir.clone(),
-        objective: objective.clone(),
-        conflict: Some(transitions::ConflictNote {
+    let event = record_transition(
+        record,
+        &Transition {
+            old_status: Some(record.status),
+            new_status: record.status,
+            reason: Some("conflict".to_string()),
+        },
+        Some(transitions::ConflictNote {
             with: with.clone(),
             files: conflict.files.clone(),
         }),
-    };
-    let _ = transitions::append(&event);
-    let events_file = record.task_dir.join(store::EVENTS_FILE);
-    append_line(
-        &events_file,
-        &serde_json::json!({"type": "cuekit_transition", "transition": &event}),
     );
+    let events_file = record.task_dir.join(store::EVENTS_FILE);
     let config = Config::load(&record.cwd).ok()?;
     let command = config.hooks().on_conflict?;
     let timeout = config.hooks().timeout;
     let files: Vec<&str> = conflict.files.iter().map(|f| f.path.as_str()).collect();
-    let status = record.status.as_str().to_string();
-    let env = vec![
-        ("CUEKIT_TASK_ID".to_string(), record.id.clone()),
-        ("CUEKIT_AGENT".to_string(), record.spec.agent_kind.clone()),
-        ("CUEKIT_OLD_STATUS".to_string(), status.clone()),
-        ("CUEKIT_NEW_STATUS".to_string(), status),
-        ("CUEKIT_REASON".to_string(), "conflict".to_string()),
+    let mut env = hook_env(&event);
+    env.extend([
         ("CUEKIT_CONFLICT_WITH".to_string(), with),
         // One path a line: a path may hold spaces.
         ("CUEKIT_CONFLICT_FILES".to_string(), files.join("\n")),
         (
-            "CUEKIT_TASK_DIR".to_string(),
-            record.task_dir.display().to_string(),
-        ),
-        ("CUEKIT_OBJECTIVE".to_string(), objective),
-        (
             crate::process::HOOK_VARIABLE.to_string(),
             "on_conflict".to_string(),
         ),
-    ];
+    ]);
     let stdin = serde_json::to_vec(&serde_json::json!({"task": TaskView::from(record),
         "conflict": conflict}))
     .expect("views serialize");
@@ -661,6 +610,57 @@ fn deliver_conflict(task: &Task, conflict: &super::conflicts::Conflict) -> Optio
         timeout,
         log: events_file,
     }))
+}
+
+/// Appends a transition to the transitions log and to the task's `events.jsonl`; the event
+/// written (its objective cut to what hooks are given).
+fn record_transition(
+    record: &store::TaskRecord,
+    transition: &Transition,
+    conflict: Option<transitions::ConflictNote>,
+) -> TransitionEvent {
+    let event = TransitionEvent {
+        at: super::now_rfc3339(),
+        task_id: record.id.clone(),
+        agent: record.spec.agent_kind.clone(),
+        old_status: transition.old_status,
+        new_status: transition.new_status,
+        reason: transition.reason.clone(),
+        task_dir: record.task_dir.clone(),
+        objective: record.spec.objective.chars().take(200).collect(),
+        conflict,
+    };
+    let _ = transitions::append(&event);
+    append_line(
+        &record.task_dir.join(store::EVENTS_FILE),
+        &serde_json::json!({"type": "cuekit_transition", "transition": &event}),
+    );
+    event
+}
+
+/// What every hook of a transition is told in its environment.
+fn hook_env(event: &TransitionEvent) -> Vec<(String, String)> {
+    vec![
+        ("CUEKIT_TASK_ID".to_string(), event.task_id.clone()),
+        ("CUEKIT_AGENT".to_string(), event.agent.clone()),
+        (
+            "CUEKIT_OLD_STATUS".to_string(),
+            event.old_status.map_or("", Status::as_str).to_string(),
+        ),
+        (
+            "CUEKIT_NEW_STATUS".to_string(),
+            event.new_status.as_str().to_string(),
+        ),
+        (
+            "CUEKIT_REASON".to_string(),
+            event.reason.clone().unwrap_or_default(),
+        ),
+        (
+            "CUEKIT_TASK_DIR".to_string(),
+            event.task_dir.display().to_string(),
+        ),
+        ("CUEKIT_OBJECTIVE".to_string(), event.objective.clone()),
+    ]
 }
 
 /// How often the monitor rechecks worktree tasks for conflicts (a walk of each worktree's
