@@ -36,7 +36,7 @@ pub fn identify(from: Option<&SubmittedFrom>) -> Result<ParentAgent> {
     let from = from.ok_or_else(|| {
         no_parent("the submitter does not run inside tmux (TMUX and TMUX_PANE are unset)")
     })?;
-    let pane = pane_info(&from.socket, &from.pane)
+    let pane = pane_info(&Tmux::new(Socket(from.socket.clone())), &from.pane)
         .ok_or_else(|| no_parent(format!("tmux has no pane {}", from.pane)))?;
     let leader = crate::process::foreground_group(pane.pane_pid)
         .ok_or_else(|| no_parent(format!("pane {} has no foreground program", from.pane)))?;
@@ -205,10 +205,10 @@ fn ready_screen(
     adapter: &Adapter,
     parent: &ParentAgent,
 ) -> std::result::Result<Option<(PaneInfo, String)>, String> {
-    let pane = pane_info(&parent.socket, &parent.pane)
+    let pane = pane_info(tmux, &parent.pane)
         .filter(|pane| pane.pane_pid == parent.pane_pid && !pane.dead)
         .ok_or("the parent's pane is gone")?;
-    let same_agent = crate::process::start_ticks(parent.pid).is_some()
+    let same_agent = parent.start_ticks.is_some()
         && crate::process::start_ticks(parent.pid) == parent.start_ticks;
     if !same_agent {
         return Err("the parent agent has exited".into());
@@ -224,8 +224,7 @@ fn ready_screen(
     Ok(attention::awaits_message(&adapter.screen, &screen).then_some((pane, screen)))
 }
 
-fn pane_info(socket: &str, pane: &str) -> Option<PaneInfo> {
-    let tmux = Tmux::new(Socket(socket.to_string()));
+fn pane_info(tmux: &Tmux, pane: &str) -> Option<PaneInfo> {
     let printed = tmux.run(&args::pane_info(pane)).ok()?;
     crate::tmux::parse_panes(&printed).into_iter().next()
 }
