@@ -4,6 +4,8 @@
 //! namespace (as root it does not, and the failures real users meet would not show).
 
 mod common;
+#[path = "support/ssh_host.rs"]
+mod ssh_host;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -12,6 +14,7 @@ use std::time::Duration;
 use common::git::{git, init_repo};
 use common::{Harness, canned_shell_call, canned_text};
 use serde_json::Value;
+use ssh_host::{ThrowawayUser, as_root};
 
 /// Each attempt as one shell command that prints `RESULT-<name> <its exit status>`.
 fn attempt(name: &str, command: &str) -> String {
@@ -99,7 +102,7 @@ fn a_sandboxed_gemini_child_writes_its_worktree_and_nothing_else() {
     });
     let outside_pid = outside.0.id();
     assert!(common::poll(Duration::from_secs(10), || agent_socket.exists()));
-    let tmux_socket = format!("/tmp/tmux-{}/{}", unsafe_uid(), h.socket);
+    let tmux_socket = format!("/tmp/tmux-{}/{}", unsafe { libc::geteuid() }, h.socket);
 
     let names = [
         "inside",
@@ -341,90 +344,28 @@ fn which(tool: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("{tool} not on PATH"))
 }
 
-fn unsafe_uid() -> u32 {
-    // The test runs as a real user; `id -u` says which, without libc.
-    let out = Command::new("id").arg("-u").output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
-}
-
-/// A throw-away user with a HOME of its own (and a copy of cuekit), deleted on drop.
-struct Stranger {
-    name: String,
-    dir: tempfile::TempDir,
-}
-
-impl Stranger {
-    fn new() -> Stranger {
-        let dir = tempfile::Builder::new()
-            .prefix("cuekit-sbx-")
-            .tempdir()
-            .unwrap();
-        std::fs::set_permissions(
-            dir.path(),
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-        let name = format!("cks{}", std::process::id());
-        let home = dir.path().join("home");
-        std::fs::create_dir_all(home.join("bin")).unwrap();
-        std::fs::copy(env!("CARGO_BIN_EXE_cuekit"), home.join("bin/cuekit")).unwrap();
-        let made = Command::new("useradd")
-            .args(["-M", "-p", "*", "-s", "/bin/sh", "-d"])
-            .arg(&home)
-            .arg(&name)
-            .status()
-            .unwrap();
-        assert!(made.success(), "useradd failed");
-        let stranger = Stranger { name, dir };
-        let owned = Command::new("chown")
-            .args(["-R", &stranger.name])
-            .arg(&home)
-            .status()
-            .unwrap();
-        assert!(owned.success());
-        stranger
-    }
-
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
-    }
-
-    /// `script` run by `sh` as this user, in a clean environment of theirs.
-    fn run(&self, script: &str) -> std::process::Output {
-        let home = self.home();
-        Command::new("runuser")
-            .args(["-u", &self.name, "--", "env", "-i"])
-            .arg(format!("HOME={}", home.display()))
-            .arg(format!("PATH={}/bin:/usr/bin:/bin", home.display()))
-            .args(["CUEKIT_TMUX_SOCKET=sbx", "/bin/sh", "-c", script])
-            .current_dir(&home)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-}
-
-impl Drop for Stranger {
-    fn drop(&mut self) {
-        let _ = Command::new("pkill")
-            .args(["-KILL", "-u", &self.name])
-            .status();
-        std::thread::sleep(Duration::from_millis(100));
-        let _ = Command::new("userdel").arg(&self.name).status();
-    }
+/// `script` run by `sh` as `user`, in a clean environment of theirs.
+fn run_as(user: &ThrowawayUser, script: &str) -> std::process::Output {
+    let home = user.home();
+    as_root("runuser")
+        .args(["-u", &user.name, "--", "env", "-i"])
+        .arg(format!("HOME={}", home.display()))
+        .arg(format!("PATH={}/bin:/usr/bin:/bin", home.display()))
+        .args(["CUEKIT_TMUX_SOCKET=sbx", "/bin/sh", "-c", script])
+        .current_dir(&home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
 }
 
 /// As an unprivileged user (bubblewrap then needs a user namespace): the same ways out fail,
 /// the work dir is written, and a process of the same user outside survives.
 #[test]
 fn an_unprivileged_users_sandbox_holds() {
-    if unsafe_uid() != 0 {
-        eprintln!("skipped: making a throw-away user needs root (scripts/test runs as root in CI)");
-        return;
-    }
-    let user = Stranger::new();
+    let user = ThrowawayUser::new("cuekit-sbx-");
     let home = user.home();
-    let setup = user.run(
+    let setup = run_as(
+        &user,
         "mkdir -p ~/.ssh ~/proj ~/other ~/.gemini && echo PLANTED-KEY > ~/.ssh/id_ed25519 \
          && echo '{}' > ~/.gemini/settings.json && cd ~/proj && git init -q; \
          sleep 300 >/dev/null 2>&1 & echo $! > ~/outsider.pid",
@@ -459,7 +400,7 @@ fn an_unprivileged_users_sandbox_holds() {
          && cuekit wait t_5a4db0c00002 --timeout 30s; cuekit logs t_5a4db0c00002",
         shell_quote(&attempts)
     );
-    let ran = user.run(&script);
+    let ran = run_as(&user, &script);
     let said =
         String::from_utf8_lossy(&ran.stdout).into_owned() + &String::from_utf8_lossy(&ran.stderr);
     for (name, code) in results(&said, &names) {

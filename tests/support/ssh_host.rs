@@ -1,7 +1,8 @@
 //! A real SSH "host" on loopback, for tests/remote.rs and benches/remote.rs: an `sshd` of
 //! the caller's own (own config, host key, port on 127.0.0.1) and a throw-away unix user whose
-//! home holds a copy of this cuekit (`~/bin/cuekit`). Needs root (or `sudo -n`) and
-//! openssh-server (scripts/test installs it); without sshd it fails, saying so.
+//! home holds a copy of this cuekit (`~/bin/cuekit`); the user alone ([`ThrowawayUser`]) for
+//! tests/sandbox.rs. Needs root (or `sudo -n`) and openssh-server (scripts/test installs it);
+//! without sshd it fails, saying so.
 #![allow(dead_code)]
 
 use std::net::TcpListener;
@@ -31,14 +32,78 @@ pub fn must(command: &mut Command) {
 
 const SSHD: &str = "/usr/sbin/sshd";
 
+/// A throw-away unix user, its home (`home/` in a temp dir of the test's, beside the caller's
+/// own files) holding a copy of this cuekit (`~/bin/cuekit`). Dropped (even when a test fails):
+/// every process of the user ends, the user is deleted, its files removed.
+pub struct ThrowawayUser {
+    pub name: String,
+    dir: tempfile::TempDir,
+}
+
+impl ThrowawayUser {
+    pub fn new(prefix: &str) -> ThrowawayUser {
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let name = format!("ck{}", &uuid_hex()[..10]);
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join("bin")).unwrap();
+        // A copy, not a link: the throw-away user must be able to run it even when the build
+        // lives under a directory only its owner may enter (a clone in `mktemp -d`).
+        std::fs::copy(env!("CARGO_BIN_EXE_cuekit"), home.join("bin/cuekit")).unwrap();
+        must(
+            as_root("useradd")
+                .args(["-M", "-p", "*", "-s", "/bin/sh", "-d"])
+                .arg(&home)
+                .arg(&name),
+        );
+        let user = ThrowawayUser { name, dir };
+        user.own_home();
+        user
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// A file of the caller's beside the home.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Everything in the home made the user's (after the caller put files there).
+    pub fn own_home(&self) {
+        must(as_root("chown").args(["-R", &self.name]).arg(self.home()));
+    }
+}
+
+impl Drop for ThrowawayUser {
+    fn drop(&mut self) {
+        let pids = as_root("pgrep").args(["-u", &self.name]).output().unwrap();
+        for pid in String::from_utf8_lossy(&pids.stdout).split_whitespace() {
+            let _ = as_root("kill")
+                .args(["-KILL", pid])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+        let _ = as_root("userdel").arg(&self.name).status();
+        // Files the user wrote: removed as root, since the temp dir is the test's.
+        let _ = as_root("rm").arg("-rf").arg(self.dir.path()).status();
+    }
+}
+
 /// One "host": an sshd on 127.0.0.1 and the user it logs in. Dropped (even when a test
 /// fails): the sshd and every process of the user end, and the user is deleted.
 pub struct SshHost {
     pub name: String,
     pub user: String,
     pub port: u16,
-    dir: tempfile::TempDir,
     sshd: Option<Child>,
+    /// Dropped after the sshd is down (fields drop after [`Drop::drop`]).
+    account: ThrowawayUser,
 }
 
 impl SshHost {
@@ -47,36 +112,17 @@ impl SshHost {
             Path::new(SSHD).exists(),
             "{SSHD} is missing: install openssh-server (scripts/test does it) to run tests/remote.rs"
         );
-        let dir = tempfile::Builder::new()
-            .prefix("cuekit-host-")
-            .tempdir()
-            .unwrap();
-        std::fs::set_permissions(
-            dir.path(),
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-        let user = format!("ck{}", &uuid_hex()[..10]);
-        let home = dir.path().join("home");
+        let account = ThrowawayUser::new("cuekit-host-");
+        let home = account.home();
         std::fs::create_dir_all(home.join(".ssh")).unwrap();
-        std::fs::create_dir_all(home.join("bin")).unwrap();
-        // A copy, not a link: the throw-away user must be able to run it even when the build
-        // lives under a directory only its owner may enter (a clone in `mktemp -d`).
-        std::fs::copy(env!("CARGO_BIN_EXE_cuekit"), home.join("bin/cuekit")).unwrap();
         must(as_root("mkdir").args(["-p", "/run/sshd"]));
-        must(
-            as_root("useradd")
-                .args(["-M", "-p", "*", "-s", "/bin/sh", "-d"])
-                .arg(&home)
-                .arg(&user),
-        );
         let port = free_port();
         let host = SshHost {
             name: name.to_string(),
-            user,
+            user: account.name.clone(),
             port,
-            dir,
             sshd: None,
+            account,
         };
         for key in ["id", "hostkey"] {
             must(
@@ -86,7 +132,7 @@ impl SshHost {
             );
         }
         std::fs::copy(host.path("id.pub"), home.join(".ssh/authorized_keys")).unwrap();
-        must(as_root("chown").args(["-R", &host.user]).arg(&home));
+        host.account.own_home();
         std::fs::write(
             host.path("sshd_config"),
             format!(
@@ -104,7 +150,7 @@ impl SshHost {
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
+        self.account.path(name)
     }
 
     /// Starts its sshd (in the foreground, as this test's child) and waits for the port.
@@ -174,23 +220,14 @@ impl SshHost {
     }
 
     pub fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
+        self.account.home()
     }
 }
 
 impl Drop for SshHost {
     fn drop(&mut self) {
+        // The user's processes and the user itself go when `account` drops, after this.
         self.down();
-        let pids = as_root("pgrep").args(["-u", &self.user]).output().unwrap();
-        for pid in String::from_utf8_lossy(&pids.stdout).split_whitespace() {
-            let _ = as_root("kill")
-                .args(["-KILL", pid])
-                .stderr(std::process::Stdio::null())
-                .status();
-        }
-        let _ = as_root("userdel").arg(&self.user).status();
-        // Files the user wrote: removed as root, since the temp dir is the test's.
-        let _ = as_root("rm").arg("-rf").arg(self.dir.path()).status();
     }
 }
 
