@@ -5,8 +5,7 @@
 
 mod support;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use support::{Sandbox, measure, median, ms, which};
@@ -16,36 +15,10 @@ const FILES: usize = 500;
 const TASKS: usize = 20;
 const RUNS: usize = 9;
 
-fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
-}
-
 fn sandbox() -> Sandbox {
     let bench = Sandbox::new("conflicts", &[]);
     let project = &bench.project;
-    git(project, &["init", "-q", "-b", "main"]);
-    git(project, &["config", "user.name", "Bench"]);
-    git(project, &["config", "user.email", "bench@example.com"]);
-    for i in 0..FILES {
-        let dir = project.join(format!("src/m{}", i % 25));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join(format!("f{i}.rs")),
-            format!("// file {i}\n{}", "fn x() {}\n".repeat(20)),
-        )
-        .unwrap();
-    }
-    std::fs::write(project.join(".gitignore"), ".cuekit/\n").unwrap();
-    git(project, &["add", "-A"]);
-    git(project, &["commit", "-qm", "init"]);
+    support::committed_repo(project, FILES, 25);
     // A `git` that counts its runs when GIT_RUNS names a file, then runs the real one.
     let real = which("git");
     bench.executable(

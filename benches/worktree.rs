@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -19,34 +18,8 @@ const RUNS: usize = 15;
 fn sandbox() -> Sandbox {
     let bench = Sandbox::new("wt", &["plain-trees"]);
     let project = &bench.project;
-    git(project, &["init", "-q", "-b", "main"]);
-    git(project, &["config", "user.name", "Bench"]);
-    git(project, &["config", "user.email", "bench@example.com"]);
-    for i in 0..FILES {
-        let dir = project.join(format!("src/m{}", i % 40));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join(format!("f{i}.rs")),
-            format!("// file {i}\n{}", "fn x() {}\n".repeat(20)),
-        )
-        .unwrap();
-    }
-    std::fs::write(project.join(".gitignore"), ".cuekit/\n").unwrap();
-    git(project, &["add", "-A"]);
-    git(project, &["commit", "-qm", "init"]);
+    support::committed_repo(project, FILES, 40);
     bench
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
 }
 
 fn main() {

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -218,4 +218,37 @@ pub fn peak_rss_kib(pid: u32) -> u64 {
         .find_map(|line| line.strip_prefix("VmHWM:"))
         .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmHWM in /proc/PID/status")
+}
+
+/// Runs git in `dir`, which must succeed.
+pub fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+/// A repository at `project` on `main` with `files` committed files spread over `folders`
+/// folders, like a mid-sized project, and `.cuekit/` ignored.
+pub fn committed_repo(project: &Path, files: usize, folders: usize) {
+    git(project, &["init", "-q", "-b", "main"]);
+    git(project, &["config", "user.name", "Bench"]);
+    git(project, &["config", "user.email", "bench@example.com"]);
+    for i in 0..files {
+        let dir = project.join(format!("src/m{}", i % folders));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(format!("f{i}.rs")),
+            format!("// file {i}\n{}", "fn x() {}\n".repeat(20)),
+        )
+        .unwrap();
+    }
+    std::fs::write(project.join(".gitignore"), ".cuekit/\n").unwrap();
+    git(project, &["add", "-A"]);
+    git(project, &["commit", "-qm", "init"]);
 }
