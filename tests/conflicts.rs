@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::git::{commit_all, git, init_repo};
+use common::git::{commit_all, git, project_repo};
 use common::{Harness, poll};
 use serde_json::Value;
 
@@ -14,10 +14,7 @@ const LINES: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\n";
 
 /// A repository in the project folder: `shared.txt` of seven lines, `.cuekit/` ignored.
 fn repo(h: &Harness) {
-    init_repo(&h.project);
-    std::fs::write(h.project.join("shared.txt"), LINES).unwrap();
-    std::fs::write(h.project.join(".gitignore"), ".cuekit/\n").unwrap();
-    commit_all(&h.project, "init");
+    project_repo(&h.project, LINES);
 }
 
 /// A batch worktree child running `sh -c SCRIPT`.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::git::{git, init_repo};
+use common::git::project_repo;
 use common::{Harness, canned_shell_call, canned_text};
 use serde_json::Value;
 use ssh_host::{ThrowawayUser, as_root};
@@ -42,11 +42,7 @@ fn results(transcript: &str, names: &[&str]) -> Vec<(String, Option<i32>)> {
 }
 
 fn repo(h: &Harness) {
-    init_repo(&h.project);
-    std::fs::write(h.project.join("shared.txt"), "original\n").unwrap();
-    std::fs::write(h.project.join(".gitignore"), ".cuekit/\n").unwrap();
-    git(&h.project, &["add", "-A"]);
-    git(&h.project, &["commit", "-qm", "init"]);
+    project_repo(&h.project, "original\n");
 }
 
 /// A process of the user's outside any task, ended on drop.

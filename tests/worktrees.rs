@@ -7,16 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::Harness;
-use common::git::{git, init_repo};
+use common::git::{git, init_repo, project_repo};
 use serde_json::Value;
 
 /// A repository in the project folder: one shared file, `.cuekit/` ignored, one commit on main.
 fn repo(h: &Harness) {
-    init_repo(&h.project);
-    std::fs::write(h.project.join("shared.txt"), "original line\n").unwrap();
-    std::fs::write(h.project.join(".gitignore"), ".cuekit/\n").unwrap();
-    git(&h.project, &["add", "-A"]);
-    git(&h.project, &["commit", "-qm", "init"]);
+    project_repo(&h.project, "original line\n");
 }
 
 /// Submits a batch `sh -c SCRIPT` task into a worktree, with extra submit flags.

@@ -35,6 +35,15 @@ pub fn init_repo(dir: &Path) {
     git(dir, &["config", "user.email", "test@example.com"]);
 }
 
+/// A repository at `dir` with one commit on `main`: `shared.txt` holding `shared`, and
+/// `.cuekit/` ignored (as a project that delegates to worktree children has).
+pub fn project_repo(dir: &Path, shared: &str) {
+    init_repo(dir);
+    std::fs::write(dir.join("shared.txt"), shared).unwrap();
+    std::fs::write(dir.join(".gitignore"), ".cuekit/\n").unwrap();
+    commit_all(dir, "init");
+}
+
 pub fn commit_all(dir: &Path, message: &str) {
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-qm", message]);
