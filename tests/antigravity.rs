@@ -241,12 +241,7 @@ fn a_busy_interactive_task_is_cancelled_with_its_processes() {
     let (cancelled, code) = h.json(&["cancel", &id]);
     assert_eq!(code, 0, "{cancelled}");
     assert_eq!(h.status(&id)["status"], "cancelled");
-    assert!(
-        common::poll(Duration::from_secs(10), || common::processes_of(&id)
-            .is_empty()),
-        "processes left: {:?}",
-        common::processes_of(&id)
-    );
+    common::assert_nothing_left(&id);
 }
 
 #[test]
@@ -371,12 +366,7 @@ fn acp_mode_asks_the_parent_and_steers_over_the_protocol() {
     assert_eq!(result["tool_calls"][0]["status"], "completed", "{result}");
     let (cancelled, code) = h.json(&["cancel", &id]);
     assert_eq!(code, 0, "{cancelled}");
-    assert!(
-        common::poll(Duration::from_secs(10), || common::processes_of(&id)
-            .is_empty()),
-        "left running: {:?}",
-        common::processes_of(&id)
-    );
+    common::assert_nothing_left(&id);
 }
 
 #[test]

@@ -469,12 +469,7 @@ fn a_sandboxed_interactive_child_is_steered_and_cancelled() {
     let (cancelled, code) = h.json(&["cancel", &id]);
     assert_eq!(code, 0, "{cancelled}");
     assert_eq!(h.status(&id)["status"], "cancelled");
-    assert!(
-        common::poll(Duration::from_secs(10), || common::processes_of(&id)
-            .is_empty()),
-        "left running: {:?}",
-        common::processes_of(&id)
-    );
+    common::assert_nothing_left(&id);
 }
 
 /// In ACP mode bubblewrap wraps the agent, not cuekit's client: the client stays outside (its
@@ -528,9 +523,7 @@ fn in_acp_mode_the_sandbox_wraps_the_agent_not_the_client() {
         h.transcript(&id)
     );
     h.json(&["cancel", &id]);
-    assert!(common::poll(Duration::from_secs(10), || {
-        common::processes_of(&id).is_empty()
-    }));
+    common::assert_nothing_left(&id);
 }
 
 /// A sandbox that cannot be made when the task starts (a path it shows is gone by then) ends

@@ -461,6 +461,15 @@ pub fn installed_tool(name: &str) -> PathBuf {
 }
 
 /// The live processes carrying `CUEKIT_TASK_ID=<id>`, found the way a person would: /proc.
+/// Waits (10 s at most) until no process of task `id` is left, failing with the ones that are.
+pub fn assert_nothing_left(id: &str) {
+    assert!(
+        poll(Duration::from_secs(10), || processes_of(id).is_empty()),
+        "processes of {id} left running: {:?}",
+        processes_of(id)
+    );
+}
+
 pub fn processes_of(id: &str) -> Vec<u32> {
     let marker = format!("CUEKIT_TASK_ID={id}");
     std::fs::read_dir("/proc")
