@@ -420,17 +420,17 @@ fn refresh_with(
             let leader_alive = pane.is_none_or(|pane| pane.dead && pane.dead_status.is_none())
                 && unreaped_exit.is_none()
                 && leader_alive();
-            let stream = (task.record.event_stream
-                && crate::status::exit_status(sentinel, pane, unreaped_exit, leader_alive)
-                    == Some(0))
-            .then(|| super::outcome::stream_report(&task.record));
+            let exit = crate::status::exit_status(sentinel, pane, unreaped_exit, leader_alive);
+            let stream = (task.record.event_stream && exit == Some(0))
+                .then(|| super::outcome::stream_report(&task.record));
             let seen = Observation {
                 pane,
                 sentinel,
                 now,
                 stream,
                 setup_failed: task.record.task_dir.join(SETUP_FAILED_FILE).exists(),
-                sandbox_failed: sandbox_never_came_up(&task),
+                // Read only once the task has an exit status to judge.
+                sandbox_failed: exit.is_some() && sandbox_never_came_up(&task),
                 leader_alive,
                 unreaped_exit,
             };
