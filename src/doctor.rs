@@ -239,16 +239,35 @@ fn worktree_check(cwd: &Path, config: &Config, fix: bool) -> Option<Check> {
     let head = crate::git::Git::new(&root)
         .line(["rev-parse", "HEAD"])
         .unwrap_or_default();
+    let common_dir = crate::git::Git::new(&root)
+        .line(["rev-parse", "--path-format=absolute", "--git-common-dir"])
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root.join(".git"));
+    // cuekit's index of an orphan lives in the data dir while it is looked at.
+    let scratch = store::data_dir().map(|dir| dir.join("doctor"));
+    if let Some(dir) = &scratch {
+        let _ = store::create_private_dir(dir);
+    }
     let mut lines = Vec::new();
     let mut fixed = Vec::new();
     for orphan in orphans {
         let branch = orphan.branch.clone().unwrap_or_default();
-        let target = cleanup::Target {
-            repo_root: &root,
-            worktree: &orphan.path,
-            branch: &branch,
+        let placed = store::WorktreePlacement {
+            repo_root: root.clone(),
+            path: orphan.path.clone(),
+            branch: branch.clone(),
+            base_ref: head.clone(),
             base_full_ref: None,
-            base_commit: &head,
+            base_commit: head.clone(),
+            common_dir: common_dir.clone(),
+            git_dir: None,
+            tip_ref: None,
+        };
+        let target = cleanup::Target {
+            task: crate::git::checkout::Checkout {
+                placed: &placed,
+                scratch: scratch.as_deref().unwrap_or(&root),
+            },
             merged: None,
         };
         let outcome = if fix {

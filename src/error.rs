@@ -41,11 +41,17 @@ pub enum ErrorCode {
     /// `--sandbox` where no sandbox can be made (no bubblewrap, no user namespaces, an agent
     /// without a sandbox of its own): nothing was started.
     SandboxUnavailable,
+    /// A git call on a task's tree or repository outlived its deadline and was killed: the
+    /// work there is unknown (a FIFO where git expects a file, a huge tree).
+    GitTimedOut,
+    /// `cuekit merge` of work that changes files which run code or set policy, without `--yes`:
+    /// nothing was changed.
+    MergeReview,
 }
 
 impl ErrorCode {
     /// Every code, for reading one back from its string (a host's cuekit's JSON error).
-    pub const ALL: [ErrorCode; 25] = [
+    pub const ALL: [ErrorCode; 27] = [
         ErrorCode::Internal,
         ErrorCode::Usage,
         ErrorCode::InvalidInput,
@@ -71,6 +77,8 @@ impl ErrorCode {
         ErrorCode::InsideTask,
         ErrorCode::NoParentAgent,
         ErrorCode::SandboxUnavailable,
+        ErrorCode::GitTimedOut,
+        ErrorCode::MergeReview,
     ];
 
     pub fn parse(code: &str) -> Option<ErrorCode> {
@@ -106,6 +114,8 @@ impl ErrorCode {
             ErrorCode::InsideTask => "inside_task",
             ErrorCode::NoParentAgent => "no_parent_agent",
             ErrorCode::SandboxUnavailable => "sandbox_unavailable",
+            ErrorCode::GitTimedOut => "git_timed_out",
+            ErrorCode::MergeReview => "merge_review",
         }
     }
 
@@ -137,6 +147,8 @@ impl ErrorCode {
             ErrorCode::InsideTask => 30,
             ErrorCode::NoParentAgent => 31,
             ErrorCode::SandboxUnavailable => 32,
+            ErrorCode::GitTimedOut => 33,
+            ErrorCode::MergeReview => 34,
         }
     }
 }

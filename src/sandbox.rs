@@ -207,19 +207,79 @@ pub fn came_up(status: &str) -> bool {
 
 /// A shell launch command (interactive, batch) run inside the sandbox: `bwrap … -- /bin/sh -c
 /// 'COMMAND'`, its status to [`STATUS_FILE`] in `task_dir`. The prompt's variable is exported
-/// so the inner shell reads it.
-pub fn wrap_shell(command: &str, words: &[String], task_dir: &Path) -> Result<String> {
+/// so the inner shell reads it. With `seccomp` (a file holding [`keystroke_filter`]) the agent
+/// runs under that filter: an interactive agent keeps the pane's terminal, and must not push
+/// keystrokes into it.
+pub fn wrap_shell(
+    command: &str,
+    words: &[String],
+    task_dir: &Path,
+    seccomp: Option<&Path>,
+) -> Result<String> {
     let status = single_quote(&task_dir.join(STATUS_FILE).to_string_lossy())?;
     let mut wrapped = format!("export {}; ", crate::launch::PROMPT_VARIABLE);
     for word in words {
         wrapped += &single_quote(word)?;
         wrapped.push(' ');
     }
+    let filter = match seccomp {
+        Some(path) => (
+            "--seccomp 8 ",
+            format!(" 8<{}", single_quote(&path.to_string_lossy())?),
+        ),
+        None => ("", String::new()),
+    };
     wrapped += &format!(
-        "--json-status-fd 9 -- /bin/sh -c {} 9>{status}",
-        single_quote(command)?
+        "{}--json-status-fd 9 -- /bin/sh -c {} 9>{status}{}",
+        filter.0,
+        single_quote(command)?,
+        filter.1
     );
     Ok(wrapped)
+}
+
+/// A classic BPF program for bubblewrap's `--seccomp`: `ioctl` with `TIOCSTI` (push a byte
+/// into the terminal's input) or `TIOCLINUX` fails with `EPERM`, as Flatpak does; so does any
+/// system call of another ABI (x32, i386), which could reach the same ioctl by another number.
+/// Everything else is allowed. `None` on an architecture it is not written for.
+pub fn keystroke_filter() -> Option<Vec<u8>> {
+    // (AUDIT_ARCH_*, __NR_ioctl)
+    let (arch, ioctl): (u32, u32) = if cfg!(target_arch = "x86_64") {
+        (0xC000_003E, 16)
+    } else if cfg!(target_arch = "aarch64") {
+        (0xC000_00B7, 29)
+    } else {
+        return None;
+    };
+    const LOAD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const RET: u16 = 0x06; // BPF_RET | BPF_K
+    const ALLOW: u32 = 0x7fff_0000;
+    const DENY: u32 = 0x0005_0000 | 1; // SECCOMP_RET_ERRNO | EPERM
+    const TIOCSTI: u32 = 0x5412;
+    const TIOCLINUX: u32 = 0x541C;
+    // seccomp_data: nr at 0, arch at 4, args[1]'s low half at 24 (the command is an int).
+    let program: [(u16, u8, u8, u32); 11] = [
+        (LOAD, 0, 0, 4),
+        (JEQ, 1, 0, arch),
+        (RET, 0, 0, DENY),
+        (LOAD, 0, 0, 0),
+        (JGE, 5, 0, 0x4000_0000), // the x32 ABI's numbers
+        (JEQ, 0, 3, ioctl),
+        (LOAD, 0, 0, 24),
+        (JEQ, 2, 0, TIOCSTI),
+        (JEQ, 1, 0, TIOCLINUX),
+        (RET, 0, 0, ALLOW),
+        (RET, 0, 0, DENY),
+    ];
+    let mut bytes = Vec::with_capacity(program.len() * 8);
+    for (code, jt, jf, k) in program {
+        bytes.extend(code.to_ne_bytes());
+        bytes.extend([jt, jf]);
+        bytes.extend(k.to_ne_bytes());
+    }
+    Some(bytes)
 }
 
 /// An ACP launch (`cuekit __acp … -- AGENT …`) with bubblewrap around the agent, not the
@@ -302,12 +362,62 @@ mod tests {
             "'gemini' -p \"$(cat \"$cuekit_prompt\")\"",
             &words,
             Path::new("/t"),
+            None,
         )
         .unwrap();
         assert_eq!(
             wrapped,
             "export cuekit_prompt; 'bwrap' '--chdir' '/w/it'\\''s' --json-status-fd 9 -- /bin/sh -c ''\\''gemini'\\'' -p \"$(cat \"$cuekit_prompt\")\"' 9>'/t/sandbox-status'"
         );
+        let filtered = wrap_shell("x", &words, Path::new("/t"), Some(Path::new("/d/f'1"))).unwrap();
+        assert!(
+            filtered.ends_with("--seccomp 8 --json-status-fd 9 -- /bin/sh -c 'x' 9>'/t/sandbox-status' 8<'/d/f'\\''1'"),
+            "{filtered}"
+        );
+    }
+
+    /// Runs the filter as the kernel would, on one system call.
+    fn verdict(program: &[u8], nr: u32, arch: u32, cmd: u64) -> u32 {
+        let mut data = [0u8; 64];
+        data[0..4].copy_from_slice(&nr.to_ne_bytes());
+        data[4..8].copy_from_slice(&arch.to_ne_bytes());
+        data[24..32].copy_from_slice(&cmd.to_ne_bytes());
+        let word = |at: usize| u32::from_ne_bytes(data[at..at + 4].try_into().unwrap());
+        let (mut pc, mut acc) = (0usize, 0u32);
+        loop {
+            let ins = &program[pc * 8..pc * 8 + 8];
+            let code = u16::from_ne_bytes([ins[0], ins[1]]);
+            let (jt, jf) = (ins[2] as usize, ins[3] as usize);
+            let k = u32::from_ne_bytes(ins[4..8].try_into().unwrap());
+            pc += 1;
+            match code {
+                0x20 => acc = word(k as usize),
+                0x15 => pc += if acc == k { jt } else { jf },
+                0x35 => pc += if acc >= k { jt } else { jf },
+                0x06 => return k,
+                other => panic!("unknown instruction {other:#x}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_keystroke_filter_refuses_tiocsti_and_tioclinux_and_nothing_else() {
+        let Some(program) = keystroke_filter() else {
+            return;
+        };
+        let (arch, ioctl) = if cfg!(target_arch = "x86_64") {
+            (0xC000_003E, 16)
+        } else {
+            (0xC000_00B7, 29)
+        };
+        let eperm = 0x0005_0001;
+        assert_eq!(verdict(&program, ioctl, arch, 0x5412), eperm);
+        assert_eq!(verdict(&program, ioctl, arch, 0x5412 | (1 << 32)), eperm);
+        assert_eq!(verdict(&program, ioctl, arch, 0x541C), eperm);
+        assert_eq!(verdict(&program, ioctl, arch, 0x5413), 0x7fff_0000); // TIOCGWINSZ
+        assert_eq!(verdict(&program, 0, arch, 0x5412), 0x7fff_0000); // read(), not ioctl
+        assert_eq!(verdict(&program, 0x4000_0000 + 514, arch, 0x5412), eperm);
+        assert_eq!(verdict(&program, 54, 0x4000_0003, 0x5412), eperm); // i386
     }
 
     #[test]

@@ -86,7 +86,15 @@ pub fn run(options: &Options) -> Result<i32> {
         .map_err(|err| Error::io("read", &options.prompt_file, err))
         .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())?;
     let cwd = std::env::current_dir().map_err(|err| Error::io("read", Path::new("."), err))?;
-    let before = crate::git::changes::snapshot(&cwd);
+    // A task in a checkout of its own is measured by `diff` (git's safe paths), never by a
+    // `git status` that would discover the checkout's repository from what the child wrote.
+    let own_checkout = placement
+        .facts
+        .as_ref()
+        .is_some_and(|facts| facts.worktree.is_some());
+    let before = (!own_checkout)
+        .then(|| crate::git::changes::snapshot(&cwd))
+        .flatten();
     let mut session = Session::new(Settings {
         cwd: cwd.to_string_lossy().into_owned(),
         first_prompt,

@@ -19,6 +19,10 @@ pub struct MergeArgs {
     /// The branch to merge into (default: the branch checked out where the task was submitted).
     #[arg(long, value_name = "BRANCH")]
     into: Option<String>,
+    /// Merge even though the work changes files that run code or set policy
+    /// (`.gitattributes`, CI workflows, build scripts, `.cuekit*`…): read them first.
+    #[arg(long)]
+    yes: bool,
 }
 
 pub fn run(args: &MergeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
@@ -27,7 +31,7 @@ pub fn run(args: &MergeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         (_, true) => Strategy::Rebase,
         _ => Strategy::Merge,
     };
-    let merged = ops::merge(&args.id, cwd, strategy, args.into.as_deref())?;
+    let merged = ops::merge(&args.id, cwd, strategy, args.into.as_deref(), args.yes)?;
     if json {
         print_json(&merged);
         return Ok(0);
@@ -36,6 +40,12 @@ pub fn run(args: &MergeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         say(&format!(
             "committed the task's uncommitted work as {}",
             &commit[..commit.len().min(12)]
+        ));
+    }
+    if !merged.reviewed.is_empty() {
+        say(&format!(
+            "merged as you said (--yes), with changes to: {}",
+            merged.reviewed.join(", ")
         ));
     }
     say(&format!(

@@ -17,6 +17,42 @@ pub fn worktree_add(path: &Path, branch: &str, commit: &str) -> Vec<OsString> {
     args
 }
 
+/// A task repository's branch at its base commit (created, never moved: the old value must
+/// be none).
+pub fn branch_at(branch: &str, commit: &str) -> Vec<OsString> {
+    let mut args = words(&["update-ref"]);
+    args.push(format!("refs/heads/{branch}").into());
+    args.push(commit.into());
+    args.push("".into());
+    args
+}
+
+/// Brings a task repository's committed work (whatever its `HEAD` names) into the user's
+/// repository at `into`, and nothing else: no tags, no submodules, no `FETCH_HEAD`. Run in the
+/// user's repository with [`fetch_config`]; `from` is the git dir the registry recorded.
+pub fn fetch_work(from: &Path, into: &str) -> Vec<OsString> {
+    let mut args = words(&[
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-recurse-submodules",
+        "--no-write-fetch-head",
+        "--no-auto-gc",
+        "--",
+    ]);
+    args.push(from.into());
+    args.push(format!("+HEAD:{into}").into());
+    args
+}
+
+/// Every object a fetch brings is checked (`fsck`) before it lands.
+pub fn fetch_config() -> Vec<(String, OsString)> {
+    vec![
+        ("fetch.fsckObjects".to_string(), OsString::from("true")),
+        ("protocol.file.allow".to_string(), OsString::from("always")),
+    ]
+}
+
 /// Initialises one submodule in a new worktree by cloning the main checkout's copy of it: no
 /// network, the objects hard-linked, and the exact commit the base records. Not recursive:
 /// nested submodules are cuekit's to prove and initialise in turn. The clone's source goes in

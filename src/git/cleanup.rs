@@ -8,20 +8,15 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::checkout::Checkout;
 use super::{Git, args};
 use crate::error::Result;
 use crate::store::MergeRecord;
 
 /// A task's worktree and branch, as cuekit's registry knows them.
-#[derive(Debug, Clone)]
 pub struct Target<'a> {
-    pub repo_root: &'a Path,
-    pub worktree: &'a Path,
-    pub branch: &'a str,
-    /// What the work is measured against: a full ref name (never a short one the task's own
-    /// branch could shadow), else the base commit alone.
-    pub base_full_ref: Option<&'a str>,
-    pub base_commit: &'a str,
+    /// The checkout, read on git's safe paths only.
+    pub task: Checkout<'a>,
     /// cuekit's last merge of the branch (a squash or rebase leaves no ancestry to find).
     pub merged: Option<&'a MergeRecord>,
 }
@@ -83,15 +78,28 @@ pub struct Inspection {
 }
 
 pub fn inspect(target: &Target) -> Inspection {
-    let root = Git::new(target.repo_root);
-    let branch_tip = root.resolve(&format!("refs/heads/{}", target.branch)).ok();
+    let root = target.task.root();
+    let branch_tip = target.task.tip().ok();
+    let still_merged = target.merged.filter(|merge| {
+        root.yes([
+            "merge-base",
+            "--is-ancestor",
+            "--end-of-options",
+            &merge.head,
+            &merge.target_ref,
+        ])
+        .unwrap_or(false)
+    });
     let facts = Facts {
-        dirty: dirty(target.worktree),
+        dirty: match &branch_tip {
+            Some(tip) => dirty(target, tip, still_merged),
+            None => Ok(false),
+        },
         unmerged: match &branch_tip {
-            Some(tip) => unmerged(&root, tip, target),
+            Some(tip) => unmerged(&root, tip, target, still_merged),
             None => Ok(0),
         },
-        live: live_processes(target.worktree),
+        live: live_processes(&target.task.placed.path),
     };
     Inspection {
         keep: keep_reasons(&facts),
@@ -99,33 +107,41 @@ pub fn inspect(target: &Target) -> Inspection {
     }
 }
 
-fn dirty(worktree: &Path) -> Result<bool> {
-    if !worktree.exists() {
+/// Work in the checkout that is neither in its tip nor in what cuekit merged of it (a task
+/// repository's merged leftovers live only in the user's repository).
+fn dirty(target: &Target, tip: &str, merged: Option<&MergeRecord>) -> Result<bool> {
+    if !target.task.placed.path.exists() {
         return Ok(false);
     }
-    Ok(!Git::new(worktree).run(args::status_porcelain())?.is_empty())
+    let root = target.task.root();
+    let tree = target.task.tree_from(tip)?;
+    let tree_of = |commit: &str| root.line(["rev-parse", &format!("{commit}^{{tree}}")]);
+    if tree == tree_of(tip)? {
+        return Ok(false);
+    }
+    Ok(match merged {
+        Some(merge) => tree != tree_of(&merge.task_tip)?,
+        None => true,
+    })
 }
 
 /// Commits on the branch that neither its base nor cuekit's last merge of it holds. The merge
 /// counts only while its result is still on the target: one undone there (`git reset`) no
 /// longer vouches for the task's commits.
-fn unmerged(root: &Git, tip: &str, target: &Target) -> Result<usize> {
-    let base = target
+fn unmerged(
+    root: &Git,
+    tip: &str,
+    target: &Target,
+    still_merged: Option<&MergeRecord>,
+) -> Result<usize> {
+    let placed = target.task.placed;
+    let base = placed
         .base_full_ref
+        .as_deref()
         .and_then(|full| root.resolve(&format!("{full}^{{commit}}")).ok())
-        .unwrap_or_else(|| target.base_commit.to_string());
+        .unwrap_or_else(|| placed.base_commit.clone());
     let mut rev_list = vec!["rev-list", "--count", tip, "--not", &base];
-    let still_merged = match target.merged {
-        Some(merge) => root.yes([
-            "merge-base",
-            "--is-ancestor",
-            "--end-of-options",
-            &merge.head,
-            &merge.target_ref,
-        ])?,
-        None => false,
-    };
-    if let Some(merge) = target.merged.filter(|_| still_merged) {
+    if let Some(merge) = still_merged {
         rev_list.push(&merge.task_tip);
     }
     let count = root.line(rev_list)?;
@@ -170,35 +186,40 @@ pub enum Cleanup {
 }
 
 /// Inspects under the lock and removes the worktree, then the branch; `force` overrides the
-/// keep reasons (never a failed lock or a failed removal).
+/// keep reasons (never a failed lock or a failed removal). A task repository goes whole: its
+/// checkout, its git dir, and the pin and work ref it left in the user's repository.
 pub fn remove(target: &Target, force: bool) -> Result<Cleanup> {
-    let root = Git::new(target.repo_root);
-    let _lock = super::lock_worktrees(target.repo_root)?;
+    let placed = target.task.placed;
+    let root = target.task.root();
+    let _lock = super::lock_in(&placed.common_dir)?;
     let inspection = inspect(target);
     if !inspection.keep.is_empty() && !force {
         return Ok(Cleanup::Kept {
-            worktree: target.worktree.to_path_buf(),
+            worktree: placed.path.clone(),
             reasons: inspection.keep,
         });
     }
-    if target.worktree.exists() {
-        root.run(args::worktree_remove(target.worktree, force))?;
-        // The `<repo>.worktrees` folder goes with its last worktree (only if empty).
-        if let Some(parent) = target.worktree.parent() {
-            let _ = std::fs::remove_dir(parent);
-        }
+    if placed.own_repo() {
+        super::task_repo::remove_placed(placed);
+    } else if placed.path.exists() {
+        root.run(args::worktree_remove(&placed.path, force))?;
     } else {
         root.run(["worktree", "prune"])?;
     }
+    // The `<repo>.worktrees` folder goes with its last worktree (only if empty).
+    if let Some(parent) = placed.path.parent() {
+        let _ = std::fs::remove_dir(parent);
+    }
     let branch = match &inspection.branch_tip {
+        Some(_) if placed.own_repo() => Some(placed.work_ref()),
         Some(tip) => {
-            root.run(args::delete_branch_at(target.branch, tip))?;
-            Some(target.branch.to_string())
+            root.run(args::delete_branch_at(&placed.branch, tip))?;
+            Some(placed.branch.clone())
         }
         None => None,
     };
     Ok(Cleanup::Removed {
-        worktree: target.worktree.to_path_buf(),
+        worktree: placed.path.clone(),
         branch,
     })
 }

@@ -19,6 +19,8 @@ pub struct Request<'a> {
     pub branch: Option<&'a str>,
     pub dir_template: &'a str,
     pub branch_prefix: &'a str,
+    /// A repository of the task's own (a sandboxed task), else a git worktree.
+    pub own_repo: bool,
 }
 
 /// A worktree that can be created: every name checked, the base resolved to a commit.
@@ -37,6 +39,8 @@ pub struct Plan {
     pub subdir: PathBuf,
     /// The repository's git common dir, where cuekit's worktree lock lives.
     pub common_dir: PathBuf,
+    /// For a repository of the task's own: its git dir and the task's id.
+    pub own_repo: Option<(PathBuf, String)>,
 }
 
 impl Plan {
@@ -56,6 +60,11 @@ impl Plan {
             base_full_ref: self.base_full_ref.clone(),
             base_commit: self.base_commit.clone(),
             common_dir: self.common_dir.clone(),
+            git_dir: self.own_repo.as_ref().map(|(dir, _)| dir.clone()),
+            tip_ref: self
+                .own_repo
+                .as_ref()
+                .map(|(_, id)| super::task_repo::tip_ref(id)),
         }
     }
 }
@@ -120,10 +129,11 @@ pub fn plan(request: &Request) -> Result<Plan> {
     // A name built from the built-in prefix and a fresh random id is valid and free; checking
     // it would cost two git processes on every submit (and `worktree add -b` refuses an
     // existing branch before creating anything anyway).
+    // A task repository's branch lives only there: the user's branches are no concern.
     let generated =
         request.branch.is_none() && request.branch_prefix == plan::DEFAULT_BRANCH_PREFIX;
     if !generated {
-        check_branch(&git, &branch)?;
+        check_branch(&git, &branch, !request.own_repo)?;
     }
     if branch == base_ref {
         return Err(Error::invalid_input(format!(
@@ -143,6 +153,22 @@ pub fn plan(request: &Request) -> Result<Plan> {
         .strip_prefix(&repo_root)
         .map(Path::to_path_buf)
         .unwrap_or_default();
+    let own_repo = match request.own_repo {
+        false => None,
+        true => {
+            let dir = super::task_repo::git_dir(request.task_id).ok_or_else(|| {
+                Error::invalid_input("no data directory for the task's repository")
+                    .with_hint("set HOME")
+            })?;
+            if std::fs::symlink_metadata(&dir).is_ok() {
+                return Err(
+                    Error::invalid_input(format!("{} already exists", dir.display()))
+                        .with_hint("remove it: it is a left-over task repository"),
+                );
+            }
+            Some((dir, request.task_id.to_string()))
+        }
+    };
     Ok(Plan {
         repo_root,
         path,
@@ -152,11 +178,12 @@ pub fn plan(request: &Request) -> Result<Plan> {
         base_commit,
         subdir,
         common_dir,
+        own_repo,
     })
 }
 
-/// A valid branch name that does not exist yet.
-fn check_branch(git: &Git, branch: &str) -> Result<()> {
+/// A valid branch name that does not exist yet (in the user's repository, when `free_here`).
+fn check_branch(git: &Git, branch: &str, free_here: bool) -> Result<()> {
     // git answers a bad name with status 128, not 1.
     if !git
         .output(["check-ref-format", "--branch", branch])?
@@ -168,12 +195,14 @@ fn check_branch(git: &Git, branch: &str) -> Result<()> {
                 .with_hint("see `git check-ref-format --help`"),
         );
     }
-    if git.yes([
-        "show-ref",
-        "--verify",
-        "--quiet",
-        &format!("refs/heads/{branch}"),
-    ])? {
+    if free_here
+        && git.yes([
+            "show-ref",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ])?
+    {
         return Err(
             Error::invalid_input(format!("the branch '{branch}' already exists")).with_hint(
                 "name another with --branch (cuekit never reuses or resets an existing branch)",
@@ -183,9 +212,12 @@ fn check_branch(git: &Git, branch: &str) -> Result<()> {
     Ok(())
 }
 
-/// Creates the planned worktree with its submodules and included files; on failure removes
-/// what it made.
+/// Creates the planned worktree (or task repository) with its submodules and included files;
+/// on failure removes what it made.
 pub fn create(plan: &Plan, includes: &Includes) -> Result<()> {
+    if let Some((git_dir, id)) = &plan.own_repo {
+        return super::task_repo::create(plan, id, git_dir, includes);
+    }
     let git = Git::new(&plan.repo_root);
     if let Some(parent) = plan.path.parent() {
         std::fs::create_dir_all(parent).map_err(|err| Error::io("create", parent, err))?;
@@ -208,6 +240,9 @@ pub fn create(plan: &Plan, includes: &Includes) -> Result<()> {
 /// if git lists one at that path on that branch, the branch only while it is still at the base
 /// commit. Nothing else at that path is touched: the submit may have died before creating it.
 pub fn remove_abandoned(placed: &WorktreePlacement) {
+    if placed.own_repo() {
+        return super::task_repo::remove_placed(placed);
+    }
     let git = Git::new(&placed.repo_root);
     let Ok(_lock) = super::lock_in(&placed.common_dir) else {
         return;
@@ -226,6 +261,9 @@ pub fn remove_abandoned(placed: &WorktreePlacement) {
 /// Undoes [`create`]: this worktree (just made, holding nothing of anyone's) and its branch,
 /// only while the branch is still at the base commit.
 pub fn remove_created(plan: &Plan) {
+    if let Some((git_dir, id)) = &plan.own_repo {
+        return super::task_repo::remove(&plan.repo_root, &plan.path, git_dir, id);
+    }
     let git = Git::new(&plan.repo_root);
     let _lock = super::lock_in(&plan.common_dir);
     if git.run(args::worktree_remove(&plan.path, true)).is_err() {

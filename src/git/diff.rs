@@ -1,13 +1,10 @@
-//! A task's work against its base commit: commits on its branch plus uncommitted and untracked
-//! changes in its worktree. The worktree is read through a scratch index (a copy of its own),
-//! so neither its index nor its files are touched.
-
-use std::path::{Path, PathBuf};
+//! A task's work against its base commit: the tree [`super::checkout`] takes of its commits
+//! and its uncommitted and untracked changes, compared in the user's repository.
 
 use serde::Serialize;
 
 use super::Git;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// One changed file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -38,81 +35,6 @@ impl std::fmt::Display for DiffStat {
             self.deletions
         )
     }
-}
-
-/// What to diff: the task's worktree if it is still there, else only its branch.
-pub struct Subject<'a> {
-    pub repo_root: &'a Path,
-    pub worktree: &'a Path,
-    pub branch: &'a str,
-    /// Where the scratch index may be written (removed afterwards).
-    pub scratch: &'a Path,
-}
-
-/// The tree of the task's work: a tree id, written from the worktree's files (or the branch
-/// tip when the worktree is gone).
-pub fn work_tree(subject: &Subject) -> Result<String> {
-    if !subject.worktree.is_dir() {
-        return Git::new(subject.repo_root)
-            .line(["rev-parse", &format!("{}^{{tree}}", subject.branch)]);
-    }
-    let git = Git::new(subject.worktree);
-    let index = scratch_index(&git, subject.scratch)?;
-    let env = [("GIT_INDEX_FILE", index.as_os_str())];
-    let tree = git
-        .output_with_env(["add", "--all", "--", "."], &env)
-        .and_then(|out| {
-            if out.status.success() {
-                git.output_with_env(["write-tree"], &env)
-            } else {
-                Err(super::failed(&["add".into(), "--all".into()], &out))
-            }
-        });
-    let _ = std::fs::remove_file(&index);
-    let tree = tree?;
-    if !tree.status.success() {
-        return Err(super::failed(&["write-tree".into()], &tree));
-    }
-    Ok(String::from_utf8_lossy(&tree.stdout).trim().to_string())
-}
-
-/// A copy of the worktree's index, so `git add` reuses its stat cache and leaves it alone.
-fn scratch_index(git: &Git, scratch: &Path) -> Result<PathBuf> {
-    let index = scratch.join(format!("diff-index.{}", std::process::id()));
-    let own = match own_index(git.dir()) {
-        Some(own) => own,
-        None => PathBuf::from(git.line([
-            "rev-parse",
-            "--path-format=absolute",
-            "--git-path",
-            "index",
-        ])?),
-    };
-    match std::fs::copy(&own, &index) {
-        Ok(_) => Ok(index),
-        Err(_) => {
-            // No index yet: start from the worktree's HEAD.
-            let env = [("GIT_INDEX_FILE", index.as_os_str())];
-            let out = git.output_with_env(["read-tree", "HEAD"], &env)?;
-            if out.status.success() {
-                Ok(index)
-            } else {
-                Err(Error::io(
-                    "prepare",
-                    &index,
-                    std::io::Error::other(String::from_utf8_lossy(&out.stderr).into_owned()),
-                ))
-            }
-        }
-    }
-}
-
-/// A linked worktree's index, from its `.git` file (`gitdir: …`), without starting git: `list`
-/// reads it for every worktree task.
-pub(crate) fn own_index(worktree: &Path) -> Option<PathBuf> {
-    let link = std::fs::read_to_string(worktree.join(".git")).ok()?;
-    let dir = PathBuf::from(link.strip_prefix("gitdir: ")?.trim_end());
-    dir.is_absolute().then(|| dir.join("index"))
 }
 
 /// The totals between the base commit and `tree` (one git call: `status` and `list` show it

@@ -124,11 +124,44 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     } else if meta.is_dir() {
         std::fs::create_dir(to).map_err(|err| Error::io("create", to, err))?;
         copy_children(from, to)
+    } else if meta.is_file() {
+        copy_regular(from, to)
     } else {
-        std::fs::copy(from, to)
-            .map(drop)
-            .map_err(|err| Error::io("copy to", to, err))
+        // A FIFO, socket or device: nothing a task needs, and a FIFO would block the copy.
+        Ok(())
     }
+}
+
+/// Copies one regular file, opened without following a link and without blocking, and proven
+/// regular on the open descriptor (a FIFO swapped in after the `lstat` is skipped, not waited
+/// on).
+fn copy_regular(from: &Path, to: &Path) -> Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut source = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(from)
+    {
+        Ok(file) => file,
+        // A link or a FIFO put there since the listing: left out.
+        Err(err) if err.raw_os_error() == Some(libc::ELOOP) => return Ok(()),
+        Err(err) => return Err(Error::io("read", from, err)),
+    };
+    let meta = source
+        .metadata()
+        .map_err(|err| Error::io("read", from, err))?;
+    if !meta.is_file() {
+        return Ok(());
+    }
+    let mut target = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(meta.permissions().mode() & 0o777)
+        .open(to)
+        .map_err(|err| Error::io("copy to", to, err))?;
+    std::io::copy(&mut source, &mut target)
+        .map(drop)
+        .map_err(|err| Error::io("copy to", to, err))
 }
 
 fn copy_children(from: &Path, to: &Path) -> Result<()> {

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{Git, args, diff, worktrees};
+use super::checkout::Checkout;
+use super::{Git, args, review, worktrees};
 use crate::error::{Error, ErrorCode, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -21,9 +22,8 @@ pub enum Strategy {
 }
 
 pub struct Request<'a> {
-    pub repo_root: &'a Path,
-    pub task_worktree: &'a Path,
-    pub branch: &'a str,
+    /// The task's checkout as the registry placed it, read on git's safe paths only.
+    pub task: Checkout<'a>,
     /// `None`: the branch checked out in the repository root.
     pub target: Option<&'a str>,
     pub strategy: Strategy,
@@ -31,7 +31,8 @@ pub struct Request<'a> {
     pub work_message: &'a str,
     /// For the merge or squash commit.
     pub merge_message: &'a str,
-    pub scratch: &'a Path,
+    /// Merge even when the work changes files that run code or set policy ([`review`]).
+    pub reviewed: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -45,13 +46,17 @@ pub struct Merged {
     pub task_tip: String,
     /// The target branch's new head.
     pub head: String,
+    /// Files that run code or set policy which the work changed, merged after `--yes`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reviewed: Vec<String>,
 }
 
 /// Under cuekit's worktree lock, so two merges into one target never interleave (and no
 /// cleanup removes the task's worktree half-way).
 pub fn merge(request: &Request) -> Result<Merged> {
-    let _lock = super::lock_worktrees(request.repo_root)?;
-    let root = Git::new(request.repo_root);
+    let placed = request.task.placed;
+    let _lock = super::lock_in(&placed.common_dir)?;
+    let root = request.task.root();
     let target = match request.target {
         Some(target) => target.to_string(),
         None => root
@@ -61,77 +66,72 @@ pub fn merge(request: &Request) -> Result<Merged> {
                     ErrorCode::InvalidState,
                     format!(
                         "{} is on a detached HEAD: there is no branch to merge into",
-                        request.repo_root.display()
+                        placed.repo_root.display()
                     ),
                 )
                 .with_hint("name the target branch with --into")
             })?,
     };
-    if target == request.branch {
+    if target == placed.branch && !placed.own_repo() {
         return Err(
             Error::invalid_input(format!("'{target}' is the task's own branch"))
                 .with_hint("name another branch with --into"),
         );
     }
-    let target_worktree =
-        worktrees::checked_out(&worktrees::list_held(request.repo_root)?, &target).ok_or_else(
-            || {
-                Error::new(
+    if request.strategy == Strategy::Rebase && placed.own_repo() {
+        return Err(Error::invalid_input(
+            "a sandboxed task's repository is its own: cuekit does not rebase in it",
+        )
+        .with_hint("merge without --rebase (or --squash)"));
+    }
+    let target_worktree = worktrees::checked_out(
+        &worktrees::list_held(&placed.repo_root)?,
+        &target,
+    )
+    .ok_or_else(|| {
+        Error::new(
             ErrorCode::InvalidState,
             format!("the branch '{target}' is not checked out in any worktree"),
         )
         .with_hint(format!(
             "check it out where the merge should happen (`git switch {target}`), then merge again"
         ))
-            },
-        )?;
+    })?;
     let there = Git::new(&target_worktree);
     refuse_dirty(&there, &target_worktree)?;
-    let old_tip = root.line([
-        "rev-parse",
-        "--verify",
-        &format!("refs/heads/{}", request.branch),
-    ])?;
-    let task_tree = request.task_worktree.is_dir().then(|| {
-        diff::work_tree(&diff::Subject {
-            repo_root: request.repo_root,
-            worktree: request.task_worktree,
-            branch: request.branch,
-            scratch: request.scratch,
-        })
-    });
-    let task_tree = task_tree.transpose()?;
+    let work_ref = placed.work_ref();
+    let old_tip = request.task.tip()?;
+    let task_tree = request.task.tree_from(&old_tip)?;
     let tip_tree = root.line(["rev-parse", &format!("{old_tip}^{{tree}}")])?;
-    let work_commit = match task_tree {
-        Some(tree) if tree != tip_tree => Some(root.line([
+    let work_commit = if task_tree != tip_tree {
+        Some(root.line([
             "commit-tree",
-            &tree,
+            &task_tree,
             "-p",
             &old_tip,
             "-m",
             request.work_message,
-        ])?),
-        _ => None,
+        ])?)
+    } else {
+        None
     };
     let tip = work_commit.clone().unwrap_or_else(|| old_tip.clone());
     let target_head = there.line(["rev-parse", "--verify", "HEAD"])?;
     if let Some(files) = conflicts(&root, &target_head, &tip)? {
-        return Err(conflict_error(request.branch, &target, &files));
+        return Err(conflict_error(&placed.branch, &target, &files));
+    }
+    let reviewed = review::policy_paths(&changed(&root, &placed.base_commit, &tip)?);
+    if !reviewed.is_empty() && !request.reviewed {
+        return Err(review::needed(&reviewed));
     }
     if let Some(commit) = &work_commit {
-        root.run([
-            "update-ref",
-            &format!("refs/heads/{}", request.branch),
-            commit,
-            &old_tip,
-        ])?;
-        // The worktree's files are that commit; its index follows (files untouched).
-        Git::new(request.task_worktree).run(["reset", "--quiet"])?;
+        root.run(["update-ref", &work_ref, commit, &old_tip])?;
+        follow_index(&request.task);
     }
     let merged = apply(request, &there, &target, &tip);
     if let Err(err) = merged {
         if let Some(commit) = &work_commit {
-            restore_branch(request, commit, &old_tip);
+            restore_branch(&request.task, commit, &old_tip);
         }
         return Err(err);
     }
@@ -139,42 +139,58 @@ pub fn merge(request: &Request) -> Result<Merged> {
         target,
         strategy: request.strategy,
         work_commit,
-        task_tip: root.line(["rev-parse", &format!("refs/heads/{}", request.branch)])?,
+        task_tip: root.line(["rev-parse", &work_ref])?,
         head: there.line(["rev-parse", "HEAD"])?,
         target_worktree,
+        reviewed,
     })
 }
 
+/// The paths that differ between two commits.
+fn changed(root: &Git, from: &str, to: &str) -> Result<Vec<String>> {
+    let listed = root.run([
+        "diff-tree",
+        "-r",
+        "-z",
+        "--no-renames",
+        "--name-only",
+        from,
+        to,
+    ])?;
+    Ok(listed
+        .split('\0')
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+        .collect())
+}
+
+/// A git worktree's own index follows its branch once cuekit committed its files onto it
+/// (the files untouched); a task repository's is the child's and stays as it is.
+fn follow_index(task: &Checkout) {
+    if !task.placed.own_repo()
+        && let Ok(git) = task.own_git()
+    {
+        let _ = git.run(["reset", "--quiet"]);
+    }
+}
+
 /// Commits a task's uncommitted work (tracked and untracked, as `diff` sees it) onto its
-/// branch, under cuekit's worktree lock; returns the branch's tip, which is then all of its work.
+/// work ref, under cuekit's worktree lock; returns the tip, which is then all of its work.
 /// Another task can then start from that tip (`--base-from`).
-pub fn commit_work(
-    repo_root: &Path,
-    task_worktree: &Path,
-    branch: &str,
-    message: &str,
-    scratch: &Path,
-) -> Result<String> {
-    let _lock = super::lock_worktrees(repo_root)?;
-    let root = Git::new(repo_root);
-    let branch_ref = format!("refs/heads/{branch}");
-    let old_tip = root.line(["rev-parse", "--verify", &branch_ref])?;
-    if !task_worktree.is_dir() {
+pub fn commit_work(task: &Checkout, message: &str) -> Result<String> {
+    let _lock = super::lock_in(&task.placed.common_dir)?;
+    let root = task.root();
+    let old_tip = task.tip()?;
+    if !task.placed.path.is_dir() {
         return Ok(old_tip);
     }
-    let tree = diff::work_tree(&diff::Subject {
-        repo_root,
-        worktree: task_worktree,
-        branch,
-        scratch,
-    })?;
+    let tree = task.tree_from(&old_tip)?;
     if tree == root.line(["rev-parse", &format!("{old_tip}^{{tree}}")])? {
         return Ok(old_tip);
     }
     let commit = root.line(["commit-tree", &tree, "-p", &old_tip, "-m", message])?;
-    root.run(["update-ref", &branch_ref, &commit, &old_tip])?;
-    // The worktree's files are that commit; its index follows (files untouched).
-    Git::new(task_worktree).run(["reset", "--quiet"])?;
+    root.run(["update-ref", &task.placed.work_ref(), &commit, &old_tip])?;
+    follow_index(task);
     Ok(commit)
 }
 
@@ -246,21 +262,23 @@ fn apply(request: &Request, there: &Git, target: &str, tip: &str) -> Result<()> 
             Ok(())
         }
         Strategy::Rebase => {
-            if !request.task_worktree.is_dir() {
+            if !request.task.placed.path.is_dir() {
                 return Err(Error::new(
                     ErrorCode::InvalidState,
                     "the task's worktree is gone: a rebase needs it",
                 )
                 .with_hint("merge without --rebase"));
             }
-            let task = Git::new(request.task_worktree);
+            let task = request.task.own_git()?;
             if let Err(err) = task.run(["rebase", "--quiet", target]) {
                 let _ = task.run(["rebase", "--abort"]);
                 return Err(Error::new(ErrorCode::MergeConflict, err.message).with_hint(
                     "nothing was changed; rebase by hand in the task's worktree, or merge without --rebase",
                 ));
             }
-            there.run(args::merge_ff_only(request.branch)).map(drop)
+            there
+                .run(args::merge_ff_only(&request.task.placed.branch))
+                .map(drop)
         }
     }
 }
@@ -281,16 +299,13 @@ fn run_or_abort(there: &Git, merge: Vec<std::ffi::OsString>) -> Result<()> {
     }
 }
 
-/// Puts the task's branch back where it was when cuekit's own commit of its work did not go in.
-fn restore_branch(request: &Request, commit: &str, old_tip: &str) {
-    let root = Git::new(request.repo_root);
-    let moved = root.run([
-        "update-ref",
-        &format!("refs/heads/{}", request.branch),
-        old_tip,
-        commit,
-    ]);
+/// Puts the task's work ref back where it was when cuekit's own commit of its work did not go
+/// in.
+fn restore_branch(task: &Checkout, commit: &str, old_tip: &str) {
+    let moved = task
+        .root()
+        .run(["update-ref", &task.placed.work_ref(), old_tip, commit]);
     if moved.is_ok() {
-        let _ = Git::new(request.task_worktree).run(["reset", "--quiet"]);
+        follow_index(task);
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod changes;
+pub mod checkout;
 pub mod cleanup;
 pub mod conflicts;
 pub mod create;
@@ -12,12 +13,15 @@ pub mod fingerprint;
 pub mod include;
 pub mod merge;
 pub mod plan;
+pub mod review;
 pub mod submodules;
+pub mod task_repo;
 pub mod worktrees;
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use crate::error::{Error, ErrorCode, Result};
 
@@ -46,15 +50,63 @@ impl Drop for Submitting {
     }
 }
 
-/// Git run inside one directory (`git -C <dir> …`), never through a shell.
+/// Git run inside one directory (`git -C <dir> …`), never through a shell, and never past
+/// its deadline ([`deadline`]).
 #[derive(Debug, Clone)]
 pub struct Git {
     dir: PathBuf,
+    /// Options before the subcommand (`--attr-source=…`).
+    global: Vec<OsString>,
+    /// Variables set for every call (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`).
+    env: Vec<(String, OsString)>,
+}
+
+/// How long one git call may take before its process group is killed: a child's tree can
+/// hold a FIFO where git expects a file (`.gitignore`, a submodule's `HEAD`), and git would
+/// wait on it forever. `CUEKIT_GIT_TIMEOUT` (seconds) overrides the default, 60 s.
+pub fn deadline() -> Duration {
+    std::env::var("CUEKIT_GIT_TIMEOUT")
+        .ok()
+        .and_then(|secs| secs.trim().parse::<f64>().ok())
+        .filter(|secs| secs.is_finite() && *secs > 0.0)
+        .map_or(Duration::from_secs(60), Duration::from_secs_f64)
 }
 
 impl Git {
     pub fn new(dir: impl Into<PathBuf>) -> Git {
-        Git { dir: dir.into() }
+        Git {
+            dir: dir.into(),
+            global: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Git over a task's work tree with a git dir and an index cuekit names: nothing is
+    /// discovered from the tree (whose `.git` the child can rewrite), and the tree's own
+    /// `.gitattributes` are never read (`--attr-source` names the empty tree), so no filter,
+    /// diff driver or text conversion the child asked for runs.
+    pub fn over(git_dir: &Path, work_tree: &Path, index: &Path) -> Git {
+        Git {
+            dir: work_tree.to_path_buf(),
+            global: vec![OsString::from(format!("--attr-source={EMPTY_TREE}"))],
+            env: vec![
+                ("GIT_DIR".to_string(), git_dir.as_os_str().to_owned()),
+                (
+                    "GIT_WORK_TREE".to_string(),
+                    work_tree.as_os_str().to_owned(),
+                ),
+                ("GIT_INDEX_FILE".to_string(), index.as_os_str().to_owned()),
+            ],
+        }
+    }
+
+    /// Git in the repository whose git dir is `git_dir`, named, never discovered.
+    pub fn at_git_dir(git_dir: &Path) -> Git {
+        Git {
+            dir: git_dir.to_path_buf(),
+            global: Vec::new(),
+            env: vec![("GIT_DIR".to_string(), git_dir.as_os_str().to_owned())],
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -86,14 +138,19 @@ impl Git {
                 OsString::from("explicit"),
             ),
             ("core.fsmonitor".to_string(), OsString::from("false")),
+            ("submodule.recurse".to_string(), OsString::from("false")),
         ];
         config.extend(extra.iter().cloned());
         let mut command = Command::new("git");
         command
             .arg("-C")
             .arg(&self.dir)
+            .args(&self.global)
             .args(args)
             .envs(args::config_env(&config))
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            // A promisor remote is never asked for a missing object (CVE-2024-32004's kin).
+            .env("GIT_NO_LAZY_FETCH", "1")
             // Never wait on an editor or a credential prompt: nobody is at this terminal.
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_EDITOR", "true")
@@ -124,7 +181,7 @@ impl Git {
         for (name, value) in env {
             command.env(name, value);
         }
-        command.output().map_err(cannot_run)
+        finish(command, None)
     }
 
     /// Runs git with the config entries `config` added (out of band) and `input` on its stdin;
@@ -135,19 +192,7 @@ impl Git {
         config: &[(String, OsString)],
         input: &[u8],
     ) -> Result<String> {
-        use std::io::Write;
-        let mut command = self.command_with(args, config);
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().map_err(cannot_run)?;
-        let mut stdin = child.stdin.take().expect("piped");
-        // Written from a thread: git may fill its stdout before it has read all of stdin.
-        let input = input.to_vec();
-        let writer = std::thread::spawn(move || stdin.write_all(&input));
-        let output = child.wait_with_output().map_err(cannot_run)?;
-        let _ = writer.join();
+        let output = finish(self.command_with(args, config), Some(input.to_vec()))?;
         if !output.status.success() {
             return Err(failed(args, &output));
         }
@@ -187,7 +232,7 @@ impl Git {
                 Ok(())
             });
         }
-        let output = command.output().map_err(cannot_run)?;
+        let output = finish(command, None)?;
         if !output.status.success() {
             return Err(failed(args, &output));
         }
@@ -222,6 +267,65 @@ impl Git {
             Some(0) => Ok(true),
             Some(1) => Ok(false),
             _ => Err(failed(&args, &output)),
+        }
+    }
+}
+
+/// The empty tree's id, which every repository knows without holding it.
+pub const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
+/// Runs `command` (stdin from `input`, else nothing) in a process group of its own and kills
+/// the group when it outlives [`deadline`]: `git_timed_out`, never a hang.
+fn finish(mut command: Command, input: Option<Vec<u8>>) -> Result<Output> {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    command
+        .process_group(0)
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().map_err(cannot_run)?;
+    let pid = child.id() as libc::pid_t;
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        // Written from a thread: git may fill its stdout before it has read all of stdin.
+        std::thread::spawn(move || stdin.write_all(&input));
+    }
+    let (done, ended) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let output = child.wait_with_output();
+        let _ = done.send(());
+        output
+    });
+    let limit = deadline();
+    match ended.recv_timeout(limit) {
+        Ok(()) => waiter
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("git's waiter panicked")))
+            .map_err(cannot_run),
+        Err(_) => {
+            // SAFETY: a plain syscall; the group is git's own (process_group(0) above) and
+            // its leader is not reaped yet (the waiter has not answered).
+            unsafe { libc::killpg(pid, libc::SIGKILL) };
+            let program = command
+                .get_args()
+                .map(|a| a.to_string_lossy())
+                .collect::<Vec<_>>();
+            Err(Error::new(
+                ErrorCode::GitTimedOut,
+                format!(
+                    "git timed out after {:.1} s (`git {}`): the work there is unknown",
+                    limit.as_secs_f64(),
+                    program.join(" ")
+                ),
+            )
+            .with_hint(
+                "something in that tree makes git wait (a FIFO where a file belongs?); \
+                 CUEKIT_GIT_TIMEOUT sets the deadline in seconds",
+            ))
         }
     }
 }

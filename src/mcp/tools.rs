@@ -293,6 +293,11 @@ pub struct MergeParams {
     /// The branch to merge into. Default: the branch checked out where the task was submitted.
     #[serde(default)]
     pub into: Option<String>,
+    /// You read the work's changes to files that run code or set policy (.gitattributes,
+    /// CI workflows, build scripts, .cuekit files…); without it such a merge fails with
+    /// merge_review and lists them.
+    #[serde(default)]
+    pub reviewed: bool,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -949,7 +954,14 @@ impl CuekitServer {
                 StrategyArg::Squash => Strategy::Squash,
                 StrategyArg::Rebase => Strategy::Rebase,
             };
-            Ok(json!({"merged": ops::merge(&params.id, &cwd, strategy, params.into.as_deref())?}))
+            let merged = ops::merge(
+                &params.id,
+                &cwd,
+                strategy,
+                params.into.as_deref(),
+                params.reviewed,
+            )?;
+            Ok(json!({ "merged": merged }))
         })
         .await
     }

@@ -17,8 +17,9 @@ use serde::Serialize;
 
 use super::task::{Found, Task, scan_project_each};
 use crate::error::Result;
+use crate::git::checkout::Checkout;
 use crate::git::conflicts::{self as clash, ConflictFile, Side};
-use crate::git::{Git, diff, fingerprint};
+use crate::git::{Git, fingerprint};
 use crate::store::conflicts::{self as stored, ConflictState, PairCheck, TargetCheck};
 use crate::store::{self, WorktreePlacement};
 
@@ -248,17 +249,15 @@ fn check_repo(
 
 /// Takes the worktree's tree again only when its fingerprint moved (or it has none).
 fn refresh_tree(member: &mut Member) -> Result<()> {
-    let index = diff::own_index(&member.worktree.path);
-    let print = fingerprint::of(&member.worktree.path, index.as_deref());
+    let checkout = Checkout {
+        placed: member.worktree,
+        scratch: member.scratch,
+    };
+    let print = checkout.fingerprint();
     if print.is_some() && print == member.state.fingerprint && !member.state.tree.is_empty() {
         return Ok(());
     }
-    let tree = diff::work_tree(&diff::Subject {
-        repo_root: &member.worktree.repo_root,
-        worktree: &member.worktree.path,
-        branch: &member.worktree.branch,
-        scratch: member.scratch,
-    })?;
+    let tree = checkout.tree()?;
     member.state.fingerprint = print;
     member.state.tree = tree;
     member.dirty = true;

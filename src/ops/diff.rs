@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use super::route::{Route, route_one};
 use super::task::Task;
 use crate::error::{Error, ErrorCode, Result};
-use crate::git::{self, Git, diff};
+use crate::git::checkout::Checkout;
+use crate::git::{Git, diff};
 use crate::store::{TaskRecord, WorktreePlacement};
 
 /// Read back from a host's JSON too (a host's task is diffed there).
@@ -76,11 +77,11 @@ pub(crate) fn worktree_of(task: &Task) -> Result<&WorktreePlacement> {
     })
 }
 
+/// The tree of a worktree task's work, read on git's safe paths ([`crate::git::checkout`]).
 fn work_tree(record: &TaskRecord, worktree: &WorktreePlacement) -> Result<String> {
-    git::diff::work_tree(&diff::Subject {
-        repo_root: &worktree.repo_root,
-        worktree: &worktree.path,
-        branch: &worktree.branch,
+    Checkout {
+        placed: worktree,
         scratch: &record.task_dir,
-    })
+    }
+    .tree()
 }

@@ -3,10 +3,19 @@
 use std::path::Path;
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::git::checkout::Checkout;
 use crate::git::merge::{self, Merged, Strategy};
 use crate::store::{self, MergeRecord};
 
-pub fn merge(task_id: &str, cwd: &Path, strategy: Strategy, into: Option<&str>) -> Result<Merged> {
+/// `reviewed`: the user read the work's changes to files that run code or set policy
+/// (`--yes`); without it such a merge is refused before anything changes.
+pub fn merge(
+    task_id: &str,
+    cwd: &Path,
+    strategy: Strategy,
+    into: Option<&str>,
+    reviewed: bool,
+) -> Result<Merged> {
     let task = super::task::open(task_id, cwd)?;
     let task = super::judge::refresh(vec![task])?.tasks.remove(0);
     let record = &task.record;
@@ -31,17 +40,18 @@ pub fn merge(task_id: &str, cwd: &Path, strategy: Strategy, into: Option<&str>) 
         .take(72)
         .collect();
     let merged = merge::merge(&merge::Request {
-        repo_root: &worktree.repo_root,
-        task_worktree: &worktree.path,
-        branch: &worktree.branch,
+        task: Checkout {
+            placed: worktree,
+            scratch: &record.task_dir,
+        },
         target: into,
+        reviewed,
         strategy,
         work_message: &format!(
             "cuekit task {}: uncommitted work\n\nObjective: {}",
             record.id, record.spec.objective
         ),
         merge_message: &format!("cuekit task {}: {objective}", record.id),
-        scratch: &record.task_dir,
     })?;
     store::record_merge(
         &record.id,

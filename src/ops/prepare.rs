@@ -133,14 +133,14 @@ pub(crate) fn tip_of(
     worktree: &store::WorktreePlacement,
 ) -> Result<String> {
     git::merge::commit_work(
-        &worktree.repo_root,
-        &worktree.path,
-        &worktree.branch,
+        &git::checkout::Checkout {
+            placed: worktree,
+            scratch: &task.record.task_dir,
+        },
         &format!(
             "cuekit task {}: uncommitted work\n\nObjective: {}",
             task.record.id, task.record.spec.objective
         ),
-        &task.record.task_dir,
     )
 }
 

@@ -203,16 +203,18 @@ fn remove_one(task: &Task, force: bool, dry_run: bool) -> Result<Removal> {
         removal.worktree = Some(worktree.path.clone());
         let merged = store::merge_of(&record.id);
         let target = cleanup::Target {
-            repo_root: &worktree.repo_root,
-            worktree: &worktree.path,
-            branch: &worktree.branch,
-            base_full_ref: worktree.base_full_ref.as_deref(),
-            base_commit: &worktree.base_commit,
+            task: crate::git::checkout::Checkout {
+                placed: worktree,
+                scratch: &record.task_dir,
+            },
             merged: merged.as_ref(),
         };
         if dry_run {
             let inspection = cleanup::inspect(&target);
-            removal.branch = inspection.branch_tip.map(|_| worktree.branch.clone());
+            removal.branch = inspection.branch_tip.map(|_| match worktree.own_repo() {
+                true => worktree.work_ref(),
+                false => worktree.branch.clone(),
+            });
             if !inspection.keep.is_empty() && !force {
                 removal.outcome = RemovalOutcome::WouldKeep;
                 removal.reasons = inspection.keep;

@@ -135,11 +135,34 @@ pub(crate) fn wrap(
             let words = sandbox::bwrap_words(&bwrap.to_string_lossy(), &plan);
             let command = match launch.agent_at {
                 Some(at) => sandbox::wrap_agent_words(&launch.command, at, &words)?,
-                None => sandbox::wrap_shell(&launch.command, &words, subject.task_dir)?,
+                None => sandbox::wrap_shell(
+                    &launch.command,
+                    &words,
+                    subject.task_dir,
+                    keystroke_filter()?.as_deref(),
+                )?,
             };
             Ok(LaunchCommand { command, ..launch })
         }
     }
+}
+
+/// The file holding [`sandbox::keystroke_filter`] (in cuekit's data dir, written once), or
+/// `None` on an architecture it is not written for.
+fn keystroke_filter() -> Result<Option<PathBuf>> {
+    let Some(program) = sandbox::keystroke_filter() else {
+        return Ok(None);
+    };
+    let path = crate::store::data_dir()
+        .ok_or_else(|| unavailable("no data directory for the sandbox's filter", "set HOME"))?
+        .join("seccomp-keystrokes.bpf");
+    if crate::store::read_small(&path).ok().as_deref() != Some(program.as_slice()) {
+        if let Some(dir) = path.parent() {
+            crate::store::create_private_dir(dir)?;
+        }
+        crate::store::write_atomic(&path, &program)?;
+    }
+    Ok(Some(path))
 }
 
 /// The length of the shell word a command starts with (its program, single-quoted or plain).
@@ -249,20 +272,18 @@ fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
         mounts.push(Mount::Writable(path));
     }
 
-    // The work dir, writable; cuekit's records in it and the repository's config and hooks
-    // (run by cuekit's own next git call) read-only.
+    // The work dir, writable; cuekit's records in it read-only.
     mounts.push(Mount::Writable(subject.work_dir.to_path_buf()));
-    for own in [".cuekit", ".git/config", ".git/hooks"] {
-        let path = subject.work_dir.join(own);
-        if path.exists() {
-            mounts.push(Mount::ReadOnly(path));
-        }
+    let records = subject.work_dir.join(".cuekit");
+    if records.exists() {
+        mounts.push(Mount::ReadOnly(records));
     }
     if !subject.task_dir.starts_with(subject.work_dir) {
         mounts.push(Mount::ReadOnly(subject.task_dir.to_path_buf()));
     }
-    if let Some(worktree) = subject.worktree {
-        mounts.extend(worktree_mounts(worktree, subject.work_dir));
+    match subject.worktree {
+        Some(worktree) => mounts.extend(own_repo_mounts(worktree)?),
+        None => refuse_in_place_repository(subject.work_dir)?,
     }
     for (paths, writable) in [(&policy.read, false), (&policy.write, true)] {
         for path in paths.iter() {
@@ -332,31 +353,47 @@ fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
     })
 }
 
-/// A worktree's repository: read-only but for what a commit in the worktree writes (objects,
-/// refs, logs and the worktree's own entry): never its `config` or `hooks/`.
-fn worktree_mounts(worktree: &WorktreePlacement, work_dir: &Path) -> Vec<Mount> {
+/// A task repository's mounts: its own git dir writable; of the user's repository only the
+/// objects its alternates borrow, read-only, over an empty folder where the rest of the
+/// user's git dir was (config, hooks, refs, `commondir`, other worktrees' admin files: out of
+/// sight, so nothing there can be written or renamed).
+fn own_repo_mounts(worktree: &WorktreePlacement) -> Result<Vec<Mount>> {
+    let git_dir = worktree
+        .git_dir
+        .as_ref()
+        .filter(|_| worktree.own_repo())
+        .ok_or_else(|| {
+            unavailable(
+                "a sandboxed task needs a repository of its own",
+                "submit it again: its checkout was not made by this cuekit",
+            )
+        })?;
     let common = &worktree.common_dir;
-    let mut mounts = vec![Mount::ReadOnly(common.clone())];
-    for part in ["objects", "refs", "logs"] {
-        let path = common.join(part);
-        if path.is_dir() {
-            mounts.push(Mount::Writable(path));
-        }
+    Ok(vec![
+        Mount::Private(common.clone()),
+        Mount::ReadOnly(common.join("objects")),
+        Mount::Writable(git_dir.clone()),
+    ])
+}
+
+/// Refuses an in-place sandbox in a folder of a git repository cuekit did not take for one
+/// (git could not read it): its `.git` would be the child's to rewrite.
+fn refuse_in_place_repository(work_dir: &Path) -> Result<()> {
+    match work_dir
+        .ancestors()
+        .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+    {
+        None => Ok(()),
+        Some(repo) => Err(unavailable(
+            format!(
+                "{} is in the git repository {}, which git cannot read here: a sandboxed task \
+                 needs a repository of its own",
+                work_dir.display(),
+                repo.display()
+            ),
+            "check `git -C <dir> status` (a safe.directory refusal?), or submit without --sandbox",
+        )),
     }
-    // The worktree's own admin dir, named in its `.git` file: which the child can rewrite, so
-    // only a folder right in `worktrees/` counts, never the repository's own.
-    let admin = common.join("worktrees");
-    let own = std::fs::read_to_string(work_dir.join(".git"))
-        .ok()
-        .and_then(|text| text.trim().strip_prefix("gitdir: ").map(PathBuf::from))
-        .and_then(|dir| dir.canonicalize().ok())
-        .filter(|dir| dir.parent() == Some(admin.as_path()) && dir.is_dir());
-    mounts.extend(own.map(Mount::Writable));
-    // The worktree itself again over a repository that holds it.
-    if work_dir.starts_with(common) {
-        mounts.push(Mount::Writable(work_dir.to_path_buf()));
-    }
-    mounts
 }
 
 /// A script's interpreter, from its `#!` line (`#!/usr/bin/env node`: node on PATH).

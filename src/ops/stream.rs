@@ -24,8 +24,17 @@ pub fn run_event_filter(task_dir: &Path) -> Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    // A task in a checkout of its own is measured by `diff` (git's safe paths), never by a
+    // `git status` that would discover the checkout's repository from what the child wrote.
+    // The filter starts once the task is registered (launch.sh's gate).
+    let own_checkout = store::placement(&task_id)
+        .ok()
+        .flatten()
+        .and_then(|placement| placement.facts)
+        .is_some_and(|facts| facts.worktree.is_some());
     let before = std::env::current_dir()
         .ok()
+        .filter(|_| !own_checkout)
         .and_then(|cwd| crate::git::changes::snapshot(&cwd));
     let events_path = task_dir.join(store::EVENTS_FILE);
     let mut events = OpenOptions::new()
@@ -74,6 +83,7 @@ pub fn run_event_filter(task_dir: &Path) -> Result<()> {
         .and_then(|s| String::from_utf8_lossy(&s).trim().parse().ok());
     let after = std::env::current_dir()
         .ok()
+        .filter(|_| before.is_some())
         .and_then(|cwd| crate::git::changes::snapshot(&cwd));
     let files_changed = before
         .zip(after)

@@ -291,7 +291,7 @@ fn take_base_from(mut request: SubmitRequest, cwd: &Path) -> Result<SubmitReques
     request.worktree = Some(true);
     if source.record.status.is_terminal() {
         tip_of(&source, &worktree)?;
-        request.base = Some(worktree.branch.clone());
+        request.base = Some(worktree.base_name());
         request.scheduling.base_from = None;
     } else if !request.scheduling.after.contains(&from) {
         request.scheduling.after.push(from);
@@ -569,7 +569,19 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         },
         None => store::new_task_id(),
     };
-    let plan = if use_worktree {
+    let sandbox = super::sandbox::policy(
+        request.sandbox,
+        matches!(request.asked_by, Asker::Delegate),
+        &config,
+    )?;
+    // A sandboxed task in a git repository works in a repository of its own: nothing of the
+    // user's `.git` is in its reach (docs/guides/sandbox.md).
+    let own_repo = sandbox.mode == crate::sandbox::SandboxMode::Bwrap
+        && (use_worktree || git::toplevel(&cwd).is_some());
+    if own_repo && !use_worktree {
+        config.refuse_untrusted_worktree()?;
+    }
+    let plan = if use_worktree || own_repo {
         Some(git::create::plan(&git::create::Request {
             cwd: &cwd,
             task_id: &id,
@@ -577,6 +589,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             branch: request.branch.as_deref(),
             dir_template: &config.worktree_dir().value,
             branch_prefix: &config.branch_prefix().value,
+            own_repo,
         })?)
     } else {
         None
@@ -640,11 +653,6 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .flatten()
         .or_else(|| spec.resume_session.clone());
 
-    let sandbox = super::sandbox::policy(
-        request.sandbox,
-        matches!(request.asked_by, Asker::Delegate),
-        &config,
-    )?;
     let agent_dir = plan.as_ref().map_or_else(|| cwd.clone(), |p| p.agent_dir());
     let worktree_placement = plan.as_ref().map(git::create::Plan::placement);
     let work_dir = worktree_placement.as_ref().map_or(&cwd, |w| &w.path);

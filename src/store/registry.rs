@@ -99,7 +99,8 @@ pub struct Budget {
     pub team_tokens: Option<u64>,
 }
 
-/// A task's own git worktree, as cuekit created it.
+/// A task's own checkout, as cuekit created it: a git worktree of the user's repository, or
+/// (a sandboxed task's) a repository of the task's own.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorktreePlacement {
     /// The checkout the task was submitted from.
@@ -115,6 +116,36 @@ pub struct WorktreePlacement {
     pub base_commit: String,
     /// The repository's git common dir (its worktree lock lives there).
     pub common_dir: PathBuf,
+    /// The checkout's git dir as cuekit made it: a worktree's admin dir, or the task's own
+    /// repository. Every git call on the checkout names it; none reads the checkout's `.git`,
+    /// which the child can rewrite. (`None` in records made before it was kept.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_dir: Option<PathBuf>,
+    /// Set for a task in a repository of its own: the ref in the user's repository that its
+    /// committed work is fetched into (`refs/cuekit/tasks/<id>`); its branch lives only in
+    /// its own repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tip_ref: Option<String>,
+}
+
+impl WorktreePlacement {
+    /// Whether the task works in a repository of its own (else a git worktree).
+    pub fn own_repo(&self) -> bool {
+        self.tip_ref.is_some()
+    }
+
+    /// What another task names as its base to start from this one (`--base-from`): the
+    /// branch, or the ref its work is fetched into.
+    pub fn base_name(&self) -> String {
+        self.tip_ref.clone().unwrap_or_else(|| self.branch.clone())
+    }
+
+    /// The ref in the user's repository that holds the task's committed work.
+    pub fn work_ref(&self) -> String {
+        self.tip_ref
+            .clone()
+            .unwrap_or_else(|| format!("refs/heads/{}", self.branch))
+    }
 }
 
 /// What `cuekit merge` put into a target (`tasks/<id>.merge`). Cleanup counts the task's work

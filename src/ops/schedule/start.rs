@@ -175,10 +175,16 @@ fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Con
     let planned = crate::git::create::plan(&crate::git::create::Request {
         cwd: &task.record.cwd,
         task_id: &id,
-        base: Some(&source_tree.branch),
+        base: Some(&source_tree.base_name()),
         branch,
         dir_template: &config.worktree_dir().value,
         branch_prefix: &config.branch_prefix().value,
+        own_repo: task
+            .placement
+            .facts
+            .as_ref()
+            .and_then(|facts| facts.sandbox.as_ref())
+            .is_some_and(|policy| policy.mode == crate::sandbox::SandboxMode::Bwrap),
     })?;
     {
         let _marked = crate::git::Submitting::mark(&id);

@@ -1,0 +1,166 @@
+//! Reading a task's work on git's safe paths only. A child can rewrite everything in its
+//! checkout (its `.git` file, `.gitattributes`, a FIFO for an index) and, in a repository of
+//! its own, everything in its git dir; cuekit's git therefore never discovers a repository
+//! from the checkout and never reads the child's config, hooks, attributes or index:
+//! - committed work of a task in its own repository comes by `git fetch` run in the user's
+//!   repository from the git dir the registry recorded (git's path for an untrusted peer:
+//!   upload-pack reads no hook or filter, every object is fsck'ed, nothing is fetched lazily);
+//! - uncommitted work is a snapshot taken with the user's git dir (which a sandboxed child
+//!   cannot reach), an index cuekit owns in the task directory and `GIT_WORK_TREE` the
+//!   recorded checkout, its attributes read from the empty tree;
+//! - every call has a deadline ([`super::deadline`]): a tree that makes git wait is unknown.
+
+use std::path::{Path, PathBuf};
+
+use super::{Git, args};
+use crate::error::{Error, Result};
+use crate::store::WorktreePlacement;
+
+/// File names in the task directory: cuekit's own index of the checkout, and the commit it was
+/// last read from.
+const INDEX: &str = "work.index";
+const INDEX_TIP: &str = "work.index.tip";
+
+/// A task's checkout as the registry placed it.
+pub struct Checkout<'a> {
+    pub placed: &'a WorktreePlacement,
+    /// The task directory, where cuekit keeps its index of the checkout.
+    pub scratch: &'a Path,
+}
+
+impl Checkout<'_> {
+    /// Git in the user's repository.
+    pub fn root(&self) -> Git {
+        Git::new(&self.placed.repo_root)
+    }
+
+    /// The task's committed work, as a commit of the user's repository: its branch's tip, or
+    /// for a task in its own repository what its `HEAD` names, fetched now.
+    pub fn tip(&self) -> Result<String> {
+        if let (Some(into), Some(from)) = (&self.placed.tip_ref, &self.placed.git_dir)
+            && from.is_dir()
+        {
+            self.root()
+                .run_with(&args::fetch_work(from, into), &args::fetch_config(), b"")
+                .map_err(|err| Error {
+                    message: format!("cannot fetch the task's commits: {}", err.message),
+                    ..err
+                })?;
+        }
+        self.root()
+            .resolve(&format!("{}^{{commit}}", self.placed.work_ref()))
+    }
+
+    /// The tree of all the task's work: its committed work with the checkout's files as they
+    /// are now (untracked ones included, ignored ones not), or the tip's tree once the checkout
+    /// is gone.
+    pub fn tree(&self) -> Result<String> {
+        let tip = self.tip()?;
+        self.tree_from(&tip)
+    }
+
+    /// [`Checkout::tree`] for a tip already fetched.
+    pub fn tree_from(&self, tip: &str) -> Result<String> {
+        if !self.placed.path.is_dir() {
+            return self.root().line(["rev-parse", &format!("{tip}^{{tree}}")]);
+        }
+        // A copy of cuekit's index per process (its stat cache kept), put back when done:
+        // two looks at once never share an index lock.
+        let kept = self.scratch.join(INDEX);
+        let index = self.scratch.join(format!("{INDEX}.{}", std::process::id()));
+        let git = Git::over(&self.placed.common_dir, &self.placed.path, &index);
+        let seeded_from = std::fs::read_to_string(self.scratch.join(INDEX_TIP)).ok();
+        let reuse = seeded_from.as_deref().map(str::trim) == Some(tip)
+            && std::fs::copy(&kept, &index).is_ok();
+        let tree = (|| {
+            if !reuse {
+                git.run(["read-tree", tip])?;
+            }
+            git.run(["add", "--all", "--", "."])?;
+            git.line(["write-tree"])
+        })();
+        match &tree {
+            Ok(_) => {
+                if std::fs::rename(&index, &kept).is_ok() && !reuse {
+                    let _ = std::fs::write(self.scratch.join(INDEX_TIP), tip);
+                }
+            }
+            Err(_) => {
+                let _ = std::fs::remove_file(&index);
+            }
+        }
+        tree
+    }
+
+    /// Whether the checkout holds work not in its committed tip.
+    pub fn dirty(&self) -> Result<bool> {
+        if !self.placed.path.is_dir() {
+            return Ok(false);
+        }
+        let tip = self.tip()?;
+        let tip_tree = self
+            .root()
+            .line(["rev-parse", &format!("{tip}^{{tree}}")])?;
+        Ok(self.tree_from(&tip)? != tip_tree)
+    }
+
+    /// Whether the work may have moved since a look, decided without git: the checkout's files
+    /// ([`super::fingerprint`]) and the files a commit rewrites (its ref, `HEAD` and reflog of
+    /// a task repository; the branch's ref of a worktree). `None`: only git can tell.
+    pub fn fingerprint(&self) -> Option<u64> {
+        let files = super::fingerprint::of(&self.placed.path, None)?;
+        let branch = Path::new("refs/heads").join(&self.placed.branch);
+        let watched = match self
+            .placed
+            .git_dir
+            .as_ref()
+            .filter(|_| self.placed.own_repo())
+        {
+            Some(dir) => vec![
+                dir.join("HEAD"),
+                dir.join("packed-refs"),
+                dir.join("logs/HEAD"),
+                dir.join(&branch),
+            ],
+            None => vec![
+                self.placed.common_dir.join(&branch),
+                self.placed.common_dir.join("packed-refs"),
+            ],
+        };
+        Some(watched.iter().fold(files, |acc, file| {
+            acc.rotate_left(17) ^ super::fingerprint::stat_of(file)
+        }))
+    }
+
+    /// The git dir cuekit runs git in for this checkout (a worktree's admin dir, the task's
+    /// own repository): the one recorded, else (records made before it was kept) the one the
+    /// worktree's `.git` file names, if it lies in the repository's `worktrees/`.
+    pub fn git_dir(&self) -> Option<PathBuf> {
+        if let Some(dir) = &self.placed.git_dir {
+            return Some(dir.clone());
+        }
+        let admin = self.placed.common_dir.join("worktrees");
+        crate::store::read_small(&self.placed.path.join(".git"))
+            .ok()
+            .and_then(|bytes| {
+                let text = String::from_utf8(bytes).ok()?;
+                Some(PathBuf::from(text.trim().strip_prefix("gitdir: ")?))
+            })
+            .filter(|dir| dir.parent() == Some(admin.as_path()))
+    }
+
+    /// Git in the checkout through its recorded git dir, with cuekit's index of it: for the
+    /// few commands that must act on the checkout itself (a merge's rebase of a worktree).
+    pub fn own_git(&self) -> Result<Git> {
+        let dir = self.git_dir().ok_or_else(|| {
+            Error::new(
+                crate::error::ErrorCode::InvalidState,
+                format!(
+                    "cuekit has no record of {}'s git dir",
+                    self.placed.path.display()
+                ),
+            )
+        })?;
+        Ok(Git::over(&dir, &self.placed.path, &dir.join("index")))
+    }
+}
