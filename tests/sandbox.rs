@@ -129,7 +129,14 @@ fn a_sandboxed_gemini_child_writes_its_worktree_and_nothing_else() {
         ),
         attempt("tmux", &format!("tmux -S '{tmux_socket}' list-sessions")),
         attempt("settings", "echo '{\"x\":1}' > ~/.gemini/settings.json"),
-        attempt("gitconfig", "git config user.name evil"),
+        // Its own repository's config is its own; the user's repository is out of reach.
+        attempt(
+            "gitconfig",
+            &format!(
+                "git --git-dir='{}' config user.name evil",
+                h.project.join(".git").display()
+            ),
+        ),
         attempt(
             "exitcode",
             &format!(
@@ -363,7 +370,8 @@ fn an_unprivileged_users_sandbox_holds() {
     let setup = run_as(
         &user,
         "mkdir -p ~/.ssh ~/proj ~/other ~/.gemini && echo PLANTED-KEY > ~/.ssh/id_ed25519 \
-         && echo '{}' > ~/.gemini/settings.json && cd ~/proj && git init -q; \
+         && echo '{}' > ~/.gemini/settings.json && cd ~/proj && git init -q \
+         && git -c user.name=u -c user.email=u@x commit -q --allow-empty -m base; \
          sleep 300 >/dev/null 2>&1 & echo $! > ~/outsider.pid",
     );
     assert!(setup.status.success(), "{setup:?}");
@@ -387,7 +395,7 @@ fn an_unprivileged_users_sandbox_holds() {
         attempt("other", "echo owned > ~/other/owned.txt"),
         attempt("kill", &format!("kill -TERM {outsider}")),
         attempt("tmux", "ls /tmp/tmux-$(id -u)/sbx"),
-        attempt("gitconfig", "echo x >> .git/config"),
+        attempt("gitconfig", "echo x >> ~/proj/.git/config"),
         attempt("settings", "echo x > ~/.gemini/settings.json"),
     ]
     .join("; ");
@@ -403,11 +411,19 @@ fn an_unprivileged_users_sandbox_holds() {
         let code = code.unwrap_or_else(|| panic!("no result for {name}:\n{said}"));
         if name == "inside" {
             assert_eq!(code, 0, "{said}");
-        } else {
+        } else if name != "gitconfig" {
             assert_ne!(code, 0, "{name} got out:\n{said}");
         }
     }
-    assert!(home.join("proj/inside.txt").exists());
+    // The repository's folder inside is an empty one of the sandbox's own.
+    let config = std::fs::read_to_string(home.join("proj/.git/config")).unwrap();
+    assert!(!config.lines().any(|line| line == "x"), "{config}");
+    // The work dir is the task's own checkout beside the repository, not the user's tree.
+    assert!(
+        home.join("proj.worktrees/t_5a4db0c00002/inside.txt")
+            .exists()
+    );
+    assert!(!home.join("proj/inside.txt").exists());
     assert!(!home.join("other/owned.txt").exists());
     assert!(
         Path::new(&format!("/proc/{outsider}")).exists(),
@@ -605,4 +621,332 @@ fn a_work_dir_that_holds_home_is_refused() {
         !h.home.join(".cuekit").exists(),
         "a refused submit made files"
     );
+}
+
+/// Runs cuekit with a hang guard: the output, or a failure naming the command after `limit`.
+fn bounded(h: &Harness, args: &[&str], limit: Duration) -> std::process::Output {
+    let child = h
+        .cuekit()
+        .arg("--json")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output().unwrap()));
+    finished.recv_timeout(limit).unwrap_or_else(|_| {
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        panic!("cuekit {args:?} hung for more than {limit:?}")
+    })
+}
+
+/// Every cuekit command that reads a task's work, each with a hang guard; their outputs.
+fn read_every_way(h: &Harness, id: &str) -> String {
+    let mut said = String::new();
+    for args in [
+        vec!["wait", id, "--timeout", "60s"],
+        vec!["status", id],
+        vec!["list"],
+        vec!["list", "--all"],
+        vec!["diff", id],
+        vec!["result", id],
+        vec!["conflicts"],
+    ] {
+        let out = bounded(h, &args, Duration::from_secs(60));
+        said += &String::from_utf8_lossy(&out.stdout);
+        said += &String::from_utf8_lossy(&out.stderr);
+    }
+    said
+}
+
+/// Changed paths of `cuekit diff ID`.
+fn diffed_paths(h: &Harness, id: &str) -> Vec<String> {
+    let (diff, code) = h.json(&["diff", id, "--stat"]);
+    assert_eq!(code, 0, "{diff}");
+    diff["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// H1 and H2 of the audit: a sandboxed child (both kinds) rewrites everything git would
+/// follow — its checkout's `.git` file, a submodule's `.git`, its own git dir's `commondir` —
+/// towards git dirs whose config runs a filter, an fsmonitor and hooks, and asks for the
+/// filter in `.gitattributes`. No command of cuekit's runs any of them, and the work it
+/// committed and left uncommitted comes back exactly.
+#[test]
+fn nothing_a_sandboxed_child_writes_leads_cuekits_git() {
+    for (n, kind) in [&[][..], &["--worktree"][..]].into_iter().enumerate() {
+        let h = Harness::new().env("CUEKIT_GIT_TIMEOUT", "10");
+        repo(&h);
+        let marker = h.root().join("PWNED");
+        let run = format!("touch '{}'", marker.display());
+        let evil = |dir: &str| {
+            format!(
+                "git init -q --bare {dir} && git --git-dir={dir} config filter.pwn.clean \"{run}; cat\" \
+                 && git --git-dir={dir} config filter.pwn.smudge \"{run}; cat\" \
+                 && git --git-dir={dir} config core.fsmonitor \"{run}\" \
+                 && c=$(git -c user.name=c -c user.email=c@x --git-dir={dir} commit-tree \
+                    $(git --git-dir={dir} mktree </dev/null) -m x) \
+                 && git --git-dir={dir} update-ref HEAD $c \
+                 && mkdir -p {dir}/hooks && printf '#!/bin/sh\\n{run}\\n' > {dir}/hooks/post-checkout \
+                 && chmod +x {dir}/hooks/post-checkout"
+            )
+        };
+        let script = format!(
+            "set -e; g='git -c user.name=c -c user.email=c@x'; \
+             echo one > committed.txt && $g add committed.txt && $g commit -qm one; \
+             echo two > uncommitted.txt; \
+             {}; {}; {}; \
+             printf '* filter=pwn\\n' > .gitattributes; \
+             mkdir -p lib && echo \"gitdir: $PWD/.evil-sub\" > lib/.git; \
+             echo \"$PWD/.evil-common\" > \"$(git rev-parse --git-dir)/commondir.new\"; \
+             echo \"gitdir: $PWD/.evil\" > .git; echo DONE",
+            evil(".evil"),
+            evil(".evil-sub"),
+            evil(".evil-common"),
+        );
+        let mut extra = vec!["--sandbox", "--mode", "batch"];
+        extra.extend(kind);
+        let id = h.submit_sh(&script, &extra);
+        let said = read_every_way(&h, &id);
+        assert!(h.transcript(&id).contains("DONE"), "{}", h.transcript(&id));
+        let paths = diffed_paths(&h, &id);
+        for expected in ["committed.txt", "uncommitted.txt", ".gitattributes"] {
+            assert!(paths.iter().any(|p| p == expected), "case {n}: {paths:?}");
+        }
+        // A merge is reviewed: `.gitattributes` changed.
+        let (refused, code) = h.json(&["merge", &id]);
+        assert_eq!(code, 34, "case {n}: {refused}");
+        assert!(refused.to_string().contains(".gitattributes"), "{refused}");
+        h.ok(&["merge", &id, "--yes"]);
+        let merged = common::git::git(&h.project, &["show", "main:committed.txt"]);
+        assert_eq!(merged, "one\n");
+        common::git::git(&h.project, &["show", "main:uncommitted.txt"]);
+        // The user's own git in the user's repository runs nothing of the child's either.
+        common::git::git(&h.project, &["status"]);
+        assert!(
+            !marker.exists(),
+            "case {n}: the child's git ran outside:\n{said}"
+        );
+        h.ok(&["rm", &id, "--force"]);
+    }
+}
+
+/// M2 of the audit: from inside both kinds of sandboxed task, rewinding the user's `main` and
+/// deleting the user's objects fail (the user's git dir is out of sight but for its objects,
+/// read-only); the child's own repository is its own to rewrite.
+#[test]
+fn a_sandboxed_child_cannot_touch_the_users_repository() {
+    for kind in [&[][..], &["--worktree"][..]] {
+        let h = Harness::new();
+        repo(&h);
+        let user_git = h.project.join(".git");
+        let head = common::git::git(&h.project, &["rev-parse", "HEAD"]);
+        let names = ["rewind", "objects", "rename", "commondir", "own"];
+        let attempts = [
+            attempt(
+                "rewind",
+                &format!(
+                    "git --git-dir='{0}' update-ref refs/heads/main $(git --git-dir='{0}' hash-object -w -t commit /dev/null)",
+                    user_git.display()
+                ),
+            ),
+            attempt(
+                "objects",
+                &format!(
+                    "find '{0}/objects' -type f -delete && [ -z \"$(find '{0}/objects' -type f)\" ]",
+                    user_git.display()
+                ),
+            ),
+            attempt(
+                "rename",
+                &format!("mv '{0}' '{0}-old'", user_git.display()),
+            ),
+            // Where the user's git dir was, the child sees an empty folder of its own: what it
+            // writes there vanishes with the sandbox (checked on the real one below).
+            attempt(
+                "commondir",
+                &format!("echo /x > '{}/commondir'", user_git.display()),
+            ),
+            attempt(
+                "own",
+                "git -c user.name=c -c user.email=c@x commit -q --allow-empty -m mine \
+                 && git update-ref -d HEAD && git checkout -q --orphan fresh",
+            ),
+        ]
+        .join("; ");
+        let mut extra = vec!["--sandbox", "--mode", "batch"];
+        extra.extend(kind);
+        let id = h.submit_sh(&attempts, &extra);
+        h.ok(&["wait", &id, "--timeout", "60s"]);
+        let transcript = h.transcript(&id);
+        for (name, code) in results(&transcript, &names) {
+            let code = code.unwrap_or_else(|| panic!("no result for {name}:\n{transcript}"));
+            if name == "own" {
+                assert_eq!(code, 0, "{transcript}");
+            } else if name != "commondir" {
+                assert_ne!(code, 0, "{name} got through:\n{transcript}");
+            }
+        }
+        assert_eq!(common::git::git(&h.project, &["rev-parse", "HEAD"]), head);
+        common::git::git(&h.project, &["fsck", "--no-dangling"]);
+        assert!(!h.project.join(".git/commondir").exists());
+    }
+}
+
+/// M3 and L1 of the audit: a child points its `.git` at a folder whose `index` is a FIFO,
+/// makes `.gitattributes` a FIFO, then `.gitignore`; a `.worktreeinclude` folder holds a FIFO.
+/// Nothing hangs: the reads that need git past a FIFO say `git_timed_out` within the deadline.
+#[test]
+fn fifos_in_a_childs_tree_never_hang_cuekit() {
+    let h = Harness::new().env("CUEKIT_GIT_TIMEOUT", "3");
+    repo(&h);
+    // L1: an included, ignored folder with a FIFO and a file in it.
+    std::fs::write(h.project.join(".worktreeinclude"), "cache/\n").unwrap();
+    std::fs::write(h.project.join(".gitignore"), ".cuekit/\ncache/\n").unwrap();
+    common::git::commit_all(&h.project, "include");
+    std::fs::create_dir_all(h.project.join("cache")).unwrap();
+    std::fs::write(h.project.join("cache/kept.txt"), "kept\n").unwrap();
+    let made = Command::new("mkfifo")
+        .arg(h.project.join("cache/pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = bounded(
+        &h,
+        &[
+            "submit",
+            "--worktree",
+            "--agent",
+            "command",
+            "--mode",
+            "batch",
+            "--",
+            "sh",
+            "-c",
+            "ls cache; mkdir .fake && mkfifo .fake/index && echo \"gitdir: $PWD/.fake\" > .git \
+             && mkfifo .gitattributes && echo FIFOS",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let said = read_every_way(&h, &id);
+    let transcript = h.transcript(&id);
+    assert!(
+        transcript.contains("kept.txt") && !transcript.contains("pipe"),
+        "{transcript}"
+    );
+    assert!(transcript.contains("FIFOS"), "{transcript}");
+    // The FIFO index is never read, and a FIFO is no file git adds: nothing changed.
+    assert!(diffed_paths(&h, &id).is_empty(), "{said}");
+    // A FIFO `.gitignore` makes git wait: the deadline ends it.
+    let worktree = PathBuf::from(h.status(&id)["worktree"].as_str().unwrap());
+    std::fs::remove_file(worktree.join(".gitattributes")).unwrap();
+    std::fs::remove_file(worktree.join(".gitignore")).unwrap();
+    let made = Command::new("mkfifo")
+        .arg(worktree.join(".gitignore"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let started = std::time::Instant::now();
+    let diff = bounded(&h, &["diff", &id], Duration::from_secs(30));
+    assert_eq!(diff.status.code(), Some(33), "{diff:?}");
+    assert!(String::from_utf8_lossy(&diff.stdout).contains("git_timed_out"));
+    eprintln!("diff past a FIFO .gitignore: {:?}", started.elapsed());
+    read_every_way(&h, &id);
+    assert!(!said.is_empty());
+}
+
+/// An interactive sandboxed child keeps the pane's terminal but cannot push keystrokes into
+/// it (TIOCSTI), which would answer its own agent's approval dialog.
+#[test]
+fn a_sandboxed_interactive_child_cannot_push_keystrokes() {
+    let h = Harness::new();
+    repo(&h);
+    let push = "python3 -c 'import fcntl, termios; fcntl.ioctl(0, termios.TIOCSTI, b\"Z\")' \
+                2>&1 | tail -1; echo \"PUSHED-$?\"; sleep 1; echo END";
+    let legacy =
+        std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti").is_ok_and(|v| v.trim() == "1");
+    let plain = h.submit_sh(push, &["--mode", "interactive"]);
+    let sandboxed = h.submit_sh(push, &["--mode", "interactive", "--sandbox"]);
+    for id in [&plain, &sandboxed] {
+        h.ok(&["wait", id, "--timeout", "60s"]);
+    }
+    let open = h.transcript(&plain);
+    let walled = h.transcript(&sandboxed);
+    assert!(walled.contains("Operation not permitted"), "{walled}");
+    if legacy {
+        // Without the sandbox this kernel lets it through: the filter is what stops it.
+        assert!(!open.contains("Operation not permitted"), "{open}");
+    }
+}
+
+/// A real Gemini child in a sandbox, in both kinds, edits, commits and leaves uncommitted
+/// work; `diff`, `conflicts`, `--base-from` and `merge` bring exactly that work.
+#[test]
+fn a_sandboxed_gemini_childs_work_comes_back_exactly() {
+    let replies = [
+        canned_shell_call(
+            "echo one > a.txt && git add a.txt && git -c user.name=g -c user.email=g@x commit -qm one",
+        ),
+        canned_shell_call("echo two > b.txt && echo changed > shared.txt"),
+        canned_text("Done."),
+    ];
+    for kind in [&[][..], &["--worktree"][..]] {
+        let h = Harness::new().with_real_gemini(&replies);
+        repo(&h);
+        let tools = common::tools_bin().parent().unwrap().to_path_buf();
+        user_config(
+            &h,
+            &format!(
+                "sandbox:\n  read: ['{}', '{}']\n",
+                h.root().join("canned.jsonl").display(),
+                tools.display()
+            ),
+        );
+        let mut args = vec!["--sandbox", "--mode", "batch", "--model", common::MODEL];
+        args.extend(kind);
+        args.push("Edit, commit, and leave some work uncommitted");
+        let id = h.submit(&args);
+        let (waited, _) = h.json(&["wait", &id, "--timeout", "120s"]);
+        assert_eq!(
+            waited["tasks"][0]["status"],
+            "completed",
+            "{waited}\n{}",
+            h.transcript(&id)
+        );
+        let mut paths = diffed_paths(&h, &id);
+        paths.sort();
+        assert_eq!(paths, ["a.txt", "b.txt", "shared.txt"]);
+        let (conflicts, code) = h.json(&["conflicts"]);
+        assert_eq!(code, 0, "{conflicts}");
+        let next = h.submit_sh(
+            "cat a.txt b.txt shared.txt",
+            &["--mode", "batch", "--base-from", &id],
+        );
+        h.ok(&["wait", &next, "--timeout", "60s"]);
+        let seen = h.transcript(&next);
+        assert!(
+            seen.contains("one") && seen.contains("two") && seen.contains("changed"),
+            "{seen}"
+        );
+        h.ok(&["merge", &id]);
+        for (file, text) in [
+            ("a.txt", "one\n"),
+            ("b.txt", "two\n"),
+            ("shared.txt", "changed\n"),
+        ] {
+            assert_eq!(std::fs::read_to_string(h.project.join(file)).unwrap(), text);
+        }
+    }
 }

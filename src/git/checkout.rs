@@ -13,13 +13,44 @@
 use std::path::{Path, PathBuf};
 
 use super::{Git, args};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::store::WorktreePlacement;
 
 /// File names in the task directory: cuekit's own index of the checkout, and the commit it was
 /// last read from.
 const INDEX: &str = "work.index";
 const INDEX_TIP: &str = "work.index.tip";
+/// The last tree a view took, with the checkout's fingerprint then (or that git timed out).
+const LAST_TREE: &str = "work.tree";
+
+/// Stages every change in the work tree, as `git add --all` would, without ever starting git
+/// inside a nested repository (`add` runs `git status` in each submodule it holds, which reads
+/// that repository's config): the changed tracked paths come from `diff-files`, with
+/// submodules judged by their `HEAD` alone, the untracked ones from `ls-files`, and
+/// `update-index` takes both.
+fn stage_all(git: &Git) -> Result<()> {
+    let changed = git.run([
+        "diff-files",
+        "--ignore-submodules=dirty",
+        "-z",
+        "--name-only",
+    ])?;
+    let untracked = git.run(["ls-files", "-z", "--others", "--exclude-standard"])?;
+    let mut paths = Vec::new();
+    for path in changed.split('\0').chain(untracked.split('\0')) {
+        let path = path.trim_end_matches('/');
+        if !path.is_empty() {
+            paths.extend_from_slice(path.as_bytes());
+            paths.push(0);
+        }
+    }
+    if !paths.is_empty() {
+        let update = ["update-index", "--add", "--remove", "-z", "--stdin"];
+        let update: Vec<std::ffi::OsString> = update.iter().map(Into::into).collect();
+        git.run_with(&update, &[], &paths)?;
+    }
+    Ok(())
+}
 
 /// A task's checkout as the registry placed it.
 pub struct Checkout<'a> {
@@ -41,6 +72,7 @@ impl Checkout<'_> {
             && from.is_dir()
         {
             self.root()
+                .on_task_tree()
                 .run_with(&args::fetch_work(from, into), &args::fetch_config(), b"")
                 .map_err(|err| Error {
                     message: format!("cannot fetch the task's commits: {}", err.message),
@@ -57,6 +89,38 @@ impl Checkout<'_> {
     pub fn tree(&self) -> Result<String> {
         let tip = self.tip()?;
         self.tree_from(&tip)
+    }
+
+    /// [`Checkout::tree`] for a view (`status`, `list`, `result`): taken again only when the
+    /// checkout's [`Checkout::fingerprint`] moved, so a look at many tasks runs git only for
+    /// those that changed, and a tree that made git time out costs its deadline once, not on
+    /// every look.
+    pub fn tree_for_view(&self) -> Result<String> {
+        let print = self.fingerprint();
+        let memo = self.scratch.join(LAST_TREE);
+        if let Some(print) = print
+            && let Ok(bytes) = crate::store::read_small(&memo)
+            && let Some(rest) =
+                String::from_utf8_lossy(&bytes).strip_prefix(&format!("{print:016x} "))
+        {
+            return match rest.strip_prefix('!') {
+                Some(said) => Err(Error::new(ErrorCode::GitTimedOut, said.trim().to_string())),
+                None => Ok(rest.trim().to_string()),
+            };
+        }
+        let tree = self.tree();
+        let remembered = match &tree {
+            Ok(tree) => Some(tree.clone()),
+            Err(err) if err.code == ErrorCode::GitTimedOut => Some(format!("!{}", err.message)),
+            Err(_) => None,
+        };
+        if let (Some(print), Some(remembered)) = (print, remembered) {
+            let _ = crate::store::write_atomic(
+                &memo,
+                format!("{print:016x} {remembered}\n").as_bytes(),
+            );
+        }
+        tree
     }
 
     /// [`Checkout::tree`] for a tip already fetched.
@@ -76,7 +140,7 @@ impl Checkout<'_> {
             if !reuse {
                 git.run(["read-tree", tip])?;
             }
-            git.run(["add", "--all", "--", "."])?;
+            stage_all(&git)?;
             git.line(["write-tree"])
         })();
         match &tree {
@@ -154,7 +218,7 @@ impl Checkout<'_> {
     pub fn own_git(&self) -> Result<Git> {
         let dir = self.git_dir().ok_or_else(|| {
             Error::new(
-                crate::error::ErrorCode::InvalidState,
+                ErrorCode::InvalidState,
                 format!(
                     "cuekit has no record of {}'s git dir",
                     self.placed.path.display()

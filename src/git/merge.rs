@@ -84,19 +84,18 @@ pub fn merge(request: &Request) -> Result<Merged> {
         )
         .with_hint("merge without --rebase (or --squash)"));
     }
-    let target_worktree = worktrees::checked_out(
-        &worktrees::list_held(&placed.repo_root)?,
-        &target,
-    )
-    .ok_or_else(|| {
-        Error::new(
+    let target_worktree =
+        worktrees::checked_out(&worktrees::list_held(&placed.repo_root)?, &target).ok_or_else(
+            || {
+                Error::new(
             ErrorCode::InvalidState,
             format!("the branch '{target}' is not checked out in any worktree"),
         )
         .with_hint(format!(
             "check it out where the merge should happen (`git switch {target}`), then merge again"
         ))
-    })?;
+            },
+        )?;
     let there = Git::new(&target_worktree);
     refuse_dirty(&there, &target_worktree)?;
     let work_ref = placed.work_ref();

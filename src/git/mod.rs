@@ -59,17 +59,23 @@ pub struct Git {
     global: Vec<OsString>,
     /// Variables set for every call (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`).
     env: Vec<(String, OsString)>,
+    /// How long each call may take.
+    deadline: Duration,
 }
 
 /// How long one git call may take before its process group is killed: a child's tree can
 /// hold a FIFO where git expects a file (`.gitignore`, a submodule's `HEAD`), and git would
-/// wait on it forever. `CUEKIT_GIT_TIMEOUT` (seconds) overrides the default, 60 s.
-pub fn deadline() -> Duration {
+/// wait on it forever. 20 s for a call that reads a task's tree ([`Git::over`], the fetch of
+/// its commits), 60 s for the rest; `CUEKIT_GIT_TIMEOUT` (seconds) sets both.
+pub fn deadline(on_task_tree: bool) -> Duration {
     std::env::var("CUEKIT_GIT_TIMEOUT")
         .ok()
         .and_then(|secs| secs.trim().parse::<f64>().ok())
         .filter(|secs| secs.is_finite() && *secs > 0.0)
-        .map_or(Duration::from_secs(60), Duration::from_secs_f64)
+        .map_or(
+            Duration::from_secs(if on_task_tree { 20 } else { 60 }),
+            Duration::from_secs_f64,
+        )
 }
 
 impl Git {
@@ -78,18 +84,30 @@ impl Git {
             dir: dir.into(),
             global: Vec::new(),
             env: Vec::new(),
+            deadline: deadline(false),
+        }
+    }
+
+    /// The same git, with the shorter deadline of a call that reads a task's tree.
+    pub fn on_task_tree(self) -> Git {
+        Git {
+            deadline: deadline(true),
+            ..self
         }
     }
 
     /// Git over a task's work tree with a git dir and an index cuekit names: nothing is
     /// discovered from the tree (whose `.git` the child can rewrite), and the tree's own
-    /// `.gitattributes` are never read (`--attr-source` names the empty tree), so no filter,
-    /// diff driver or text conversion the child asked for runs.
+    /// `.gitattributes` are never read (`GIT_ATTR_SOURCE`, git 2.40+, names the empty tree), so
+    /// no filter, diff driver or text conversion the child asked for runs. (An older git reads
+    /// them, but can select only the filters the user's own config defines: `doctor` asks for
+    /// git 2.45.1 or later.)
     pub fn over(git_dir: &Path, work_tree: &Path, index: &Path) -> Git {
         Git {
             dir: work_tree.to_path_buf(),
-            global: vec![OsString::from(format!("--attr-source={EMPTY_TREE}"))],
+            global: Vec::new(),
             env: vec![
+                ("GIT_ATTR_SOURCE".to_string(), OsString::from(EMPTY_TREE)),
                 ("GIT_DIR".to_string(), git_dir.as_os_str().to_owned()),
                 (
                     "GIT_WORK_TREE".to_string(),
@@ -97,6 +115,7 @@ impl Git {
                 ),
                 ("GIT_INDEX_FILE".to_string(), index.as_os_str().to_owned()),
             ],
+            deadline: deadline(true),
         }
     }
 
@@ -106,6 +125,7 @@ impl Git {
             dir: git_dir.to_path_buf(),
             global: Vec::new(),
             env: vec![("GIT_DIR".to_string(), git_dir.as_os_str().to_owned())],
+            deadline: deadline(false),
         }
     }
 
@@ -181,7 +201,7 @@ impl Git {
         for (name, value) in env {
             command.env(name, value);
         }
-        finish(command, None)
+        finish(command, None, self.deadline)
     }
 
     /// Runs git with the config entries `config` added (out of band) and `input` on its stdin;
@@ -192,7 +212,11 @@ impl Git {
         config: &[(String, OsString)],
         input: &[u8],
     ) -> Result<String> {
-        let output = finish(self.command_with(args, config), Some(input.to_vec()))?;
+        let output = finish(
+            self.command_with(args, config),
+            Some(input.to_vec()),
+            self.deadline,
+        )?;
         if !output.status.success() {
             return Err(failed(args, &output));
         }
@@ -232,7 +256,7 @@ impl Git {
                 Ok(())
             });
         }
-        let output = finish(command, None)?;
+        let output = finish(command, None, self.deadline)?;
         if !output.status.success() {
             return Err(failed(args, &output));
         }
@@ -276,7 +300,7 @@ pub const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
 /// Runs `command` (stdin from `input`, else nothing) in a process group of its own and kills
 /// the group when it outlives [`deadline`]: `git_timed_out`, never a hang.
-fn finish(mut command: Command, input: Option<Vec<u8>>) -> Result<Output> {
+fn finish(mut command: Command, input: Option<Vec<u8>>, limit: Duration) -> Result<Output> {
     use std::io::Write;
     use std::os::unix::process::CommandExt;
     command
@@ -300,7 +324,6 @@ fn finish(mut command: Command, input: Option<Vec<u8>>) -> Result<Output> {
         let _ = done.send(());
         output
     });
-    let limit = deadline();
     match ended.recv_timeout(limit) {
         Ok(()) => waiter
             .join()

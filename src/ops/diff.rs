@@ -56,7 +56,12 @@ pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
 /// The totals of a worktree task's work, for its view.
 pub(crate) fn diff_stat(task: &Task) -> Option<diff::DiffStat> {
     let worktree = task.worktree()?;
-    let tree = work_tree(&task.record, worktree).ok()?;
+    let tree = Checkout {
+        placed: worktree,
+        scratch: &task.record.task_dir,
+    }
+    .tree_for_view()
+    .ok()?;
     diff::totals(&Git::new(&worktree.repo_root), &worktree.base_commit, &tree).ok()
 }
 
