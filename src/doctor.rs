@@ -87,6 +87,7 @@ pub fn doctor(cwd: &Path, fix: bool) -> Vec<Check> {
                 });
             }
             checks.push(sandbox_check(&config));
+            checks.push(keystroke_check());
             config
         }
         Err(err) => {
@@ -143,6 +144,40 @@ fn queue_check() -> Option<Check> {
 /// Oldest git `--worktree` tasks work with: `merge-tree --write-tree` finds conflicts without
 /// touching a work tree.
 const MIN_GIT: (u32, u32) = (2, 38);
+/// The git that reads an untrusted task repository safely (docs/guides/sandbox.md).
+const SAFE_GIT: (u32, u32, u32) = (2, 45, 1);
+
+/// `git version 2.45.1` as (2, 45, 1); a missing part is 0.
+fn patch_level(text: &str) -> (u32, u32, u32) {
+    let start = text.find(|c: char| c.is_ascii_digit()).unwrap_or(text.len());
+    let mut parts = text[start..]
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|part| part.parse().unwrap_or(0));
+    let mut next = || parts.next().unwrap_or(0);
+    (next(), next(), next())
+}
+
+/// Whether this kernel lets a process push keystrokes into its terminal (TIOCSTI): an
+/// unsandboxed interactive child could answer its own agent's approval dialog. Sandboxed
+/// children run under cuekit's seccomp filter either way.
+fn keystroke_check() -> Check {
+    let name = "terminal keystrokes";
+    match std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti") {
+        Ok(value) if value.trim() == "0" => Check::new(
+            name,
+            Level::Ok,
+            "this kernel refuses TIOCSTI (dev.tty.legacy_tiocsti=0)",
+        ),
+        _ => Check::new(
+            name,
+            Level::Warn,
+            "this kernel lets a process push keystrokes into its terminal (TIOCSTI): an \
+             unsandboxed interactive child can type into its own pane, approval dialogs included \
+             (sandboxed children are stopped by cuekit's seccomp filter)",
+        )
+        .next("sysctl -w dev.tty.legacy_tiocsti=0 (Linux 6.2+), or run interactive children with --sandbox"),
+    }
+}
 
 /// Whether `--sandbox` can make its namespaces here, as the submit itself would find out: a
 /// failure where the config sandboxes every task is one, elsewhere a warning.
@@ -180,7 +215,22 @@ fn git_check() -> Check {
         None => Check::new("git", Level::Warn, "git is not installed")
             .next("install git to run tasks in their own worktrees (--worktree)"),
         Some(text) => match parse_version(&text) {
-            Some(found) if found >= MIN_GIT => Check::new("git", Level::Ok, text),
+            Some(found) if found >= MIN_GIT && patch_level(&text) >= SAFE_GIT => {
+                Check::new("git", Level::Ok, text)
+            }
+            Some(found) if found >= MIN_GIT => Check::new(
+                "git",
+                Level::Warn,
+                format!(
+                    "{text}: reading a sandboxed task's work safely needs git 2.45.1 or newer \
+                     (the fetch fixes of CVE-2024-32004 and its kin; GIT_ATTR_SOURCE, 2.40, keeps \
+                     the child's .gitattributes from choosing one of your filters)"
+                ),
+            )
+            .next(
+                "upgrade git; a distribution's backport of those fixes (Debian 12's 2.39.5) \
+                 covers the fetch, not the attributes",
+            ),
             _ => Check::new(
                 "git",
                 Level::Warn,
