@@ -1,6 +1,8 @@
 //! Prints what `--sandbox` costs: `submit` with and without it, and the time from the start of
 //! `submit` to the child's first output in its transcript (bubblewrap's namespaces and mounts
-//! are made in the pane, after `submit` returned). Asserts nothing about time. Run with
+//! are made in the pane, after `submit` returned); then, in a 500-file repository, a sandboxed
+//! task's repository of its own against a plain git worktree: `submit --sandbox --worktree`
+//! next to `submit --worktree`, and `diff` of each. Asserts nothing about time. Run with
 //! `cargo bench --bench sandbox`: real tmux on a private socket, real bubblewrap, `--agent
 //! command` children that print one line and sleep.
 
@@ -68,6 +70,80 @@ fn main() {
         "  submit --sandbox → first output {} (+{})",
         ms(first_boxed),
         ms(first_boxed.saturating_sub(first_plain))
+    );
+    own_repository();
+}
+
+/// Tracked files of the repository the task-repository figures are taken in.
+const REPO_FILES: usize = 500;
+
+/// `submit --worktree` against `submit --sandbox --worktree` (a repository of its own), and
+/// `diff` of a task of each kind with committed and uncommitted work.
+fn own_repository() {
+    let bench = Sandbox::new("sandbox-repo", &[]);
+    support::committed_repo(&bench.project, REPO_FILES, 20);
+    let work = "echo changed >> src/m1/f1.rs && git -c user.name=b -c user.email=b@x commit -qam one \
+                && echo new > new.txt && echo ready; sleep 600";
+    let submit = |extra: &[&str]| {
+        let mut args = vec!["--json", "submit", "--worktree"];
+        args.extend_from_slice(extra);
+        args.extend([
+            "--agent", "command", "--mode", "batch", "--", "sh", "-c", work,
+        ]);
+        let started = Instant::now();
+        let output = bench.cuekit(&args).output().unwrap();
+        let took = started.elapsed();
+        let view: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stderr)));
+        (took, view["id"].as_str().expect("an id").to_string())
+    };
+    let (mut plain, mut boxed) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        plain.push(submit(&[]));
+        boxed.push(submit(&["--sandbox"]));
+    }
+    let ready = |id: &str| {
+        let transcript = bench
+            .root
+            .join("project/.cuekit/tasks")
+            .join(id)
+            .join("transcript.txt");
+        let started = Instant::now();
+        while !String::from_utf8_lossy(&std::fs::read(&transcript).unwrap_or_default())
+            .contains("ready")
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{id} never got ready"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    let diff = |id: &str| {
+        ready(id);
+        median(
+            (0..5)
+                .map(|_| measure(bench.cuekit(&["diff", id, "--stat"])))
+                .collect(),
+        )
+    };
+    let diff_plain = diff(&plain[0].1);
+    let diff_boxed = diff(&boxed[0].1);
+    let submit_plain = median(plain.iter().map(|r| r.0).collect());
+    let submit_boxed = median(boxed.iter().map(|r| r.0).collect());
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
+    println!("a repository of its own ({REPO_FILES} tracked files, median of {RUNS}):");
+    println!("  submit --worktree              {}", ms(submit_plain));
+    println!(
+        "  submit --sandbox --worktree    {} ({:.2}× the worktree's; target ≤ 2×)",
+        ms(submit_boxed),
+        ratio(submit_boxed, submit_plain)
+    );
+    println!("  diff of a worktree task        {}", ms(diff_plain));
+    println!(
+        "  diff of a sandboxed task       {} ({:.2}× the worktree's)",
+        ms(diff_boxed),
+        ratio(diff_boxed, diff_plain)
     );
 }
 

@@ -149,7 +149,9 @@ const SAFE_GIT: (u32, u32, u32) = (2, 45, 1);
 
 /// `git version 2.45.1` as (2, 45, 1); a missing part is 0.
 fn patch_level(text: &str) -> (u32, u32, u32) {
-    let start = text.find(|c: char| c.is_ascii_digit()).unwrap_or(text.len());
+    let start = text
+        .find(|c: char| c.is_ascii_digit())
+        .unwrap_or(text.len());
     let mut parts = text[start..]
         .split(|c: char| !c.is_ascii_digit())
         .map(|part| part.parse().unwrap_or(0));

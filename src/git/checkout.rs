@@ -22,6 +22,21 @@ const INDEX: &str = "work.index";
 const INDEX_TIP: &str = "work.index.tip";
 /// The last tree a view took, with the checkout's fingerprint then (or that git timed out).
 const LAST_TREE: &str = "work.tree";
+/// The fingerprint of a task repository's refs at its last fetch.
+const FETCHED: &str = "work.fetched";
+
+/// Where a repository keeps its refs, as `lstat` sees them: `HEAD`, `packed-refs`, the reflog
+/// of `HEAD` and every file under `refs/`.
+fn refs_print(git_dir: &Path) -> Option<u64> {
+    let refs = super::fingerprint::of(&git_dir.join("refs"), None)?;
+    Some(
+        ["HEAD", "packed-refs", "logs/HEAD"]
+            .iter()
+            .fold(refs, |acc, file| {
+                acc.rotate_left(17) ^ super::fingerprint::stat_of(&git_dir.join(file))
+            }),
+    )
+}
 
 /// Stages every change in the work tree, as `git add --all` would, without ever starting git
 /// inside a nested repository (`add` runs `git status` in each submodule it holds, which reads
@@ -66,21 +81,55 @@ impl Checkout<'_> {
     }
 
     /// The task's committed work, as a commit of the user's repository: its branch's tip, or
-    /// for a task in its own repository what its `HEAD` names, fetched now.
+    /// for a task in its own repository what its `HEAD` names, fetched when the files its
+    /// refs live in moved since the last fetch (a look that finds them as they were runs no
+    /// fetch: stale only for a child that rewrote them within a timestamp's granularity).
     pub fn tip(&self) -> Result<String> {
-        if let (Some(into), Some(from)) = (&self.placed.tip_ref, &self.placed.git_dir)
-            && from.is_dir()
-        {
-            self.root()
-                .on_task_tree()
-                .run_with(&args::fetch_work(from, into), &args::fetch_config(), b"")
-                .map_err(|err| Error {
-                    message: format!("cannot fetch the task's commits: {}", err.message),
-                    ..err
-                })?;
-        }
+        self.fetch(false)?;
+        self.resolve_tip()
+    }
+
+    /// [`Checkout::tip`], fetched whatever the refs' files say: what a merge, a
+    /// `--base-from` or a cleanup acts on.
+    pub fn fresh_tip(&self) -> Result<String> {
+        self.fetch(true)?;
+        self.resolve_tip()
+    }
+
+    fn resolve_tip(&self) -> Result<String> {
         self.root()
             .resolve(&format!("{}^{{commit}}", self.placed.work_ref()))
+    }
+
+    fn fetch(&self, always: bool) -> Result<()> {
+        let (Some(into), Some(from)) = (&self.placed.tip_ref, &self.placed.git_dir) else {
+            return Ok(());
+        };
+        if !from.is_dir() {
+            // Gone (removed with the task): what was fetched last stands.
+            return Ok(());
+        }
+        // Taken before the fetch, so a move during it shows next time.
+        let print = refs_print(from);
+        let memo = self.scratch.join(FETCHED);
+        let seen = crate::store::read_small(&memo).ok();
+        if !always
+            && print.is_some()
+            && seen.as_deref() == print.map(|p| p.to_be_bytes().to_vec()).as_deref()
+        {
+            return Ok(());
+        }
+        self.root()
+            .on_task_tree()
+            .run_with(&args::fetch_work(from, into), &args::fetch_config(), b"")
+            .map_err(|err| Error {
+                message: format!("cannot fetch the task's commits: {}", err.message),
+                ..err
+            })?;
+        if let Some(print) = print {
+            let _ = crate::store::write_atomic(&memo, &print.to_be_bytes());
+        }
+        Ok(())
     }
 
     /// The tree of all the task's work: its committed work with the checkout's files as they
@@ -156,44 +205,29 @@ impl Checkout<'_> {
         tree
     }
 
-    /// Whether the checkout holds work not in its committed tip.
-    pub fn dirty(&self) -> Result<bool> {
-        if !self.placed.path.is_dir() {
-            return Ok(false);
-        }
-        let tip = self.tip()?;
-        let tip_tree = self
-            .root()
-            .line(["rev-parse", &format!("{tip}^{{tree}}")])?;
-        Ok(self.tree_from(&tip)? != tip_tree)
-    }
-
     /// Whether the work may have moved since a look, decided without git: the checkout's files
     /// ([`super::fingerprint`]) and the files a commit rewrites (its ref, `HEAD` and reflog of
     /// a task repository; the branch's ref of a worktree). `None`: only git can tell.
     pub fn fingerprint(&self) -> Option<u64> {
         let files = super::fingerprint::of(&self.placed.path, None)?;
-        let branch = Path::new("refs/heads").join(&self.placed.branch);
-        let watched = match self
+        match self
             .placed
             .git_dir
             .as_ref()
             .filter(|_| self.placed.own_repo())
         {
-            Some(dir) => vec![
-                dir.join("HEAD"),
-                dir.join("packed-refs"),
-                dir.join("logs/HEAD"),
-                dir.join(&branch),
-            ],
-            None => vec![
-                self.placed.common_dir.join(&branch),
-                self.placed.common_dir.join("packed-refs"),
-            ],
-        };
-        Some(watched.iter().fold(files, |acc, file| {
-            acc.rotate_left(17) ^ super::fingerprint::stat_of(file)
-        }))
+            Some(dir) => Some(files.rotate_left(17) ^ refs_print(dir)?),
+            None => {
+                let branch = Path::new("refs/heads").join(&self.placed.branch);
+                let watched = [
+                    self.placed.common_dir.join(&branch),
+                    self.placed.common_dir.join("packed-refs"),
+                ];
+                Some(watched.iter().fold(files, |acc, file| {
+                    acc.rotate_left(17) ^ super::fingerprint::stat_of(file)
+                }))
+            }
+        }
     }
 
     /// The git dir cuekit runs git in for this checkout (a worktree's admin dir, the task's

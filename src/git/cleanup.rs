@@ -79,7 +79,7 @@ pub struct Inspection {
 
 pub fn inspect(target: &Target) -> Inspection {
     let root = target.task.root();
-    let branch_tip = target.task.tip().ok();
+    let branch_tip = target.task.fresh_tip().ok();
     let still_merged = target.merged.filter(|merge| {
         root.yes([
             "merge-base",

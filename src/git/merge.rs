@@ -99,7 +99,7 @@ pub fn merge(request: &Request) -> Result<Merged> {
     let there = Git::new(&target_worktree);
     refuse_dirty(&there, &target_worktree)?;
     let work_ref = placed.work_ref();
-    let old_tip = request.task.tip()?;
+    let old_tip = request.task.fresh_tip()?;
     let task_tree = request.task.tree_from(&old_tip)?;
     let tip_tree = root.line(["rev-parse", &format!("{old_tip}^{{tree}}")])?;
     let work_commit = if task_tree != tip_tree {
@@ -179,7 +179,7 @@ fn follow_index(task: &Checkout) {
 pub fn commit_work(task: &Checkout, message: &str) -> Result<String> {
     let _lock = super::lock_in(&task.placed.common_dir)?;
     let root = task.root();
-    let old_tip = task.tip()?;
+    let old_tip = task.fresh_tip()?;
     if !task.placed.path.is_dir() {
         return Ok(old_tip);
     }
