@@ -370,8 +370,9 @@ fn an_unprivileged_users_sandbox_holds() {
     let setup = run_as(
         &user,
         "mkdir -p ~/.ssh ~/proj ~/other ~/.gemini && echo PLANTED-KEY > ~/.ssh/id_ed25519 \
-         && echo '{}' > ~/.gemini/settings.json && cd ~/proj && git init -q \
-         && git -c user.name=u -c user.email=u@x commit -q --allow-empty -m base; \
+         && echo '{}' > ~/.gemini/settings.json && cd ~/proj && git init -q -b main \
+         && git config user.name u && git config user.email u@x \
+         && git commit -q --allow-empty -m base; \
          sleep 300 >/dev/null 2>&1 & echo $! > ~/outsider.pid",
     );
     assert!(setup.status.success(), "{setup:?}");
@@ -388,6 +389,9 @@ fn an_unprivileged_users_sandbox_holds() {
         "tmux",
         "gitconfig",
         "settings",
+        "objects",
+        "rewind",
+        "lead",
     ];
     let attempts = [
         attempt("inside", "echo made > inside.txt"),
@@ -397,11 +401,29 @@ fn an_unprivileged_users_sandbox_holds() {
         attempt("tmux", "ls /tmp/tmux-$(id -u)/sbx"),
         attempt("gitconfig", "echo x >> ~/proj/.git/config"),
         attempt("settings", "echo x > ~/.gemini/settings.json"),
+        attempt(
+            "objects",
+            "find ~/proj/.git/objects -type f -delete && [ -z \"$(find ~/proj/.git/objects -type f)\" ]",
+        ),
+        attempt(
+            "rewind",
+            "git --git-dir=$HOME/proj/.git update-ref refs/heads/main $(git hash-object -t commit -w /dev/null)",
+        ),
+        // H1: its checkout's `.git` leads to a git dir of its own whose filter copies the key.
+        attempt(
+            "lead",
+            "git init -q --bare .evil && git --git-dir=.evil config filter.pwn.clean \
+             'cp ~/.ssh/id_ed25519 ~/proj/STOLEN; cat' && echo '* filter=pwn' > .gitattributes \
+             && echo \"gitdir: $PWD/.evil\" > .git && [ -e ~/proj/STOLEN ]",
+        ),
     ]
     .join("; ");
     let script = format!(
         "cd ~/proj && cuekit submit --id t_5a4db0c00002 --sandbox --agent command --mode batch -- sh -c {} \
-         && cuekit wait t_5a4db0c00002 --timeout 30s; cuekit logs t_5a4db0c00002",
+         && cuekit wait t_5a4db0c00002 --timeout 30s; cuekit logs t_5a4db0c00002; \
+         cuekit status t_5a4db0c00002 >/dev/null; cuekit diff t_5a4db0c00002 >/dev/null; \
+         cuekit merge --yes t_5a4db0c00002 >/dev/null; git -C ~/proj status >/dev/null; \
+         git -C ~/proj fsck --no-dangling && echo FSCK-OK",
         shell_quote(&attempts)
     );
     let ran = run_as(&user, &script);
@@ -415,15 +437,21 @@ fn an_unprivileged_users_sandbox_holds() {
             assert_ne!(code, 0, "{name} got out:\n{said}");
         }
     }
+    assert!(said.contains("FSCK-OK"), "{said}");
+    assert!(
+        !home.join("proj/STOLEN").exists(),
+        "the child's filter ran:\n{said}"
+    );
+    // Merged: its work is the user's now.
+    assert!(home.join("proj/inside.txt").exists(), "{said}");
     // The repository's folder inside is an empty one of the sandbox's own.
     let config = std::fs::read_to_string(home.join("proj/.git/config")).unwrap();
     assert!(!config.lines().any(|line| line == "x"), "{config}");
-    // The work dir is the task's own checkout beside the repository, not the user's tree.
+    // The work dir was the task's own checkout beside the repository.
     assert!(
         home.join("proj.worktrees/t_5a4db0c00002/inside.txt")
             .exists()
     );
-    assert!(!home.join("proj/inside.txt").exists());
     assert!(!home.join("other/owned.txt").exists());
     assert!(
         Path::new(&format!("/proc/{outsider}")).exists(),
