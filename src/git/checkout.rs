@@ -195,7 +195,7 @@ impl Checkout<'_> {
         match &tree {
             Ok(_) => {
                 if std::fs::rename(&index, &kept).is_ok() && !reuse {
-                    let _ = std::fs::write(self.scratch.join(INDEX_TIP), tip);
+                    let _ = crate::store::write_atomic(&self.scratch.join(INDEX_TIP), tip.as_bytes());
                 }
             }
             Err(_) => {

@@ -393,3 +393,44 @@ pub fn lock_worktrees(repo: &Path) -> Result<std::fs::File> {
 pub fn lock_in(common_dir: &Path) -> Result<std::fs::File> {
     crate::store::lock_file(&common_dir.join("cuekit-worktrees.lock"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_past_its_deadline_is_killed_with_its_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let mut command = Command::new("sh");
+        // A grandchild in the same group, holding stdout: the deadline must end it too.
+        command.arg("-c").arg(format!(
+            "sleep 30 & echo $! > '{}'; wait",
+            pid_file.display()
+        ));
+        let started = std::time::Instant::now();
+        let err = finish(command, None, Duration::from_millis(300)).unwrap_err();
+        assert_eq!(err.code, ErrorCode::GitTimedOut);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let gone = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            // Dead: gone, or a zombie waiting for init to reap it.
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map_or(true, |stat| stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+        });
+        assert!(gone, "the grandchild {pid} outlived the deadline");
+    }
+
+    #[test]
+    fn a_call_within_its_deadline_answers_with_its_input() {
+        let mut command = Command::new("cat");
+        command.stdin(Stdio::piped());
+        let out = finish(command, Some(b"hello".to_vec()), Duration::from_secs(10)).unwrap();
+        assert_eq!(out.stdout, b"hello");
+    }
+}
