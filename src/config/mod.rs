@@ -187,17 +187,26 @@ impl Config {
     /// Warnings for a task of agent `kind`: what the project file sets that is ignored without
     /// refusing the task (user-only keys, looser policies).
     pub fn warnings_for(&self, adapter: &Adapter) -> Vec<String> {
+        self.warnings_under(adapter, &self.policy(adapter))
+    }
+
+    /// [`Self::warnings_for`] with the policy a submit computed (under its request's ceiling).
+    pub fn warnings_under(&self, adapter: &Adapter, policy: &Policy) -> Vec<String> {
         self.withheld_for(adapter.kind())
             .filter(|w| !w.needs_trust())
-            .chain(&self.policy(adapter).ignored)
+            .chain(&policy.ignored)
             .map(|w| self.describe(w))
             .collect()
     }
 
     fn describe(&self, withheld: &Withheld) -> String {
-        let file = self
-            .project_trust()
-            .map_or_else(String::new, |(path, _)| format!(" in {}", path.display()));
+        // A policy value names its own file in its why (it may be the user's).
+        let file = match self.project_trust() {
+            Some((path, _)) if withheld.class != KeyClass::TightenOnly => {
+                format!(" in {}", path.display())
+            }
+            _ => String::new(),
+        };
         format!(
             "{}{file} is ignored ({}): {}",
             withheld.key,
@@ -293,6 +302,15 @@ impl Config {
     /// project file's value applies only if it allows no more autonomy than the user's own
     /// settings (the tighten-only class).
     pub fn policy(&self, adapter: &Adapter) -> Policy {
+        self.policy_under(adapter, None)
+    }
+
+    /// The permission policy under a request's own ceiling: what the submit itself asked for
+    /// (the user's `--no-skip-permissions`, `--approval-mode`; a delegate's stricter choice).
+    /// That ceiling replaces the user's files' for this task, and then binds every file's
+    /// approval mode (the user's own file too: the command line is the user's latest word) and
+    /// the project file's permissions.
+    pub fn policy_under(&self, adapter: &Adapter, ceiling: Option<Autonomy>) -> Policy {
         let kind = adapter.kind();
         let user_layers = || {
             self.layers
@@ -319,17 +337,25 @@ impl Config {
                     })
             })
             .unwrap_or(Autonomy::Bypass);
+        let allowed = ceiling.unwrap_or(allowed);
+        let whose = if ceiling.is_some() {
+            "what this submit asked for"
+        } else {
+            "your own policy"
+        };
         let mut ignored = Vec::new();
         let mut first_within = |key: String,
+                                binds_user: bool,
                                 found: Vec<(Source, Autonomy, Setting<String>)>|
          -> Option<Setting<String>> {
             for (source, autonomy, setting) in found {
-                if matches!(source, Source::Project(_)) && !class::within(autonomy, allowed) {
+                let bound = matches!(source, Source::Project(_)) || binds_user;
+                if bound && !class::within(autonomy, allowed) {
                     ignored.push(Withheld {
                         key: key.clone(),
                         class: KeyClass::TightenOnly,
                         why: format!(
-                            "{} allows more than your own policy ({allowed:?})",
+                            "{} (from {source}) allows more than {whose} ({allowed:?})",
                             setting.value
                         ),
                     });
@@ -356,7 +382,11 @@ impl Config {
                 Some((source.clone(), autonomy, setting(source, mode)))
             })
             .collect();
-        let approval_mode = first_within(format!("adapters.{kind}.approval_mode"), approvals);
+        let approval_mode = first_within(
+            format!("adapters.{kind}.approval_mode"),
+            ceiling.is_some(),
+            approvals,
+        );
         let permissions = self
             .layers
             .iter()
@@ -373,16 +403,14 @@ impl Config {
                 ))
             })
             .collect();
-        let permissions =
-            first_within(format!("adapters.{kind}.permissions"), permissions).map(|setting| {
-                Setting {
-                    value: if setting.value == "prompt" {
-                        Permissions::Prompt
-                    } else {
-                        Permissions::Bypass
-                    },
-                    source: setting.source,
-                }
+        let permissions = first_within(format!("adapters.{kind}.permissions"), false, permissions)
+            .map(|setting| Setting {
+                value: if setting.value == "prompt" {
+                    Permissions::Prompt
+                } else {
+                    Permissions::Bypass
+                },
+                source: setting.source,
             });
         Policy {
             permissions,
