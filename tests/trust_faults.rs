@@ -152,3 +152,97 @@ fn a_team_members_argv_needs_trust_whatever_agent_it_ends_with() {
     h.ok(&["wait", id, "--timeout", "60s"]);
     assert!(pwned.exists());
 }
+
+/// A small tmpfs mounted on `dir` for one test, unmounted when dropped.
+struct Tmpfs {
+    dir: std::path::PathBuf,
+}
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Tmpfs {
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(status.success(), "mounting a tmpfs needs root");
+        Tmpfs {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Fills it until the kernel says there is no room (ENOSPC); the filler's path.
+    fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write;
+        let path = self.dir.join("filler");
+        let mut file = std::fs::File::create(&path).unwrap();
+        let chunk = vec![0u8; 4096];
+        loop {
+            match file.write_all(&chunk).and_then(|_| file.sync_all()) {
+                Ok(()) => {}
+                Err(err) if err.raw_os_error() == Some(libc::ENOSPC) => break,
+                Err(err) => panic!("filling the tmpfs: {err}"),
+            }
+        }
+        // The record's own update must meet no room either.
+        assert_eq!(
+            std::fs::write(self.dir.join("probe"), b"x")
+                .err()
+                .and_then(|e| e.raw_os_error()),
+            Some(libc::ENOSPC)
+        );
+        path
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+    }
+}
+
+/// Audit L3: on a full disk `cancel` failed with `io` (11) and the task kept running. Now it
+/// ends the task's processes first, and the ending is recorded once there is room.
+#[test]
+fn cancel_on_a_full_disk_ends_the_task_and_records_it_once_there_is_room() {
+    let h = Harness::new();
+    // The project (and so the task's folder and record) on a small filesystem of its own.
+    let disk = Tmpfs::mount(&h.project, "4m");
+    let id = h.submit_sh("sleep 600", &[]);
+    h.wait_until(&id, "the task's processes", Duration::from_secs(30), || {
+        !common::processes_of(&id).is_empty()
+    });
+    let filler = disk.fill();
+    let (answer, code) = h.json(&["cancel", &id]);
+    common::assert_nothing_left(&id);
+    assert_eq!(code, 0, "{answer}");
+    assert_eq!(answer[0]["status"], "cancelled", "{answer}");
+    // Room again: the next look records the cancel (not the ended pane's exit).
+    std::fs::remove_file(filler).unwrap();
+    let status = h.status(&id);
+    assert_eq!(
+        (status["status"].as_str(), status["reason"].as_str()),
+        (Some("cancelled"), Some("cancelled")),
+        "{status}"
+    );
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(h.task_dir(&id).join("task.json")).unwrap()).unwrap();
+    assert_eq!(record["status"], "cancelled", "{record}");
+    drop(h);
+    drop(disk);
+}
+
+/// Also seen in the audit: a config `retry:` section without `max` was refused (`missing
+/// field max`). Every key is optional: so is a host's `ssh` (its name is the destination).
+#[test]
+fn every_config_key_is_optional() {
+    let h = Harness::new();
+    user_config(&h, "retry:\n  on: [rate_limited]\nhosts:\n  build1: {}\n");
+    let (answer, code) = h.json(&["config"]);
+    assert_eq!(code, 0, "{answer}");
+    let (answer, code) = h.json(&["submit", "--dry-run", "--agent", "command", "--", "true"]);
+    assert_eq!(code, 0, "{answer}");
+    // The host is read (ssh to it fails here: no such machine), its destination its name.
+    let (hosts, _) = h.json(&["hosts"]);
+    assert_eq!(hosts[0]["ssh"], "build1", "{hosts}");
+}

@@ -3,6 +3,7 @@
 
 mod atomic;
 pub mod conflicts;
+pub mod intent;
 mod record;
 mod registry;
 pub mod schedule;
