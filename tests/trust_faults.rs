@@ -246,3 +246,64 @@ fn every_config_key_is_optional() {
     let (hosts, _) = h.json(&["hosts"]);
     assert_eq!(hosts[0]["ssh"], "build1", "{hosts}");
 }
+
+/// The task sessions on the test's tmux server.
+fn task_sessions(h: &Harness) -> Vec<String> {
+    let listed = h.tmux(&["list-sessions", "-F", "#{session_name}"]);
+    String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter(|name| name.starts_with("cuekit-task-"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `cuekit ARGS…` with another data directory (another registry) on the same tmux server.
+fn with_registry(h: &Harness, data: &Path, args: &[&str]) -> std::process::Output {
+    h.cuekit()
+        .env("XDG_DATA_HOME", data)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Audit M4: `doctor --fix` run with another data dir on the same tmux server ended a running
+/// task of the first, and a hand-made session named like a task. It ends only the sessions its
+/// own registry started.
+#[test]
+fn doctor_fix_ends_only_sessions_its_own_registry_started() {
+    let h = Harness::new();
+    let first = h.submit_sh("sleep 600", &[]);
+    let by_hand = "cuekit-task-t_0123456789ab";
+    let made = h.tmux(&["new-session", "-d", "-s", by_hand, "sleep", "600"]);
+    assert!(made.status.success(), "{made:?}");
+    // A second registry's own orphan: a task of its whose registry entry is gone.
+    let other = h.root().join("other-data");
+    std::fs::create_dir_all(&other).unwrap();
+    let submitted = with_registry(
+        &h,
+        &other,
+        &[
+            "--json", "submit", "--agent", "command", "--", "sleep", "600",
+        ],
+    );
+    assert!(submitted.status.success(), "{submitted:?}");
+    let second: Value = serde_json::from_slice(&submitted.stdout).unwrap();
+    let second = second["id"].as_str().unwrap().to_string();
+    std::fs::remove_file(other.join("cuekit/tasks").join(&second)).unwrap();
+    let fixed = with_registry(&h, &other, &["doctor", "--fix"]);
+    let said = String::from_utf8_lossy(&fixed.stdout);
+    let sessions = task_sessions(&h);
+    assert!(
+        sessions.contains(&format!("cuekit-task-{first}")),
+        "another registry's running task was ended: {sessions:?}\n{said}"
+    );
+    assert!(
+        sessions.contains(&by_hand.to_string()),
+        "a hand-made session was ended: {sessions:?}\n{said}"
+    );
+    assert!(
+        !sessions.contains(&format!("cuekit-task-{second}")),
+        "its own orphan was kept: {sessions:?}\n{said}"
+    );
+    assert_eq!(h.status(&first)["status"], "running");
+}

@@ -863,6 +863,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     let launch = Tmux::new(socket.clone())
         .spawn(&args::new_task_session(&args::NewTaskSession {
             session: &session,
+            owner: &store::data_dir().unwrap_or_default(),
             cwd: &agent_dir,
             width: config.width().value,
             height,
