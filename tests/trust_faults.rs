@@ -307,3 +307,181 @@ fn doctor_fix_ends_only_sessions_its_own_registry_started() {
     );
     assert_eq!(h.status(&first)["status"], "running");
 }
+
+/// Audit M3 (the drop half): report files swapped for FIFOs in a sandboxed task's drop folder
+/// between cuekit's `lstat` and its read blocked the monitor for good (a `--timeout 5s` task
+/// lived on). Every drop is opened once, without blocking, and refused unless it is a regular
+/// file: the monitor keeps its pace and the timeout ends the task.
+#[test]
+fn fifos_swapped_into_a_drop_folder_never_block_the_monitor() {
+    let h = Harness::new();
+    user_config(&h, "monitor:\n  interval: 100ms\n");
+    let id = h.submit_sh("sleep 600", &["--sandbox", "--timeout", "20s"]);
+    h.wait_until(&id, "the task's processes", Duration::from_secs(30), || {
+        !common::processes_of(&id).is_empty()
+    });
+    let drop = h.home.join(".local/share/cuekit/drop").join(&id);
+    assert!(drop.is_dir(), "no drop folder at {}", drop.display());
+    // Forty reports, each a FIFO for a moment and then a regular file again, as fast as links
+    // go, until the task's timeout has ended it (the monitor's doing: nobody else looks). A
+    // reader that looked (`lstat`) at the regular file and then opens the name meets the FIFO.
+    let regular = h.root().join("report.json");
+    std::fs::write(&regular, br#"{"kind":"progress","message":"step"}"#).unwrap();
+    let fifo = h.root().join("report.fifo");
+    let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, drop) = (stop.clone(), drop.clone());
+        std::thread::spawn(move || {
+            let mut round = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for n in 0..40 {
+                    let name = drop.join(format!("{n:02}.json"));
+                    let staged = drop.join(format!(".{n}.tmp"));
+                    let _ = std::fs::hard_link(&fifo, &staged);
+                    let _ = std::fs::rename(&staged, &name);
+                    let _ = std::fs::hard_link(&regular, &staged);
+                    let _ = std::fs::rename(&staged, &name);
+                }
+                round += 1;
+            }
+            round
+        })
+    };
+    let ended = common::poll(Duration::from_secs(60), || {
+        common::processes_of(&id).is_empty()
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rounds = swapper.join().unwrap();
+    assert!(rounds > 0);
+    assert!(
+        ended,
+        "the task outlived its 20s timeout by 40s: the monitor is blocked"
+    );
+    let status = h.status(&id);
+    assert_eq!(status["status"], "timed_out", "{status}");
+}
+
+/// Audit L4: child-written files were read whole: a 573 MB `task.json` cost each `list` its
+/// size in memory. A record past the limit is refused by its size, unread.
+#[test]
+fn a_huge_record_is_refused_unread() {
+    let h = Harness::new();
+    let id = h.submit_batch_sh("true");
+    h.ok(&["wait", &id, "--timeout", "60s"]);
+    // 512 MiB, sparse: costs the disk nothing, but a reader of it its whole size.
+    let record = std::fs::OpenOptions::new()
+        .write(true)
+        .open(h.task_dir(&id).join("task.json"))
+        .unwrap();
+    record.set_len(512 * 1024 * 1024).unwrap();
+    drop(record);
+    let child = h
+        .cuekit()
+        .args(["--json", "list", "--all"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut stdout = child.stdout.unwrap();
+    let mut listed = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut listed).unwrap();
+    // The child's peak memory, from the kernel's accounting as it is reaped.
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    let peak_kib = usage.ru_maxrss;
+    let rows: Value = serde_json::from_str(&listed).unwrap();
+    assert!(
+        rows[0]["hint"]
+            .as_str()
+            .unwrap_or("")
+            .contains("larger than"),
+        "{rows}"
+    );
+    assert!(
+        peak_kib < 128 * 1024,
+        "listing one task took {peak_kib} KiB: the record was read whole"
+    );
+}
+
+/// Audit L4, the monitor: it re-read a child's huge record for ever, even after its tmux
+/// server was gone. A monitor whose server is gone exits.
+#[test]
+fn a_monitor_whose_tmux_server_is_gone_exits() {
+    let h = Harness::new();
+    let id = h.submit_sh("sleep 600", &[]);
+    let home = format!("HOME={}", h.home.display());
+    let monitors = || {
+        processes_with(&["__monitor"])
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|entry| entry == home.as_bytes()))
+            })
+            .collect::<Vec<u32>>()
+    };
+    assert!(
+        common::poll(Duration::from_secs(20), || !monitors().is_empty()),
+        "no monitor started"
+    );
+    // The child makes its record unreadable (past the limit, or not JSON at all).
+    std::fs::write(h.task_dir(&id).join("task.json"), b"{ not a record").unwrap();
+    h.tmux(&["kill-server"]);
+    common::assert_nothing_left(&id);
+    assert!(
+        common::poll(Duration::from_secs(30), || monitors().is_empty()),
+        "the monitor outlived its tmux server: {:?}",
+        monitors()
+    );
+}
+
+/// Whether a process's argv holds every one of `words`: their pids.
+fn processes_with(words: &[&str]) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                let argv: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+                words.iter().all(|word| argv.contains(&word.as_bytes()))
+            })
+        })
+        .collect()
+}
+
+/// Audit L2: a nested-bracket `.cuekit.yaml` under 4 MiB parsed in quadratic time (100 000
+/// deep: 28 s). It is refused by its nesting before it is parsed, with where it goes too deep.
+#[test]
+fn a_deeply_nested_project_file_is_refused_before_it_is_parsed() {
+    let h = Harness::new();
+    let deep = format!(
+        "defaults:\n  model: {}{}\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    write(&h.project.join(".cuekit.yaml"), &deep);
+    let (answer, code) = h.json(&["submit", "--dry-run", "--agent", "command", "--", "true"]);
+    refused(&answer, code, "config_invalid", 12);
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(".cuekit.yaml:2:") && message.contains("levels deep"),
+        "{answer}"
+    );
+    // A team spec and a role profile the same.
+    std::fs::remove_file(h.project.join(".cuekit.yaml")).unwrap();
+    write(
+        &h.project.join("team.yaml"),
+        &format!("- objective: {}\n", "[".repeat(100_000)),
+    );
+    let (answer, _) = h.json(&["team", "submit", "t", "--spec", "team.yaml"]);
+    assert!(answer.to_string().contains("levels deep"), "{answer}");
+    write(
+        &h.project.join(".cuekit/agents/deep.md"),
+        &format!("---\ndescription: {}\n---\nx\n", "{".repeat(100_000)),
+    );
+    let (answer, _) = h.json(&["submit", "--role", "deep", "--dry-run", "x"]);
+    assert!(answer.to_string().contains("levels deep"), "{answer}");
+}

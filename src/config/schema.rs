@@ -293,6 +293,9 @@ pub fn parse(text: &str, path: &Path) -> Result<ConfigFile> {
     if text.trim().is_empty() {
         return Ok(ConfigFile::default());
     }
+    if let Some((line, column)) = crate::yaml_depth::too_deep(text, crate::yaml_depth::MAX_DEPTH) {
+        return Err(invalid(path, line, column, crate::yaml_depth::message()));
+    }
     let file: ConfigFile = serde_yaml_ng::from_str(text).map_err(|err| {
         let (line, column) = err.location().map_or((1, 1), |at| (at.line(), at.column()));
         let message = err.to_string();

@@ -169,6 +169,10 @@ impl Monitor {
                 self.watched.remove(&id);
             }
         }
+        // Whether this look asks the server (it does for a running task's pane).
+        let server_asked = trusted
+            .iter()
+            .any(|task| task.record.status == Status::Running);
         let refreshed = refresh(trusted)?;
         let screens = self.screens(&refreshed);
         for task in &refreshed.tasks {
@@ -185,7 +189,22 @@ impl Monitor {
             self.conflicts_checked = Some(Instant::now());
             self.conflicts();
         }
+        if !server_asked && !self.watched.is_empty() && self.server_gone() {
+            // Nothing of this server is left to watch: its panes are gone with it, and what
+            // is left (records unreadable, tasks queued) is no monitor's to keep looking at. A
+            // queued task's start brings a monitor back.
+            return Ok(false);
+        }
         Ok(!self.watched.is_empty())
+    }
+
+    /// Whether tmux says its server does not run (one call; only asked on a tick that did
+    /// not look at the server already).
+    fn server_gone(&self) -> bool {
+        matches!(
+            Tmux::new(self.socket.clone()).run(&crate::tmux::args::list_sessions()),
+            Err(err) if crate::tmux::is_no_server(&err.message)
+        )
     }
 
     /// Rechecks the worktree tasks for conflicts (git runs only for work that changed) and
