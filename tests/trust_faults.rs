@@ -377,6 +377,8 @@ fn a_huge_record_is_refused_unread() {
         .unwrap();
     record.set_len(512 * 1024 * 1024).unwrap();
     drop(record);
+    // Reaped below by `wait4`, which also reports its peak memory.
+    #[allow(clippy::zombie_processes)]
     let child = h
         .cuekit()
         .args(["--json", "list", "--all"])

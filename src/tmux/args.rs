@@ -365,6 +365,7 @@ mod tests {
         let cwd = Path::new(OsStr::from_bytes(b"/w/\xff#x;"));
         let args = new_task_session(&NewTaskSession {
             session: "s",
+            owner: Path::new("/d"),
             cwd,
             width: 200,
             height: 50,
