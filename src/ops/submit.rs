@@ -664,11 +664,28 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .flatten()
         .or_else(|| spec.resume_session.clone());
 
-    let sandbox = super::sandbox::policy(
-        request.sandbox,
-        matches!(request.asked_by, Asker::Delegate),
-        &config,
-    )?;
+    let delegated = matches!(request.asked_by, Asker::Delegate);
+    let sandbox = super::sandbox::policy(request.sandbox, delegated, &config)?;
+    // A delegate's looser sandbox is not taken (tighten only): say so, as for permissions.
+    let mut policy_warnings = policy_warnings;
+    if delegated {
+        if let Some(mode) = request.sandbox.mode.filter(|mode| *mode < sandbox.mode) {
+            policy_warnings.push(format!(
+                "sandbox '{}' from the request is looser than your policy ('{}'); ignored",
+                mode.as_str(),
+                sandbox.mode.as_str()
+            ));
+        }
+        if request
+            .sandbox
+            .network
+            .is_some_and(|network| network < sandbox.network)
+        {
+            policy_warnings.push(
+                "network on from the request is looser than your policy (off); ignored".into(),
+            );
+        }
+    }
     let agent_dir = plan.as_ref().map_or_else(|| cwd.clone(), |p| p.agent_dir());
     let worktree_placement = plan.as_ref().map(git::create::Plan::placement);
     let work_dir = worktree_placement.as_ref().map_or(&cwd, |w| &w.path);
