@@ -190,10 +190,21 @@ impl Monitor {
             self.conflicts();
         }
         if !server_asked && !self.watched.is_empty() && self.server_gone() {
-            // Nothing of this server is left to watch: its panes are gone with it, and what
-            // is left (records unreadable, tasks queued) is no monitor's to keep looking at. A
-            // queued task's start brings a monitor back.
-            return Ok(false);
+            // The server is gone, and its panes with it: a task with no deadline left to keep
+            // (a record unreadable, a task queued, an ending on record) is no monitor's to look
+            // at any more; one whose deadline may still end survivors of the server is kept.
+            // Those let go are discovered again once a server runs (a queued task's start
+            // brings one, and a monitor with it).
+            let idle: Vec<String> = self
+                .watched
+                .iter()
+                .filter(|(_, watched)| watched.placement.deadline().is_none())
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in idle {
+                self.watched.remove(&id);
+                self.known.remove(&id);
+            }
         }
         Ok(!self.watched.is_empty())
     }
