@@ -61,7 +61,7 @@ pub fn stage_in(tmp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<Staged> {
 /// The most [`read_small`] reads: a record, a plan, a progress or result file of cuekit's is
 /// far smaller, and one a child grew in its task folder (a 573 MB `task.json`) must not cost
 /// every listing its size in memory and time.
-pub const SMALL_LIMIT: u64 = 8 * 1024 * 1024;
+pub const SMALL_LIMIT: u64 = 32 * 1024 * 1024;
 
 /// A small file's bytes (at most [`SMALL_LIMIT`]), opened as [`open_own`] opens it.
 pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
