@@ -530,3 +530,68 @@ fn a_project_role_cannot_make_real_gemini_run_a_shell_call_the_user_kept_asked()
     let (result, _) = h.json(&["result", id]);
     assert!(result.to_string().contains("Reviewed."), "{result}");
 }
+
+/// Also seen in the audit: after killed submits, sessions outlived the next `list --all` by
+/// about 3 s. The killed submit's tmux client outlives it; one slower than the look's wait
+/// made the session after the look had ended it. Here the client (a `tmux` on PATH that holds
+/// `new-session` until told to go on) is held past the look: the look ends it, and no session
+/// is made once it is told to go on.
+#[test]
+fn the_first_look_after_killed_submits_leaves_no_session_behind() {
+    let h = Harness::new();
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v tmux"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let marks = h.root().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    common::write_executable(
+        &h.bin.join("tmux"),
+        &format!(
+            "#!/bin/sh\ncase \" $* \" in *\" new-session \"*)\n  touch '{m}/asking'\n  while [ ! -e '{m}/go' ]; do sleep 0.02; done ;;\nesac\nexec '{real}' \"$@\"\n",
+            m = marks.display(),
+            real = real.trim()
+        ),
+    );
+    // A server already up, as it is for a user with tasks.
+    h.tmux(&["new-session", "-d", "-s", "keep", "sleep", "600"]);
+    let mut submit = h
+        .cuekit()
+        .args(["submit", "--agent", "command", "--", "sleep", "600"])
+        .spawn()
+        .unwrap();
+    assert!(
+        common::poll(Duration::from_secs(20), || marks.join("asking").exists()),
+        "the submit never asked tmux for its session"
+    );
+    submit.kill().unwrap();
+    submit.wait().unwrap();
+    h.ok(&["list", "--all"]);
+    assert_eq!(
+        task_sessions(&h),
+        Vec::<String>::new(),
+        "right after the look"
+    );
+    // The held client is let go; once no client is left, still no session.
+    std::fs::write(marks.join("go"), b"").unwrap();
+    // cuekit's clients name the server by its path (the wrapper, then the real tmux).
+    let socket = format!("/tmp/tmux-{}/{}", unsafe { libc::getuid() }, h.socket);
+    assert!(
+        common::poll(Duration::from_secs(20), || processes_with(&[
+            &socket,
+            "new-session"
+        ])
+        .is_empty()),
+        "a client is left: {:?}",
+        processes_with(&[&socket, "new-session"])
+    );
+    assert_eq!(
+        task_sessions(&h),
+        Vec::<String>::new(),
+        "once the client is gone"
+    );
+}
