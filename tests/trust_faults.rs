@@ -595,3 +595,22 @@ fn the_first_look_after_killed_submits_leaves_no_session_behind() {
         "once the client is gone"
     );
 }
+
+/// Item 4, the sandbox: a project file's looser sandbox never applied (the strictest wins),
+/// but silently. What was ignored is named in the submit's warnings.
+#[test]
+fn a_projects_looser_sandbox_is_ignored_with_a_warning() {
+    let h = Harness::new();
+    user_config(&h, "sandbox:\n  mode: bwrap\n  network: off\n");
+    write(
+        &h.project.join(".cuekit.yaml"),
+        "sandbox:\n  mode: none\n  network: on\n",
+    );
+    let (dry, code) = h.json(&["submit", "--dry-run", "--agent", "command", "--", "true"]);
+    assert_eq!(code, 0, "{dry}");
+    let warnings = dry["warnings"].to_string();
+    assert!(
+        warnings.contains("sandbox.mode") && warnings.contains("sandbox.network"),
+        "{dry}"
+    );
+}

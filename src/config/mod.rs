@@ -192,11 +192,55 @@ impl Config {
 
     /// [`Self::warnings_for`] with the policy a submit computed (under its request's ceiling).
     pub fn warnings_under(&self, adapter: &Adapter, policy: &Policy) -> Vec<String> {
+        let sandbox = self.sandbox_ignored();
         self.withheld_for(adapter.kind())
             .filter(|w| !w.needs_trust())
             .chain(&policy.ignored)
+            .chain(&sandbox)
             .map(|w| self.describe(w))
             .collect()
+    }
+
+    /// The project file's sandbox values looser than the user's (which the strictest-wins
+    /// merge of [`Config::sandbox`] leaves out): named, so the user hears what was ignored.
+    fn sandbox_ignored(&self) -> Vec<Withheld> {
+        let user = || {
+            self.layers
+                .iter()
+                .filter(|(source, _)| !matches!(source, Source::Project(_)))
+                .map(|(_, file)| &file.sandbox)
+        };
+        let user_mode = user().filter_map(|s| s.mode).max().unwrap_or_default();
+        let user_network = user().filter_map(|s| s.network).max().unwrap_or_default();
+        let mut ignored = Vec::new();
+        for (source, file) in &self.layers {
+            if !matches!(source, Source::Project(_)) {
+                continue;
+            }
+            if let Some(mode) = file.sandbox.mode.filter(|mode| *mode < user_mode) {
+                ignored.push(Withheld {
+                    key: "sandbox.mode".into(),
+                    class: KeyClass::TightenOnly,
+                    why: format!(
+                        "{} (from {source}) is looser than your own ({})",
+                        mode.as_str(),
+                        user_mode.as_str()
+                    ),
+                });
+            }
+            if file
+                .sandbox
+                .network
+                .is_some_and(|network| network < user_network)
+            {
+                ignored.push(Withheld {
+                    key: "sandbox.network".into(),
+                    class: KeyClass::TightenOnly,
+                    why: format!("on (from {source}) is looser than your own (off)"),
+                });
+            }
+        }
+        ignored
     }
 
     fn describe(&self, withheld: &Withheld) -> String {
