@@ -548,19 +548,31 @@ fn orphan_check(socket: &Socket, fix: bool) -> Check {
         );
     }
     if fix {
-        for session in &orphans {
+        // Only sessions this registry started (their owner mark names its data directory):
+        // another data directory's tasks on the same server, and a session made by hand under
+        // a task's name, are not ours to end.
+        let ours = own_sessions(socket);
+        let (ended, kept): (Vec<&str>, Vec<&str>) = orphans
+            .iter()
+            .partition(|session| ours.iter().any(|own| own == *session));
+        for session in &ended {
             let _ = crate::tmux::Tmux::new(socket.clone())
                 .run(&crate::tmux::args::kill_session(session));
         }
-        return Check::new(
-            "orphan sessions",
-            Level::Ok,
-            format!(
-                "ended {} session(s) no task owns: {}",
-                orphans.len(),
-                orphans.join(", ")
-            ),
+        let mut said = format!(
+            "ended {} session(s) no task owns: {}",
+            ended.len(),
+            ended.join(", ")
         );
+        if !kept.is_empty() {
+            said.push_str(&format!(
+                "; left {} not started by this registry ({}): {}",
+                kept.len(),
+                store::data_dir().unwrap_or_default().display(),
+                kept.join(", ")
+            ));
+        }
+        return Check::new("orphan sessions", Level::Ok, said);
     }
     Check::new(
         "orphan sessions",
@@ -572,6 +584,25 @@ fn orphan_check(socket: &Socket, fix: bool) -> Check {
         ),
     )
     .next("`cuekit doctor --fix` ends them")
+}
+
+/// The sessions of `socket` whose owner mark names this registry's data directory.
+fn own_sessions(socket: &Socket) -> Vec<String> {
+    let Some(mine) = store::data_dir() else {
+        return Vec::new();
+    };
+    let mine = mine.to_string_lossy().into_owned();
+    crate::tmux::Tmux::new(socket.clone())
+        .run(&crate::tmux::args::list_sessions_with_owner())
+        .map(|listed| {
+            listed
+                .lines()
+                .filter_map(|line| line.split_once('\t'))
+                .filter(|(_, owner)| *owner == mine)
+                .map(|(name, _)| name.to_string())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Each agent's binary and version (probed in parallel, each under a timeout) and its auth.

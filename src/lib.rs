@@ -40,5 +40,6 @@ pub mod transcript;
 pub mod transition;
 pub mod trust;
 pub mod which;
+pub mod yaml_depth;
 
 pub use error::{Error, ErrorCode, Result};

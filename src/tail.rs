@@ -4,6 +4,9 @@
 use std::collections::VecDeque;
 use std::io::Write;
 
+/// The longest line kept (its first bytes); the rest of a longer one is dropped.
+const PARTIAL_LIMIT: usize = 64 * 1024;
+
 /// A `Write` sink that keeps the last `limit` lines. Blank lines at the very end (the rest of
 /// an emptied screen) are dropped; blank lines between text are kept.
 pub struct Tail {
@@ -69,7 +72,11 @@ impl Write for Tail {
             }
             rest = &rest[end + 1..];
         }
-        self.partial.extend_from_slice(rest);
+        // A line without an end (a child printing megabytes without a newline) is kept to
+        // its first `PARTIAL_LIMIT` bytes: memory stays bounded.
+        let room = PARTIAL_LIMIT.saturating_sub(self.partial.len());
+        self.partial
+            .extend_from_slice(&rest[..rest.len().min(room)]);
         Ok(buf.len())
     }
 

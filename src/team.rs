@@ -79,6 +79,12 @@ pub struct TeamSpec {
 
 /// Parses a team spec; `label` names the file in errors.
 pub fn parse_team_spec(text: &str, label: &str) -> Result<Team> {
+    if let Some((line, column)) = crate::yaml_depth::too_deep(text, crate::yaml_depth::MAX_DEPTH) {
+        return Err(Error::new(
+            ErrorCode::InvalidInput,
+            format!("{label}:{line}:{column}: {}", crate::yaml_depth::message()),
+        ));
+    }
     // The form is told by the document's root; each form is then read from the text itself,
     // so a mistake keeps its line and column.
     let mapping = matches!(

@@ -115,6 +115,7 @@ impl Config {
         for adapter in ADAPTERS {
             ignored.extend(self.policy(adapter).ignored);
         }
+        ignored.extend(self.sandbox_ignored());
         ignored
     }
 }

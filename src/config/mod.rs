@@ -187,17 +187,70 @@ impl Config {
     /// Warnings for a task of agent `kind`: what the project file sets that is ignored without
     /// refusing the task (user-only keys, looser policies).
     pub fn warnings_for(&self, adapter: &Adapter) -> Vec<String> {
+        self.warnings_under(adapter, &self.policy(adapter))
+    }
+
+    /// [`Self::warnings_for`] with the policy a submit computed (under its request's ceiling).
+    pub fn warnings_under(&self, adapter: &Adapter, policy: &Policy) -> Vec<String> {
+        let sandbox = self.sandbox_ignored();
         self.withheld_for(adapter.kind())
             .filter(|w| !w.needs_trust())
-            .chain(&self.policy(adapter).ignored)
+            .chain(&policy.ignored)
+            .chain(&sandbox)
             .map(|w| self.describe(w))
             .collect()
     }
 
+    /// The project file's sandbox values looser than the user's (which the strictest-wins
+    /// merge of [`Config::sandbox`] leaves out): named, so the user hears what was ignored.
+    fn sandbox_ignored(&self) -> Vec<Withheld> {
+        let user = || {
+            self.layers
+                .iter()
+                .filter(|(source, _)| !matches!(source, Source::Project(_)))
+                .map(|(_, file)| &file.sandbox)
+        };
+        let user_mode = user().filter_map(|s| s.mode).max().unwrap_or_default();
+        let user_network = user().filter_map(|s| s.network).max().unwrap_or_default();
+        let mut ignored = Vec::new();
+        for (source, file) in &self.layers {
+            if !matches!(source, Source::Project(_)) {
+                continue;
+            }
+            if let Some(mode) = file.sandbox.mode.filter(|mode| *mode < user_mode) {
+                ignored.push(Withheld {
+                    key: "sandbox.mode".into(),
+                    class: KeyClass::TightenOnly,
+                    why: format!(
+                        "{} (from {source}) is looser than your own ({})",
+                        mode.as_str(),
+                        user_mode.as_str()
+                    ),
+                });
+            }
+            if file
+                .sandbox
+                .network
+                .is_some_and(|network| network < user_network)
+            {
+                ignored.push(Withheld {
+                    key: "sandbox.network".into(),
+                    class: KeyClass::TightenOnly,
+                    why: format!("on (from {source}) is looser than your own (off)"),
+                });
+            }
+        }
+        ignored
+    }
+
     fn describe(&self, withheld: &Withheld) -> String {
-        let file = self
-            .project_trust()
-            .map_or_else(String::new, |(path, _)| format!(" in {}", path.display()));
+        // A policy value names its own file in its why (it may be the user's).
+        let file = match self.project_trust() {
+            Some((path, _)) if withheld.class != KeyClass::TightenOnly => {
+                format!(" in {}", path.display())
+            }
+            _ => String::new(),
+        };
         format!(
             "{}{file} is ignored ({}): {}",
             withheld.key,
@@ -293,6 +346,15 @@ impl Config {
     /// project file's value applies only if it allows no more autonomy than the user's own
     /// settings (the tighten-only class).
     pub fn policy(&self, adapter: &Adapter) -> Policy {
+        self.policy_under(adapter, None)
+    }
+
+    /// The permission policy under a request's own ceiling: what the submit itself asked for
+    /// (the user's `--no-skip-permissions`, `--approval-mode`; a delegate's stricter choice).
+    /// That ceiling replaces the user's files' for this task, and then binds every file's
+    /// approval mode (the user's own file too: the command line is the user's latest word) and
+    /// the project file's permissions.
+    pub fn policy_under(&self, adapter: &Adapter, ceiling: Option<Autonomy>) -> Policy {
         let kind = adapter.kind();
         let user_layers = || {
             self.layers
@@ -319,17 +381,25 @@ impl Config {
                     })
             })
             .unwrap_or(Autonomy::Bypass);
+        let allowed = ceiling.unwrap_or(allowed);
+        let whose = if ceiling.is_some() {
+            "what this submit asked for"
+        } else {
+            "your own policy"
+        };
         let mut ignored = Vec::new();
         let mut first_within = |key: String,
+                                binds_user: bool,
                                 found: Vec<(Source, Autonomy, Setting<String>)>|
          -> Option<Setting<String>> {
             for (source, autonomy, setting) in found {
-                if matches!(source, Source::Project(_)) && !class::within(autonomy, allowed) {
+                let bound = matches!(source, Source::Project(_)) || binds_user;
+                if bound && !class::within(autonomy, allowed) {
                     ignored.push(Withheld {
                         key: key.clone(),
                         class: KeyClass::TightenOnly,
                         why: format!(
-                            "{} allows more than your own policy ({allowed:?})",
+                            "{} (from {source}) allows more than {whose} ({allowed:?})",
                             setting.value
                         ),
                     });
@@ -356,7 +426,11 @@ impl Config {
                 Some((source.clone(), autonomy, setting(source, mode)))
             })
             .collect();
-        let approval_mode = first_within(format!("adapters.{kind}.approval_mode"), approvals);
+        let approval_mode = first_within(
+            format!("adapters.{kind}.approval_mode"),
+            ceiling.is_some(),
+            approvals,
+        );
         let permissions = self
             .layers
             .iter()
@@ -373,16 +447,14 @@ impl Config {
                 ))
             })
             .collect();
-        let permissions =
-            first_within(format!("adapters.{kind}.permissions"), permissions).map(|setting| {
-                Setting {
-                    value: if setting.value == "prompt" {
-                        Permissions::Prompt
-                    } else {
-                        Permissions::Bypass
-                    },
-                    source: setting.source,
-                }
+        let permissions = first_within(format!("adapters.{kind}.permissions"), false, permissions)
+            .map(|setting| Setting {
+                value: if setting.value == "prompt" {
+                    Permissions::Prompt
+                } else {
+                    Permissions::Bypass
+                },
+                source: setting.source,
             });
         Policy {
             permissions,

@@ -78,12 +78,17 @@ pub struct LimitsConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetryConfig {
-    /// Further attempts at most.
+    /// Further attempts at most (default 3: a `retry:` section says the user wants them).
+    #[serde(default = "default_retry_max")]
     pub max: u32,
     /// The endings retried (default: all of `rate_limited`, `transient`, `pane_disappeared`).
     pub on: Option<Vec<String>>,
     #[serde(default)]
     pub backoff: BackoffConfig,
+}
+
+fn default_retry_max() -> u32 {
+    3
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -106,12 +111,20 @@ pub struct AcpConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostConfig {
-    /// Anything `ssh` accepts as a destination: an alias of `~/.ssh/config`, `user@host`.
-    pub ssh: String,
+    /// Anything `ssh` accepts as a destination: an alias of `~/.ssh/config`, `user@host`
+    /// (default: the host's own name, as an alias).
+    pub ssh: Option<String>,
     /// The remote cuekit binary (default: `cuekit` on the remote PATH; `~/` is the remote home).
     pub cuekit: Option<String>,
     /// The default remote working directory for `submit --host`.
     pub cwd: Option<String>,
+}
+
+impl HostConfig {
+    /// The ssh destination of the host named `name`: its `ssh`, else the name itself.
+    pub fn destination(&self, name: &str) -> String {
+        self.ssh.clone().unwrap_or_else(|| name.to_string())
+    }
 }
 
 /// The per-server monitor's pace. The user's file only: one monitor serves every project on
@@ -280,6 +293,9 @@ pub fn parse(text: &str, path: &Path) -> Result<ConfigFile> {
     if text.trim().is_empty() {
         return Ok(ConfigFile::default());
     }
+    if let Some((line, column)) = crate::yaml_depth::too_deep(text, crate::yaml_depth::MAX_DEPTH) {
+        return Err(invalid(path, line, column, crate::yaml_depth::message()));
+    }
     let file: ConfigFile = serde_yaml_ng::from_str(text).map_err(|err| {
         let (line, column) = err.location().map_or((1, 1), |at| (at.line(), at.column()));
         let message = err.to_string();
@@ -388,8 +404,10 @@ fn check_host_names(file: &ConfigFile, text: &str, path: &Path) -> Result<()> {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
         let problem = if !valid_name {
             format!("hosts: `{name}` is not a host name (letters, digits, -, _ and . only)")
-        } else if host.ssh.is_empty() || host.ssh.starts_with('-') {
-            format!("hosts.{name}.ssh: `{}` is not an ssh destination", host.ssh)
+        } else if let destination = host.destination(name)
+            && (destination.is_empty() || destination.starts_with('-'))
+        {
+            format!("hosts.{name}.ssh: `{destination}` is not an ssh destination")
         } else {
             continue;
         };
@@ -446,7 +464,7 @@ mod tests {
         )
         .unwrap();
         let host = &file.hosts["gpu-1"];
-        assert_eq!(host.ssh, "me@gpu");
+        assert_eq!(host.ssh.as_deref(), Some("me@gpu"));
         assert_eq!(host.cuekit.as_deref(), Some("~/.local/bin/cuekit"));
         let bad_name = message("hosts:\n  ok:\n    ssh: a\n  ../x:\n    ssh: b\n");
         assert!(bad_name.contains(":4:3: hosts: `../x`"), "{bad_name}");

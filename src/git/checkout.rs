@@ -195,7 +195,8 @@ impl Checkout<'_> {
         match &tree {
             Ok(_) => {
                 if std::fs::rename(&index, &kept).is_ok() && !reuse {
-                    let _ = crate::store::write_atomic(&self.scratch.join(INDEX_TIP), tip.as_bytes());
+                    let _ =
+                        crate::store::write_atomic(&self.scratch.join(INDEX_TIP), tip.as_bytes());
                 }
             }
             Err(_) => {

@@ -420,8 +420,13 @@ mod tests {
         let gone = (0..200).any(|_| {
             std::thread::sleep(Duration::from_millis(10));
             // Dead: gone, or a zombie waiting for init to reap it.
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map_or(true, |stat| stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+                stat.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
         });
         assert!(gone, "the grandchild {pid} outlived the deadline");
     }

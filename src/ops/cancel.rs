@@ -1,11 +1,13 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::judge::{cancelled, end_processes, stop};
+use super::judge::{cancelled, end_processes, record_ending, stop};
 use super::route::{Route, route};
+use super::task::Task;
 use super::task::{Found, find, untrusted_error};
 use super::view::TaskView;
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
+use crate::store;
 
 /// Cancels running tasks; for tasks that already ended, records their real ending and removes
 /// what is left of them (their session, any process that outlived the pane).
@@ -39,7 +41,12 @@ pub fn cancel(task_ids: &[String], cwd: &Path, grace: Duration) -> Result<Vec<Ta
                 if !task.record.status.is_terminal() {
                     super::acp::cancel(&task);
                 }
-                Some(stop(*task, cancelled(), grace).map(|task| TaskView::from(&task.record)))
+                let kept = (*task).clone();
+                Some(match stop(*task, cancelled(), grace) {
+                    Ok(task) => Ok(TaskView::from(&task.record)),
+                    Err(err) if err.code == ErrorCode::Io => stop_without_room(kept, grace, err),
+                    Err(err) => Err(err),
+                })
             }
             Found::Unreadable {
                 placement,
@@ -54,4 +61,61 @@ pub fn cancel(task_ids: &[String], cwd: &Path, grace: Duration) -> Result<Vec<Ta
             Found::Untrusted { .. } => None,
         })
         .collect()
+}
+
+/// A cancel whose ending could not be written (a full disk under the task's folder): the task
+/// is stopped all the same, its processes first, and the ending is noted in the registry, to be
+/// recorded by the next look once there is room (before that look judges the ended pane). If
+/// even the note cannot be written, the processes are still ended: a task that keeps running
+/// because a disk is full is the worse outcome.
+fn stop_without_room(task: Task, grace: Duration, err: Error) -> Result<TaskView> {
+    match store::load(&task.placement.task_dir) {
+        // Not for want of room: the task ended meanwhile, or its record cannot be read.
+        Ok(record) if record.status.is_terminal() => return Err(err),
+        Err(_) => return Err(err),
+        Ok(_) => {}
+    }
+    let noted = store::intent::note_cancel(&task.record.id).is_ok();
+    let survivors = end_processes(&task.placement, task.pane.as_ref(), None, grace);
+    // Room again already (or never short of it for the record itself)?
+    if let Ok(task) = record_ending(task.clone(), cancelled()) {
+        store::intent::clear_cancel(&task.record.id);
+        let mut view = TaskView::from(&task.record);
+        view.survivors = Some(survivors);
+        return Ok(view);
+    }
+    let ending = cancelled();
+    let mut view = TaskView::from(&task.record);
+    view.status = ending.status;
+    view.reason = ending.reason;
+    view.survivors = Some(survivors);
+    view.hint = Some(if noted {
+        format!(
+            "its processes were ended; the ending could not be written ({}) and is recorded at the next look once there is room",
+            err.message
+        )
+    } else {
+        format!(
+            "its processes were ended; the ending could not be written anywhere ({}): a look once there is room judges the ended pane",
+            err.message
+        )
+    });
+    view.warnings
+        .push("the cancel is not on record yet: the disk is full".into());
+    Ok(view)
+}
+
+/// Records the cancels noted while there was no room (see [`stop_without_room`]), once there
+/// is: called by every look before it judges, so the ended pane reads `cancelled`. A task that
+/// ended on record meanwhile keeps its ending (the first ending wins).
+pub(crate) fn record_noted_cancels(tasks: &[Task]) {
+    for task in tasks {
+        let id = &task.record.id;
+        if !store::intent::cancel_noted(id) {
+            continue;
+        }
+        if task.record.status.is_terminal() || record_ending(task.clone(), cancelled()).is_ok() {
+            store::intent::clear_cancel(id);
+        }
+    }
 }

@@ -333,6 +333,7 @@ fn refresh_with(
     // After a reboot (or a scheduler killed) the first look finds the queue and serves it.
     super::monitor_lock::ensure_scheduler();
     resume_abandoned_stops(&tasks);
+    super::cancel::record_noted_cancels(&tasks);
     // A sandboxed child's reports wait in its drop: on record before any ending of it.
     for task in &tasks {
         let sandboxed = task

@@ -169,6 +169,10 @@ impl Monitor {
                 self.watched.remove(&id);
             }
         }
+        // Whether this look asks the server (it does for a running task's pane).
+        let server_asked = trusted
+            .iter()
+            .any(|task| task.record.status == Status::Running);
         let refreshed = refresh(trusted)?;
         let screens = self.screens(&refreshed);
         for task in &refreshed.tasks {
@@ -185,7 +189,33 @@ impl Monitor {
             self.conflicts_checked = Some(Instant::now());
             self.conflicts();
         }
+        if !server_asked && !self.watched.is_empty() && self.server_gone() {
+            // The server is gone, and its panes with it: a task with no deadline left to keep
+            // (a record unreadable, a task queued, an ending on record) is no monitor's to look
+            // at any more; one whose deadline may still end survivors of the server is kept.
+            // Those let go are discovered again once a server runs (a queued task's start
+            // brings one, and a monitor with it).
+            let idle: Vec<String> = self
+                .watched
+                .iter()
+                .filter(|(_, watched)| watched.placement.deadline().is_none())
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in idle {
+                self.watched.remove(&id);
+                self.known.remove(&id);
+            }
+        }
         Ok(!self.watched.is_empty())
+    }
+
+    /// Whether tmux says its server does not run (one call; only asked on a tick that did
+    /// not look at the server already).
+    fn server_gone(&self) -> bool {
+        matches!(
+            Tmux::new(self.socket.clone()).run(&crate::tmux::args::list_sessions()),
+            Err(err) if crate::tmux::is_no_server(&err.message)
+        )
     }
 
     /// Rechecks the worktree tasks for conflicts (git runs only for work that changed) and

@@ -2,7 +2,6 @@
 //! into it, and what a finished stream reported. Read by the judge (is an exit 0 a success?),
 //! written by the event filter, served by `result`.
 
-use std::io::BufRead;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -137,9 +136,10 @@ pub(crate) fn read_events(record: &TaskRecord) -> Result<Digest> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(digest),
         Err(err) => return Err(Error::io("read", &path, err)),
     };
-    for line in std::io::BufReader::new(file).split(b'\n') {
-        let line = line.map_err(|err| Error::io("read", &path, err))?;
-        digest.push_line(&String::from_utf8_lossy(&line));
-    }
+    // Streamed, each line bounded: the log is the child's to write.
+    store::for_each_line(file, |line| {
+        digest.push_line(&String::from_utf8_lossy(line));
+    })
+    .map_err(|err| Error::io("read", &path, err))?;
     Ok(digest)
 }

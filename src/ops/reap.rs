@@ -49,6 +49,19 @@ fn undo(pending: Pending) -> Option<String> {
     while clients.iter().any(creating) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
+    // A client still at it past the wait (a server slow to answer) is the dead submit's own
+    // and would make the session after this undo ended it: it is ended first, by its pid
+    // alone (its process group may be the caller's shell), and waited for.
+    let lingering: Vec<u32> = clients.iter().copied().filter(creating).collect();
+    if !lingering.is_empty() {
+        for pid in &lingering {
+            unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+        }
+        let deadline = Instant::now() + CLIENT_WAIT;
+        while lingering.iter().any(creating) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
     // tmux ends the pane's processes with the session; a pane that was gated never started
     // the agent, and anything that did start carries the task's id.
     let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));

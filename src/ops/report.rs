@@ -58,7 +58,6 @@ pub fn report(
 
 /// Every report of a task, oldest first, from its `events.jsonl`.
 pub(crate) fn read_reports(task_dir: &Path) -> Result<Vec<Report>> {
-    use std::io::BufRead;
     let path = task_dir.join(store::EVENTS_FILE);
     let file = match store::open_own(&path) {
         Ok(file) => file,
@@ -66,11 +65,12 @@ pub(crate) fn read_reports(task_dir: &Path) -> Result<Vec<Report>> {
         Err(err) => return Err(Error::io("read", &path, err)),
     };
     let mut reports = Vec::new();
-    for line in std::io::BufReader::new(file).split(b'\n') {
-        let line = line.map_err(|err| Error::io("read", &path, err))?;
-        if let Some(report) = Report::from_event_line(&String::from_utf8_lossy(&line)) {
+    // Streamed, each line bounded: the log is the child's to write.
+    store::for_each_line(file, |line| {
+        if let Some(report) = Report::from_event_line(&String::from_utf8_lossy(line)) {
             reports.push(report);
         }
-    }
+    })
+    .map_err(|err| Error::io("read", &path, err))?;
     Ok(reports)
 }

@@ -78,10 +78,10 @@ pub(crate) fn take_dropped(task: &super::task::Task, dir: &Path) {
         .collect();
     names.sort();
     for path in names {
-        let request = std::fs::symlink_metadata(&path)
+        // Opened once, without following a link or blocking (a FIFO swapped in after the
+        // listing is refused by its type, never waited on), and read up to the limit.
+        let request = store::read_limited(&path, DROP_LIMIT)
             .ok()
-            .filter(|meta| meta.is_file() && meta.len() <= DROP_LIMIT)
-            .and_then(|_| std::fs::read(&path).ok())
             .and_then(|bytes| serde_json::from_slice::<ReportRequest>(&bytes).ok());
         let _ = std::fs::remove_file(&path);
         if let Some(request) = request {

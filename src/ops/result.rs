@@ -12,6 +12,9 @@ use crate::git::changes::ChangedFile;
 use crate::status::Status;
 use crate::store::TaskRecord;
 
+/// The transcript's last lines searched for the agent's resume hint.
+const SESSION_HINT_LINES: usize = 200;
+
 /// Readable transcript lines kept in the result of a task without an event stream.
 const TRANSCRIPT_TAIL_LINES: usize = 40;
 
@@ -83,9 +86,10 @@ fn session_in_transcript(record: &TaskRecord) -> Option<String> {
     let hint = crate::adapter::lookup(&record.spec.agent_kind)
         .ok()?
         .resume_hint?;
-    let mut readable = Vec::new();
-    super::logs::read_logs_of(record, false, &mut readable).ok()?;
-    let text = String::from_utf8_lossy(&readable);
+    // Streamed: only the transcript's last lines are kept (the hint is printed at the exit).
+    let mut tail = crate::tail::Tail::new(SESSION_HINT_LINES);
+    super::logs::read_logs_of(record, false, &mut tail).ok()?;
+    let text = tail.finish().join("\n");
     let (_, after) = text.rsplit_once(hint)?;
     let id: String = after
         .chars()
@@ -96,11 +100,10 @@ fn session_in_transcript(record: &TaskRecord) -> Option<String> {
 
 /// A task without an event stream: its ending and the end of what it printed.
 fn plain_result(record: &TaskRecord) -> Result<TaskResult> {
-    let mut readable = Vec::new();
-    super::logs::read_logs_of(record, false, &mut readable)?;
-    let text = String::from_utf8_lossy(&readable);
-    let lines: Vec<&str> = text.lines().collect();
-    let tail = lines[lines.len().saturating_sub(TRANSCRIPT_TAIL_LINES)..].join("\n");
+    // Streamed: memory holds the last lines only, whatever the transcript's size.
+    let mut kept = crate::tail::Tail::new(TRANSCRIPT_TAIL_LINES);
+    super::logs::read_logs_of(record, false, &mut kept)?;
+    let tail = kept.finish().join("\n");
     let mut result = from_digest(&record.id, Digest::default(), record.exit_code, None);
     result.transcript_tail = Some(tail);
     Ok(result)

@@ -158,8 +158,6 @@ fn resolve_spec(
         .filter(|r| r.agent.as_ref().is_none_or(|agent| *agent == agent_kind))
         .and_then(|r| r.model.clone());
     let value = |setting: Option<Setting<String>>| setting.map(|s| s.value);
-    let policy = config.policy(adapter);
-    let mut warnings = config.warnings_for(adapter);
     let autonomy_of = |mode: &str| {
         if adapter.approval_modes.contains(&mode) {
             Autonomy::of_approval_mode(mode)
@@ -167,6 +165,32 @@ fn resolve_spec(
             Autonomy::Bypass
         }
     };
+    let delegated = request.asked_by == Asker::Delegate;
+    // What the request itself asks for is the most autonomy any less specific source (a role,
+    // a project or user file) may add: the user's `--no-skip-permissions` is not undone by a
+    // file's `approval_mode: yolo`. A valid approval mode decides over the bypass flag in every
+    // adapter's builder, so it decides here too. A delegate's choice only ever lowers the
+    // user's files' ceiling; the user's own flag replaces it.
+    let asked = request
+        .approval_mode
+        .as_deref()
+        .filter(|mode| adapter.approval_modes.contains(mode))
+        .map(Autonomy::of_approval_mode)
+        .or_else(|| {
+            request
+                .dangerously_skip_permissions
+                .map(Autonomy::of_bypass)
+        });
+    let files_allow = config.policy(adapter).allowed;
+    let ceiling = asked.map(|asked| {
+        if delegated {
+            asked.min(files_allow)
+        } else {
+            asked
+        }
+    });
+    let policy = config.policy_under(adapter, ceiling);
+    let mut warnings = config.warnings_under(adapter, &policy);
     let mut within = |asked: Option<String>, who: &str| {
         let mode = asked?;
         if crate::config::class::within(autonomy_of(&mode), policy.allowed) {
@@ -178,7 +202,6 @@ fn resolve_spec(
         ));
         None
     };
-    let delegated = request.asked_by == Asker::Delegate;
     let requested_approval = if delegated {
         within(request.approval_mode.clone(), "the request")
     } else {
@@ -192,6 +215,8 @@ fn resolve_spec(
     let role_approval = role.and_then(|r| r.approval_mode.clone());
     let role_approval = if role_from_project {
         within(role_approval, "the project's role")
+    } else if ceiling.is_some() {
+        within(role_approval, "the role")
     } else {
         role_approval
     };
@@ -199,10 +224,9 @@ fn resolve_spec(
         .or(role_approval)
         .or_else(|| value(policy.approval_mode));
     let requested_bypass = match request.dangerously_skip_permissions {
-        Some(true) if delegated && policy.allowed != Autonomy::Bypass => {
+        Some(true) if delegated && files_allow != Autonomy::Bypass => {
             warnings.push(format!(
-                "the request's dangerously_skip_permissions allows more than your policy ({:?}); ignored",
-                policy.allowed
+                "the request's dangerously_skip_permissions allows more than your policy ({files_allow:?}); ignored"
             ));
             None
         }
@@ -653,6 +677,27 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .flatten()
         .or_else(|| spec.resume_session.clone());
 
+    let delegated = matches!(request.asked_by, Asker::Delegate);
+    // A delegate's looser sandbox is not taken (tighten only): say so, as for permissions.
+    let mut policy_warnings = policy_warnings;
+    if delegated {
+        if let Some(mode) = request.sandbox.mode.filter(|mode| *mode < sandbox.mode) {
+            policy_warnings.push(format!(
+                "sandbox '{}' from the request is looser than your policy ('{}'); ignored",
+                mode.as_str(),
+                sandbox.mode.as_str()
+            ));
+        }
+        if request
+            .sandbox
+            .network
+            .is_some_and(|network| network < sandbox.network)
+        {
+            policy_warnings.push(
+                "network on from the request is looser than your policy (off); ignored".into(),
+            );
+        }
+    }
     let agent_dir = plan.as_ref().map_or_else(|| cwd.clone(), |p| p.agent_dir());
     let worktree_placement = plan.as_ref().map(git::create::Plan::placement);
     let work_dir = worktree_placement.as_ref().map_or(&cwd, |w| &w.path);
@@ -847,6 +892,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     let launch = Tmux::new(socket.clone())
         .spawn(&args::new_task_session(&args::NewTaskSession {
             session: &session,
+            owner: &store::data_dir().unwrap_or_default(),
             cwd: &agent_dir,
             width: config.width().value,
             height,

@@ -172,27 +172,17 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
         return Err(Error::invalid_input("the team spec lists no members")
             .with_hint("list at least one `- objective: …`"));
     }
-    let commands: Vec<String> = members
+    // Members that carry code of the spec's own (a program to run) need the spec trusted,
+    // whatever agent they end with: checked on the spec's words first, and again below on the
+    // agent each member resolves to (the user's `defaults.agent: command` makes a member with
+    // no `agent` run its `argv`).
+    let commands: Vec<usize> = members
         .iter()
         .enumerate()
-        .filter(|(_, member)| member.agent.as_deref() == Some("command"))
-        .map(|(index, _)| (index + 1).to_string())
+        .filter(|(_, member)| member_runs_code(member))
+        .map(|(index, _)| index)
         .collect();
-    if !commands.is_empty() && spec.trust != crate::trust::TrustState::Trusted {
-        return Err(Error::new(
-            ErrorCode::ConfigUntrusted,
-            format!(
-                "{} is {} and its members {} run the command agent (their own words as the program)",
-                spec.path.display(),
-                spec.trust.as_str(),
-                commands.join(", ")
-            ),
-        )
-        .with_hint(format!(
-            "read the spec; if you trust it, run `cuekit trust {}`",
-            crate::launch::single_quote(&spec.path.to_string_lossy()).unwrap_or_default()
-        )));
-    }
+    refuse_untrusted_members(spec, &commands)?;
     // A member works inside the folder the team is submitted from: the spec is the
     // repository's word, and may not send an agent with its bypass flag into another project.
     let root = crate::project::Root::new(cwd)?;
@@ -258,7 +248,12 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
             dry_run: true,
             ..member.clone()
         };
-        super::submit(check, cwd).map_err(|err| member_error(err, index, &[]))?;
+        let checked = super::submit(check, cwd).map_err(|err| member_error(err, index, &[]))?;
+        if let SubmitOutcome::DryRun { agent_kind, .. } = &checked
+            && agent_kind == "command"
+        {
+            refuse_untrusted_members(spec, &[index])?;
+        }
     }
     let mut tasks = Vec::new();
     let mut started = Vec::new();
@@ -288,6 +283,37 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
         team: name.to_string(),
         tasks,
     })
+}
+
+/// Whether a member's own words name code to run: the `command` agent, or a program (`argv`)
+/// for whichever agent it ends with.
+fn member_runs_code(member: &crate::team::TeamMember) -> bool {
+    member.agent.as_deref() == Some("command") || !member.argv.is_empty()
+}
+
+/// `config_untrusted` when `members` (indexes) is not empty and the spec's bytes are not the
+/// ones the user trusted.
+fn refuse_untrusted_members(spec: &TeamSpec, members: &[usize]) -> Result<()> {
+    if members.is_empty() || spec.trust == crate::trust::TrustState::Trusted {
+        return Ok(());
+    }
+    let numbers: Vec<String> = members
+        .iter()
+        .map(|index| (index + 1).to_string())
+        .collect();
+    Err(Error::new(
+        ErrorCode::ConfigUntrusted,
+        format!(
+            "{} is {} and its members {} run code of the spec's own (the command agent, or an argv)",
+            spec.path.display(),
+            spec.trust.as_str(),
+            numbers.join(", ")
+        ),
+    )
+    .with_hint(format!(
+        "read the spec; if you trust it, run `cuekit trust {}`",
+        crate::launch::single_quote(&spec.path.to_string_lossy()).unwrap_or_default()
+    )))
 }
 
 /// How a member is tied to the members before it, by name.

@@ -24,6 +24,10 @@ pub fn trust(file: &Path) -> Result<PathBuf> {
             return Err(config_error);
         }
         if let Err(team_error) = crate::team::parse_team_spec(text, &file.display().to_string()) {
+            // Nested too deep to be parsed at all: the config's error says so.
+            if crate::yaml_depth::too_deep(text, crate::yaml_depth::MAX_DEPTH).is_some() {
+                return Err(config_error);
+            }
             // A list, or a mapping with members, was meant as a team spec: its own error says
             // what is wrong with it.
             let meant_as_team = match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) {

@@ -34,7 +34,7 @@ impl Host {
     pub fn new(name: &str, config: &HostConfig, control_dir: &std::path::Path) -> Host {
         Host {
             name: name.to_string(),
-            ssh: config.ssh.clone(),
+            ssh: config.destination(name),
             cuekit: config.cuekit.clone().unwrap_or_else(|| "cuekit".into()),
             cwd: config.cwd.clone(),
             control_path: control_dir.join(name),

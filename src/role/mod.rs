@@ -114,6 +114,14 @@ pub fn parse_profile(text: &str, label: &str) -> Result<Profile> {
         });
     };
     let yaml = yaml.map_err(|message| invalid(label, 1, 1, message))?;
+    if let Some((line, column)) = crate::yaml_depth::too_deep(yaml, crate::yaml_depth::MAX_DEPTH) {
+        return Err(invalid(
+            label,
+            line + 1,
+            column,
+            crate::yaml_depth::message(),
+        ));
+    }
     let front: FrontMatter = if yaml.trim().is_empty() {
         FrontMatter::default()
     } else {

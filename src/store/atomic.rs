@@ -58,21 +58,92 @@ pub fn stage_in(tmp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<Staged> {
     Ok(staged)
 }
 
-/// A small file's bytes, read without first asking its size (`std::fs::read` does): listings
-/// read a few small files per task, and the saved call per file adds up over hundreds of tasks.
-/// Opened as [`open_own`] opens it.
+/// The most [`read_small`] reads: a record, a plan, a progress or result file of cuekit's is
+/// far smaller, and one a child grew in its task folder (a 573 MB `task.json`) must not cost
+/// every listing its size in memory and time.
+pub const SMALL_LIMIT: u64 = 32 * 1024 * 1024;
+
+/// A small file's bytes (at most [`SMALL_LIMIT`]), opened as [`open_own`] opens it.
 pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+    read_limited(path, SMALL_LIMIT)
+}
+
+/// A file's bytes, opened as [`open_own`] opens it (no link followed, never blocking, a regular
+/// file only), refused when it holds more than `limit` bytes: by the size `open_own` already
+/// asked for, and again while reading (it may grow meanwhile).
+pub fn read_limited(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let mut file = open_own(path)?;
-    // `read_to_end` on a file asks for its size and position first: plain reads do not.
-    let mut bytes = Vec::new();
-    let mut chunk = [0u8; 4096];
+    let (file, size) = open_own_sized(path)?;
+    let too_large = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than the {limit} bytes cuekit reads of it"),
+        )
+    };
+    if size > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    let mut limited = file.take(limit + 1);
+    let mut chunk = [0u8; 8192];
     loop {
-        match file.read(&mut chunk) {
-            Ok(0) => return Ok(bytes),
+        match limited.read(&mut chunk) {
+            Ok(0) => break,
             Ok(read) => bytes.extend_from_slice(&chunk[..read]),
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
             Err(err) => return Err(err),
+        }
+    }
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// The longest line [`for_each_line`] hands on; a longer one is skipped whole.
+pub const LINE_LIMIT: usize = 1024 * 1024;
+
+/// Each line of `reader` (without its newline) up to [`LINE_LIMIT`] bytes, streamed: memory
+/// stays bounded whatever the file's size or its longest line (a longer line is skipped).
+pub fn for_each_line(
+    reader: impl std::io::Read,
+    mut each: impl FnMut(&[u8]),
+) -> std::io::Result<()> {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, reader);
+    let mut line = Vec::new();
+    let mut overlong = false;
+    loop {
+        let buffer = match reader.fill_buf() {
+            Ok(buffer) => buffer,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        if buffer.is_empty() {
+            if !overlong && !line.is_empty() {
+                each(&line);
+            }
+            return Ok(());
+        }
+        let (taken, ended) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(end) => (end, true),
+            None => (buffer.len(), false),
+        };
+        if !overlong {
+            if line.len() + taken > LINE_LIMIT {
+                overlong = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(&buffer[..taken]);
+            }
+        }
+        reader.consume(taken + usize::from(ended));
+        if ended {
+            if !overlong {
+                each(&line);
+            }
+            line.clear();
+            overlong = false;
         }
     }
 }
@@ -81,14 +152,20 @@ pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
 /// or a FIFO in its place was put there by something else (a child in its task directory), so
 /// a link is not followed, the open never blocks, and anything but a regular file is refused.
 pub fn open_own(path: &Path) -> std::io::Result<std::fs::File> {
+    open_own_sized(path).map(|(file, _)| file)
+}
+
+/// [`open_own`], and the file's size as `fstat` gave it.
+fn open_own_sized(path: &Path) -> std::io::Result<(std::fs::File, u64)> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)?;
-    if !file.metadata()?.is_file() {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
-    Ok(file)
+    Ok((file, meta.len()))
 }
 
 /// Appends `line` and a newline to `path` (created if missing) in a single `write` on a file

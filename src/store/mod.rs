@@ -3,14 +3,15 @@
 
 mod atomic;
 pub mod conflicts;
+pub mod intent;
 mod record;
 mod registry;
 pub mod schedule;
 pub mod transitions;
 
 pub use atomic::{
-    Staged, append_line, create_private_dir, create_private_leaf, open_own, read_small,
-    remove_stale_tmps, stage, write_atomic,
+    LINE_LIMIT, SMALL_LIMIT, Staged, append_line, create_private_dir, create_private_leaf,
+    for_each_line, open_own, read_limited, read_small, remove_stale_tmps, stage, write_atomic,
 };
 pub use record::{
     TaskRecord, TmuxPlacement, WorktreeRecord, load, lock_file, lock_file_try, save, stage_record,

@@ -455,6 +455,7 @@ pub fn unregister(task_id: &str) {
         return;
     }
     super::schedule::forget(task_id);
+    super::intent::clear_cancel(task_id);
     if let Some(drop) = drop_dir(task_id) {
         let _ = std::fs::remove_dir_all(drop);
     }

@@ -75,8 +75,15 @@ fn escape_format(text: &OsStr) -> OsString {
     OsString::from_vec(out)
 }
 
+/// The session option that names the registry (cuekit's data directory) a task session was
+/// started by: `doctor --fix` ends only sessions of its own registry, never another data
+/// directory's on the same server, nor a session someone made by hand under a task's name.
+pub const OWNER_OPTION: &str = "@cuekit_registry";
+
 pub struct NewTaskSession<'a> {
     pub session: &'a str,
+    /// The registry that starts it (its data directory), set as [`OWNER_OPTION`].
+    pub owner: &'a Path,
     pub cwd: &'a Path,
     pub width: u16,
     pub height: u16,
@@ -117,6 +124,13 @@ pub fn new_task_session(new: &NewTaskSession) -> Argv {
         ],
         vec![
             "set-option".into(),
+            "-t".into(),
+            target.clone().into(),
+            OWNER_OPTION.into(),
+            new.owner.as_os_str().to_owned(),
+        ],
+        vec![
+            "set-option".into(),
             "-p".into(),
             "-t".into(),
             target.clone().into(),
@@ -151,6 +165,15 @@ pub fn list_panes() -> Argv {
 /// Every session's name, one a line.
 pub fn list_sessions() -> Argv {
     Argv::new([vec!["list-sessions", "-F", "#{session_name}"]])
+}
+
+/// Every session's name and its [`OWNER_OPTION`] (empty if unset), a tab between, one a line.
+pub fn list_sessions_with_owner() -> Argv {
+    Argv::new([vec![
+        "list-sessions",
+        "-F",
+        "#{session_name}\t#{@cuekit_registry}",
+    ]])
 }
 
 /// Printed between a session's pane listing and its screen in [`look_at_session`].
@@ -282,6 +305,7 @@ mod tests {
     fn new_session_is_one_command_queue() {
         let args = strings(new_task_session(&NewTaskSession {
             session: "cuekit-task-t_1",
+            owner: Path::new("/h/.local/share/cuekit"),
             cwd: Path::new("/w/#x"),
             width: 200,
             height: 50,
@@ -293,7 +317,8 @@ mod tests {
             args.join(" "),
             "set-option -g history-limit 50000 ; new-session -d -s cuekit-task-t_1 -x 200 -y 50 \
              -c /w/##x -P -F #{pane_id} #{pane_pid} -- /bin/sh \
-             /w/#x/.cuekit/tasks/t_1/launch.sh ; set-option -p -t =cuekit-task-t_1: remain-on-exit on \
+             /w/#x/.cuekit/tasks/t_1/launch.sh ; set-option -t =cuekit-task-t_1: @cuekit_registry \
+             /h/.local/share/cuekit ; set-option -p -t =cuekit-task-t_1: remain-on-exit on \
              ; pipe-pane -o -t =cuekit-task-t_1: exec cat >> '/w/##x/.cuekit/tasks/t_1/transcript.txt'"
         );
     }
@@ -340,6 +365,7 @@ mod tests {
         let cwd = Path::new(OsStr::from_bytes(b"/w/\xff#x;"));
         let args = new_task_session(&NewTaskSession {
             session: "s",
+            owner: Path::new("/d"),
             cwd,
             width: 200,
             height: 50,

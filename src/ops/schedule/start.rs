@@ -105,6 +105,7 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
     let answer = tmux
         .spawn(&args::new_task_session(&args::NewTaskSession {
             session,
+            owner: &store::data_dir().unwrap_or_default(),
             cwd: &agent_dir(task),
             width: config.width().value,
             height,
