@@ -112,8 +112,10 @@ pub struct StartGate<'a> {
     pub pending: &'a Path,
 }
 
-/// Variables of the tmux server's own environment that a pane keeps: they describe the pane.
-const PANE_VARIABLES: &str = "TERM|TMUX|TMUX_PANE";
+/// Variables of the tmux server's own environment that a pane keeps: its terminal. `TMUX` and
+/// `TMUX_PANE` (the server's socket and the pane) go with the rest, for every task: a child
+/// that had them could type into its own pane, respawn it or kill its session through tmux.
+const PANE_VARIABLES: &str = "TERM";
 
 /// Left in the task directory by `launch.sh` when `worktree.setup` failed (the agent then never
 /// started): the sentinel alone cannot tell a setup's exit status from the agent's.
@@ -122,7 +124,7 @@ pub const SETUP_FAILED_FILE: &str = "setup-failed";
 /// Renders `launch.sh` for a task.
 ///
 /// The pane starts in the tmux server's environment, which is whatever the first cuekit call
-/// had: the script clears it (but for the pane's own terminal variables) and takes the
+/// had: the script clears it (but for the pane's `TERM`; `TMUX` and `TMUX_PANE` go too) and takes the
 /// submitter's from the env file, so a task sees exactly its own submitter's environment.
 /// Then it waits for the submit to record the task: an agent never runs without a record, and
 /// a submit cut short starts nothing. The submit records the task, then drops its pending
@@ -272,7 +274,7 @@ mod tests {
             script,
             "#!/bin/sh\n# cuekit task t_0: generated at submit, kept as a record.\n\
              for cuekit_v in $(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p'); do \
-             case $cuekit_v in TERM|TMUX|TMUX_PANE) ;; *) unset \"$cuekit_v\" 2>/dev/null ;; esac; done\n\
+             case $cuekit_v in TERM) ;; *) unset \"$cuekit_v\" 2>/dev/null ;; esac; done\n\
              if [ -f '/tmp/a b/env.sh' ]; then . '/tmp/a b/env.sh'; rm -f '/tmp/a b/env.sh'; fi\n\
              while [ ! -e '/d/tasks/t_0' ]; do [ -e '/d/pending/t_0' ] || [ -e '/d/tasks/t_0' ] || exit 125; sleep 0.01; done\n\
              cuekit_prompt='/tmp/a b/prompt.txt'\n\

@@ -685,7 +685,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .timeout
         .or_else(|| config.timeout().map(|s| s.value))
         .map(|t| t.as_secs().max(1));
-    let submitted_from = crate::notify::SubmittedFrom::from_env();
+    let submitted_from = crate::notify::SubmittedFrom::from_env().or_else(own_task_pane);
     let wake_parent = parent_to_wake(&request, &config, submitted_from.as_ref())?;
     let acp_socket = if mode == Mode::Acp {
         Some(crate::acp::control::socket_path(&id).ok_or_else(|| {
@@ -872,7 +872,8 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             // The worktree goes with the failed launch (the guard removes it): the record must
             // not point at it.
             record.worktree = None;
-            store::save(&record)
+            store::record_lifecycle(&id, &store::Lifecycle::of(&record))
+                .and_then(|_| store::save(&record))
                 .and_then(|_| store::stage_placement(&placement)?.commit())
                 .map_err(undo)?;
             schedule::free_slot(&id);
@@ -881,8 +882,9 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         }
     };
     let (record_file, placement_file) = staged;
-    record_file
-        .commit()
+    // Where the task stands is the registry's, on record before anything names the task.
+    store::record_lifecycle(&id, &store::Lifecycle::of(&record))
+        .and_then(|_| record_file.commit())
         .and_then(|_| placement_file.commit())
         .map_err(undo)?;
     if let Some(pane) = &pane {
@@ -896,6 +898,21 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     // Endings, timeouts and transitions are the monitor's from here, whoever watches or not.
     super::monitor_lock::ensure_running(&socket);
     Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(&record))))
+}
+
+/// The pane of the task this submit runs inside, from the registry: a task's environment has
+/// no `TMUX` or `TMUX_PANE` (a child must not reach its own pane through tmux), so a nested
+/// parent is found by the kernel's word (`task_of_process`) instead.
+fn own_task_pane() -> Option<crate::notify::SubmittedFrom> {
+    let id = super::task::task_of_process(std::process::id())?;
+    let placement = store::placement(&id).ok()??;
+    if placement.host.is_some() || !placement.socket.0.starts_with('/') {
+        return None;
+    }
+    Some(crate::notify::SubmittedFrom {
+        socket: placement.socket.0.clone(),
+        pane: store::pane_start(&id)?.pane_id,
+    })
 }
 
 /// Puts a task into the queue: its record (`queued`), its plan and its registry entry, all
@@ -913,6 +930,7 @@ fn queue(
     // Marked before it is registered: a queue mark without a registry entry is ignored (and
     // swept), a registered task without its mark would wait for ever.
     schedule::enqueue(&id)?;
+    store::record_lifecycle(&id, &store::Lifecycle::of(&record))?;
     store::stage_record(&record)?.commit()?;
     store::stage_placement(placement)?.commit()?;
     store::remove_pending(&id);

@@ -289,11 +289,22 @@ fn judge_trust(mut placement: Placement, dir: &Path) -> Found {
     }
 }
 
+/// The task's record read again from its directory, with what cuekit acts on taken from the
+/// registry again (see [`believed`]).
+pub(crate) fn reread(placement: &Placement) -> Result<TaskRecord> {
+    Ok(believed(placement, store::load(&placement.task_dir)?))
+}
+
 /// The record with what cuekit acts on taken from the registry: a child that rewrote its own
 /// `task.json` (its directory, agent, team, worktree, submitter) changes what people read in
 /// the file, never what cuekit does. An entry from before these were registered keeps the
 /// record's harmless fields, and no worktree or submitter: those are never acted on unproven.
 fn believed(placement: &Placement, mut record: TaskRecord) -> TaskRecord {
+    // Where the task stands (its status, ending, reason, exit code) is the registry's: a
+    // `task.json` that says `completed` decides nothing.
+    if let Some(lifecycle) = store::lifecycle(&placement.id) {
+        lifecycle.apply(&mut record);
+    }
     match &placement.facts {
         Some(facts) => {
             record.cwd = facts.cwd.clone();
@@ -306,6 +317,8 @@ fn believed(placement: &Placement, mut record: TaskRecord) -> TaskRecord {
             record.submitted_from = facts.submitted_from.clone();
             record.sandbox = facts.sandbox.clone();
             record.worktree = facts.worktree.as_ref().map(Into::into);
+            // Its deadline runs from the registry's start, by the registry's timeout.
+            record.timeout_secs = placement.timeout_secs;
         }
         None => {
             // The task's directory is `<cwd>/.cuekit/tasks/<id>`, as submit made it.
