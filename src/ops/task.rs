@@ -275,6 +275,18 @@ fn judge_trust(mut placement: Placement, dir: &Path) -> Found {
         adopt_legacy(&mut placement, &record);
     }
     match disagreement(&placement, &record, dir) {
+        None if store::lifecycle(&placement.id)
+            .is_some_and(|stored| stored != store::Lifecycle::of(&record)) =>
+        {
+            // The mirror is behind the registry (its write met a full disk) or was written
+            // over (by the child): it says again what the registry says, and is read as that.
+            let record = store::update(dir, |_| Ok(true)).unwrap_or(record);
+            Found::Trusted(Box::new(Task {
+                record: believed(&placement, record),
+                placement,
+                pane,
+            }))
+        }
         None => Found::Trusted(Box::new(Task {
             record: believed(&placement, record),
             placement,
