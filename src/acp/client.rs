@@ -561,6 +561,11 @@ fn answer(stream: UnixStream, pane_leader: Option<u32>, events: &Sender<Event>) 
     };
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
+    // The request is read before any answer, refusals too: a socket closed with a request
+    // unread resets the connection, and the peer would never read why it was refused.
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut line = String::new();
+    let read = BufReader::new(&stream).read_line(&mut line);
     let Some((pid, uid)) = control::peer(&stream) else {
         return respond(&Reply::error("who is asking cannot be told"));
     };
@@ -572,8 +577,7 @@ fn answer(stream: UnixStream, pane_leader: Option<u32>, events: &Sender<Event>) 
             "this process runs inside the task's own pane: a child never steers itself or answers its own requests",
         ));
     }
-    let mut line = String::new();
-    if BufReader::new(&stream).read_line(&mut line).is_err() {
+    if read.is_err() {
         return;
     }
     let request = match serde_json::from_str::<Request>(&line) {
