@@ -420,9 +420,13 @@ fn refresh_with(
     let mut unseen = HashSet::new();
     let tasks = tasks
         .into_iter()
-        .map(|task| {
+        .map(|mut task| {
             if task.record.status != Status::Running {
                 return Ok(task);
+            }
+            // Recorded since the task was read (a task read as its submit finished).
+            if task.pane.is_none() {
+                task.pane = store::pane_start(&task.record.id);
             }
             let panes = match snapshots.get(&task.placement.socket) {
                 Some(Snapshot::Panes(panes)) => Some(panes),

@@ -882,14 +882,20 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         }
     };
     let (record_file, placement_file) = staged;
-    // Where the task stands is the registry's, on record before anything names the task.
-    store::record_lifecycle(&id, &store::Lifecycle::of(&record))
-        .and_then(|_| record_file.commit())
-        .and_then(|_| placement_file.commit())
-        .map_err(undo)?;
     if let Some(pane) = &pane {
-        // Best effort: without it, the pane is known by its session alone.
+        // Before the registry entry, which the pane waits for to start the agent: the agent
+        // never ends before its pane is on record (only that pane's exit status is the
+        // task's). Best effort: without it, the pane is known by its session alone, and its
+        // exit status is not taken for `completed`.
         let _ = store::record_pane_start(&id, pane);
+    }
+    // Where the task stands is the registry's, on record before anything names the task.
+    let committed = store::record_lifecycle(&id, &store::Lifecycle::of(&record))
+        .and_then(|_| record_file.commit())
+        .and_then(|_| placement_file.commit());
+    if let Err(err) = committed {
+        store::unregister(&id);
+        return Err(undo(err));
     }
     store::remove_pending(&id);
     if let Some(created) = created.as_mut() {
