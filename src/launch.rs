@@ -36,6 +36,9 @@ const NOT_INHERITED: &[&str] = &[
     "ENV",
     "TMUX",
     "TMUX_PANE",
+    // The tmux server by name or path: a child finds no way to its own pane in its
+    // environment (a nested submit runs on its task's server, found in the registry).
+    "CUEKIT_TMUX_SOCKET",
     // The pane's terminal is tmux's, whatever terminal the submitter sits at.
     "TERM",
     "TERM_PROGRAM",

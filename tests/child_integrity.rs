@@ -145,13 +145,18 @@ fn a_rewritten_record_never_ends_a_task() {
     );
 }
 
-/// M1: a task's environment holds no way to its own pane: no `TMUX`, no `TMUX_PANE`.
+/// M1: a task's environment holds no way to its own pane: no `TMUX`, no `TMUX_PANE`, no
+/// `CUEKIT_TMUX_SOCKET`. A nested parent still submits onto its own server (the registry's).
 #[test]
 fn a_tasks_environment_names_no_tmux_server_or_pane() {
     let h = Harness::new();
+    let nested = format!(
+        "'{}' --json submit --agent command -- sh -c 'echo grandchild' > nested.json",
+        env!("CARGO_BIN_EXE_cuekit")
+    );
     for mode in ["interactive", "batch"] {
         let file = format!("env-{mode}.txt");
-        let id = h.submit_sh(&format!("env > {file}"), &["--mode", mode]);
+        let id = h.submit_sh(&format!("env > {file}; {nested}"), &["--mode", mode]);
         let (waited, code) = h.json(&["wait", &id, "--timeout", "30s"]);
         assert_eq!(code, 0, "{waited}");
         let env = std::fs::read_to_string(h.project.join(&file)).unwrap();
@@ -160,9 +165,21 @@ fn a_tasks_environment_names_no_tmux_server_or_pane() {
             .filter_map(|line| line.split_once('=').map(|(name, _)| name))
             .collect();
         assert!(names.contains(&"CUEKIT_TASK_ID"), "{env}");
-        for name in ["TMUX", "TMUX_PANE"] {
+        for name in ["TMUX", "TMUX_PANE", "CUEKIT_TMUX_SOCKET"] {
             assert!(!names.contains(&name), "{mode}: {name} in\n{env}");
         }
+        let submitted: Value =
+            serde_json::from_slice(&std::fs::read(h.project.join("nested.json")).unwrap()).unwrap();
+        let grandchild = submitted["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{submitted}"));
+        let (waited, code) = h.json(&["wait", grandchild, "--timeout", "30s"]);
+        assert_eq!(code, 0, "{waited}");
+        let hint = waited["tasks"][0]["attach_hint"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(hint.contains(&format!("/{}'", h.socket)), "{hint}");
     }
 }
 

@@ -650,7 +650,10 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     let work_dir = worktree_placement.as_ref().map_or(&cwd, |w| &w.path);
     super::sandbox::check_work_dir(&sandbox, work_dir)?;
     let task_dir = tasks_dir_in(&cwd)?.join(&id);
-    let socket = Socket(config.socket().value).resolve()?;
+    let socket = match own_task_server() {
+        Some(socket) => socket,
+        None => Socket(config.socket().value).resolve()?,
+    };
     let LaunchCommand {
         command,
         warnings: launch_warnings,
@@ -904,6 +907,18 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     // Endings, timeouts and transitions are the monitor's from here, whoever watches or not.
     super::monitor_lock::ensure_running(&socket);
     Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(&record))))
+}
+
+/// For a submit from inside a task without `CUEKIT_TMUX_SOCKET` (a task's environment carries
+/// no tmux socket: `launch.sh` drops it with `TMUX`), the task's own server, from the
+/// registry: a nested parent's children run beside it.
+fn own_task_server() -> Option<Socket> {
+    if std::env::var_os(crate::tmux::SOCKET_ENV).is_some_and(|value| !value.is_empty()) {
+        return None;
+    }
+    let id = super::task::task_of_process(std::process::id())?;
+    let placement = store::placement(&id).ok()??;
+    (placement.host.is_none() && placement.socket.0.starts_with('/')).then_some(placement.socket)
 }
 
 /// The pane of the task this submit runs inside, from the registry: a task's environment has
