@@ -208,8 +208,9 @@ pub fn record_lifecycle(task_id: &str, lifecycle: &Lifecycle) -> Result<()> {
             "'{task_id}' is not a task id"
         )));
     }
-    let tmp_dir = require(pending_dir())?;
-    let dir = require(registry_dir())?;
+    // Both exist since the task's submit: a write never makes a removed registry anew.
+    let tmp_dir = existing(pending_dir())?;
+    let dir = existing(registry_dir())?;
     let bytes = serde_json::to_vec(lifecycle).expect("serializes");
     super::atomic::stage_in(&tmp_dir, &dir.join(format!("{task_id}.state")), &bytes)?.commit()
 }
