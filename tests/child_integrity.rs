@@ -372,3 +372,33 @@ fn history(h: &Harness) -> String {
     )
     .into_owned()
 }
+
+/// H3, the other side: a parent that is itself a task (here a shell task) submits an ACP child
+/// from inside its pane and answers the child's permission request: the child's client knows
+/// the parent for another task's process, and takes its answer.
+#[test]
+fn a_parent_that_is_a_task_answers_its_childs_requests() {
+    const CHILD: &str = "t_0000000000c5";
+    let h = Harness::new().with_real_gemini(&[
+        canned_shell_call("echo allowed > allowed.txt"),
+        canned_text("Done."),
+    ]);
+    let cuekit = env!("CARGO_BIN_EXE_cuekit");
+    let parent = format!(
+        "'{cuekit}' --json submit --id {CHILD} --mode acp --model {MODEL} --no-skip-permissions \
+         --once 'Write the file' > child.json || exit 9; \
+         until '{cuekit}' --json status {CHILD} | grep -q permission_prompt; do sleep 0.1; done; \
+         '{cuekit}' --json approve {CHILD} --allow > approved.json; echo \"exit=$?\" >> approved.json"
+    );
+    let id = h.submit_sh(&parent, &[]);
+    let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+    assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
+    let approved = std::fs::read_to_string(h.project.join("approved.json")).unwrap();
+    assert!(approved.ends_with("exit=0\n"), "{approved}");
+    let (waited, code) = h.json(&["wait", CHILD, "--timeout", "60s"]);
+    assert_eq!(code, 0, "{waited}\n{}", h.transcript(CHILD));
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("allowed.txt")).unwrap(),
+        "allowed\n"
+    );
+}
