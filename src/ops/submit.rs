@@ -720,6 +720,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             budget: request.budget.clone(),
             wake_parent,
             sandbox: sandboxed.clone(),
+            event_stream: Some(event_stream),
         })),
         legacy: false,
     };

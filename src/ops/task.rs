@@ -331,6 +331,10 @@ fn believed(placement: &Placement, mut record: TaskRecord) -> TaskRecord {
             record.worktree = facts.worktree.as_ref().map(Into::into);
             // Its deadline runs from the registry's start, by the registry's timeout.
             record.timeout_secs = placement.timeout_secs;
+            // Whether an exit 0 must agree with the agent's `result` event.
+            if let Some(event_stream) = facts.event_stream {
+                record.event_stream = event_stream;
+            }
         }
         None => {
             // The task's directory is `<cwd>/.cuekit/tasks/<id>`, as submit made it.

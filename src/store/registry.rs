@@ -86,6 +86,10 @@ pub struct TaskFacts {
     /// The task's sandbox (`--sandbox`), re-applied to every start of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Policy>,
+    /// The agent's stdout is an event stream whose `result` an exit 0 must agree with (absent
+    /// from entries written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_stream: Option<bool>,
 }
 
 /// How much of the agent's reported usage a task may spend.
