@@ -330,6 +330,7 @@ fn believed(placement: &Placement, mut record: TaskRecord) -> TaskRecord {
             record.sandbox = facts.sandbox.clone();
             record.worktree = facts.worktree.as_ref().map(Into::into);
             // Its deadline runs from the registry's start, by the registry's timeout.
+            record.created_at = placement.created_at.clone();
             record.timeout_secs = placement.timeout_secs;
             // Whether an exit 0 must agree with the agent's `result` event.
             if let Some(event_stream) = facts.event_stream {
