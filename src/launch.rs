@@ -186,15 +186,16 @@ pub fn render_launch_script(
         Runner::Filtered(cuekit) => {
             let agent_exit = quote_path(&task_dir.join(AGENT_EXIT_FILE))?;
             let (cuekit, dir) = (quote_path(cuekit)?, quote_path(task_dir)?);
-            // The agent's status comes back through a descriptor, not only the file: on a full
-            // disk the file cannot be written, and a lost status must not read as failure.
+            // The agent's status comes back through a descriptor: on a full disk the file (for
+            // `result.json`) cannot be written, and a lost status must not read as failure. The
+            // file is never read back here: the child can write it, and what `launch.sh` exits
+            // with is the status tmux keeps for the task.
             script.push_str(&format!(
                 "exec 3>&1\n\
                  cuekit_code=$(exec 4>&1; {{ (\n{agent_command}\n) 3>&- 4>&-; cuekit_status=$?; \
                  printf '%s\\n' \"$cuekit_status\" > {agent_exit}; printf '%s\\n' \"$cuekit_status\" >&4; }} \
                  | {cuekit} __events {dir} >&3 4>&-)\n\
                  exec 3>&-\n\
-                 [ -n \"$cuekit_code\" ] || cuekit_code=$(cat {agent_exit} 2>/dev/null)\n\
                  [ -n \"$cuekit_code\" ] || cuekit_code=1\n"
             ));
         }
