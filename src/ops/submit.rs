@@ -917,16 +917,23 @@ fn own_task_server() -> Option<Socket> {
     if std::env::var_os(crate::tmux::SOCKET_ENV).is_some_and(|value| !value.is_empty()) {
         return None;
     }
-    let id = super::task::task_of_process(std::process::id())?;
+    let id = own_task()?;
     let placement = store::placement(&id).ok()??;
     (placement.host.is_none() && placement.socket.0.starts_with('/')).then_some(placement.socket)
+}
+
+/// The task this submit runs inside, by the kernel's word; looked for only where a task's pane
+/// left its id in the environment (a submit of the user's costs no look at the registry).
+fn own_task() -> Option<String> {
+    std::env::var_os(crate::process::TASK_ID_VARIABLE)?;
+    super::task::task_of_process(std::process::id())
 }
 
 /// The pane of the task this submit runs inside, from the registry: a task's environment has
 /// no `TMUX` or `TMUX_PANE` (a child must not reach its own pane through tmux), so a nested
 /// parent is found by the kernel's word (`task_of_process`) instead.
 fn own_task_pane() -> Option<crate::notify::SubmittedFrom> {
-    let id = super::task::task_of_process(std::process::id())?;
+    let id = own_task()?;
     let placement = store::placement(&id).ok()??;
     if placement.host.is_some() || !placement.socket.0.starts_with('/') {
         return None;
