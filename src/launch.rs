@@ -36,6 +36,9 @@ const NOT_INHERITED: &[&str] = &[
     "ENV",
     "TMUX",
     "TMUX_PANE",
+    // The tmux server by name or path: a child finds no way to its own pane in its
+    // environment (a nested submit runs on its task's server, found in the registry).
+    "CUEKIT_TMUX_SOCKET",
     // The pane's terminal is tmux's, whatever terminal the submitter sits at.
     "TERM",
     "TERM_PROGRAM",
@@ -112,8 +115,10 @@ pub struct StartGate<'a> {
     pub pending: &'a Path,
 }
 
-/// Variables of the tmux server's own environment that a pane keeps: they describe the pane.
-const PANE_VARIABLES: &str = "TERM|TMUX|TMUX_PANE";
+/// Variables of the tmux server's own environment that a pane keeps: its terminal. `TMUX` and
+/// `TMUX_PANE` (the server's socket and the pane) go with the rest, for every task: a child
+/// that had them could type into its own pane, respawn it or kill its session through tmux.
+const PANE_VARIABLES: &str = "TERM";
 
 /// Left in the task directory by `launch.sh` when `worktree.setup` failed (the agent then never
 /// started): the sentinel alone cannot tell a setup's exit status from the agent's.
@@ -122,7 +127,7 @@ pub const SETUP_FAILED_FILE: &str = "setup-failed";
 /// Renders `launch.sh` for a task.
 ///
 /// The pane starts in the tmux server's environment, which is whatever the first cuekit call
-/// had: the script clears it (but for the pane's own terminal variables) and takes the
+/// had: the script clears it (but for the pane's `TERM`; `TMUX` and `TMUX_PANE` go too) and takes the
 /// submitter's from the env file, so a task sees exactly its own submitter's environment.
 /// Then it waits for the submit to record the task: an agent never runs without a record, and
 /// a submit cut short starts nothing. The submit records the task, then drops its pending
@@ -181,15 +186,16 @@ pub fn render_launch_script(
         Runner::Filtered(cuekit) => {
             let agent_exit = quote_path(&task_dir.join(AGENT_EXIT_FILE))?;
             let (cuekit, dir) = (quote_path(cuekit)?, quote_path(task_dir)?);
-            // The agent's status comes back through a descriptor, not only the file: on a full
-            // disk the file cannot be written, and a lost status must not read as failure.
+            // The agent's status comes back through a descriptor: on a full disk the file (for
+            // `result.json`) cannot be written, and a lost status must not read as failure. The
+            // file is never read back here: the child can write it, and what `launch.sh` exits
+            // with is the status tmux keeps for the task.
             script.push_str(&format!(
                 "exec 3>&1\n\
                  cuekit_code=$(exec 4>&1; {{ (\n{agent_command}\n) 3>&- 4>&-; cuekit_status=$?; \
                  printf '%s\\n' \"$cuekit_status\" > {agent_exit}; printf '%s\\n' \"$cuekit_status\" >&4; }} \
                  | {cuekit} __events {dir} >&3 4>&-)\n\
                  exec 3>&-\n\
-                 [ -n \"$cuekit_code\" ] || cuekit_code=$(cat {agent_exit} 2>/dev/null)\n\
                  [ -n \"$cuekit_code\" ] || cuekit_code=1\n"
             ));
         }
@@ -272,7 +278,7 @@ mod tests {
             script,
             "#!/bin/sh\n# cuekit task t_0: generated at submit, kept as a record.\n\
              for cuekit_v in $(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p'); do \
-             case $cuekit_v in TERM|TMUX|TMUX_PANE) ;; *) unset \"$cuekit_v\" 2>/dev/null ;; esac; done\n\
+             case $cuekit_v in TERM) ;; *) unset \"$cuekit_v\" 2>/dev/null ;; esac; done\n\
              if [ -f '/tmp/a b/env.sh' ]; then . '/tmp/a b/env.sh'; rm -f '/tmp/a b/env.sh'; fi\n\
              while [ ! -e '/d/tasks/t_0' ]; do [ -e '/d/pending/t_0' ] || [ -e '/d/tasks/t_0' ] || exit 125; sleep 0.01; done\n\
              cuekit_prompt='/tmp/a b/prompt.txt'\n\

@@ -77,12 +77,18 @@ pub enum Verdict {
     Unseen,
 }
 
-/// What was seen of a task, in this order: the pane snapshot first, then the sentinel. A pane
-/// seen dead has its sentinel visible (it is written before the shell exits) unless it could
-/// not be written (a full or read-only disk): then the exit status tmux keeps for the dead pane
-/// is the task's, since `launch.sh` exits with the agent's status.
+/// What was seen of a task, in this order: the pane snapshot first, then the sentinel. The
+/// task's exit status is tmux's (`pane_dead_status` of the very pane cuekit recorded at start,
+/// its first process the recorded one: a `respawn-pane` makes another), else the kernel's (the
+/// unreaped first process), else, for a sandboxed task, bubblewrap's (its status file, out of the
+/// sandbox's reach). The sentinel lies in the task directory, which an unsandboxed child can
+/// write: it can only make an ending worse (a non-zero code where none is trusted), never
+/// `completed`.
 pub struct Observation<'a> {
     pub pane: Option<&'a PaneInfo>,
+    /// The pane shown is the one recorded at start, its first process the recorded leader: only
+    /// then is its dead status the task's.
+    pub pane_proven: bool,
     pub sentinel: Option<i32>,
     pub now: SystemTime,
     /// For a task with an event stream whose agent exited 0: what the stream reported.
@@ -92,6 +98,8 @@ pub struct Observation<'a> {
     /// The task runs in a bubblewrap sandbox whose status never got the agent's exit code:
     /// the sandbox could not be made (or bubblewrap died), the agent never ran to its end.
     pub sandbox_failed: bool,
+    /// For a task in a bubblewrap sandbox: the agent's exit code as bubblewrap wrote it.
+    pub sandbox_exit: Option<i32>,
     /// The pane's first process, as recorded at start, still runs (read in /proc when tmux
     /// does not show the pane, or shows it dead without a status).
     pub leader_alive: bool,
@@ -110,24 +118,25 @@ pub enum StreamReport {
     Unfinished,
 }
 
-/// The task's exit status, if it has one. The sentinel lies in the project, where the child can
-/// write one before it ends: it counts only once the pane's first process is over (its pane dead,
-/// or gone with that process), and where tmux (`pane_dead_status`) or the kernel (the unreaped
-/// process's status) tells the status, theirs is the word (`launch.sh` exits with the status
-/// it writes). So the sentinel decides only when the pane went with its server, or died of a
-/// signal after writing it.
-pub fn exit_status(
-    sentinel: Option<i32>,
-    pane: Option<&PaneInfo>,
-    unreaped_exit: Option<i32>,
-    leader_alive: bool,
-) -> Option<i32> {
-    match pane {
-        Some(pane) if !pane.dead => None,
-        Some(pane) => pane.dead_status.or(unreaped_exit).or(sentinel),
-        None if leader_alive => None,
-        None => sentinel,
-    }
+/// The task's exit status, if it has one it did not choose itself. Nothing of it counts while
+/// the pane's first process runs (its pane alive, or gone with that process running on). Then
+/// the word is tmux's (the recorded pane's `pane_dead_status`), the kernel's (the unreaped
+/// process's status) or, for a sandboxed task, bubblewrap's; with none of them, a non-zero
+/// sentinel is believed (it can only make the ending worse), a sentinel of 0 never is: the task
+/// is then `pane_disappeared`.
+pub fn exit_status(seen: &Observation) -> Option<i32> {
+    let trusted = match seen.pane {
+        Some(pane) if !pane.dead => return None,
+        Some(pane) => pane
+            .dead_status
+            .filter(|_| seen.pane_proven)
+            .or(seen.unreaped_exit),
+        None if seen.leader_alive => return None,
+        None => None,
+    };
+    trusted
+        .or(seen.sandbox_exit)
+        .or(seen.sentinel.filter(|&code| code != 0))
 }
 
 pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verdict {
@@ -135,12 +144,7 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
     if record.status != Status::Running {
         return Verdict::Unchanged;
     }
-    if let Some(code) = exit_status(
-        seen.sentinel,
-        seen.pane,
-        seen.unreaped_exit,
-        seen.leader_alive,
-    ) {
+    if let Some(code) = exit_status(seen) {
         let failed = |reason: &str, hint: String| Ending {
             status: Status::Failed,
             reason: Some(reason.to_string()),
@@ -194,11 +198,17 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
         _ => Verdict::Ended(Ending {
             status: Status::Failed,
             reason: Some("pane_disappeared".into()),
-            hint: Some(
+            hint: Some(if seen.sentinel == Some(0) {
+                "the task's tmux pane ended without an exit code tmux or the kernel could vouch \
+                 for (its server or session killed, or its pane respawned); the exit-code file \
+                 in its folder says 0, which the child could have written itself, so it is not \
+                 taken. Read the transcript with `cuekit logs <id>`"
+                    .into()
+            } else {
                 "the task's tmux pane ended without an exit code (killed from outside cuekit?); \
                  read the transcript with `cuekit logs <id>`"
-                    .into(),
-            ),
+                    .into()
+            }),
             exit_code: None,
         }),
     }
@@ -301,11 +311,13 @@ mod tests {
             gemini(),
             &Observation {
                 pane,
+                pane_proven: true,
                 sentinel,
                 now,
                 stream: None,
                 setup_failed: false,
                 sandbox_failed: false,
+                sandbox_exit: None,
                 leader_alive: false,
                 unreaped_exit: None,
             },
@@ -322,12 +334,22 @@ mod tests {
     }
 
     #[test]
-    fn sentinel_zero_completes_and_nonzero_fails_with_reason() {
+    fn exit_zero_completes_only_on_tmuxs_word_and_nonzero_fails_with_reason() {
         let running = record(Status::Running, None);
-        let Verdict::Ended(done) = judge_with(&running, None, Some(0), at(1)) else {
+        let Verdict::Ended(done) = judge_with(&running, Some(&pane(true, Some(0))), None, at(1))
+        else {
             panic!()
         };
         assert_eq!((done.status, done.exit_code), (Status::Completed, Some(0)));
+        // A sentinel of 0 alone (the pane gone with its server, or respawned) is the child's
+        // word: never `completed`.
+        let Verdict::Ended(forged) = judge_with(&running, None, Some(0), at(1)) else {
+            panic!()
+        };
+        assert_eq!(
+            (forged.status, forged.reason.as_deref(), forged.exit_code),
+            (Status::Failed, Some("pane_disappeared"), None)
+        );
         let Verdict::Ended(auth) = judge_with(&running, None, Some(41), at(1)) else {
             panic!()
         };
@@ -378,32 +400,55 @@ mod tests {
         };
         assert_eq!(end.exit_code, Some(3));
         // A live pane's status means nothing, and neither does a sentinel beside a live pane.
-        assert_eq!(
-            exit_status(None, Some(&pane(false, Some(0))), None, true),
-            None
-        );
-        assert_eq!(
-            exit_status(Some(0), Some(&pane(false, None)), None, true),
-            None
-        );
+        let seen = |pane, sentinel, unreaped_exit, leader_alive| Observation {
+            pane,
+            pane_proven: true,
+            sentinel,
+            now: at(1),
+            stream: None,
+            setup_failed: false,
+            sandbox_failed: false,
+            sandbox_exit: None,
+            leader_alive,
+            unreaped_exit,
+        };
+        let (live_0, live) = (pane(false, Some(0)), pane(false, None));
+        assert_eq!(exit_status(&seen(Some(&live_0), None, None, true)), None);
+        assert_eq!(exit_status(&seen(Some(&live), Some(0), None, true)), None);
         // Dead before tmux collected the status: the kernel's word for the unreaped process.
+        let (dead, dead_3) = (pane(true, None), pane(true, Some(3)));
         assert_eq!(
-            exit_status(None, Some(&pane(true, None)), Some(0), false),
+            exit_status(&seen(Some(&dead), None, Some(0), false)),
             Some(0)
         );
         assert_eq!(
-            exit_status(None, Some(&pane(true, Some(3))), Some(0), false),
+            exit_status(&seen(Some(&dead_3), None, Some(0), false)),
             Some(3)
         );
-        assert_eq!(exit_status(None, None, Some(0), false), None);
-        // Killed by a signal after writing it: the sentinel.
+        assert_eq!(exit_status(&seen(None, None, Some(0), false)), None);
+        // Killed by a signal after writing it: a non-zero sentinel, never a zero one.
         assert_eq!(
-            exit_status(Some(4), Some(&pane(true, None)), None, false),
+            exit_status(&seen(Some(&dead), Some(4), None, false)),
             Some(4)
         );
-        // Gone with its server: the sentinel, unless the pane's first process still runs.
-        assert_eq!(exit_status(Some(4), None, None, false), Some(4));
-        assert_eq!(exit_status(Some(0), None, None, true), None);
+        assert_eq!(exit_status(&seen(Some(&dead), Some(0), None, false)), None);
+        // Gone with its server: the same, unless the pane's first process still runs.
+        assert_eq!(exit_status(&seen(None, Some(4), None, false)), Some(4));
+        assert_eq!(exit_status(&seen(None, Some(0), None, false)), None);
+        assert_eq!(exit_status(&seen(None, Some(4), None, true)), None);
+        // A pane that is not the one recorded (respawned): its status is not the task's.
+        let respawned = pane(true, Some(0));
+        let unproven = Observation {
+            pane_proven: false,
+            ..seen(Some(&respawned), None, None, false)
+        };
+        assert_eq!(exit_status(&unproven), None);
+        // A sandboxed task gone with its server: bubblewrap's word, out of the child's reach.
+        let sandboxed = Observation {
+            sandbox_exit: Some(0),
+            ..seen(None, Some(5), None, false)
+        };
+        assert_eq!(exit_status(&sandboxed), Some(0));
     }
 
     #[test]
@@ -419,13 +464,16 @@ mod tests {
     #[test]
     fn an_event_stream_must_report_success_for_exit_zero_to_count() {
         let running = record(Status::Running, None);
+        let exited = pane(true, Some(0));
         let seen = |stream| Observation {
-            pane: None,
+            pane: Some(&exited),
+            pane_proven: true,
             sentinel: Some(0),
             now: at(1),
             stream: Some(stream),
             setup_failed: false,
             sandbox_failed: false,
+            sandbox_exit: None,
             leader_alive: false,
             unreaped_exit: None,
         };
@@ -458,11 +506,13 @@ mod tests {
         let running = record(Status::Running, None);
         let seen = Observation {
             pane: None,
+            pane_proven: true,
             sentinel: Some(1),
             now: at(1),
             stream: None,
             setup_failed: true,
             sandbox_failed: false,
+            sandbox_exit: None,
             leader_alive: false,
             unreaped_exit: None,
         };
@@ -479,11 +529,13 @@ mod tests {
     fn a_pane_tmux_does_not_show_whose_process_runs_is_not_gone() {
         let seen = |leader_alive, now| Observation {
             pane: None,
+            pane_proven: true,
             sentinel: None,
             now,
             stream: None,
             setup_failed: false,
             sandbox_failed: false,
+            sandbox_exit: None,
             leader_alive,
             unreaped_exit: None,
         };

@@ -1320,6 +1320,13 @@ fn a_cancel_on_record_whose_pane_still_runs_is_finished() {
     record["reason"] = json!("cancelled");
     record["ended_at"] = json!("2026-01-01T00:00:00Z");
     std::fs::write(&path, record.to_string()).unwrap();
+    // Where an ending is on record: the registry's lifecycle (the record only mirrors it).
+    let state = registry(&h).join("tasks").join(format!("{id}.state"));
+    let mut lifecycle: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    lifecycle["status"] = json!("cancelled");
+    lifecycle["reason"] = json!("cancelled");
+    lifecycle["ended_at"] = json!("2026-01-01T00:00:00Z");
+    std::fs::write(&state, lifecycle.to_string()).unwrap();
     let mut last = Value::Null;
     let finished = poll(Duration::from_secs(20), || {
         let view = h.status(&id);

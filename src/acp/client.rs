@@ -136,8 +136,10 @@ pub fn run(options: &Options) -> Result<i32> {
         }
     }
     let (events, inbox) = mpsc::channel();
+    adopt_orphans();
     let mut agent = spawn_agent(options, &task_dir)?;
     let agent_pid = agent.id();
+    let reaper = reap_orphans(agent_pid);
     let mut stdin = agent.stdin.take();
     read_agent(agent.stdout.take().expect("piped"), events.clone());
     wait_agent(agent, events.clone());
@@ -224,6 +226,8 @@ pub fn run(options: &Options) -> Result<i32> {
             .exit_status()
             .unwrap_or(super::session::exit::CANCELLED)
     });
+    // Before `finish` runs git (a child of the client's the reaper must not take).
+    reaper.stop();
     out.finish(&session, status);
     let _ = std::fs::remove_file(&socket);
     Ok(status)
@@ -466,6 +470,61 @@ fn spawn_agent(options: &Options, task_dir: &Path) -> Result<Child> {
     })
 }
 
+/// Makes the client the reaper of every process its agent's tree leaves behind: an orphan
+/// (`setsid -f`, a daemon's double fork) becomes the client's child, not init's, so it still
+/// descends from the pane's first process, and the control socket knows it for one of the
+/// task's own ([`answer`]).
+fn adopt_orphans() {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes plain integers and has no preconditions.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+}
+
+/// Waits for the orphans the client adopted ([`adopt_orphans`]) as they exit, never for the
+/// agent (which `wait_agent` waits for), until stopped.
+struct Reaper {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Reaper {
+    /// Stops and joins it: a child the client starts itself after this is its own to wait for.
+    fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = self.thread.join();
+    }
+}
+
+fn reap_orphans(agent_pid: u32) -> Reaper {
+    use std::sync::atomic::Ordering;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = stop.clone();
+    let thread = std::thread::spawn(move || {
+        while !stopped.load(Ordering::SeqCst) {
+            // SAFETY: `info` is zeroed and valid for writes; WNOWAIT leaves the child waitable,
+            // so the agent's own exit is never taken from `wait_agent`.
+            let pid = unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                let found = libc::waitid(
+                    libc::P_ALL,
+                    0,
+                    &raw mut info,
+                    libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+                );
+                if found == 0 { info.si_pid() } else { 0 }
+            };
+            if pid > 0 && pid as u32 != agent_pid {
+                // SAFETY: waits for one exited child by its pid; no memory is passed.
+                unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+                continue;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    Reaper { stop, thread }
+}
+
 fn read_agent(stdout: std::process::ChildStdout, events: Sender<Event>) {
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).split(b'\n') {
@@ -510,19 +569,23 @@ fn answer(stream: UnixStream, pane_leader: Option<u32>, events: &Sender<Event>) 
     };
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
+    // The request is read before any answer, refusals too: a socket closed with a request
+    // unread resets the connection, and the peer would never read why it was refused.
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut line = String::new();
+    let read = BufReader::new(&stream).read_line(&mut line);
     let Some((pid, uid)) = control::peer(&stream) else {
         return respond(&Reply::error("who is asking cannot be told"));
     };
     if uid != me {
         return respond(&Reply::error("another user's process"));
     }
-    if pane_leader.is_some_and(|leader| crate::process::descends_from(pid, leader)) {
+    if of_the_task(pid, pane_leader) {
         return respond(&Reply::error(
             "this process runs inside the task's own pane: a child never steers itself or answers its own requests",
         ));
     }
-    let mut line = String::new();
-    if BufReader::new(&stream).read_line(&mut line).is_err() {
+    if read.is_err() {
         return;
     }
     let request = match serde_json::from_str::<Request>(&line) {
@@ -545,6 +608,26 @@ fn answer(stream: UnixStream, pane_leader: Option<u32>, events: &Sender<Event>) 
         Ok(reply) => respond(&reply),
         Err(_) => respond(&Reply::error("the client did not answer in time")),
     }
+}
+
+/// Whether `pid` belongs to the task's own processes, by the kernel's word: it descends from
+/// the pane's first process or from this client (an orphan of the agent's tree is the
+/// client's, see [`adopt_orphans`]), or it is in the client's process group or the pane's
+/// session. (`CUEKIT_TASK_ID` in its environment is no proof either way: `env -u` clears it.)
+/// A parent agent that is itself a task runs in another pane: it may answer its children.
+fn of_the_task(pid: u32, pane_leader: Option<u32>) -> bool {
+    let me = std::process::id();
+    let theirs = |get: unsafe extern "C" fn(libc::pid_t) -> libc::pid_t| {
+        // SAFETY: getpgid and getsid take a pid and touch no memory.
+        let (of_peer, of_mine) = unsafe { (get(pid as libc::pid_t), get(0)) };
+        of_peer >= 0 && of_peer == of_mine
+    };
+    pid == me
+        || pane_leader
+            .is_some_and(|leader| pid == leader || crate::process::descends_from(pid, leader))
+        || crate::process::descends_from(pid, me)
+        || theirs(libc::getpgid)
+        || theirs(libc::getsid)
 }
 
 fn block_signals() -> libc::sigset_t {

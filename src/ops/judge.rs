@@ -224,6 +224,9 @@ impl Refreshed {
                     view.status = Status::InputRequired;
                     view.reason = Some(attention.as_str().to_string());
                     view.hint = Some(rules.hint(attention).to_string());
+                    if attention == attention::Attention::PermissionPrompt {
+                        advise_unsandboxed(task, &mut view);
+                    }
                 }
                 // An ACP task says itself what it waits for: its client's state, no screen.
                 let live = pane.is_some_and(|pane| !pane.dead);
@@ -246,12 +249,35 @@ impl Refreshed {
                             )
                         },
                     );
+                    if request.is_some() {
+                        advise_unsandboxed(task, &mut view);
+                    }
                     view.request = request.map(Box::new);
                 }
                 view
             })
             .collect();
         (views, screens)
+    }
+}
+
+/// What `status` says of a permission an unsandboxed task asks.
+pub(crate) const ADVISORY_APPROVAL: &str = "approvals of an unsandboxed task are advisory: its \
+     child runs as you and can, in principle, answer its own request (cuekit refuses answers \
+     from the task's own processes and keeps tmux out of its environment, but cannot close \
+     every way round); submit with --sandbox for approvals that hold";
+
+/// Says, on a permission request of a task without bubblewrap around it, that its approvals
+/// are advisory.
+fn advise_unsandboxed(task: &Task, view: &mut TaskView) {
+    let sandboxed = task
+        .placement
+        .facts
+        .as_ref()
+        .and_then(|facts| facts.sandbox.as_ref())
+        .is_some_and(|policy| policy.mode == crate::sandbox::SandboxMode::Bwrap);
+    if !sandboxed {
+        view.warnings.push(ADVISORY_APPROVAL.to_string());
     }
 }
 
@@ -395,9 +421,13 @@ fn refresh_with(
     let mut unseen = HashSet::new();
     let tasks = tasks
         .into_iter()
-        .map(|task| {
+        .map(|mut task| {
             if task.record.status != Status::Running {
                 return Ok(task);
+            }
+            // Recorded since the task was read (a task read as its submit finished).
+            if task.pane.is_none() {
+                task.pane = store::pane_start(&task.record.id);
             }
             let panes = match snapshots.get(&task.placement.socket) {
                 Some(Snapshot::Panes(panes)) => Some(panes),
@@ -405,10 +435,11 @@ fn refresh_with(
                 None => None,
             };
             let sentinel = read_sentinel(&task.record);
-            // Only "no server" / "no such session" hides a pane: before that (or a sentinel
-            // while tmux cannot be asked) is believed, one read in /proc.
+            // Only "no server" / "no such session" hides a pane: before that (or a non-zero
+            // sentinel while tmux cannot be asked: it can only make the ending worse) is
+            // believed, one read in /proc. A sentinel of 0 is never enough without tmux.
             let leader_alive = || task.group_leader().is_some_and(|leader| leader.is_alive());
-            if panes.is_none() && (sentinel.is_none() || leader_alive()) {
+            if panes.is_none() && (sentinel.is_none_or(|code| code == 0) || leader_alive()) {
                 // tmux cannot be asked: nothing can be concluded about a live pane.
                 return Ok(task);
             }
@@ -421,20 +452,33 @@ fn refresh_with(
             let leader_alive = pane.is_none_or(|pane| pane.dead && pane.dead_status.is_none())
                 && unreaped_exit.is_none()
                 && leader_alive();
-            let exit = crate::status::exit_status(sentinel, pane, unreaped_exit, leader_alive);
-            let stream = (task.record.event_stream && exit == Some(0))
-                .then(|| super::outcome::stream_report(&task.record));
-            let seen = Observation {
+            let mut seen = Observation {
                 pane,
+                // `find_pane` took the pane only if it is the one recorded at start.
+                pane_proven: task.pane.is_some(),
                 sentinel,
                 now,
-                stream,
-                setup_failed: task.record.task_dir.join(SETUP_FAILED_FILE).exists(),
-                // Read only once the task has an exit status to judge.
-                sandbox_failed: exit.is_some() && sandbox_never_came_up(&task),
+                stream: None,
+                setup_failed: false,
+                sandbox_failed: false,
+                sandbox_exit: None,
                 leader_alive,
                 unreaped_exit,
             };
+            // Read only for an ended task tmux and the kernel gave no word on.
+            let vouched = pane
+                .filter(|pane| pane.dead)
+                .and_then(|pane| pane.dead_status.filter(|_| seen.pane_proven))
+                .or(unreaped_exit);
+            if vouched.is_none() && pane.is_none_or(|pane| pane.dead) && !leader_alive {
+                seen.sandbox_exit = sandbox_exit(&task);
+            }
+            let exit = crate::status::exit_status(&seen);
+            seen.stream = (task.record.event_stream && exit == Some(0))
+                .then(|| super::outcome::stream_report(&task.record));
+            seen.setup_failed = task.record.task_dir.join(SETUP_FAILED_FILE).exists();
+            // Read only once the task has an exit status to judge.
+            seen.sandbox_failed = exit.is_some() && sandbox_never_came_up(&task);
             match judge(&task.record, adapter, &seen) {
                 // Usage past its budget ends a task as its timeout does.
                 Verdict::Unchanged => Ok(match super::budget::exceeded(&task) {
@@ -709,7 +753,7 @@ fn resume_abandoned_stops(tasks: &[Task]) {
             continue;
         };
         // Read under the claim: nobody is between claiming and recording now.
-        match store::load(&task.placement.task_dir) {
+        match store::load_task(&task.placement.task_dir) {
             Ok(record) if !record.status.is_terminal() => claim.finish(),
             _ => {
                 drop(claim);
@@ -865,7 +909,7 @@ pub fn run_stopper(task_id: &str, after: Option<u32>) -> Result<()> {
 /// Whether the task at `task_dir` has ended, judged now.
 pub(crate) fn has_ended(task: &Task) -> Result<bool> {
     let current = Task {
-        record: store::load(&task.placement.task_dir)?,
+        record: super::task::reread(&task.placement)?,
         ..task.clone()
     };
     Ok(refresh(vec![current])?.tasks[0].record.status.is_terminal())
@@ -886,6 +930,28 @@ fn sandbox_never_came_up(task: &Task) -> bool {
         && !store::read_small(&task.record.task_dir.join(crate::sandbox::STATUS_FILE))
             .map(|bytes| crate::sandbox::came_up(&String::from_utf8_lossy(&bytes)))
             .unwrap_or(false)
+}
+
+/// The agent's exit code as bubblewrap wrote it (`--json-status-fd`) for a shell-launched task
+/// in a bubblewrap sandbox: its status file is in the task directory, which the sandbox shows
+/// read-only, so the child cannot have written it. `None` for any other task.
+fn sandbox_exit(task: &Task) -> Option<i32> {
+    let wrapped = task.record.mode != crate::spec::Mode::Acp
+        && task
+            .placement
+            .facts
+            .as_ref()
+            .and_then(|facts| facts.sandbox.as_ref())
+            .is_some_and(|policy| policy.mode == crate::sandbox::SandboxMode::Bwrap);
+    if !wrapped {
+        return None;
+    }
+    let bytes = store::read_small(&task.record.task_dir.join(crate::sandbox::STATUS_FILE)).ok()?;
+    // One JSON object a line (`{ "child-pid": N }`, then `{ "exit-code": N }`).
+    String::from_utf8_lossy(&bytes).lines().find_map(|line| {
+        let value: serde_json::Value = serde_json::from_str(line).ok()?;
+        i32::try_from(value.get("exit-code")?.as_i64()?).ok()
+    })
 }
 
 /// How long a batch run whose `result` is in may take to exit before a budget stops it.

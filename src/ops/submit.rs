@@ -703,7 +703,10 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     let work_dir = worktree_placement.as_ref().map_or(&cwd, |w| &w.path);
     super::sandbox::check_work_dir(&sandbox, work_dir)?;
     let task_dir = tasks_dir_in(&cwd)?.join(&id);
-    let socket = Socket(config.socket().value).resolve()?;
+    let socket = match own_task_server() {
+        Some(socket) => socket,
+        None => Socket(config.socket().value).resolve()?,
+    };
     let LaunchCommand {
         command,
         warnings: launch_warnings,
@@ -738,7 +741,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .timeout
         .or_else(|| config.timeout().map(|s| s.value))
         .map(|t| t.as_secs().max(1));
-    let submitted_from = crate::notify::SubmittedFrom::from_env();
+    let submitted_from = crate::notify::SubmittedFrom::from_env().or_else(own_task_pane);
     let wake_parent = parent_to_wake(&request, &config, submitted_from.as_ref())?;
     let acp_socket = if mode == Mode::Acp {
         Some(crate::acp::control::socket_path(&id).ok_or_else(|| {
@@ -770,6 +773,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             budget: request.budget.clone(),
             wake_parent,
             sandbox: sandboxed.clone(),
+            event_stream: Some(event_stream),
         })),
         legacy: false,
     };
@@ -926,7 +930,8 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             // The worktree goes with the failed launch (the guard removes it): the record must
             // not point at it.
             record.worktree = None;
-            store::save(&record)
+            store::record_lifecycle(&id, &store::Lifecycle::of(&record))
+                .and_then(|_| store::save(&record))
                 .and_then(|_| store::stage_placement(&placement)?.commit())
                 .map_err(undo)?;
             schedule::free_slot(&id);
@@ -935,13 +940,20 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         }
     };
     let (record_file, placement_file) = staged;
-    record_file
-        .commit()
-        .and_then(|_| placement_file.commit())
-        .map_err(undo)?;
     if let Some(pane) = &pane {
-        // Best effort: without it, the pane is known by its session alone.
+        // Before the registry entry, which the pane waits for to start the agent: the agent
+        // never ends before its pane is on record (only that pane's exit status is the
+        // task's). Best effort: without it, the pane is known by its session alone, and its
+        // exit status is not taken for `completed`.
         let _ = store::record_pane_start(&id, pane);
+    }
+    // Where the task stands is the registry's, on record before anything names the task.
+    let committed = store::record_lifecycle(&id, &store::Lifecycle::of(&record))
+        .and_then(|_| record_file.commit())
+        .and_then(|_| placement_file.commit());
+    if let Err(err) = committed {
+        store::unregister(&id);
+        return Err(undo(err));
     }
     store::remove_pending(&id);
     if let Some(created) = created.as_mut() {
@@ -950,6 +962,40 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     // Endings, timeouts and transitions are the monitor's from here, whoever watches or not.
     super::monitor_lock::ensure_running(&socket);
     Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(&record))))
+}
+
+/// For a submit from inside a task without `CUEKIT_TMUX_SOCKET` (a task's environment carries
+/// no tmux socket: `launch.sh` drops it with `TMUX`), the task's own server, from the
+/// registry: a nested parent's children run beside it.
+fn own_task_server() -> Option<Socket> {
+    if std::env::var_os(crate::tmux::SOCKET_ENV).is_some_and(|value| !value.is_empty()) {
+        return None;
+    }
+    let id = own_task()?;
+    let placement = store::placement(&id).ok()??;
+    (placement.host.is_none() && placement.socket.0.starts_with('/')).then_some(placement.socket)
+}
+
+/// The task this submit runs inside, by the kernel's word; looked for only where a task's pane
+/// left its id in the environment (a submit of the user's costs no look at the registry).
+fn own_task() -> Option<String> {
+    std::env::var_os(crate::process::TASK_ID_VARIABLE)?;
+    super::task::task_of_process(std::process::id())
+}
+
+/// The pane of the task this submit runs inside, from the registry: a task's environment has
+/// no `TMUX` or `TMUX_PANE` (a child must not reach its own pane through tmux), so a nested
+/// parent is found by the kernel's word (`task_of_process`) instead.
+fn own_task_pane() -> Option<crate::notify::SubmittedFrom> {
+    let id = own_task()?;
+    let placement = store::placement(&id).ok()??;
+    if placement.host.is_some() || !placement.socket.0.starts_with('/') {
+        return None;
+    }
+    Some(crate::notify::SubmittedFrom {
+        socket: placement.socket.0.clone(),
+        pane: store::pane_start(&id)?.pane_id,
+    })
 }
 
 /// Puts a task into the queue: its record (`queued`), its plan and its registry entry, all
@@ -967,6 +1013,7 @@ fn queue(
     // Marked before it is registered: a queue mark without a registry entry is ignored (and
     // swept), a registered task without its mark would wait for ever.
     schedule::enqueue(&id)?;
+    store::record_lifecycle(&id, &store::Lifecycle::of(&record))?;
     store::stage_record(&record)?.commit()?;
     store::stage_placement(placement)?.commit()?;
     store::remove_pending(&id);

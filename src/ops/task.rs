@@ -275,6 +275,18 @@ fn judge_trust(mut placement: Placement, dir: &Path) -> Found {
         adopt_legacy(&mut placement, &record);
     }
     match disagreement(&placement, &record, dir) {
+        None if store::lifecycle(&placement.id)
+            .is_some_and(|stored| stored != store::Lifecycle::of(&record)) =>
+        {
+            // The mirror is behind the registry (its write met a full disk) or was written
+            // over (by the child): it says again what the registry says, and is read as that.
+            let record = store::update(dir, |_| Ok(true)).unwrap_or(record);
+            Found::Trusted(Box::new(Task {
+                record: believed(&placement, record),
+                placement,
+                pane,
+            }))
+        }
         None => Found::Trusted(Box::new(Task {
             record: believed(&placement, record),
             placement,
@@ -289,11 +301,22 @@ fn judge_trust(mut placement: Placement, dir: &Path) -> Found {
     }
 }
 
+/// The task's record read again from its directory, with what cuekit acts on taken from the
+/// registry again (see [`believed`]).
+pub(crate) fn reread(placement: &Placement) -> Result<TaskRecord> {
+    Ok(believed(placement, store::load(&placement.task_dir)?))
+}
+
 /// The record with what cuekit acts on taken from the registry: a child that rewrote its own
 /// `task.json` (its directory, agent, team, worktree, submitter) changes what people read in
 /// the file, never what cuekit does. An entry from before these were registered keeps the
 /// record's harmless fields, and no worktree or submitter: those are never acted on unproven.
 fn believed(placement: &Placement, mut record: TaskRecord) -> TaskRecord {
+    // Where the task stands (its status, ending, reason, exit code) is the registry's: a
+    // `task.json` that says `completed` decides nothing.
+    if let Some(lifecycle) = store::lifecycle(&placement.id) {
+        lifecycle.apply(&mut record);
+    }
     match &placement.facts {
         Some(facts) => {
             record.cwd = facts.cwd.clone();
@@ -306,6 +329,13 @@ fn believed(placement: &Placement, mut record: TaskRecord) -> TaskRecord {
             record.submitted_from = facts.submitted_from.clone();
             record.sandbox = facts.sandbox.clone();
             record.worktree = facts.worktree.as_ref().map(Into::into);
+            // Its deadline runs from the registry's start, by the registry's timeout.
+            record.created_at = placement.created_at.clone();
+            record.timeout_secs = placement.timeout_secs;
+            // Whether an exit 0 must agree with the agent's `result` event.
+            if let Some(event_stream) = facts.event_stream {
+                record.event_stream = event_stream;
+            }
         }
         None => {
             // The task's directory is `<cwd>/.cuekit/tasks/<id>`, as submit made it.

@@ -171,7 +171,7 @@ pub fn wait_watching(
 fn reload(tasks: &[Task]) -> Result<Vec<Task>> {
     tasks
         .iter()
-        .map(|task| match store::load(&task.placement.task_dir) {
+        .map(|task| match super::task::reread(&task.placement) {
             // The pane too: a retried task starts each attempt in a pane of its own.
             Ok(record) => Ok(Task {
                 pane: store::pane_start(&task.record.id).or_else(|| task.pane.clone()),

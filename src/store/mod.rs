@@ -14,14 +14,14 @@ pub use atomic::{
     for_each_line, open_own, read_limited, read_small, remove_stale_tmps, stage, write_atomic,
 };
 pub use record::{
-    TaskRecord, TmuxPlacement, WorktreeRecord, load, lock_file, lock_file_try, save, stage_record,
-    update,
+    TaskRecord, TmuxPlacement, WorktreeRecord, load, load_task, lock_file, lock_file_try, save,
+    stage_record, update,
 };
 pub use registry::{
-    Budget, MergeRecord, PaneStart, Pending, Placement, TaskFacts, WorktreePlacement, announced,
-    data_dir, drop_dir, merge_of, pane_start, pending_submits, placement, record_merge,
-    record_pane_start, registered_ids, registry_dir, remove_pending, save_announced,
-    stage_placement, unregister, write_pending,
+    Budget, Lifecycle, MergeRecord, PaneStart, Pending, Placement, TaskFacts, WorktreePlacement,
+    announced, data_dir, drop_dir, lifecycle, merge_of, pane_start, pending_submits, placement,
+    record_lifecycle, record_merge, record_pane_start, registered_ids, registry_dir,
+    remove_pending, save_announced, stage_placement, unregister, write_pending,
 };
 
 use std::path::{Path, PathBuf};

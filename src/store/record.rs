@@ -119,6 +119,26 @@ pub fn load(task_dir: &Path) -> Result<TaskRecord> {
     })
 }
 
+/// The record in a task directory cuekit registered (the directory as its registry placement
+/// names it), its status, ending and reason the registry's ([`super::Lifecycle`]): what a
+/// child wrote into `task.json` over them is not read.
+pub fn load_task(task_dir: &Path) -> Result<TaskRecord> {
+    let mut record = load(task_dir)?;
+    if let Some(lifecycle) = registered_id(task_dir).and_then(super::lifecycle) {
+        lifecycle.apply(&mut record);
+    }
+    Ok(record)
+}
+
+/// The task id a task directory is named after (`.cuekit/tasks/<id>`, as submit makes it):
+/// never the id a record inside says.
+fn registered_id(task_dir: &Path) -> Option<&str> {
+    task_dir
+        .file_name()?
+        .to_str()
+        .filter(|name| super::is_task_id(name))
+}
+
 pub fn save(record: &TaskRecord) -> Result<()> {
     write_atomic(&record.task_dir.join(RECORD_FILE), &to_bytes(record))
 }
@@ -134,16 +154,25 @@ fn to_bytes(record: &TaskRecord) -> Vec<u8> {
     bytes
 }
 
-/// Read-modify-write of a record under an exclusive lock, so concurrent cuekit processes
-/// (a cancel racing a status refresh) never lose each other's update. `change` returns
-/// whether it changed anything; the record is written only then.
+/// Read-modify-write of a registered task's record under an exclusive lock, so concurrent
+/// cuekit processes (a cancel racing a status refresh) never lose each other's update.
+/// `change` sees the registry's lifecycle over the record ([`load_task`]) and returns whether
+/// it changed anything; then a changed lifecycle is recorded in the registry first, and the
+/// record is written as its mirror (which also undoes what a child wrote over the mirror).
 pub fn update(
     task_dir: &Path,
     change: impl FnOnce(&mut TaskRecord) -> Result<bool>,
 ) -> Result<TaskRecord> {
     let _lock = lock_file(&task_dir.join("task.lock"))?;
-    let mut record = load(task_dir)?;
+    let mut record = load_task(task_dir)?;
+    let before = super::Lifecycle::of(&record);
     if change(&mut record)? {
+        let after = super::Lifecycle::of(&record);
+        if after != before
+            && let Some(id) = registered_id(task_dir)
+        {
+            super::record_lifecycle(id, &after)?;
+        }
         // A writer killed between its temp file and the rename left one behind.
         super::remove_stale_tmps(task_dir);
         save(&record)?;

@@ -6,6 +6,8 @@
 //! Layout under `~/.local/share/cuekit` (or `XDG_DATA_HOME`):
 //! - `tasks/<id>`: the [`Placement`], JSON (older versions wrote the bare task directory);
 //! - `tasks/<id>.pane`: the [`PaneStart`] tmux reported, written once the pane exists;
+//! - `tasks/<id>.state`: the task's [`Lifecycle`] (status, ending, reason, exit code): the
+//!   authority on how it stands, which `task.json` only mirrors for people;
 //! - `tasks/<id>.merge`: the [`MergeRecord`] of the task's last `cuekit merge`;
 //! - `tasks/<id>.conflicts`: what the last conflict check found (`super::conflicts`);
 //! - `pending/<id>`: a [`Pending`] submit, from before tmux is asked until the task is recorded,
@@ -84,6 +86,10 @@ pub struct TaskFacts {
     /// The task's sandbox (`--sandbox`), re-applied to every start of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Policy>,
+    /// The agent's stdout is an event stream whose `result` an exit 0 must agree with (absent
+    /// from entries written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_stream: Option<bool>,
 }
 
 /// How much of the agent's reported usage a task may spend.
@@ -176,6 +182,72 @@ pub struct PaneStart {
     pub pane_pid: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_ticks: Option<u64>,
+}
+
+/// Where a task stands, as cuekit recorded it (`tasks/<id>.state`): its status, and once it
+/// ended, its reason, hint and exit code. `task.json` in the task directory repeats it for
+/// people; a child can rewrite that copy, so every reader takes this one (see
+/// [`Lifecycle::apply`]), and every write of the record writes this first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lifecycle {
+    pub status: crate::status::Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+}
+
+impl Lifecycle {
+    pub fn of(record: &super::TaskRecord) -> Lifecycle {
+        Lifecycle {
+            status: record.status,
+            reason: record.reason.clone(),
+            hint: record.hint.clone(),
+            exit_code: record.exit_code,
+            started_at: record.started_at.clone(),
+            ended_at: record.ended_at.clone(),
+        }
+    }
+
+    /// Lays the lifecycle over a record read from a task directory.
+    pub fn apply(&self, record: &mut super::TaskRecord) {
+        record.status = self.status;
+        record.reason = self.reason.clone();
+        record.hint = self.hint.clone();
+        record.exit_code = self.exit_code;
+        record.started_at = self.started_at.clone();
+        record.ended_at = self.ended_at.clone();
+    }
+}
+
+/// The lifecycle cuekit recorded for `task_id`; `None` for a task registered before it was
+/// kept here (its record is then all there is).
+pub fn lifecycle(task_id: &str) -> Option<Lifecycle> {
+    if !super::is_task_id(task_id) {
+        return None;
+    }
+    let path = registry_dir()?.join(format!("{task_id}.state"));
+    serde_json::from_slice(&super::atomic::read_small(&path).ok()?).ok()
+}
+
+/// Records `task_id`'s lifecycle (replacing the last), synced before it is in place.
+pub fn record_lifecycle(task_id: &str, lifecycle: &Lifecycle) -> Result<()> {
+    if !super::is_task_id(task_id) {
+        return Err(Error::invalid_input(format!(
+            "'{task_id}' is not a task id"
+        )));
+    }
+    // Both exist since the task's submit: a write never makes a removed registry anew.
+    let tmp_dir = existing(pending_dir())?;
+    let dir = existing(registry_dir())?;
+    let bytes = serde_json::to_vec(lifecycle).expect("serializes");
+    super::atomic::stage_in(&tmp_dir, &dir.join(format!("{task_id}.state")), &bytes)?.commit()
 }
 
 /// A submit under way: written before tmux is asked, removed once the task is recorded.
@@ -465,6 +537,7 @@ pub fn unregister(task_id: &str) {
         // The last conflict check's (`store::conflicts`).
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.conflicts")));
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.pane")));
+        let _ = std::fs::remove_file(dir.join(format!("{task_id}.state")));
         let _ = std::fs::remove_file(dir.join(task_id));
     }
 }

@@ -527,7 +527,7 @@ fn recover_claims() {
             }
         };
         let running = matches!(
-            store::load(&placement.task_dir),
+            store::load_task(&placement.task_dir),
             Ok(record) if record.status != Status::Queued
         );
         if running {

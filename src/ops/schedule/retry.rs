@@ -84,7 +84,7 @@ pub fn retry(task_id: &str, cwd: &Path) -> Result<TaskView> {
     })?;
     crate::ops::monitor_lock::ensure_scheduler();
     let _ = start_due();
-    let record = store::load(&task.placement.task_dir).unwrap_or(updated);
+    let record = crate::ops::task::reread(&task.placement).unwrap_or(updated);
     let mut view = TaskView::from(&record);
     view.queue = explain_one(&record);
     Ok(view)
