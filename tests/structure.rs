@@ -23,8 +23,9 @@ const MAY_OPEN: &[(&str, &str)] = &[
         "names in a folder of untracked files being copied (each entry checked before it is)",
     ),
     (
-        "src/git/diff.rs",
-        "the `.git` file git wrote in a task's worktree, to copy its index",
+        "src/git/checkout.rs",
+        "cuekit's own index of a task's checkout, in the task directory (copied per process; \
+         never the child's index)",
     ),
     (
         "src/git/fingerprint.rs",

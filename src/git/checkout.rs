@@ -182,8 +182,8 @@ impl Checkout<'_> {
         let kept = self.scratch.join(INDEX);
         let index = self.scratch.join(format!("{INDEX}.{}", std::process::id()));
         let git = Git::over(&self.placed.common_dir, &self.placed.path, &index);
-        let seeded_from = std::fs::read_to_string(self.scratch.join(INDEX_TIP)).ok();
-        let reuse = seeded_from.as_deref().map(str::trim) == Some(tip)
+        let seeded_from = crate::store::read_small(&self.scratch.join(INDEX_TIP)).ok();
+        let reuse = seeded_from.as_deref() == Some(tip.as_bytes())
             && std::fs::copy(&kept, &index).is_ok();
         let tree = (|| {
             if !reuse {
