@@ -35,6 +35,8 @@ fn a_permission_is_answered_by_the_parent_and_steers_go_over_the_protocol() {
         canned_text("The second answer."),
         shell_call("sleep 30"),
     ]);
+    // It asks for approvals: sandboxed by default, so the sandbox is shown the canned replies.
+    h.show_real_gemini_to_sandbox();
     let id = h.submit(&[
         "--mode",
         "acp",

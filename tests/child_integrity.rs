@@ -221,6 +221,8 @@ fn a_process_the_task_left_behind_cannot_answer_its_requests() {
         "--model",
         MODEL,
         "--no-skip-permissions",
+        // The case is the unsandboxed one, where approvals are advisory.
+        "--sandbox=none",
         "Run the steps",
     ]);
     let asking = |what: &str| {
@@ -386,7 +388,7 @@ fn a_parent_that_is_a_task_answers_its_childs_requests() {
     let cuekit = env!("CARGO_BIN_EXE_cuekit");
     let parent = format!(
         "'{cuekit}' --json submit --id {CHILD} --mode acp --model {MODEL} --no-skip-permissions \
-         --once 'Write the file' > child.json || exit 9; \
+         --sandbox=none --once 'Write the file' > child.json || exit 9; \
          until '{cuekit}' --json status {CHILD} | grep -q permission_prompt; do sleep 0.1; done; \
          '{cuekit}' --json approve {CHILD} --allow > approved.json; echo \"exit=$?\" >> approved.json"
     );

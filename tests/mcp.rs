@@ -661,6 +661,8 @@ fn an_interactive_gemini_task_is_steered_and_read_over_mcp() {
 fn an_acp_task_asks_and_the_parent_answers_over_mcp() {
     let shell = common::canned_shell_call("echo mcp > g.txt");
     let h = Harness::new().with_real_gemini(&[shell, canned_text("Wrote g.txt.")]);
+    // It asks for approvals and an MCP client cannot choose no sandbox: sandboxed.
+    h.show_real_gemini_to_sandbox();
     let mut client = Client::start(&h);
     let id = submit(
         &mut client,

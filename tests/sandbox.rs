@@ -315,6 +315,34 @@ fn without_bubblewrap_a_sandboxed_submit_starts_nothing() {
     assert_eq!(said["error"]["code"], "sandbox_unavailable", "{said}");
     let listed = h.ok(&["list", "--json"]);
     assert!(!listed.contains("t_"), "a task was recorded: {listed}");
+    // A Gemini task that asks for approvals is sandboxed by default: without bubblewrap it
+    // fails closed, and the user's own --sandbox=none runs it, saying its approvals are
+    // advisory.
+    let h = h.with_fake_gemini();
+    let asks = |extra: &[&str]| {
+        let mut args = vec!["--json", "submit", "--mode", "batch", "--no-skip-permissions"];
+        args.extend_from_slice(extra);
+        args.push("Ask first");
+        let output = h
+            .cuekit()
+            .env("PATH", format!("{}:{}", h.bin.display(), bin.display()))
+            .args(&args)
+            .output()
+            .unwrap();
+        let said: Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+        (said, output.status.code())
+    };
+    let (closed, code) = asks(&[]);
+    assert_eq!(code, Some(32), "{closed}");
+    assert!(
+        closed["error"]["hint"]
+            .as_str()
+            .is_some_and(|hint| hint.contains("--sandbox=none")),
+        "{closed}"
+    );
+    let (open, code) = asks(&["--sandbox=none"]);
+    assert_eq!(code, Some(0), "{open}");
+    assert!(open["warnings"].to_string().contains("advisory"), "{open}");
     // `doctor` names the cause.
     let doctor = h
         .cuekit()
@@ -463,20 +491,6 @@ fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
-/// The user's `sandbox.read` for a harness with the real Gemini CLI: its canned replies and
-/// the CLI itself live where the sandbox hides (the test's temp dir, a clone under /tmp).
-fn show_the_real_gemini(h: &Harness) {
-    let tools = common::tools_bin().parent().unwrap().to_path_buf();
-    user_config(
-        h,
-        &format!(
-            "sandbox:\n  read: ['{}', '{}']\n",
-            h.root().join("canned.jsonl").display(),
-            tools.display()
-        ),
-    );
-}
-
 /// The pid namespace a process lives in.
 fn pid_namespace(pid: u32) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok()
@@ -488,7 +502,7 @@ fn pid_namespace(pid: u32) -> Option<PathBuf> {
 fn a_sandboxed_interactive_child_is_steered_and_cancelled() {
     let h = Harness::new()
         .with_real_gemini(&[canned_text("First answer."), canned_text("Second answer.")]);
-    show_the_real_gemini(&h);
+    h.show_real_gemini_to_sandbox();
     let id = h.submit(&["--sandbox", "--model", common::MODEL, "Answer twice"]);
     let ok = common::poll(Duration::from_secs(60), || {
         h.status(&id)["status"] == "input_required"
@@ -522,7 +536,7 @@ fn a_sandboxed_interactive_child_is_steered_and_cancelled() {
 fn in_acp_mode_the_sandbox_wraps_the_agent_not_the_client() {
     let h = Harness::new()
         .with_real_gemini(&[canned_text("First answer."), canned_text("Second answer.")]);
-    show_the_real_gemini(&h);
+    h.show_real_gemini_to_sandbox();
     let id = h.submit(&[
         "--sandbox",
         "--mode",

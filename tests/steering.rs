@@ -136,7 +136,13 @@ fn a_tool_approval_menu_is_a_permission_prompt() {
             "finishReason": "STOP", "index": 0}]}]})
     .to_string();
     let h = Harness::new().with_real_gemini(&[tool_call, canned_text("Done.")]);
-    let id = h.submit(&["--model", MODEL, "--no-skip-permissions", "Create f.txt"]);
+    let id = h.submit(&[
+        "--model",
+        MODEL,
+        "--no-skip-permissions",
+        "--sandbox=none",
+        "Create f.txt",
+    ]);
     let task = wait_input_required(&h, &id);
     assert_eq!(task["reason"], "permission_prompt", "{}", h.screen(&id));
     assert!(!h.project.join("f.txt").exists());

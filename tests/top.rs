@@ -309,6 +309,7 @@ fn an_acp_tasks_permission_request_is_answered_from_top() {
         "--model",
         MODEL,
         "--no-skip-permissions",
+        "--sandbox=none",
         "Write t.txt",
     ]);
     wait_screen(&h, "the request in its row", |s| {

@@ -61,6 +61,8 @@ fn a_project_role_or_file_never_loosens_the_users_no_skip_permissions() {
         "--role",
         "reviewer",
         "--no-skip-permissions",
+        // The fake writes its argv where a sandbox hides: this case is about the flag.
+        "--sandbox=none",
         "--mode",
         "batch",
         "review the change",
@@ -91,6 +93,7 @@ fn a_project_role_or_file_never_loosens_the_users_no_skip_permissions() {
     let (answer, code) = h.json(&[
         "submit",
         "--no-skip-permissions",
+        "--sandbox=none",
         "--mode",
         "batch",
         "fix it",
@@ -503,6 +506,8 @@ fn a_project_role_cannot_make_real_gemini_run_a_shell_call_the_user_kept_asked()
         &h.project.join(".cuekit/agents/reviewer.md"),
         "---\napproval_mode: yolo\n---\nReview fast.\n",
     );
+    // It asks for approvals: sandboxed by default.
+    h.show_real_gemini_to_sandbox();
     let (answer, code) = h.json(&[
         "submit",
         "--role",

@@ -639,6 +639,15 @@ impl Config {
             .unwrap_or_else(|| crate::git::plan::DEFAULT_BRANCH_PREFIX.to_string())
     }
 
+    /// `sandbox.mode` as the user's own file sets it (never a project's): the user's choice of
+    /// no sandbox for tasks that ask for approvals (`ops::sandbox::for_approvals`).
+    pub fn user_sandbox_mode(&self) -> Option<crate::sandbox::SandboxMode> {
+        self.layers
+            .iter()
+            .filter(|(source, _)| !matches!(source, Source::Project(_)))
+            .find_map(|(_, file)| file.sandbox.mode)
+    }
+
     pub fn worktree_copy(&self) -> Option<Setting<Vec<String>>> {
         self.pick(|f| f.worktree.copy.clone())
     }

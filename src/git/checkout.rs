@@ -183,8 +183,8 @@ impl Checkout<'_> {
         let index = self.scratch.join(format!("{INDEX}.{}", std::process::id()));
         let git = Git::over(&self.placed.common_dir, &self.placed.path, &index);
         let seeded_from = crate::store::read_small(&self.scratch.join(INDEX_TIP)).ok();
-        let reuse = seeded_from.as_deref() == Some(tip.as_bytes())
-            && std::fs::copy(&kept, &index).is_ok();
+        let reuse =
+            seeded_from.as_deref() == Some(tip.as_bytes()) && std::fs::copy(&kept, &index).is_ok();
         let tree = (|| {
             if !reuse {
                 git.run(["read-tree", tip])?;

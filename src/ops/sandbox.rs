@@ -51,6 +51,84 @@ pub(crate) fn policy(request: SandboxRequest, delegated: bool, config: &Config) 
     })
 }
 
+/// Agents whose sandbox needs are verified by a real run (tests/sandbox.rs): a task of theirs
+/// that asks for approvals is sandboxed unless the user's own `--sandbox=none` says otherwise.
+pub const VERIFIED_AGENTS: &[&str] = &["gemini"];
+
+/// How a task's approvals hold, decided at submit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Approvals {
+    /// The agent asks nobody (its bypass is on).
+    None,
+    /// Asked, inside a sandbox: the child cannot reach what answers them.
+    Binding,
+    /// Asked, and sandboxed only because it asks (the user said nothing of a sandbox).
+    SandboxedForThem,
+    /// Asked of an unsandboxed task: a child running as the user can answer them itself.
+    Advisory,
+}
+
+impl Approvals {
+    /// What the submit says of it, if anything.
+    pub(crate) fn warning(self) -> Option<&'static str> {
+        match self {
+            Approvals::SandboxedForThem => Some(
+                "sandboxed (bubblewrap) because it asks for approvals, which only a sandbox makes \
+                 binding; --sandbox=none runs it as you, its approvals then advisory",
+            ),
+            Approvals::Advisory => Some(
+                "its approvals are advisory: unsandboxed, the child runs as you and could answer \
+                 them itself; --sandbox makes them binding",
+            ),
+            Approvals::None | Approvals::Binding => None,
+        }
+    }
+}
+
+/// Whether the agent asks a person before it acts: its bypass switched off, or an approval
+/// mode that asks (`default`, `auto_edit`).
+pub(crate) fn asks_for_approvals(spec: &crate::spec::TaskSpec) -> bool {
+    !spec.skips_permissions()
+        || matches!(spec.approval_mode.as_deref(), Some("default" | "auto_edit"))
+}
+
+/// Who chose a task's sandbox mode, as far as a task that asks for approvals goes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Chooser {
+    /// The submit's own `--sandbox=…` (a delegate's, MCP or a team spec, counts for nothing).
+    pub asked: Option<SandboxMode>,
+    pub delegated: bool,
+    /// `sandbox.mode` in the user's own file.
+    pub user_file: Option<SandboxMode>,
+}
+
+/// Sandboxes a task that asks for approvals, of an agent whose sandbox is verified, unless the
+/// user (on the command line, or in their own file; never a delegate or a project) chose none;
+/// says how its approvals then hold.
+pub(crate) fn for_approvals(
+    policy: &mut Policy,
+    chooser: Chooser,
+    asks: bool,
+    agent: &str,
+) -> Approvals {
+    if !asks {
+        return Approvals::None;
+    }
+    if policy.mode == SandboxMode::Bwrap {
+        return Approvals::Binding;
+    }
+    let said = match chooser.asked.filter(|_| !chooser.delegated) {
+        Some(asked) => Some(asked),
+        None => chooser.user_file,
+    };
+    let chose_none = said == Some(SandboxMode::None);
+    if policy.mode == SandboxMode::None && !chose_none && VERIFIED_AGENTS.contains(&agent) {
+        policy.mode = SandboxMode::Bwrap;
+        return Approvals::SandboxedForThem;
+    }
+    Approvals::Advisory
+}
+
 fn unavailable(why: impl Into<String>, hint: impl Into<String>) -> Error {
     Error::new(ErrorCode::SandboxUnavailable, why.into()).with_hint(hint.into())
 }
@@ -428,6 +506,56 @@ fn package_root(real: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_that_asks_for_approvals_is_sandboxed_unless_the_user_says_none() {
+        let by =
+            |asked: Option<SandboxMode>, delegated: bool, user_file: Option<SandboxMode>| Chooser {
+                asked,
+                delegated,
+                user_file,
+            };
+        let none = Some(SandboxMode::None);
+        let decide = |chooser: Chooser, asks: bool, agent: &str| {
+            let mut policy = Policy::default();
+            let said = for_approvals(&mut policy, chooser, asks, agent);
+            (said, policy.mode)
+        };
+        let (sandboxed, open) = (SandboxMode::Bwrap, SandboxMode::None);
+        assert_eq!(
+            decide(by(None, false, None), true, "gemini"),
+            (Approvals::SandboxedForThem, sandboxed)
+        );
+        // The user's own --sandbox=none, or their file's, is theirs to give; a delegate's is not.
+        assert_eq!(
+            decide(by(none, false, None), true, "gemini"),
+            (Approvals::Advisory, open)
+        );
+        assert_eq!(
+            decide(by(None, false, none), true, "gemini"),
+            (Approvals::Advisory, open)
+        );
+        assert_eq!(
+            decide(by(none, true, None), true, "gemini"),
+            (Approvals::SandboxedForThem, sandboxed)
+        );
+        // An agent whose sandbox is not verified by a real run is left as asked, and said so.
+        assert_eq!(
+            decide(by(None, false, None), true, "codex"),
+            (Approvals::Advisory, open)
+        );
+        // Nothing asked of a person: nothing changes.
+        assert_eq!(
+            decide(by(None, false, None), false, "gemini"),
+            (Approvals::None, open)
+        );
+        let mut policy = Policy {
+            mode: SandboxMode::Bwrap,
+            ..Policy::default()
+        };
+        let said = for_approvals(&mut policy, by(None, false, None), true, "gemini");
+        assert_eq!(said, Approvals::Binding);
+    }
 
     #[test]
     fn the_program_word_ends_at_the_first_unquoted_space() {

@@ -593,11 +593,21 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         },
         None => store::new_task_id(),
     };
-    let sandbox = super::sandbox::policy(
+    let mut sandbox = super::sandbox::policy(
         request.sandbox,
         matches!(request.asked_by, Asker::Delegate),
         &config,
     )?;
+    let approvals = super::sandbox::for_approvals(
+        &mut sandbox,
+        super::sandbox::Chooser {
+            asked: request.sandbox.mode,
+            delegated: matches!(request.asked_by, Asker::Delegate),
+            user_file: config.user_sandbox_mode(),
+        },
+        super::sandbox::asks_for_approvals(&spec),
+        adapter.kind(),
+    );
     // A sandboxed task in a git repository works in a repository of its own: nothing of the
     // user's `.git` is in its reach (docs/guides/sandbox.md).
     let own_repo = sandbox.mode == crate::sandbox::SandboxMode::Bwrap
@@ -725,8 +735,22 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
             bin: &bin,
             tmux_socket: Path::new(&socket.0),
         },
-    )?;
-    let warnings: Vec<String> = policy_warnings.into_iter().chain(launch_warnings).collect();
+    )
+    .map_err(|err| match approvals {
+        super::sandbox::Approvals::SandboxedForThem => {
+            let hint = err.hint.clone().unwrap_or_default();
+            err.with_hint(format!(
+                "this task asks for approvals, which only a sandbox makes binding: {hint}; \
+                 or pass --sandbox=none to run it as you (its approvals then advisory)"
+            ))
+        }
+        _ => err,
+    })?;
+    let warnings: Vec<String> = policy_warnings
+        .into_iter()
+        .chain(approvals.warning().map(String::from))
+        .chain(launch_warnings)
+        .collect();
 
     // `worktree.setup` runs code: an untrusted project file's was refused above and is not
     // in its layer.

@@ -104,6 +104,24 @@ impl Harness {
         self.env("GEMINI_API_KEY", "offline-test-key")
     }
 
+    /// Lets a sandboxed real Gemini child (the default for a task that asks for approvals)
+    /// read its canned replies and the CLI, which lie where the sandbox hides: the user's own
+    /// `sandbox.read`, in the user's config file (written whole).
+    pub fn show_real_gemini_to_sandbox(&self) {
+        let tools = tools_bin().parent().unwrap().to_path_buf();
+        let dir = self.home.join(".config/cuekit");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.yaml"),
+            format!(
+                "sandbox:\n  read: ['{}', '{}']\n",
+                self.root().join("canned.jsonl").display(),
+                tools.display()
+            ),
+        )
+        .unwrap();
+    }
+
     pub fn env(mut self, name: &str, value: &str) -> Harness {
         self.env.push((name.into(), value.into()));
         self
