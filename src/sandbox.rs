@@ -195,6 +195,44 @@ pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
     words
 }
 
+/// The command a fetch from a task repository runs as its upload side (`git fetch
+/// --upload-pack=…`): `git upload-pack` inside bubblewrap, which sees the machine read-only with
+/// HOME, `/tmp`, `/var/tmp` and `/run` hidden, and shows again only the task's git dir and the
+/// user's objects its alternates borrow, read-only, with no network. A `commondir`, an alternate
+/// or a link the child wrote in its git dir then leads only where the child itself could read:
+/// never to another repository of the user's. git appends the repository's path.
+pub fn upload_pack_command(
+    bwrap: &str,
+    home: &Path,
+    git_dir: &Path,
+    objects: &Path,
+) -> Result<String> {
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    let mut words: Vec<String> = [
+        bwrap,
+        "--die-with-parent",
+        "--unshare-all",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+    ]
+    .map(String::from)
+    .to_vec();
+    for root in hidden_roots(home) {
+        words.extend(["--tmpfs".to_string(), path(&root)]);
+    }
+    for shown in [git_dir, objects] {
+        words.extend(["--ro-bind".to_string(), path(shown), path(shown)]);
+    }
+    words.extend(["--", "git", "upload-pack"].map(String::from));
+    let quoted: Result<Vec<String>> = words.iter().map(|w| single_quote(w)).collect();
+    Ok(quoted?.join(" "))
+}
+
 /// File name, in the task directory, of bubblewrap's status (`--json-status-fd`): it gets the
 /// agent's exit code once the agent ran (bubblewrap writes `child-pid` already before it sets
 /// up the mounts), so an ending without one is the sandbox's failure.
@@ -430,6 +468,34 @@ mod tests {
             wrapped,
             "'cuekit' __acp --prompt-file \"$cuekit_prompt\" -- 'bwrap' '--unshare-pid' -- 'gemini' --acp"
         );
+    }
+
+    #[test]
+    fn a_fetchs_upload_side_sees_only_the_task_repository_and_the_borrowed_objects() {
+        let command = upload_pack_command(
+            "bwrap",
+            Path::new("/home/u"),
+            Path::new("/home/u/.local/share/cuekit/repos/t_1.git"),
+            Path::new("/home/u/src/p/.git/objects"),
+        )
+        .unwrap();
+        let words = shlex_words(&command);
+        let at = |w: &str| words.iter().position(|x| x == w).unwrap();
+        assert!(words.contains(&"--unshare-all".to_string()));
+        assert!(at("/home/u") < at("/home/u/.local/share/cuekit/repos/t_1.git"));
+        assert!(command.ends_with("'--' 'git' 'upload-pack'"), "{command}");
+        assert!(
+            !command.contains("'--bind'"),
+            "nothing is writable: {command}"
+        );
+    }
+
+    /// The words of a command of single-quoted words (as [`single_quote`] makes them).
+    fn shlex_words(command: &str) -> Vec<String> {
+        command
+            .split("' '")
+            .map(|w| w.trim_matches('\'').to_string())
+            .collect()
     }
 
     #[test]

@@ -320,7 +320,13 @@ fn without_bubblewrap_a_sandboxed_submit_starts_nothing() {
     // advisory.
     let h = h.with_fake_gemini();
     let asks = |extra: &[&str]| {
-        let mut args = vec!["--json", "submit", "--mode", "batch", "--no-skip-permissions"];
+        let mut args = vec![
+            "--json",
+            "submit",
+            "--mode",
+            "batch",
+            "--no-skip-permissions",
+        ];
         args.extend_from_slice(extra);
         args.push("Ask first");
         let output = h
@@ -990,5 +996,51 @@ fn a_sandboxed_gemini_childs_work_comes_back_exactly() {
         ] {
             assert_eq!(std::fs::read_to_string(h.project.join(file)).unwrap(), text);
         }
+    }
+}
+
+/// The audit's read-out: a sandboxed child points its own git dir's `commondir` (and `HEAD`)
+/// at a repository of the user's it cannot see; cuekit's fetch of its work must not bring that
+/// repository's history into the user's, where the child could read it back.
+#[test]
+fn a_sandboxed_childs_git_dir_never_leads_the_fetch_elsewhere() {
+    let h = Harness::new();
+    repo(&h);
+    let private = h.home.join("private");
+    common::git::init_repo(&private);
+    std::fs::write(private.join("secret.txt"), "PRIVATE-3\n").unwrap();
+    common::git::commit_all(&private, "secret");
+    let secret = common::git::git(&private, &["rev-parse", "HEAD"]);
+    let script = format!(
+        "gd=$(sed -n 's/^gitdir: //p' .git); echo '{}' > \"$gd/commondir\"; \
+         echo 'ref: refs/heads/main' > \"$gd/HEAD\"; echo LED",
+        private.join(".git").display()
+    );
+    for kind in [&[][..], &["--worktree"][..]] {
+        let mut extra = vec!["--sandbox", "--mode", "batch"];
+        extra.extend(kind);
+        let id = h.submit_sh(&script, &extra);
+        h.ok(&["wait", &id, "--timeout", "60s"]);
+        assert!(h.transcript(&id).contains("LED"), "{}", h.transcript(&id));
+        for look in [&["list"][..], &["status", &id], &["diff", &id]] {
+            let _ = h.run(look);
+        }
+        let fetched = h.run(&["--json", "diff", &id]);
+        let present = Command::new("git")
+            .arg("-C")
+            .arg(&h.project)
+            .args(["cat-file", "-e", secret.trim()])
+            .status()
+            .unwrap();
+        assert!(
+            !present.success(),
+            "the private repository's commit reached the user's: {}",
+            String::from_utf8_lossy(&fetched.stdout)
+        );
+        // A task whose commits cannot be read is kept by `rm`, not deleted with its work.
+        let removed = h.run(&["--json", "rm", &id]);
+        let said = String::from_utf8_lossy(&removed.stdout);
+        assert!(said.contains("kept"), "{said}");
+        h.ok(&["rm", "--force", &id]);
     }
 }

@@ -29,8 +29,9 @@ pub fn branch_at(branch: &str, commit: &str) -> Vec<OsString> {
 
 /// Brings a task repository's committed work (whatever its `HEAD` names) into the user's
 /// repository at `into`, and nothing else: no tags, no submodules, no `FETCH_HEAD`. Run in the
-/// user's repository with [`fetch_config`]; `from` is the git dir the registry recorded.
-pub fn fetch_work(from: &Path, into: &str) -> Vec<OsString> {
+/// user's repository with [`fetch_config`]; `from` is the git dir the registry recorded, and
+/// `upload_pack` the upload side's command (`crate::sandbox::upload_pack_command`).
+pub fn fetch_work(from: &Path, into: &str, upload_pack: &str) -> Vec<OsString> {
     let mut args = words(&[
         "fetch",
         "--quiet",
@@ -38,8 +39,9 @@ pub fn fetch_work(from: &Path, into: &str) -> Vec<OsString> {
         "--no-recurse-submodules",
         "--no-write-fetch-head",
         "--no-auto-gc",
-        "--",
     ]);
+    args.push(format!("--upload-pack={upload_pack}").into());
+    args.push("--".into());
     args.push(from.into());
     args.push(format!("+HEAD:{into}").into());
     args

@@ -38,6 +38,25 @@ fn refs_print(git_dir: &Path) -> Option<u64> {
     )
 }
 
+/// The upload side of a fetch from a task repository, inside bubblewrap
+/// ([`crate::sandbox::upload_pack_command`]): the child's git dir is read only where the child
+/// itself could read.
+fn upload_pack(git_dir: &Path, objects: &Path) -> Result<String> {
+    let refused = |why: &str| {
+        Error::new(
+            ErrorCode::SandboxUnavailable,
+            format!("cannot read the task's repository safely: {why}"),
+        )
+        .with_hint("install bubblewrap (a sandboxed task's repository is read inside one)")
+    };
+    let bwrap = crate::which::find_on_path("bwrap").ok_or_else(|| refused("no bwrap on PATH"))?;
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .and_then(|home| home.canonicalize().ok())
+        .ok_or_else(|| refused("HOME is not a directory"))?;
+    crate::sandbox::upload_pack_command(&bwrap.to_string_lossy(), &home, git_dir, objects)
+}
+
 /// Stages every change in the work tree, as `git add --all` would, without ever starting git
 /// inside a nested repository (`add` runs `git status` in each submodule it holds, which reads
 /// that repository's config): the changed tracked paths come from `diff-files`, with
@@ -119,9 +138,14 @@ impl Checkout<'_> {
         {
             return Ok(());
         }
+        let upload_pack = upload_pack(from, &self.placed.common_dir.join("objects"))?;
         self.root()
             .on_task_tree()
-            .run_with(&args::fetch_work(from, into), &args::fetch_config(), b"")
+            .run_with(
+                &args::fetch_work(from, into, &upload_pack),
+                &args::fetch_config(),
+                b"",
+            )
             .map_err(|err| Error {
                 message: format!("cannot fetch the task's commits: {}", err.message),
                 ..err

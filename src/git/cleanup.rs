@@ -79,7 +79,15 @@ pub struct Inspection {
 
 pub fn inspect(target: &Target) -> Inspection {
     let root = target.task.root();
-    let branch_tip = target.task.fresh_tip().ok();
+    let placed = target.task.placed;
+    let tip = target.task.fresh_tip();
+    // A task repository whose commits cannot be read (a git dir the child broke) is a doubt,
+    // never "nothing to keep": its checkout may hold work.
+    let unreadable = match &tip {
+        Err(err) if placed.own_repo() && placed.path.exists() => Some(err.clone()),
+        _ => None,
+    };
+    let branch_tip = tip.ok();
     let still_merged = target.merged.filter(|merge| {
         root.yes([
             "merge-base",
@@ -91,9 +99,10 @@ pub fn inspect(target: &Target) -> Inspection {
         .unwrap_or(false)
     });
     let facts = Facts {
-        dirty: match &branch_tip {
-            Some(tip) => dirty(target, tip, still_merged),
-            None => Ok(false),
+        dirty: match (&branch_tip, unreadable) {
+            (_, Some(err)) => Err(err),
+            (Some(tip), None) => dirty(target, tip, still_merged),
+            (None, None) => Ok(false),
         },
         unmerged: match &branch_tip {
             Some(tip) => unmerged(&root, tip, target, still_merged),
