@@ -156,9 +156,13 @@ pub const REPORT_DROP_VARIABLE: &str = "CUEKIT_REPORT_DROP";
 
 /// The bubblewrap words before the command (`bwrap … --`).
 pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
+    // `--cap-drop ALL`: bubblewrap run by root keeps every capability otherwise, and a child
+    // with CAP_SYS_ADMIN unmounts what hides HOME and remounts `/` writable.
     let mut words: Vec<String> = [
         bwrap,
         "--die-with-parent",
+        "--cap-drop",
+        "ALL",
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
@@ -211,6 +215,8 @@ pub fn upload_pack_command(
     let mut words: Vec<String> = [
         bwrap,
         "--die-with-parent",
+        "--cap-drop",
+        "ALL",
         "--unshare-all",
         "--ro-bind",
         "/",
@@ -378,6 +384,7 @@ mod tests {
         at(&["--unshare-net"]);
         at(&["--unshare-pid"]);
         at(&["--die-with-parent"]);
+        at(&["--cap-drop", "ALL"]);
         at(&["--new-session"]);
         at(&["--unsetenv", "SSH_AUTH_SOCK"]);
         at(&["--unsetenv", "TMUX"]);

@@ -796,7 +796,7 @@ fn a_sandboxed_child_cannot_touch_the_users_repository() {
         repo(&h);
         let user_git = h.project.join(".git");
         let head = common::git::git(&h.project, &["rev-parse", "HEAD"]);
-        let names = ["rewind", "objects", "rename", "commondir", "own"];
+        let names = ["rewind", "objects", "rename", "commondir", "own", "unmount"];
         let attempts = [
             attempt(
                 "rewind",
@@ -821,6 +821,15 @@ fn a_sandboxed_child_cannot_touch_the_users_repository() {
             attempt(
                 "commondir",
                 &format!("echo /x > '{}/commondir'", user_git.display()),
+            ),
+            // Run by root, bubblewrap would keep every capability unless dropped: a child could
+            // unmount what hides the user's `.git` and remount `/` writable.
+            attempt(
+                "unmount",
+                &format!(
+                    "umount -l '{}' || mount -o remount,rw /",
+                    user_git.display()
+                ),
             ),
             attempt(
                 "own",

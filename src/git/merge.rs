@@ -145,22 +145,10 @@ pub fn merge(request: &Request) -> Result<Merged> {
     })
 }
 
-/// The paths that differ between two commits.
-fn changed(root: &Git, from: &str, to: &str) -> Result<Vec<String>> {
-    let listed = root.run([
-        "diff-tree",
-        "-r",
-        "-z",
-        "--no-renames",
-        "--name-only",
-        from,
-        to,
-    ])?;
-    Ok(listed
-        .split('\0')
-        .filter(|p| !p.is_empty())
-        .map(String::from)
-        .collect())
+/// The paths that differ between two commits, with their new modes.
+fn changed(root: &Git, from: &str, to: &str) -> Result<Vec<review::Changed>> {
+    let raw = root.run(["diff-tree", "-r", "-z", "--no-renames", "--raw", from, to])?;
+    Ok(review::parse_raw(&raw))
 }
 
 /// A git worktree's own index follows its branch once cuekit committed its files onto it

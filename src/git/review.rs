@@ -5,53 +5,91 @@
 
 use crate::error::{Error, ErrorCode};
 
-/// File names that matter in any folder.
+/// File names that matter in any folder: build and tool files that run code or pick a program.
 const NAMES: &[&str] = &[
-    ".gitattributes",
-    ".gitmodules",
-    ".envrc",
-    ".pre-commit-config.yaml",
-    ".pre-commit-hooks.yaml",
-    "lefthook.yml",
-    "lefthook.yaml",
-    ".lefthook.yml",
     "build.rs",
+    "Cargo.toml",
+    "rust-toolchain",
+    "rust-toolchain.toml",
     "Makefile",
     "makefile",
     "GNUmakefile",
     "justfile",
     "Justfile",
+    "Taskfile.yml",
     "package.json",
     "setup.py",
+    "setup.cfg",
+    "pyproject.toml",
+    "tox.ini",
+    "noxfile.py",
     "conftest.py",
-    ".gitlab-ci.yml",
+    "mise.toml",
+    "go.mod",
+    "Gemfile",
+    "Rakefile",
+    "CMakeLists.txt",
+    "meson.build",
+    "build.gradle",
+    "build.gradle.kts",
+    "pom.xml",
+    "flake.nix",
+    "Dockerfile",
+    "lefthook.yml",
+    "lefthook.yaml",
 ];
 
-/// Folders whose every file matters, from the repository's root.
-const FOLDERS: &[&str] = &[
-    ".github/workflows/",
-    ".husky/",
-    ".githooks/",
-    ".cargo/",
-    ".vscode/",
-    ".devcontainer/",
-    ".circleci/",
+/// Name endings of tool configs that are programs themselves (`vite.config.ts`, …).
+const ENDINGS: &[&str] = &[
+    ".config.js",
+    ".config.cjs",
+    ".config.mjs",
+    ".config.ts",
+    ".config.mts",
 ];
 
-/// The paths of `changed` that run code or set policy, in order.
-pub fn policy_paths(changed: &[String]) -> Vec<String> {
+/// One changed path, with its mode after the change (`None`: deleted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    pub path: String,
+    pub mode: Option<String>,
+}
+
+/// The changed paths that run code or set policy, in order. A list of names cannot be
+/// complete, so the net is wide: any path with a part that starts with `.` (dotfiles and dot
+/// folders at any depth: `.gitattributes`, `.github/`, `.cargo/`, `.cuekit*`, `.envrc`,
+/// `.husky/`, `.claude/`, `.yarnrc.yml`, …), any link or executable file, and the build and
+/// tool files above at any depth. `cuekit diff` is the review; this says where to look first.
+pub fn policy_paths(changed: &[Changed]) -> Vec<String> {
     changed
         .iter()
-        .filter(|path| matters(path))
-        .cloned()
+        .filter(|change| matters(change))
+        .map(|change| change.path.clone())
         .collect()
 }
 
-fn matters(path: &str) -> bool {
+fn matters(change: &Changed) -> bool {
+    let path = change.path.as_str();
     let name = path.rsplit('/').next().unwrap_or(path);
-    NAMES.contains(&name)
-        || path.starts_with(".cuekit")
-        || FOLDERS.iter().any(|folder| path.starts_with(folder))
+    let linked_or_run = matches!(change.mode.as_deref(), Some("120000" | "100755" | "160000"));
+    linked_or_run
+        || path.split('/').any(|part| part.starts_with('.'))
+        || NAMES.contains(&name)
+        || ENDINGS.iter().any(|ending| name.ends_with(ending))
+}
+
+/// `git diff-tree -r -z --raw` output as changed paths with their new modes.
+pub fn parse_raw(raw: &str) -> Vec<Changed> {
+    let mut fields = raw.split('\0').filter(|f| !f.is_empty());
+    let mut changed = Vec::new();
+    while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
+        let mode = meta.split(' ').nth(1).filter(|m| *m != "000000");
+        changed.push(Changed {
+            path: path.to_string(),
+            mode: mode.map(String::from),
+        });
+    }
+    changed
 }
 
 /// The error a merge gives before it touches anything when such paths changed.
@@ -72,36 +110,75 @@ mod tests {
 
     #[test]
     fn files_that_run_code_or_set_policy_are_picked_out() {
-        let changed: Vec<String> = [
+        let file = |path: &str| Changed {
+            path: path.to_string(),
+            mode: Some("100644".into()),
+        };
+        let mut changed: Vec<Changed> = [
             "src/lib.rs",
             ".gitattributes",
             "vendor/x/.gitattributes",
             ".cuekit.yaml",
-            ".cuekit/agents/reviewer.md",
+            "sub/.cuekit.yaml",
+            "sub/.cargo/config.toml",
             ".github/workflows/ci.yml",
-            ".github/README.md",
             "crates/a/build.rs",
             "web/package.json",
             "docs/Makefile.md",
-            ".envrc",
-            ".husky/pre-commit",
+            "rust-toolchain.toml",
+            "web/vite.config.ts",
+            ".claude/settings.json",
         ]
-        .map(String::from)
+        .map(file)
         .to_vec();
+        changed.push(Changed {
+            path: "tools/run".into(),
+            mode: Some("100755".into()),
+        });
+        changed.push(Changed {
+            path: "docs/link".into(),
+            mode: Some("120000".into()),
+        });
+        changed.push(Changed {
+            path: "old.txt".into(),
+            mode: None,
+        });
         assert_eq!(
             policy_paths(&changed),
             [
                 ".gitattributes",
                 "vendor/x/.gitattributes",
                 ".cuekit.yaml",
-                ".cuekit/agents/reviewer.md",
+                "sub/.cuekit.yaml",
+                "sub/.cargo/config.toml",
                 ".github/workflows/ci.yml",
                 "crates/a/build.rs",
                 "web/package.json",
-                ".envrc",
-                ".husky/pre-commit",
+                "rust-toolchain.toml",
+                "web/vite.config.ts",
+                ".claude/settings.json",
+                "tools/run",
+                "docs/link",
             ]
         );
-        assert!(policy_paths(&["src/main.rs".to_string()]).is_empty());
+        assert!(policy_paths(&[file("src/main.rs")]).is_empty());
+    }
+
+    #[test]
+    fn raw_output_gives_each_path_its_new_mode() {
+        let raw = ":100644 100755 aaa bbb M\0tools/run\0:100644 000000 aaa 000 D\0gone\0";
+        assert_eq!(
+            parse_raw(raw),
+            [
+                Changed {
+                    path: "tools/run".into(),
+                    mode: Some("100755".into())
+                },
+                Changed {
+                    path: "gone".into(),
+                    mode: None
+                }
+            ]
+        );
     }
 }
