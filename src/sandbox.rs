@@ -282,6 +282,24 @@ pub fn wrap_shell(
     Ok(wrapped)
 }
 
+/// A plain shell command run inside the sandbox (`worktree.setup`): `bwrap … -- /bin/sh -c
+/// 'COMMAND'`, under the keystroke filter when there is one. Its exit status is the command's.
+pub fn wrap_command(command: &str, words: &[String], seccomp: Option<&Path>) -> Result<String> {
+    let mut wrapped = String::new();
+    for word in words {
+        wrapped += &single_quote(word)?;
+        wrapped.push(' ');
+    }
+    if seccomp.is_some() {
+        wrapped += "--seccomp 8 ";
+    }
+    wrapped += &format!("-- /bin/sh -c {}", single_quote(command)?);
+    if let Some(path) = seccomp {
+        wrapped += &format!(" 8<{}", single_quote(&path.to_string_lossy())?);
+    }
+    Ok(wrapped)
+}
+
 /// A classic BPF program for bubblewrap's `--seccomp`: `ioctl` with `TIOCSTI` (push a byte
 /// into the terminal's input) or `TIOCLINUX` fails with `EPERM`, as Flatpak does; so does any
 /// system call of another ABI (x32, i386), which could reach the same ioctl by another number.
@@ -418,6 +436,15 @@ mod tests {
         assert!(
             filtered.ends_with("--seccomp 8 --json-status-fd 9 -- /bin/sh -c 'x' 9>'/t/sandbox-status' 8<'/d/f'\\''1'"),
             "{filtered}"
+        );
+    }
+
+    #[test]
+    fn a_setup_command_runs_quoted_inside() {
+        let words = vec!["bwrap".to_string(), "--chdir".into(), "/w".into()];
+        assert_eq!(
+            wrap_command("npm ci && echo 'ok'", &words, Some(Path::new("/d/f"))).unwrap(),
+            "'bwrap' '--chdir' '/w' --seccomp 8 -- /bin/sh -c 'npm ci && echo '\\''ok'\\''' 8<'/d/f'"
         );
     }
 

@@ -1053,3 +1053,37 @@ fn a_sandboxed_childs_git_dir_never_leads_the_fetch_elsewhere() {
         h.ok(&["rm", "--force", &id]);
     }
 }
+
+/// The audit's setup escape: `worktree.setup` runs on a checkout that starts from a sandboxed
+/// child's work (`--base-from`), so a sandboxed task runs it inside its sandbox.
+#[test]
+fn a_sandboxed_tasks_setup_runs_inside_its_sandbox() {
+    let h = Harness::new();
+    repo(&h);
+    std::fs::write(h.project.join("setup.sh"), "echo SETUP-RAN\n").unwrap();
+    common::git::commit_all(&h.project, "setup");
+    user_config(&h, "worktree:\n  setup: sh ./setup.sh\n");
+    let escaped = h.home.join("ESCAPED-VIA-SETUP");
+    let first = h.submit_sh(
+        &format!(
+            "printf 'echo SETUP-RAN; touch {}\\n' > setup.sh; exit 1",
+            escaped.display()
+        ),
+        &["--sandbox", "--worktree", "--mode", "batch"],
+    );
+    h.json(&["wait", &first, "--timeout", "60s"]);
+    let second = h.submit_sh(
+        "echo AGENT-RAN",
+        &["--sandbox", "--base-from", &first, "--mode", "batch"],
+    );
+    h.ok(&["wait", &second, "--timeout", "60s"]);
+    let transcript = h.transcript(&second);
+    assert!(
+        transcript.contains("SETUP-RAN") && transcript.contains("AGENT-RAN"),
+        "{transcript}"
+    );
+    assert!(
+        !escaped.exists(),
+        "the child's setup ran outside the sandbox"
+    );
+}

@@ -225,6 +225,19 @@ pub(crate) fn wrap(
     }
 }
 
+/// `worktree.setup` as a sandboxed task runs it: inside the same sandbox as its agent, since it
+/// runs on the task's checkout, which may hold another child's work (`--base-from`).
+/// Unchanged without the bubblewrap sandbox.
+pub(crate) fn wrap_setup(setup: &str, policy: &Policy, subject: &Subject) -> Result<String> {
+    if policy.mode != SandboxMode::Bwrap {
+        return Ok(setup.to_string());
+    }
+    let bwrap = probe()?;
+    let plan = plan(policy, subject)?;
+    let words = sandbox::bwrap_words(&bwrap.to_string_lossy(), &plan);
+    sandbox::wrap_command(setup, &words, keystroke_filter()?.as_deref())
+}
+
 /// The file holding [`sandbox::keystroke_filter`] (in cuekit's data dir, written once), or
 /// `None` on an architecture it is not written for.
 fn keystroke_filter() -> Result<Option<PathBuf>> {

@@ -717,26 +717,22 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         Some(socket) => socket,
         None => Socket(config.socket().value).resolve()?,
     };
+    let subject = super::sandbox::Subject {
+        id: &id,
+        task_dir: &task_dir,
+        work_dir,
+        start_dir: &agent_dir,
+        worktree: worktree_placement.as_ref(),
+        adapter,
+        mode,
+        bin: &bin,
+        tmux_socket: Path::new(&socket.0),
+    };
     let LaunchCommand {
         command,
         warnings: launch_warnings,
         ..
-    } = super::sandbox::wrap(
-        launch,
-        &sandbox,
-        &super::sandbox::Subject {
-            id: &id,
-            task_dir: &task_dir,
-            work_dir,
-            start_dir: &agent_dir,
-            worktree: worktree_placement.as_ref(),
-            adapter,
-            mode,
-            bin: &bin,
-            tmux_socket: Path::new(&socket.0),
-        },
-    )
-    .map_err(|err| match approvals {
+    } = super::sandbox::wrap(launch, &sandbox, &subject).map_err(|err| match approvals {
         super::sandbox::Approvals::SandboxedForThem => {
             let hint = err.hint.clone().unwrap_or_default();
             err.with_hint(format!(
@@ -753,11 +749,12 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .collect();
 
     // `worktree.setup` runs code: an untrusted project file's was refused above and is not
-    // in its layer.
+    // in its layer. A sandboxed task runs it inside its sandbox.
     let setup = use_worktree
         .then(|| config.worktree_setup())
         .flatten()
-        .map(|s| s.value);
+        .map(|s| super::sandbox::wrap_setup(&s.value, &sandbox, &subject))
+        .transpose()?;
     socket.ensure_dir()?;
     let session = args::session_name(&id);
     let created_at = super::now_rfc3339();
