@@ -169,7 +169,9 @@ fn open_own_sized(path: &Path) -> std::io::Result<(std::fs::File, u64)> {
 }
 
 /// Appends `line` and a newline to `path` (created if missing) in a single `write` on a file
-/// opened for appending: lines from several processes never interleave.
+/// opened for appending: lines from several processes never interleave. Opened without
+/// following a link and without blocking, and written only if it is a regular file: a child
+/// that swapped a task's event log for a FIFO must not hold the monitor in `open`.
 pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
     let mut bytes = Vec::with_capacity(line.len() + 1);
     bytes.extend_from_slice(line);
@@ -177,8 +179,15 @@ pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
-        .and_then(|mut file| file.write_all(&bytes))
+        .and_then(|mut file| {
+            if !file.metadata()?.is_file() {
+                return Err(std::io::Error::other("not a regular file"));
+            }
+            file.write_all(&bytes)
+        })
         .map_err(|err| Error::io("append to", path, err))
 }
 
@@ -255,6 +264,34 @@ impl Drop for Staged {
     fn drop(&mut self) {
         // After a successful rename the temp name no longer exists; this is a no-op then.
         let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
+#[cfg(test)]
+mod append_tests {
+    use super::*;
+
+    #[test]
+    fn an_append_to_a_fifo_or_a_link_fails_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("events.jsonl");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        // A reader holds it open: a blocking open would succeed and a write could block.
+        let reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        assert!(append_line(&fifo, b"x").is_err());
+        drop(reader);
+        assert!(append_line(&fifo, b"x").is_err());
+        let target = dir.path().join("elsewhere");
+        std::os::unix::fs::symlink(&target, dir.path().join("link")).unwrap();
+        assert!(append_line(&dir.path().join("link"), b"x").is_err());
+        assert!(!target.exists());
+        append_line(&dir.path().join("plain"), b"line").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("plain")).unwrap(), b"line\n");
     }
 }
 
