@@ -1087,3 +1087,33 @@ fn a_sandboxed_tasks_setup_runs_inside_its_sandbox() {
         "the child's setup ran outside the sandbox"
     );
 }
+
+/// The audit's copy-in: a repository's `.worktreeinclude` naming `.cuekit/` and `.env` must
+/// not bring other tasks' records, or the user's secrets, into a sandboxed task's checkout;
+/// cuekit's records are never brought, sandbox or not.
+#[test]
+fn a_repository_never_chooses_what_is_copied_into_a_sandbox() {
+    let h = Harness::new();
+    repo(&h);
+    std::fs::write(h.project.join(".worktreeinclude"), ".cuekit/\n.env\n").unwrap();
+    std::fs::write(h.project.join(".gitignore"), ".cuekit/\n.env\n").unwrap();
+    common::git::commit_all(&h.project, "include");
+    std::fs::write(h.project.join(".env"), "AWS_SECRET=xyz\n").unwrap();
+    let earlier = h.submit_batch_sh("echo EARLIER-PROMPT-TEXT");
+    h.ok(&["wait", &earlier, "--timeout", "60s"]);
+    let look =
+        "ls -a; cat .env 2>/dev/null; find .cuekit -type f 2>/dev/null | head -3; echo LOOKED";
+    let boxed = h.submit_sh(look, &["--sandbox", "--worktree", "--mode", "batch"]);
+    let open = h.submit_sh(look, &["--worktree", "--mode", "batch"]);
+    for id in [&boxed, &open] {
+        h.ok(&["wait", id, "--timeout", "60s"]);
+    }
+    let boxed_saw = h.transcript(&boxed);
+    assert!(boxed_saw.contains("LOOKED"), "{boxed_saw}");
+    assert!(!boxed_saw.contains("AWS_SECRET"), "{boxed_saw}");
+    assert!(!boxed_saw.contains(&earlier), "{boxed_saw}");
+    // Unsandboxed, the user's `.env` is brought as the convention says; records never are.
+    let open_saw = h.transcript(&open);
+    assert!(open_saw.contains("AWS_SECRET"), "{open_saw}");
+    assert!(!open_saw.contains(&earlier), "{open_saw}");
+}

@@ -78,6 +78,20 @@ pub struct Setting<T> {
     pub source: Source,
 }
 
+/// The widest, tallest and longest-remembering pane a config may ask for.
+pub const MAX_WIDTH: u16 = 1000;
+pub const MAX_HEIGHT: u16 = 500;
+pub const MAX_HISTORY: u32 = 200_000;
+
+/// A setting (or the built-in) no larger than `max`.
+fn capped<T: Ord + Copy>(setting: Option<Setting<T>>, built: T, max: T) -> Setting<T> {
+    let setting = setting.unwrap_or_else(|| built_in(built));
+    Setting {
+        value: setting.value.min(max),
+        ..setting
+    }
+}
+
 /// An agent's permission policy as the config gives it: the two keys that set it, each with
 /// its source, and how much autonomy the user's own settings allow (the ceiling that a project
 /// file, a project role, a team spec or an MCP argument may lower but never raise).
@@ -648,6 +662,25 @@ impl Config {
             .find_map(|(_, file)| file.sandbox.mode)
     }
 
+    /// `worktree.copy` and `worktree.symlink` from the user's own file alone: what a sandboxed
+    /// task's checkout takes (a repository must not choose what of the user's is copied into
+    /// a sandbox).
+    pub fn user_worktree_includes(&self) -> (Vec<String>, Vec<String>) {
+        let user = || {
+            self.layers
+                .iter()
+                .filter(|(source, _)| !matches!(source, Source::Project(_)))
+        };
+        (
+            user()
+                .find_map(|(_, file)| file.worktree.copy.clone())
+                .unwrap_or_default(),
+            user()
+                .find_map(|(_, file)| file.worktree.symlink.clone())
+                .unwrap_or_default(),
+        )
+    }
+
     pub fn worktree_copy(&self) -> Option<Setting<Vec<String>>> {
         self.pick(|f| f.worktree.copy.clone())
     }
@@ -702,17 +735,20 @@ impl Config {
             .unwrap_or_else(|| built_in(Duration::from_secs(2)))
     }
 
+    /// A pane's size and history are capped ([`MAX_WIDTH`], [`MAX_HEIGHT`],
+    /// [`MAX_HISTORY`]): every pane lives in one shared tmux server, and a file asking for
+    /// 65535 columns or two billion lines of history lets one child's output grow that server
+    /// by gigabytes, for every task on it.
     pub fn width(&self) -> Setting<u16> {
-        self.pick(|f| f.tmux.width).unwrap_or_else(|| built_in(200))
+        capped(self.pick(|f| f.tmux.width), 200, MAX_WIDTH)
     }
 
     pub fn height(&self) -> Setting<u16> {
-        self.pick(|f| f.tmux.height).unwrap_or_else(|| built_in(50))
+        capped(self.pick(|f| f.tmux.height), 50, MAX_HEIGHT)
     }
 
     pub fn history_limit(&self) -> Setting<u32> {
-        self.pick(|f| f.tmux.history_limit)
-            .unwrap_or_else(|| built_in(50_000))
+        capped(self.pick(|f| f.tmux.history_limit), 50_000, MAX_HISTORY)
     }
 
     /// The configured hosts (a project file's are withheld: [`class`]).

@@ -15,6 +15,8 @@ pub const INCLUDE_FILE: &str = ".worktreeinclude";
 pub struct Includes {
     pub copy: Vec<String>,
     pub symlink: Vec<String>,
+    /// Whether the repository's own `.worktreeinclude` counts.
+    pub repository_list: bool,
 }
 
 /// Brings the matching untracked files of `main` into `worktree`; returns the paths brought.
@@ -27,7 +29,13 @@ pub fn bring_over(main: &Path, worktree: &Path, includes: &Includes) -> Result<V
     let tree = Root::new(worktree)?;
     let mut brought = Vec::new();
     // Symlinks first: a path both linked and copied is linked.
-    for path in matching(&git, &includes.symlink)? {
+    // cuekit's records (other tasks' prompts and transcripts) are never brought, whatever a
+    // pattern says.
+    let records = |path: &String| path == ".cuekit" || path.starts_with(".cuekit/");
+    for path in matching(&git, &includes.symlink)?
+        .into_iter()
+        .filter(|p| !records(p))
+    {
         let (from, to) = (main.join(&path), tree.prove_no_links(Path::new(&path))?);
         if exists(&to) {
             continue;
@@ -37,7 +45,10 @@ pub fn bring_over(main: &Path, worktree: &Path, includes: &Includes) -> Result<V
         brought.push(path);
     }
     let mut copies = matching(&git, &includes.copy)?;
-    copies.extend(worktreeinclude(&git, main)?);
+    if includes.repository_list {
+        copies.extend(worktreeinclude(&git, main)?);
+    }
+    copies.retain(|p| !records(p));
     copies.sort();
     copies.dedup();
     for path in copies {

@@ -5,7 +5,8 @@
 
 use crate::error::{Error, ErrorCode};
 
-/// File names that matter in any folder: build and tool files that run code or pick a program.
+/// File names that matter in any folder: build and tool files that run code or pick a program,
+/// and the instruction files coding agents read.
 const NAMES: &[&str] = &[
     "build.rs",
     "Cargo.toml",
@@ -37,6 +38,18 @@ const NAMES: &[&str] = &[
     "Dockerfile",
     "lefthook.yml",
     "lefthook.yaml",
+    "gradlew",
+    "settings.gradle",
+    "settings.gradle.kts",
+    "build.sbt",
+    "deno.json",
+    "bunfig.toml",
+    "Pipfile",
+    // Instructions an agent started there later reads as its own.
+    "GEMINI.md",
+    "CLAUDE.md",
+    "AGENTS.md",
+    "QWEN.md",
 ];
 
 /// Name endings of tool configs that are programs themselves (`vite.config.ts`, …).

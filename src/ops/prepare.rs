@@ -116,14 +116,25 @@ pub(crate) fn parse_new_pane(stdout: &str) -> Option<PaneStart> {
     })
 }
 
-/// The untracked files a new worktree takes from the main checkout.
-pub(crate) fn includes(config: &Config) -> git::include::Includes {
+/// The untracked files a new worktree takes from the main checkout. A sandboxed task's takes
+/// only what the user's own file names: neither a project's patterns nor the repository's
+/// `.worktreeinclude` choose what of the user's is copied into a sandbox.
+pub(crate) fn includes(config: &Config, sandboxed: bool) -> git::include::Includes {
+    if sandboxed {
+        let (copy, symlink) = config.user_worktree_includes();
+        return git::include::Includes {
+            copy,
+            symlink,
+            repository_list: false,
+        };
+    }
     git::include::Includes {
         copy: config.worktree_copy().map(|s| s.value).unwrap_or_default(),
         symlink: config
             .worktree_symlink()
             .map(|s| s.value)
             .unwrap_or_default(),
+        repository_list: true,
     }
 }
 

@@ -822,7 +822,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     let mut created = match &plan {
         Some(plan) => {
             let _marked = git::Submitting::mark(&id);
-            if let Err(err) = git::create::create(plan, &includes(&config)) {
+            if let Err(err) = git::create::create(plan, &includes(&config, own_repo)) {
                 store::remove_pending(&id);
                 return Err(err);
             }

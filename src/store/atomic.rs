@@ -275,7 +275,10 @@ mod append_tests {
     fn an_append_to_a_fifo_or_a_link_fails_at_once() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("events.jsonl");
-        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
         assert!(made.success());
         // A reader holds it open: a blocking open would succeed and a write could block.
         let reader = std::fs::OpenOptions::new()

@@ -189,7 +189,10 @@ fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Con
     })?;
     {
         let _marked = crate::git::Submitting::mark(&id);
-        crate::git::create::create(&planned, &crate::ops::prepare::includes(config))?;
+        crate::git::create::create(
+            &planned,
+            &crate::ops::prepare::includes(config, planned.own_repo.is_some()),
+        )?;
     }
     let placed = planned.placement();
     let mut placement = task.placement.clone();
