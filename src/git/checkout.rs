@@ -24,6 +24,8 @@ const INDEX_TIP: &str = "work.index.tip";
 const LAST_TREE: &str = "work.tree";
 /// The fingerprint of a task repository's refs at its last fetch.
 const FETCHED: &str = "work.fetched";
+/// How long a view leaves a tree that made git time out before it tries git again.
+const RETRY_TIMED_OUT_SECS: u64 = 300;
 
 /// Where a repository keeps its refs, as `lstat` sees them: `HEAD`, `packed-refs`, the reflog
 /// of `HEAD` and every file under `refs/`.
@@ -164,34 +166,44 @@ impl Checkout<'_> {
         self.tree_from(&tip)
     }
 
-    /// [`Checkout::tree`] for a view (`status`, `list`, `result`): taken again only when the
+    /// [`Checkout::tree`] for a view (`status`, `list`, `top`): taken again only when the
     /// checkout's [`Checkout::fingerprint`] moved, so a look at many tasks runs git only for
-    /// those that changed, and a tree that made git time out costs its deadline once, not on
-    /// every look.
+    /// those that changed; a tree that made git time out costs its deadline once in
+    /// [`RETRY_TIMED_OUT_SECS`], not on every look.
     pub fn tree_for_view(&self) -> Result<String> {
         let print = self.fingerprint();
         let memo = self.scratch.join(LAST_TREE);
-        if let Some(print) = print
-            && let Ok(bytes) = crate::store::read_small(&memo)
-            && let Some(rest) =
-                String::from_utf8_lossy(&bytes).strip_prefix(&format!("{print:016x} "))
-        {
-            return match rest.strip_prefix('!') {
-                Some(said) => Err(Error::new(ErrorCode::GitTimedOut, said.trim().to_string())),
-                None => Ok(rest.trim().to_string()),
-            };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if let Ok(bytes) = crate::store::read_small(&memo) {
+            let text = String::from_utf8_lossy(&bytes);
+            let (seen, rest) = text.split_once(' ').unwrap_or(("", ""));
+            match rest.strip_prefix('!') {
+                // A tree that made git time out is not tried again for a while, however the
+                // checkout changes: a child could otherwise cost every look a deadline.
+                Some(failed) => {
+                    let (at, said) = failed.split_once(' ').unwrap_or(("0", failed));
+                    if now.saturating_sub(at.parse().unwrap_or(0)) < RETRY_TIMED_OUT_SECS {
+                        return Err(Error::new(ErrorCode::GitTimedOut, said.trim().to_string()));
+                    }
+                }
+                None if print.is_some_and(|p| seen == format!("{p:016x}")) => {
+                    return Ok(rest.trim().to_string());
+                }
+                None => {}
+            }
         }
         let tree = self.tree();
         let remembered = match &tree {
-            Ok(tree) => Some(tree.clone()),
-            Err(err) if err.code == ErrorCode::GitTimedOut => Some(format!("!{}", err.message)),
+            Ok(tree) => print.map(|p| format!("{p:016x} {tree}")),
+            Err(err) if err.code == ErrorCode::GitTimedOut => {
+                Some(format!("- !{now} {}", err.message))
+            }
             Err(_) => None,
         };
-        if let (Some(print), Some(remembered)) = (print, remembered) {
-            let _ = crate::store::write_atomic(
-                &memo,
-                format!("{print:016x} {remembered}\n").as_bytes(),
-            );
+        if let Some(remembered) = remembered {
+            let _ = crate::store::write_atomic(&memo, format!("{remembered}\n").as_bytes());
         }
         tree
     }
