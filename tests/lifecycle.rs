@@ -345,8 +345,30 @@ fn dry_run_prints_the_launch_command_and_runs_nothing() {
         )
     );
     let (value, _) = h.json(&["submit", "--dry-run", "--approval-mode", "bogus", "x"]);
-    assert_eq!(value["launch_command"], "gemini --skip-trust -y 'x'");
+    // An approval mode it cannot take never leaves the bypass on: it fails closed.
+    assert_eq!(value["launch_command"], "gemini --skip-trust 'x'");
     assert!(value["warnings"][0].as_str().unwrap().contains("bogus"));
+    // The audit's codex, opencode and copilot: a stricter mode they have no word for.
+    for agent in ["codex", "opencode", "copilot"] {
+        let (value, _) = h.json(&[
+            "submit",
+            "--dry-run",
+            "--agent",
+            agent,
+            "--approval-mode",
+            "plan",
+            "x",
+        ]);
+        let launch = value["launch_command"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+            + &value["env"].to_string();
+        for bypass in ["--dangerously-bypass", "--auto", "--yolo", "ALLOW_ALL"] {
+            assert!(!launch.contains(bypass), "{agent}: {value}");
+        }
+        assert!(value["warnings"].to_string().contains("plan"), "{value}");
+    }
     assert!(!h.project.join(".cuekit").exists());
 }
 

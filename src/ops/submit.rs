@@ -291,6 +291,22 @@ fn take_context_from(mut request: SubmitRequest, cwd: &Path) -> Result<SubmitReq
     Ok(request)
 }
 
+/// An approval mode the agent cannot express (it has none, or not that one) is never dropped
+/// into its full bypass: the task runs with its bypass off instead, and the warning says so.
+/// (`yolo` asks for the bypass itself.)
+fn fail_closed(spec: &mut TaskSpec, adapter: &adapter::Adapter) -> Option<String> {
+    let asked = spec.approval_mode.clone()?;
+    if asked == "yolo" || adapter.approval_modes.contains(&asked.as_str()) || adapter.runs_argv {
+        return None;
+    }
+    spec.approval_mode = None;
+    spec.dangerously_skip_permissions = Some(false);
+    Some(format!(
+        "{} cannot take approval_mode '{asked}': it runs without its permission bypass instead",
+        adapter.kind()
+    ))
+}
+
 /// `--base-from`: the task runs in a worktree of its own that starts from another worktree
 /// task's branch tip, that task's uncommitted work committed first. From an ended task it is
 /// made now; from one still running (or queued), once that one completed (it becomes a
@@ -499,7 +515,8 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         role.as_ref(),
     )?)?;
     config.refuse_untrusted(adapter.kind())?;
-    let (mut spec, policy_warnings) = resolve_spec(&request, &config, adapter, role.as_ref());
+    let (mut spec, mut policy_warnings) = resolve_spec(&request, &config, adapter, role.as_ref());
+    policy_warnings.extend(fail_closed(&mut spec, adapter));
     if !adapter.runs_argv {
         spec.argv.clear();
     }
