@@ -211,7 +211,7 @@ pub fn render_launch_script(
     script.push_str(&format!(
         "printf '{END_MARKER}'\n\
          cuekit_wait=0\n\
-         while [ $cuekit_wait -lt 300 ] && ! tail -c 64 {transcript} | grep -q '{END_MARKER_TEXT}'; do sleep 0.01; cuekit_wait=$((cuekit_wait + 1)); done\n\
+         while [ $cuekit_wait -lt 300 ] && [ -f {transcript} ] && ! tail -c 64 {transcript} | grep -q '{END_MARKER_TEXT}'; do sleep 0.01; cuekit_wait=$((cuekit_wait + 1)); done\n\
          printf 'cuekit_exit=%s\\n' \"$cuekit_code\" > {sentinel_tmp} && mv -f {sentinel_tmp} {sentinel}\n\
          exit \"$cuekit_code\"\n"
     ));
@@ -285,7 +285,7 @@ mod tests {
              unset CI\n(\ngemini 'x'\n)\ncuekit_code=$?\n\
              printf '\\033]9999;cuekit:end\\007'\n\
              cuekit_wait=0\n\
-             while [ $cuekit_wait -lt 300 ] && ! tail -c 64 '/tmp/a b/transcript.txt' | grep -q 'cuekit:end'; do sleep 0.01; cuekit_wait=$((cuekit_wait + 1)); done\n\
+             while [ $cuekit_wait -lt 300 ] && [ -f '/tmp/a b/transcript.txt' ] && ! tail -c 64 '/tmp/a b/transcript.txt' | grep -q 'cuekit:end'; do sleep 0.01; cuekit_wait=$((cuekit_wait + 1)); done\n\
              printf 'cuekit_exit=%s\\n' \"$cuekit_code\" > '/tmp/a b/exit-code.tmp' && mv -f '/tmp/a b/exit-code.tmp' '/tmp/a b/exit-code'\n\
              exit \"$cuekit_code\"\n"
         );

@@ -173,7 +173,7 @@ fn in_dependency_order(members: Vec<TeamMember>, label: &str) -> Result<Vec<Team
                 "{label}: member '{}' runs after '{unknown}', which no member is named",
                 member.name.as_deref().unwrap_or(&member.objective)
             ))
-            .with_hint("give that member `name: {unknown}`"));
+            .with_hint(format!("give that member `name: {unknown}`")));
         }
     }
     let mut placed: Vec<TeamMember> = Vec::with_capacity(members.len());
