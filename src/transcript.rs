@@ -21,6 +21,10 @@ enum Parse {
     Charset,
 }
 
+/// The widest row the renderer keeps: wider than any terminal a pane gets (tmux panes are
+/// capped at 1000 columns), small enough that a screen of rows stays a few megabytes.
+pub const MAX_COLUMNS: usize = 4096;
+
 pub struct Renderer<W: Write> {
     out: W,
     height: usize,
@@ -146,7 +150,15 @@ impl<W: Write> Renderer<W> {
         Ok(())
     }
 
+    /// Writes a cell; past [`MAX_COLUMNS`] the row wraps, as a terminal's would at its width,
+    /// so one endless line (or a cursor sent far right) never grows a row without bound.
     fn put(&mut self, ch: char) {
+        if self.col >= MAX_COLUMNS {
+            // A line feed only fails when emitting a row: that is the writer's error, and the
+            // next emit reports it again.
+            let _ = self.line_feed();
+            self.col = 0;
+        }
         let row = &mut self.screen[self.row];
         if row.len() <= self.col {
             row.resize(self.col, ' ');
@@ -313,5 +325,18 @@ mod tests {
             String::from_utf8(renderer.finish().unwrap()).unwrap(),
             "héllo ✓\n"
         );
+    }
+
+    #[test]
+    fn an_endless_line_or_a_far_cursor_wraps_instead_of_growing() {
+        let mut renderer = Renderer::new(Vec::new(), 5);
+        renderer.feed(&vec![b'A'; MAX_COLUMNS * 3 + 10]).unwrap();
+        renderer.feed(b"\x1b[999999999Gz\n").unwrap();
+        assert!(renderer.screen.iter().all(|row| row.len() <= MAX_COLUMNS));
+        let out = String::from_utf8(renderer.finish().unwrap()).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0].len(), MAX_COLUMNS);
+        assert_eq!(lines[3], "A".repeat(10));
+        assert_eq!(lines[4], "z");
     }
 }
