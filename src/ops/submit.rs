@@ -706,7 +706,6 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
 
     let delegated = matches!(request.asked_by, Asker::Delegate);
     // A delegate's looser sandbox is not taken (tighten only): say so, as for permissions.
-    let mut policy_warnings = policy_warnings;
     if delegated {
         if let Some(mode) = request.sandbox.mode.filter(|mode| *mode < sandbox.mode) {
             policy_warnings.push(format!(
