@@ -216,7 +216,14 @@ fn check_branch(git: &Git, branch: &str, free_here: bool) -> Result<()> {
 /// on failure removes what it made.
 pub fn create(plan: &Plan, includes: &Includes) -> Result<()> {
     if let Some((git_dir, id)) = &plan.own_repo {
-        return super::task_repo::create(plan, id, git_dir, includes);
+        let layout = super::task_repo::Layout {
+            repo_root: &plan.repo_root,
+            common_dir: &plan.common_dir,
+            path: &plan.path,
+            branch: &plan.branch,
+            base_commit: &plan.base_commit,
+        };
+        return super::task_repo::create(&layout, id, git_dir, includes);
     }
     let git = Git::new(&plan.repo_root);
     if let Some(parent) = plan.path.parent() {

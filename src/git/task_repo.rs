@@ -8,7 +8,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::create::Plan;
 use super::include::{Includes, bring_over};
 use super::{Git, args};
 use crate::error::{Error, Result};
@@ -33,24 +32,36 @@ pub fn git_dir(task_id: &str) -> Option<PathBuf> {
         .flatten()
 }
 
+/// Where a task repository goes, as its creation planned it.
+pub struct Layout<'a> {
+    /// The user's checkout it starts from.
+    pub repo_root: &'a Path,
+    /// The user's git common dir, whose objects it borrows.
+    pub common_dir: &'a Path,
+    /// Its checkout.
+    pub path: &'a Path,
+    pub branch: &'a str,
+    pub base_commit: &'a str,
+}
+
 /// Makes the planned checkout as a repository of the task's own, with its submodules and
 /// included files; on failure removes what it made.
-pub fn create(plan: &Plan, task_id: &str, git_dir: &Path, includes: &Includes) -> Result<()> {
+pub fn create(plan: &Layout, task_id: &str, git_dir: &Path, includes: &Includes) -> Result<()> {
     let made = make(plan, task_id, git_dir).and_then(|()| {
-        super::submodules::init(&plan.path, &plan.repo_root)?;
-        bring_over(&plan.repo_root, &plan.path, includes).map(drop)
+        super::submodules::init(plan.path, plan.repo_root)?;
+        bring_over(plan.repo_root, plan.path, includes).map(drop)
     });
     if let Err(err) = made {
-        remove(&plan.repo_root, &plan.path, git_dir, task_id);
+        remove(plan.repo_root, plan.path, git_dir, task_id);
         return Err(err);
     }
     Ok(())
 }
 
-fn make(plan: &Plan, task_id: &str, git_dir: &Path) -> Result<()> {
-    let root = Git::new(&plan.repo_root);
+fn make(plan: &Layout, task_id: &str, git_dir: &Path) -> Result<()> {
+    let root = Git::new(plan.repo_root);
     // Pinned first: from here on the user's gc keeps the base, whatever happens next.
-    root.run(["update-ref", &base_pin(task_id), &plan.base_commit, ""])?;
+    root.run(["update-ref", &base_pin(task_id), plan.base_commit, ""])?;
     if let Some(parent) = git_dir.parent() {
         crate::store::create_private_dir(parent)?;
     }
@@ -62,16 +73,16 @@ fn make(plan: &Plan, task_id: &str, git_dir: &Path) -> Result<()> {
     init.push(format!("--initial-branch={}", plan.branch).into());
     init.push(format!("--separate-git-dir={}", git_dir.display()).into());
     init.push(plan.path.as_os_str().to_owned());
-    Git::new(plan.path.parent().unwrap_or(&plan.repo_root)).run(&init)?;
+    Git::new(plan.path.parent().unwrap_or(plan.repo_root)).run(&init)?;
     let alternates = git_dir.join("objects/info/alternates");
     let objects = plan.common_dir.join("objects");
     std::fs::create_dir_all(git_dir.join("objects/info"))
         .and_then(|()| std::fs::write(&alternates, format!("{}\n", objects.display())))
         .map_err(|err| Error::io("write", &alternates, err))?;
     let own = Git::at_git_dir(git_dir);
-    own.run(args::branch_at(&plan.branch, &plan.base_commit))?;
+    own.run(args::branch_at(plan.branch, plan.base_commit))?;
     let index = git_dir.join("index");
-    Git::over(git_dir, &plan.path, &index).run(["read-tree", "--reset", "-u", "HEAD"])?;
+    Git::over(git_dir, plan.path, &index).run(["read-tree", "--reset", "-u", "HEAD"])?;
     Ok(())
 }
 

@@ -104,18 +104,3 @@ fn stop_without_room(task: Task, grace: Duration, err: Error) -> Result<TaskView
         .push("the cancel is not on record yet: the disk is full".into());
     Ok(view)
 }
-
-/// Records the cancels noted while there was no room (see [`stop_without_room`]), once there
-/// is: called by every look before it judges, so the ended pane reads `cancelled`. A task that
-/// ended on record meanwhile keeps its ending (the first ending wins).
-pub(crate) fn record_noted_cancels(tasks: &[Task]) {
-    for task in tasks {
-        let id = &task.record.id;
-        if !store::intent::cancel_noted(id) {
-            continue;
-        }
-        if task.record.status.is_terminal() || record_ending(task.clone(), cancelled()).is_ok() {
-            store::intent::clear_cancel(id);
-        }
-    }
-}

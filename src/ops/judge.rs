@@ -359,7 +359,7 @@ fn refresh_with(
     // After a reboot (or a scheduler killed) the first look finds the queue and serves it.
     super::monitor_lock::ensure_scheduler();
     resume_abandoned_stops(&tasks);
-    super::cancel::record_noted_cancels(&tasks);
+    record_noted_cancels(&tasks);
     // A sandboxed child's reports wait in its drop: on record before any ending of it.
     for task in &tasks {
         let sandboxed = task
@@ -969,4 +969,19 @@ fn run_is_ending(task: &Task) -> bool {
     task.record.mode == crate::spec::Mode::Batch
         && fresh
         && super::stream::read_progress(&task.record.task_dir).is_some_and(|p| p.finished)
+}
+
+/// Records the cancels noted while there was no room (`cancel`'s `stop_without_room`), once there
+/// is: called by every look before it judges, so the ended pane reads `cancelled`. A task that
+/// ended on record meanwhile keeps its ending (the first ending wins).
+fn record_noted_cancels(tasks: &[Task]) {
+    for task in tasks {
+        let id = &task.record.id;
+        if !store::intent::cancel_noted(id) {
+            continue;
+        }
+        if task.record.status.is_terminal() || record_ending(task.clone(), cancelled()).is_ok() {
+            store::intent::clear_cancel(id);
+        }
+    }
 }
