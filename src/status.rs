@@ -195,6 +195,17 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
         None if seen.leader_alive => Verdict::Unseen,
         // Dead to tmux (its terminal closed) while its first process runs on.
         Some(_) if seen.leader_alive => Verdict::Unchanged,
+        // Dead, but tmux has not reaped its process yet (neither a status nor a signal) while
+        // `launch.sh` wrote its ending: the status comes with the next look. (tmux before 3.3
+        // names no signal; there a pane killed after a forged sentinel waits for its timeout,
+        // never reading `completed`.)
+        Some(pane)
+            if pane.dead_status.is_none()
+                && pane.dead_signal.is_none()
+                && seen.sentinel == Some(0) =>
+        {
+            Verdict::Unchanged
+        }
         _ => Verdict::Ended(Ending {
             status: Status::Failed,
             reason: Some("pane_disappeared".into()),
@@ -285,6 +296,9 @@ mod tests {
             pane_pid: 1,
             dead,
             dead_status,
+            // Killed by a signal when it has no status (a pane tmux has not reaped yet is
+            // built by hand in its own test).
+            dead_signal: (dead && dead_status.is_none()).then_some(9),
             in_mode: false,
             height: 50,
             history_lines: 0,
@@ -360,6 +374,17 @@ mod tests {
             panic!()
         };
         assert_eq!(other.reason.as_deref(), Some("nonzero_exit"));
+    }
+
+    #[test]
+    fn a_dead_pane_tmux_has_not_reaped_yet_is_waited_for() {
+        let running = record(Status::Running, None);
+        let mut reaping = pane(true, None);
+        reaping.dead_signal = None;
+        assert!(matches!(
+            judge_with(&running, Some(&reaping), Some(0), at(1)),
+            Verdict::Unchanged
+        ));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 
 /// Fields reported by [`list_panes`], tab-separated; parsed by [`super::parse_panes`].
-const PANE_FORMAT: &str = "#{session_name}\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_in_mode}\t#{pane_height}\t#{history_size}\t#{window_activity}";
+const PANE_FORMAT: &str = "#{session_name}\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_in_mode}\t#{pane_height}\t#{history_size}\t#{window_activity}\t#{pane_dead_signal}";
 
 /// Output format of [`new_task_session`]: `<pane id> <pane pid>`.
 pub const NEW_PANE_FORMAT: &str = "#{pane_id} #{pane_pid}";

@@ -91,6 +91,10 @@ pub struct PaneInfo {
     pub pane_pid: u32,
     pub dead: bool,
     pub dead_status: Option<i32>,
+    /// The signal that ended a dead pane's process (tmux 3.3+). A dead pane with neither this
+    /// nor [`PaneInfo::dead_status`] is one whose process tmux has not reaped yet: its status
+    /// is still to come.
+    pub dead_signal: Option<i32>,
     pub in_mode: bool,
     pub height: usize,
     /// Lines scrolled off the top of the screen into the pane's history.
@@ -147,6 +151,7 @@ pub fn parse_panes(stdout: &str) -> Vec<PaneInfo> {
                 height: fields.next()?.parse().ok()?,
                 history_lines: fields.next()?.parse().ok()?,
                 activity: fields.next()?.parse().ok()?,
+                dead_signal: fields.next().and_then(|field| field.parse().ok()),
             })
         })
         .collect()
@@ -355,9 +360,13 @@ mod tests {
     #[test]
     fn parses_live_and_dead_panes() {
         let panes = parse_panes(
-            "cuekit-task-a\t%1\t42\t0\t\t0\t50\t0\t100\ncuekit-task-b\t%2\t43\t1\t3\t1\t50\t7\t101\nbroken line\n",
+            "cuekit-task-a\t%1\t42\t0\t\t0\t50\t0\t100\t\ncuekit-task-b\t%2\t43\t1\t3\t1\t50\t7\t101\t\ncuekit-task-c\t%3\t44\t1\t\t0\t50\t0\t102\t9\nbroken line\n",
         );
-        assert_eq!(panes.len(), 2);
+        assert_eq!(panes.len(), 3);
+        assert_eq!(
+            (panes[2].dead_status, panes[2].dead_signal),
+            (None, Some(9))
+        );
         assert_eq!(panes[0].dead_status, None);
         assert!(!panes[0].dead);
         assert_eq!(panes[1].dead_status, Some(3));
