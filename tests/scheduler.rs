@@ -181,7 +181,12 @@ fn queued_tasks_start_in_priority_order_then_submit_order() {
         args.extend_from_slice(extra);
         h.submit_sh(&script, &args)
     };
-    let blocker = task("blocker", &[]);
+    // The blocker holds the one slot while the five others are submitted, however slow the
+    // machine (0.3 s was too short under load: a queued one started before its status was read).
+    let blocker = h.submit_sh(
+        &format!("echo blocker >> '{}'; sleep 3", log.display()),
+        &["--mode", "batch"],
+    );
     let low = task("low", &[]);
     let high = task("high", &["--priority", "5"]);
     let middle = task("middle", &["--priority", "1"]);
