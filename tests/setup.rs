@@ -549,3 +549,28 @@ fn a_project_files_code_running_keys_need_the_persons_trust() {
     assert_eq!(code, 14);
     assert!(!ran.exists());
 }
+
+/// The audit's tmux balloon: a project file asking for 65535 columns and two billion lines of
+/// history gets the caps (one tmux server holds every task's pane).
+#[test]
+fn a_project_cannot_size_the_shared_tmux_server_without_bound() {
+    let h = Harness::new();
+    project_config(
+        &h,
+        "tmux:\n  width: 65535\n  height: 65535\n  history_limit: 2000000000\n",
+    );
+    let (entries, code) = h.json(&["config"]);
+    assert_eq!(code, 0, "{entries}");
+    let value = |key: &str| {
+        entries
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["key"] == key)
+            .unwrap()["value"]
+            .clone()
+    };
+    assert_eq!(value("tmux.width"), 1000);
+    assert_eq!(value("tmux.height"), 500);
+    assert_eq!(value("tmux.history_limit"), 200_000);
+}
