@@ -260,44 +260,45 @@ pub fn wrap_shell(
     task_dir: &Path,
     seccomp: Option<&Path>,
 ) -> Result<String> {
-    let status = single_quote(&task_dir.join(STATUS_FILE).to_string_lossy())?;
-    let mut wrapped = format!("export {}; ", crate::launch::PROMPT_VARIABLE);
-    for word in words {
-        wrapped += &single_quote(word)?;
-        wrapped.push(' ');
-    }
-    let filter = match seccomp {
-        Some(path) => (
-            "--seccomp 8 ",
-            format!(" 8<{}", single_quote(&path.to_string_lossy())?),
-        ),
-        None => ("", String::new()),
-    };
-    wrapped += &format!(
-        "{}--json-status-fd 9 -- /bin/sh -c {} 9>{status}{}",
-        filter.0,
-        single_quote(command)?,
-        filter.1
-    );
-    Ok(wrapped)
+    let status = task_dir.join(STATUS_FILE);
+    Ok(format!("export {}; ", crate::launch::PROMPT_VARIABLE)
+        + &shell_line(command, words, Some(&status), seccomp)?)
 }
 
 /// A plain shell command run inside the sandbox (`worktree.setup`): `bwrap … -- /bin/sh -c
 /// 'COMMAND'`, under the keystroke filter when there is one. Its exit status is the command's.
 pub fn wrap_command(command: &str, words: &[String], seccomp: Option<&Path>) -> Result<String> {
-    let mut wrapped = String::new();
+    shell_line(command, words, None, seccomp)
+}
+
+/// `bwrap WORDS… [--seccomp 8] [--json-status-fd 9] -- /bin/sh -c 'COMMAND' [9>STATUS]
+/// [8<FILTER]`, every word quoted.
+fn shell_line(
+    command: &str,
+    words: &[String],
+    status: Option<&Path>,
+    seccomp: Option<&Path>,
+) -> Result<String> {
+    let quote_path = |path: &Path| single_quote(&path.to_string_lossy());
+    let mut line = String::new();
     for word in words {
-        wrapped += &single_quote(word)?;
-        wrapped.push(' ');
+        line += &single_quote(word)?;
+        line.push(' ');
     }
     if seccomp.is_some() {
-        wrapped += "--seccomp 8 ";
+        line += "--seccomp 8 ";
     }
-    wrapped += &format!("-- /bin/sh -c {}", single_quote(command)?);
-    if let Some(path) = seccomp {
-        wrapped += &format!(" 8<{}", single_quote(&path.to_string_lossy())?);
+    if status.is_some() {
+        line += "--json-status-fd 9 ";
     }
-    Ok(wrapped)
+    line += &format!("-- /bin/sh -c {}", single_quote(command)?);
+    if let Some(status) = status {
+        line += &format!(" 9>{}", quote_path(status)?);
+    }
+    if let Some(filter) = seccomp {
+        line += &format!(" 8<{}", quote_path(filter)?);
+    }
+    Ok(line)
 }
 
 /// A classic BPF program for bubblewrap's `--seccomp`: `ioctl` with `TIOCSTI` (push a byte

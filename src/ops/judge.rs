@@ -270,13 +270,7 @@ pub(crate) const ADVISORY_APPROVAL: &str = "approvals of an unsandboxed task are
 /// Says, on a permission request of a task without bubblewrap around it, that its approvals
 /// are advisory.
 fn advise_unsandboxed(task: &Task, view: &mut TaskView) {
-    let sandboxed = task
-        .placement
-        .facts
-        .as_ref()
-        .and_then(|facts| facts.sandbox.as_ref())
-        .is_some_and(|policy| policy.mode == crate::sandbox::SandboxMode::Bwrap);
-    if !sandboxed {
+    if !task.in_bubblewrap() {
         view.warnings.push(ADVISORY_APPROVAL.to_string());
     }
 }
@@ -919,13 +913,7 @@ pub(crate) fn has_ended(task: &Task) -> Result<bool> {
 /// the agent's exit code was never up (or bubblewrap died). (An ACP task's agent is started by its client, which reports
 /// its own failure.)
 fn sandbox_never_came_up(task: &Task) -> bool {
-    let wrapped = task.record.mode != crate::spec::Mode::Acp
-        && task
-            .placement
-            .facts
-            .as_ref()
-            .and_then(|facts| facts.sandbox.as_ref())
-            .is_some_and(|policy| policy.mode == crate::sandbox::SandboxMode::Bwrap);
+    let wrapped = task.record.mode != crate::spec::Mode::Acp && task.in_bubblewrap();
     wrapped
         && !store::read_small(&task.record.task_dir.join(crate::sandbox::STATUS_FILE))
             .map(|bytes| crate::sandbox::came_up(&String::from_utf8_lossy(&bytes)))
@@ -936,13 +924,7 @@ fn sandbox_never_came_up(task: &Task) -> bool {
 /// in a bubblewrap sandbox: its status file is in the task directory, which the sandbox shows
 /// read-only, so the child cannot have written it. `None` for any other task.
 fn sandbox_exit(task: &Task) -> Option<i32> {
-    let wrapped = task.record.mode != crate::spec::Mode::Acp
-        && task
-            .placement
-            .facts
-            .as_ref()
-            .and_then(|facts| facts.sandbox.as_ref())
-            .is_some_and(|policy| policy.mode == crate::sandbox::SandboxMode::Bwrap);
+    let wrapped = task.record.mode != crate::spec::Mode::Acp && task.in_bubblewrap();
     if !wrapped {
         return None;
     }

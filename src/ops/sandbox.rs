@@ -186,14 +186,17 @@ pub(crate) struct Subject<'a> {
 }
 
 /// The launch command with the task's sandbox around the agent: bubblewrap's words (or the
-/// agent's own flag) put in; unchanged without a sandbox.
+/// agent's own flag) put in; unchanged without a sandbox. `setup` (`worktree.setup`) comes back
+/// wrapped in the same bubblewrap sandbox, else as it is.
 pub(crate) fn wrap(
     launch: LaunchCommand,
     policy: &Policy,
     subject: &Subject,
-) -> Result<LaunchCommand> {
+    setup: Option<&str>,
+) -> Result<(LaunchCommand, Option<String>)> {
+    let setup = setup.map(String::from);
     match policy.mode {
-        SandboxMode::None => Ok(launch),
+        SandboxMode::None => Ok((launch, setup)),
         SandboxMode::Agent => {
             let flag = subject.adapter.own_sandbox_flag.ok_or_else(|| {
                 unavailable(
@@ -205,37 +208,30 @@ pub(crate) fn wrap(
             let program_end = at + first_word_len(&launch.command[at..]);
             let mut command = launch.command.clone();
             command.insert_str(program_end, &format!(" {flag}"));
-            Ok(LaunchCommand { command, ..launch })
+            Ok((LaunchCommand { command, ..launch }, setup))
         }
         SandboxMode::Bwrap => {
             let bwrap = probe()?;
             let plan = plan(policy, subject)?;
             let words = sandbox::bwrap_words(&bwrap.to_string_lossy(), &plan);
+            let filter = keystroke_filter()?;
             let command = match launch.agent_at {
                 Some(at) => sandbox::wrap_agent_words(&launch.command, at, &words)?,
                 None => sandbox::wrap_shell(
                     &launch.command,
                     &words,
                     subject.task_dir,
-                    keystroke_filter()?.as_deref(),
+                    filter.as_deref(),
                 )?,
             };
-            Ok(LaunchCommand { command, ..launch })
+            // `worktree.setup` runs on the task's checkout, which may hold another child's
+            // work (`--base-from`): inside the same sandbox as the agent.
+            let setup = setup
+                .map(|setup| sandbox::wrap_command(&setup, &words, filter.as_deref()))
+                .transpose()?;
+            Ok((LaunchCommand { command, ..launch }, setup))
         }
     }
-}
-
-/// `worktree.setup` as a sandboxed task runs it: inside the same sandbox as its agent, since it
-/// runs on the task's checkout, which may hold another child's work (`--base-from`).
-/// Unchanged without the bubblewrap sandbox.
-pub(crate) fn wrap_setup(setup: &str, policy: &Policy, subject: &Subject) -> Result<String> {
-    if policy.mode != SandboxMode::Bwrap {
-        return Ok(setup.to_string());
-    }
-    let bwrap = probe()?;
-    let plan = plan(policy, subject)?;
-    let words = sandbox::bwrap_words(&bwrap.to_string_lossy(), &plan);
-    sandbox::wrap_command(setup, &words, keystroke_filter()?.as_deref())
 }
 
 /// The file holding [`sandbox::keystroke_filter`] (in cuekit's data dir, written once), or

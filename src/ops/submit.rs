@@ -744,19 +744,30 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         bin: &bin,
         tmux_socket: Path::new(&socket.0),
     };
-    let LaunchCommand {
-        command,
-        warnings: launch_warnings,
-        ..
-    } = super::sandbox::wrap(launch, &sandbox, &subject).map_err(|err| match approvals {
-        super::sandbox::Approvals::SandboxedForThem => {
-            let hint = err.hint.clone().unwrap_or_default();
-            err.with_hint(format!(
-                "this task asks for approvals, which only a sandbox makes binding: {hint}; \
+    // `worktree.setup` runs code: an untrusted project file's was refused above and is not
+    // in its layer. A sandboxed task runs it inside its sandbox.
+    let setup = use_worktree
+        .then(|| config.worktree_setup())
+        .flatten()
+        .map(|s| s.value);
+    let (
+        LaunchCommand {
+            command,
+            warnings: launch_warnings,
+            ..
+        },
+        setup,
+    ) = super::sandbox::wrap(launch, &sandbox, &subject, setup.as_deref()).map_err(|err| {
+        match approvals {
+            super::sandbox::Approvals::SandboxedForThem => {
+                let hint = err.hint.clone().unwrap_or_default();
+                err.with_hint(format!(
+                    "this task asks for approvals, which only a sandbox makes binding: {hint}; \
                  or pass --sandbox=none to run it as you (its approvals then advisory)"
-            ))
+                ))
+            }
+            _ => err,
         }
-        _ => err,
     })?;
     let warnings: Vec<String> = policy_warnings
         .into_iter()
@@ -764,13 +775,6 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .chain(launch_warnings)
         .collect();
 
-    // `worktree.setup` runs code: an untrusted project file's was refused above and is not
-    // in its layer. A sandboxed task runs it inside its sandbox.
-    let setup = use_worktree
-        .then(|| config.worktree_setup())
-        .flatten()
-        .map(|s| super::sandbox::wrap_setup(&s.value, &sandbox, &subject))
-        .transpose()?;
     socket.ensure_dir()?;
     let session = args::session_name(&id);
     let created_at = super::now_rfc3339();

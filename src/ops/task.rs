@@ -30,6 +30,16 @@ impl Task {
     pub fn worktree(&self) -> Option<&WorktreePlacement> {
         self.placement.facts.as_ref()?.worktree.as_ref()
     }
+
+    /// Whether the registry put the task inside bubblewrap (its own repository, its agent and
+    /// setup inside, approvals binding).
+    pub fn in_bubblewrap(&self) -> bool {
+        self.placement
+            .facts
+            .as_ref()
+            .and_then(|facts| facts.sandbox.as_ref())
+            .is_some_and(|policy| policy.mode == crate::sandbox::SandboxMode::Bwrap)
+    }
 }
 
 pub(crate) fn leader_of(pane: Option<&PaneStart>) -> Option<GroupLeader> {

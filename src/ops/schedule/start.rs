@@ -180,12 +180,7 @@ fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Con
         branch,
         dir_template: &config.worktree_dir().value,
         branch_prefix: &config.branch_prefix().value,
-        own_repo: task
-            .placement
-            .facts
-            .as_ref()
-            .and_then(|facts| facts.sandbox.as_ref())
-            .is_some_and(|policy| policy.mode == crate::sandbox::SandboxMode::Bwrap),
+        own_repo: task.in_bubblewrap(),
     })?;
     {
         let _marked = crate::git::Submitting::mark(&id);
@@ -330,7 +325,7 @@ fn rescript(
         .as_ref()
         .and_then(|facts| facts.sandbox.clone())
         .unwrap_or_default();
-    let launch = crate::ops::sandbox::wrap(
+    let (launch, _) = crate::ops::sandbox::wrap(
         launch,
         &policy,
         &crate::ops::sandbox::Subject {
@@ -344,6 +339,7 @@ fn rescript(
             bin: &bin,
             tmux_socket: Path::new(&task.placement.socket.0),
         },
+        None,
     )?;
     let gate = gate_paths(&record.id)?;
     let script = crate::ops::prepare::launch_script(
