@@ -783,9 +783,9 @@ fn retries_stop_after_n_and_the_task_ends_rate_limited() {
     // On purpose: `cuekit retry` starts one more, continuing the session.
     let (view, code) = h.json(&["retry", &id]);
     assert_eq!(code, 0, "{view}");
-    h.json(&["wait", &id, "--timeout", "120s"]);
+    let (waited, _) = h.json(&["wait", &id, "--timeout", "120s"]);
     let runs = std::fs::read_to_string(&argv_log).unwrap();
-    assert_eq!(runs.lines().count(), 3, "{runs}");
+    assert_eq!(runs.lines().count(), 3, "{runs}\n{view}\n{waited}");
     assert!(
         runs.lines()
             .last()

@@ -935,7 +935,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     // task without its pane. The pane itself waits for the registry entry before it starts
     // the agent.
     let launch = Tmux::new(socket.clone())
-        .spawn(&args::new_task_session(&args::NewTaskSession {
+        .spawn_session(&args::new_task_session(&args::NewTaskSession {
             session: &session,
             owner: &store::data_dir().unwrap_or_default(),
             cwd: &agent_dir,

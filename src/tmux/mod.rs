@@ -157,6 +157,7 @@ pub fn parse_panes(stdout: &str) -> Vec<PaneInfo> {
         .collect()
 }
 
+#[derive(Clone)]
 pub struct Tmux {
     socket: Socket,
 }
@@ -164,11 +165,43 @@ pub struct Tmux {
 /// A tmux invocation under way.
 pub struct Pending {
     child: std::process::Child,
+    /// For a new session: how to ask again when the server reached was on its way out.
+    again: Option<(Tmux, args::Argv)>,
+}
+
+/// How many times a new session is asked for when the server it reached was exiting.
+const SESSION_TRIES: u32 = 5;
+
+/// tmux's words when the server it reached exited before answering. A server exits once its
+/// last session is killed (`cuekit rm`, a cancel, a retry's start making room): a client that
+/// connected just before then gets no session. Asked again, tmux starts a new server.
+fn is_server_lost(message: &str) -> bool {
+    message.contains("server exited unexpectedly") || message.contains("lost server")
 }
 
 impl Pending {
-    /// Waits for tmux; its stdout, or its complaint as a `tmux_failed` error.
-    pub fn finish(self) -> Result<String> {
+    /// Waits for tmux; its stdout, or its complaint as a `tmux_failed` error. A new session
+    /// whose server exited under it is asked for again (see [`is_server_lost`]).
+    pub fn finish(mut self) -> Result<String> {
+        let again = self.again.take();
+        let mut answer = self.finish_once();
+        if let Some((tmux, argv)) = again {
+            for attempt in 1..SESSION_TRIES {
+                match &answer {
+                    Err(err) if is_server_lost(&err.message) => {
+                        std::thread::sleep(std::time::Duration::from_millis(
+                            10 * u64::from(attempt),
+                        ));
+                        answer = tmux.run(&argv);
+                    }
+                    _ => break,
+                }
+            }
+        }
+        answer
+    }
+
+    fn finish_once(self) -> Result<String> {
         let output = self.child.wait_with_output().map_err(|err| {
             Error::new(ErrorCode::TmuxFailed, format!("tmux did not finish: {err}"))
         })?;
@@ -214,6 +247,14 @@ impl Tmux {
         self.start(args, None)
     }
 
+    /// [`Tmux::spawn`] for a `new-session`, which [`Pending::finish`] asks for again when the
+    /// server it reached exited meanwhile.
+    pub fn spawn_session(&self, args: &args::Argv) -> Result<Pending> {
+        let mut pending = self.start(args, None)?;
+        pending.again = Some((self.clone(), args.clone()));
+        Ok(pending)
+    }
+
     fn start(&self, args: &args::Argv, input: Option<&[u8]>) -> Result<Pending> {
         let mut command = Command::new(binary());
         command
@@ -255,7 +296,7 @@ impl Tmux {
                 )
             })?;
         }
-        Ok(Pending { child })
+        Ok(Pending { child, again: None })
     }
 
     /// Every pane of the server in one tmux call; no server means no panes.

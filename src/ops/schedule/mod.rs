@@ -340,6 +340,9 @@ pub struct Looked {
 
 /// One look at the queue: records the endings of slot holders that are gone, fails the tasks
 /// whose dependency failed, and starts every task that may start now, in priority order.
+/// How soon a further attempt held back by its earlier attempt's processes is looked at again.
+const LINGER_RECHECK: Duration = Duration::from_millis(500);
+
 pub fn start_due() -> Result<Looked> {
     if !schedule::any_queued() && schedule::claimed_ids().is_empty() {
         return Ok(Looked::default());
@@ -392,6 +395,9 @@ pub fn start_due() -> Result<Looked> {
         if !plan.attempts.is_empty()
             && !crate::process::task_processes(&task.record.id, task.group_leader()).is_empty()
         {
+            // Looked at again soon: their ending changes nothing the scheduler watches.
+            let soon = now + LINGER_RECHECK;
+            next_due = Some(next_due.map_or(soon, |due| due.min(soon)));
             continue;
         }
         let agent = task.record.spec.agent_kind.clone();
@@ -588,6 +594,10 @@ pub(crate) fn withdraw(task: Task) -> Result<Task> {
 }
 
 /// `cuekit __scheduler`: looks at the queue every tick until nothing waits; one per user.
+///
+/// Whoever queues a task and finds the runner's lock held leaves the start to its holder, so
+/// a runner that found the queue empty looks again once its lock is dropped: a task queued
+/// in between is never left without a runner.
 pub fn run_scheduler() -> Result<()> {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
@@ -596,20 +606,38 @@ pub fn run_scheduler() -> Result<()> {
     let Some(path) = schedule::runner_lock_path() else {
         return Ok(());
     };
-    let Some(_lock) = store::lock_file_try(&path)? else {
-        return Ok(());
-    };
     let data = store::data_dir();
     let served = data.as_deref().and_then(dir_identity);
+    loop {
+        let Some(lock) = store::lock_file_try(&path)? else {
+            return Ok(());
+        };
+        if serve_until_empty(data.as_deref(), served) == Served::DataGone {
+            return Ok(());
+        }
+        drop(lock);
+        if !schedule::any_queued() && schedule::claimed_ids().is_empty() {
+            return Ok(());
+        }
+    }
+}
+
+#[derive(PartialEq, Eq)]
+enum Served {
+    QueueEmpty,
+    /// The user's data is gone (a throw-away HOME removed): nothing left to serve.
+    DataGone,
+}
+
+fn serve_until_empty(data: Option<&Path>, served: Option<(u64, u64)>) -> Served {
     let mut watch = watch::Watch::default();
     loop {
-        // The user's data is gone (a throw-away HOME removed): nothing left to serve.
-        if served.is_none() || data.as_deref().and_then(dir_identity) != served {
-            return Ok(());
+        if served.is_none() || data.and_then(dir_identity) != served {
+            return Served::DataGone;
         }
         if watch.due() {
             match start_due() {
-                Ok(looked) if !looked.waiting => return Ok(()),
+                Ok(looked) if !looked.waiting => return Served::QueueEmpty,
                 Ok(looked) => watch.looked(looked.next_due),
                 // A look that fails (a full disk) is taken again on the next tick.
                 Err(_) => watch.looked(None),

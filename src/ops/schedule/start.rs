@@ -103,7 +103,7 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
         .as_ref()
         .map_or(config.height().value, |t| t.height);
     let answer = tmux
-        .spawn(&args::new_task_session(&args::NewTaskSession {
+        .spawn_session(&args::new_task_session(&args::NewTaskSession {
             session,
             owner: &store::data_dir().unwrap_or_default(),
             cwd: &agent_dir(task),
