@@ -150,6 +150,6 @@ fn own_repository() {
 /// What `submit --sandbox` runs once to know a sandbox can be made.
 fn probe_command() -> std::process::Command {
     let mut command = std::process::Command::new("bwrap");
-    command.args(cuekit::sandbox::PROBE);
+    command.args(cuekit::domain::sandbox::PROBE);
     command
 }

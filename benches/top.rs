@@ -47,7 +47,7 @@ impl Bench {
 
     /// `cuekit top` in a 200×50 pane, as a person outside tmux runs it.
     fn start_top(&self) {
-        let quote = |value: &str| cuekit::launch::single_quote(value).unwrap();
+        let quote = |value: &str| cuekit::domain::launch::single_quote(value).unwrap();
         let mut script = format!("unset TMUX_PANE {}\n", UNSET.join(" "));
         for (name, value) in self.sandbox.env() {
             script.push_str(&format!(

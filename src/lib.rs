@@ -1,45 +1,25 @@
 //! cuekit: delegate work to child coding agents running in tmux.
 //!
-//! Data flows one way: a request becomes a [`spec::TaskSpec`], an [`adapter`] turns it into a
-//! launch command, [`launch`] wraps it with the exit-code sentinel, [`tmux`] starts it, and
-//! [`store`] records it. [`status`] judges a task from its record, one pane snapshot and the
-//! sentinel. The [`ops`] are what the front ends ([`cli`], [`mcp`], the [`top`] dashboard) call.
+//! The crate is built in layers, each a folder; an arrow may only point down (tests/structure.rs
+//! says so for every path):
+//!
+//! - faces — [`cli`], [`mcp`] and the [`top`] dashboard: read what the user asked, call an
+//!   operation, show its answer;
+//! - [`ops`] — the operations the faces call, and the background workers that run with no face;
+//! - [`effects`] — everything that touches the world: tmux, the store, git, processes, remote
+//!   hosts, the project's files, the configuration as read;
+//! - [`domain`] — the task and its rules, pure: specs, adapters and the launch command, statuses
+//!   and their judgment, transitions, the sandbox plan, the ACP protocol and session machine.
+//!
+//! Data flows one way: a request becomes a [`domain::spec::TaskSpec`], an adapter turns it into a
+//! launch command, the launch builder wraps it with the exit-code sentinel, tmux starts it, and
+//! the store records it.
 
-pub mod acp;
-pub mod adapter;
-pub mod age;
-pub mod attention;
 pub mod cli;
-pub mod config;
-pub mod doctor;
-pub mod error;
-pub mod events;
-pub mod git;
-pub mod hooks;
-pub mod launch;
+pub mod domain;
+pub mod effects;
 pub mod mcp;
-pub mod notify;
 pub mod ops;
-pub mod process;
-pub mod project;
-pub mod remote;
-pub mod report;
-pub mod result_text;
-pub mod role;
-pub mod sandbox;
-pub mod spec;
-pub mod status;
-pub mod steer;
-pub mod store;
-pub mod tail;
-pub mod team;
-pub mod terminal_text;
-pub mod tmux;
 pub mod top;
-pub mod transcript;
-pub mod transition;
-pub mod trust;
-pub mod which;
-pub mod yaml_depth;
 
-pub use error::{Error, ErrorCode, Result};
+pub use domain::error::{Error, ErrorCode, Result};

@@ -14,7 +14,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
-use cuekit::adapter::{ADAPTERS, Adapter, acp::AcpLaunch};
+use cuekit::domain::adapter::{ADAPTERS, Adapter, acp::AcpLaunch};
 use serde_json::{Value, json};
 
 /// The longest any one answer may take (the slowest seen is ~2.5 s, on a loaded machine).

@@ -644,7 +644,7 @@ fn tasks_on_two_servers_with_the_same_pane_id_are_judged_by_their_own_screens() 
                 .lines()
                 .filter_map(|pid| pid.parse().ok())
             {
-                cuekit::process::terminate_tree(pid, Duration::from_millis(500));
+                cuekit::effects::process::terminate_tree(pid, Duration::from_millis(500));
             }
             let _ = Command::new("tmux")
                 .args(["-L", &self.0, "kill-server"])
@@ -872,8 +872,8 @@ struct Unreachable {
 impl Drop for Unreachable {
     fn drop(&mut self) {
         unsafe { libc::kill(self.server as i32, libc::SIGTERM) };
-        cuekit::process::terminate(
-            cuekit::process::task_processes(&self.task, None),
+        cuekit::effects::process::terminate(
+            cuekit::effects::process::task_processes(&self.task, None),
             Duration::from_millis(500),
         );
     }

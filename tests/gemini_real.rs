@@ -113,7 +113,7 @@ fn cancel_ends_the_whole_tree_and_is_never_read_as_success() {
         h.screen(&id).contains("Type your message")
     });
     let (_, pane_pid) = h.pane(&id);
-    let tree = cuekit::process::process_tree(pane_pid);
+    let tree = cuekit::effects::process::process_tree(pane_pid);
     assert!(
         tree.len() >= 3,
         "sh, the gemini launcher and its relaunched child: {tree:?}"
@@ -123,7 +123,7 @@ fn cancel_ends_the_whole_tree_and_is_never_read_as_success() {
     assert_eq!(cancelled[0]["status"], "cancelled");
     for pid in &tree {
         assert!(
-            !cuekit::process::is_alive(*pid),
+            !cuekit::effects::process::is_alive(*pid),
             "pid {pid} of the task survived the cancel"
         );
     }

@@ -3,8 +3,8 @@
 
 use std::process::Command;
 
-use cuekit::adapter::build_gemini_launch_command;
-use cuekit::spec::{Mode, TaskSpec};
+use cuekit::domain::adapter::build_gemini_launch_command;
+use cuekit::domain::spec::{Mode, TaskSpec};
 use proptest::prelude::*;
 
 /// Runs `command` with `gemini` defined as a function that prints its argv NUL-separated, then
@@ -65,7 +65,7 @@ fn expected(prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String> {
     match (mode, prompt.starts_with('-')) {
         (Mode::Batch, _) => argv.extend([
             "-p".to_string(),
-            cuekit::adapter::GEMINI_STDIN_PROMPT_NOTE.to_string(),
+            cuekit::domain::adapter::GEMINI_STDIN_PROMPT_NOTE.to_string(),
             prompt.to_string(),
         ]),
         (Mode::Interactive, false) => argv.push(prompt.to_string()),
@@ -95,11 +95,11 @@ fn tricky_prompts_arrive_intact() {
                 "gemini",
             )
             .unwrap();
-            let file = prompt_file(&cuekit::spec::render_prompt(&spec(prompt, None)));
+            let file = prompt_file(&cuekit::domain::spec::render_prompt(&spec(prompt, None)));
             assert_eq!(
                 argv_seen_by_sh(&launch.command, file.path()),
                 expected(
-                    &cuekit::spec::render_prompt(&spec(prompt, None)),
+                    &cuekit::domain::spec::render_prompt(&spec(prompt, None)),
                     mode,
                     Some("gemini-2.5-flash")
                 ),
@@ -119,7 +119,7 @@ proptest! {
         batch in any::<bool>(),
     ) {
         // Trailing whitespace is trimmed by prompt rendering; compare with what is rendered.
-        let rendered = cuekit::spec::render_prompt(&spec(&prompt, None));
+        let rendered = cuekit::domain::spec::render_prompt(&spec(&prompt, None));
         prop_assume!(!rendered.trim().is_empty());
         let mode = if batch { Mode::Batch } else { Mode::Interactive };
         let launch = build_gemini_launch_command(&spec(&prompt, None), mode, "gemini").unwrap();

@@ -250,7 +250,7 @@ fn plain_batch_output_and_interactive_tasks_still_have_a_result() {
             Some(
                 format!(
                     "reply to: streamed please  {}",
-                    cuekit::adapter::GEMINI_STDIN_PROMPT_NOTE
+                    cuekit::domain::adapter::GEMINI_STDIN_PROMPT_NOTE
                 )
                 .as_str()
             )

@@ -1,34 +1,34 @@
 //! The trust boundary as structure: project data (what a cloned repository or a child may have
 //! written) enters through one door, `src/project/`. This test keeps it so: a module that opens
 //! or lists files must be one of those below, each with the reason it may. A new capability
-//! that wants a project file asks `crate::project` for it (a file proven inside its root, a
+//! that wants a project file asks `crate::effects::project` for it (a file proven inside its root, a
 //! name of a checked shape) instead of opening it on its own.
 
 use std::path::{Path, PathBuf};
 
 /// Modules that may open or list files, and what they open.
 const MAY_OPEN: &[(&str, &str)] = &[
-    ("src/project/", "the one door for project data"),
+    ("src/effects/project/", "the one door for project data"),
     (
-        "src/store/",
+        "src/effects/store/",
         "cuekit's own records, registry and logs (opened without following links)",
     ),
-    ("src/process.rs", "the kernel's /proc"),
+    ("src/effects/process.rs", "the kernel's /proc"),
     (
-        "src/git/cleanup.rs",
+        "src/effects/git/cleanup.rs",
         "the kernel's /proc (processes inside a worktree)",
     ),
     (
-        "src/git/include.rs",
+        "src/effects/git/include.rs",
         "names in a folder of untracked files being copied (each entry checked before it is)",
     ),
     (
-        "src/git/checkout.rs",
+        "src/effects/git/checkout.rs",
         "cuekit's own index of a task's checkout, in the task directory (copied per process; \
          never the child's index)",
     ),
     (
-        "src/git/fingerprint.rs",
+        "src/effects/git/fingerprint.rs",
         "the names and `lstat` of a task worktree's entries (never their contents), for the \
          conflict recheck's fingerprint",
     ),
@@ -37,13 +37,13 @@ const MAY_OPEN: &[(&str, &str)] = &[
         "the names in a project's tasks folder (records go through the store)",
     ),
     (
-        "src/doctor.rs",
+        "src/ops/doctor.rs",
         "the names in a project's tasks folder (records go through the store)",
     ),
-    ("src/config/mod.rs", "the user's own config file"),
-    ("src/role/mod.rs", "the user's own role profiles"),
+    ("src/effects/config/mod.rs", "the user's own config file"),
+    ("src/effects/role/mod.rs", "the user's own role profiles"),
     (
-        "src/trust.rs",
+        "src/effects/trust.rs",
         "the user's trust entries and the file the user trusts",
     ),
     (
@@ -51,11 +51,11 @@ const MAY_OPEN: &[(&str, &str)] = &[
         "a file the user names on the command line",
     ),
     (
-        "src/adapter/",
+        "src/domain/adapter/",
         "the agents' own settings in the user's HOME (auth probes)",
     ),
     (
-        "src/remote/",
+        "src/effects/remote/",
         "cuekit's own files in the user's data directory",
     ),
     (
@@ -131,8 +131,8 @@ fn only_the_door_and_named_modules_open_files() {
     }
     assert!(
         unexplained.is_empty(),
-        "these open files outside the door; read project data through crate::project (or \
-         cuekit's own files through crate::store), or add the module to MAY_OPEN with why:\n{}",
+        "these open files outside the door; read project data through crate::effects::project (or \
+         cuekit's own files through crate::effects::store), or add the module to MAY_OPEN with why:\n{}",
         unexplained.join("\n")
     );
 }

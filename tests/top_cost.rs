@@ -50,7 +50,7 @@ fn a_refresh_with_a_preview_costs_at_most_two_tmux_calls_at_300_tasks() {
     let shim_dir = h.root().join("shim");
     std::fs::create_dir_all(&shim_dir).unwrap();
     let log = h.root().join("tmux-calls.log");
-    let real = cuekit::which::find_on_path("tmux").expect("tmux on PATH");
+    let real = cuekit::effects::which::find_on_path("tmux").expect("tmux on PATH");
     write_executable(
         &shim_dir.join("tmux"),
         &format!(
@@ -80,7 +80,7 @@ fn a_refresh_with_a_preview_costs_at_most_two_tmux_calls_at_300_tasks() {
             board
                 .rows
                 .iter()
-                .all(|row| row.view.status == cuekit::status::Status::Running),
+                .all(|row| row.view.status == cuekit::domain::status::Status::Running),
             "every task is running"
         );
         let preview = board.preview.expect("the selected task is previewed");

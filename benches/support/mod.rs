@@ -138,13 +138,13 @@ impl Drop for Sandbox {
                         .any(|w| w == b"__scheduler" || w == b"__monitor")
             })
             .collect();
-        cuekit::process::terminate(background, Duration::from_millis(200));
+        cuekit::effects::process::terminate(background, Duration::from_millis(200));
         let pids: BTreeSet<u32> = self
             .tmux(&["list-panes", "-a", "-F", "#{pane_pid}"])
             .lines()
             .filter_map(|pid| pid.parse().ok())
             .collect();
-        cuekit::process::terminate(pids, Duration::from_millis(200));
+        cuekit::effects::process::terminate(pids, Duration::from_millis(200));
         let _ = self.tmux(&["kill-server"]);
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::acp::client::{self, Options};
+use crate::effects::acp::client::{self, Options};
 
 #[derive(Debug, Args)]
 pub struct AcpArgs {

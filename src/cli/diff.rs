@@ -23,7 +23,7 @@ pub fn run(args: &DiffArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     if let Some(patch) = &diff.patch {
         // Exact bytes for a pipe (`git apply`); on a terminal, a child's file must not drive it.
         if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-            print!("{}", crate::terminal_text::visible(patch));
+            print!("{}", crate::domain::display::terminal_text::visible(patch));
         } else {
             print!("{patch}");
         }

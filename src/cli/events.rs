@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::effects::store::transitions::TransitionEvent;
 use crate::ops::{self, EventScope};
-use crate::store::transitions::TransitionEvent;
 
 #[derive(Debug, Args)]
 pub struct EventsArgs {

@@ -6,7 +6,7 @@ use clap::{Args, CommandFactory};
 use clap_complete::env::Shells;
 
 use super::Cli;
-use crate::error::{Error, ErrorCode};
+use crate::domain::error::{Error, ErrorCode};
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {

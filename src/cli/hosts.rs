@@ -3,7 +3,7 @@ use std::path::Path;
 use clap::Subcommand;
 
 use super::render::{print_json, say};
-use crate::error::ErrorCode;
+use crate::domain::error::ErrorCode;
 use crate::ops::{self, HostReport};
 
 /// `cuekit hosts`: exit status 0 when every host answers with this cuekit's version, else the

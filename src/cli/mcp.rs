@@ -3,7 +3,7 @@ use std::path::Path;
 use clap::{Args, Subcommand};
 
 use super::render::print_json;
-use crate::error::{Error, ErrorCode};
+use crate::domain::error::{Error, ErrorCode};
 use crate::mcp::{self, Client};
 
 #[derive(Debug, Args)]
@@ -76,7 +76,7 @@ pub fn run(args: &McpArgs, cwd: &Path) -> anyhow::Result<i32> {
             let kind = Client::parse(client).expect("clap checked the name");
             let dir = match dir {
                 Some(dir) => cwd.join(dir),
-                None => crate::store::data_dir()
+                None => crate::effects::store::data_dir()
                     .ok_or_else(|| {
                         Error::new(ErrorCode::Io, "cannot find a home directory")
                             .with_hint("set HOME, or pass --dir")
@@ -88,13 +88,13 @@ pub fn run(args: &McpArgs, cwd: &Path) -> anyhow::Result<i32> {
             for (name, content) in &files {
                 let path = dir.join(name);
                 if let Some(parent) = path.parent() {
-                    crate::store::create_private_dir(parent)?;
+                    crate::effects::store::create_private_dir(parent)?;
                 }
-                crate::store::write_atomic(&path, content.as_bytes())?;
+                crate::effects::store::write_atomic(&path, content.as_bytes())?;
             }
             let names: Vec<&str> = files.iter().map(|(name, _)| *name).collect();
             print_json(&serde_json::json!({"dir": dir, "files": names}));
-            let dir_word = crate::launch::single_quote(&dir.to_string_lossy())?;
+            let dir_word = crate::domain::launch::single_quote(&dir.to_string_lossy())?;
             eprintln!(
                 "{}",
                 if kind == Client::Claude {
@@ -122,16 +122,16 @@ fn this_binary() -> Result<std::path::PathBuf, Error> {
 /// The credential variables of the agents a parent is likely to start: the default agent and
 /// every agent installed here, each variable once.
 fn child_auth_env(cwd: &Path) -> Vec<&'static str> {
-    let config = crate::config::Config::load(cwd).ok();
+    let config = crate::effects::config::Config::load(cwd).ok();
     let default_agent = config.as_ref().map(|c| c.agent().value);
     let mut names = Vec::new();
-    for adapter in crate::adapter::ADAPTERS {
+    for adapter in crate::domain::adapter::ADAPTERS {
         let bin = config
             .as_ref()
             .and_then(|c| c.bin(adapter.kind()))
             .map_or_else(|| adapter.default_bin.to_string(), |s| s.value);
         let wanted = default_agent.as_deref() == Some(adapter.kind())
-            || (!adapter.runs_argv && crate::which::find_on_path(&bin).is_some());
+            || (!adapter.runs_argv && crate::effects::which::find_on_path(&bin).is_some());
         if wanted {
             for name in adapter.auth_env {
                 if !names.contains(name) {
@@ -188,7 +188,7 @@ fn install(
     let entry = &config[section]["cuekit"];
     // A project's file is project data: read through the door, written where no link leads.
     let (file, old) = if project {
-        let root = crate::project::Root::new(cwd)?;
+        let root = crate::effects::project::Root::new(cwd)?;
         let old = root.read_text(&file)?;
         (root.prove_no_links(&file)?, old)
     } else {
@@ -216,12 +216,12 @@ fn install(
                 "{}.cuekit-backup",
                 file.extension().and_then(|e| e.to_str()).unwrap_or("json")
             ));
-            crate::store::write_atomic(&backup, old.as_bytes())?;
+            crate::effects::store::write_atomic(&backup, old.as_bytes())?;
             Some(backup)
         }
         None => None,
     };
-    crate::store::write_atomic(&file, text.as_bytes())?;
+    crate::effects::store::write_atomic(&file, text.as_bytes())?;
     Ok(serde_json::json!({"file": file, "changed": true, "backup": backup}))
 }
 
@@ -278,7 +278,7 @@ fn codex_append(file: &Path, table: &str) -> Result<serde_json::Value, Error> {
     }
     let backup = (!old.is_empty()).then(|| file.with_extension("toml.cuekit-backup"));
     if let Some(backup) = &backup {
-        crate::store::write_atomic(backup, old.as_bytes())?;
+        crate::effects::store::write_atomic(backup, old.as_bytes())?;
     }
     let separator = if old.is_empty() || old.ends_with("\n\n") {
         ""
@@ -287,6 +287,6 @@ fn codex_append(file: &Path, table: &str) -> Result<serde_json::Value, Error> {
     } else {
         "\n\n"
     };
-    crate::store::write_atomic(file, format!("{old}{separator}{table}").as_bytes())?;
+    crate::effects::store::write_atomic(file, format!("{old}{separator}{table}").as_bytes())?;
     Ok(serde_json::json!({"file": file, "changed": true, "backup": backup}))
 }

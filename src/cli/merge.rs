@@ -3,7 +3,7 @@ use std::path::Path;
 use clap::Args;
 
 use super::render::{print_json, say};
-use crate::git::merge::Strategy;
+use crate::effects::git::merge::Strategy;
 use crate::ops;
 
 #[derive(Debug, Args)]

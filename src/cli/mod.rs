@@ -32,7 +32,7 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser, Subcommand};
 use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
 
-use crate::error::{Error, ErrorCode};
+use crate::domain::error::{Error, ErrorCode};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -4,8 +4,8 @@ use std::time::Duration;
 use clap::Args;
 
 use super::rm::print_removals;
+use crate::domain::status::Status;
 use crate::ops::{self, PruneFilter};
-use crate::status::Status;
 
 #[derive(Debug, Args)]
 pub struct PruneArgs {

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::ops::TaskView;
 
-pub use crate::terminal_text::visible;
+pub use crate::domain::display::terminal_text::visible;
 
 /// Prints a line of text output, its values made [`visible`].
 pub fn say(text: &str) {

@@ -3,9 +3,9 @@ use std::path::Path;
 use clap::Args;
 
 use super::render::{print_json, say};
-use crate::error::{Error, ErrorCode};
+use crate::domain::error::{Error, ErrorCode};
+use crate::domain::report::ReportKind;
 use crate::ops::{self, ReportRequest};
-use crate::report::ReportKind;
 
 /// The variable cuekit sets in every task's pane.
 const TASK_ID_ENV: &str = "CUEKIT_TASK_ID";
@@ -68,7 +68,7 @@ pub fn run(args: &ReportArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         data,
     };
     // In a sandbox the pane and the record are out of sight: the monitor records the drop.
-    if let Some(drop) = std::env::var_os(crate::sandbox::REPORT_DROP_VARIABLE) {
+    if let Some(drop) = std::env::var_os(crate::domain::sandbox::REPORT_DROP_VARIABLE) {
         if request.message.trim().is_empty() {
             return Err(Error::invalid_input("the report has no message").into());
         }

@@ -1,8 +1,8 @@
 use std::path::Path;
 
 use super::render::{print_json, say};
+use crate::domain::display::result_text::text;
 use crate::ops;
-use crate::result_text::text;
 
 pub fn run(id: Option<&str>, team: Option<&str>, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     if let Some(team) = team {

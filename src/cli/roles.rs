@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use super::render::{first_line, print_json, say};
-use crate::role::{Listed, Roles};
+use crate::effects::role::{Listed, Roles};
 
 pub fn run(cwd: &Path, json: bool) -> anyhow::Result<i32> {
     let listed = Roles::for_cwd(cwd).all()?;

@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use super::render::{print_json, say};
-use crate::adapter::ADAPTERS;
-use crate::config::Config;
-use crate::doctor::{self, Level};
+use crate::domain::adapter::ADAPTERS;
+use crate::effects::config::Config;
 use crate::ops;
+use crate::ops::doctor::{self, Level};
 
 pub fn adapters(json: bool) -> anyhow::Result<i32> {
     let infos: Vec<_> = ADAPTERS.iter().map(|adapter| adapter.info()).collect();
@@ -47,14 +47,14 @@ pub fn config(cwd: &Path, json: bool) -> anyhow::Result<i32> {
     if let Some((path, state)) = config.project_trust() {
         entries.insert(
             0,
-            crate::config::Entry {
+            crate::effects::config::Entry {
                 key: "trust".into(),
                 value: if ignored.is_empty() {
                     serde_json::json!(state)
                 } else {
                     serde_json::json!({"state": state, "ignored": ignored})
                 },
-                source: crate::config::Source::Project(path.to_path_buf()),
+                source: crate::effects::config::Source::Project(path.to_path_buf()),
             },
         );
     }
@@ -157,10 +157,10 @@ pub struct TrustArgs {
 }
 
 pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
-    use crate::error::{Error, ErrorCode};
+    use crate::domain::error::{Error, ErrorCode};
     // A child agent may run shell commands: trust is the person's, not the task's. Its own
     // environment can be cleared (`env -u CUEKIT_TASK_ID`); its ancestry cannot.
-    let inside = std::env::var(crate::process::TASK_ID_VARIABLE)
+    let inside = std::env::var(crate::effects::process::TASK_ID_VARIABLE)
         .ok()
         .or_else(|| ops::task_of_process(std::process::id()));
     if let Some(task) = inside {
@@ -176,7 +176,7 @@ pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     }
     // A person runs it at a terminal; a process that detached from its own (`setsid`, a
     // server's `run-shell`) is not one.
-    if crate::process::controlling_terminal(std::process::id()).is_none() {
+    if crate::effects::process::controlling_terminal(std::process::id()).is_none() {
         return Err(Error::new(
             ErrorCode::NotATerminal,
             "`cuekit trust` runs only at a terminal: trust is a person's decision",
@@ -186,13 +186,16 @@ pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     }
     let file = match &args.file {
         Some(file) => file.clone(),
-        None => crate::config::project_file(cwd).ok_or_else(|| {
-            Error::invalid_input(format!("no {} here or above", crate::config::PROJECT_FILE))
-                .with_hint("name the file: `cuekit trust PATH`")
+        None => crate::effects::config::project_file(cwd).ok_or_else(|| {
+            Error::invalid_input(format!(
+                "no {} here or above",
+                crate::effects::config::PROJECT_FILE
+            ))
+            .with_hint("name the file: `cuekit trust PATH`")
         })?,
     };
     let (path, state) = if args.revoke {
-        (crate::trust::revoke(&file)?, "untrusted")
+        (crate::effects::trust::revoke(&file)?, "untrusted")
     } else {
         (ops::trust(&file)?, "trusted")
     };

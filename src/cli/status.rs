@@ -129,7 +129,7 @@ pub fn list(all: bool, team: Option<&str>, cwd: &Path, json: bool) -> anyhow::Re
             report,
             task.agent_kind,
             task.mode.map_or("-", |m| m.as_str()),
-            crate::age::ago(&task.created_at, now),
+            crate::domain::display::age::ago(&task.created_at, now),
             first_line(&task.objective, 60)
         );
         println!(

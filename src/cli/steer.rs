@@ -3,7 +3,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::render::{print_json, say};
-use crate::error::{Error, ErrorCode};
+use crate::domain::error::{Error, ErrorCode};
 use crate::ops;
 
 #[derive(Debug, Args)]

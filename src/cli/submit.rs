@@ -5,9 +5,9 @@ use std::time::Duration;
 use clap::Args;
 
 use super::render::{print_json, say, say_err, task_details};
-use crate::error::{Error, ErrorCode};
+use crate::domain::error::{Error, ErrorCode};
+use crate::domain::spec::Mode;
 use crate::ops::{self, SubmitOutcome, SubmitRequest};
-use crate::spec::Mode;
 
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
@@ -212,14 +212,16 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         wake_parent: args.wake_parent,
         sandbox: ops::SandboxRequest {
             mode: args.sandbox.map(|arg| match arg {
-                SandboxArg::Bwrap => crate::sandbox::SandboxMode::Bwrap,
-                SandboxArg::Agent => crate::sandbox::SandboxMode::Agent,
-                SandboxArg::None => crate::sandbox::SandboxMode::None,
+                SandboxArg::Bwrap => crate::domain::sandbox::SandboxMode::Bwrap,
+                SandboxArg::Agent => crate::domain::sandbox::SandboxMode::Agent,
+                SandboxArg::None => crate::domain::sandbox::SandboxMode::None,
             }),
-            network: args.no_network.then_some(crate::sandbox::Network::Off),
+            network: args
+                .no_network
+                .then_some(crate::domain::sandbox::Network::Off),
         },
         budget: (args.max_tokens.is_some() || args.max_turns.is_some()).then_some({
-            crate::store::Budget {
+            crate::effects::store::Budget {
                 tokens: args.max_tokens,
                 turns: args.max_turns,
                 team_tokens: None,

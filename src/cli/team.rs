@@ -3,8 +3,8 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 
 use super::render::{print_json, say, task_line};
+use crate::effects::team::parse_team_spec;
 use crate::ops::{self, SubmitOutcome};
-use crate::team::parse_team_spec;
 
 #[derive(Debug, Subcommand)]
 pub enum TeamCommand {
@@ -22,12 +22,12 @@ pub enum TeamCommand {
 pub fn run(command: &TeamCommand, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     match command {
         TeamCommand::Submit { name, spec } => {
-            let bytes = crate::project::files::read_named(spec)?;
+            let bytes = crate::effects::project::files::read_named(spec)?;
             let path = std::fs::canonicalize(spec).unwrap_or_else(|_| spec.clone());
-            let trust = crate::trust::state(&path, &bytes);
+            let trust = crate::effects::trust::state(&path, &bytes);
             let text = super::utf8(bytes, &format!("the team spec in {}", spec.display()))?;
             let team = parse_team_spec(&text, &spec.display().to_string())?;
-            let spec = crate::team::TeamSpec { path, team, trust };
+            let spec = crate::effects::team::TeamSpec { path, team, trust };
             let submitted = ops::team_submit(name, &spec, cwd)?;
             if json {
                 print_json(&submitted);

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 use clap::Args;
 
 use super::render::{print_json, task_line};
-use crate::error::ErrorCode;
+use crate::domain::error::ErrorCode;
 use crate::ops::{self, WaitNews, WaitRequest, WaitTick, WaitUntil};
 
 #[derive(Debug, Args)]
@@ -77,7 +77,7 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         .tasks
         .iter()
         .filter(|task| task.status.is_terminal())
-        .all(|task| task.status == crate::status::Status::Completed);
+        .all(|task| task.status == crate::domain::status::Status::Completed);
     Ok(if outcome.timed_out {
         ErrorCode::WaitTimeout.exit_status()
     } else if ended_ok {
@@ -91,7 +91,12 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
 fn live_line(tick: &WaitTick, now: SystemTime) -> String {
     let activity = tick
         .last_activity
-        .map(|at| format!(" · last activity {} ago", crate::age::compact(at, now)))
+        .map(|at| {
+            format!(
+                " · last activity {} ago",
+                crate::domain::display::age::compact(at, now)
+            )
+        })
         .unwrap_or_default();
     format!(
         "waiting {} · {} running, {} ended{activity}",

@@ -60,8 +60,8 @@ fn head(text: &str, chars: usize) -> String {
 /// For a child an MCP server started without its agent's credentials: which variables the
 /// server's environment lacks, and how to hand them over. `None` when it has one of them.
 fn missing_credentials(agent_kind: &str) -> Option<String> {
-    let adapter = crate::adapter::lookup(agent_kind).ok()?;
-    if adapter.auth_env.is_empty() || crate::adapter::env_set(adapter.auth_env).is_some() {
+    let adapter = crate::domain::adapter::lookup(agent_kind).ok()?;
+    if adapter.auth_env.is_empty() || crate::domain::adapter::env_set(adapter.auth_env).is_some() {
         return None;
     }
     Some(format!(

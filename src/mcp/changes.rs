@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use sha2::{Digest, Sha256};
 
-use crate::error::{Error, Result};
+use crate::domain::error::{Error, Result};
+use crate::domain::status::Status;
 use crate::ops::TaskView;
-use crate::status::Status;
 
 /// A task's state as far as a parent acts on it: status, reason, exit code, last report, a
 /// pending request. Eight hex digits of its hash.
@@ -42,7 +42,7 @@ fn parse(cursor: &str) -> Result<HashMap<String, String>> {
         .split(',')
         .map(|entry| {
             let (id, state) = entry.split_once('=').ok_or_else(refused)?;
-            let fine = crate::store::is_task_id(id)
+            let fine = crate::effects::store::is_task_id(id)
                 && state.len() == 8
                 && state.bytes().all(|b| b.is_ascii_hexdigit());
             fine.then(|| (id.to_string(), state.to_string()))

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::domain::error::{Error, Result};
 
 /// What merging found to do.
 #[derive(Debug, PartialEq, Eq)]

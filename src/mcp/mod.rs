@@ -86,7 +86,7 @@ impl ServerHandler for CuekitServer {
 /// not expand (`$GEMINI_API_KEY` as text) or empty: children submitted from here inherit this
 /// environment, and one of them must fail cleanly (`auth_missing`), never with a bogus key.
 fn drop_unexpanded_keys() {
-    for name in crate::adapter::ADAPTERS
+    for name in crate::domain::adapter::ADAPTERS
         .iter()
         .flat_map(|adapter| adapter.auth_env)
     {

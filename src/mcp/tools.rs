@@ -21,12 +21,12 @@ use serde_json::{Value, json};
 use super::CuekitServer;
 use super::brief::{self, Detail};
 use super::changes;
-use crate::adapter::ADAPTERS;
-use crate::error::{Error, ErrorCode};
-use crate::git::merge::Strategy;
+use crate::domain::adapter::ADAPTERS;
+use crate::domain::error::{Error, ErrorCode};
+use crate::domain::spec::Mode;
+use crate::domain::status::Status;
+use crate::effects::git::merge::Strategy;
 use crate::ops::{self, SubmitRequest, WaitRequest, WaitUntil};
-use crate::spec::Mode;
-use crate::status::Status;
 
 /// The longest one `wait` call blocks: MCP clients time requests out (often at 60 s), so a
 /// longer wait is several calls.
@@ -548,20 +548,20 @@ impl CuekitServer {
                 wake_parent: params.wake_parent,
                 sandbox: ops::SandboxRequest {
                     mode: params.sandbox.map(|arg| match arg {
-                        SandboxArg::Bwrap => crate::sandbox::SandboxMode::Bwrap,
-                        SandboxArg::Agent => crate::sandbox::SandboxMode::Agent,
-                        SandboxArg::None => crate::sandbox::SandboxMode::None,
+                        SandboxArg::Bwrap => crate::domain::sandbox::SandboxMode::Bwrap,
+                        SandboxArg::Agent => crate::domain::sandbox::SandboxMode::Agent,
+                        SandboxArg::None => crate::domain::sandbox::SandboxMode::None,
                     }),
                     network: params.network.map(|on| {
                         if on {
-                            crate::sandbox::Network::On
+                            crate::domain::sandbox::Network::On
                         } else {
-                            crate::sandbox::Network::Off
+                            crate::domain::sandbox::Network::Off
                         }
                     }),
                 },
                 budget: (params.max_tokens.is_some() || params.max_turns.is_some()).then_some({
-                    crate::store::Budget {
+                    crate::effects::store::Budget {
                         tokens: params.max_tokens,
                         turns: params.max_turns,
                         team_tokens: None,
@@ -689,7 +689,7 @@ impl CuekitServer {
     ) -> Result<CallToolResult, ErrorData> {
         let cwd = self.cwd.clone();
         blocking(move || {
-            use crate::acp::control::Answer;
+            use crate::effects::acp::control::Answer;
             let answer = match (params.answer, params.option) {
                 (_, Some(option)) => Answer::Option(option),
                 (AnswerArg::Allow, None) => Answer::Allow,

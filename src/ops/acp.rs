@@ -9,10 +9,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::task::Task;
-use crate::acp::control::{self, Answer, Reply, Request};
-use crate::acp::session::{Pending, Phase, Shown};
-use crate::error::{Error, ErrorCode, Result};
-use crate::spec::Mode;
+use crate::domain::acp::session::{Pending, Phase, Shown};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::spec::Mode;
+use crate::effects::acp::control::{self, Answer, Reply, Request};
 
 /// How long a request to a client may take.
 const CALL_LIMIT: Duration = Duration::from_secs(10);
@@ -50,15 +50,17 @@ pub(crate) fn shown(task: &Task) -> Option<Shown> {
     shown_of(&task.record)
 }
 
-fn shown_of(record: &crate::store::TaskRecord) -> Option<Shown> {
-    let path = record.task_dir.join(crate::acp::client::STATE_FILE);
-    serde_json::from_slice(&crate::store::read_small(&path).ok()?).ok()
+fn shown_of(record: &crate::effects::store::TaskRecord) -> Option<Shown> {
+    let path = record
+        .task_dir
+        .join(crate::effects::acp::client::STATE_FILE);
+    serde_json::from_slice(&crate::effects::store::read_small(&path).ok()?).ok()
 }
 
 /// The earliest time (seconds since the epoch) a task resuming `earlier`'s session may load it,
 /// for an agent that would overwrite a session it started in the same minute: the next minute
 /// after the one the session became known in (now, when that is unknown).
-pub(crate) fn load_not_before(earlier: &crate::store::TaskRecord) -> u64 {
+pub(crate) fn load_not_before(earlier: &crate::effects::store::TaskRecord) -> u64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_secs());
@@ -116,7 +118,7 @@ pub(crate) fn control(task: &Task, request: Request) -> Result<Reply> {
 pub struct Approval {
     pub task_id: String,
     /// The option chosen: its id, name and kind.
-    pub option: crate::acp::protocol::PermissionOption,
+    pub option: crate::domain::acp::protocol::PermissionOption,
     pub at: String,
 }
 

@@ -3,8 +3,8 @@ use std::path::Path;
 use std::process::Command;
 
 use super::route::{Route, route_one};
-use crate::error::{Error, ErrorCode, Result};
-use crate::tmux::{Socket, args};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::tmux::{Socket, args};
 
 /// Replaces this process with `tmux attach` on the task's server and session: it returns only
 /// when that fails. A host's task is attached over ssh (the host's `cuekit attach`, on a
@@ -14,7 +14,7 @@ pub fn attach(task_id: &str, cwd: &Path) -> Result<i32> {
         return on_host(&host, task_id, cwd);
     }
     let (socket, session) = live_session(task_id, cwd)?;
-    let err = Command::new(crate::tmux::binary())
+    let err = Command::new(crate::effects::tmux::binary())
         .args(socket.args())
         .args(args::attach(&session))
         // Attaching from inside another tmux is what the user asked for here.
@@ -32,9 +32,10 @@ pub fn attach_and_return(task_id: &str, cwd: &Path) -> Result<()> {
         return on_host(&host, task_id, cwd).map(|_| ());
     }
     let (socket, session) = live_session(task_id, cwd)?;
-    let mut command = Command::new(crate::tmux::binary());
+    let mut command = Command::new(crate::effects::tmux::binary());
     if in_users_tmux() {
-        let tmux = crate::launch::single_quote(&crate::tmux::binary().to_string_lossy())?;
+        let tmux =
+            crate::domain::launch::single_quote(&crate::effects::tmux::binary().to_string_lossy())?;
         let attach = socket.attach_command(&session);
         let inner = format!(
             "env -u TMUX {tmux}{}",

@@ -5,10 +5,10 @@
 use std::time::{Duration, SystemTime};
 
 use super::task::Task;
-use crate::adapter::{self, Adapter};
-use crate::error::Result;
-use crate::status::{Ending, Status};
-use crate::store::{self, schedule};
+use crate::domain::adapter::{self, Adapter};
+use crate::domain::error::Result;
+use crate::domain::status::{Ending, Status};
+use crate::effects::store::{self, schedule};
 
 /// An ending that names a passing fault is that fault: the agent's final error, or the end of
 /// what it printed, says it was rate limited or met a transient error.
@@ -67,7 +67,7 @@ pub(crate) fn transcript_end(record: &store::TaskRecord) -> String {
     let mut raw = Vec::new();
     let _ = file.take(16 * 1024).read_to_end(&mut raw);
     let height = record.tmux.as_ref().map_or(50, |t| usize::from(t.height));
-    crate::transcript::render(&raw, height)
+    crate::domain::transcript::render(&raw, height)
 }
 
 /// For an attempt that ended for a reason its retry policy retries, with attempts left: the

@@ -10,9 +10,9 @@ use std::time::SystemTime;
 use super::judge::ScreenCache;
 use super::task::Task;
 use super::view::TaskView;
-use crate::error::Result;
-use crate::store::TaskRecord;
-use crate::tail::Tail;
+use crate::domain::display::tail::Tail;
+use crate::domain::error::Result;
+use crate::effects::store::TaskRecord;
 
 /// One refresh of the dashboard.
 #[derive(Debug, Clone, Default)]
@@ -69,7 +69,7 @@ pub fn board(
                 };
             };
             let record = &task.record;
-            let progress = ((record.event_stream || record.mode == crate::spec::Mode::Acp)
+            let progress = ((record.event_stream || record.mode == crate::domain::spec::Mode::Acp)
                 && !record.status.is_terminal())
             .then(|| super::stream::read_progress(&record.task_dir))
             .flatten();
@@ -115,7 +115,7 @@ pub fn board(
 /// not answer gives `unknown` rows). Kept apart from [`board`]: a host takes a round trip, a
 /// lost one its connect timeout, and the dashboard's own refresh must not wait for either.
 pub fn host_board(cwd: &Path) -> Result<Vec<BoardRow>> {
-    let on_hosts = super::remote::by_host(crate::store::registered_ids()?);
+    let on_hosts = super::remote::by_host(crate::effects::store::registered_ids()?);
     if on_hosts.is_empty() {
         return Ok(Vec::new());
     }

@@ -6,8 +6,8 @@
 //! refused at submit.
 
 use super::task::Task;
-use crate::status::{Ending, Status};
-use crate::store::Budget;
+use crate::domain::status::{Ending, Status};
+use crate::effects::store::Budget;
 
 /// The ending of a task whose reported usage (or its team's) passed its budget, if it has.
 pub(crate) fn exceeded(task: &Task) -> Option<Ending> {
@@ -28,9 +28,9 @@ pub(crate) fn exceeded(task: &Task) -> Option<Ending> {
 fn team_over(task: &Task, budget: &Budget, exit_code: Option<i32>) -> Option<Ending> {
     let max = budget.team_tokens?;
     let team = task.record.team.as_deref()?;
-    let used: u64 = crate::store::schedule::team_members(team)
+    let used: u64 = crate::effects::store::schedule::team_members(team)
         .iter()
-        .filter_map(|id| crate::store::placement(id).ok().flatten())
+        .filter_map(|id| crate::effects::store::placement(id).ok().flatten())
         .filter_map(|placement| super::stream::read_progress(&placement.task_dir)?.tokens)
         .sum();
     (used > max).then(|| Ending {

@@ -6,8 +6,8 @@ use super::route::{Route, route};
 use super::task::Task;
 use super::task::{Found, find, untrusted_error};
 use super::view::TaskView;
-use crate::error::{Error, ErrorCode, Result};
-use crate::store;
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::store;
 
 /// Cancels running tasks; for tasks that already ended, records their real ending and removes
 /// what is left of them (their session, any process that outlived the pane).

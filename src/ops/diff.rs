@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use super::route::{Route, route_one};
 use super::task::Task;
-use crate::error::{Error, ErrorCode, Result};
-use crate::git::checkout::Checkout;
-use crate::git::{Git, diff};
-use crate::store::{TaskRecord, WorktreePlacement};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::git::checkout::Checkout;
+use crate::effects::git::{Git, diff};
+use crate::effects::store::{TaskRecord, WorktreePlacement};
 
 /// Read back from a host's JSON too (a host's task is diffed there).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -82,7 +82,7 @@ pub(crate) fn worktree_of(task: &Task) -> Result<&WorktreePlacement> {
     })
 }
 
-/// The tree of a worktree task's work, read on git's safe paths ([`crate::git::checkout`]).
+/// The tree of a worktree task's work, read on git's safe paths ([`crate::effects::git::checkout`]).
 fn work_tree(record: &TaskRecord, worktree: &WorktreePlacement) -> Result<String> {
     Checkout {
         placed: worktree,

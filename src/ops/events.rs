@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::error::Result;
-use crate::store::transitions::{self, TransitionEvent};
+use crate::domain::error::Result;
+use crate::effects::store::transitions::{self, TransitionEvent};
 
 /// How often a follower looks for new lines.
 const POLL: Duration = Duration::from_millis(100);
@@ -19,9 +19,9 @@ impl EventScope {
         if all {
             return EventScope(None);
         }
-        let root = crate::store::project_tasks_root(cwd)
+        let root = crate::effects::store::project_tasks_root(cwd)
             .and_then(|root| std::fs::canonicalize(root).ok())
-            .unwrap_or_else(|| cwd.join(crate::store::TASKS_SUBDIR));
+            .unwrap_or_else(|| cwd.join(crate::effects::store::TASKS_SUBDIR));
         EventScope(Some(root))
     }
 

@@ -2,8 +2,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::config::{EXAMPLE, PROJECT_FILE};
-use crate::error::{Error, ErrorCode, Result};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::config::{EXAMPLE, PROJECT_FILE};
 
 /// The starter's `defaults.agent` line.
 const DEFAULT_AGENT_LINE: &str = "  agent: gemini\n";
@@ -19,11 +19,11 @@ pub struct InitOutcome {
 /// Writes the starter `.cuekit.yaml` into `dir` (never over an existing one unless `force`)
 /// and makes `.gitignore` ignore `.cuekit/`; with `agent`, the starter's `defaults.agent` is
 /// that one (say `antigravity` where the Gemini CLI's login no longer serves). The starter is
-/// trusted (see [`crate::trust`]); any later edit withdraws that until `cuekit trust`.
+/// trusted (see [`crate::effects::trust`]); any later edit withdraws that until `cuekit trust`.
 pub fn init(dir: &Path, force: bool, agent: Option<&str>) -> Result<InitOutcome> {
     let starter = match agent {
         Some(kind) => {
-            let kind = crate::adapter::lookup(kind)?.kind();
+            let kind = crate::domain::adapter::lookup(kind)?.kind();
             EXAMPLE.replacen(DEFAULT_AGENT_LINE, &format!("  agent: {kind}\n"), 1)
         }
         None => EXAMPLE.to_string(),
@@ -37,10 +37,10 @@ pub fn init(dir: &Path, force: bool, agent: Option<&str>) -> Result<InitOutcome>
         )
         .with_hint("keep it, or run `cuekit init --force` to replace it with the starter file"));
     }
-    crate::store::write_atomic(&config, starter.as_bytes())?;
+    crate::effects::store::write_atomic(&config, starter.as_bytes())?;
     // cuekit's own starter, written at the person's request: its keys are trusted as written.
-    crate::trust::trust(&config, starter.as_bytes())?;
-    crate::doctor::add_gitignore_entry(dir)?;
+    crate::effects::trust::trust(&config, starter.as_bytes())?;
+    crate::ops::doctor::add_gitignore_entry(dir)?;
     Ok(InitOutcome {
         config,
         overwritten: exists,

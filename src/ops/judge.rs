@@ -1,6 +1,6 @@
 //! The one place that judges tasks and records what happened to them: a look at the panes (one
 //! tmux call per server, plus one for the screens of interactive tasks; one call in all for a
-//! single task), the sentinels, and the pure rules of [`crate::status`]; then the ending written
+//! single task), the sentinels, and the pure rules of [`crate::domain::status`]; then the ending written
 //! under the record's lock, and the task's processes ended when it must stop. Every other
 //! operation calls this; it calls none of them.
 
@@ -10,16 +10,16 @@ use std::time::{Duration, SystemTime};
 use super::monitor_lock;
 use super::task::{Found, Task};
 use super::view::TaskView;
-use crate::adapter;
-use crate::attention;
-use crate::error::{Error, ErrorCode, Result};
-use crate::launch::{EXIT_CODE_FILE, SETUP_FAILED_FILE, parse_sentinel};
-use crate::spec::Mode;
-use crate::status::{Ending, Observation, Status, Verdict, judge};
-use crate::store::{self, TaskRecord};
-use crate::tmux::{self, PaneIndex, PaneInfo, Socket, Tmux, args};
+use crate::domain::adapter;
+use crate::domain::attention;
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::launch::{EXIT_CODE_FILE, SETUP_FAILED_FILE, parse_sentinel};
+use crate::domain::spec::Mode;
+use crate::domain::status::{Ending, Observation, Status, Verdict, judge};
+use crate::effects::store::{self, TaskRecord};
+use crate::effects::tmux::{self, PaneIndex, PaneInfo, Socket, Tmux, args};
 
-use crate::process::DEFAULT_GRACE;
+use crate::effects::process::DEFAULT_GRACE;
 
 /// What tmux said about one server.
 enum Snapshot {
@@ -467,7 +467,7 @@ fn refresh_with(
             if vouched.is_none() && pane.is_none_or(|pane| pane.dead) && !leader_alive {
                 seen.sandbox_exit = sandbox_exit(&task);
             }
-            let exit = crate::status::exit_status(&seen);
+            let exit = crate::domain::status::exit_status(&seen);
             seen.stream = (task.record.event_stream && exit == Some(0))
                 .then(|| super::outcome::stream_report(&task.record));
             seen.setup_failed = task.record.task_dir.join(SETUP_FAILED_FILE).exists();
@@ -627,10 +627,10 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
         Ok(true)
     })?;
     // Ended: its slot is free and it never starts again (a cancelled queued task).
-    crate::store::schedule::dequeue(&task.record.id);
-    crate::store::schedule::free_slot(&task.record.id);
+    crate::effects::store::schedule::dequeue(&task.record.id);
+    crate::effects::store::schedule::free_slot(&task.record.id);
     if ended_queued {
-        crate::store::schedule::close_plan(&task.record.id);
+        crate::effects::store::schedule::close_plan(&task.record.id);
     }
     Ok(task)
 }
@@ -796,10 +796,11 @@ pub(crate) fn end_processes(
     live_pane_pid: Option<u32>,
     grace: Duration,
 ) -> Vec<u32> {
-    let mut targets = crate::process::task_processes(&placement.id, super::task::leader_of(pane));
+    let mut targets =
+        crate::effects::process::task_processes(&placement.id, super::task::leader_of(pane));
     // The pid is only trusted while its pane is alive; a dead pane's pid may be reused.
     targets.extend(live_pane_pid);
-    let survivors = crate::process::terminate(targets, grace);
+    let survivors = crate::effects::process::terminate(targets, grace);
     // Gone already is fine: another cancel may have raced us.
     let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));
     survivors
@@ -807,10 +808,10 @@ pub(crate) fn end_processes(
 
 /// Whether this process runs inside the task (its pane's process tree).
 fn inside(task: &Task) -> bool {
-    std::env::var(crate::process::TASK_ID_VARIABLE).is_ok_and(|id| id == task.record.id)
+    std::env::var(crate::effects::process::TASK_ID_VARIABLE).is_ok_and(|id| id == task.record.id)
         || task.group_leader().is_some_and(|leader| {
             (unsafe { libc::getpgrp() } as u32) == leader.pid
-                || crate::process::descends_from(std::process::id(), leader.pid)
+                || crate::effects::process::descends_from(std::process::id(), leader.pid)
         })
 }
 
@@ -835,7 +836,7 @@ pub(crate) fn stop_in_background(task: &Task, after: Option<u32>, grace: Option<
         command.env(STOP_GRACE_VARIABLE, grace.as_millis().to_string());
     }
     let _ = command
-        .env_remove(crate::process::TASK_ID_VARIABLE)
+        .env_remove(crate::effects::process::TASK_ID_VARIABLE)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -860,10 +861,10 @@ pub fn run_stopper(task_id: &str, after: Option<u32>) -> Result<()> {
         // Let the caller inside the task print its answer and exit first (it is part of the
         // task, so it would be ended with it).
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while crate::process::is_alive(caller) && std::time::Instant::now() < deadline {
+        while crate::effects::process::is_alive(caller) && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        if crate::process::is_alive(caller) {
+        if crate::effects::process::is_alive(caller) {
             // Hung with the claim held until it exits (its ending is on record): it is ended
             // with the task, which frees the claim.
             end_processes(&placement, store::pane_start(task_id).as_ref(), None, grace);
@@ -913,22 +914,33 @@ pub(crate) fn has_ended(task: &Task) -> Result<bool> {
 /// the agent's exit code was never up (or bubblewrap died). (An ACP task's agent is started by its client, which reports
 /// its own failure.)
 fn sandbox_never_came_up(task: &Task) -> bool {
-    let wrapped = task.record.mode != crate::spec::Mode::Acp && task.in_bubblewrap();
+    let wrapped = task.record.mode != crate::domain::spec::Mode::Acp && task.in_bubblewrap();
     wrapped
-        && !store::read_small(&task.record.task_dir.join(crate::sandbox::STATUS_FILE))
-            .map(|bytes| crate::sandbox::came_up(&String::from_utf8_lossy(&bytes)))
-            .unwrap_or(false)
+        && !store::read_small(
+            &task
+                .record
+                .task_dir
+                .join(crate::domain::sandbox::STATUS_FILE),
+        )
+        .map(|bytes| crate::domain::sandbox::came_up(&String::from_utf8_lossy(&bytes)))
+        .unwrap_or(false)
 }
 
 /// The agent's exit code as bubblewrap wrote it (`--json-status-fd`) for a shell-launched task
 /// in a bubblewrap sandbox: its status file is in the task directory, which the sandbox shows
 /// read-only, so the child cannot have written it. `None` for any other task.
 fn sandbox_exit(task: &Task) -> Option<i32> {
-    let wrapped = task.record.mode != crate::spec::Mode::Acp && task.in_bubblewrap();
+    let wrapped = task.record.mode != crate::domain::spec::Mode::Acp && task.in_bubblewrap();
     if !wrapped {
         return None;
     }
-    let bytes = store::read_small(&task.record.task_dir.join(crate::sandbox::STATUS_FILE)).ok()?;
+    let bytes = store::read_small(
+        &task
+            .record
+            .task_dir
+            .join(crate::domain::sandbox::STATUS_FILE),
+    )
+    .ok()?;
     // One JSON object a line (`{ "child-pid": N }`, then `{ "exit-code": N }`).
     String::from_utf8_lossy(&bytes).lines().find_map(|line| {
         let value: serde_json::Value = serde_json::from_str(line).ok()?;
@@ -948,7 +960,7 @@ fn run_is_ending(task: &Task) -> bool {
         .ok()
         .and_then(|at| at.elapsed().ok())
         .is_some_and(|age| age < EXIT_AFTER_RESULT);
-    task.record.mode == crate::spec::Mode::Batch
+    task.record.mode == crate::domain::spec::Mode::Batch
         && fresh
         && super::stream::read_progress(&task.record.task_dir).is_some_and(|p| p.finished)
 }

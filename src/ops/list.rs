@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use super::judge::{EarlyLook, PaneKey, Refreshed, ScreenCache, refresh, refresh_after};
 use super::task::{Found, Task, find, scan_project_each, scan_registry_each};
 use super::view::TaskView;
-use crate::error::Result;
-use crate::process::task_processes;
-use crate::status::Status;
+use crate::domain::error::Result;
+use crate::domain::status::Status;
+use crate::effects::process::task_processes;
 
 /// The tasks' views, with live progress for running tasks that stream events (a file read
 /// each, which `list` leaves out), and for ended tasks whose pane went away, the processes that
@@ -67,7 +67,7 @@ fn local_status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
 pub fn list(all: bool, cwd: &Path) -> Result<Vec<TaskView>> {
     let mut views = listing(all, cwd, None, None)?.views;
     if all {
-        let on_hosts = super::remote::by_host(crate::store::registered_ids()?);
+        let on_hosts = super::remote::by_host(crate::effects::store::registered_ids()?);
         if !on_hosts.is_empty() {
             views.extend(super::remote::host_views(on_hosts, true, cwd)?);
             sort_oldest_first(&mut views);

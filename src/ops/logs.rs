@@ -4,10 +4,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::route::{Route, route_one};
-use crate::error::{Error, Result};
-use crate::store::TaskRecord;
-use crate::tail::Tail;
-use crate::transcript::Renderer;
+use crate::domain::display::tail::Tail;
+use crate::domain::error::{Error, Result};
+use crate::domain::transcript::Renderer;
+use crate::effects::store::TaskRecord;
 
 const CHUNK: usize = 64 * 1024;
 
@@ -48,7 +48,8 @@ fn logs_words(task_id: &str, raw: bool, how: Option<&str>) -> Vec<String> {
 
 pub(crate) fn read_logs_of(record: &TaskRecord, raw: bool, out: &mut dyn Write) -> Result<()> {
     let path = super::transcript_path(record);
-    let mut file = crate::store::open_own(&path).map_err(|err| Error::io("open", &path, err))?;
+    let mut file =
+        crate::effects::store::open_own(&path).map_err(|err| Error::io("open", &path, err))?;
     let mut sink = Sink::new(out, raw, screen_height(record));
     copy_available(&mut file, &mut sink, &path)?;
     sink.finish().map_err(|err| Error::io("write", &path, err))
@@ -63,7 +64,8 @@ pub fn follow_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) ->
     let task = super::task::open(task_id, cwd)?;
     let record = &task.record;
     let path = super::transcript_path(record);
-    let mut file = crate::store::open_own(&path).map_err(|err| Error::io("open", &path, err))?;
+    let mut file =
+        crate::effects::store::open_own(&path).map_err(|err| Error::io("open", &path, err))?;
     let mut sink = Sink::new(out, raw, screen_height(record));
     let mut last_check = Instant::now() - Duration::from_secs(1);
     let mut ended_at: Option<Instant> = None;

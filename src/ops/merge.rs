@@ -2,10 +2,10 @@
 
 use std::path::Path;
 
-use crate::error::{Error, ErrorCode, Result};
-use crate::git::checkout::Checkout;
-use crate::git::merge::{self, Merged, Strategy};
-use crate::store::{self, MergeRecord};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::git::checkout::Checkout;
+use crate::effects::git::merge::{self, Merged, Strategy};
+use crate::effects::store::{self, MergeRecord};
 
 /// `reviewed`: the user read the work's changes to files that run code or set policy
 /// (`--yes`); without it such a merge is refused before anything changes.

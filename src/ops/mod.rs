@@ -14,6 +14,7 @@ mod budget;
 mod cancel;
 mod conflicts;
 mod diff;
+pub mod doctor;
 mod events;
 mod init;
 mod judge;
@@ -43,8 +44,8 @@ mod view;
 mod wait;
 mod wake;
 
-pub use crate::process::DEFAULT_GRACE;
-pub use crate::report::ReportRequest;
+pub use crate::domain::report::ReportRequest;
+pub use crate::effects::process::DEFAULT_GRACE;
 pub use acp::{Approval, approve};
 pub use attach::{attach, attach_and_return, attach_opens_popup};
 pub use board::{Board, BoardRow, Preview, board, host_board};
@@ -82,7 +83,7 @@ pub use wait::{WaitNews, WaitOutcome, WaitRequest, WaitTick, WaitUntil, wait, wa
 
 use std::path::{Path, PathBuf};
 
-use crate::store::{self, TaskRecord};
+use crate::effects::store::{self, TaskRecord};
 
 /// Every registered task's id and objective, newest first, read from the records alone (no
 /// tmux): what shell completion offers. Only tasks the registry vouches for.
@@ -107,7 +108,7 @@ pub(crate) fn transcript_path(record: &TaskRecord) -> PathBuf {
 }
 
 /// Appends one line to the task's `events.jsonl` (see [`store::append_line`]).
-pub(crate) fn append_event(task_dir: &Path, line: &[u8]) -> crate::error::Result<()> {
+pub(crate) fn append_event(task_dir: &Path, line: &[u8]) -> crate::domain::error::Result<()> {
     store::append_line(&task_dir.join(store::EVENTS_FILE), line)
 }
 

@@ -16,17 +16,17 @@ use super::judge::{Refreshed, end_processes, refresh};
 use super::monitor_lock::{lock_path, open_lock};
 use super::task::{Found, Task, found_for};
 use super::view::TaskView;
-use crate::adapter;
-use crate::attention::{self, Attention};
-use crate::config::Config;
-use crate::error::Result;
-use crate::hooks::{HookRun, spawn as spawn_hook};
-use crate::spec::Mode;
-use crate::status::Status;
-use crate::store::transitions::{self, TransitionEvent};
-use crate::store::{self, Placement};
-use crate::tmux::{Socket, Tmux};
-use crate::transition::{self, Announced, Seen, Transition, screen_hash};
+use crate::domain::adapter;
+use crate::domain::attention::{self, Attention};
+use crate::domain::error::Result;
+use crate::domain::spec::Mode;
+use crate::domain::status::Status;
+use crate::domain::transition::{self, Announced, Seen, Transition, screen_hash};
+use crate::effects::config::Config;
+use crate::effects::hooks::{HookRun, spawn as spawn_hook};
+use crate::effects::store::transitions::{self, TransitionEvent};
+use crate::effects::store::{self, Placement};
+use crate::effects::tmux::{Socket, Tmux};
 
 /// `cuekit __monitor <socket>`: runs until nothing on the server is left to watch.
 pub fn run_monitor(socket: &str) -> Result<()> {
@@ -164,7 +164,7 @@ impl Monitor {
                     &watched.placement,
                     pane.as_ref(),
                     None,
-                    crate::process::DEFAULT_GRACE,
+                    crate::effects::process::DEFAULT_GRACE,
                 );
                 self.watched.remove(&id);
             }
@@ -213,8 +213,8 @@ impl Monitor {
     /// not look at the server already).
     fn server_gone(&self) -> bool {
         matches!(
-            Tmux::new(self.socket.clone()).run(&crate::tmux::args::list_sessions()),
-            Err(err) if crate::tmux::is_no_server(&err.message)
+            Tmux::new(self.socket.clone()).run(&crate::effects::tmux::args::list_sessions()),
+            Err(err) if crate::effects::tmux::is_no_server(&err.message)
         )
     }
 
@@ -422,13 +422,14 @@ impl Monitor {
             // A pane gone without an exit code may have left processes that ignored the
             // hang-up: they are ended at the deadline, with nobody watching.
             let leftovers = record.exit_code.is_none()
-                && !crate::process::task_processes(&record.id, task.group_leader()).is_empty();
+                && !crate::effects::process::task_processes(&record.id, task.group_leader())
+                    .is_empty();
             if leftovers && !watched.swept && past(task.placement.deadline()) {
                 end_processes(
                     &task.placement,
                     task.pane.as_ref(),
                     None,
-                    crate::process::DEFAULT_GRACE,
+                    crate::effects::process::DEFAULT_GRACE,
                 );
                 watched.swept = true;
             }
@@ -441,11 +442,11 @@ impl Monitor {
 }
 
 /// The ending of an attempt stuck on a passing fault its screen shows.
-fn stuck_ending(reason: &str, wait: Option<Duration>) -> crate::status::Ending {
+fn stuck_ending(reason: &str, wait: Option<Duration>) -> crate::domain::status::Ending {
     let asked = wait
         .map(|wait| format!(" (it asked to wait {})", humantime::format_duration(wait)))
         .unwrap_or_default();
-    crate::status::Ending {
+    crate::domain::status::Ending {
         status: Status::Failed,
         reason: Some(reason.to_string()),
         hint: Some(format!(
@@ -458,7 +459,7 @@ fn stuck_ending(reason: &str, wait: Option<Duration>) -> crate::status::Ending {
 }
 
 /// Appends a fault to `<lock>.log` beside the monitor's lock file, kept small.
-fn log_fault(lock: &Path, err: &crate::error::Error) {
+fn log_fault(lock: &Path, err: &crate::domain::error::Error) {
     let log = lock.with_extension("log");
     if std::fs::metadata(&log).is_ok_and(|m| m.len() > 64 * 1024) {
         let _ = std::fs::remove_file(&log);
@@ -533,7 +534,10 @@ fn deliver(task: &Task, transition: &Transition) -> Vec<JoinHandle<()>> {
             continue;
         };
         let mut env = env.clone();
-        env.push((crate::process::HOOK_VARIABLE.to_string(), name.to_string()));
+        env.push((
+            crate::effects::process::HOOK_VARIABLE.to_string(),
+            name.to_string(),
+        ));
         threads.push(spawn_hook(HookRun {
             name,
             command: command.value.clone(),
@@ -559,7 +563,7 @@ fn deliver(task: &Task, transition: &Transition) -> Vec<JoinHandle<()>> {
         };
         let log = events_file.clone();
         threads.push(std::thread::spawn(move || {
-            let done = crate::notify::announce(&channels, from.as_ref(), &title, &message);
+            let done = crate::effects::notify::announce(&channels, from.as_ref(), &title, &message);
             append_line(
                 &log,
                 &serde_json::json!({"type": "cuekit_notify", "channels": done}),
@@ -624,7 +628,7 @@ fn deliver_conflict(task: &Task, conflict: &super::conflicts::Conflict) -> Optio
         // One path a line: a path may hold spaces.
         ("CUEKIT_CONFLICT_FILES".to_string(), files.join("\n")),
         (
-            crate::process::HOOK_VARIABLE.to_string(),
+            crate::effects::process::HOOK_VARIABLE.to_string(),
             "on_conflict".to_string(),
         ),
     ]);

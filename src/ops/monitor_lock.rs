@@ -11,9 +11,9 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
-use crate::store;
-use crate::tmux::Socket;
-use crate::transition::screen_hash;
+use crate::domain::transition::screen_hash;
+use crate::effects::store;
+use crate::effects::tmux::Socket;
 
 /// Starts the user's scheduler (`cuekit __scheduler`) unless one runs or nothing waits. An open, a non-blocking lock
 /// attempt and a directory read when something waits; two directory reads when nothing does.
@@ -44,7 +44,7 @@ fn spawn_detached(words: &[&str]) {
     };
     let _ = std::process::Command::new(exe)
         .args(words)
-        .env_remove(crate::process::TASK_ID_VARIABLE)
+        .env_remove(crate::effects::process::TASK_ID_VARIABLE)
         .current_dir("/")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -75,7 +75,7 @@ pub(super) fn lock_path(socket: &Socket) -> Option<PathBuf> {
     Some(store::data_dir()?.join("monitors").join(name))
 }
 
-pub(super) fn open_lock(path: &Path) -> crate::error::Result<File> {
+pub(super) fn open_lock(path: &Path) -> crate::domain::error::Result<File> {
     // `monitors/` in an existing data directory: one removed meanwhile is not made anew.
     if let Some(dir) = path.parent() {
         store::create_private_leaf(dir)?;
@@ -85,7 +85,7 @@ pub(super) fn open_lock(path: &Path) -> crate::error::Result<File> {
         .truncate(false)
         .write(true)
         .open(path)
-        .map_err(|err| crate::error::Error::io("open", path, err))
+        .map_err(|err| crate::domain::error::Error::io("open", path, err))
 }
 
 /// A task's stop, claimed: the lock on its `stopping/<id>` file. Dropped, the lock goes and the
@@ -122,19 +122,19 @@ pub(crate) fn is_stopping(task_id: &str) -> bool {
 }
 
 /// Claims the task's stop, beginning one unless it was begun, and waiting for whoever is at it.
-pub(crate) fn claim_stop(task_id: &str) -> crate::error::Result<StopClaim> {
+pub(crate) fn claim_stop(task_id: &str) -> crate::domain::error::Result<StopClaim> {
     claim(task_id, true).map(|claim| claim.expect("a blocking claim is had"))
 }
 
 /// [`claim_stop`], unless someone is at it now: then `None`.
-pub(crate) fn try_claim_stop(task_id: &str) -> crate::error::Result<Option<StopClaim>> {
+pub(crate) fn try_claim_stop(task_id: &str) -> crate::domain::error::Result<Option<StopClaim>> {
     claim(task_id, false)
 }
 
-fn claim(task_id: &str, wait: bool) -> crate::error::Result<Option<StopClaim>> {
-    use crate::error::Error;
+fn claim(task_id: &str, wait: bool) -> crate::domain::error::Result<Option<StopClaim>> {
+    use crate::domain::error::Error;
     let path = stop_path(task_id)
-        .ok_or_else(|| Error::new(crate::error::ErrorCode::Io, "no home directory"))?;
+        .ok_or_else(|| Error::new(crate::domain::error::ErrorCode::Io, "no home directory"))?;
     if let Some(dir) = path.parent() {
         store::create_private_leaf(dir)?;
     }

@@ -7,12 +7,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{Error, Result};
-use crate::events::{Digest, ParseError, ToolCall};
-use crate::git::changes::ChangedFile;
-use crate::report::Report;
-use crate::status::{Status, StreamReport};
-use crate::store::{self, TaskRecord};
+use crate::domain::error::{Error, Result};
+use crate::domain::events::{Digest, ParseError, ToolCall};
+use crate::domain::report::Report;
+use crate::domain::status::{Status, StreamReport};
+use crate::effects::git::changes::ChangedFile;
+use crate::effects::store::{self, TaskRecord};
 
 pub const RESULT_FILE: &str = "result.json";
 
@@ -48,11 +48,11 @@ pub struct TaskResult {
     pub reports: Vec<Report>,
     /// An ACP task's turns: each prompt, its answer, tool calls and stop reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub turns: Vec<crate::acp::session::Turn>,
+    pub turns: Vec<crate::domain::acp::session::Turn>,
     /// A task the scheduler started more than once: each attempt's start, end, reason and
     /// exit code (this result is the latest attempt's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub attempts: Vec<crate::store::schedule::Attempt>,
+    pub attempts: Vec<crate::effects::store::schedule::Attempt>,
 }
 
 /// The status a stream implies: success needs both exit 0 and the agent's own success report.

@@ -5,13 +5,13 @@
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::adapter;
-use crate::config::Config;
-use crate::error::{Error, ErrorCode, Result};
-use crate::git;
-use crate::launch::{Runner, StartGate, render_env_file, render_launch_script};
-use crate::spec::Mode;
-use crate::store::{self, PaneStart};
+use crate::domain::adapter;
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::launch::{Runner, StartGate, render_env_file, render_launch_script};
+use crate::domain::spec::Mode;
+use crate::effects::config::Config;
+use crate::effects::git;
+use crate::effects::store::{self, PaneStart};
 
 /// The task's `launch.sh` (see [`render_launch_script`]).
 #[allow(clippy::too_many_arguments)]
@@ -58,7 +58,7 @@ pub(crate) fn launch_script(
 pub(crate) fn env_file_text(id: &str, kind: &str, config: &Config) -> String {
     let inherited = std::env::vars_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
-        .filter(|(name, _)| name != crate::process::TASK_ID_VARIABLE);
+        .filter(|(name, _)| name != crate::effects::process::TASK_ID_VARIABLE);
     let configured = config
         .env(kind)
         .into_iter()
@@ -67,7 +67,10 @@ pub(crate) fn env_file_text(id: &str, kind: &str, config: &Config) -> String {
         inherited
             .chain(path_with_cuekit())
             .chain(configured)
-            .chain([(crate::process::TASK_ID_VARIABLE.to_string(), id.to_string())]),
+            .chain([(
+                crate::effects::process::TASK_ID_VARIABLE.to_string(),
+                id.to_string(),
+            )]),
     )
 }
 
@@ -89,7 +92,7 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
 /// full path (as MCP clients do). `None` leaves PATH as inherited.
 fn path_with_cuekit() -> Option<(String, String)> {
     const NAME: &str = "cuekit";
-    if crate::which::find_on_path(NAME).is_some() {
+    if crate::effects::which::find_on_path(NAME).is_some() {
         return None;
     }
     let exe = std::env::current_exe().ok()?;
@@ -112,7 +115,7 @@ pub(crate) fn parse_new_pane(stdout: &str) -> Option<PaneStart> {
     Some(PaneStart {
         pane_id,
         pane_pid,
-        start_ticks: crate::process::start_ticks(pane_pid),
+        start_ticks: crate::effects::process::start_ticks(pane_pid),
     })
 }
 

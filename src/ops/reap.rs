@@ -12,8 +12,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::store::{self, Pending};
-use crate::tmux::{Tmux, args};
+use crate::effects::store::{self, Pending};
+use crate::effects::tmux::{Tmux, args};
 
 /// How long an undo waits for a killed submit's tmux client (it answers in milliseconds; a
 /// server that hangs must not hang every listing).
@@ -32,7 +32,7 @@ pub fn reap_orphans() -> Vec<String> {
 }
 
 fn submitter_runs(pending: &Pending) -> bool {
-    crate::process::start_ticks(pending.submitter_pid)
+    crate::effects::process::start_ticks(pending.submitter_pid)
         .is_some_and(|ticks| pending.submitter_start.is_none_or(|start| start == ticks))
 }
 
@@ -43,8 +43,9 @@ fn undo(pending: Pending) -> Option<String> {
         store::remove_pending(&placement.id);
         return None;
     }
-    let creating = |pid: &u32| crate::process::is_alive(*pid);
-    let clients = crate::process::clients_with_arguments(&["new-session", &placement.session]);
+    let creating = |pid: &u32| crate::effects::process::is_alive(*pid);
+    let clients =
+        crate::effects::process::clients_with_arguments(&["new-session", &placement.session]);
     let deadline = Instant::now() + CLIENT_WAIT;
     while clients.iter().any(creating) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
@@ -65,9 +66,9 @@ fn undo(pending: Pending) -> Option<String> {
     // tmux ends the pane's processes with the session; a pane that was gated never started
     // the agent, and anything that did start carries the task's id.
     let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));
-    crate::process::terminate(
-        crate::process::task_processes(&placement.id, None),
-        crate::process::DEFAULT_GRACE,
+    crate::effects::process::terminate(
+        crate::effects::process::task_processes(&placement.id, None),
+        crate::effects::process::DEFAULT_GRACE,
     );
     if placement.task_dir.ends_with(&placement.id) {
         let _ = std::fs::remove_dir_all(&placement.task_dir);
@@ -75,13 +76,18 @@ fn undo(pending: Pending) -> Option<String> {
     // The worktree is made after the pending entry: it may or may not exist, and the git
     // making it may outlive the submit.
     if let Some(worktree) = placement.facts.as_ref().and_then(|f| f.worktree.as_ref()) {
-        let making = || crate::process::carrying(crate::git::SUBMITTING_VARIABLE, &placement.id);
+        let making = || {
+            crate::effects::process::carrying(
+                crate::effects::git::SUBMITTING_VARIABLE,
+                &placement.id,
+            )
+        };
         let deadline = Instant::now() + GIT_WAIT;
         while !making().is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        crate::process::terminate(making(), crate::process::DEFAULT_GRACE);
-        crate::git::create::remove_abandoned(worktree);
+        crate::effects::process::terminate(making(), crate::effects::process::DEFAULT_GRACE);
+        crate::effects::git::create::remove_abandoned(worktree);
     }
     // Its slot, and anything a queued submit kept for the scheduler.
     store::schedule::forget(&placement.id);

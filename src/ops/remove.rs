@@ -8,11 +8,11 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 use super::task::{Found, Task};
-use crate::error::{Error, ErrorCode, Result};
-use crate::git::cleanup::{self, Cleanup, KeepReason};
-use crate::status::Status;
-use crate::store::{self, TaskRecord};
-use crate::tmux::{Tmux, args};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::status::Status;
+use crate::effects::git::cleanup::{self, Cleanup, KeepReason};
+use crate::effects::store::{self, TaskRecord};
+use crate::effects::tmux::{Tmux, args};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -82,7 +82,7 @@ pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Re
                 placement, pane, ..
             } if !placement.task_dir.join(store::RECORD_FILE).exists() => {
                 let leader = super::task::leader_of(pane.as_ref());
-                if !crate::process::task_processes(id, leader).is_empty() {
+                if !crate::effects::process::task_processes(id, leader).is_empty() {
                     return Err(Error::new(
                         ErrorCode::InvalidState,
                         format!(
@@ -106,7 +106,7 @@ pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Re
     if let Some(running) = tasks
         .iter()
         .map(|t| &t.record)
-        .find(|r| !r.status.is_terminal() && r.status != crate::status::Status::Queued)
+        .find(|r| !r.status.is_terminal() && r.status != crate::domain::status::Status::Queued)
     {
         return Err(Error::new(
             ErrorCode::InvalidState,
@@ -203,7 +203,7 @@ fn remove_one(task: &Task, force: bool, dry_run: bool) -> Result<Removal> {
         removal.worktree = Some(worktree.path.clone());
         let merged = store::merge_of(&record.id);
         let target = cleanup::Target {
-            task: crate::git::checkout::Checkout {
+            task: crate::effects::git::checkout::Checkout {
                 placed: worktree,
                 scratch: &record.task_dir,
             },

@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use crate::error::{Error, ErrorCode, Result};
-use crate::process::descends_from;
-use crate::report::{Report, ReportRequest};
-use crate::store;
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::report::{Report, ReportRequest};
+use crate::effects::process::descends_from;
+use crate::effects::store;
 
 /// Records a report for `task_id` made by process `caller_pid`.
 ///

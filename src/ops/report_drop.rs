@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::error::{Error, ErrorCode, Result};
-use crate::report::{Report, ReportKind, ReportRequest};
-use crate::store;
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::report::{Report, ReportKind, ReportRequest};
+use crate::effects::store;
 
 /// Writes a report proven the task's own into its record and log, under the record's lock.
 pub(super) fn record_report(

@@ -6,11 +6,11 @@ use std::path::Path;
 
 use super::outcome::{TaskResult, from_digest, read_events, read_written};
 use super::route::{Route, route_one};
-use crate::error::Result;
-use crate::events::Digest;
-use crate::git::changes::ChangedFile;
-use crate::status::Status;
-use crate::store::TaskRecord;
+use crate::domain::error::Result;
+use crate::domain::events::Digest;
+use crate::domain::status::Status;
+use crate::effects::git::changes::ChangedFile;
+use crate::effects::store::TaskRecord;
 
 /// The transcript's last lines searched for the agent's resume hint.
 const SESSION_HINT_LINES: usize = 200;
@@ -45,7 +45,7 @@ pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
     }
     result.agent_session_id = result.agent_session_id.or(record.agent_session_id.clone());
     result.reports = super::report::read_reports(&record.task_dir)?;
-    result.attempts = crate::store::schedule::plan(&record.id)
+    result.attempts = crate::effects::store::schedule::plan(&record.id)
         .map(|plan| plan.attempts)
         .filter(|attempts| attempts.len() > 1)
         .unwrap_or_default();
@@ -83,11 +83,11 @@ pub fn agent_session(record: &TaskRecord) -> Option<String> {
 /// The session id the agent printed in its exit hint (its adapter's `resume_hint`), the last
 /// one in the readable transcript; only a word of letters, digits, `-` and `_` counts.
 fn session_in_transcript(record: &TaskRecord) -> Option<String> {
-    let hint = crate::adapter::lookup(&record.spec.agent_kind)
+    let hint = crate::domain::adapter::lookup(&record.spec.agent_kind)
         .ok()?
         .resume_hint?;
     // Streamed: only the transcript's last lines are kept (the hint is printed at the exit).
-    let mut tail = crate::tail::Tail::new(SESSION_HINT_LINES);
+    let mut tail = crate::domain::display::tail::Tail::new(SESSION_HINT_LINES);
     super::logs::read_logs_of(record, false, &mut tail).ok()?;
     let text = tail.finish().join("\n");
     let (_, after) = text.rsplit_once(hint)?;
@@ -101,7 +101,7 @@ fn session_in_transcript(record: &TaskRecord) -> Option<String> {
 /// A task without an event stream: its ending and the end of what it printed.
 fn plain_result(record: &TaskRecord) -> Result<TaskResult> {
     // Streamed: memory holds the last lines only, whatever the transcript's size.
-    let mut kept = crate::tail::Tail::new(TRANSCRIPT_TAIL_LINES);
+    let mut kept = crate::domain::display::tail::Tail::new(TRANSCRIPT_TAIL_LINES);
     super::logs::read_logs_of(record, false, &mut kept)?;
     let tail = kept.finish().join("\n");
     let mut result = from_digest(&record.id, Digest::default(), record.exit_code, None);

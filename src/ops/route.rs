@@ -2,8 +2,8 @@
 //! says (`Placement::host`), once per operation and before anything acts; every operation on
 //! a task id starts here, so no front end ever asks.
 
-use crate::error::{Error, Result};
-use crate::store;
+use crate::domain::error::{Error, Result};
+use crate::effects::store;
 
 /// The one place an operation's tasks are.
 #[derive(Debug, Clone, PartialEq, Eq)]

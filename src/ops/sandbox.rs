@@ -5,12 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::adapter::{Adapter, LaunchCommand};
-use crate::config::Config;
-use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{self, Mount, Network, Plan, Policy, SandboxMode};
-use crate::spec::Mode;
-use crate::store::WorktreePlacement;
+use crate::domain::adapter::{Adapter, LaunchCommand};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::sandbox::{self, Mount, Network, Plan, Policy, SandboxMode};
+use crate::domain::spec::Mode;
+use crate::effects::config::Config;
+use crate::effects::store::WorktreePlacement;
 
 /// What a submit asks of the sandbox (`--sandbox`, `--no-network`, MCP `sandbox`, `network`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -87,7 +87,7 @@ impl Approvals {
 
 /// Whether the agent asks a person before it acts: its bypass switched off, or an approval
 /// mode that asks (`default`, `auto_edit`).
-pub(crate) fn asks_for_approvals(spec: &crate::spec::TaskSpec) -> bool {
+pub(crate) fn asks_for_approvals(spec: &crate::domain::spec::TaskSpec) -> bool {
     !spec.skips_permissions()
         || matches!(spec.approval_mode.as_deref(), Some("default" | "auto_edit"))
 }
@@ -136,7 +136,7 @@ fn unavailable(why: impl Into<String>, hint: impl Into<String>) -> Error {
 /// Whether bubblewrap is here and can make its namespaces for this user, as a sandbox needs
 /// them: `Err` names the cause.
 pub fn probe() -> Result<PathBuf> {
-    let bwrap = crate::which::find_on_path("bwrap").ok_or_else(|| {
+    let bwrap = crate::effects::which::find_on_path("bwrap").ok_or_else(|| {
         unavailable(
             "bubblewrap (bwrap) is not installed",
             "install it (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap), or submit without --sandbox",
@@ -240,14 +240,14 @@ fn keystroke_filter() -> Result<Option<PathBuf>> {
     let Some(program) = sandbox::keystroke_filter() else {
         return Ok(None);
     };
-    let path = crate::store::data_dir()
+    let path = crate::effects::store::data_dir()
         .ok_or_else(|| unavailable("no data directory for the sandbox's filter", "set HOME"))?
         .join("seccomp-keystrokes.bpf");
-    if crate::store::read_small(&path).ok().as_deref() != Some(program.as_slice()) {
+    if crate::effects::store::read_small(&path).ok().as_deref() != Some(program.as_slice()) {
         if let Some(dir) = path.parent() {
-            crate::store::create_private_dir(dir)?;
+            crate::effects::store::create_private_dir(dir)?;
         }
-        crate::store::write_atomic(&path, &program)?;
+        crate::effects::store::write_atomic(&path, &program)?;
     }
     Ok(Some(path))
 }
@@ -314,7 +314,7 @@ fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
 
     // The programs the task runs: the agent (and what interprets it), the shell, cuekit.
     let mut programs: Vec<PathBuf> = Vec::new();
-    if let Some(agent) = crate::which::find_on_path(subject.bin) {
+    if let Some(agent) = crate::effects::which::find_on_path(subject.bin) {
         programs.extend(interpreter_of(&agent));
         programs.push(agent);
     }
@@ -389,9 +389,9 @@ fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
             });
         }
     }
-    let drop = crate::store::drop_dir(subject.id)
+    let drop = crate::effects::store::drop_dir(subject.id)
         .ok_or_else(|| unavailable("no data directory for the report drop", "set HOME"))?;
-    crate::store::create_private_dir(&drop)?;
+    crate::effects::store::create_private_dir(&drop)?;
     mounts.push(Mount::Writable(drop.clone()));
 
     // What the hidden roots took that every program needs: the resolver's file.
@@ -495,7 +495,7 @@ fn interpreter_of(program: &Path) -> Option<PathBuf> {
     let mut words = line.split_whitespace();
     let first = words.next()?;
     if first.ends_with("/env") {
-        crate::which::find_on_path(words.find(|word| !word.starts_with('-'))?)
+        crate::effects::which::find_on_path(words.find(|word| !word.starts_with('-'))?)
     } else {
         Some(PathBuf::from(first))
     }

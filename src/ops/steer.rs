@@ -4,15 +4,15 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::route::{Route, route_one};
-use crate::adapter::{self, Adapter};
-use crate::attention::{self, Attention};
-use crate::config::Config;
-use crate::error::{Error, ErrorCode, Result};
-use crate::launch::EXIT_CODE_FILE;
-use crate::spec::Mode;
-use crate::steer::{Delivery, RECEIPT_POLL, RECEIPT_WINDOW, Receipt, prepare};
-use crate::store;
-use crate::tmux::{PaneInfo, Tmux, args};
+use crate::domain::adapter::{self, Adapter};
+use crate::domain::attention::{self, Attention};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::launch::EXIT_CODE_FILE;
+use crate::domain::spec::Mode;
+use crate::domain::steer::{Delivery, RECEIPT_POLL, RECEIPT_WINDOW, Receipt, prepare};
+use crate::effects::config::Config;
+use crate::effects::store;
+use crate::effects::tmux::{PaneInfo, Tmux, args};
 
 /// [`prepare`] chooses typed or pasted for a screen; an ACP steer never reaches the typing.
 const PROTOCOL_TYPES_NOTHING: &str = "an ACP steer goes over the protocol: nothing is typed";
@@ -164,8 +164,8 @@ pub fn steer_control(task_id: &str, cwd: &Path, control: SessionControl) -> Resu
         .with_hint("for an interactive task, steer it with the agent's own command (e.g. `/quit`)"));
     }
     let request = match control {
-        SessionControl::End => crate::acp::control::Request::End,
-        SessionControl::Model(model) => crate::acp::control::Request::SetModel { model },
+        SessionControl::End => crate::effects::acp::control::Request::End,
+        SessionControl::Model(model) => crate::effects::acp::control::Request::SetModel { model },
         SessionControl::Mode(approval) => {
             let adapter = adapter::lookup(&task.record.spec.agent_kind)?;
             let mode = adapter
@@ -177,7 +177,7 @@ pub fn steer_control(task_id: &str, cwd: &Path, control: SessionControl) -> Resu
                         adapter.kind()
                     ))
                 })?;
-            crate::acp::control::Request::SetMode {
+            crate::effects::acp::control::Request::SetMode {
                 mode: mode.to_string(),
             }
         }

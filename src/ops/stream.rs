@@ -8,10 +8,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::outcome::{RESULT_FILE, from_digest};
-use crate::error::{Error, Result};
-use crate::events::{Digest, Printer, Progress};
-use crate::launch::AGENT_EXIT_FILE;
-use crate::store::{self, write_atomic};
+use crate::domain::error::{Error, Result};
+use crate::domain::events::{Digest, Printer, Progress};
+use crate::domain::launch::AGENT_EXIT_FILE;
+use crate::effects::store::{self, write_atomic};
 
 pub const PROGRESS_FILE: &str = "progress.json";
 /// How often live progress is rewritten while events arrive.
@@ -35,7 +35,7 @@ pub fn run_event_filter(task_dir: &Path) -> Result<()> {
     let before = std::env::current_dir()
         .ok()
         .filter(|_| !own_checkout)
-        .and_then(|cwd| crate::git::changes::snapshot(&cwd));
+        .and_then(|cwd| crate::effects::git::changes::snapshot(&cwd));
     let events_path = task_dir.join(store::EVENTS_FILE);
     let mut events = OpenOptions::new()
         .create(true)
@@ -78,16 +78,16 @@ pub fn run_event_filter(task_dir: &Path) -> Result<()> {
     }
     write_progress(task_dir, &digest)?;
     // The agent's status is written before the pipe closes (see launch.sh).
-    let exit_code = crate::store::read_small(&task_dir.join(AGENT_EXIT_FILE))
+    let exit_code = crate::effects::store::read_small(&task_dir.join(AGENT_EXIT_FILE))
         .ok()
         .and_then(|s| String::from_utf8_lossy(&s).trim().parse().ok());
     let after = std::env::current_dir()
         .ok()
         .filter(|_| before.is_some())
-        .and_then(|cwd| crate::git::changes::snapshot(&cwd));
+        .and_then(|cwd| crate::effects::git::changes::snapshot(&cwd));
     let files_changed = before
         .zip(after)
-        .map(|(b, a)| crate::git::changes::changed_files(&b, &a));
+        .map(|(b, a)| crate::effects::git::changes::changed_files(&b, &a));
     let result = from_digest(&task_id, digest, exit_code, files_changed);
     let mut bytes = serde_json::to_vec_pretty(&result).expect("results serialize");
     bytes.push(b'\n');
@@ -101,5 +101,6 @@ fn write_progress(task_dir: &Path, digest: &Digest) -> Result<()> {
 
 /// Live progress of a running stream, if it has started.
 pub fn read_progress(task_dir: &Path) -> Option<Progress> {
-    serde_json::from_slice(&crate::store::read_small(&task_dir.join(PROGRESS_FILE)).ok()?).ok()
+    serde_json::from_slice(&crate::effects::store::read_small(&task_dir.join(PROGRESS_FILE)).ok()?)
+        .ok()
 }

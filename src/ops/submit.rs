@@ -8,16 +8,16 @@ use super::prepare::{
     env_file_text, includes, launch_script, parse_new_pane, tip_of, with_answer_of, write_private,
 };
 use super::view::TaskView;
-use crate::adapter::{self, LaunchCommand};
-use crate::config::{Autonomy, Config, Permissions, Setting};
-use crate::error::{Error, ErrorCode, Result};
-use crate::git;
-use crate::launch::{ENV_FILE, StartGate};
-use crate::role::{Role, Roles};
-use crate::spec::{Mode, TaskSpec};
-use crate::status::Status;
-use crate::store::{self, Placement, TaskFacts, TaskRecord, TmuxPlacement, schedule};
-use crate::tmux::{Socket, Tmux, args};
+use crate::domain::adapter::{self, LaunchCommand};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::launch::{ENV_FILE, StartGate};
+use crate::domain::spec::{Mode, TaskSpec};
+use crate::domain::status::Status;
+use crate::effects::config::{Autonomy, Config, Permissions, Setting};
+use crate::effects::git;
+use crate::effects::role::{Role, Roles};
+use crate::effects::store::{self, Placement, TaskFacts, TaskRecord, TmuxPlacement, schedule};
+use crate::effects::tmux::{Socket, Tmux, args};
 
 /// What a parent asks for. Every `None` is filled from the configuration, then the adapter.
 #[derive(Debug, Clone, Default)]
@@ -123,7 +123,7 @@ fn agent_kind(
         let from_project = role
             .layers
             .iter()
-            .any(|layer| matches!(layer, crate::role::RoleSource::Project(_)));
+            .any(|layer| matches!(layer, crate::effects::role::RoleSource::Project(_)));
         if agent == "command" && from_project {
             return Err(Error::new(
                 ErrorCode::ConfigUntrusted,
@@ -193,7 +193,7 @@ fn resolve_spec(
     let mut warnings = config.warnings_under(adapter, &policy);
     let mut within = |asked: Option<String>, who: &str| {
         let mode = asked?;
-        if crate::config::class::within(autonomy_of(&mode), policy.allowed) {
+        if crate::effects::config::class::within(autonomy_of(&mode), policy.allowed) {
             return Some(mode);
         }
         warnings.push(format!(
@@ -210,7 +210,7 @@ fn resolve_spec(
     let role_from_project = role.is_some_and(|r| {
         r.layers
             .iter()
-            .any(|layer| matches!(layer, crate::role::RoleSource::Project(_)))
+            .any(|layer| matches!(layer, crate::effects::role::RoleSource::Project(_)))
     });
     let role_approval = role.and_then(|r| r.approval_mode.clone());
     let role_approval = if role_from_project {
@@ -429,11 +429,13 @@ fn request_digest(request: &SubmitRequest, cwd: &Path) -> String {
 fn parent_to_wake(
     request: &SubmitRequest,
     config: &Config,
-    from: Option<&crate::notify::SubmittedFrom>,
-) -> Result<Option<crate::notify::ParentAgent>> {
+    from: Option<&crate::effects::notify::SubmittedFrom>,
+) -> Result<Option<crate::effects::notify::ParentAgent>> {
     let notify = config.notify();
-    let configured = !matches!(notify.source, crate::config::Source::Project(_))
-        && notify.value.contains(&crate::config::NotifyChannel::Parent);
+    let configured = !matches!(notify.source, crate::effects::config::Source::Project(_))
+        && notify
+            .value
+            .contains(&crate::effects::config::NotifyChannel::Parent);
     if !request.wake_parent && !configured {
         return Ok(None);
     }
@@ -501,7 +503,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     let request = take_context_from(request, &cwd)?;
     let request = take_base_from(request, &cwd)?;
     if let Some(team) = &request.team {
-        crate::team::check_name(team)?;
+        crate::effects::team::check_name(team)?;
     }
     let role = request
         .role
@@ -559,7 +561,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         let overwrites = adapter
             .acp
             .is_some_and(|acp| acp.load_overwrites_same_minute);
-        spec.acp = Some(crate::acp::policy::AcpSpec {
+        spec.acp = Some(crate::domain::acp::policy::AcpSpec {
             once: request.once.unwrap_or(in_pipeline),
             permissions: config.acp_permissions(),
             load_not_before: resumed
@@ -627,7 +629,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     );
     // A sandboxed task in a git repository works in a repository of its own: nothing of the
     // user's `.git` is in its reach (docs/guides/sandbox.md).
-    let own_repo = sandbox.mode == crate::sandbox::SandboxMode::Bwrap
+    let own_repo = sandbox.mode == crate::domain::sandbox::SandboxMode::Bwrap
         && (use_worktree || git::toplevel(&cwd).is_some());
     if own_repo && !use_worktree {
         config.refuse_untrusted_worktree()?;
@@ -671,7 +673,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .acp
         .filter(|_| mode == Mode::Acp)
         .and_then(|acp| acp.program)
-        && crate::which::find_on_path(bridge).is_none()
+        && crate::effects::which::find_on_path(bridge).is_none()
     {
         return Err(Error::new(
             ErrorCode::AgentNotFound,
@@ -686,7 +688,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
     }
     // The command agent's program is the task's own first word, found by the pane's shell.
     let bridged = mode == Mode::Acp && adapter.acp.is_some_and(|acp| acp.program.is_some());
-    if !adapter.runs_argv && !bridged && crate::which::find_on_path(&bin).is_none() {
+    if !adapter.runs_argv && !bridged && crate::effects::which::find_on_path(&bin).is_none() {
         return Err(Error::new(
             ErrorCode::AgentNotFound,
             format!("the {} binary '{bin}' is not on PATH", adapter.kind()),
@@ -782,17 +784,19 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
         .timeout
         .or_else(|| config.timeout().map(|s| s.value))
         .map(|t| t.as_secs().max(1));
-    let submitted_from = crate::notify::SubmittedFrom::from_env().or_else(own_task_pane);
+    let submitted_from = crate::effects::notify::SubmittedFrom::from_env().or_else(own_task_pane);
     let wake_parent = parent_to_wake(&request, &config, submitted_from.as_ref())?;
     let acp_socket = if mode == Mode::Acp {
-        Some(crate::acp::control::socket_path(&id).ok_or_else(|| {
-            Error::new(ErrorCode::Io, "no folder for the ACP task's control socket")
-                .with_hint("set XDG_RUNTIME_DIR (or HOME)")
-        })?)
+        Some(
+            crate::effects::acp::control::socket_path(&id).ok_or_else(|| {
+                Error::new(ErrorCode::Io, "no folder for the ACP task's control socket")
+                    .with_hint("set XDG_RUNTIME_DIR (or HOME)")
+            })?,
+        )
     } else {
         None
     };
-    let sandboxed = (sandbox.mode != crate::sandbox::SandboxMode::None).then_some(sandbox);
+    let sandboxed = (sandbox.mode != crate::domain::sandbox::SandboxMode::None).then_some(sandbox);
     let placement = Placement {
         id: id.clone(),
         task_dir: task_dir.clone(),
@@ -1009,7 +1013,7 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
 /// no tmux socket: `launch.sh` drops it with `TMUX`), the task's own server, from the
 /// registry: a nested parent's children run beside it.
 fn own_task_server() -> Option<Socket> {
-    if std::env::var_os(crate::tmux::SOCKET_ENV).is_some_and(|value| !value.is_empty()) {
+    if std::env::var_os(crate::effects::tmux::SOCKET_ENV).is_some_and(|value| !value.is_empty()) {
         return None;
     }
     let id = own_task()?;
@@ -1020,20 +1024,20 @@ fn own_task_server() -> Option<Socket> {
 /// The task this submit runs inside, by the kernel's word; looked for only where a task's pane
 /// left its id in the environment (a submit of the user's costs no look at the registry).
 fn own_task() -> Option<String> {
-    std::env::var_os(crate::process::TASK_ID_VARIABLE)?;
+    std::env::var_os(crate::effects::process::TASK_ID_VARIABLE)?;
     super::task::task_of_process(std::process::id())
 }
 
 /// The pane of the task this submit runs inside, from the registry: a task's environment has
 /// no `TMUX` or `TMUX_PANE` (a child must not reach its own pane through tmux), so a nested
 /// parent is found by the kernel's word (`task_of_process`) instead.
-fn own_task_pane() -> Option<crate::notify::SubmittedFrom> {
+fn own_task_pane() -> Option<crate::effects::notify::SubmittedFrom> {
     let id = own_task()?;
     let placement = store::placement(&id).ok()??;
     if placement.host.is_some() || !placement.socket.0.starts_with('/') {
         return None;
     }
-    Some(crate::notify::SubmittedFrom {
+    Some(crate::effects::notify::SubmittedFrom {
         socket: placement.socket.0.clone(),
         pane: store::pane_start(&id)?.pane_id,
     })
@@ -1099,13 +1103,14 @@ const MAX_ARGV_WORD: usize = 128 * 1024 - 1;
 /// A prompt that goes on the agent's command line must fit in one argv word (with a little room
 /// for an attached `--prompt=`); a launch that reads the prompt file has no such limit.
 fn check_argv_limit(spec: &TaskSpec, adapter: &adapter::Adapter, command: &str) -> Result<()> {
-    let reads_prompt_file = command.contains(&format!("\"${}\"", crate::launch::PROMPT_VARIABLE));
+    let reads_prompt_file =
+        command.contains(&format!("\"${}\"", crate::domain::launch::PROMPT_VARIABLE));
     let longest = if adapter.runs_argv {
         spec.argv.iter().map(String::len).max().unwrap_or(0)
     } else if reads_prompt_file {
         0
     } else {
-        crate::spec::render_prompt(spec).len() + 32
+        crate::domain::spec::render_prompt(spec).len() + 32
     };
     if longest <= MAX_ARGV_WORD {
         return Ok(());
@@ -1130,7 +1135,7 @@ fn check_argv_limit(spec: &TaskSpec, adapter: &adapter::Adapter, command: &str) 
 /// repository that ships `.cuekit` as a link would otherwise have the submitter's prompt and
 /// environment written wherever it points. `.cuekit/.gitignore` is written on the first submit.
 fn tasks_dir_in(cwd: &Path) -> Result<PathBuf> {
-    let root = crate::project::Root::new(cwd)?;
+    let root = crate::effects::project::Root::new(cwd)?;
     let relative = Path::new(store::TASKS_SUBDIR);
     let tasks = root.prove_no_links(relative)?;
     store::create_private_dir(&tasks)?;
@@ -1192,10 +1197,10 @@ fn write_task_files(
     let prompt = if adapter.runs_argv {
         spec.argv.join(" ")
     } else {
-        crate::spec::render_prompt(spec)
+        crate::domain::spec::render_prompt(spec)
     };
     write_private(
-        &task_dir.join(crate::launch::PROMPT_FILE),
+        &task_dir.join(crate::domain::launch::PROMPT_FILE),
         prompt.as_bytes(),
     )?;
     let env_file = env_file_text(id, adapter.kind(), config);

@@ -5,11 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, ErrorCode, Result};
-use crate::process::GroupLeader;
-use crate::status::Status;
-use crate::store::{self, PaneStart, Placement, TaskRecord, WorktreePlacement};
-use crate::tmux::Socket;
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::status::Status;
+use crate::effects::process::GroupLeader;
+use crate::effects::store::{self, PaneStart, Placement, TaskRecord, WorktreePlacement};
+use crate::effects::tmux::Socket;
 
 /// A task cuekit may act on: its registry placement, the pane tmux reported at start, and a
 /// record that agrees with both.
@@ -38,7 +38,7 @@ impl Task {
             .facts
             .as_ref()
             .and_then(|facts| facts.sandbox.as_ref())
-            .is_some_and(|policy| policy.mode == crate::sandbox::SandboxMode::Bwrap)
+            .is_some_and(|policy| policy.mode == crate::domain::sandbox::SandboxMode::Bwrap)
     }
 }
 
@@ -203,7 +203,7 @@ pub(crate) fn scan_registry_each(mut each: impl FnMut(Found)) -> Result<()> {
                 let dir = placement.task_dir.clone();
                 // A task whose directory is gone and that has no process left is history.
                 if !dir.exists()
-                    && crate::process::task_processes(
+                    && crate::effects::process::task_processes(
                         &id,
                         leader_of(store::pane_start(&id).as_ref()),
                     )
@@ -409,22 +409,22 @@ fn disagreement(placement: &Placement, record: &TaskRecord, dir: &Path) -> Optio
 /// environment (`env -u CUEKIT_TASK_ID` clears that): an ancestor started with a task's id in
 /// its environment, an ancestor that is a registered task's pane process, or a controlling
 /// terminal that is a registered task's pane (an ancestry cut by `setsid` keeps its terminal,
-/// unless it gave that up too — which [`crate::process::controlling_terminal`] tells).
+/// unless it gave that up too — which [`crate::effects::process::controlling_terminal`] tells).
 pub fn task_of_process(pid: u32) -> Option<String> {
-    let chain = crate::process::ancestry(pid);
+    let chain = crate::effects::process::ancestry(pid);
     if let Some(id) = chain
         .iter()
-        .find_map(|&pid| crate::process::task_id_in_environment(pid))
+        .find_map(|&pid| crate::effects::process::task_id_in_environment(pid))
     {
         return Some(id);
     }
-    let terminal = crate::process::controlling_terminal(pid);
+    let terminal = crate::effects::process::controlling_terminal(pid);
     store::registered_ids().ok()?.into_iter().find(|id| {
         store::pane_start(id).is_some_and(|pane| {
-            let ours = crate::process::start_ticks(pane.pane_pid) == pane.start_ticks;
+            let ours = crate::effects::process::start_ticks(pane.pane_pid) == pane.start_ticks;
             ours && (chain.contains(&pane.pane_pid)
                 || terminal.is_some()
-                    && crate::process::controlling_terminal(pane.pane_pid) == terminal)
+                    && crate::effects::process::controlling_terminal(pane.pane_pid) == terminal)
         })
     })
 }

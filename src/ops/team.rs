@@ -11,14 +11,14 @@ use super::outcome::TaskResult;
 use super::steer::SteerReceipt;
 use super::submit::{SubmitOutcome, SubmitRequest};
 use super::view::TaskView;
-use crate::error::{Error, ErrorCode, Result};
-use crate::spec::Mode;
-use crate::status::Status;
-use crate::store::TaskRecord;
-use crate::team::TeamSpec;
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::spec::Mode;
+use crate::domain::status::Status;
+use crate::effects::store::TaskRecord;
+use crate::effects::team::TeamSpec;
 
 fn members(name: &str) -> Result<Vec<TaskRecord>> {
-    crate::team::check_name(name)?;
+    crate::effects::team::check_name(name)?;
     // Only tasks the registry vouches for: an untrusted record cannot join a team, and one
     // unreadable record does not stop the others.
     let mut records = Vec::new();
@@ -161,13 +161,16 @@ pub struct TeamSubmitted {
 /// as the program) starts only from a spec the user trusted (`cuekit trust SPEC`), as the keys
 /// of a project file that run code do.
 pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmitted> {
-    crate::team::check_name(name)?;
+    crate::effects::team::check_name(name)?;
     let members = spec.team.members.clone();
     let max_parallel = spec.team.max_parallel;
-    let team_budget = spec.team.budget.map(|budget| crate::store::Budget {
-        team_tokens: Some(budget.tokens),
-        ..Default::default()
-    });
+    let team_budget = spec
+        .team
+        .budget
+        .map(|budget| crate::effects::store::Budget {
+            team_tokens: Some(budget.tokens),
+            ..Default::default()
+        });
     if members.is_empty() {
         return Err(Error::invalid_input("the team spec lists no members")
             .with_hint("list at least one `- objective: …`"));
@@ -185,7 +188,7 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
     refuse_untrusted_members(spec, &commands)?;
     // A member works inside the folder the team is submitted from: the spec is the
     // repository's word, and may not send an agent with its bypass flag into another project.
-    let root = crate::project::Root::new(cwd)?;
+    let root = crate::effects::project::Root::new(cwd)?;
     let dirs = members
         .iter()
         .enumerate()
@@ -269,7 +272,7 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
             super::submit(member, cwd).map_err(|err| member_error(err, index, &started))?;
         if let SubmitOutcome::Submitted(task) = &outcome {
             if team_budget.is_some() {
-                crate::store::schedule::join_team_budget(name, &task.id)
+                crate::effects::store::schedule::join_team_budget(name, &task.id)
                     .map_err(|err| member_error(err, index, &started))?;
             }
             started.push(task.id.clone());
@@ -287,14 +290,14 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
 
 /// Whether a member's own words name code to run: the `command` agent, or a program (`argv`)
 /// for whichever agent it ends with.
-fn member_runs_code(member: &crate::team::TeamMember) -> bool {
+fn member_runs_code(member: &crate::effects::team::TeamMember) -> bool {
     member.agent.as_deref() == Some("command") || !member.argv.is_empty()
 }
 
 /// `config_untrusted` when `members` (indexes) is not empty and the spec's bytes are not the
 /// ones the user trusted.
 fn refuse_untrusted_members(spec: &TeamSpec, members: &[usize]) -> Result<()> {
-    if members.is_empty() || spec.trust == crate::trust::TrustState::Trusted {
+    if members.is_empty() || spec.trust == crate::effects::trust::TrustState::Trusted {
         return Ok(());
     }
     let numbers: Vec<String> = members
@@ -312,7 +315,7 @@ fn refuse_untrusted_members(spec: &TeamSpec, members: &[usize]) -> Result<()> {
     )
     .with_hint(format!(
         "read the spec; if you trust it, run `cuekit trust {}`",
-        crate::launch::single_quote(&spec.path.to_string_lossy()).unwrap_or_default()
+        crate::domain::launch::single_quote(&spec.path.to_string_lossy()).unwrap_or_default()
     )))
 }
 

@@ -4,28 +4,32 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::domain::error::{Error, Result};
 
 /// Trusts `file` as it is now; returns its absolute path. Only a file that parses can be
 /// trusted (trusting a broken one would be trusting nothing in particular): a config file, or
 /// a team spec (whose members may run the command agent). A broken one is refused with its
 /// location, as a config file.
 pub fn trust(file: &Path) -> Result<PathBuf> {
-    let bytes = crate::project::files::read_named(file)?;
+    let bytes = crate::effects::project::files::read_named(file)?;
     let text = std::str::from_utf8(&bytes).map_err(|_| {
         Error::invalid_input(format!("{} is not UTF-8 text", file.display()))
             .with_hint("a config file or a team spec is YAML text")
     })?;
-    if let Err(config_error) = crate::config::parse_text(text, file) {
+    if let Err(config_error) = crate::effects::config::parse_text(text, file) {
         let is_config = file
             .file_name()
-            .is_some_and(|name| name == crate::config::PROJECT_FILE);
+            .is_some_and(|name| name == crate::effects::config::PROJECT_FILE);
         if is_config {
             return Err(config_error);
         }
-        if let Err(team_error) = crate::team::parse_team_spec(text, &file.display().to_string()) {
+        if let Err(team_error) =
+            crate::effects::team::parse_team_spec(text, &file.display().to_string())
+        {
             // Nested too deep to be parsed at all: the config's error says so.
-            if crate::yaml_depth::too_deep(text, crate::yaml_depth::MAX_DEPTH).is_some() {
+            if crate::domain::yaml_depth::too_deep(text, crate::domain::yaml_depth::MAX_DEPTH)
+                .is_some()
+            {
                 return Err(config_error);
             }
             // A list, or a mapping with members, was meant as a team spec: its own error says
@@ -42,5 +46,5 @@ pub fn trust(file: &Path) -> Result<PathBuf> {
             });
         }
     }
-    crate::trust::trust(file, &bytes)
+    crate::effects::trust::trust(file, &bytes)
 }

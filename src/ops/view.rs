@@ -2,14 +2,14 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::adapter::{self, Capabilities};
-use crate::error::Error;
-use crate::events::Progress;
-use crate::git::diff::DiffStat;
-use crate::report::{Report, ReportKind};
-use crate::spec::Mode;
-use crate::status::Status;
-use crate::store::{Placement, TaskRecord};
+use crate::domain::adapter::{self, Capabilities};
+use crate::domain::error::Error;
+use crate::domain::events::Progress;
+use crate::domain::report::{Report, ReportKind};
+use crate::domain::spec::Mode;
+use crate::domain::status::Status;
+use crate::effects::git::diff::DiffStat;
+use crate::effects::store::{Placement, TaskRecord};
 
 /// What `status`, `list`, `submit` and `wait` report about a task. Read back from a host's
 /// cuekit too (same version, by the handshake), so it deserializes.
@@ -85,7 +85,7 @@ pub struct TaskView {
     /// An ACP task's permission request that waits for an answer (`cuekit approve`): the tool
     /// call and the options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request: Option<Box<crate::acp::session::Pending>>,
+    pub request: Option<Box<crate::domain::acp::session::Pending>>,
     /// What a queued task waits for, and a task's attempts under its retry policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<Box<QueueView>>,
@@ -163,7 +163,7 @@ impl TaskView {
             model: None,
             capabilities: None,
             attach_hint: None,
-            transcript: task_dir.join(crate::store::TRANSCRIPT_FILE),
+            transcript: task_dir.join(crate::effects::store::TRANSCRIPT_FILE),
             task_dir: task_dir.to_path_buf(),
             launch_command: String::new(),
             created_at: String::new(),
@@ -232,8 +232,10 @@ impl From<&TaskRecord> for TaskView {
                 .as_ref()
                 .is_some_and(|r| r.kind == ReportKind::Blocked),
             sandbox: record.sandbox.as_ref().map(|policy| match policy.network {
-                crate::sandbox::Network::Off => format!("{}, no network", policy.mode.as_str()),
-                crate::sandbox::Network::On => policy.mode.as_str().to_string(),
+                crate::domain::sandbox::Network::Off => {
+                    format!("{}, no network", policy.mode.as_str())
+                }
+                crate::domain::sandbox::Network::On => policy.mode.as_str().to_string(),
             }),
             branch: record.worktree.as_ref().map(|w| w.branch.clone()),
             worktree: record.worktree.as_ref().map(|w| w.path.clone()),
@@ -269,7 +271,7 @@ pub struct QueueView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts_max: Option<usize>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub attempts: Vec<crate::store::schedule::Attempt>,
+    pub attempts: Vec<crate::effects::store::schedule::Attempt>,
 }
 
 fn is_zero(n: &usize) -> bool {

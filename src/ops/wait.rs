@@ -5,10 +5,10 @@ use super::judge::{Refreshed, refresh};
 use super::route::{Route, route};
 use super::task::{Task, open};
 use super::view::TaskView;
-use crate::error::{Error, ErrorCode, Result};
-use crate::launch::EXIT_CODE_FILE;
-use crate::status::Status;
-use crate::store::{self, TaskRecord};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::launch::EXIT_CODE_FILE;
+use crate::domain::status::Status;
+use crate::effects::store::{self, TaskRecord};
 
 /// The sentinel is a file, so noticing an exit costs one `stat` per pending task per tick:
 /// a fine tick keeps `wait` within tens of milliseconds of the child's exit.

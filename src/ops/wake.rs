@@ -19,14 +19,14 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::adapter::{self, Adapter};
-use crate::attention;
-use crate::error::{Error, ErrorCode, Result};
-use crate::notify::{ParentAgent, SubmittedFrom};
-use crate::status::Status;
-use crate::steer::Receipt;
-use crate::store;
-use crate::tmux::{PaneInfo, Socket, Tmux, args};
+use crate::domain::adapter::{self, Adapter};
+use crate::domain::attention;
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::status::Status;
+use crate::domain::steer::Receipt;
+use crate::effects::notify::{ParentAgent, SubmittedFrom};
+use crate::effects::store;
+use crate::effects::tmux::{PaneInfo, Socket, Tmux, args};
 
 /// How long a wake waits for a busy parent to go idle before it gives up.
 pub const PATIENCE: Duration = Duration::from_secs(600);
@@ -41,16 +41,16 @@ pub fn identify(from: Option<&SubmittedFrom>) -> Result<ParentAgent> {
     })?;
     let pane = pane_info(&Tmux::new(Socket(from.socket.clone())), &from.pane)
         .ok_or_else(|| no_parent(format!("tmux has no pane {}", from.pane)))?;
-    let leader = crate::process::foreground_group(pane.pane_pid)
+    let leader = crate::effects::process::foreground_group(pane.pane_pid)
         .ok_or_else(|| no_parent(format!("pane {} has no foreground program", from.pane)))?;
     let me = std::process::id();
-    if leader == me || !crate::process::descends_from(me, leader) {
+    if leader == me || !crate::effects::process::descends_from(me, leader) {
         return Err(no_parent(format!(
             "the program in the foreground of pane {} is not the agent that submits (a submit typed at a shell wakes nobody)",
             from.pane
         )));
     }
-    let words = crate::process::command_line(leader);
+    let words = crate::effects::process::command_line(leader);
     let agent = agent_of(&words).ok_or_else(|| {
         no_parent(format!(
             "the program in the foreground of pane {} ({}) is no agent whose screen cuekit reads",
@@ -64,7 +64,7 @@ pub fn identify(from: Option<&SubmittedFrom>) -> Result<ParentAgent> {
         pane_pid: pane.pane_pid,
         agent: agent.kind().to_string(),
         pid: leader,
-        start_ticks: crate::process::start_ticks(leader),
+        start_ticks: crate::effects::process::start_ticks(leader),
     })
 }
 
@@ -126,7 +126,7 @@ const OWN_REASONS: &[&str] = &[
 /// `reason` as the word of the closed set it belongs to (cuekit's own, a screen's, a passing
 /// fault's, an adapter's documented exit reason); `None` for anything else.
 fn known_reason(reason: &str) -> Option<&'static str> {
-    use crate::attention::Attention;
+    use crate::domain::attention::Attention;
     let screens = [
         Attention::AuthRequired,
         Attention::TrustRequired,
@@ -253,12 +253,13 @@ fn ready_screen(
         .filter(|pane| pane.pane_pid == parent.pane_pid && !pane.dead)
         .ok_or("the parent's pane is gone")?;
     let same_agent = parent.start_ticks.is_some()
-        && crate::process::start_ticks(parent.pid) == parent.start_ticks;
+        && crate::effects::process::start_ticks(parent.pid) == parent.start_ticks;
     if !same_agent {
         return Err("the parent agent has exited".into());
     }
     // Something else has the keyboard (the agent suspended to its shell, a pager): later.
-    if crate::process::foreground_group(pane.pane_pid) != Some(parent.pid) || pane.in_mode {
+    if crate::effects::process::foreground_group(pane.pane_pid) != Some(parent.pid) || pane.in_mode
+    {
         return Ok(None);
     }
     let screen = tmux
@@ -270,7 +271,9 @@ fn ready_screen(
 
 fn pane_info(tmux: &Tmux, pane: &str) -> Option<PaneInfo> {
     let printed = tmux.run(&args::pane_info(pane)).ok()?;
-    crate::tmux::parse_panes(&printed).into_iter().next()
+    crate::effects::tmux::parse_panes(&printed)
+        .into_iter()
+        .next()
 }
 
 /// One lock per parent pane, in the user's own data directory.

@@ -6,10 +6,10 @@ use std::time::{Duration, SystemTime};
 
 use super::state::State;
 use super::update::{Msg, update};
-use crate::events::Progress;
+use crate::domain::events::Progress;
+use crate::domain::spec::Mode as TaskMode;
+use crate::domain::status::Status;
 use crate::ops::{Board, BoardRow, Preview, TaskView};
-use crate::spec::Mode as TaskMode;
-use crate::status::Status;
 
 pub fn at(secs: u64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + secs)

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant, SystemTime};
 use ratatui::DefaultTerminal;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::domain::error::{Error, ErrorCode, Result};
 use crate::ops;
 
 /// How long the loop waits for a key before looking at finished background work: what a
@@ -53,7 +53,7 @@ pub fn run(options: &Options, cwd: &Path) -> Result<()> {
     }
     // A pager quitting before it read everything must not end the dashboard.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-    let project = crate::store::project_tasks_root(cwd)
+    let project = crate::effects::store::project_tasks_root(cwd)
         .and_then(|tasks| Some(tasks.parent()?.parent()?.to_path_buf()))
         .unwrap_or_else(|| cwd.to_path_buf());
     let mut state = State::new(
@@ -217,14 +217,14 @@ fn carry_out(
                 let diff = ops::diff(&task_id, cwd, true)?;
                 let patch = diff.patch.unwrap_or_default();
                 // The pager may pass escapes through (`less -R`): a child's file must not.
-                page_text(crate::terminal_text::visible(&patch).as_bytes())
+                page_text(crate::domain::display::terminal_text::visible(&patch).as_bytes())
             });
         }
         Effect::Result(task_id) => {
             return paged(terminal, sender, || {
                 let result = ops::result(&task_id, cwd)?;
-                let text = crate::result_text::text(&result);
-                page_text(crate::terminal_text::visible(&text).as_bytes())
+                let text = crate::domain::display::result_text::text(&result);
+                page_text(crate::domain::display::terminal_text::visible(&text).as_bytes())
             });
         }
     }

@@ -3,8 +3,8 @@
 
 use std::time::SystemTime;
 
+use crate::domain::status::Status;
 use crate::ops::{BoardRow, Preview};
-use crate::status::Status;
 
 #[derive(Debug, Clone)]
 pub struct State {

@@ -4,8 +4,8 @@
 use std::time::SystemTime;
 
 use super::state::{Mode, State};
+use crate::domain::spec::Mode as TaskMode;
 use crate::ops::{Board, BoardRow};
-use crate::spec::Mode as TaskMode;
 
 /// A key, as `top` tells them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +53,7 @@ pub enum Effect {
     /// Answer an ACP task's permission request.
     Answer {
         task_id: String,
-        answer: crate::acp::control::Answer,
+        answer: crate::effects::acp::control::Answer,
     },
     Logs(String),
     Result(String),
@@ -150,7 +150,7 @@ pub fn update(state: &mut State, msg: Msg) -> Option<Effect> {
             },
             Mode::AnswerPermission { task_id } => {
                 state.mode = Mode::Normal;
-                use crate::acp::control::Answer;
+                use crate::effects::acp::control::Answer;
                 let answer = match key {
                     Key::Char('y') => Answer::Allow,
                     Key::Char('a') => Answer::AllowAlways,
@@ -220,7 +220,7 @@ fn normal_key(state: &mut State, key: Key) -> Option<Effect> {
         Key::Char('s') => on_selected(state, |row, id| {
             if row.view.status.is_terminal() {
                 Step::Refuse(format!("{id} has ended and cannot be steered"))
-            } else if row.view.status == crate::status::Status::Untrusted {
+            } else if row.view.status == crate::domain::status::Status::Untrusted {
                 Step::Refuse(format!("{id} is untrusted: cuekit does not act on it"))
             } else if row.view.mode == Some(TaskMode::Batch) {
                 Step::Refuse(format!("{id} is a batch task and cannot be steered"))
@@ -337,8 +337,8 @@ fn select_after_change(state: &mut State) -> Option<Effect> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::status::Status;
     use crate::ops::Board;
-    use crate::status::Status;
     use crate::top::fixtures::{board, loaded, row};
 
     fn press(state: &mut State, keys: &str) -> Vec<Effect> {

@@ -7,9 +7,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState};
 
 use super::state::{Mode, State};
-use crate::age;
+use crate::domain::display::age;
+use crate::domain::status::Status;
 use crate::ops::BoardRow;
-use crate::status::Status;
 
 /// The footer: the keys most needed first, since a narrow terminal cuts the end.
 pub const KEYS: &str =

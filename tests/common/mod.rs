@@ -383,7 +383,7 @@ impl Drop for Harness {
             .lines()
             .filter_map(|l| l.parse().ok())
         {
-            cuekit::process::terminate_tree(pid, Duration::from_millis(500));
+            cuekit::effects::process::terminate_tree(pid, Duration::from_millis(500));
         }
         let _ = self.tmux(&["kill-server"]);
         // This test's own cuekit processes still running (its server's monitor recording the

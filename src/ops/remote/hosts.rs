@@ -8,12 +8,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::unreadable_reply;
-use crate::config::Config;
-use crate::error::{Error, ErrorCode, Result};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::config::Config;
+use crate::effects::remote::args::{self, ssh_argv};
+use crate::effects::remote::connection::{self, CALL_DEADLINE, VERSION_LINE};
+use crate::effects::remote::{self as host_access, Host};
 use crate::ops::view::TaskView;
-use crate::remote::args::{self, ssh_argv};
-use crate::remote::connection::{self, CALL_DEADLINE, VERSION_LINE};
-use crate::remote::{self as host_access, Host};
 
 /// How long copying this binary to a host may take.
 const INSTALL_DEADLINE: Duration = Duration::from_secs(300);
@@ -45,7 +45,7 @@ pub fn host_install(name: &str, cwd: &Path) -> Result<Installed> {
     let binary = std::fs::File::open(&exe).map_err(|err| Error::io("read", &exe, err))?;
     connection::live_master(&host);
     let argv = ssh_argv(&host, &args::install_line(&path)?, false);
-    let ran = crate::remote::run::capture_from(&argv, binary.into(), INSTALL_DEADLINE)?;
+    let ran = crate::effects::remote::run::capture_from(&argv, binary.into(), INSTALL_DEADLINE)?;
     if ran.unreachable() {
         return Err(connection::unreachable(&host, &ran.why(INSTALL_DEADLINE)));
     }
@@ -232,7 +232,7 @@ fn probe(host: &Host, report: &mut HostReport) -> Result<()> {
     }
     connection::connect(host)?;
     let argv = ssh_argv(host, &args::probe_line(&host.cuekit)?, false);
-    let ran = crate::remote::run::capture(&argv, None, CALL_DEADLINE)?;
+    let ran = crate::effects::remote::run::capture(&argv, None, CALL_DEADLINE)?;
     if ran.unreachable() {
         return Err(connection::unreachable(host, &ran.why(CALL_DEADLINE)));
     }

@@ -22,12 +22,12 @@ use std::path::Path;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use crate::config::Config;
-use crate::error::{Error, ErrorCode, Result};
-use crate::remote::args::{self, ssh_argv};
-use crate::remote::connection;
-use crate::remote::run::Ran;
-use crate::remote::{self as host_access, Host};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::config::Config;
+use crate::effects::remote::args::{self, ssh_argv};
+use crate::effects::remote::connection;
+use crate::effects::remote::run::Ran;
+use crate::effects::remote::{self as host_access, Host};
 
 /// A reply this cuekit cannot read: the two ends do not speak the same format.
 fn unreadable_reply(host: &Host, err: &serde_json::Error) -> Error {
@@ -116,7 +116,7 @@ pub(crate) fn stream(name: &str, words: &[String], cwd: &Path, out: &mut dyn Wri
 fn call_until_end(host: &Host, words: &[String], out: &mut dyn Write) -> Result<Ran> {
     connection::connect(host)?;
     let line = args::remote_line(&host.cuekit, None, words)?;
-    let ran = crate::remote::run::stream(&ssh_argv(host, &line, false), out)?;
+    let ran = crate::effects::remote::run::stream(&ssh_argv(host, &line, false), out)?;
     if ran.unreachable() {
         return Err(connection::unreachable(host, &ran.why(Duration::ZERO)));
     }
@@ -154,7 +154,7 @@ pub(crate) fn relay(name: &str, words: &[String], cwd: &Path) -> Result<i32> {
     connection::connect(&host)?;
     let line = args::remote_line(&host.cuekit, None, words)?;
     let status: Option<ExitStatus> =
-        crate::remote::run::relay(&ssh_argv(&host, &line, true), None)?;
+        crate::effects::remote::run::relay(&ssh_argv(&host, &line, true), None)?;
     match status.and_then(|s| s.code()) {
         Some(255) | None => Err(connection::unreachable(
             &host,

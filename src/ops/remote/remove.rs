@@ -3,13 +3,13 @@
 use std::path::Path;
 
 use super::{FORWARD_DEADLINE, parse_reply};
-use crate::config::Config;
-use crate::error::{Error, ErrorCode, Result};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::config::Config;
+use crate::effects::remote as host_access;
+use crate::effects::remote::args::words;
+use crate::effects::remote::connection;
+use crate::effects::store;
 use crate::ops::remove::{Removal, RemovalOutcome};
-use crate::remote as host_access;
-use crate::remote::args::words;
-use crate::remote::connection;
-use crate::store;
 
 /// `rm` of host `name`'s tasks, one call each: removed on the host, then forgotten here. A task
 /// the host does not know (its submit was lost before it reached the host) is only forgotten

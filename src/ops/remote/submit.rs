@@ -4,14 +4,14 @@
 use std::path::Path;
 
 use super::{parse_reply, unreadable_reply};
-use crate::config::Config;
-use crate::error::{Error, ErrorCode, Result};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::config::Config;
+use crate::effects::remote as host_access;
+use crate::effects::remote::args::words;
+use crate::effects::remote::connection::{self, CALL_DEADLINE};
+use crate::effects::store::{self, Placement};
+use crate::effects::tmux::Socket;
 use crate::ops::submit::{SubmitOutcome, SubmitRequest};
-use crate::remote as host_access;
-use crate::remote::args::words;
-use crate::remote::connection::{self, CALL_DEADLINE};
-use crate::store::{self, Placement};
-use crate::tmux::Socket;
 
 /// Starts a task on host `name` with the request as given (its `cwd` is a remote directory,
 /// default the host's `cwd`), and registers it here with its host. The id is chosen here and
@@ -199,7 +199,7 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
     let switches = [
         (scheduling.now, "--now"),
         (
-            request.sandbox.network == Some(crate::sandbox::Network::Off),
+            request.sandbox.network == Some(crate::domain::sandbox::Network::Off),
             "--no-network",
         ),
         (
@@ -255,7 +255,7 @@ fn register(id: &str, host: &str, task_dir: &Path, created_at: &str) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::Mode;
+    use crate::domain::spec::Mode;
     use std::time::Duration;
 
     #[test]
@@ -269,8 +269,8 @@ mod tests {
             dangerously_skip_permissions: Some(false),
             worktree: Some(true),
             sandbox: crate::ops::SandboxRequest {
-                mode: Some(crate::sandbox::SandboxMode::Bwrap),
-                network: Some(crate::sandbox::Network::Off),
+                mode: Some(crate::domain::sandbox::SandboxMode::Bwrap),
+                network: Some(crate::domain::sandbox::Network::Off),
             },
             ..SubmitRequest::default()
         };

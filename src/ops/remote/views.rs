@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{parse_reply, unreadable_reply};
-use crate::config::Config;
-use crate::error::{Error, ErrorCode, Result};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::config::Config;
+use crate::effects::remote::args::words;
+use crate::effects::remote::connection::{self, CALL_DEADLINE};
+use crate::effects::remote::{self as host_access, Host};
+use crate::effects::store::{self, Placement};
 use crate::ops::view::TaskView;
-use crate::remote::args::words;
-use crate::remote::connection::{self, CALL_DEADLINE};
-use crate::remote::{self as host_access, Host};
-use crate::store::{self, Placement};
 
 /// Registered tasks by host, for [`host_views`].
 /// An entry that cannot be read is left to this machine's listing, which shows it as the

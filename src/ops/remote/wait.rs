@@ -6,21 +6,21 @@ use std::time::{Duration, Instant};
 
 use super::views::unknown_rows;
 use super::{parse_reply, unreadable_reply};
-use crate::config::Config;
-use crate::error::{ErrorCode, Result};
+use crate::domain::error::{ErrorCode, Result};
+use crate::effects::config::Config;
+use crate::effects::remote::connection;
+use crate::effects::remote::run::Ran;
+use crate::effects::remote::{self as host_access, Host};
+use crate::effects::store;
 use crate::ops::view::TaskView;
 use crate::ops::wait::{WaitNews, WaitOutcome, WaitRequest};
-use crate::remote::connection;
-use crate::remote::run::Ran;
-use crate::remote::{self as host_access, Host};
-use crate::store;
 
 /// How long a wait on a host that stopped answering pauses before asking again.
 const HOST_RETRY: Duration = Duration::from_secs(2);
 
 /// How long past the host's own wait its answer may take to arrive: the connection's connect
 /// timeout.
-const REPLY_GRACE: Duration = crate::remote::args::CONNECT_TIMEOUT;
+const REPLY_GRACE: Duration = crate::effects::remote::args::CONNECT_TIMEOUT;
 
 /// The host's `cuekit --json wait` words for `request`, with what is left of its timeout.
 fn host_wait_words(request: &WaitRequest, remaining: Option<Duration>) -> Vec<String> {

@@ -3,10 +3,10 @@
 use serde::Serialize;
 
 use super::{Usage, unfinished_dependencies};
-use crate::config::Config;
+use crate::domain::status::Status;
+use crate::effects::config::Config;
+use crate::effects::store::{self, schedule, schedule::Plan};
 use crate::ops::view::{QueueView, TaskView};
-use crate::status::Status;
-use crate::store::{self, schedule, schedule::Plan};
 
 /// What each queued task waits for; with `attempts`, also how far every task's attempts went
 /// (a file look per task, so not for long listings).

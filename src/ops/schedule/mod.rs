@@ -22,13 +22,13 @@ use std::time::{Duration, SystemTime};
 
 use super::task::{Found, Task, found_for};
 use super::view::QueueView;
-use crate::config::Config;
-use crate::error::{Error, ErrorCode, Result};
-use crate::report::ReportKind;
-use crate::spec::Mode;
-use crate::status::{Ending, Status};
-use crate::store::{self, schedule, schedule::Plan};
-use crate::tmux::{Tmux, args};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::report::ReportKind;
+use crate::domain::spec::Mode;
+use crate::domain::status::{Ending, Status};
+use crate::effects::config::Config;
+use crate::effects::store::{self, schedule, schedule::Plan};
+use crate::effects::tmux::{Tmux, args};
 
 pub(crate) use explain::explain;
 pub use explain::{QueueSummary, queue_summary};
@@ -393,7 +393,8 @@ pub fn start_due() -> Result<Looked> {
         }
         // No attempt starts while anything of the one before runs.
         if !plan.attempts.is_empty()
-            && !crate::process::task_processes(&task.record.id, task.group_leader()).is_empty()
+            && !crate::effects::process::task_processes(&task.record.id, task.group_leader())
+                .is_empty()
         {
             // Looked at again soon: their ending changes nothing the scheduler watches.
             let soon = now + LINGER_RECHECK;

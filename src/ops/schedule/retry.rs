@@ -5,11 +5,11 @@ use std::path::Path;
 
 use super::explain::explain_one;
 use super::start_due;
-use crate::config::Config;
-use crate::error::{Error, ErrorCode, Result};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::status::Status;
+use crate::effects::config::Config;
+use crate::effects::store::{self, schedule, schedule::Plan};
 use crate::ops::view::TaskView;
-use crate::status::Status;
-use crate::store::{self, schedule, schedule::Plan};
 
 /// `cuekit retry ID`: a new attempt of an ended task, on purpose, continuing its session. The
 /// task keeps its id; it is queued and starts under the limits.

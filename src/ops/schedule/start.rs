@@ -4,15 +4,15 @@
 use std::path::{Path, PathBuf};
 
 use super::take_slot;
-use crate::adapter::{self, Adapter};
-use crate::config::Config;
-use crate::error::{Error, ErrorCode, Result};
-use crate::launch::StartGate;
+use crate::domain::adapter::{self, Adapter};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::launch::StartGate;
+use crate::domain::spec::Mode;
+use crate::domain::status::Status;
+use crate::effects::config::Config;
+use crate::effects::store::{self, schedule, schedule::Plan};
+use crate::effects::tmux::{Tmux, args};
 use crate::ops::task::Task;
-use crate::spec::Mode;
-use crate::status::Status;
-use crate::store::{self, schedule, schedule::Plan};
-use crate::tmux::{Tmux, args};
 
 /// What a resumed attempt is told, instead of its prompt again (which would redo the work).
 pub const CONTINUE_MESSAGE: &str = "You were interrupted (the run was cut short before it finished). \
@@ -90,8 +90,11 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
                 .with_hint("submit the task again"),
             )
         })?;
-    crate::ops::prepare::write_private(&record.task_dir.join(crate::launch::ENV_FILE), &env)
-        .map_err(abandon)?;
+    crate::ops::prepare::write_private(
+        &record.task_dir.join(crate::domain::launch::ENV_FILE),
+        &env,
+    )
+    .map_err(abandon)?;
     let socket = task.placement.socket.clone();
     let tmux = Tmux::new(socket.clone());
     let session = &task.placement.session;
@@ -173,7 +176,7 @@ fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Con
     };
     crate::ops::prepare::tip_of(&source, &source_tree)?;
     let id = task.record.id.clone();
-    let planned = crate::git::create::plan(&crate::git::create::Request {
+    let planned = crate::effects::git::create::plan(&crate::effects::git::create::Request {
         cwd: &task.record.cwd,
         task_id: &id,
         base: Some(&source_tree.base_name()),
@@ -183,8 +186,8 @@ fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Con
         own_repo: task.in_bubblewrap(),
     })?;
     {
-        let _marked = crate::git::Submitting::mark(&id);
-        crate::git::create::create(
+        let _marked = crate::effects::git::Submitting::mark(&id);
+        crate::effects::git::create::create(
             &planned,
             &crate::ops::prepare::includes(config, planned.own_repo.is_some()),
         )?;
@@ -209,7 +212,7 @@ fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Con
             Ok(())
         }
         Err(err) => {
-            crate::git::create::remove_created(&planned);
+            crate::effects::git::create::remove_created(&planned);
             Err(err)
         }
     }
@@ -247,9 +250,9 @@ fn prepare_again(task: &Task, config: &Config) -> Result<()> {
     let dir = &record.task_dir;
     let n = schedule::plan(&record.id).map_or(1, |plan| plan.attempts.len());
     for name in [
-        crate::launch::EXIT_CODE_FILE,
-        crate::launch::SETUP_FAILED_FILE,
-        crate::launch::AGENT_EXIT_FILE,
+        crate::domain::launch::EXIT_CODE_FILE,
+        crate::domain::launch::SETUP_FAILED_FILE,
+        crate::domain::launch::AGENT_EXIT_FILE,
     ] {
         let _ = std::fs::remove_file(dir.join(name));
     }
@@ -269,7 +272,7 @@ fn prepare_again(task: &Task, config: &Config) -> Result<()> {
         spec.report_hint = false;
         let original = dir.join("prompt.original.txt");
         if !original.exists() {
-            let _ = std::fs::rename(dir.join(crate::launch::PROMPT_FILE), &original);
+            let _ = std::fs::rename(dir.join(crate::domain::launch::PROMPT_FILE), &original);
         }
     }
     let resumed = spec.resume_session.is_some();
@@ -295,7 +298,7 @@ fn take_context(task: &Task, from: &str, config: &Config) -> Result<()> {
 /// its record (with `also`).
 fn rescript(
     task: &Task,
-    spec: &crate::spec::TaskSpec,
+    spec: &crate::domain::spec::TaskSpec,
     config: &Config,
     also: impl FnOnce(&mut store::TaskRecord),
 ) -> Result<()> {
@@ -304,8 +307,8 @@ fn rescript(
     let adapter = adapter::lookup(&record.spec.agent_kind)?;
     if !adapter.runs_argv {
         crate::ops::prepare::write_private(
-            &dir.join(crate::launch::PROMPT_FILE),
-            crate::spec::render_prompt(spec).as_bytes(),
+            &dir.join(crate::domain::launch::PROMPT_FILE),
+            crate::domain::spec::render_prompt(spec).as_bytes(),
         )?;
     }
     let bin = config

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::process::GroupLeader;
-use crate::store::{self, schedule};
+use crate::effects::process::GroupLeader;
+use crate::effects::store::{self, schedule};
 
 /// The longest an idle queue goes without a whole look.
 const FULL_LOOK: Duration = Duration::from_secs(10);

@@ -1,0 +1,18 @@
+//! The task and its rules, pure: no file, process, terminal or clock is touched here (the
+//! structure test keeps it so). Everything else builds on these.
+
+pub mod acp;
+pub mod adapter;
+pub mod attention;
+pub mod display;
+pub mod error;
+pub mod events;
+pub mod launch;
+pub mod report;
+pub mod sandbox;
+pub mod spec;
+pub mod status;
+pub mod steer;
+pub mod transcript;
+pub mod transition;
+pub mod yaml_depth;

@@ -1,0 +1,551 @@
+//! A task's sandbox (`--sandbox`): the agent runs inside bubblewrap, seeing the machine
+//! read-only, HOME hidden, its own pid namespace and no unix socket of the outside, and writing
+//! only its work dir, a private `/tmp` and its own state. Pure: from a [`Plan`] (what the task
+//! may see and write, found on disk by `ops::sandbox`) to bubblewrap's argv and the wrapped
+//! launch command. Nothing else knows about bubblewrap.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::error::Result;
+use crate::domain::launch::single_quote;
+
+/// How a task is isolated, weakest first: a policy a project file or an MCP argument may only
+/// raise.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// The agent runs with the user's rights.
+    #[default]
+    None,
+    /// The agent's own sandbox flag (Gemini `-s`, agy `--sandbox`).
+    Agent,
+    /// bubblewrap around the agent.
+    Bwrap,
+}
+
+impl SandboxMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::None => "none",
+            SandboxMode::Agent => "agent",
+            SandboxMode::Bwrap => "bwrap",
+        }
+    }
+}
+
+/// Whether a sandboxed agent has a network, open first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Network {
+    #[default]
+    On,
+    Off,
+}
+
+/// A task's sandbox as decided at submit, kept in the registry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    pub mode: SandboxMode,
+    #[serde(default)]
+    pub network: Network,
+    /// Paths of the user's (their file's `sandbox.read`) shown read-only besides the work dir.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<PathBuf>,
+    /// Paths of the user's (`sandbox.write`) the agent may write besides its work dir.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write: Vec<PathBuf>,
+}
+
+/// What an agent needs of HOME, declared per adapter: where its settings live, and what of
+/// them it writes.
+#[derive(Debug)]
+pub struct Needs {
+    /// Its settings directories, relative to HOME. Each is shown entry by entry, read-only,
+    /// over a private writable directory: the agent cannot change its settings, MCP servers,
+    /// hooks or extensions (which would run unsandboxed the next time the user starts it), and
+    /// a file it creates there vanishes with the sandbox.
+    pub config_dirs: &'static [&'static str],
+    /// Of those, the entries it writes and must keep (sessions, so a retry can resume):
+    /// writable, created when missing. Relative to HOME.
+    pub state: &'static [&'static str],
+    /// Entries it rewrites by renaming a new copy over them (a rename onto a read-only mount
+    /// fails): left out, so the agent writes a private one. Relative to HOME.
+    pub private: &'static [&'static str],
+}
+
+/// An agent that declares nothing: HOME is a private, empty directory.
+pub const NO_NEEDS: Needs = Needs {
+    config_dirs: &[],
+    state: &[],
+    private: &[],
+};
+
+/// One mount of the sandbox, in the order given (a later one covers an earlier one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mount {
+    ReadOnly(PathBuf),
+    Writable(PathBuf),
+    /// An empty private directory, writable, gone with the sandbox.
+    Private(PathBuf),
+    /// A unix socket (or any file) of the outside covered by an empty file.
+    Masked(PathBuf),
+}
+
+/// Directories hidden by a private empty one before anything is shown again: HOME, the
+/// temporary directories (and the unix sockets in them: tmux's, the ssh agent's), `/run`
+/// (the session bus, docker's socket, cuekit's control sockets).
+pub fn hidden_roots(home: &Path) -> Vec<PathBuf> {
+    vec![
+        PathBuf::from("/tmp"),
+        PathBuf::from("/var/tmp"),
+        PathBuf::from("/run"),
+        home.to_path_buf(),
+    ]
+}
+
+/// Everything one sandbox is, found by `ops::sandbox`.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub home: PathBuf,
+    /// After the hidden roots, in order.
+    pub mounts: Vec<Mount>,
+    pub network: Network,
+    /// Where the agent starts.
+    pub chdir: PathBuf,
+    /// Variables set inside (the report drop, the marker).
+    pub setenv: Vec<(String, String)>,
+    /// A terminal session of its own: for agents that need no terminal (batch, ACP), so no
+    /// keystroke can be pushed into the pane's input (TIOCSTI).
+    pub new_session: bool,
+}
+
+/// bubblewrap's arguments that tell whether it can make a sandbox's namespaces here: what a
+/// `--sandbox` submit and `doctor` run once (`bwrap PROBE`).
+pub const PROBE: &[&str] = &[
+    "--die-with-parent",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--",
+    "/bin/true",
+];
+
+/// Variables unset inside: the ways to the outside's sockets.
+pub const UNSET: &[&str] = &[
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "TMUX",
+    "TMUX_PANE",
+    "CUEKIT_TMUX_SOCKET",
+    "XDG_RUNTIME_DIR",
+    "DOCKER_HOST",
+];
+
+/// Set inside every sandbox, so `cuekit report` knows to drop its report rather than look for
+/// the pane it cannot see.
+pub const REPORT_DROP_VARIABLE: &str = "CUEKIT_REPORT_DROP";
+
+/// The bubblewrap words before the command (`bwrap … --`).
+pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
+    // `--cap-drop ALL`: bubblewrap run by root keeps every capability otherwise, and a child
+    // with CAP_SYS_ADMIN unmounts what hides HOME and remounts `/` writable.
+    let mut words: Vec<String> = [
+        bwrap,
+        "--die-with-parent",
+        "--cap-drop",
+        "ALL",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+    ]
+    .map(String::from)
+    .to_vec();
+    if plan.network == Network::Off {
+        words.push("--unshare-net".into());
+    }
+    if plan.new_session {
+        words.push("--new-session".into());
+    }
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    words.extend(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"].map(String::from));
+    for root in hidden_roots(&plan.home) {
+        words.extend(["--tmpfs".to_string(), path(&root)]);
+    }
+    for mount in &plan.mounts {
+        match mount {
+            Mount::ReadOnly(p) => words.extend(["--ro-bind".into(), path(p), path(p)]),
+            Mount::Writable(p) => words.extend(["--bind".into(), path(p), path(p)]),
+            Mount::Private(p) => words.extend(["--tmpfs".into(), path(p)]),
+            Mount::Masked(p) => words.extend(["--ro-bind".into(), "/dev/null".into(), path(p)]),
+        }
+    }
+    for name in UNSET {
+        words.extend(["--unsetenv".to_string(), name.to_string()]);
+    }
+    for (name, value) in &plan.setenv {
+        words.extend(["--setenv".to_string(), name.clone(), value.clone()]);
+    }
+    words.extend(["--chdir".to_string(), path(&plan.chdir)]);
+    words
+}
+
+/// The command a fetch from a task repository runs as its upload side (`git fetch
+/// --upload-pack=…`): `git upload-pack` inside bubblewrap, which sees the machine read-only with
+/// HOME, `/tmp`, `/var/tmp` and `/run` hidden, and shows again only the task's git dir and the
+/// user's objects its alternates borrow, read-only, with no network. A `commondir`, an alternate
+/// or a link the child wrote in its git dir then leads only where the child itself could read:
+/// never to another repository of the user's. git appends the repository's path.
+pub fn upload_pack_command(
+    bwrap: &str,
+    home: &Path,
+    git_dir: &Path,
+    objects: &Path,
+) -> Result<String> {
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    let mut words: Vec<String> = [
+        bwrap,
+        "--die-with-parent",
+        "--cap-drop",
+        "ALL",
+        "--unshare-all",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+    ]
+    .map(String::from)
+    .to_vec();
+    for root in hidden_roots(home) {
+        words.extend(["--tmpfs".to_string(), path(&root)]);
+    }
+    for shown in [git_dir, objects] {
+        words.extend(["--ro-bind".to_string(), path(shown), path(shown)]);
+    }
+    words.extend(["--", "git", "upload-pack"].map(String::from));
+    let quoted: Result<Vec<String>> = words.iter().map(|w| single_quote(w)).collect();
+    Ok(quoted?.join(" "))
+}
+
+/// File name, in the task directory, of bubblewrap's status (`--json-status-fd`): it gets the
+/// agent's exit code once the agent ran (bubblewrap writes `child-pid` already before it sets
+/// up the mounts), so an ending without one is the sandbox's failure.
+pub const STATUS_FILE: &str = "sandbox-status";
+
+/// Whether bubblewrap's status says the agent ran in the sandbox to its end.
+pub fn came_up(status: &str) -> bool {
+    status.contains("\"exit-code\"")
+}
+
+/// A shell launch command (interactive, batch) run inside the sandbox: `bwrap … -- /bin/sh -c
+/// 'COMMAND'`, its status to [`STATUS_FILE`] in `task_dir`. The prompt's variable is exported
+/// so the inner shell reads it. With `seccomp` (a file holding [`keystroke_filter`]) the agent
+/// runs under that filter: an interactive agent keeps the pane's terminal, and must not push
+/// keystrokes into it.
+pub fn wrap_shell(
+    command: &str,
+    words: &[String],
+    task_dir: &Path,
+    seccomp: Option<&Path>,
+) -> Result<String> {
+    let status = task_dir.join(STATUS_FILE);
+    Ok(
+        format!("export {}; ", crate::domain::launch::PROMPT_VARIABLE)
+            + &shell_line(command, words, Some(&status), seccomp)?,
+    )
+}
+
+/// A plain shell command run inside the sandbox (`worktree.setup`): `bwrap … -- /bin/sh -c
+/// 'COMMAND'`, under the keystroke filter when there is one. Its exit status is the command's.
+pub fn wrap_command(command: &str, words: &[String], seccomp: Option<&Path>) -> Result<String> {
+    shell_line(command, words, None, seccomp)
+}
+
+/// `bwrap WORDS… [--seccomp 8] [--json-status-fd 9] -- /bin/sh -c 'COMMAND' [9>STATUS]
+/// [8<FILTER]`, every word quoted.
+fn shell_line(
+    command: &str,
+    words: &[String],
+    status: Option<&Path>,
+    seccomp: Option<&Path>,
+) -> Result<String> {
+    let quote_path = |path: &Path| single_quote(&path.to_string_lossy());
+    let mut line = String::new();
+    for word in words {
+        line += &single_quote(word)?;
+        line.push(' ');
+    }
+    if seccomp.is_some() {
+        line += "--seccomp 8 ";
+    }
+    if status.is_some() {
+        line += "--json-status-fd 9 ";
+    }
+    line += &format!("-- /bin/sh -c {}", single_quote(command)?);
+    if let Some(status) = status {
+        line += &format!(" 9>{}", quote_path(status)?);
+    }
+    if let Some(filter) = seccomp {
+        line += &format!(" 8<{}", quote_path(filter)?);
+    }
+    Ok(line)
+}
+
+/// A classic BPF program for bubblewrap's `--seccomp`: `ioctl` with `TIOCSTI` (push a byte
+/// into the terminal's input) or `TIOCLINUX` fails with `EPERM`, as Flatpak does; so does any
+/// system call of another ABI (x32, i386), which could reach the same ioctl by another number.
+/// Everything else is allowed. `None` on an architecture it is not written for.
+pub fn keystroke_filter() -> Option<Vec<u8>> {
+    // (AUDIT_ARCH_*, __NR_ioctl)
+    let (arch, ioctl): (u32, u32) = if cfg!(target_arch = "x86_64") {
+        (0xC000_003E, 16)
+    } else if cfg!(target_arch = "aarch64") {
+        (0xC000_00B7, 29)
+    } else {
+        return None;
+    };
+    const LOAD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const RET: u16 = 0x06; // BPF_RET | BPF_K
+    const ALLOW: u32 = 0x7fff_0000;
+    const DENY: u32 = 0x0005_0000 | 1; // SECCOMP_RET_ERRNO | EPERM
+    const TIOCSTI: u32 = 0x5412;
+    const TIOCLINUX: u32 = 0x541C;
+    // seccomp_data: nr at 0, arch at 4, args[1]'s low half at 24 (the command is an int).
+    let program: [(u16, u8, u8, u32); 11] = [
+        (LOAD, 0, 0, 4),
+        (JEQ, 1, 0, arch),
+        (RET, 0, 0, DENY),
+        (LOAD, 0, 0, 0),
+        (JGE, 5, 0, 0x4000_0000), // the x32 ABI's numbers
+        (JEQ, 0, 3, ioctl),
+        (LOAD, 0, 0, 24),
+        (JEQ, 2, 0, TIOCSTI),
+        (JEQ, 1, 0, TIOCLINUX),
+        (RET, 0, 0, ALLOW),
+        (RET, 0, 0, DENY),
+    ];
+    let mut bytes = Vec::with_capacity(program.len() * 8);
+    for (code, jt, jf, k) in program {
+        bytes.extend(code.to_ne_bytes());
+        bytes.extend([jt, jf]);
+        bytes.extend(k.to_ne_bytes());
+    }
+    Some(bytes)
+}
+
+/// An ACP launch (`cuekit __acp … -- AGENT …`) with bubblewrap around the agent, not the
+/// client: the words go in at `agent_at`, where the agent's program starts.
+pub fn wrap_agent_words(command: &str, agent_at: usize, words: &[String]) -> Result<String> {
+    let (client, agent) = command.split_at(agent_at);
+    let mut wrapped = client.to_string();
+    for word in words {
+        wrapped += &single_quote(word)?;
+        wrapped.push(' ');
+    }
+    wrapped += "-- ";
+    wrapped += agent;
+    Ok(wrapped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        Plan {
+            home: PathBuf::from("/home/u"),
+            mounts: vec![
+                Mount::ReadOnly("/home/u/.gemini/settings.json".into()),
+                Mount::Writable("/home/u/src/p".into()),
+                Mount::ReadOnly("/home/u/src/p/.cuekit".into()),
+                Mount::Masked("/var/run/docker.sock".into()),
+            ],
+            network: Network::Off,
+            chdir: PathBuf::from("/home/u/src/p"),
+            setenv: vec![(REPORT_DROP_VARIABLE.into(), "/d".into())],
+            new_session: true,
+        }
+    }
+
+    #[test]
+    fn the_machine_is_read_only_and_the_hidden_roots_come_before_what_is_shown() {
+        let words = bwrap_words("bwrap", &plan());
+        let at = |needle: &[&str]| {
+            words
+                .windows(needle.len())
+                .position(|w| w == needle)
+                .unwrap_or_else(|| panic!("{needle:?} not in {words:?}"))
+        };
+        assert!(at(&["--ro-bind", "/", "/"]) < at(&["--tmpfs", "/home/u"]));
+        assert!(at(&["--tmpfs", "/home/u"]) < at(&["--bind", "/home/u/src/p", "/home/u/src/p"]));
+        // The project's .cuekit (records, exit codes) is read-only over the writable work dir.
+        assert!(
+            at(&["--bind", "/home/u/src/p", "/home/u/src/p"])
+                < at(&[
+                    "--ro-bind",
+                    "/home/u/src/p/.cuekit",
+                    "/home/u/src/p/.cuekit"
+                ])
+        );
+        at(&["--ro-bind", "/dev/null", "/var/run/docker.sock"]);
+        at(&["--unshare-net"]);
+        at(&["--unshare-pid"]);
+        at(&["--die-with-parent"]);
+        at(&["--cap-drop", "ALL"]);
+        at(&["--new-session"]);
+        at(&["--unsetenv", "SSH_AUTH_SOCK"]);
+        at(&["--unsetenv", "TMUX"]);
+        at(&["--setenv", REPORT_DROP_VARIABLE, "/d"]);
+        let mut open = plan();
+        open.network = Network::On;
+        open.new_session = false;
+        let words = bwrap_words("bwrap", &open);
+        assert!(
+            !words
+                .iter()
+                .any(|w| w == "--unshare-net" || w == "--new-session")
+        );
+    }
+
+    #[test]
+    fn a_shell_command_runs_quoted_inside() {
+        let words = vec!["bwrap".to_string(), "--chdir".into(), "/w/it's".into()];
+        let wrapped = wrap_shell(
+            "'gemini' -p \"$(cat \"$cuekit_prompt\")\"",
+            &words,
+            Path::new("/t"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            wrapped,
+            "export cuekit_prompt; 'bwrap' '--chdir' '/w/it'\\''s' --json-status-fd 9 -- /bin/sh -c ''\\''gemini'\\'' -p \"$(cat \"$cuekit_prompt\")\"' 9>'/t/sandbox-status'"
+        );
+        let filtered = wrap_shell("x", &words, Path::new("/t"), Some(Path::new("/d/f'1"))).unwrap();
+        assert!(
+            filtered.ends_with("--seccomp 8 --json-status-fd 9 -- /bin/sh -c 'x' 9>'/t/sandbox-status' 8<'/d/f'\\''1'"),
+            "{filtered}"
+        );
+    }
+
+    #[test]
+    fn a_setup_command_runs_quoted_inside() {
+        let words = vec!["bwrap".to_string(), "--chdir".into(), "/w".into()];
+        assert_eq!(
+            wrap_command("npm ci && echo 'ok'", &words, Some(Path::new("/d/f"))).unwrap(),
+            "'bwrap' '--chdir' '/w' --seccomp 8 -- /bin/sh -c 'npm ci && echo '\\''ok'\\''' 8<'/d/f'"
+        );
+    }
+
+    /// Runs the filter as the kernel would, on one system call.
+    fn verdict(program: &[u8], nr: u32, arch: u32, cmd: u64) -> u32 {
+        let mut data = [0u8; 64];
+        data[0..4].copy_from_slice(&nr.to_ne_bytes());
+        data[4..8].copy_from_slice(&arch.to_ne_bytes());
+        data[24..32].copy_from_slice(&cmd.to_ne_bytes());
+        let word = |at: usize| u32::from_ne_bytes(data[at..at + 4].try_into().unwrap());
+        let (mut pc, mut acc) = (0usize, 0u32);
+        loop {
+            let ins = &program[pc * 8..pc * 8 + 8];
+            let code = u16::from_ne_bytes([ins[0], ins[1]]);
+            let (jt, jf) = (ins[2] as usize, ins[3] as usize);
+            let k = u32::from_ne_bytes(ins[4..8].try_into().unwrap());
+            pc += 1;
+            match code {
+                0x20 => acc = word(k as usize),
+                0x15 => pc += if acc == k { jt } else { jf },
+                0x35 => pc += if acc >= k { jt } else { jf },
+                0x06 => return k,
+                other => panic!("unknown instruction {other:#x}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_keystroke_filter_refuses_tiocsti_and_tioclinux_and_nothing_else() {
+        let Some(program) = keystroke_filter() else {
+            return;
+        };
+        let (arch, ioctl) = if cfg!(target_arch = "x86_64") {
+            (0xC000_003E, 16)
+        } else {
+            (0xC000_00B7, 29)
+        };
+        let eperm = 0x0005_0001;
+        assert_eq!(verdict(&program, ioctl, arch, 0x5412), eperm);
+        assert_eq!(verdict(&program, ioctl, arch, 0x5412 | (1 << 32)), eperm);
+        assert_eq!(verdict(&program, ioctl, arch, 0x541C), eperm);
+        assert_eq!(verdict(&program, ioctl, arch, 0x5413), 0x7fff_0000); // TIOCGWINSZ
+        assert_eq!(verdict(&program, 0, arch, 0x5412), 0x7fff_0000); // read(), not ioctl
+        assert_eq!(verdict(&program, 0x4000_0000 + 514, arch, 0x5412), eperm);
+        assert_eq!(verdict(&program, 54, 0x4000_0003, 0x5412), eperm); // i386
+    }
+
+    #[test]
+    fn an_acp_launch_wraps_the_agent_not_the_client() {
+        let command = "'cuekit' __acp --prompt-file \"$cuekit_prompt\" -- 'gemini' --acp";
+        let at = command.find("'gemini'").unwrap();
+        let wrapped =
+            wrap_agent_words(command, at, &["bwrap".into(), "--unshare-pid".into()]).unwrap();
+        assert_eq!(
+            wrapped,
+            "'cuekit' __acp --prompt-file \"$cuekit_prompt\" -- 'bwrap' '--unshare-pid' -- 'gemini' --acp"
+        );
+    }
+
+    #[test]
+    fn a_fetchs_upload_side_sees_only_the_task_repository_and_the_borrowed_objects() {
+        let command = upload_pack_command(
+            "bwrap",
+            Path::new("/home/u"),
+            Path::new("/home/u/.local/share/cuekit/repos/t_1.git"),
+            Path::new("/home/u/src/p/.git/objects"),
+        )
+        .unwrap();
+        let words = shlex_words(&command);
+        let at = |w: &str| words.iter().position(|x| x == w).unwrap();
+        assert!(words.contains(&"--unshare-all".to_string()));
+        assert!(at("/home/u") < at("/home/u/.local/share/cuekit/repos/t_1.git"));
+        assert!(command.ends_with("'--' 'git' 'upload-pack'"), "{command}");
+        assert!(
+            !command.contains("'--bind'"),
+            "nothing is writable: {command}"
+        );
+    }
+
+    /// The words of a command of single-quoted words (as [`single_quote`] makes them).
+    fn shlex_words(command: &str) -> Vec<String> {
+        command
+            .split("' '")
+            .map(|w| w.trim_matches('\'').to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_status_without_the_agents_exit_code_is_a_sandbox_that_never_came_up() {
+        assert!(came_up("{ \"child-pid\": 12 }\n{ \"exit-code\": 1 }\n"));
+        assert!(!came_up(""));
+        // A mount that failed: bubblewrap named its child, which never ran the agent.
+        assert!(!came_up("{ \"child-pid\": 12, \"mnt-namespace\": 4 }\n"));
+    }
+
+    #[test]
+    fn modes_order_by_strictness() {
+        assert!(SandboxMode::None < SandboxMode::Agent && SandboxMode::Agent < SandboxMode::Bwrap);
+        assert!(Network::On < Network::Off);
+    }
+}

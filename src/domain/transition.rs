@@ -1,0 +1,320 @@
+//! Transitions of a task, as the monitor announces them: pure rules from what was last
+//! announced (persisted, so a monitor that was killed and restarted announces each transition
+//! once) and what is seen now.
+//!
+//! - A wait on a human counts only once the screen has held it, unchanged, for the dwell: a
+//!   screen that flickers between busy and a dialog never settles, so it never fires.
+//! - The same wait seen again (same reason, same screen) is not announced twice.
+//! - An ending is announced once, whoever recorded it and whether or not a monitor ran then.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::status::Status;
+
+/// What was last announced for a task (`<registry>/<id>.seen`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Announced {
+    pub status: Option<Status>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The last wait announced: its reason and a hash of its screen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_wait: Option<(String, u64)>,
+}
+
+/// What the monitor sees of a task now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    /// Waits for the scheduler to start it (a first start, or a retry after its backoff).
+    Queued {
+        reason: Option<String>,
+    },
+    Running,
+    /// The child waits on a human: why, a hash of the screen, and how long the screen has been
+    /// unchanged.
+    Waiting {
+        reason: String,
+        screen: u64,
+        quiet_for: Duration,
+    },
+    Ended {
+        status: Status,
+        reason: Option<String>,
+    },
+}
+
+/// One transition to announce.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Transition {
+    pub old_status: Option<Status>,
+    pub new_status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The transitions to announce now, in order, and what is announced after them. None with
+/// `Some(update)` records something quietly (a wait already announced, seen again).
+///
+/// A task first seen waiting or ended (it was shorter than the monitor's first look, or ended
+/// while no monitor ran) is announced `running` first: every task starts once, before anything
+/// else it does.
+pub fn next(
+    announced: &Announced,
+    seen: &Seen,
+    dwell: Duration,
+) -> (Vec<Transition>, Option<Announced>) {
+    if announced.status.is_some_and(Status::is_terminal) {
+        return (Vec::new(), None);
+    }
+    let start = Transition {
+        old_status: None,
+        new_status: Status::Running,
+        reason: None,
+    };
+    let started = Announced {
+        status: Some(Status::Running),
+        ..announced.clone()
+    };
+    let (status, reason, wait) = match seen {
+        Seen::Queued { reason } => (Status::Queued, reason.clone(), None),
+        Seen::Running => (Status::Running, None, None),
+        // Not settled yet: nothing changes until it holds for the dwell, but the task runs.
+        Seen::Waiting { quiet_for, .. } if *quiet_for < dwell => {
+            return match announced.status {
+                None => (vec![start], Some(started)),
+                Some(_) => (Vec::new(), None),
+            };
+        }
+        Seen::Waiting { reason, screen, .. } => (
+            Status::InputRequired,
+            Some(reason.clone()),
+            Some((reason.clone(), *screen)),
+        ),
+        Seen::Ended { status, reason } => (*status, reason.clone(), None),
+    };
+    let mut announce = Vec::new();
+    let announced = match announced.status {
+        // A task that waits in the queue has not started: its start is announced when it does.
+        None if !matches!(status, Status::Running | Status::Queued) => {
+            announce.push(start);
+            &started
+        }
+        _ => announced,
+    };
+    // The same status again is nothing new, except a wait on another screen: the child worked
+    // in between (a steer answered between two looks) and waits again.
+    if announced.status == Some(status)
+        && (status != Status::InputRequired || announced.last_wait == wait)
+    {
+        return (announce, None);
+    }
+    let after = Announced {
+        status: Some(status),
+        reason: reason.clone(),
+        last_wait: wait.clone().or_else(|| announced.last_wait.clone()),
+    };
+    if wait.is_some() && announced.last_wait == wait {
+        // The very wait announced before (e.g. a steer that changed nothing): recorded, quiet.
+        return (announce, Some(after));
+    }
+    announce.push(Transition {
+        old_status: announced.status,
+        new_status: status,
+        reason,
+    });
+    (announce, Some(after))
+}
+
+/// A stable hash of a screen's text (FNV-1a): equal screens, equal hashes, across processes.
+pub fn screen_hash(screen: &str) -> u64 {
+    screen.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DWELL: Duration = Duration::from_secs(2);
+
+    fn waiting(reason: &str, screen: u64, quiet_secs: u64) -> Seen {
+        Seen::Waiting {
+            reason: reason.into(),
+            screen,
+            quiet_for: Duration::from_secs(quiet_secs),
+        }
+    }
+
+    /// Feeds a sequence of looks and returns the transitions announced.
+    fn run(seen: &[Seen]) -> Vec<(Option<Status>, Status, Option<String>)> {
+        let mut announced = Announced::default();
+        let mut out = Vec::new();
+        for look in seen {
+            let (transitions, after) = next(&announced, look, DWELL);
+            for t in transitions {
+                out.push((t.old_status, t.new_status, t.reason));
+            }
+            if let Some(after) = after {
+                announced = after;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_queued_task_is_announced_queued_then_started_then_queued_again_for_its_retry() {
+        let queued = |reason: Option<&str>| Seen::Queued {
+            reason: reason.map(String::from),
+        };
+        let fired = run(&[
+            queued(None),
+            queued(None),
+            Seen::Running,
+            queued(Some("rate_limited")),
+            Seen::Running,
+            Seen::Ended {
+                status: Status::Completed,
+                reason: None,
+            },
+        ]);
+        assert_eq!(
+            fired,
+            [
+                (None, Status::Queued, None),
+                (Some(Status::Queued), Status::Running, None),
+                (
+                    Some(Status::Running),
+                    Status::Queued,
+                    Some("rate_limited".to_string())
+                ),
+                (Some(Status::Queued), Status::Running, None),
+                (Some(Status::Running), Status::Completed, None),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_start_a_settled_wait_a_return_to_work_and_an_end_each_fire_once() {
+        let fired = run(&[
+            Seen::Running,
+            Seen::Running,
+            waiting("idle_at_prompt", 1, 0),
+            waiting("idle_at_prompt", 1, 1),
+            waiting("idle_at_prompt", 1, 2),
+            waiting("idle_at_prompt", 1, 3),
+            Seen::Running,
+            waiting("idle_at_prompt", 2, 5),
+            Seen::Ended {
+                status: Status::Completed,
+                reason: None,
+            },
+            Seen::Ended {
+                status: Status::Completed,
+                reason: None,
+            },
+        ]);
+        let idle = Some("idle_at_prompt".to_string());
+        assert_eq!(
+            fired,
+            [
+                (None, Status::Running, None),
+                (Some(Status::Running), Status::InputRequired, idle.clone()),
+                (Some(Status::InputRequired), Status::Running, None),
+                (Some(Status::Running), Status::InputRequired, idle),
+                (Some(Status::InputRequired), Status::Completed, None),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_new_wait_on_another_screen_fires_even_when_the_work_between_was_not_seen() {
+        let fired = run(&[
+            Seen::Running,
+            waiting("idle_at_prompt", 1, 3),
+            waiting("idle_at_prompt", 1, 9),
+            waiting("idle_at_prompt", 2, 0),
+            waiting("idle_at_prompt", 2, 3),
+        ]);
+        assert_eq!(fired.len(), 3, "{fired:?}");
+        assert_eq!(fired[2].0, Some(Status::InputRequired));
+    }
+
+    #[test]
+    fn a_flickering_screen_never_fires() {
+        let mut looks = vec![Seen::Running];
+        for _ in 0..20 {
+            looks.push(waiting("permission_prompt", 7, 0));
+            looks.push(Seen::Running);
+        }
+        assert_eq!(run(&looks), [(None, Status::Running, None)]);
+    }
+
+    #[test]
+    fn the_same_wait_seen_again_is_not_announced_twice() {
+        let fired = run(&[
+            Seen::Running,
+            waiting("auth_required", 9, 3),
+            Seen::Running,
+            waiting("auth_required", 9, 3),
+        ]);
+        assert_eq!(fired.len(), 3, "{fired:?}");
+        assert_eq!(fired[2].1, Status::Running);
+    }
+
+    #[test]
+    fn an_ending_missed_by_a_dead_monitor_is_announced_once() {
+        // Announced running; the task ended while no monitor ran: one transition.
+        let announced = Announced {
+            status: Some(Status::Running),
+            ..Announced::default()
+        };
+        let ended = Seen::Ended {
+            status: Status::TimedOut,
+            reason: Some("timeout".into()),
+        };
+        let (transitions, after) = next(&announced, &ended, DWELL);
+        assert_eq!(transitions.len(), 1, "{transitions:?}");
+        assert_eq!(transitions[0].new_status, Status::TimedOut);
+        assert_eq!(next(&after.unwrap(), &ended, DWELL), (Vec::new(), None));
+    }
+
+    #[test]
+    fn a_task_first_seen_ended_or_waiting_is_announced_running_first() {
+        let ended = Seen::Ended {
+            status: Status::Completed,
+            reason: None,
+        };
+        assert_eq!(
+            run(&[ended.clone(), ended]),
+            [
+                (None, Status::Running, None),
+                (Some(Status::Running), Status::Completed, None),
+            ]
+        );
+        let idle = Some("idle_at_prompt".to_string());
+        assert_eq!(
+            run(&[waiting("idle_at_prompt", 1, 3)]),
+            [
+                (None, Status::Running, None),
+                (Some(Status::Running), Status::InputRequired, idle),
+            ]
+        );
+        // A wait not settled yet is still a start; once it settles, only the wait follows.
+        assert_eq!(
+            run(&[
+                waiting("idle_at_prompt", 1, 0),
+                waiting("idle_at_prompt", 1, 0)
+            ]),
+            [(None, Status::Running, None)]
+        );
+    }
+
+    #[test]
+    fn screen_hashes_are_stable() {
+        assert_eq!(screen_hash(""), 0xcbf2_9ce4_8422_2325);
+        assert_ne!(screen_hash("a"), screen_hash("b"));
+    }
+}

@@ -1,0 +1,559 @@
+//! The config file's shape: every key, its type, and the checks that make a value safe to hand
+//! on. Unknown keys, wrong types and unsafe shapes are errors naming file, line and column, so
+//! nothing runs on a config that does not say what it seems to. Which keys a *project* file may
+//! set, and how, is [`super::class`]'s decision.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::domain::adapter::ADAPTERS;
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::spec::Mode;
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub defaults: Defaults,
+    #[serde(default)]
+    pub adapters: BTreeMap<String, AdapterConfig>,
+    #[serde(default)]
+    pub tmux: TmuxConfig,
+    #[serde(default)]
+    pub worktree: WorktreeConfig,
+    #[serde(default)]
+    pub monitor: MonitorConfig,
+    #[serde(default)]
+    pub hooks: HooksConfig,
+    /// Where transitions are announced: `tmux`, `desktop`, `bell`.
+    pub notify: Option<Vec<NotifyChannel>>,
+    /// Which new statuses are announced.
+    pub notify_on: Option<Vec<NotifyOn>>,
+    /// Other machines tasks can run on. The user's file only: a host names where code runs.
+    #[serde(default)]
+    pub hosts: BTreeMap<String, HostConfig>,
+    /// ACP tasks (`--mode acp`).
+    #[serde(default)]
+    pub acp: AcpConfig,
+    /// Caps on live agents: tasks past them wait in the queue.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+    /// Attempts that end for a passing reason start again, continuing the agent's session.
+    pub retry: Option<RetryConfig>,
+    /// Every task's sandbox (`--sandbox`), unless the submit says otherwise.
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+}
+
+/// `sandbox: {mode, network, read, write}`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    pub mode: Option<crate::domain::sandbox::SandboxMode>,
+    pub network: Option<crate::domain::sandbox::Network>,
+    /// Absolute paths (or `~/…`) shown read-only inside.
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// Absolute paths (or `~/…`) the agent may write.
+    #[serde(default)]
+    pub write: Vec<String>,
+}
+
+/// How many agents may run at once, user-wide: in all, and per agent kind.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    pub running: Option<u32>,
+    #[serde(default)]
+    pub agents: BTreeMap<String, u32>,
+    /// Live agents per configured host, for `submit --host '*'` (or `a,b`) placement.
+    #[serde(default)]
+    pub hosts: BTreeMap<String, u32>,
+}
+
+/// The retry policy of every task that does not give its own `--retry`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Further attempts at most (default 3: a `retry:` section says the user wants them).
+    #[serde(default = "default_retry_max")]
+    pub max: u32,
+    /// The endings retried (default: all of `rate_limited`, `transient`, `pane_disappeared`).
+    pub on: Option<Vec<String>>,
+    #[serde(default)]
+    pub backoff: BackoffConfig,
+}
+
+fn default_retry_max() -> u32 {
+    3
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackoffConfig {
+    pub first: Option<DurationText>,
+    pub max: Option<DurationText>,
+}
+
+/// What an ACP task's client answers by itself when the agent asks for a permission and the
+/// bypass is off: per ACP tool kind, allow, ask (the parent answers) or reject.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AcpConfig {
+    #[serde(default)]
+    pub permissions:
+        BTreeMap<crate::domain::acp::policy::ToolKind, crate::domain::acp::policy::Decision>,
+}
+
+/// A machine reached over SSH, where the same cuekit runs the tasks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    /// Anything `ssh` accepts as a destination: an alias of `~/.ssh/config`, `user@host`
+    /// (default: the host's own name, as an alias).
+    pub ssh: Option<String>,
+    /// The remote cuekit binary (default: `cuekit` on the remote PATH; `~/` is the remote home).
+    pub cuekit: Option<String>,
+    /// The default remote working directory for `submit --host`.
+    pub cwd: Option<String>,
+}
+
+impl HostConfig {
+    /// The ssh destination of the host named `name`: its `ssh`, else the name itself.
+    pub fn destination(&self, name: &str) -> String {
+        self.ssh.clone().unwrap_or_else(|| name.to_string())
+    }
+}
+
+/// The per-server monitor's pace. The user's file only: one monitor serves every project on
+/// its server.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorConfig {
+    /// Time between two looks at the server.
+    pub interval: Option<DurationText>,
+    /// How long a child must wait on a human, with its screen unchanged, before it counts.
+    pub dwell: Option<DurationText>,
+}
+
+/// Shell commands run on a task's transitions. They run code: a project file's apply only once
+/// it is trusted.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HooksConfig {
+    pub on_start: Option<String>,
+    pub on_end: Option<String>,
+    pub on_input_required: Option<String>,
+    pub on_change: Option<String>,
+    pub on_conflict: Option<String>,
+    /// A hook still running after this is killed (default 10s).
+    pub timeout: Option<DurationText>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotifyChannel {
+    /// A message on the tmux client the task was submitted from.
+    Tmux,
+    /// A freedesktop notification over the D-Bus session bus.
+    Desktop,
+    /// A terminal bell in the pane the task was submitted from.
+    Bell,
+    /// One line typed into the submitting agent's pane as a new message when a task ends or
+    /// waits on a human (`--wake-parent`); from the user's file only.
+    Parent,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotifyOn {
+    Running,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+    TimedOut,
+}
+
+impl NotifyOn {
+    pub fn matches(self, status: crate::domain::status::Status) -> bool {
+        use crate::domain::status::Status;
+        matches!(
+            (self, status),
+            (NotifyOn::Running, Status::Running)
+                | (NotifyOn::InputRequired, Status::InputRequired)
+                | (NotifyOn::Completed, Status::Completed)
+                | (NotifyOn::Failed, Status::Failed)
+                | (NotifyOn::Cancelled, Status::Cancelled)
+                | (NotifyOn::TimedOut, Status::TimedOut)
+        )
+    }
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    pub agent: Option<String>,
+    pub model: Option<String>,
+    pub mode: Option<Mode>,
+    pub timeout: Option<DurationText>,
+    pub approval_mode: Option<String>,
+    /// Every task in its own git worktree unless `--no-worktree`.
+    pub worktree: Option<bool>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdapterConfig {
+    pub bin: Option<String>,
+    pub model: Option<String>,
+    pub permissions: Option<Permissions>,
+    pub approval_mode: Option<String>,
+    pub steer_delay_ms: Option<u64>,
+    pub env: Option<BTreeMap<String, String>>,
+    /// jcode's `--provider-profile`; other agents have none.
+    pub provider_profile: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TmuxConfig {
+    pub socket: Option<String>,
+    pub width: Option<u16>,
+    pub height: Option<u16>,
+    pub history_limit: Option<u32>,
+}
+
+/// Task worktrees: where they go, their branches, what they bring from the main checkout.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeConfig {
+    /// Folder of a task's worktree, with `{repo}` and `{id}` placeholders.
+    pub dir: Option<String>,
+    pub branch_prefix: Option<String>,
+    /// Untracked files copied into a new worktree (gitignore-style patterns).
+    pub copy: Option<Vec<String>>,
+    /// Untracked files or folders linked into a new worktree.
+    pub symlink: Option<Vec<String>>,
+    /// A shell command run in the new worktree before the agent starts. It runs code: from a
+    /// project file it is subject to the trust rule for code-running keys.
+    pub setup: Option<String>,
+}
+
+/// `prompt` keeps the agent's approval prompts (no bypass flag) unless a task asks otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Permissions {
+    Prompt,
+    Bypass,
+}
+
+/// A duration written as `90s`, `10m`, `1h30m` or plain seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DurationText(pub Duration);
+
+impl<'de> Deserialize<'de> for DurationText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = DurationText;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a duration such as 90s, 10m or 1h30m, or a number of seconds")
+            }
+
+            fn visit_u64<E: serde::de::Error>(
+                self,
+                secs: u64,
+            ) -> std::result::Result<DurationText, E> {
+                Ok(DurationText(Duration::from_secs(secs)))
+            }
+
+            fn visit_str<E: serde::de::Error>(
+                self,
+                text: &str,
+            ) -> std::result::Result<DurationText, E> {
+                humantime::parse_duration(text)
+                    .map(DurationText)
+                    .map_err(|err| {
+                        E::custom(format!(
+                            "invalid duration '{text}': {err} (use e.g. 90s, 10m, 1h30m)"
+                        ))
+                    })
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// Parses a config text; `path` is only used in messages.
+pub fn parse(text: &str, path: &Path) -> Result<ConfigFile> {
+    if text.trim().is_empty() {
+        return Ok(ConfigFile::default());
+    }
+    if let Some((line, column)) =
+        crate::domain::yaml_depth::too_deep(text, crate::domain::yaml_depth::MAX_DEPTH)
+    {
+        return Err(invalid(
+            path,
+            line,
+            column,
+            crate::domain::yaml_depth::message(),
+        ));
+    }
+    let file: ConfigFile = serde_yaml_ng::from_str(text).map_err(|err| {
+        let (line, column) = err.location().map_or((1, 1), |at| (at.line(), at.column()));
+        let message = err.to_string();
+        let message = message
+            .split(" at line ")
+            .next()
+            .unwrap_or(&message)
+            .to_string();
+        invalid(path, line, column, message)
+    })?;
+    check_host_names(&file, text, path)?;
+    for kind in file.adapters.keys() {
+        if !ADAPTERS.iter().any(|adapter| adapter.kind() == kind) {
+            let line = line_of_key(text, "adapters:", kind);
+            let known: Vec<String> = ADAPTERS.iter().map(|a| format!("`{}`", a.kind())).collect();
+            return Err(invalid(
+                path,
+                line,
+                3,
+                format!(
+                    "adapters: unknown adapter `{kind}`, expected one of {}",
+                    known.join(", ")
+                ),
+            ));
+        }
+    }
+    check_option_values(&file, text, path)?;
+    check_retry_reasons(&file, text, path)?;
+    Ok(file)
+}
+
+/// Values that become one word of an agent's command line (a model, an approval mode, a
+/// profile) or a git branch name: one starting with `-` would be read as an option there.
+fn check_option_values(file: &ConfigFile, text: &str, path: &Path) -> Result<()> {
+    let mut values = vec![
+        ("defaults:", "model", file.defaults.model.as_deref()),
+        (
+            "defaults:",
+            "approval_mode",
+            file.defaults.approval_mode.as_deref(),
+        ),
+        (
+            "worktree:",
+            "branch_prefix",
+            file.worktree.branch_prefix.as_deref(),
+        ),
+    ];
+    for adapter in file.adapters.values() {
+        values.extend([
+            ("adapters:", "model", adapter.model.as_deref()),
+            (
+                "adapters:",
+                "approval_mode",
+                adapter.approval_mode.as_deref(),
+            ),
+            (
+                "adapters:",
+                "provider_profile",
+                adapter.provider_profile.as_deref(),
+            ),
+        ]);
+    }
+    for (section, key, value) in values {
+        let Some(value) = value else { continue };
+        if let Err(err) = crate::effects::project::names::option_value(key, value) {
+            return Err(invalid(
+                path,
+                line_of_key(text, section, key),
+                1,
+                format!("{}: {}", key, err.message),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A host name is part of file names (its control socket): letters, digits, `-`, `_`, `.`.
+/// A retry for an ending that is no passing fault (a cancel, a timeout, a login that is
+/// missing) would run the same failure again: only the retryable reasons are accepted.
+fn check_retry_reasons(file: &ConfigFile, text: &str, path: &Path) -> Result<()> {
+    let Some(reasons) = file.retry.as_ref().and_then(|retry| retry.on.as_ref()) else {
+        return Ok(());
+    };
+    for reason in reasons {
+        if !crate::effects::store::schedule::RETRYABLE.contains(&reason.as_str()) {
+            return Err(invalid(
+                path,
+                line_of_key(text, "retry:", "on"),
+                1,
+                format!(
+                    "retry.on: '{reason}' is not retried; expected some of {}",
+                    crate::effects::store::schedule::RETRYABLE.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_host_names(file: &ConfigFile, text: &str, path: &Path) -> Result<()> {
+    for (name, host) in &file.hosts {
+        let valid_name = !name.is_empty()
+            && !name.starts_with('.')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        let problem = if !valid_name {
+            format!("hosts: `{name}` is not a host name (letters, digits, -, _ and . only)")
+        } else if let destination = host.destination(name)
+            && (destination.is_empty() || destination.starts_with('-'))
+        {
+            format!("hosts.{name}.ssh: `{destination}` is not an ssh destination")
+        } else {
+            continue;
+        };
+        return Err(invalid(path, line_of_key(text, "hosts:", name), 3, problem));
+    }
+    Ok(())
+}
+
+pub(super) fn invalid(path: &Path, line: usize, column: usize, message: String) -> Error {
+    Error::new(
+        ErrorCode::ConfigInvalid,
+        format!("{}:{line}:{column}: {message}", path.display()),
+    )
+    .with_hint(
+        "fix the file (every key is documented in .cuekit.yaml.example) or run `cuekit doctor`",
+    )
+}
+
+/// The 1-based line where `key:` is first written under `section` (e.g. `adapters:`).
+pub(super) fn line_of_key(text: &str, section: &str, key: &str) -> usize {
+    let adapters = text
+        .lines()
+        .position(|line| line.trim_start().starts_with(section))
+        .unwrap_or(0);
+    text.lines()
+        .enumerate()
+        .skip(adapters)
+        .find(|(_, line)| {
+            line.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+        .map_or(adapters + 1, |(index, _)| index + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(text: &str) -> Result<ConfigFile> {
+        parse(text, Path::new("/p/.cuekit.yaml"))
+    }
+
+    fn message(text: &str) -> String {
+        let err = parse_str(text).unwrap_err();
+        assert_eq!(err.code, ErrorCode::ConfigInvalid);
+        err.message
+    }
+
+    #[test]
+    fn hosts_parse_and_bad_names_or_destinations_are_located_errors() {
+        let file = parse_str(
+            "hosts:\n  gpu-1:\n    ssh: me@gpu\n    cuekit: ~/.local/bin/cuekit\n    cwd: /srv\n",
+        )
+        .unwrap();
+        let host = &file.hosts["gpu-1"];
+        assert_eq!(host.ssh.as_deref(), Some("me@gpu"));
+        assert_eq!(host.cuekit.as_deref(), Some("~/.local/bin/cuekit"));
+        let bad_name = message("hosts:\n  ok:\n    ssh: a\n  ../x:\n    ssh: b\n");
+        assert!(bad_name.contains(":4:3: hosts: `../x`"), "{bad_name}");
+        let option = message("hosts:\n  h:\n    ssh: -oProxyCommand=x\n");
+        assert!(option.contains("not an ssh destination"), "{option}");
+        let unknown = message("hosts:\n  h:\n    ssh: a\n    port: 22\n");
+        assert!(unknown.contains("unknown field `port`"), "{unknown}");
+    }
+
+    #[test]
+    fn parses_every_key() {
+        let file = parse_str(
+            "defaults:\n  agent: gemini\n  model: flash\n  mode: batch\n  timeout: 30m\n  approval_mode: plan\n\
+             adapters:\n  gemini:\n    bin: /opt/gemini\n    model: pro\n    permissions: prompt\n    approval_mode: auto_edit\n    steer_delay_ms: 150\n    env:\n      FOO: bar\n\
+             tmux:\n  socket: mine\n  width: 120\n  height: 40\n  history_limit: 1000\n\
+             worktree:\n  dir: /trees/{id}\n  branch_prefix: agents/\n  copy: [.env]\n  symlink: [node_modules]\n  setup: npm ci\n",
+        )
+        .unwrap();
+        assert_eq!(file.worktree.setup.as_deref(), Some("npm ci"));
+        assert_eq!(
+            file.worktree.symlink,
+            Some(vec!["node_modules".to_string()])
+        );
+        assert_eq!(
+            file.defaults.timeout,
+            Some(DurationText(Duration::from_secs(1800)))
+        );
+        assert_eq!(file.defaults.mode, Some(Mode::Batch));
+        assert_eq!(
+            file.adapters["gemini"].permissions,
+            Some(Permissions::Prompt)
+        );
+        assert_eq!(file.tmux.history_limit, Some(1000));
+    }
+
+    #[test]
+    fn unknown_keys_name_file_line_column_and_allowed_keys() {
+        assert_eq!(
+            message("defaults:\n  agent: gemini\n  modle: flash\n"),
+            "/p/.cuekit.yaml:3:3: defaults: unknown field `modle`, expected one of `agent`, `model`, `mode`, `timeout`, `approval_mode`, `worktree`"
+        );
+        assert_eq!(
+            message("tmux:\n  width: 10\ncolour: red\n"),
+            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `worktree`, `monitor`, `hooks`, `notify`, `notify_on`, `hosts`, `acp`, `limits`, `retry`, `sandbox`"
+        );
+        assert_eq!(
+            message("adapters:\n  gemini:\n    bin: g\n  gemni:\n    bin: x\n"),
+            "/p/.cuekit.yaml:4:3: adapters: unknown adapter `gemni`, expected one of `gemini`, `claude-code`, `codex`, `opencode`, `pi`, `jcode`, `qwen`, `copilot`, `antigravity`, `command`"
+        );
+    }
+
+    #[test]
+    fn values_that_would_read_as_options_are_located_errors() {
+        let model = message("defaults:\n  agent: gemini\n  model: --yolo\n");
+        assert!(model.starts_with("/p/.cuekit.yaml:3:1: model:"), "{model}");
+        let prefix = message("worktree:\n  branch_prefix: -x/\n");
+        assert!(prefix.contains(":2:1: branch_prefix:"), "{prefix}");
+        let profile = message("adapters:\n  jcode:\n    provider_profile: \"a\\nb\"\n");
+        assert!(profile.contains("provider_profile"), "{profile}");
+    }
+
+    #[test]
+    fn wrong_types_are_errors_with_a_position() {
+        let width = message("tmux:\n  width: wide\n");
+        assert!(
+            width.starts_with("/p/.cuekit.yaml:2:10: tmux.width: invalid type: string \"wide\""),
+            "{width}"
+        );
+        let mode = message("defaults:\n  mode: sideways\n");
+        assert!(
+            mode.starts_with("/p/.cuekit.yaml:2:9: defaults.mode: unknown variant `sideways`"),
+            "{mode}"
+        );
+        let timeout = message("defaults:\n  timeout: soon\n");
+        assert!(timeout.contains("invalid duration 'soon'"), "{timeout}");
+        let permissions = message("adapters:\n  gemini:\n    permissions: ask\n");
+        assert!(
+            permissions.contains("unknown variant `ask`, expected `prompt` or `bypass`"),
+            "{permissions}"
+        );
+        let yaml = message("defaults:\n\tagent: x\n");
+        assert!(yaml.starts_with("/p/.cuekit.yaml:"), "{yaml}");
+    }
+}

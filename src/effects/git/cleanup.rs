@@ -1,0 +1,272 @@
+//! Removing a task's worktree and branch, failing closed: a worktree with uncommitted or
+//! untracked changes, commits not merged into its base, or a live process inside it is kept
+//! (unless forced), and any inspection that fails keeps it too. The worktree goes before its
+//! branch, the branch only at the commit inspected, under cuekit's worktree lock
+//! ([`super::lock_worktrees`]).
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::checkout::Checkout;
+use super::{Git, args};
+use crate::domain::error::Result;
+use crate::effects::store::MergeRecord;
+
+/// A task's worktree and branch, as cuekit's registry knows them.
+pub struct Target<'a> {
+    /// The checkout, read on git's safe paths only.
+    pub task: Checkout<'a>,
+    /// cuekit's last merge of the branch (a squash or rebase leaves no ancestry to find).
+    pub merged: Option<&'a MergeRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "reason", content = "detail")]
+pub enum KeepReason {
+    UncommittedChanges,
+    UnmergedCommits(usize),
+    LiveProcess(Vec<u32>),
+    InspectionFailed(String),
+}
+
+impl std::fmt::Display for KeepReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeepReason::UncommittedChanges => write!(f, "uncommitted or untracked changes"),
+            KeepReason::UnmergedCommits(n) => write!(f, "{n} commit(s) not merged into its base"),
+            KeepReason::LiveProcess(pids) => write!(f, "live process(es) inside: {pids:?}"),
+            KeepReason::InspectionFailed(why) => write!(f, "could not be inspected: {why}"),
+        }
+    }
+}
+
+/// What was found out; an `Err` is a doubt.
+pub struct Facts {
+    pub dirty: Result<bool>,
+    pub unmerged: Result<usize>,
+    pub live: Result<Vec<u32>>,
+}
+
+/// Pure: why a worktree must stay. Empty means it may go.
+pub fn keep_reasons(facts: &Facts) -> Vec<KeepReason> {
+    let mut reasons = Vec::new();
+    match &facts.dirty {
+        Ok(true) => reasons.push(KeepReason::UncommittedChanges),
+        Ok(false) => {}
+        Err(err) => reasons.push(KeepReason::InspectionFailed(err.message.clone())),
+    }
+    match &facts.unmerged {
+        Ok(0) => {}
+        Ok(n) => reasons.push(KeepReason::UnmergedCommits(*n)),
+        Err(err) => reasons.push(KeepReason::InspectionFailed(err.message.clone())),
+    }
+    match &facts.live {
+        Ok(pids) if pids.is_empty() => {}
+        Ok(pids) => reasons.push(KeepReason::LiveProcess(pids.clone())),
+        Err(err) => reasons.push(KeepReason::InspectionFailed(err.message.clone())),
+    }
+    reasons
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Inspection {
+    pub keep: Vec<KeepReason>,
+    /// The branch's tip when inspected; `None` if the branch is gone.
+    #[serde(skip)]
+    pub branch_tip: Option<String>,
+}
+
+pub fn inspect(target: &Target) -> Inspection {
+    let root = target.task.root();
+    let placed = target.task.placed;
+    let tip = target.task.fresh_tip();
+    // A task repository whose commits cannot be read (a git dir the child broke) is a doubt,
+    // never "nothing to keep": its checkout may hold work.
+    let unreadable = match &tip {
+        Err(err) if placed.own_repo() && placed.path.exists() => Some(err.clone()),
+        _ => None,
+    };
+    let branch_tip = tip.ok();
+    let still_merged = target.merged.filter(|merge| {
+        root.yes([
+            "merge-base",
+            "--is-ancestor",
+            "--end-of-options",
+            &merge.head,
+            &merge.target_ref,
+        ])
+        .unwrap_or(false)
+    });
+    let facts = Facts {
+        dirty: match (&branch_tip, unreadable) {
+            (_, Some(err)) => Err(err),
+            (Some(tip), None) => dirty(target, tip, still_merged),
+            (None, None) => Ok(false),
+        },
+        unmerged: match &branch_tip {
+            Some(tip) => unmerged(&root, tip, target, still_merged),
+            None => Ok(0),
+        },
+        live: live_processes(&target.task.placed.path),
+    };
+    Inspection {
+        keep: keep_reasons(&facts),
+        branch_tip,
+    }
+}
+
+/// Work in the checkout that is neither in its tip nor in what cuekit merged of it (a task
+/// repository's merged leftovers live only in the user's repository).
+fn dirty(target: &Target, tip: &str, merged: Option<&MergeRecord>) -> Result<bool> {
+    if !target.task.placed.path.exists() {
+        return Ok(false);
+    }
+    let root = target.task.root();
+    let tree = target.task.tree_from(tip)?;
+    let tree_of = |commit: &str| root.line(["rev-parse", &format!("{commit}^{{tree}}")]);
+    if tree == tree_of(tip)? {
+        return Ok(false);
+    }
+    Ok(match merged {
+        Some(merge) => tree != tree_of(&merge.task_tip)?,
+        None => true,
+    })
+}
+
+/// Commits on the branch that neither its base nor cuekit's last merge of it holds. The merge
+/// counts only while its result is still on the target: one undone there (`git reset`) no
+/// longer vouches for the task's commits.
+fn unmerged(
+    root: &Git,
+    tip: &str,
+    target: &Target,
+    still_merged: Option<&MergeRecord>,
+) -> Result<usize> {
+    let placed = target.task.placed;
+    let base = placed
+        .base_full_ref
+        .as_deref()
+        .and_then(|full| root.resolve(&format!("{full}^{{commit}}")).ok())
+        .unwrap_or_else(|| placed.base_commit.clone());
+    let mut rev_list = vec!["rev-list", "--count", tip, "--not", &base];
+    if let Some(merge) = still_merged {
+        rev_list.push(&merge.task_tip);
+    }
+    let count = root.line(rev_list)?;
+    count.parse().map_err(|_| {
+        crate::domain::error::Error::new(
+            crate::domain::error::ErrorCode::Io,
+            format!("git rev-list answered '{count}'"),
+        )
+    })
+}
+
+/// Processes whose working directory is inside the worktree (Linux `/proc`; elsewhere the
+/// question cannot be answered, which keeps the worktree).
+fn live_processes(worktree: &Path) -> Result<Vec<u32>> {
+    if !worktree.exists() {
+        return Ok(Vec::new());
+    }
+    let proc = Path::new("/proc");
+    let entries = std::fs::read_dir(proc)
+        .map_err(|err| crate::domain::error::Error::io("read", proc, err))?;
+    Ok(entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd"))
+                .is_ok_and(|cwd| cwd.starts_with(worktree))
+        })
+        .collect())
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum Cleanup {
+    Removed {
+        worktree: PathBuf,
+        branch: Option<String>,
+    },
+    Kept {
+        worktree: PathBuf,
+        reasons: Vec<KeepReason>,
+    },
+}
+
+/// Inspects under the lock and removes the worktree, then the branch; `force` overrides the
+/// keep reasons (never a failed lock or a failed removal). A task repository goes whole: its
+/// checkout, its git dir, and the pin and work ref it left in the user's repository.
+pub fn remove(target: &Target, force: bool) -> Result<Cleanup> {
+    let placed = target.task.placed;
+    let root = target.task.root();
+    let _lock = super::lock_in(&placed.common_dir)?;
+    let inspection = inspect(target);
+    if !inspection.keep.is_empty() && !force {
+        return Ok(Cleanup::Kept {
+            worktree: placed.path.clone(),
+            reasons: inspection.keep,
+        });
+    }
+    if placed.own_repo() {
+        super::task_repo::remove_placed(placed);
+    } else if placed.path.exists() {
+        root.run(args::worktree_remove(&placed.path, force))?;
+    } else {
+        root.run(["worktree", "prune"])?;
+    }
+    // The `<repo>.worktrees` folder goes with its last worktree (only if empty).
+    if let Some(parent) = placed.path.parent() {
+        let _ = std::fs::remove_dir(parent);
+    }
+    let branch = match &inspection.branch_tip {
+        Some(_) if placed.own_repo() => Some(placed.work_ref()),
+        Some(tip) => {
+            root.run(args::delete_branch_at(&placed.branch, tip))?;
+            Some(placed.branch.clone())
+        }
+        None => None,
+    };
+    Ok(Cleanup::Removed {
+        worktree: placed.path.clone(),
+        branch,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::error::{Error, ErrorCode};
+
+    #[test]
+    fn any_doubt_or_unsaved_work_keeps_the_worktree() {
+        let clean = Facts {
+            dirty: Ok(false),
+            unmerged: Ok(0),
+            live: Ok(vec![]),
+        };
+        assert!(keep_reasons(&clean).is_empty());
+        let busy = Facts {
+            dirty: Ok(true),
+            unmerged: Ok(2),
+            live: Ok(vec![42]),
+        };
+        assert_eq!(
+            keep_reasons(&busy),
+            [
+                KeepReason::UncommittedChanges,
+                KeepReason::UnmergedCommits(2),
+                KeepReason::LiveProcess(vec![42])
+            ]
+        );
+        let unknown = Facts {
+            dirty: Err(Error::new(ErrorCode::Io, "git failed")),
+            unmerged: Ok(0),
+            live: Ok(vec![]),
+        };
+        assert_eq!(
+            keep_reasons(&unknown),
+            [KeepReason::InspectionFailed("git failed".into())]
+        );
+    }
+}

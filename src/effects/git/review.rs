@@ -1,0 +1,197 @@
+//! Pure: which of a task's changed paths run code or set policy once merged — git's own
+//! attributes and submodules, cuekit's files, CI, hook managers, environment loaders and build
+//! scripts. `cuekit merge` lists them and merges only with `--yes`: a child's work is read
+//! before it can make the user's next `git status`, build or CI run its code.
+
+use crate::domain::error::{Error, ErrorCode};
+
+/// File names that matter in any folder: build and tool files that run code or pick a program,
+/// and the instruction files coding agents read.
+const NAMES: &[&str] = &[
+    "build.rs",
+    "Cargo.toml",
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    "Makefile",
+    "makefile",
+    "GNUmakefile",
+    "justfile",
+    "Justfile",
+    "Taskfile.yml",
+    "package.json",
+    "setup.py",
+    "setup.cfg",
+    "pyproject.toml",
+    "tox.ini",
+    "noxfile.py",
+    "conftest.py",
+    "mise.toml",
+    "go.mod",
+    "Gemfile",
+    "Rakefile",
+    "CMakeLists.txt",
+    "meson.build",
+    "build.gradle",
+    "build.gradle.kts",
+    "pom.xml",
+    "flake.nix",
+    "Dockerfile",
+    "lefthook.yml",
+    "lefthook.yaml",
+    "gradlew",
+    "settings.gradle",
+    "settings.gradle.kts",
+    "build.sbt",
+    "deno.json",
+    "bunfig.toml",
+    "Pipfile",
+    // Instructions an agent started there later reads as its own.
+    "GEMINI.md",
+    "CLAUDE.md",
+    "AGENTS.md",
+    "QWEN.md",
+];
+
+/// Name endings of tool configs that are programs themselves (`vite.config.ts`, …).
+const ENDINGS: &[&str] = &[
+    ".config.js",
+    ".config.cjs",
+    ".config.mjs",
+    ".config.ts",
+    ".config.mts",
+];
+
+/// One changed path, with its mode after the change (`None`: deleted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    pub path: String,
+    pub mode: Option<String>,
+}
+
+/// The changed paths that run code or set policy, in order. A list of names cannot be
+/// complete, so the net is wide: any path with a part that starts with `.` (dotfiles and dot
+/// folders at any depth: `.gitattributes`, `.github/`, `.cargo/`, `.cuekit*`, `.envrc`,
+/// `.husky/`, `.claude/`, `.yarnrc.yml`, …), any link or executable file, and the build and
+/// tool files above at any depth. `cuekit diff` is the review; this says where to look first.
+pub fn policy_paths(changed: &[Changed]) -> Vec<String> {
+    changed
+        .iter()
+        .filter(|change| matters(change))
+        .map(|change| change.path.clone())
+        .collect()
+}
+
+fn matters(change: &Changed) -> bool {
+    let path = change.path.as_str();
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let linked_or_run = matches!(change.mode.as_deref(), Some("120000" | "100755" | "160000"));
+    linked_or_run
+        || path.split('/').any(|part| part.starts_with('.'))
+        || NAMES.contains(&name)
+        || ENDINGS.iter().any(|ending| name.ends_with(ending))
+}
+
+/// `git diff-tree -r -z --raw` output as changed paths with their new modes.
+pub fn parse_raw(raw: &str) -> Vec<Changed> {
+    let mut fields = raw.split('\0').filter(|f| !f.is_empty());
+    let mut changed = Vec::new();
+    while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
+        let mode = meta.split(' ').nth(1).filter(|m| *m != "000000");
+        changed.push(Changed {
+            path: path.to_string(),
+            mode: mode.map(String::from),
+        });
+    }
+    changed
+}
+
+/// The error a merge gives before it touches anything when such paths changed.
+pub fn needed(paths: &[String]) -> Error {
+    Error::new(
+        ErrorCode::MergeReview,
+        format!(
+            "the task's work changes files that run code or set policy: {}",
+            paths.join(", ")
+        ),
+    )
+    .with_hint("read them (`cuekit diff ID`), then merge again with --yes; nothing was changed")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_that_run_code_or_set_policy_are_picked_out() {
+        let file = |path: &str| Changed {
+            path: path.to_string(),
+            mode: Some("100644".into()),
+        };
+        let mut changed: Vec<Changed> = [
+            "src/lib.rs",
+            ".gitattributes",
+            "vendor/x/.gitattributes",
+            ".cuekit.yaml",
+            "sub/.cuekit.yaml",
+            "sub/.cargo/config.toml",
+            ".github/workflows/ci.yml",
+            "crates/a/build.rs",
+            "web/package.json",
+            "docs/Makefile.md",
+            "rust-toolchain.toml",
+            "web/vite.config.ts",
+            ".claude/settings.json",
+        ]
+        .map(file)
+        .to_vec();
+        changed.push(Changed {
+            path: "tools/run".into(),
+            mode: Some("100755".into()),
+        });
+        changed.push(Changed {
+            path: "docs/link".into(),
+            mode: Some("120000".into()),
+        });
+        changed.push(Changed {
+            path: "old.txt".into(),
+            mode: None,
+        });
+        assert_eq!(
+            policy_paths(&changed),
+            [
+                ".gitattributes",
+                "vendor/x/.gitattributes",
+                ".cuekit.yaml",
+                "sub/.cuekit.yaml",
+                "sub/.cargo/config.toml",
+                ".github/workflows/ci.yml",
+                "crates/a/build.rs",
+                "web/package.json",
+                "rust-toolchain.toml",
+                "web/vite.config.ts",
+                ".claude/settings.json",
+                "tools/run",
+                "docs/link",
+            ]
+        );
+        assert!(policy_paths(&[file("src/main.rs")]).is_empty());
+    }
+
+    #[test]
+    fn raw_output_gives_each_path_its_new_mode() {
+        let raw = ":100644 100755 aaa bbb M\0tools/run\0:100644 000000 aaa 000 D\0gone\0";
+        assert_eq!(
+            parse_raw(raw),
+            [
+                Changed {
+                    path: "tools/run".into(),
+                    mode: Some("100755".into())
+                },
+                Changed {
+                    path: "gone".into(),
+                    mode: None
+                }
+            ]
+        );
+    }
+}

@@ -1,0 +1,19 @@
+//! Everything that touches the world: tmux, cuekit's store, git, processes, remote hosts, the
+//! project's files (through the one door, [`project`]), the configuration as read, hooks and
+//! notifications. Effects build on [`crate::domain`] and on each other, never on an operation
+//! or a face.
+
+pub mod acp;
+pub mod config;
+pub mod git;
+pub mod hooks;
+pub mod notify;
+pub mod process;
+pub mod project;
+pub mod remote;
+pub mod role;
+pub mod store;
+pub mod team;
+pub mod tmux;
+pub mod trust;
+pub mod which;

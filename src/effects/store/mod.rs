@@ -1,0 +1,81 @@
+//! Task state on disk: one directory per task under `<cwd>/.cuekit/tasks/<id>/`, its record
+//! in `task.json`, and a user-level registry so any command finds a task by id.
+
+mod atomic;
+pub mod conflicts;
+pub mod intent;
+mod record;
+mod registry;
+pub mod schedule;
+pub mod transitions;
+
+pub use atomic::{
+    LINE_LIMIT, SMALL_LIMIT, Staged, append_line, create_private_dir, create_private_leaf,
+    for_each_line, open_own, read_limited, read_small, remove_stale_tmps, stage, write_atomic,
+};
+pub use record::{
+    TaskRecord, TmuxPlacement, WorktreeRecord, load, load_task, lock_file, lock_file_try, save,
+    stage_record, update,
+};
+pub use registry::{
+    Budget, Lifecycle, MergeRecord, PaneStart, Pending, Placement, TaskFacts, WorktreePlacement,
+    announced, data_dir, drop_dir, lifecycle, merge_of, pane_start, pending_submits, placement,
+    record_lifecycle, record_merge, record_pane_start, registered_ids, registry_dir,
+    remove_pending, save_announced, stage_placement, unregister, write_pending,
+};
+
+use std::path::{Path, PathBuf};
+
+pub const TASKS_SUBDIR: &str = ".cuekit/tasks";
+pub const RECORD_FILE: &str = "task.json";
+pub const LAUNCH_FILE: &str = "launch.sh";
+pub use crate::domain::launch::TRANSCRIPT_FILE;
+pub const EVENTS_FILE: &str = "events.jsonl";
+
+pub fn task_dir(cwd: &Path, task_id: &str) -> PathBuf {
+    cwd.join(TASKS_SUBDIR).join(task_id)
+}
+
+/// A fresh task id: `t_` and 12 hex digits (48 random bits).
+pub fn new_task_id() -> String {
+    let uuid = uuid::Uuid::new_v4().simple().to_string();
+    format!("t_{}", &uuid[..12])
+}
+
+/// Ids are used as file names, so anything but the documented shape is rejected up front.
+pub fn is_task_id(id: &str) -> bool {
+    id.strip_prefix("t_").is_some_and(|hex| {
+        hex.len() == 12
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    })
+}
+
+/// The tasks directory of the project containing `cwd`: the nearest ancestor with one.
+pub fn project_tasks_root(cwd: &Path) -> Option<PathBuf> {
+    cwd.ancestors()
+        .map(|dir| dir.join(TASKS_SUBDIR))
+        .find(|candidate| candidate.is_dir())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_have_the_documented_shape() {
+        let id = new_task_id();
+        assert!(is_task_id(&id), "{id}");
+        assert_ne!(new_task_id(), id);
+        for bad in [
+            "t_123",
+            "t_0123456789AB",
+            "../etc/passwd",
+            "t_0123456789abc",
+            "x_0123456789ab",
+        ] {
+            assert!(!is_task_id(bad), "{bad}");
+        }
+    }
+}

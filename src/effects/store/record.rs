@@ -1,0 +1,209 @@
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{RECORD_FILE, write_atomic};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::report::Report;
+use crate::domain::spec::{Mode, TaskSpec};
+use crate::domain::status::Status;
+use crate::effects::tmux::Socket;
+
+/// Where a task's pane lives. The pane itself is found in a snapshot by its session (the
+/// session's first pane), so the record is complete before tmux has answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TmuxPlacement {
+    pub socket: Socket,
+    pub session: String,
+    /// Rows of the pane: the readable transcript is rendered on a screen this tall.
+    pub height: u16,
+}
+
+/// `task.json`: everything needed to explain a task after the fact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub id: String,
+    pub spec: TaskSpec,
+    pub mode: Mode,
+    pub cwd: PathBuf,
+    pub task_dir: PathBuf,
+    pub launch_command: String,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux: Option<TmuxPlacement>,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    /// When the scheduler started its latest attempt (absent: it started at submit). Its
+    /// timeout runs from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+    /// The agent's stdout is an event stream, folded into progress and `result.json`.
+    #[serde(default)]
+    pub event_stream: bool,
+    /// The agent's own session id, when cuekit chose it (or resumed it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<String>,
+    /// The tmux pane of the submitter, when it ran inside tmux: where notifications go.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted_from: Option<crate::effects::notify::SubmittedFrom>,
+    /// The task's sandbox, for people to read (the registry's is the one applied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::domain::sandbox::Policy>,
+    /// The team the task was submitted into: a label, so there is no team record to lose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+    /// The child's latest `cuekit report` (all of them are in `events.jsonl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_report: Option<Report>,
+    /// The task's own git worktree, for tasks submitted with `--worktree`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeRecord>,
+}
+
+/// Where a `--worktree` task works and what its work is measured against: for people reading
+/// `task.json`. What cuekit acts on is the registry's copy ([`crate::effects::store::WorktreePlacement`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorktreeRecord {
+    /// The checkout the task was submitted from (its `.cuekit/` holds the task's files).
+    pub repo_root: PathBuf,
+    pub path: PathBuf,
+    pub branch: String,
+    /// The base as named (`--base`, else the submitter's branch, else `HEAD`).
+    pub base_ref: String,
+    pub base_commit: String,
+}
+
+impl From<&crate::effects::store::WorktreePlacement> for WorktreeRecord {
+    fn from(placed: &crate::effects::store::WorktreePlacement) -> WorktreeRecord {
+        WorktreeRecord {
+            repo_root: placed.repo_root.clone(),
+            path: placed.path.clone(),
+            branch: placed.branch.clone(),
+            base_ref: placed.base_ref.clone(),
+            base_commit: placed.base_commit.clone(),
+        }
+    }
+}
+
+impl TaskRecord {
+    pub fn deadline(&self) -> Option<std::time::SystemTime> {
+        let started = self.started_at.as_deref().unwrap_or(&self.created_at);
+        let created = humantime::parse_rfc3339(started).ok()?;
+        Some(created + std::time::Duration::from_secs(self.timeout_secs?))
+    }
+}
+
+pub fn load(task_dir: &Path) -> Result<TaskRecord> {
+    let path = task_dir.join(RECORD_FILE);
+    let bytes = super::atomic::read_small(&path).map_err(|err| Error::io("read", &path, err))?;
+    serde_json::from_slice(&bytes).map_err(|err| {
+        Error::new(
+            ErrorCode::StoreCorrupt,
+            format!("{} is not a valid task record: {err}", path.display()),
+        )
+        .with_hint("the file was edited or damaged; move it aside and run `cuekit doctor`")
+    })
+}
+
+/// The record in a task directory cuekit registered (the directory as its registry placement
+/// names it), its status, ending and reason the registry's ([`super::Lifecycle`]): what a
+/// child wrote into `task.json` over them is not read.
+pub fn load_task(task_dir: &Path) -> Result<TaskRecord> {
+    let mut record = load(task_dir)?;
+    if let Some(lifecycle) = registered_id(task_dir).and_then(super::lifecycle) {
+        lifecycle.apply(&mut record);
+    }
+    Ok(record)
+}
+
+/// The task id a task directory is named after (`.cuekit/tasks/<id>`, as submit makes it):
+/// never the id a record inside says.
+fn registered_id(task_dir: &Path) -> Option<&str> {
+    task_dir
+        .file_name()?
+        .to_str()
+        .filter(|name| super::is_task_id(name))
+}
+
+pub fn save(record: &TaskRecord) -> Result<()> {
+    write_atomic(&record.task_dir.join(RECORD_FILE), &to_bytes(record))
+}
+
+/// `task.json` written and synced but not yet in place (see [`super::Staged`]).
+pub fn stage_record(record: &TaskRecord) -> Result<super::Staged> {
+    super::stage(&record.task_dir.join(RECORD_FILE), &to_bytes(record))
+}
+
+fn to_bytes(record: &TaskRecord) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(record).expect("a task record always serializes");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Read-modify-write of a registered task's record under an exclusive lock, so concurrent
+/// cuekit processes (a cancel racing a status refresh) never lose each other's update.
+/// `change` sees the registry's lifecycle over the record ([`load_task`]) and returns whether
+/// it changed anything; then a changed lifecycle is recorded in the registry first, and the
+/// record is written as its mirror (which also undoes what a child wrote over the mirror).
+pub fn update(
+    task_dir: &Path,
+    change: impl FnOnce(&mut TaskRecord) -> Result<bool>,
+) -> Result<TaskRecord> {
+    let _lock = lock_file(&task_dir.join("task.lock"))?;
+    let mut record = load_task(task_dir)?;
+    let before = super::Lifecycle::of(&record);
+    if change(&mut record)? {
+        let after = super::Lifecycle::of(&record);
+        if after != before
+            && let Some(id) = registered_id(task_dir)
+        {
+            super::record_lifecycle(id, &after)?;
+        }
+        // A writer killed between its temp file and the rename left one behind.
+        super::remove_stale_tmps(task_dir);
+        save(&record)?;
+    }
+    Ok(record)
+}
+
+/// The lock on `path` if nobody holds it (`None` if someone does).
+pub fn lock_file_try(path: &Path) -> Result<Option<File>> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|err| Error::io("open", path, err))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(err)) => Err(Error::io("lock", path, err)),
+    }
+}
+
+/// An exclusive lock on `path` (created if missing) across processes, held until the returned
+/// file is dropped.
+pub fn lock_file(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|err| Error::io("open", path, err))?;
+    file.lock().map_err(|err| Error::io("lock", path, err))?;
+    Ok(file)
+}
