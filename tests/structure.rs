@@ -71,7 +71,7 @@ const MAY_OPEN: &[(&str, &str)] = &[
         "the names in the agents' settings folders in the user's HOME, the `.git` file git wrote in a task's worktree (only a folder in `worktrees/` counts), a program's `#!` line",
     ),
     (
-        "src/cli/mcp.rs",
+        "src/ops/parent_setup.rs",
         "the MCP clients' own config files in the user's HOME (`mcp install`); a project's file goes through the door",
     ),
 ];
@@ -156,4 +156,217 @@ fn every_module_named_still_opens_files() {
         });
         assert!(opens, "{prefix} ({why}) opens no file any more: drop it");
     }
+}
+
+/// The layers, bottom up, and what each may import: an arrow only points down (or stays in
+/// its layer). Faces are `cli`, `mcp`, `top` (and `web`); `cli` starts the others.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("domain", &["domain"]),
+    ("effects", &["domain", "effects"]),
+    ("ops", &["domain", "effects", "ops"]),
+    ("cli", &["domain", "ops", "cli", "mcp", "top", "web"]),
+    ("mcp", &["domain", "ops", "mcp"]),
+    ("top", &["domain", "ops", "top"]),
+    ("web", &["domain", "ops", "web"]),
+];
+
+/// What the crate root re-exports, by the layer it comes from.
+const ROOT_ITEMS: &[(&str, &str)] = &[
+    ("Error", "domain"),
+    ("ErrorCode", "domain"),
+    ("Result", "domain"),
+];
+
+/// The module path of a file under `src/`: `src/ops/schedule/start.rs` is `ops::schedule::start`.
+fn module_path(relative: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = relative
+        .iter()
+        .skip(1)
+        .map(|part| part.to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().unwrap_or_default();
+    let stem = last.trim_end_matches(".rs");
+    if !matches!(stem, "mod" | "lib" | "main") {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+/// The first segment of every path a line names through `crate::` or `super::`, each as the
+/// top-level module it reaches (`None` for the crate root's own items it cannot place).
+fn reached_modules(line: &str, module: &[String]) -> Vec<String> {
+    let mut reached = Vec::new();
+    let bytes = line.as_bytes();
+    let mut at = 0;
+    while at < line.len() {
+        let rest = &line[at..];
+        let word_start =
+            at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
+        let base: Option<(usize, Vec<String>)> = if !word_start {
+            None
+        } else if rest.starts_with("crate::") {
+            Some(("crate::".len(), Vec::new()))
+        } else if rest.starts_with("super::") {
+            let mut len = 0;
+            let mut up = module.to_vec();
+            while rest[len..].starts_with("super::") {
+                len += "super::".len();
+                up.pop();
+            }
+            Some((len, up))
+        } else {
+            None
+        };
+        let Some((len, base)) = base else {
+            at += rest.chars().next().map_or(1, char::len_utf8);
+            continue;
+        };
+        let tail = &rest[len..];
+        let firsts: Vec<String> = if let Some(group) = tail.strip_prefix('{') {
+            // `crate::{a::b, c}`: each item's first segment.
+            let mut depth = 0;
+            let mut items = vec![String::new()];
+            for ch in group.chars() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => items.push(String::new()),
+                    _ => {}
+                }
+                if depth == 0 && ch != ',' && ch != '{' {
+                    items.last_mut().unwrap().push(ch);
+                }
+            }
+            items
+                .iter()
+                .map(|item| segment(item.trim()))
+                .filter(|s| !s.is_empty())
+                .collect()
+        } else {
+            vec![segment(tail)]
+        };
+        for first in firsts {
+            let mut path = base.clone();
+            path.push(first);
+            reached.push(path[0].clone());
+        }
+        at += len;
+    }
+    reached
+}
+
+fn segment(text: &str) -> String {
+    text.chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
+fn layer_of(top: &str) -> Option<&'static str> {
+    LAYERS
+        .iter()
+        .map(|(layer, _)| *layer)
+        .find(|layer| *layer == top)
+        .or_else(|| {
+            ROOT_ITEMS
+                .iter()
+                .find(|(item, _)| *item == top)
+                .map(|(_, layer)| *layer)
+        })
+}
+
+#[test]
+fn layers_point_only_down() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let mut upward = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(root).unwrap().to_path_buf();
+        let module = module_path(&relative);
+        let Some(own) = module.first().and_then(|top| layer_of(top)) else {
+            continue; // lib.rs and main.rs: the crate's root
+        };
+        let allowed = LAYERS.iter().find(|(layer, _)| *layer == own).unwrap().1;
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (index, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            for reached in reached_modules(code, &module) {
+                // `super::` inside an inline module (tests) stays in its file.
+                let Some(layer) = layer_of(&reached) else {
+                    continue;
+                };
+                if !allowed.contains(&layer) {
+                    upward.push(format!(
+                        "{}:{}: {own} reaches {layer}: {}",
+                        relative.display(),
+                        index + 1,
+                        line.trim()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "these paths break the layers (domain ← effects ← ops ← faces; see AGENTS.md, \"Layers\"): \
+         move what they need down, or call an operation:\n{}",
+        upward.join("\n")
+    );
+}
+
+/// What the domain may not do outside its unit tests: it is rules and types, so it reads no
+/// file, environment or clock and starts nothing.
+const IMPURE: &[&str] = &[
+    "std::fs",
+    "std::process",
+    "std::env",
+    "std::net",
+    "SystemTime::now",
+    "Instant::now",
+    "Command::new",
+    "libc::",
+];
+
+/// Where the domain may, and why.
+const DOMAIN_MAY: &[(&str, &str)] = &[(
+    "src/domain/adapter/",
+    "each adapter's auth probe (`Adapter::auth_probe`) reads its agent's own login files and \
+     variables, without running the agent: the probe is the adapter's knowledge of where its \
+     agent keeps credentials",
+)];
+
+#[test]
+fn the_domain_touches_nothing() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src/domain"), &mut files);
+    let mut impure = Vec::new();
+    for file in files {
+        let relative = file
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if DOMAIN_MAY
+            .iter()
+            .any(|(prefix, _)| relative.starts_with(prefix))
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        for (index, line) in code.lines().enumerate() {
+            let line = line.split("//").next().unwrap_or_default();
+            if IMPURE.iter().any(|word| line.contains(word)) {
+                impure.push(format!("{relative}:{}: {}", index + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        impure.is_empty(),
+        "the domain is pure (AGENTS.md, \"Layers\"): move these to src/effects/ and pass what \
+         they found in:\n{}",
+        impure.join("\n")
+    );
 }

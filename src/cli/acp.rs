@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::effects::acp::client::{self, Options};
+use crate::ops::acp_client::{self as client, Options};
 
 #[derive(Debug, Args)]
 pub struct AcpArgs {

@@ -5,7 +5,7 @@ use std::path::Path;
 use clap::Args;
 
 use super::render::{print_json, say};
-use crate::effects::acp::control::Answer;
+use crate::domain::acp::control::Answer;
 use crate::ops;
 
 #[derive(Debug, Args)]

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::effects::store::transitions::TransitionEvent;
+use crate::ops::TransitionEvent;
 use crate::ops::{self, EventScope};
 
 #[derive(Debug, Args)]

@@ -3,8 +3,8 @@ use std::path::Path;
 use clap::Args;
 
 use super::render::{print_json, say};
-use crate::effects::git::merge::Strategy;
 use crate::ops;
+use crate::ops::MergeStrategy as Strategy;
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {

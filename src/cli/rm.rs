@@ -3,7 +3,7 @@ use std::path::Path;
 use clap::Args;
 
 use super::render::{print_json, say};
-use crate::effects::git::cleanup::KeepReason;
+use crate::ops::KeepReason;
 use crate::ops::{self, Removal, RemovalOutcome};
 
 #[derive(Debug, Args)]

@@ -1,10 +1,10 @@
 use std::path::Path;
 
 use super::render::{first_line, print_json, say};
-use crate::effects::role::{Listed, Roles};
+use crate::ops::{ListedRole as Listed, roles};
 
 pub fn run(cwd: &Path, json: bool) -> anyhow::Result<i32> {
-    let listed = Roles::for_cwd(cwd).all()?;
+    let listed = roles(cwd)?;
     if json {
         let rows: Vec<serde_json::Value> = listed
             .iter()

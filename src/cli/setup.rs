@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use super::render::{print_json, say};
 use crate::domain::adapter::ADAPTERS;
-use crate::effects::config::Config;
 use crate::ops;
 use crate::ops::doctor::{self, Level};
 
@@ -41,23 +40,7 @@ pub fn adapters(json: bool) -> anyhow::Result<i32> {
 }
 
 pub fn config(cwd: &Path, json: bool) -> anyhow::Result<i32> {
-    let config = Config::load(cwd)?;
-    let mut entries = config.entries();
-    let ignored = config.ignored();
-    if let Some((path, state)) = config.project_trust() {
-        entries.insert(
-            0,
-            crate::effects::config::Entry {
-                key: "trust".into(),
-                value: if ignored.is_empty() {
-                    serde_json::json!(state)
-                } else {
-                    serde_json::json!({"state": state, "ignored": ignored})
-                },
-                source: crate::effects::config::Source::Project(path.to_path_buf()),
-            },
-        );
-    }
+    let (entries, ignored) = ops::config_entries(cwd)?;
     if json {
         print_json(&entries);
         return Ok(0);
@@ -157,48 +140,7 @@ pub struct TrustArgs {
 }
 
 pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
-    use crate::domain::error::{Error, ErrorCode};
-    // A child agent may run shell commands: trust is the person's, not the task's. Its own
-    // environment can be cleared (`env -u CUEKIT_TASK_ID`); its ancestry cannot.
-    let inside = std::env::var(crate::effects::process::TASK_ID_VARIABLE)
-        .ok()
-        .or_else(|| ops::task_of_process(std::process::id()));
-    if let Some(task) = inside {
-        return Err(Error::new(
-            ErrorCode::InvalidState,
-            format!(
-                "`cuekit trust` does not run inside a cuekit task (this runs in task {task}'s \
-                 pane): trust is a person's decision"
-            ),
-        )
-        .with_hint("run it yourself, in your own shell")
-        .into());
-    }
-    // A person runs it at a terminal; a process that detached from its own (`setsid`, a
-    // server's `run-shell`) is not one.
-    if crate::effects::process::controlling_terminal(std::process::id()).is_none() {
-        return Err(Error::new(
-            ErrorCode::NotATerminal,
-            "`cuekit trust` runs only at a terminal: trust is a person's decision",
-        )
-        .with_hint("run it yourself, in your own terminal")
-        .into());
-    }
-    let file = match &args.file {
-        Some(file) => file.clone(),
-        None => crate::effects::config::project_file(cwd).ok_or_else(|| {
-            Error::invalid_input(format!(
-                "no {} here or above",
-                crate::effects::config::PROJECT_FILE
-            ))
-            .with_hint("name the file: `cuekit trust PATH`")
-        })?,
-    };
-    let (path, state) = if args.revoke {
-        (crate::effects::trust::revoke(&file)?, "untrusted")
-    } else {
-        (ops::trust(&file)?, "trusted")
-    };
+    let (path, state) = ops::trust_by_person(args.file.as_deref(), args.revoke, cwd)?;
     if json {
         print_json(&serde_json::json!({"file": path, "state": state}));
     } else {

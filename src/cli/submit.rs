@@ -221,7 +221,7 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
                 .then_some(crate::domain::sandbox::Network::Off),
         },
         budget: (args.max_tokens.is_some() || args.max_turns.is_some()).then_some({
-            crate::effects::store::Budget {
+            crate::ops::Budget {
                 tokens: args.max_tokens,
                 turns: args.max_turns,
                 team_tokens: None,

@@ -3,7 +3,6 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 
 use super::render::{print_json, say, task_line};
-use crate::effects::team::parse_team_spec;
 use crate::ops::{self, SubmitOutcome};
 
 #[derive(Debug, Subcommand)]
@@ -22,12 +21,7 @@ pub enum TeamCommand {
 pub fn run(command: &TeamCommand, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     match command {
         TeamCommand::Submit { name, spec } => {
-            let bytes = crate::effects::project::files::read_named(spec)?;
-            let path = std::fs::canonicalize(spec).unwrap_or_else(|_| spec.clone());
-            let trust = crate::effects::trust::state(&path, &bytes);
-            let text = super::utf8(bytes, &format!("the team spec in {}", spec.display()))?;
-            let team = parse_team_spec(&text, &spec.display().to_string())?;
-            let spec = crate::effects::team::TeamSpec { path, team, trust };
+            let spec = ops::read_team_spec(spec)?;
             let submitted = ops::team_submit(name, &spec, cwd)?;
             if json {
                 print_json(&submitted);

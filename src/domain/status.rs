@@ -6,9 +6,9 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::adapter::Adapter;
+use crate::domain::pane::PaneInfo;
 use crate::domain::spec::Mode;
-use crate::effects::store::TaskRecord;
-use crate::effects::tmux::PaneInfo;
+use crate::domain::task::TaskRecord;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -7,17 +7,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::domain::task::SubmittedFrom;
 use crate::effects::config::NotifyChannel;
 use crate::effects::tmux::args;
 
-/// The tmux pane a task was submitted from (the submitter's `TMUX` and `TMUX_PANE`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SubmittedFrom {
-    /// The user's own tmux server socket.
-    pub socket: String,
-    pub pane: String,
-}
-
+/// The submitter's pane, from its environment: an effect of the domain's [`SubmittedFrom`].
 impl SubmittedFrom {
     /// From the submitter's environment, when it ran inside tmux.
     pub fn from_env() -> Option<SubmittedFrom> {

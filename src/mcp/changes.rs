@@ -42,7 +42,7 @@ fn parse(cursor: &str) -> Result<HashMap<String, String>> {
         .split(',')
         .map(|entry| {
             let (id, state) = entry.split_once('=').ok_or_else(refused)?;
-            let fine = crate::effects::store::is_task_id(id)
+            let fine = crate::domain::task::is_task_id(id)
                 && state.len() == 8
                 && state.bytes().all(|b| b.is_ascii_hexdigit());
             fine.then(|| (id.to_string(), state.to_string()))

@@ -4,9 +4,6 @@
 
 mod brief;
 mod changes;
-mod client_config;
-pub mod extension;
-pub mod install;
 mod schema;
 mod tools;
 
@@ -22,8 +19,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool_handler};
 
-use client_config::unexpanded;
-pub use client_config::{Client, client_config, snippet};
+use crate::domain::parent::unexpanded;
 
 /// What the server tells a client about itself at `initialize`.
 const INSTRUCTIONS: &str = "cuekit runs child coding agents (Gemini CLI first) in tmux and \

@@ -25,7 +25,7 @@ use crate::domain::adapter::ADAPTERS;
 use crate::domain::error::{Error, ErrorCode};
 use crate::domain::spec::Mode;
 use crate::domain::status::Status;
-use crate::effects::git::merge::Strategy;
+use crate::ops::MergeStrategy as Strategy;
 use crate::ops::{self, SubmitRequest, WaitRequest, WaitUntil};
 
 /// The longest one `wait` call blocks: MCP clients time requests out (often at 60 s), so a
@@ -561,7 +561,7 @@ impl CuekitServer {
                     }),
                 },
                 budget: (params.max_tokens.is_some() || params.max_turns.is_some()).then_some({
-                    crate::effects::store::Budget {
+                    crate::ops::Budget {
                         tokens: params.max_tokens,
                         turns: params.max_turns,
                         team_tokens: None,
@@ -689,7 +689,7 @@ impl CuekitServer {
     ) -> Result<CallToolResult, ErrorData> {
         let cwd = self.cwd.clone();
         blocking(move || {
-            use crate::effects::acp::control::Answer;
+            use crate::domain::acp::control::Answer;
             let answer = match (params.answer, params.option) {
                 (_, Some(option)) => Answer::Option(option),
                 (AnswerArg::Allow, None) => Answer::Allow,

@@ -12,6 +12,7 @@ mod attempt;
 mod board;
 mod budget;
 mod cancel;
+mod config_view;
 mod conflicts;
 mod diff;
 pub mod doctor;
@@ -24,6 +25,7 @@ mod merge;
 mod monitor;
 mod monitor_lock;
 mod outcome;
+pub mod parent_setup;
 mod prepare;
 mod reap;
 mod remote;
@@ -45,11 +47,13 @@ mod wait;
 mod wake;
 
 pub use crate::domain::report::ReportRequest;
+pub use crate::effects::config::{Entry as ConfigEntry, Source as ConfigSource};
 pub use crate::effects::process::DEFAULT_GRACE;
 pub use acp::{Approval, approve};
 pub use attach::{attach, attach_and_return, attach_opens_popup};
 pub use board::{Board, BoardRow, Preview, board, host_board};
 pub use cancel::cancel;
+pub use config_view::config_entries;
 pub use conflicts::{Conflict, Conflicts, conflicts};
 pub use diff::{TaskDiff, diff};
 pub use events::{EventScope, events, next_events};
@@ -77,7 +81,24 @@ pub use team::{
     TeamResult, TeamSubmitted, TeamSummary, team_ids, team_list, team_result, team_status,
     team_steer, team_submit,
 };
-pub use trust::trust;
+pub use trust::{trust, trust_by_person};
+// The types an operation takes or answers with, defined where they are kept.
+pub use crate::effects::git::cleanup::KeepReason;
+pub use crate::effects::git::merge::Strategy as MergeStrategy;
+pub use crate::effects::store::transitions::TransitionEvent;
+pub use crate::effects::store::{Budget, project_tasks_root};
+pub use team::read_team_spec;
+
+/// `cuekit roles`: every role the project, the user and cuekit define, broken ones with why.
+pub fn roles(cwd: &Path) -> crate::domain::error::Result<Vec<ListedRole>> {
+    crate::effects::role::Roles::for_cwd(cwd).all()
+}
+pub use crate::effects::role::Listed as ListedRole;
+
+/// `cuekit __acp`: the ACP client a task's pane runs (a worker: no face but its launch line).
+pub mod acp_client {
+    pub use crate::effects::acp::client::{Options, run};
+}
 pub use view::{QueueView, TaskView};
 pub use wait::{WaitNews, WaitOutcome, WaitRequest, WaitTick, WaitUntil, wait, wait_watching};
 
@@ -112,6 +133,4 @@ pub(crate) fn append_event(task_dir: &Path, line: &[u8]) -> crate::domain::error
     store::append_line(&task_dir.join(store::EVENTS_FILE), line)
 }
 
-pub(crate) fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
-}
+pub(crate) use crate::effects::clock::now_rfc3339;

@@ -4,56 +4,14 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::domain::error::{Error, Result};
-use crate::domain::events::{Digest, ParseError, ToolCall};
-use crate::domain::report::Report;
+use crate::domain::events::Digest;
+pub use crate::domain::result::{RESULT_FILE, TaskResult};
 use crate::domain::status::{Status, StreamReport};
 use crate::effects::git::changes::ChangedFile;
 use crate::effects::store::{self, TaskRecord};
-
-pub const RESULT_FILE: &str = "result.json";
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TaskResult {
-    pub task_id: String,
-    pub status: Status,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub exit_code: Option<i32>,
-    pub agent_session_id: Option<String>,
-    pub model: Option<String>,
-    /// Whether the agent reported the end of its run (Gemini's `result` event). A run that
-    /// did not is never a success.
-    pub result_event: bool,
-    pub final_text: String,
-    pub tool_calls: Vec<ToolCall>,
-    pub errors: Vec<Value>,
-    pub warnings: Vec<Value>,
-    /// Token use per model and in total, duration, tool call count, as the agent reported them.
-    pub stats: Option<Value>,
-    /// `None` when the working directory is not a git work tree (or the run was killed).
-    pub files_changed: Option<Vec<ChangedFile>>,
-    pub parse_errors: Vec<ParseError>,
-    pub unknown_events: Vec<Value>,
-    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
-    pub unknown_fields: serde_json::Map<String, Value>,
-    /// For tasks without an event stream: the end of the readable transcript.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transcript_tail: Option<String>,
-    /// Everything the child said with `cuekit report`, oldest first.
-    #[serde(default)]
-    pub reports: Vec<Report>,
-    /// An ACP task's turns: each prompt, its answer, tool calls and stop reason.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub turns: Vec<crate::domain::acp::session::Turn>,
-    /// A task the scheduler started more than once: each attempt's start, end, reason and
-    /// exit code (this result is the latest attempt's).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub attempts: Vec<crate::effects::store::schedule::Attempt>,
-}
 
 /// The status a stream implies: success needs both exit 0 and the agent's own success report.
 pub fn stream_status(digest: &Digest, exit_code: Option<i32>) -> Status {

@@ -13,7 +13,7 @@ use crate::domain::events::{Digest, Printer, Progress};
 use crate::domain::launch::AGENT_EXIT_FILE;
 use crate::effects::store::{self, write_atomic};
 
-pub const PROGRESS_FILE: &str = "progress.json";
+pub use crate::domain::events::PROGRESS_FILE;
 /// How often live progress is rewritten while events arrive.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 

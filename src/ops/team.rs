@@ -339,3 +339,21 @@ fn member_error(err: Error, index: usize, started: &[String]) -> Error {
     };
     Error::new(err.code, format!("member {}: {}", index + 1, err.message)).with_hint(hint)
 }
+
+/// A team spec file as `cuekit team submit --spec FILE` names it: read through the project
+/// door, with the trust its bytes have now.
+pub fn read_team_spec(file: &Path) -> Result<TeamSpec> {
+    let bytes = crate::effects::project::files::read_named(file)?;
+    let path = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    let trust = crate::effects::trust::state(&path, &bytes);
+    let text = String::from_utf8(bytes).map_err(|err| {
+        Error::invalid_input(format!(
+            "the team spec in {} is not UTF-8 text (the byte at offset {} is not valid UTF-8)",
+            file.display(),
+            err.utf8_error().valid_up_to()
+        ))
+        .with_hint("convert it to UTF-8 first, e.g. `iconv -f LATIN1 -t UTF-8 FILE`")
+    })?;
+    let team = crate::effects::team::parse_team_spec(&text, &file.display().to_string())?;
+    Ok(TeamSpec { path, team, trust })
+}

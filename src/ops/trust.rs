@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::domain::error::{Error, Result};
+use crate::domain::error::{Error, ErrorCode, Result};
 
 /// Trusts `file` as it is now; returns its absolute path. Only a file that parses can be
 /// trusted (trusting a broken one would be trusting nothing in particular): a config file, or
@@ -47,4 +47,55 @@ pub fn trust(file: &Path) -> Result<PathBuf> {
         }
     }
     crate::effects::trust::trust(file, &bytes)
+}
+
+/// `cuekit trust [FILE] [--revoke]`, as a person runs it: refused inside a task's pane (its
+/// ancestry says so, whatever its environment) and away from a terminal, since trust is a
+/// person's decision. `file` defaults to the project's config file, found from `cwd` upwards.
+/// Returns the file's path and the state it is left in.
+pub fn trust_by_person(
+    file: Option<&Path>,
+    revoke: bool,
+    cwd: &Path,
+) -> Result<(PathBuf, &'static str)> {
+    // A child agent may run shell commands: trust is the person's, not the task's. Its own
+    // environment can be cleared (`env -u CUEKIT_TASK_ID`); its ancestry cannot.
+    let inside = std::env::var(crate::effects::process::TASK_ID_VARIABLE)
+        .ok()
+        .or_else(|| super::task::task_of_process(std::process::id()));
+    if let Some(task) = inside {
+        return Err(Error::new(
+            ErrorCode::InvalidState,
+            format!(
+                "`cuekit trust` does not run inside a cuekit task (this runs in task {task}'s \
+                 pane): trust is a person's decision"
+            ),
+        )
+        .with_hint("run it yourself, in your own shell"));
+    }
+    // A person runs it at a terminal; a process that detached from its own (`setsid`, a
+    // server's `run-shell`) is not one.
+    if crate::effects::process::controlling_terminal(std::process::id()).is_none() {
+        return Err(Error::new(
+            ErrorCode::NotATerminal,
+            "`cuekit trust` runs only at a terminal: trust is a person's decision",
+        )
+        .with_hint("run it yourself, in your own terminal"));
+    }
+    let file = match file {
+        Some(file) => file.to_path_buf(),
+        None => crate::effects::config::project_file(cwd).ok_or_else(|| {
+            Error::invalid_input(format!(
+                "no {} here or above",
+                crate::effects::config::PROJECT_FILE
+            ))
+            .with_hint("name the file: `cuekit trust PATH`")
+        })?,
+    };
+    let (path, state) = if revoke {
+        (crate::effects::trust::revoke(&file)?, "untrusted")
+    } else {
+        (trust(&file)?, "trusted")
+    };
+    Ok((path, state))
 }

@@ -53,7 +53,7 @@ pub fn run(options: &Options, cwd: &Path) -> Result<()> {
     }
     // A pager quitting before it read everything must not end the dashboard.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-    let project = crate::effects::store::project_tasks_root(cwd)
+    let project = crate::ops::project_tasks_root(cwd)
         .and_then(|tasks| Some(tasks.parent()?.parent()?.to_path_buf()))
         .unwrap_or_else(|| cwd.to_path_buf());
     let mut state = State::new(

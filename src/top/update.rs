@@ -53,7 +53,7 @@ pub enum Effect {
     /// Answer an ACP task's permission request.
     Answer {
         task_id: String,
-        answer: crate::effects::acp::control::Answer,
+        answer: crate::domain::acp::control::Answer,
     },
     Logs(String),
     Result(String),
@@ -150,7 +150,7 @@ pub fn update(state: &mut State, msg: Msg) -> Option<Effect> {
             },
             Mode::AnswerPermission { task_id } => {
                 state.mode = Mode::Normal;
-                use crate::effects::acp::control::Answer;
+                use crate::domain::acp::control::Answer;
                 let answer = match key {
                     Key::Char('y') => Answer::Allow,
                     Key::Char('a') => Answer::AllowAlways,

@@ -1,7 +1,7 @@
 //! A task's result as text: what `cuekit result` prints and the dashboard pages. Shared by the
 //! faces, so neither depends on the other.
 
-use crate::ops::TaskResult;
+use crate::domain::result::TaskResult;
 
 /// The readable result, as `cuekit result` prints it (and `top` pages it).
 pub fn text(result: &TaskResult) -> String {

@@ -5,6 +5,9 @@
 
 mod antigravity;
 
+/// Where a task's progress (its stream folded so far) is kept, in its task directory.
+pub const PROGRESS_FILE: &str = "progress.json";
+
 use std::io::{self, Write};
 
 use serde::Serialize;

@@ -80,7 +80,7 @@ pub fn run(options: &Options) -> Result<i32> {
     let placement = store::placement(&task_id)?.ok_or_else(|| Error::task_not_found(&task_id))?;
     let task_dir = placement.task_dir.clone();
     let socket = control::socket_of(&placement)?;
-    let pane_leader = crate::ops::task_pane_leader(&task_id);
+    let pane_leader = store::pane_start(&task_id).map(|pane| pane.pane_pid);
     // cuekit's own file in the task directory: no link followed.
     let first_prompt = store::read_small(&options.prompt_file)
         .map_err(|err| Error::io("read", &options.prompt_file, err))
@@ -186,7 +186,7 @@ pub fn run(options: &Options) -> Result<i32> {
             Some(Event::Line(line)) => {
                 heard_at = Instant::now();
                 out.heard += 1;
-                out.last_activity = Some(crate::ops::now_rfc3339());
+                out.last_activity = Some(crate::effects::clock::now_rfc3339());
                 out.log_message("in", &line);
                 session.on_line(&line)
             }
@@ -366,7 +366,7 @@ impl Output {
         };
         let bytes = serde_json::to_vec(&progress).expect("progress serializes");
         let _ = store::write_atomic(
-            &self.task_dir.join(crate::ops::stream::PROGRESS_FILE),
+            &self.task_dir.join(crate::domain::events::PROGRESS_FILE),
             &bytes,
         );
         self.progress_at = Some(Instant::now());
@@ -418,7 +418,10 @@ impl Output {
         let result = super::outcome::result(session, exit, changed);
         let mut bytes = serde_json::to_vec_pretty(&result).expect("results serialize");
         bytes.push(b'\n');
-        let _ = store::write_atomic(&self.task_dir.join(crate::ops::RESULT_FILE), &bytes);
+        let _ = store::write_atomic(
+            &self.task_dir.join(crate::domain::result::RESULT_FILE),
+            &bytes,
+        );
     }
 }
 

@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use crate::domain::acp::session::{Session, Turn};
 use crate::domain::events::ToolCall;
+use crate::domain::result::TaskResult;
 use crate::domain::status::Status;
-use crate::ops::TaskResult;
 
 /// Tool output kept in a result: enough to see what happened, not the whole of it.
 const EXCERPT_CHARS: usize = 2000;

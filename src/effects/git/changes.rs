@@ -1,11 +1,10 @@
 //! Which files a task changed, from `git status` before and after it ran (when its working
 //! directory is in a git work tree).
 
+pub use crate::domain::result::ChangedFile;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
-
-use serde::Serialize;
 
 /// `git status` of a work tree, with each dirty file's size and modification time, so a file
 /// that was already dirty and changed again is still noticed.
@@ -13,15 +12,6 @@ use serde::Serialize;
 pub struct Snapshot {
     root: PathBuf,
     dirty: BTreeMap<String, (String, Option<(u64, SystemTime)>)>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct ChangedFile {
-    /// Relative to the repository root.
-    pub path: String,
-    /// `git status --porcelain` code after the run (`??`, ` M`, `A `, …), or `  ` if the file is
-    /// clean again.
-    pub status: String,
 }
 
 /// Through [`super::Git`], with its guards (the folder may hold a bare repository a cloned

@@ -42,15 +42,7 @@ pub fn new_task_id() -> String {
     format!("t_{}", &uuid[..12])
 }
 
-/// Ids are used as file names, so anything but the documented shape is rejected up front.
-pub fn is_task_id(id: &str) -> bool {
-    id.strip_prefix("t_").is_some_and(|hex| {
-        hex.len() == 12
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-    })
-}
+pub use crate::domain::task::is_task_id;
 
 /// The tasks directory of the project containing `cwd`: the nearest ancestor with one.
 pub fn project_tasks_root(cwd: &Path) -> Option<PathBuf> {

@@ -16,6 +16,7 @@
 //! - `starting/<id>`: the claim of the process starting the task (its pid and start time);
 //! - `scheduler.lock`: held by whoever decides starts (one at a time, user-wide).
 
+pub use crate::domain::result::Attempt;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -51,18 +52,6 @@ impl RetryPolicy {
         let secs = self.backoff_first.saturating_mul(1u64 << doublings);
         Duration::from_secs(secs.min(self.backoff_max))
     }
-}
-
-/// One start of a task and how it ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Attempt {
-    pub started_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ended_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
 }
 
 /// Caps on live agents: the user's, lowered (never raised) by the project's file and the

@@ -3,27 +3,19 @@
 pub mod args;
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde::{Deserialize, Serialize};
-
 use crate::domain::error::{Error, ErrorCode, Result};
+pub use crate::domain::pane::{PaneIndex, PaneInfo, Socket};
 
 /// Environment variable naming the tmux server: a name (`-L`) or, with a `/`, a path (`-S`).
 pub const SOCKET_ENV: &str = "CUEKIT_TMUX_SOCKET";
 /// A private server by default, so cuekit never types into or kills the user's own sessions.
 pub const DEFAULT_SOCKET: &str = "cuekit";
 
-/// The tmux server a task lives on, as configured: a name (`-L`) or, with a `/`, a path (`-S`).
-/// Always turned into an absolute socket path ([`Socket::resolve`]) before it is stored, so later
-/// commands reach the same server whatever their own directory, `TMUX_TMPDIR` or environment.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Socket(pub String);
-
+/// Where the socket is on this machine: effects of the domain's [`Socket`].
 impl Socket {
     /// The absolute path of this server's socket: tmux's own rule for `-L NAME`
     /// (`$TMUX_TMPDIR/tmux-UID/NAME`, `/tmp` by default), a relative `-S` path made absolute
@@ -54,11 +46,6 @@ impl Socket {
             .map_or_else(|_| PathBuf::from(&self.0), |s| PathBuf::from(s.0))
     }
 
-    pub fn args(&self) -> [OsString; 2] {
-        let flag = if self.0.contains('/') { "-S" } else { "-L" };
-        [flag.into(), self.0.clone().into()]
-    }
-
     /// tmux creates the directory of a `-L` socket itself, but not that of a `-S` path: a
     /// resolved default socket needs its owner-only directory made the way tmux makes it.
     pub fn ensure_dir(&self) -> Result<()> {
@@ -69,69 +56,6 @@ impl Socket {
             return Ok(());
         }
         crate::effects::store::create_private_dir(dir)
-    }
-
-    /// The command a person types to look at a task's session.
-    pub fn attach_command(&self, session: &str) -> String {
-        let [flag, socket] = self.args();
-        let socket = crate::domain::launch::single_quote(&socket.to_string_lossy())
-            .unwrap_or_else(|_| socket.to_string_lossy().into_owned());
-        format!(
-            "tmux {} {socket} attach -t '={session}'",
-            flag.to_string_lossy()
-        )
-    }
-}
-
-/// One pane of the server, as `list-panes -a` reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PaneInfo {
-    pub session: String,
-    pub pane_id: String,
-    pub pane_pid: u32,
-    pub dead: bool,
-    pub dead_status: Option<i32>,
-    /// The signal that ended a dead pane's process (tmux 3.3+). A dead pane with neither this
-    /// nor [`PaneInfo::dead_status`] is one whose process tmux has not reaped yet: its status
-    /// is still to come.
-    pub dead_signal: Option<i32>,
-    pub in_mode: bool,
-    pub height: usize,
-    /// Lines scrolled off the top of the screen into the pane's history.
-    pub history_lines: usize,
-    /// When the pane's window last printed anything (Unix seconds): a screen whose window has
-    /// been quiet since it was captured need not be captured again.
-    pub activity: u64,
-}
-
-/// A server's panes by session, each session's first pane (pane ids only grow, so a pane a
-/// user split off later never takes its place). Built once per snapshot so that judging a
-/// thousand tasks is a thousand lookups, not a thousand scans.
-#[derive(Debug, Clone, Default)]
-pub struct PaneIndex(HashMap<String, PaneInfo>);
-
-impl PaneIndex {
-    pub fn new(panes: Vec<PaneInfo>) -> PaneIndex {
-        let number = |pane: &PaneInfo| {
-            pane.pane_id
-                .trim_start_matches('%')
-                .parse::<u64>()
-                .unwrap_or(u64::MAX)
-        };
-        let mut index: HashMap<String, PaneInfo> = HashMap::with_capacity(panes.len());
-        for pane in panes {
-            match index.get(&pane.session) {
-                Some(first) if number(first) <= number(&pane) => {}
-                _ => {
-                    index.insert(pane.session.clone(), pane);
-                }
-            }
-        }
-        PaneIndex(index)
-    }
-
-    pub fn get(&self, session: &str) -> Option<&PaneInfo> {
-        self.0.get(session)
     }
 }
 
@@ -384,11 +308,11 @@ mod tests {
     fn socket_name_or_path() {
         assert_eq!(
             Socket("cuekit".into()).args(),
-            ["-L".into(), "cuekit".into()] as [OsString; 2]
+            ["-L".into(), "cuekit".into()] as [std::ffi::OsString; 2]
         );
         assert_eq!(
             Socket("/tmp/s".into()).args(),
-            ["-S".into(), "/tmp/s".into()] as [OsString; 2]
+            ["-S".into(), "/tmp/s".into()] as [std::ffi::OsString; 2]
         );
     }
 

@@ -41,6 +41,19 @@ impl Client {
         }
     }
 
+    /// The name `parse` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Client::Claude => "claude",
+            Client::Gemini => "gemini",
+            Client::Codex => "codex",
+            Client::Qwen => "qwen",
+            Client::Opencode => "opencode",
+            Client::Copilot => "copilot",
+            Client::Generic => "generic",
+        }
+    }
+
     /// Where the snippet goes, for a person reading it.
     pub fn where_to_put_it(self) -> &'static str {
         match self {
