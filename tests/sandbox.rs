@@ -71,6 +71,20 @@ fn user_config(h: &Harness, text: &str) {
     std::fs::write(dir.join("config.yaml"), text).unwrap();
 }
 
+/// What the sandboxed child tries, by name: only `inside` and `report` may succeed.
+const ESCAPES: [&str; 10] = [
+    "inside",
+    "key",
+    "other",
+    "kill",
+    "agent",
+    "tmux",
+    "settings",
+    "gitconfig",
+    "exitcode",
+    "report",
+];
+
 /// A real Gemini child in bypass mode, in a worktree, sandboxed: it writes its worktree, and
 /// every way out it tries fails; the task completes, and its report arrives.
 #[test]
@@ -100,18 +114,6 @@ fn a_sandboxed_gemini_child_writes_its_worktree_and_nothing_else() {
     assert!(common::poll(Duration::from_secs(10), || agent_socket.exists()));
     let tmux_socket = format!("/tmp/tmux-{}/{}", unsafe { libc::geteuid() }, h.socket);
 
-    let names = [
-        "inside",
-        "key",
-        "other",
-        "kill",
-        "agent",
-        "tmux",
-        "settings",
-        "gitconfig",
-        "exitcode",
-        "report",
-    ];
     let attempts = [
         attempt("inside", "echo made > inside.txt"),
         attempt("key", "grep PLANTED-KEY ~/.ssh/id_ed25519"),
@@ -197,7 +199,7 @@ fn a_sandboxed_gemini_child_writes_its_worktree_and_nothing_else() {
         "{status}"
     );
 
-    let got = results(&transcript, &names);
+    let got = results(&transcript, &ESCAPES);
     for (name, code) in &got {
         let code = code.unwrap_or_else(|| panic!("no result for {name}:\n{transcript}"));
         match name.as_str() {

@@ -184,3 +184,30 @@ pub(crate) fn with_answer_of(context: Option<&str>, from: &str) -> Result<String
         _ => answer,
     })
 }
+
+/// Starts a task's pane: a session of its own on the task's server, in `cwd`, running the
+/// task's script with its output piped to the transcript. The one way a pane starts, for a
+/// submit and for the scheduler's start of a queued task alike. A session whose server exited
+/// under it (its last session was just killed) is asked for again.
+pub(crate) fn spawn_pane(
+    placement: &crate::effects::store::Placement,
+    cwd: &Path,
+    config: &crate::effects::config::Config,
+    height: u16,
+    script: &Path,
+    transcript: &Path,
+) -> Result<crate::effects::tmux::Pending> {
+    use crate::effects::tmux::{Tmux, args};
+    Tmux::new(placement.socket.clone()).spawn_session(&args::new_task_session(
+        &args::NewTaskSession {
+            session: &placement.session,
+            owner: &crate::effects::store::data_dir().unwrap_or_default(),
+            cwd,
+            width: config.width().value,
+            height,
+            history_limit: config.history_limit().value,
+            script,
+            transcript,
+        },
+    ))
+}

@@ -95,25 +95,7 @@ pub fn run(options: &Options) -> Result<i32> {
     let before = (!own_checkout)
         .then(|| crate::effects::git::changes::snapshot(&cwd))
         .flatten();
-    let mut session = Session::new(Settings {
-        cwd: cwd.to_string_lossy().into_owned(),
-        first_prompt,
-        once: options.once,
-        bypass: options.bypass,
-        policy: options
-            .policy
-            .iter()
-            .filter_map(|(kind, decision)| {
-                Some((
-                    crate::domain::acp::policy::ToolKind::parse(kind),
-                    crate::domain::acp::policy::Decision::parse(decision)?,
-                ))
-            })
-            .collect(),
-        mode: options.session_mode.clone(),
-        model: options.session_model.clone(),
-        load: options.load_session.clone(),
-    });
+    let mut session = Session::new(settings(options, &cwd, first_prompt));
 
     take_the_terminal();
     let signals = block_signals();
@@ -231,6 +213,29 @@ pub fn run(options: &Options) -> Result<i32> {
     out.finish(&session, status);
     let _ = std::fs::remove_file(&socket);
     Ok(status)
+}
+
+/// The session's settings, from the client's flags.
+fn settings(options: &Options, cwd: &Path, first_prompt: String) -> Settings {
+    Settings {
+        cwd: cwd.to_string_lossy().into_owned(),
+        first_prompt,
+        once: options.once,
+        bypass: options.bypass,
+        policy: options
+            .policy
+            .iter()
+            .filter_map(|(kind, decision)| {
+                Some((
+                    crate::domain::acp::policy::ToolKind::parse(kind),
+                    crate::domain::acp::policy::Decision::parse(decision)?,
+                ))
+            })
+            .collect(),
+        mode: options.session_mode.clone(),
+        model: options.session_model.clone(),
+        load: options.load_session.clone(),
+    }
 }
 
 /// A line typed at the pane's editor: an answer while a permission request waits (`y`, `a`,

@@ -105,19 +105,16 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
         .tmux
         .as_ref()
         .map_or(config.height().value, |t| t.height);
-    let answer = tmux
-        .spawn_session(&args::new_task_session(&args::NewTaskSession {
-            session,
-            owner: &store::data_dir().unwrap_or_default(),
-            cwd: &agent_dir(task),
-            width: config.width().value,
-            height,
-            history_limit: config.history_limit().value,
-            script: &script,
-            transcript: &record.task_dir.join(store::TRANSCRIPT_FILE),
-        }))
-        .and_then(|launch| launch.finish())
-        .map_err(abandon)?;
+    let answer = crate::ops::prepare::spawn_pane(
+        &task.placement,
+        &agent_dir(task),
+        &config,
+        height,
+        &script,
+        &record.task_dir.join(store::TRANSCRIPT_FILE),
+    )
+    .and_then(|launch| launch.finish())
+    .map_err(abandon)?;
     if let Some(pane) = crate::ops::prepare::parse_new_pane(&answer) {
         let _ = store::record_pane_start(&id, &pane);
     }

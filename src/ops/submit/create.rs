@@ -1,0 +1,290 @@
+//! Stage 4, create: the task's pending entry (from here on, whatever stops the submit is undone
+//! by the next cuekit call, see `reap`), its worktree or repository of its own, its folder and
+//! files, and its record — each undone again if a later stage fails.
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use super::admit::Scheduled;
+use super::check::Checked;
+use crate::domain::adapter;
+use crate::domain::error::{Error, Result};
+use crate::domain::launch::{ENV_FILE, StartGate};
+use crate::domain::spec::{Mode, TaskSpec};
+use crate::domain::status::Status;
+use crate::effects::config::Config;
+use crate::effects::git;
+use crate::effects::store::{self, Placement, TaskRecord, TmuxPlacement, schedule};
+use crate::effects::tmux::{Socket, Tmux, args};
+use crate::ops::prepare::{env_file_text, includes, launch_script, write_private};
+
+/// What this submit made, on disk.
+pub(super) struct Created {
+    pub record: TaskRecord,
+    pub files: TaskFiles,
+    pub worktree: Option<CreatedWorktree>,
+}
+
+/// Undoes a submit that stopped once its pending entry was written: its session, its folder,
+/// its queue files and the pending entry go.
+pub(super) struct Undo {
+    id: String,
+    socket: Socket,
+    session: String,
+    task_dir: PathBuf,
+}
+
+impl Undo {
+    pub fn of(placement: &Placement) -> Undo {
+        Undo {
+            id: placement.id.clone(),
+            socket: placement.socket.clone(),
+            session: placement.session.clone(),
+            task_dir: placement.task_dir.clone(),
+        }
+    }
+
+    pub fn undo(&self, err: Error) -> Error {
+        let _ = Tmux::new(self.socket.clone()).run(&args::kill_session(&self.session));
+        let _ = std::fs::remove_dir_all(&self.task_dir);
+        schedule::forget(&self.id);
+        store::remove_pending(&self.id);
+        err
+    }
+}
+
+pub(super) fn create(checked: &mut Checked, scheduled: Scheduled, undo: &Undo) -> Result<Created> {
+    let id = checked.id().to_string();
+    store::write_pending(&checked.placement)?;
+    // A caller-chosen id, checked before: a submit of the same id may have finished since.
+    if checked.resolved.request.id.is_some() && store::placement(&id)?.is_some() {
+        store::remove_pending(&id);
+        return Err(Error::invalid_input(format!("task {id} already exists")));
+    }
+    let worktree = match &checked.worktree {
+        Some(plan) => {
+            let _marked = git::Submitting::mark(&id);
+            let included = includes(&checked.resolved.config, checked.own_repo);
+            if let Err(err) = git::create::create(plan, &included) {
+                store::remove_pending(&id);
+                return Err(err);
+            }
+            Some(CreatedWorktree(Some(plan.clone())))
+        }
+        None => None,
+    };
+    let task_dir = &checked.placement.task_dir;
+    create_task_dir(task_dir).map_err(|err| undo.undo(err))?;
+    let resolved = &checked.resolved;
+    let files = write_task_files(
+        &id,
+        task_dir,
+        &resolved.spec,
+        resolved.adapter,
+        resolved.mode,
+        &checked.command,
+        checked.event_stream,
+        &resolved.config,
+        checked.setup.as_deref(),
+        scheduled,
+    )
+    .map_err(|err| undo.undo(err))?;
+    Ok(Created {
+        record: record_of(checked, scheduled),
+        files,
+        worktree,
+    })
+}
+
+/// The new task's `task.json`.
+fn record_of(checked: &mut Checked, scheduled: Scheduled) -> TaskRecord {
+    let facts = checked.facts().clone();
+    let placement = &checked.placement;
+    let resolved = &checked.resolved;
+    TaskRecord {
+        id: placement.id.clone(),
+        spec: resolved.spec.clone(),
+        mode: resolved.mode,
+        cwd: resolved.cwd.clone(),
+        task_dir: placement.task_dir.clone(),
+        launch_command: std::mem::take(&mut checked.command),
+        status: if scheduled == Scheduled::Queued {
+            Status::Queued
+        } else {
+            Status::Running
+        },
+        reason: None,
+        hint: None,
+        exit_code: None,
+        warnings: std::mem::take(&mut checked.warnings),
+        tmux: Some(TmuxPlacement {
+            socket: placement.socket.clone(),
+            session: placement.session.clone(),
+            height: resolved.config.height().value,
+        }),
+        created_at: placement.created_at.clone(),
+        ended_at: None,
+        started_at: None,
+        timeout_secs: placement.timeout_secs,
+        event_stream: checked.event_stream,
+        agent_session_id: facts.agent_session_id,
+        resumed_from: resolved.resumed_id.clone(),
+        submitted_from: facts.submitted_from,
+        sandbox: facts.sandbox,
+        team: resolved.request.team.clone(),
+        last_report: None,
+        worktree: checked
+            .worktree
+            .as_ref()
+            .map(|plan| (&plan.placement()).into()),
+    }
+}
+
+/// `<cwd>/.cuekit/tasks`, made if missing, proven to be real folders of the project: a
+/// repository that ships `.cuekit` as a link would otherwise have the submitter's prompt and
+/// environment written wherever it points. `.cuekit/.gitignore` is written on the first submit.
+pub(super) fn tasks_dir_in(cwd: &Path) -> Result<PathBuf> {
+    let root = crate::effects::project::Root::new(cwd)?;
+    let relative = Path::new(store::TASKS_SUBDIR);
+    let tasks = root.prove_no_links(relative)?;
+    store::create_private_dir(&tasks)?;
+    let tasks = root.prove_real_dir(relative)?;
+    let ignore = root.path().join(".cuekit").join(".gitignore");
+    if std::fs::symlink_metadata(&ignore).is_err() {
+        // Another submit may race this one: whichever writes first wins, both write the same.
+        let _ = write_new(
+            &ignore,
+            b"# Written by cuekit: its task files are never part of the project.\n*\n",
+        );
+    }
+    Ok(tasks)
+}
+
+/// The task directory, owner-only (prompts and transcripts may hold private code), with a
+/// `.gitignore` of its own: a child that runs `git add -A` must not commit cuekit's files,
+/// whatever `.cuekit/.gitignore` the repository ships (the deepest ignore file decides).
+fn create_task_dir(task_dir: &Path) -> Result<()> {
+    store::create_private_leaf(task_dir)?;
+    write_new(
+        &task_dir.join(".gitignore"),
+        b"# Written by cuekit: this task's files are never part of the project.\n*\n",
+    )
+    .map_err(|err| Error::io("write", &task_dir.join(".gitignore"), err))
+}
+
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, bytes))
+}
+
+pub(super) struct TaskFiles {
+    pub script: PathBuf,
+    pub env: PathBuf,
+    pub transcript: PathBuf,
+}
+
+/// `prompt.txt`, `launch.sh`, the submitter's environment, an empty transcript. A task the
+/// scheduler starts later has its script and environment in the user's registry instead
+/// ([`Scheduled`]): nothing a project folder holds is run hours later.
+#[allow(clippy::too_many_arguments)]
+fn write_task_files(
+    id: &str,
+    task_dir: &Path,
+    spec: &TaskSpec,
+    adapter: &adapter::Adapter,
+    mode: Mode,
+    command: &str,
+    event_stream: bool,
+    config: &Config,
+    setup: Option<&str>,
+    scheduled: Scheduled,
+) -> Result<TaskFiles> {
+    let prompt = if adapter.runs_argv {
+        spec.argv.join(" ")
+    } else {
+        crate::domain::spec::render_prompt(spec)
+    };
+    write_private(
+        &task_dir.join(crate::domain::launch::PROMPT_FILE),
+        prompt.as_bytes(),
+    )?;
+    let env_file = env_file_text(id, adapter.kind(), config);
+    let env_path = task_dir.join(ENV_FILE);
+    // A task started now waits for its registry entry; a queued one for the scheduler's gate.
+    let registered = store::registry_dir()
+        .expect("the pending entry was written")
+        .join(id);
+    let pending = store::data_dir()
+        .expect("the pending entry was written")
+        .join("pending")
+        .join(id);
+    let scheduled_gate = crate::ops::schedule::gate_paths(id)?;
+    let gate = match scheduled {
+        Scheduled::Queued => scheduled_gate.gate(),
+        Scheduled::No | Scheduled::Retried => StartGate {
+            registered: &registered,
+            pending: &pending,
+        },
+    };
+    let script = launch_script(
+        id,
+        task_dir,
+        command,
+        adapter,
+        mode,
+        event_stream,
+        gate,
+        setup,
+    )?;
+    let script_path = match scheduled {
+        Scheduled::No | Scheduled::Retried => {
+            let script_path = task_dir.join(store::LAUNCH_FILE);
+            write_private(&script_path, script.as_bytes())?;
+            write_private(&env_path, env_file.as_bytes())?;
+            script_path
+        }
+        Scheduled::Queued => {
+            let script_path = schedule::launch_path(id).expect("the pending entry was written");
+            schedule::write_private(&script_path, script.as_bytes())?;
+            script_path
+        }
+    };
+    if scheduled != Scheduled::No {
+        // Each later start takes its environment from here.
+        let kept = schedule::env_path(id).expect("the pending entry was written");
+        schedule::write_private(&kept, env_file.as_bytes())?;
+    }
+    let transcript = task_dir.join(store::TRANSCRIPT_FILE);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&transcript)
+        .map_err(|err| Error::io("create", &transcript, err))?;
+    Ok(TaskFiles {
+        script: script_path,
+        env: env_path,
+        transcript,
+    })
+}
+
+/// A worktree this submit created, removed again unless the task started.
+pub(super) struct CreatedWorktree(Option<git::create::Plan>);
+
+impl CreatedWorktree {
+    pub fn keep(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CreatedWorktree {
+    fn drop(&mut self) {
+        if let Some(plan) = self.0.take() {
+            git::create::remove_created(&plan);
+        }
+    }
+}
