@@ -188,6 +188,7 @@ fn views_of(
     let looked_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    super::judge::look_after(&trusted);
     let mut refreshed = match early {
         Some(early) => refresh_after(trusted, early)?,
         None => refresh(trusted)?,

@@ -173,6 +173,7 @@ impl Monitor {
         let server_asked = trusted
             .iter()
             .any(|task| task.record.status == Status::Running);
+        super::judge::look_after(&trusted);
         let refreshed = refresh(trusted)?;
         let screens = self.screens(&refreshed);
         for task in &refreshed.tasks {

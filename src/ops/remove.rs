@@ -101,6 +101,7 @@ pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Re
             Found::Unreadable { error, .. } => return Err(error),
         }
     }
+    super::judge::look_after(&tasks);
     let tasks = super::judge::refresh(tasks)?.tasks;
     // A queued task has not started: removing it takes it out of the queue.
     if let Some(running) = tasks
@@ -158,7 +159,7 @@ fn remove_leftover(placement: &store::Placement, dry_run: bool) -> Result<Remova
 
 /// This project's trusted tasks that match the filter; untrusted records are never touched.
 pub fn prune(cwd: &Path, filter: &PruneFilter, force: bool, dry_run: bool) -> Result<Vec<Removal>> {
-    let trusted = super::task::scan_project(cwd)?
+    let trusted: Vec<Task> = super::task::scan_project(cwd)?
         .into_iter()
         .filter_map(|found| match found {
             Found::Trusted(task) => Some(*task),
@@ -166,6 +167,7 @@ pub fn prune(cwd: &Path, filter: &PruneFilter, force: bool, dry_run: bool) -> Re
         })
         .collect();
     let now = SystemTime::now();
+    super::judge::look_after(&trusted);
     let mut tasks: Vec<Task> = super::judge::refresh(trusted)?
         .tasks
         .into_iter()

@@ -105,6 +105,7 @@ pub fn wait_watching(
     let mut stamps = watch_records.then(|| record_stamps(&dirs));
     // Reports made before the wait began do not end it.
     let reports_before: Vec<u64> = tasks.iter().map(|t| report_seq(&t.record)).collect();
+    super::judge::look_after(&tasks);
     let mut refreshed = refresh(tasks)?;
     // Since when each task has been seen needing a human, without a break.
     let mut attention_since: Vec<Option<Instant>> = vec![None; request.task_ids.len()];
@@ -161,7 +162,9 @@ pub fn wait_watching(
             request.timeout,
         );
         stamps = watch_records.then(|| record_stamps(&dirs));
-        refreshed = refresh(reload(&refreshed.tasks)?)?;
+        let tasks = reload(&refreshed.tasks)?;
+        super::judge::look_after(&tasks);
+        refreshed = refresh(tasks)?;
     }
 }
 

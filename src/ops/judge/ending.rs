@@ -1,0 +1,114 @@
+//! Recording an ending: written under the record's lock, once; a disk that refuses it leaves the
+//! ending shown but not recorded, to be written by the next look.
+
+use crate::domain::error::{Error, Result};
+use crate::domain::launch::EXIT_CODE_FILE;
+use crate::domain::status::{Ending, Status};
+use crate::effects::store::{self};
+use crate::ops::task::Task;
+
+use crate::effects::process::DEFAULT_GRACE;
+
+use super::stop::{end_processes, stop};
+
+/// Writes an ending unless another process recorded one first (the first ending wins).
+pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
+    let mut ended_queued = false;
+    task.record = store::update(&task.placement.task_dir, |record| {
+        if record.status.is_terminal() {
+            return Ok(false);
+        }
+        ended_queued = record.status == Status::Queued;
+        record.status = ending.status;
+        record.reason = ending.reason;
+        record.hint = ending.hint;
+        record.exit_code = ending.exit_code;
+        record.ended_at = Some(crate::ops::now_rfc3339());
+        // The sentinel's temp file, if the pane died between writing and renaming it.
+        let _ = std::fs::remove_file(record.task_dir.join(format!("{EXIT_CODE_FILE}.tmp")));
+        Ok(true)
+    })?;
+    // Ended: its slot is free and it never starts again (a cancelled queued task).
+    crate::effects::store::schedule::dequeue(&task.record.id);
+    crate::effects::store::schedule::free_slot(&task.record.id);
+    if ended_queued {
+        crate::effects::store::schedule::close_plan(&task.record.id);
+    }
+    Ok(task)
+}
+
+/// Records the ending; when it cannot be written (a full or read-only disk) the task is still
+/// shown as judged, with a warning, instead of failing the look at every other task. Nothing
+/// is lost: the next look judges it again and records it. Returns whether it was recorded.
+pub(super) fn record_or_show(task: Task, ending: Ending) -> (Task, bool) {
+    let mut shown = task.clone();
+    match record_ending(task, ending.clone()) {
+        Ok(task) => (task, true),
+        Err(err) => {
+            shown.record.status = ending.status;
+            shown.record.reason = ending.reason;
+            shown.record.hint = ending.hint;
+            shown.record.exit_code = ending.exit_code;
+            shown.record.ended_at = Some(crate::ops::now_rfc3339());
+            (unrecorded(shown, &err), false)
+        }
+    }
+}
+
+pub(super) fn unrecorded(mut task: Task, err: &Error) -> Task {
+    task.record.warnings.push(format!(
+        "not recorded yet ({}): the next look records it",
+        err.message
+    ));
+    task
+}
+
+pub(crate) fn timed_out() -> Ending {
+    Ending {
+        status: Status::TimedOut,
+        reason: Some("timeout".into()),
+        hint: Some(
+            "the task ran past its --timeout and was stopped; raise the timeout or split the task"
+                .into(),
+        ),
+        exit_code: None,
+    }
+}
+
+pub(crate) fn cancelled() -> Ending {
+    Ending {
+        status: Status::Cancelled,
+        reason: Some("cancelled".into()),
+        hint: Some("cancelled by the parent with `cuekit cancel`".into()),
+        exit_code: None,
+    }
+}
+
+/// Ends an attempt stuck on a passing fault (an interactive child idle on a quota error): its
+/// ending is recorded first, or under its retry policy the task is queued again, and then its
+/// processes are ended (the next attempt starts only once they are gone).
+pub(crate) fn end_stuck(task: Task, ending: Ending) -> Result<()> {
+    match crate::ops::attempt::requeue(&task, &ending) {
+        Some(requeued) => {
+            let task = requeued?;
+            end_processes(&task.placement, task.pane.as_ref(), None, DEFAULT_GRACE);
+            Ok(())
+        }
+        None => stop(task, ending, DEFAULT_GRACE).map(|_| ()),
+    }
+}
+
+/// Records the cancels noted while there was no room (`cancel`'s `stop_without_room`), once there
+/// is: called by every look before it judges, so the ended pane reads `cancelled`. A task that
+/// ended on record meanwhile keeps its ending (the first ending wins).
+pub(super) fn record_noted_cancels(tasks: &[Task]) {
+    for task in tasks {
+        let id = &task.record.id;
+        if !store::intent::cancel_noted(id) {
+            continue;
+        }
+        if task.record.status.is_terminal() || record_ending(task.clone(), cancelled()).is_ok() {
+            store::intent::clear_cancel(id);
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! The one place that judges tasks and records what happened to them, by concept:
+//!
+//! - [`look`]: judging a look at the panes and the sentinels;
+//! - [`ending`]: recording an ending;
+//! - [`stop`]: stopping a task and its processes;
+//! - [`views`]: a refresh's tasks as views;
+//! - [`upkeep`]: what the reads that keep cuekit going do on purpose before they look
+//!   (undo interrupted submits, start the scheduler and the monitor, finish abandoned stops).
+//!
+//! Every other operation builds on these; they build on none of them.
+
+mod ending;
+mod look;
+mod stop;
+mod upkeep;
+mod views;
+
+pub(crate) use ending::{cancelled, end_stuck, record_ending};
+pub(crate) use look::{EarlyLook, has_ended, refresh, refresh_after};
+pub use stop::run_stopper;
+pub(crate) use stop::{end_processes, finish_stop, is_stopping, stop};
+pub(crate) use upkeep::look_after;
+pub use views::ScreenCache;
+pub(crate) use views::{PaneKey, Refreshed};

@@ -1,0 +1,27 @@
+//! The upkeep a read does on purpose, before it looks: the reads that keep cuekit going when
+//! nobody else does (`list`, `status`, `wait`, `top`, `rm`/`prune`, the monitor) call
+//! [`look_after`]; a `steer`, an `approve`, `logs` or `result` do only their own work.
+
+use std::collections::HashSet;
+
+use crate::domain::status::Status;
+use crate::effects::tmux::Socket;
+use crate::ops::monitor_lock;
+use crate::ops::task::Task;
+
+/// Undoes submits that were interrupted, serves the queue after a reboot (or a killed
+/// scheduler), finishes stops a killed caller left, and starts the monitor of every server with
+/// a running task among `tasks` (transitions are announced whoever watches).
+pub fn look_after(tasks: &[Task]) {
+    crate::ops::reap::reap_orphans();
+    monitor_lock::ensure_scheduler();
+    super::stop::resume_abandoned_stops(tasks);
+    let sockets: HashSet<&Socket> = tasks
+        .iter()
+        .filter(|task| task.record.status == Status::Running)
+        .map(|task| &task.placement.socket)
+        .collect();
+    for socket in sockets {
+        monitor_lock::ensure_running(socket);
+    }
+}
