@@ -2,9 +2,9 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
-use super::route::{Route, route_one};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::effects::tmux::{Socket, args};
+use crate::ops::task::route::{Route, route_one};
 
 /// Replaces this process with `tmux attach` on the task's server and session: it returns only
 /// when that fails. A host's task is attached over ssh (the host's `cuekit attach`, on a

@@ -9,10 +9,10 @@ use std::time::SystemTime;
 
 use super::judge::ScreenCache;
 use super::task::Task;
-use super::view::TaskView;
 use crate::domain::display::tail::Tail;
 use crate::domain::error::Result;
 use crate::effects::store::TaskRecord;
+use crate::ops::task::view::TaskView;
 
 /// One refresh of the dashboard.
 #[derive(Debug, Clone, Default)]
@@ -71,7 +71,7 @@ pub fn board(
             let record = &task.record;
             let progress = ((record.event_stream || record.mode == crate::domain::spec::Mode::Acp)
                 && !record.status.is_terminal())
-            .then(|| super::stream::read_progress(&record.task_dir))
+            .then(|| crate::ops::background::stream::read_progress(&record.task_dir))
             .flatten();
             let streamed = progress
                 .as_ref()

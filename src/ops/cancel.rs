@@ -2,12 +2,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::judge::{cancelled, end_processes, record_ending, stop};
-use super::route::{Route, route};
 use super::task::Task;
 use super::task::{Found, find, untrusted_error};
-use super::view::TaskView;
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::effects::store;
+use crate::ops::task::route::{Route, route};
+use crate::ops::task::view::TaskView;
 
 /// Cancels running tasks; for tasks that already ended, records their real ending and removes
 /// what is left of them (their session, any process that outlived the pane).

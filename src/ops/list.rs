@@ -7,10 +7,10 @@ use std::collections::HashMap;
 
 use super::judge::{EarlyLook, PaneKey, Refreshed, ScreenCache, refresh, refresh_after};
 use super::task::{Found, Task, find, scan_project_each, scan_registry_each};
-use super::view::TaskView;
 use crate::domain::error::Result;
 use crate::domain::status::Status;
 use crate::effects::process::task_processes;
+use crate::ops::task::view::TaskView;
 
 /// The tasks' views, with live progress for running tasks that stream events (a file read
 /// each, which `list` leaves out), and for ended tasks whose pane went away, the processes that
@@ -56,7 +56,7 @@ fn local_status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
                 .as_ref()
                 .is_some_and(|c| c.supports_live_progress)
         {
-            view.progress = super::stream::read_progress(&view.task_dir);
+            view.progress = crate::ops::background::stream::read_progress(&view.task_dir);
         }
     }
     Ok(views)

@@ -3,11 +3,11 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::route::{Route, route_one};
 use crate::domain::display::tail::Tail;
 use crate::domain::error::{Error, Result};
 use crate::domain::transcript::Renderer;
 use crate::effects::store::TaskRecord;
+use crate::ops::task::route::{Route, route_one};
 
 const CHUNK: usize = 64 * 1024;
 

@@ -8,80 +8,68 @@
 
 mod acp;
 mod attach;
-mod attempt;
+pub(crate) mod background;
 mod board;
-mod budget;
 mod cancel;
 mod config_view;
-mod conflicts;
-mod diff;
 pub mod doctor;
 mod events;
 mod init;
 mod judge;
 mod list;
 mod logs;
-mod merge;
-mod monitor;
-mod monitor_lock;
-mod outcome;
 pub mod parent_setup;
-mod prepare;
 mod reap;
 mod remote;
 mod remove;
 mod report;
-mod report_drop;
 mod result;
-mod route;
 mod sandbox;
 mod schedule;
 mod steer;
-pub(crate) mod stream;
 mod submit;
 mod task;
 mod team;
 mod trust;
-mod view;
 mod wait;
-mod wake;
+mod work;
 
 pub use crate::domain::report::ReportRequest;
 pub use crate::effects::config::{Entry as ConfigEntry, Source as ConfigSource};
 pub use crate::effects::process::DEFAULT_GRACE;
 pub use acp::{Approval, approve};
 pub use attach::{attach, attach_and_return, attach_opens_popup};
+pub use background::monitor::run_monitor;
+pub use background::stream::run_event_filter;
 pub use board::{Board, BoardRow, Preview, board, host_board};
 pub use cancel::cancel;
 pub use config_view::config_entries;
-pub use conflicts::{Conflict, Conflicts, conflicts};
-pub use diff::{TaskDiff, diff};
 pub use events::{EventScope, events, next_events};
 pub use init::{InitOutcome, init};
 pub use judge::{ScreenCache, run_stopper};
 pub use list::{list, status};
 pub use logs::{follow_logs, read_logs, tail_logs};
-pub use merge::merge;
-pub use monitor::run_monitor;
-pub use outcome::{RESULT_FILE, TaskResult, written_final_text};
 pub use reap::reap_orphans;
 pub use remote::{HostError, HostReport, Installed, host_install, hosts};
 pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};
+pub use report::dropped::drop_report;
 pub use report::report;
-pub use report_drop::drop_report;
+pub use result::outcome::{RESULT_FILE, TaskResult, written_final_text};
 pub use result::result;
-pub use route::finishes_without_caller;
 pub use sandbox::{SandboxRequest, probe as probe_sandbox};
 pub use schedule::{QueueSummary, Scheduling, queue_summary, retry, run_scheduler, start_due};
 pub use steer::{SessionControl, SteerReceipt, steer, steer_control};
-pub use stream::run_event_filter;
 pub use submit::{Asker, SubmitOutcome, SubmitRequest, submit};
+pub use task::route::finishes_without_caller;
 pub use task::{task_of_process, task_pane_leader};
 pub use team::{
     TeamResult, TeamSubmitted, TeamSummary, team_ids, team_list, team_result, team_status,
     team_steer, team_submit,
 };
 pub use trust::{trust, trust_by_person};
+pub use work::conflicts::{Conflict, Conflicts, conflicts};
+pub use work::diff::{TaskDiff, diff};
+pub use work::merge::merge;
 // The types an operation takes or answers with, defined where they are kept.
 pub use crate::effects::git::cleanup::KeepReason;
 pub use crate::effects::git::merge::Strategy as MergeStrategy;
@@ -99,7 +87,7 @@ pub use crate::effects::role::Listed as ListedRole;
 pub mod acp_client {
     pub use crate::effects::acp::client::{Options, run};
 }
-pub use view::{QueueView, TaskView};
+pub use task::view::{QueueView, TaskView};
 pub use wait::{WaitNews, WaitOutcome, WaitRequest, WaitTick, WaitUntil, wait, wait_watching};
 
 use std::path::{Path, PathBuf};

@@ -71,7 +71,7 @@ pub struct PruneFilter {
 /// leaves (its directory removed, not yet its registry entry): its removal is finished from
 /// the registry alone (see [`remove_leftover`]).
 pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Result<Vec<Removal>> {
-    if let super::route::Route::Host(host) = super::route::route(task_ids)? {
+    if let crate::ops::task::route::Route::Host(host) = crate::ops::task::route::route(task_ids)? {
         return super::remote::remove_on_host(&host, task_ids, (force, dry_run), cwd);
     }
     let mut tasks = Vec::new();
@@ -142,7 +142,7 @@ fn remove_leftover(placement: &store::Placement, dry_run: bool) -> Result<Remova
     if dry_run {
         return Ok(removal);
     }
-    if let Some(stop) = super::monitor_lock::resume_stop(&placement.id) {
+    if let Some(stop) = crate::ops::background::monitor_lock::resume_stop(&placement.id) {
         // Nothing of the task runs: a stop begun on it is over.
         stop.finish();
     }

@@ -3,7 +3,6 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::route::{Route, route_one};
 use crate::domain::adapter::{self, Adapter};
 use crate::domain::attention::{self, Attention};
 use crate::domain::error::{Error, ErrorCode, Result};
@@ -13,6 +12,7 @@ use crate::domain::steer::{Delivery, RECEIPT_POLL, RECEIPT_WINDOW, Receipt, prep
 use crate::effects::config::Config;
 use crate::effects::store;
 use crate::effects::tmux::{PaneInfo, Tmux, args};
+use crate::ops::task::route::{Route, route_one};
 
 /// [`prepare`] chooses typed or pasted for a screen; an ACP steer never reaches the typing.
 const PROTOCOL_TYPES_NOTHING: &str = "an ACP steer goes over the protocol: nothing is typed";

@@ -7,15 +7,15 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::outcome::TaskResult;
 use super::steer::SteerReceipt;
 use super::submit::{SubmitOutcome, SubmitRequest};
-use super::view::TaskView;
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::spec::Mode;
 use crate::domain::status::Status;
 use crate::effects::store::TaskRecord;
 use crate::effects::team::TeamSpec;
+use crate::ops::result::outcome::TaskResult;
+use crate::ops::task::view::TaskView;
 
 fn members(name: &str) -> Result<Vec<TaskRecord>> {
     crate::effects::team::check_name(name)?;

@@ -2,13 +2,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::judge::{Refreshed, refresh};
-use super::route::{Route, route};
 use super::task::{Task, open};
-use super::view::TaskView;
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::launch::EXIT_CODE_FILE;
 use crate::domain::status::Status;
 use crate::effects::store::{self, TaskRecord};
+use crate::ops::task::route::{Route, route};
+use crate::ops::task::view::TaskView;
 
 /// The sentinel is a file, so noticing an exit costs one `stat` per pending task per tick:
 /// a fine tick keeps `wait` within tens of milliseconds of the child's exit.

@@ -88,7 +88,7 @@ pub(crate) fn cancelled() -> Ending {
 /// ending is recorded first, or under its retry policy the task is queued again, and then its
 /// processes are ended (the next attempt starts only once they are gone).
 pub(crate) fn end_stuck(task: Task, ending: Ending) -> Result<()> {
-    match crate::ops::attempt::requeue(&task, &ending) {
+    match crate::ops::judge::attempt::requeue(&task, &ending) {
         Some(requeued) => {
             let task = requeued?;
             end_processes(&task.placement, task.pane.as_ref(), None, DEFAULT_GRACE);

@@ -97,7 +97,7 @@ pub(super) fn refresh_with(
             && task.record.status == Status::Running
             && let Some(dir) = store::drop_dir(&task.record.id)
         {
-            crate::ops::report_drop::take_dropped(task, &dir);
+            crate::ops::report::dropped::take_dropped(task, &dir);
         }
     }
     // Panes are looked at first and sentinels after (see `Observation`). A server needs no
@@ -194,13 +194,13 @@ pub(super) fn refresh_with(
             }
             let exit = crate::domain::status::exit_status(&seen);
             seen.stream = (task.record.event_stream && exit == Some(0))
-                .then(|| crate::ops::outcome::stream_report(&task.record));
+                .then(|| crate::ops::result::outcome::stream_report(&task.record));
             seen.setup_failed = task.record.task_dir.join(SETUP_FAILED_FILE).exists();
             // Read only once the task has an exit status to judge.
             seen.sandbox_failed = exit.is_some() && sandbox_never_came_up(&task);
             match judge(&task.record, adapter, &seen) {
                 // Usage past its budget ends a task as its timeout does.
-                Verdict::Unchanged => Ok(match crate::ops::budget::exceeded(&task) {
+                Verdict::Unchanged => Ok(match crate::ops::judge::budget::exceeded(&task) {
                     // Its run is over, its exit is near: judged at its end, its exit code kept.
                     Some(_) if run_is_ending(&task) => task,
                     Some(ending) => stop_due(task, ending, stop_timed_out),
@@ -211,10 +211,11 @@ pub(super) fn refresh_with(
                     Ok(task)
                 }
                 Verdict::Ended(ending) => {
-                    let ending = crate::ops::attempt::name_fault(&task.record, adapter, ending);
-                    let ending = crate::ops::budget::at_end(&task, ending);
+                    let ending =
+                        crate::ops::judge::attempt::name_fault(&task.record, adapter, ending);
+                    let ending = crate::ops::judge::budget::at_end(&task, ending);
                     // An attempt its retry policy retries goes back to the queue instead.
-                    match crate::ops::attempt::requeue(&task, &ending) {
+                    match crate::ops::judge::attempt::requeue(&task, &ending) {
                         Some(Ok(requeued)) => return Ok(requeued),
                         Some(Err(err)) => {
                             not_recorded.insert(task.record.id.clone());
@@ -345,7 +346,10 @@ pub(super) const EXIT_AFTER_RESULT: Duration = Duration::from_secs(10);
 /// A batch run that reported its `result` moments ago: it spends nothing more, and stopping it
 /// would lose its exit code.
 pub(super) fn run_is_ending(task: &Task) -> bool {
-    let progress = task.record.task_dir.join(crate::ops::stream::PROGRESS_FILE);
+    let progress = task
+        .record
+        .task_dir
+        .join(crate::ops::background::stream::PROGRESS_FILE);
     let fresh = std::fs::symlink_metadata(&progress)
         .and_then(|meta| meta.modified())
         .ok()
@@ -353,5 +357,6 @@ pub(super) fn run_is_ending(task: &Task) -> bool {
         .is_some_and(|age| age < EXIT_AFTER_RESULT);
     task.record.mode == crate::domain::spec::Mode::Batch
         && fresh
-        && crate::ops::stream::read_progress(&task.record.task_dir).is_some_and(|p| p.finished)
+        && crate::ops::background::stream::read_progress(&task.record.task_dir)
+            .is_some_and(|p| p.finished)
 }

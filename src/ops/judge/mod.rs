@@ -9,6 +9,8 @@
 //!
 //! Every other operation builds on these; they build on none of them.
 
+pub(crate) mod attempt;
+pub(crate) mod budget;
 mod ending;
 mod look;
 mod stop;

@@ -7,7 +7,7 @@ use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::status::{Ending, Status};
 use crate::effects::store::{self, TaskRecord};
 use crate::effects::tmux::{Tmux, args};
-use crate::ops::monitor_lock;
+use crate::ops::background::monitor_lock;
 use crate::ops::task::{Found, Task};
 
 use crate::effects::process::DEFAULT_GRACE;

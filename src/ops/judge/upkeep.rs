@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use crate::domain::status::Status;
 use crate::effects::tmux::Socket;
-use crate::ops::monitor_lock;
+use crate::ops::background::monitor_lock;
 use crate::ops::task::Task;
 
 /// Undoes submits that were interrupted, serves the queue after a reboot (or a killed

@@ -10,7 +10,7 @@ use crate::domain::spec::Mode;
 use crate::domain::status::Status;
 use crate::effects::tmux::{PaneInfo, Socket, Tmux};
 use crate::ops::task::Task;
-use crate::ops::view::TaskView;
+use crate::ops::task::view::TaskView;
 
 use super::look::{Snapshot, find_pane};
 use super::stop::is_stopping;
@@ -168,8 +168,8 @@ impl Refreshed {
             .map(|task| {
                 let record = &task.record;
                 let mut view = TaskView::from(record);
-                view.diff_stat = crate::ops::diff::diff_stat(task);
-                view.conflicts = crate::ops::conflicts::marks(task);
+                view.diff_stat = crate::ops::work::diff::diff_stat(task);
+                view.conflicts = crate::ops::work::conflicts::marks(task);
                 if is_stopping(task) {
                     view.stopping = true;
                     let why = "still stopping: its processes are being ended (a stop whose \

@@ -13,7 +13,7 @@ use crate::effects::config::Config;
 use crate::effects::remote::args::{self, ssh_argv};
 use crate::effects::remote::connection::{self, CALL_DEADLINE, VERSION_LINE};
 use crate::effects::remote::{self as host_access, Host};
-use crate::ops::view::TaskView;
+use crate::ops::task::view::TaskView;
 
 /// How long copying this binary to a host may take.
 const INSTALL_DEADLINE: Duration = Duration::from_secs(300);

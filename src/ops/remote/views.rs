@@ -11,7 +11,7 @@ use crate::effects::remote::args::words;
 use crate::effects::remote::connection::{self, CALL_DEADLINE};
 use crate::effects::remote::{self as host_access, Host};
 use crate::effects::store::{self, Placement};
-use crate::ops::view::TaskView;
+use crate::ops::task::view::TaskView;
 
 /// Registered tasks by host, for [`host_views`].
 /// An entry that cannot be read is left to this machine's listing, which shows it as the

@@ -12,7 +12,7 @@ use crate::effects::remote::connection;
 use crate::effects::remote::run::Ran;
 use crate::effects::remote::{self as host_access, Host};
 use crate::effects::store;
-use crate::ops::view::TaskView;
+use crate::ops::task::view::TaskView;
 use crate::ops::wait::{WaitNews, WaitOutcome, WaitRequest};
 
 /// How long a wait on a host that stopped answering pauses before asking again.

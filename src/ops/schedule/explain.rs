@@ -6,7 +6,7 @@ use super::{Usage, unfinished_dependencies};
 use crate::domain::status::Status;
 use crate::effects::config::Config;
 use crate::effects::store::{self, schedule, schedule::Plan};
-use crate::ops::view::{QueueView, TaskView};
+use crate::ops::task::view::{QueueView, TaskView};
 
 /// What each queued task waits for; with `attempts`, also how far every task's attempts went
 /// (a file look per task, so not for long listings).

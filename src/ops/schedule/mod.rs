@@ -21,7 +21,6 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::task::{Found, Task, found_for};
-use super::view::QueueView;
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::report::ReportKind;
 use crate::domain::spec::Mode;
@@ -29,6 +28,7 @@ use crate::domain::status::{Ending, Status};
 use crate::effects::config::Config;
 use crate::effects::store::{self, schedule, schedule::Plan};
 use crate::effects::tmux::{Tmux, args};
+use crate::ops::task::view::QueueView;
 
 pub(crate) use explain::explain;
 pub use explain::{QueueSummary, queue_summary};
@@ -387,7 +387,7 @@ pub fn start_due() -> Result<Looked> {
             continue;
         }
         // A team whose budget is spent starts no more members.
-        if let Some(ending) = super::budget::exceeded(&task) {
+        if let Some(ending) = crate::ops::judge::budget::exceeded(&task) {
             let _ = end_queued(task, ending);
             continue;
         }

@@ -9,7 +9,7 @@ use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::status::Status;
 use crate::effects::config::Config;
 use crate::effects::store::{self, schedule, schedule::Plan};
-use crate::ops::view::TaskView;
+use crate::ops::task::view::TaskView;
 
 /// `cuekit retry ID`: a new attempt of an ended task, on purpose, continuing its session. The
 /// task keeps its id; it is queued and starts under the limits.
@@ -63,7 +63,7 @@ pub fn retry(task_id: &str, cwd: &Path) -> Result<TaskView> {
     plan.limits = plan.limits.clone().lowered_by(&config.limits());
     // The environment of this call: the one kept at submit is gone with a task that had no
     // policy.
-    let env = crate::ops::prepare::env_file_text(task_id, &record.spec.agent_kind, &config);
+    let env = crate::ops::submit::prepare::env_file_text(task_id, &record.spec.agent_kind, &config);
     let env_path = schedule::env_path(task_id).expect("a task id names a path");
     if !env_path.exists() {
         schedule::write_private(&env_path, env.as_bytes())?;
@@ -82,7 +82,7 @@ pub fn retry(task_id: &str, cwd: &Path) -> Result<TaskView> {
         record.ended_at = None;
         Ok(true)
     })?;
-    crate::ops::monitor_lock::ensure_scheduler();
+    crate::ops::background::monitor_lock::ensure_scheduler();
     let _ = start_due();
     let record = crate::ops::task::reread(&task.placement).unwrap_or(updated);
     let mut view = TaskView::from(&record);

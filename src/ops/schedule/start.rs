@@ -90,7 +90,7 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
                 .with_hint("submit the task again"),
             )
         })?;
-    crate::ops::prepare::write_private(
+    crate::ops::submit::prepare::write_private(
         &record.task_dir.join(crate::domain::launch::ENV_FILE),
         &env,
     )
@@ -105,7 +105,7 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
         .tmux
         .as_ref()
         .map_or(config.height().value, |t| t.height);
-    let answer = crate::ops::prepare::spawn_pane(
+    let answer = crate::ops::submit::prepare::spawn_pane(
         &task.placement,
         &agent_dir(task),
         &config,
@@ -115,7 +115,7 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
     )
     .and_then(|launch| launch.finish())
     .map_err(abandon)?;
-    if let Some(pane) = crate::ops::prepare::parse_new_pane(&answer) {
+    if let Some(pane) = crate::ops::submit::prepare::parse_new_pane(&answer) {
         let _ = store::record_pane_start(&id, &pane);
     }
     let started_at = crate::ops::now_rfc3339();
@@ -156,7 +156,7 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
     schedule::open_gate(&id)?;
     schedule::dequeue(&id);
     schedule::drop_claim(&id);
-    crate::ops::monitor_lock::ensure_running(&socket);
+    crate::ops::background::monitor_lock::ensure_running(&socket);
     Ok(true)
 }
 
@@ -171,7 +171,7 @@ fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Con
             "--base-from: task {from} has no worktree of its own"
         )));
     };
-    crate::ops::prepare::tip_of(&source, &source_tree)?;
+    crate::ops::submit::prepare::tip_of(&source, &source_tree)?;
     let id = task.record.id.clone();
     let planned = crate::effects::git::create::plan(&crate::effects::git::create::Request {
         cwd: &task.record.cwd,
@@ -186,7 +186,7 @@ fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Con
         let _marked = crate::effects::git::Submitting::mark(&id);
         crate::effects::git::create::create(
             &planned,
-            &crate::ops::prepare::includes(config, planned.own_repo.is_some()),
+            &crate::ops::submit::prepare::includes(config, planned.own_repo.is_some()),
         )?;
     }
     let placed = planned.placement();
@@ -253,7 +253,7 @@ fn prepare_again(task: &Task, config: &Config) -> Result<()> {
     ] {
         let _ = std::fs::remove_file(dir.join(name));
     }
-    for name in [crate::ops::outcome::RESULT_FILE, store::EVENTS_FILE] {
+    for name in [crate::ops::result::outcome::RESULT_FILE, store::EVENTS_FILE] {
         let _ = std::fs::rename(dir.join(name), dir.join(format!("attempt-{n}.{name}")));
     }
     let adapter = adapter::lookup(&record.spec.agent_kind)?;
@@ -283,7 +283,7 @@ fn prepare_again(task: &Task, config: &Config) -> Result<()> {
 /// A first start whose prompt takes an ended task's answer (`--context-from`): known only now.
 fn take_context(task: &Task, from: &str, config: &Config) -> Result<()> {
     let mut spec = task.record.spec.clone();
-    spec.context = Some(crate::ops::prepare::with_answer_of(
+    spec.context = Some(crate::ops::submit::prepare::with_answer_of(
         spec.context.as_deref(),
         from,
     )?);
@@ -303,7 +303,7 @@ fn rescript(
     let dir = &record.task_dir;
     let adapter = adapter::lookup(&record.spec.agent_kind)?;
     if !adapter.runs_argv {
-        crate::ops::prepare::write_private(
+        crate::ops::submit::prepare::write_private(
             &dir.join(crate::domain::launch::PROMPT_FILE),
             crate::domain::spec::render_prompt(spec).as_bytes(),
         )?;
@@ -342,7 +342,7 @@ fn rescript(
         None,
     )?;
     let gate = gate_paths(&record.id)?;
-    let script = crate::ops::prepare::launch_script(
+    let script = crate::ops::submit::prepare::launch_script(
         &record.id,
         dir,
         &launch.command,

@@ -16,7 +16,7 @@ use crate::effects::git;
 use crate::effects::store::{self, Placement, TaskFacts};
 use crate::effects::tmux::{Socket, args};
 use crate::ops::sandbox::{self, Approvals};
-use crate::ops::view::TaskView;
+use crate::ops::task::view::TaskView;
 
 /// A task that passed every check, with where it goes.
 pub(super) struct Checked {
@@ -430,7 +430,7 @@ fn parent_to_wake(
     if !request.wake_parent && !configured {
         return Ok(None);
     }
-    match crate::ops::wake::identify(from) {
+    match crate::ops::background::wake::identify(from) {
         Ok(parent) => Ok(Some(parent)),
         Err(err) if request.wake_parent => Err(err),
         Err(_) => Ok(None),

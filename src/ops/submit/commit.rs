@@ -8,7 +8,7 @@ use super::request::SubmitOutcome;
 use super::start::Started;
 use crate::domain::error::Result;
 use crate::effects::store::{self, schedule};
-use crate::ops::view::{QueueView, TaskView};
+use crate::ops::task::view::{QueueView, TaskView};
 
 pub(super) fn commit(
     checked: &Checked,
@@ -37,7 +37,7 @@ pub(super) fn commit(
         worktree.keep();
     }
     // Endings, timeouts and transitions are the monitor's from here, whoever watches or not.
-    crate::ops::monitor_lock::ensure_running(&checked.placement.socket);
+    crate::ops::background::monitor_lock::ensure_running(&checked.placement.socket);
     Ok(SubmitOutcome::Submitted(Box::new(TaskView::from(
         &created.record,
     ))))
@@ -65,7 +65,7 @@ pub(super) fn queue(
     if let Some(worktree) = created.worktree.as_mut() {
         worktree.keep();
     }
-    crate::ops::monitor_lock::ensure_scheduler();
+    crate::ops::background::monitor_lock::ensure_scheduler();
     let mut view = TaskView::from(&created.record);
     view.queue = Some(Box::new(waits));
     Ok(SubmitOutcome::Submitted(Box::new(view)))

@@ -16,7 +16,7 @@ use crate::effects::config::Config;
 use crate::effects::git;
 use crate::effects::store::{self, Placement, TaskRecord, TmuxPlacement, schedule};
 use crate::effects::tmux::{Socket, Tmux, args};
-use crate::ops::prepare::{env_file_text, includes, launch_script, write_private};
+use crate::ops::submit::prepare::{env_file_text, includes, launch_script, write_private};
 
 /// What this submit made, on disk.
 pub(super) struct Created {

@@ -8,13 +8,14 @@
 //! 4. [`create`] — the pending entry, the worktree or repository of its own, the task's folder
 //!    and files, with their undo;
 //! 5. [`start`] — its slot and its pane (the pane is started the way the scheduler starts a
-//!    queued task: [`crate::ops::prepare::spawn_pane`]);
+//!    queued task: [`crate::ops::submit::prepare::spawn_pane`]);
 //! 6. [`commit`] — the registry, the record and the lifecycle, then the monitor's.
 
 mod admit;
 mod check;
 mod commit;
 mod create;
+pub(crate) mod prepare;
 mod request;
 mod resolve;
 mod start;

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::domain::spec::Mode;
 use crate::effects::store;
-use crate::ops::view::TaskView;
+use crate::ops::task::view::TaskView;
 
 /// What a parent asks for. Every `None` is filled from the configuration, then the adapter.
 #[derive(Debug, Clone, Default)]

@@ -12,7 +12,7 @@ use crate::effects::config::{Autonomy, Config, Permissions, Setting};
 use crate::effects::role::{Role, Roles};
 use crate::effects::store::TaskRecord;
 use crate::effects::store::schedule::Plan;
-use crate::ops::prepare::{tip_of, with_answer_of};
+use crate::ops::submit::prepare::{tip_of, with_answer_of};
 
 /// The request resolved: what runs, where, in which mode.
 pub(super) struct Resolved {

@@ -9,7 +9,7 @@ use super::create::{Created, Undo};
 use crate::domain::error::{Error, Result};
 use crate::domain::status::Status;
 use crate::effects::store::{self, PaneStart, Staged, schedule};
-use crate::ops::prepare::{parse_new_pane, spawn_pane};
+use crate::ops::submit::prepare::{parse_new_pane, spawn_pane};
 
 /// A started pane, its record and registry entry staged for the commit.
 pub(super) struct Started {

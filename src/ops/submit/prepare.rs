@@ -143,7 +143,7 @@ pub(crate) fn includes(config: &Config, sandboxed: bool) -> git::include::Includ
 
 /// The branch tip of a worktree task, its uncommitted work committed onto it first.
 pub(crate) fn tip_of(
-    task: &super::task::Task,
+    task: &crate::ops::task::Task,
     worktree: &store::WorktreePlacement,
 ) -> Result<String> {
     git::merge::commit_work(
@@ -164,11 +164,11 @@ const ANSWER_LIMIT: usize = 16 * 1024;
 /// `context` followed by the answer of ended task `from`: its final text, else its last
 /// report, else the end of its transcript.
 pub(crate) fn with_answer_of(context: Option<&str>, from: &str) -> Result<String> {
-    let source = super::task::open(from, Path::new("/"))?;
+    let source = crate::ops::task::open(from, Path::new("/"))?;
     let record = &source.record;
-    let answer = super::outcome::written_final_text(&record.task_dir)
+    let answer = crate::ops::result::outcome::written_final_text(&record.task_dir)
         .or_else(|| record.last_report.as_ref().map(|r| r.message.clone()))
-        .unwrap_or_else(|| super::attempt::transcript_end(record));
+        .unwrap_or_else(|| crate::ops::judge::attempt::transcript_end(record));
     let answer = match answer.char_indices().nth(ANSWER_LIMIT) {
         Some((cut, _)) => format!("{}…", &answer[..cut]),
         None => answer,

@@ -16,10 +16,10 @@ pub fn merge(
     into: Option<&str>,
     reviewed: bool,
 ) -> Result<Merged> {
-    let task = super::task::open(task_id, cwd)?;
-    let task = super::judge::refresh(vec![task])?.tasks.remove(0);
+    let task = crate::ops::task::open(task_id, cwd)?;
+    let task = crate::ops::judge::refresh(vec![task])?.tasks.remove(0);
     let record = &task.record;
-    let worktree = super::diff::worktree_of(&task)?;
+    let worktree = crate::ops::work::diff::worktree_of(&task)?;
     if !record.status.is_terminal() {
         return Err(Error::new(
             ErrorCode::InvalidState,

@@ -15,13 +15,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::task::{Found, Task, scan_project_each};
 use crate::domain::error::Result;
 use crate::effects::git::checkout::Checkout;
 use crate::effects::git::conflicts::{self as clash, ConflictFile, Side};
 use crate::effects::git::{Git, fingerprint};
 use crate::effects::store::conflicts::{self as stored, ConflictState, PairCheck, TargetCheck};
 use crate::effects::store::{self, WorktreePlacement};
+use crate::ops::task::{Found, Task, scan_project_each};
 
 /// One conflict: two tasks, or a task and its target branch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -13,7 +13,7 @@ use crate::effects::store;
 
 /// Writes a report proven the task's own into its record and log, under the record's lock.
 pub(super) fn record_report(
-    task: &super::task::Task,
+    task: &crate::ops::task::Task,
     kind: ReportKind,
     message: String,
     data: Option<Value>,
@@ -35,10 +35,10 @@ pub(super) fn record_report(
             kind,
             message,
             data,
-            at: super::now_rfc3339(),
+            at: crate::ops::now_rfc3339(),
         };
         // The log first: a report in the record is always also in the log.
-        super::append_event(&current.task_dir, &report.event_line())?;
+        crate::ops::append_event(&current.task_dir, &report.event_line())?;
         current.last_report = Some(report.clone());
         written = Some(report);
         Ok(true)
@@ -67,7 +67,7 @@ const DROP_LIMIT: u64 = 64 * 1024;
 /// Records the reports a sandboxed task dropped, oldest first, and removes them. Only this
 /// task's sandbox can write its drop (it is bound into no other), which is the proof a pane
 /// check gives elsewhere; a file that is not a report is removed unread.
-pub(crate) fn take_dropped(task: &super::task::Task, dir: &Path) {
+pub(crate) fn take_dropped(task: &crate::ops::task::Task, dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };

@@ -1,6 +1,8 @@
 //! `cuekit report`: a child tells its parent how it stands. Accepted only from inside the
 //! task's own pane, and only while the task runs.
 
+pub(crate) mod dropped;
+
 use std::path::Path;
 
 use crate::domain::error::{Error, ErrorCode, Result};
@@ -27,8 +29,8 @@ pub fn report(
     }
     // The agent starts only once its task is recorded (see `launch.sh`), so a report never
     // comes before its record.
-    let task = super::task::open(task_id, cwd)?;
-    let refreshed = super::judge::refresh(vec![task])?;
+    let task = crate::ops::task::open(task_id, cwd)?;
+    let refreshed = crate::ops::judge::refresh(vec![task])?;
     let task = &refreshed.tasks[0];
     let record = &task.record;
     let ended = || {
@@ -53,7 +55,7 @@ pub fn report(
             "`cuekit report` is for a child inside its own task's pane, where CUEKIT_TASK_ID is set",
         ));
     }
-    super::report_drop::record_report(task, request.kind, message, request.data)
+    crate::ops::report::dropped::record_report(task, request.kind, message, request.data)
 }
 
 /// Every report of a task, oldest first, from its `events.jsonl`.

@@ -107,7 +107,7 @@ impl TaskView {
         view.task_dir = task_dir.to_path_buf();
         view.status = Status::Untrusted;
         view.reason = Some("untrusted".into());
-        view.hint = Some(format!("{why}; {}", super::task::UNTRUSTED_HINT));
+        view.hint = Some(format!("{why}; {}", crate::ops::task::UNTRUSTED_HINT));
         view.attach_hint = None;
         view.capabilities = None;
         view
@@ -215,7 +215,7 @@ impl From<&TaskRecord> for TaskView {
                 .tmux
                 .as_ref()
                 .map(|tmux| tmux.socket.attach_command(&tmux.session)),
-            transcript: super::transcript_path(record),
+            transcript: crate::ops::transcript_path(record),
             task_dir: record.task_dir.clone(),
             launch_command: record.launch_command.clone(),
             created_at: record.created_at.clone(),

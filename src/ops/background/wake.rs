@@ -203,7 +203,7 @@ pub fn wake(parent: &ParentAgent, line: String, patience: Duration) -> Woken {
     };
     Woken {
         line,
-        typed_at: receipt.map(|_| super::now_rfc3339()),
+        typed_at: receipt.map(|_| crate::ops::now_rfc3339()),
         receipt,
         why,
         waited_ms: started.elapsed().as_millis() as u64,
@@ -224,7 +224,7 @@ fn wake_when_ready(
                 let _serialised = lock(parent);
                 // Another wake may have typed while this one waited for the lock.
                 if let Some((pane, _)) = ready_screen(&tmux, adapter, parent)? {
-                    return super::steer::type_line(&tmux, adapter, &pane, line)
+                    return crate::ops::steer::type_line(&tmux, adapter, &pane, line)
                         .map_err(|err| err.message);
                 }
                 last_ready = None;

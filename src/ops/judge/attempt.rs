@@ -4,11 +4,11 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::task::Task;
 use crate::domain::adapter::{self, Adapter};
 use crate::domain::error::Result;
 use crate::domain::status::{Ending, Status};
 use crate::effects::store::{self, schedule};
+use crate::ops::task::Task;
 
 /// An ending that names a passing fault is that fault: the agent's final error, or the end of
 /// what it printed, says it was rate limited or met a transient error.
@@ -127,7 +127,7 @@ pub(crate) fn requeue(task: &Task, ending: &Ending) -> Option<Result<Task>> {
         })?;
         schedule::free_slot(id);
         schedule::close_gate(id);
-        super::monitor_lock::ensure_scheduler();
+        crate::ops::background::monitor_lock::ensure_scheduler();
         Ok(task)
     })())
 }

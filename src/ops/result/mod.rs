@@ -2,15 +2,17 @@
 //! Written by the event filter when an event stream ends; built on demand from the record,
 //! the events and the transcript otherwise (a killed run, or a task without a stream).
 
+pub(crate) mod outcome;
+
 use std::path::Path;
 
-use super::outcome::{TaskResult, from_digest, read_events, read_written};
-use super::route::{Route, route_one};
 use crate::domain::error::Result;
 use crate::domain::events::Digest;
 use crate::domain::status::Status;
 use crate::effects::git::changes::ChangedFile;
 use crate::effects::store::TaskRecord;
+use crate::ops::result::outcome::{TaskResult, from_digest, read_events, read_written};
+use crate::ops::task::route::{Route, route_one};
 
 /// The transcript's last lines searched for the agent's resume hint.
 const SESSION_HINT_LINES: usize = 200;
@@ -24,10 +26,10 @@ const TRANSCRIPT_TAIL_LINES: usize = 40;
 pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
     if let Route::Host(host) = route_one(task_id)? {
         let words = ["--json", "result", task_id].map(String::from);
-        return super::remote::reply(&host, &words, None, cwd);
+        return crate::ops::remote::reply(&host, &words, None, cwd);
     }
-    let task = super::task::open(task_id, cwd)?;
-    let task = super::judge::refresh(vec![task])?.tasks.remove(0);
+    let task = crate::ops::task::open(task_id, cwd)?;
+    let task = crate::ops::judge::refresh(vec![task])?.tasks.remove(0);
     let record = &task.record;
     let mut result = match read_written(record) {
         Some(result) => result,
@@ -44,14 +46,14 @@ pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
         result.status = Status::Running;
     }
     result.agent_session_id = result.agent_session_id.or(record.agent_session_id.clone());
-    result.reports = super::report::read_reports(&record.task_dir)?;
+    result.reports = crate::ops::report::read_reports(&record.task_dir)?;
     result.attempts = crate::effects::store::schedule::plan(&record.id)
         .map(|plan| plan.attempts)
         .filter(|attempts| attempts.len() > 1)
         .unwrap_or_default();
     if task.worktree().is_some() {
         // The branch's commits count too, which a before/after `git status` cannot see.
-        result.files_changed = super::diff::changed_files(&task).map(|files| {
+        result.files_changed = crate::ops::work::diff::changed_files(&task).map(|files| {
             files
                 .into_iter()
                 .map(|file| ChangedFile {
@@ -88,7 +90,7 @@ fn session_in_transcript(record: &TaskRecord) -> Option<String> {
         .resume_hint?;
     // Streamed: only the transcript's last lines are kept (the hint is printed at the exit).
     let mut tail = crate::domain::display::tail::Tail::new(SESSION_HINT_LINES);
-    super::logs::read_logs_of(record, false, &mut tail).ok()?;
+    crate::ops::logs::read_logs_of(record, false, &mut tail).ok()?;
     let text = tail.finish().join("\n");
     let (_, after) = text.rsplit_once(hint)?;
     let id: String = after
@@ -102,7 +104,7 @@ fn session_in_transcript(record: &TaskRecord) -> Option<String> {
 fn plain_result(record: &TaskRecord) -> Result<TaskResult> {
     // Streamed: memory holds the last lines only, whatever the transcript's size.
     let mut kept = crate::domain::display::tail::Tail::new(TRANSCRIPT_TAIL_LINES);
-    super::logs::read_logs_of(record, false, &mut kept)?;
+    crate::ops::logs::read_logs_of(record, false, &mut kept)?;
     let tail = kept.finish().join("\n");
     let mut result = from_digest(&record.id, Digest::default(), record.exit_code, None);
     result.transcript_tail = Some(tail);

@@ -7,11 +7,11 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::outcome::{RESULT_FILE, from_digest};
 use crate::domain::error::{Error, Result};
 use crate::domain::events::{Digest, Printer, Progress};
 use crate::domain::launch::AGENT_EXIT_FILE;
 use crate::effects::store::{self, write_atomic};
+use crate::ops::result::outcome::{RESULT_FILE, from_digest};
 
 pub use crate::domain::events::PROGRESS_FILE;
 /// How often live progress is rewritten while events arrive.

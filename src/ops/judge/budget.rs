@@ -5,15 +5,15 @@
 //! dependents. Where a mode reports no usage (interactive, plain-text batch), a budget is
 //! refused at submit.
 
-use super::task::Task;
 use crate::domain::status::{Ending, Status};
 use crate::effects::store::Budget;
+use crate::ops::task::Task;
 
 /// The ending of a task whose reported usage (or its team's) passed its budget, if it has.
 pub(crate) fn exceeded(task: &Task) -> Option<Ending> {
     let budget = task.placement.facts.as_ref()?.budget.as_ref()?;
     team_over(task, budget, task.record.exit_code).or_else(|| {
-        let progress = super::stream::read_progress(&task.record.task_dir)?;
+        let progress = crate::ops::background::stream::read_progress(&task.record.task_dir)?;
         over(
             budget,
             progress.tokens,
@@ -31,7 +31,9 @@ fn team_over(task: &Task, budget: &Budget, exit_code: Option<i32>) -> Option<End
     let used: u64 = crate::effects::store::schedule::team_members(team)
         .iter()
         .filter_map(|id| crate::effects::store::placement(id).ok().flatten())
-        .filter_map(|placement| super::stream::read_progress(&placement.task_dir)?.tokens)
+        .filter_map(|placement| {
+            crate::ops::background::stream::read_progress(&placement.task_dir)?.tokens
+        })
         .sum();
     (used > max).then(|| Ending {
         status: Status::Failed,
@@ -57,7 +59,8 @@ pub(crate) fn at_end(task: &Task, ending: Ending) -> Ending {
     if let Some(over_team) = team_over(task, budget, ending.exit_code) {
         return over_team;
     }
-    let Some(progress) = super::stream::read_progress(&task.record.task_dir) else {
+    let Some(progress) = crate::ops::background::stream::read_progress(&task.record.task_dir)
+    else {
         return ending;
     };
     over(budget, progress.tokens, progress.turns, ending.exit_code).unwrap_or(ending)

@@ -12,10 +12,6 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::judge::{Refreshed, end_processes, refresh};
-use super::monitor_lock::{lock_path, open_lock};
-use super::task::{Found, Task, found_for};
-use super::view::TaskView;
 use crate::domain::adapter;
 use crate::domain::attention::{self, Attention};
 use crate::domain::error::Result;
@@ -27,6 +23,10 @@ use crate::effects::hooks::{HookRun, spawn as spawn_hook};
 use crate::effects::store::transitions::{self, TransitionEvent};
 use crate::effects::store::{self, Placement};
 use crate::effects::tmux::{Socket, Tmux};
+use crate::ops::background::monitor_lock::{lock_path, open_lock};
+use crate::ops::judge::{Refreshed, end_processes, refresh};
+use crate::ops::task::view::TaskView;
+use crate::ops::task::{Found, Task, found_for};
 
 /// `cuekit __monitor <socket>`: runs until nothing on the server is left to watch.
 pub fn run_monitor(socket: &str) -> Result<()> {
@@ -173,7 +173,7 @@ impl Monitor {
         let server_asked = trusted
             .iter()
             .any(|task| task.record.status == Status::Running);
-        super::judge::look_after(&trusted);
+        crate::ops::judge::look_after(&trusted);
         let refreshed = refresh(trusted)?;
         let screens = self.screens(&refreshed);
         for task in &refreshed.tasks {
@@ -236,8 +236,8 @@ impl Monitor {
         for id in gone {
             self.worktrees.remove(&id);
         }
-        let tasks = super::conflicts::candidates(tasks);
-        let Ok(fresh) = super::conflicts::check_new(&tasks, false) else {
+        let tasks = crate::ops::work::conflicts::candidates(tasks);
+        let Ok(fresh) = crate::ops::work::conflicts::check_new(&tasks, false) else {
             return;
         };
         for new in fresh {
@@ -272,7 +272,7 @@ impl Monitor {
             // An ended task is watched only while its stop is not over: each tick's look then
             // resumes a stop whose caller was killed.
             if announced.status.is_some_and(Status::is_terminal)
-                && !super::monitor_lock::is_stopping(&id)
+                && !crate::ops::background::monitor_lock::is_stopping(&id)
             {
                 continue;
             }
@@ -365,7 +365,7 @@ impl Monitor {
                 reason: record.reason.clone(),
             }
         } else if let (Some((reason, hash, _)), Ok(Some(pane))) =
-            (super::acp::waiting(task), refreshed.pane(task))
+            (crate::ops::acp::waiting(task), refreshed.pane(task))
             && !pane.dead
         {
             // The protocol's word needs no dwell: the wait is as long as it has been.
@@ -401,7 +401,7 @@ impl Monitor {
             watched.ending_stuck = true;
             let stuck = task.clone();
             self.hooks.push(std::thread::spawn(move || {
-                let _ = super::judge::end_stuck(stuck, stuck_ending(reason, wait));
+                let _ = crate::ops::judge::end_stuck(stuck, stuck_ending(reason, wait));
             }));
             return;
         }
@@ -435,7 +435,7 @@ impl Monitor {
                 watched.swept = true;
             }
             let done = !leftovers || watched.swept || task.placement.deadline().is_none();
-            if done && !super::judge::is_stopping(task) {
+            if done && !crate::ops::judge::is_stopping(task) {
                 self.watched.remove(&record.id);
             }
         }
@@ -467,7 +467,7 @@ fn log_fault(lock: &Path, err: &crate::domain::error::Error) {
     }
     append_line(
         &log,
-        &serde_json::json!({"at": super::now_rfc3339(), "code": err.code.as_str(), "message": err.message}),
+        &serde_json::json!({"at": crate::ops::now_rfc3339(), "code": err.code.as_str(), "message": err.message}),
     );
 }
 
@@ -586,7 +586,7 @@ fn wake_parent(task: &Task, transition: &Transition, log: &Path) -> Option<JoinH
         .is_terminal()
         .then_some(task.record.exit_code)
         .flatten();
-    let line = super::wake::line(
+    let line = crate::ops::background::wake::line(
         &task.record.id,
         status,
         transition.reason.as_deref(),
@@ -594,7 +594,11 @@ fn wake_parent(task: &Task, transition: &Transition, log: &Path) -> Option<JoinH
     );
     let log = log.to_path_buf();
     Some(std::thread::spawn(move || {
-        let woken = super::wake::wake(&parent, line, super::wake::PATIENCE);
+        let woken = crate::ops::background::wake::wake(
+            &parent,
+            line,
+            crate::ops::background::wake::PATIENCE,
+        );
         append_line(
             &log,
             &serde_json::json!({"type": "cuekit_wake", "pane": parent.pane, "wake": woken}),
@@ -603,7 +607,10 @@ fn wake_parent(task: &Task, transition: &Transition, log: &Path) -> Option<JoinH
 }
 
 /// Records a `conflict` transition (the status unchanged) and starts `on_conflict`.
-fn deliver_conflict(task: &Task, conflict: &super::conflicts::Conflict) -> Option<JoinHandle<()>> {
+fn deliver_conflict(
+    task: &Task,
+    conflict: &crate::ops::work::conflicts::Conflict,
+) -> Option<JoinHandle<()>> {
     let record = &task.record;
     let with = conflict.other();
     let event = record_transition(
@@ -655,7 +662,7 @@ fn record_transition(
     conflict: Option<transitions::ConflictNote>,
 ) -> TransitionEvent {
     let event = TransitionEvent {
-        at: super::now_rfc3339(),
+        at: crate::ops::now_rfc3339(),
         task_id: record.id.clone(),
         agent: record.spec.agent_kind.clone(),
         old_status: transition.old_status,

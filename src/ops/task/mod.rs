@@ -3,6 +3,9 @@
 //! where cuekit really put each task. Only a record that agrees with its registry entry is acted
 //! on; others are shown and left alone.
 
+pub(crate) mod route;
+pub(crate) mod view;
+
 use std::path::{Path, PathBuf};
 
 use crate::domain::error::{Error, ErrorCode, Result};

@@ -4,12 +4,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::route::{Route, route_one};
-use super::task::Task;
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::effects::git::checkout::Checkout;
 use crate::effects::git::{Git, diff};
 use crate::effects::store::{TaskRecord, WorktreePlacement};
+use crate::ops::task::Task;
+use crate::ops::task::route::{Route, route_one};
 
 /// Read back from a host's JSON too (a host's task is diffed there).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -31,9 +31,9 @@ pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
     if let Route::Host(host) = route_one(task_id)? {
         let mut words = ["--json", "diff", task_id].map(String::from).to_vec();
         words.extend((!with_patch).then(|| "--stat".to_string()));
-        return super::remote::reply(&host, &words, None, cwd);
+        return crate::ops::remote::reply(&host, &words, None, cwd);
     }
-    let task = super::task::open(task_id, cwd)?;
+    let task = crate::ops::task::open(task_id, cwd)?;
     let worktree = worktree_of(&task)?;
     let tree = work_tree(&task.record, worktree)?;
     let git = Git::new(&worktree.repo_root);

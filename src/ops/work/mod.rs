@@ -1,0 +1,6 @@
+//! A task's work in its own checkout: its diff, whose work would clash (conflicts), and the
+//! merge that takes it.
+
+pub(crate) mod conflicts;
+pub(crate) mod diff;
+pub(crate) mod merge;
