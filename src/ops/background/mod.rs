@@ -5,5 +5,8 @@
 
 pub(crate) mod monitor;
 pub(crate) mod monitor_lock;
+pub(crate) mod scheduler;
+mod scheduler_watch;
+pub(crate) mod stopper;
 pub(crate) mod stream;
 pub(crate) mod wake;

@@ -19,8 +19,7 @@ mod views;
 
 pub(crate) use ending::{cancelled, end_stuck, record_ending};
 pub(crate) use look::{EarlyLook, has_ended, refresh, refresh_after};
-pub use stop::run_stopper;
-pub(crate) use stop::{end_processes, finish_stop, is_stopping, stop};
+pub(crate) use stop::{STOP_GRACE_VARIABLE, end_processes, finish_stop, is_stopping, stop};
 pub(crate) use upkeep::look_after;
 pub use views::ScreenCache;
 pub(crate) use views::{PaneKey, Refreshed};

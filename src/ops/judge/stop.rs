@@ -8,7 +8,7 @@ use crate::domain::status::{Ending, Status};
 use crate::effects::store::{self, TaskRecord};
 use crate::effects::tmux::{Tmux, args};
 use crate::ops::background::monitor_lock;
-use crate::ops::task::{Found, Task};
+use crate::ops::task::Task;
 
 use crate::effects::process::DEFAULT_GRACE;
 
@@ -177,7 +177,7 @@ pub(super) fn inside(task: &Task) -> bool {
 }
 
 /// The grace a detached stopper gives the task's processes, from the cancel that started it.
-pub(super) const STOP_GRACE_VARIABLE: &str = "CUEKIT_STOP_GRACE_MS";
+pub(crate) const STOP_GRACE_VARIABLE: &str = "CUEKIT_STOP_GRACE_MS";
 
 /// Ends a task's processes from a detached `cuekit __stop <id>`, for callers that must not wait
 /// for it (a listing), that are themselves inside the task (`after`: the stopper first waits
@@ -204,60 +204,4 @@ pub(crate) fn stop_in_background(task: &Task, after: Option<u32>, grace: Option<
         // A session of its own: neither the task's group nor the caller's.
         .process_group(0)
         .spawn();
-}
-
-/// `cuekit __stop <id> [--after PID]`: finishes the task's stop (see [`stop_in_background`]),
-/// once whoever claimed it is done or gone: ends its processes and session, unless the stop
-/// was never recorded (its claimant was killed first) or is over.
-pub fn run_stopper(task_id: &str, after: Option<u32>) -> Result<()> {
-    unsafe { libc::setsid() };
-    let Some(placement) = store::placement(task_id)? else {
-        return Err(Error::task_not_found(task_id));
-    };
-    let grace = std::env::var(STOP_GRACE_VARIABLE)
-        .ok()
-        .and_then(|ms| ms.parse().ok())
-        .map_or(DEFAULT_GRACE, Duration::from_millis);
-    if let Some(caller) = after {
-        // Let the caller inside the task print its answer and exit first (it is part of the
-        // task, so it would be ended with it).
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while crate::effects::process::is_alive(caller) && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        if crate::effects::process::is_alive(caller) {
-            // Hung with the claim held until it exits (its ending is on record): it is ended
-            // with the task, which frees the claim.
-            end_processes(&placement, store::pane_start(task_id).as_ref(), None, grace);
-        }
-    }
-    let claim = monitor_lock::resume_stop(task_id);
-    // No claim: the stop is over, unless the caller inside the task could not claim it (it
-    // recorded the ending before it started this stopper).
-    if claim.is_none() && after.is_none() {
-        return Ok(());
-    }
-    let pane = match crate::ops::task::found_for(placement.clone()) {
-        Found::Trusted(task) if !task.record.status.is_terminal() => {
-            if let Some(claim) = claim {
-                claim.finish();
-            }
-            return Ok(());
-        }
-        Found::Trusted(task) => task.pane,
-        // Its record deleted after the ending was written: the registry still says where.
-        Found::Unreadable { pane, .. } => pane,
-        // A record changed since: nothing is done on its word.
-        Found::Untrusted { .. } => {
-            if let Some(claim) = claim {
-                claim.finish();
-            }
-            return Ok(());
-        }
-    };
-    let survivors = end_processes(&placement, pane.as_ref(), None, grace);
-    if let Some(claim) = claim.filter(|_| survivors.is_empty()) {
-        claim.finish();
-    }
-    Ok(())
 }
