@@ -33,7 +33,7 @@ const MAY_OPEN: &[(&str, &str)] = &[
          conflict recheck's fingerprint",
     ),
     (
-        "src/ops/task.rs",
+        "src/ops/task/mod.rs",
         "the names in a project's tasks folder (records go through the store)",
     ),
     (
@@ -63,7 +63,7 @@ const MAY_OPEN: &[(&str, &str)] = &[
         "cuekit's own binary, copied to a host",
     ),
     (
-        "src/ops/report_drop.rs",
+        "src/ops/report/dropped.rs",
         "a sandboxed child's report drop in cuekit's data dir: regular files only, size-limited, parsed typed",
     ),
     (
