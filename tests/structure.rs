@@ -370,3 +370,96 @@ fn the_domain_touches_nothing() {
         impure.join("\n")
     );
 }
+
+/// Where a face turns its own words into a `SubmitRequest` (or back): each names every field,
+/// so a new submit option fails the build until every face says what it does with it.
+const SUBMIT_CONVERSIONS: &[(&str, &str)] = &[
+    ("src/cli/submit.rs", "the command line's flags"),
+    ("src/mcp/tools.rs", "the MCP tool's parameters"),
+    ("src/ops/team.rs", "a team spec's member"),
+    ("src/ops/remote/submit.rs", "the words a host is sent"),
+];
+
+/// The fields of `SubmitRequest`, read from its definition.
+fn submit_fields(root: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(root.join("src/ops/submit/request.rs")).unwrap();
+    let body = text
+        .split("pub struct SubmitRequest {")
+        .nth(1)
+        .and_then(|rest| rest.split("\n}").next())
+        .expect("SubmitRequest is defined in src/ops/submit/request.rs");
+    body.lines()
+        .filter_map(|line| line.trim().strip_prefix("pub "))
+        .filter_map(|line| line.split(':').next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Each `SubmitRequest {…}` written in `code`, braces balanced.
+fn submit_literals(code: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("SubmitRequest {") {
+        let open = at + "SubmitRequest ".len();
+        let mut depth = 0;
+        for (offset, ch) in code[open..].char_indices() {
+            match ch {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        found.push(&code[open..open + offset + 1]);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_face_names_every_submit_option() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fields = submit_fields(root);
+    assert!(fields.len() > 20, "{fields:?}");
+    let mut missing = Vec::new();
+    for (file, what) in SUBMIT_CONVERSIONS {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        // Copies of a request already made (`..member.clone()`) are not conversions.
+        let copies = |literal: &str| {
+            literal.lines().any(|line| {
+                let line = line.trim();
+                line.starts_with("..") && !line.contains("default()")
+            })
+        };
+        let conversions: Vec<&str> = submit_literals(code)
+            .into_iter()
+            .filter(|literal| !copies(literal))
+            .collect();
+        if conversions.is_empty() {
+            missing.push(format!(
+                "{file} ({what}): no SubmitRequest conversion found"
+            ));
+        }
+        for literal in conversions {
+            if literal.contains("..SubmitRequest::default()") {
+                missing.push(format!("{file} ({what}): fills fields from a default"));
+            }
+            for field in &fields {
+                let named = literal.contains(&format!("{field}:"))
+                    || literal.contains(&format!("{field},"));
+                if !named {
+                    missing.push(format!("{file} ({what}): `{field}` is not named"));
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "every face converts a submit request once, naming every field (say `field: None` with \
+         why, rather than `..default()`):\n{}",
+        missing.join("\n")
+    );
+}

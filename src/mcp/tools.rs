@@ -546,6 +546,10 @@ impl CuekitServer {
                 asked_by: ops::Asker::Delegate,
                 host: params.host,
                 wake_parent: params.wake_parent,
+                // The command agent runs the words it is given as you: a parent over MCP
+                // names an agent, never a program; a dry run is the command line's.
+                argv: Vec::new(),
+                dry_run: false,
                 sandbox: ops::SandboxRequest {
                     mode: params.sandbox.map(|arg| match arg {
                         SandboxArg::Bwrap => crate::domain::sandbox::SandboxMode::Bwrap,
@@ -577,7 +581,6 @@ impl CuekitServer {
                     context_from: params.context_from,
                     base_from: params.base_from,
                 },
-                ..SubmitRequest::default()
             };
             Ok(match ops::submit(request, &server_cwd)? {
                 ops::SubmitOutcome::Submitted(view) => {

@@ -241,7 +241,18 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
                 ..Default::default()
             },
             budget: team_budget.clone(),
-            ..SubmitRequest::default()
+            // The rest is the user's to ask, never a spec's.
+            dangerously_skip_permissions: None,
+            stream_events: None,
+            resume_from: None,
+            provider_profile: None,
+            dry_run: false,
+            branch: None,
+            id: None,
+            once: None,
+            host: None,
+            sandbox: super::sandbox::SandboxRequest::default(),
+            wake_parent: false,
         })
         .collect();
     // A dry run of each is the whole check (role, agent, mode, model, directory), with

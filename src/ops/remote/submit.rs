@@ -150,44 +150,84 @@ fn maybe_started(error: Error, id: &str) -> Error {
 /// on stdin (`-`), byte for byte, unless the request carries argv words (the `command` agent),
 /// which go as words after `--`. Values are `--flag=value`, so one starting with `-` stays one.
 pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
+    // Every field named, so a new submit option fails the build here until it is sent (or
+    // said to stay on this machine).
+    let SubmitRequest {
+        agent,
+        objective,
+        context,
+        constraints,
+        model,
+        mode,
+        approval_mode,
+        dangerously_skip_permissions,
+        // The host's directory, told apart by `submit_on_host`.
+        cwd: _,
+        timeout,
+        stream_events,
+        resume_from,
+        provider_profile,
+        argv,
+        role,
+        team,
+        dry_run,
+        worktree,
+        base,
+        branch,
+        id,
+        asked_by,
+        once,
+        // The host this goes to.
+        host: _,
+        scheduling,
+        budget,
+        sandbox,
+        // Refused for a host (`submit::on_host`): its panes are not this machine's.
+        wake_parent: _,
+    } = request;
+    // Dependencies name tasks of this machine (refused for a host); a team's cap and budget
+    // are kept here.
+    let crate::ops::Scheduling {
+        after: _,
+        after_ended: _,
+        priority,
+        now,
+        retry,
+        team_max: _,
+        context_from: _,
+        base_from: _,
+    } = scheduling;
     let mut out = words(&["--json", "submit"]);
     let mut value = |flag: &str, value: Option<String>| {
         if let Some(value) = value {
             out.push(format!("--{flag}={value}"));
         }
     };
-    value("agent", request.agent.clone());
-    value("model", request.model.clone());
-    value("mode", request.mode.map(|m| m.as_str().to_string()));
-    value("approval-mode", request.approval_mode.clone());
-    value(
-        "timeout",
-        request.timeout.map(|t| t.as_secs().max(1).to_string()),
-    );
-    value("resume-from", request.resume_from.clone());
-    value("provider-profile", request.provider_profile.clone());
-    value("role", request.role.clone());
-    value("team", request.team.clone());
-    value("base", request.base.clone());
-    value("branch", request.branch.clone());
-    value("id", request.id.clone());
-    value("context", request.context.clone());
-    for constraint in &request.constraints {
+    value("agent", agent.clone());
+    value("model", model.clone());
+    value("mode", mode.map(|m| m.as_str().to_string()));
+    value("approval-mode", approval_mode.clone());
+    value("timeout", timeout.map(|t| t.as_secs().max(1).to_string()));
+    value("resume-from", resume_from.clone());
+    value("provider-profile", provider_profile.clone());
+    value("role", role.clone());
+    value("team", team.clone());
+    value("base", base.clone());
+    value("branch", branch.clone());
+    value("id", id.clone());
+    value("context", context.clone());
+    for constraint in constraints {
         value("constraint", Some(constraint.clone()));
     }
     // The host's bubblewrap makes the sandbox, from the host's paths.
     value(
         "sandbox",
-        request.sandbox.mode.map(|mode| mode.as_str().to_string()),
+        sandbox.mode.map(|mode| mode.as_str().to_string()),
     );
     // The host's own scheduler and judge hold these.
-    let scheduling = &request.scheduling;
-    value(
-        "priority",
-        (scheduling.priority != 0).then(|| scheduling.priority.to_string()),
-    );
-    value("retry", scheduling.retry.map(|n| n.to_string()));
-    let budget = request.budget.as_ref();
+    value("priority", (*priority != 0).then(|| priority.to_string()));
+    value("retry", retry.map(|n| n.to_string()));
+    let budget = budget.as_ref();
     value(
         "max-tokens",
         budget.and_then(|b| b.tokens).map(|n| n.to_string()),
@@ -197,27 +237,26 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
         budget.and_then(|b| b.turns).map(|n| n.to_string()),
     );
     let switches = [
-        (scheduling.now, "--now"),
+        (*now, "--now"),
         (
-            request.sandbox.network == Some(crate::domain::sandbox::Network::Off),
+            sandbox.network == Some(crate::domain::sandbox::Network::Off),
             "--no-network",
         ),
         (
-            request.dangerously_skip_permissions == Some(true),
+            *dangerously_skip_permissions == Some(true),
             "--skip-permissions",
         ),
         (
-            request.dangerously_skip_permissions == Some(false),
+            *dangerously_skip_permissions == Some(false),
             "--no-skip-permissions",
         ),
-        (request.stream_events == Some(false), "--no-events"),
-        (request.worktree == Some(true), "--worktree"),
-        (request.worktree == Some(false), "--no-worktree"),
-        (request.dry_run, "--dry-run"),
-        (
-            request.asked_by == crate::ops::Asker::Delegate,
-            "--delegated",
-        ),
+        (*stream_events == Some(false), "--no-events"),
+        (*worktree == Some(true), "--worktree"),
+        (*worktree == Some(false), "--no-worktree"),
+        (*dry_run, "--dry-run"),
+        (*asked_by == crate::ops::Asker::Delegate, "--delegated"),
+        // An ACP session kept open (`once: false`) is the host's default for a lone task.
+        (*once == Some(true), "--once"),
     ];
     out.extend(
         switches
@@ -225,12 +264,12 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
             .filter(|(on, _)| *on)
             .map(|(_, s)| s.to_string()),
     );
-    if request.argv.is_empty() {
+    if argv.is_empty() {
         out.push("-".into());
-        (out, Some(request.objective.clone().into_bytes()))
+        (out, Some(objective.clone().into_bytes()))
     } else {
         out.push("--".into());
-        out.extend(request.argv.iter().cloned());
+        out.extend(argv.iter().cloned());
         (out, None)
     }
 }

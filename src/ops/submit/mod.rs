@@ -60,9 +60,14 @@ pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome
 /// A task for a host: ids and panes of this machine mean nothing there.
 fn on_host(host: &str, request: &SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome> {
     // Ids name tasks of this machine; a host's tasks wait on its own.
-    if !request.scheduling.after.is_empty() || request.scheduling.context_from.is_some() {
+    let scheduling = &request.scheduling;
+    if !scheduling.after.is_empty()
+        || scheduling.context_from.is_some()
+        || scheduling.base_from.is_some()
+    {
         return Err(Error::invalid_input(format!(
-            "--after and --context-from name tasks of this machine, not of host {host}"
+            "--after, --context-from and --base-from name tasks of this machine, not of host \
+             {host}"
         ))
         .with_hint("submit the pipeline on one machine (all on the host, or all here)"));
     }
