@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 use super::pane::Socket;
 use super::report::Report;
 use super::spec::{Mode, TaskSpec};
-use super::status::Status;
 
 /// Where a task's pane lives. The pane itself is found in a snapshot by its session (the
 /// session's first pane), so the record is complete before tmux has answered.
@@ -111,4 +110,49 @@ pub fn is_task_id(id: &str) -> bool {
                 .bytes()
                 .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
     })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Waits for a slot under the limits, a dependency, or a retry's backoff: nothing of it
+    /// runs yet. Stored: the scheduler starts it.
+    Queued,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+    TimedOut,
+    /// Running, but the child waits on a human (its `reason` says why). Only ever shown in a
+    /// view, never stored: it is read off the screen at the time of asking.
+    InputRequired,
+    /// A record cuekit did not write (or that was changed): shown, never acted on. View only.
+    Untrusted,
+    /// Cannot be told now: the record is unreadable, or tmux could not be asked. View only.
+    Unknown,
+}
+
+impl Status {
+    /// Whether the task has ended. An untrusted or unknown task has not ended as far as
+    /// anyone can tell.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Status::Completed | Status::Failed | Status::Cancelled | Status::TimedOut
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Queued => "queued",
+            Status::Running => "running",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+            Status::TimedOut => "timed_out",
+            Status::InputRequired => "input_required",
+            Status::Untrusted => "untrusted",
+            Status::Unknown => "unknown",
+        }
+    }
 }

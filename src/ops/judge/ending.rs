@@ -7,10 +7,6 @@ use crate::domain::status::{Ending, Status};
 use crate::effects::store::{self};
 use crate::ops::task::Task;
 
-use crate::effects::process::DEFAULT_GRACE;
-
-use super::stop::{end_processes, stop};
-
 /// Writes an ending unless another process recorded one first (the first ending wins).
 pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
     let mut ended_queued = false;
@@ -81,20 +77,6 @@ pub(crate) fn cancelled() -> Ending {
         reason: Some("cancelled".into()),
         hint: Some("cancelled by the parent with `cuekit cancel`".into()),
         exit_code: None,
-    }
-}
-
-/// Ends an attempt stuck on a passing fault (an interactive child idle on a quota error): its
-/// ending is recorded first, or under its retry policy the task is queued again, and then its
-/// processes are ended (the next attempt starts only once they are gone).
-pub(crate) fn end_stuck(task: Task, ending: Ending) -> Result<()> {
-    match crate::ops::judge::attempt::requeue(&task, &ending) {
-        Some(requeued) => {
-            let task = requeued?;
-            end_processes(&task.placement, task.pane.as_ref(), None, DEFAULT_GRACE);
-            Ok(())
-        }
-        None => stop(task, ending, DEFAULT_GRACE).map(|_| ()),
     }
 }
 

@@ -5,6 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
+use super::ending::{record_noted_cancels, record_or_show, timed_out, unrecorded};
+use super::stop::stop_due;
 use crate::domain::adapter;
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::launch::{EXIT_CODE_FILE, SETUP_FAILED_FILE, parse_sentinel};
@@ -13,10 +15,6 @@ use crate::domain::status::{Observation, Status, Verdict, judge};
 use crate::effects::store::{self, TaskRecord};
 use crate::effects::tmux::{self, PaneIndex, PaneInfo, Socket, Tmux, args};
 use crate::ops::task::Task;
-
-use super::ending::{record_noted_cancels, record_or_show, timed_out, unrecorded};
-use super::stop::stop_due;
-use super::views::Refreshed;
 
 /// What tmux said about one server.
 pub(super) enum Snapshot {
@@ -360,3 +358,20 @@ pub(super) fn run_is_ending(task: &Task) -> bool {
         && crate::ops::background::stream::read_progress(&task.record.task_dir)
             .is_some_and(|p| p.finished)
 }
+
+/// Tasks after a refresh, with the pane snapshots that judged them.
+pub(crate) struct Refreshed {
+    pub tasks: Vec<Task>,
+    pub(super) snapshots: HashMap<Socket, Snapshot>,
+    /// Screens already captured with the snapshot.
+    pub(super) screens: HashMap<PaneKey, String>,
+    /// Tasks shown as ended whose ending could not be written yet (a full disk).
+    pub(super) unrecorded: HashSet<String>,
+    /// Running tasks tmux does not show though their pane's process runs (see
+    /// [`Verdict::Unseen`]).
+    pub(super) unseen: HashSet<String>,
+}
+
+/// A pane by its server and id: pane ids (`%N`) are numbered per server, so two servers' panes
+/// may share one.
+pub type PaneKey = (Socket, String);

@@ -2,7 +2,8 @@
 //!
 //! - [`look`]: judging a look at the panes and the sentinels;
 //! - [`ending`]: recording an ending;
-//! - [`stop`]: stopping a task and its processes;
+//! - [`stop`]: ending a task's processes, here or by a detached stopper;
+//! - [`stop_now`]: a stop asked for now (cancel, a stuck attempt, an abandoned stop);
 //! - [`views`]: a refresh's tasks as views;
 //! - [`upkeep`]: what the reads that keep cuekit going do on purpose before they look
 //!   (undo interrupted submits, start the scheduler and the monitor, finish abandoned stops).
@@ -14,12 +15,14 @@ pub(crate) mod budget;
 mod ending;
 mod look;
 mod stop;
+mod stop_now;
 mod upkeep;
 mod views;
 
-pub(crate) use ending::{cancelled, end_stuck, record_ending};
+pub(crate) use ending::{cancelled, record_ending};
 pub(crate) use look::{EarlyLook, has_ended, refresh, refresh_after};
-pub(crate) use stop::{STOP_GRACE_VARIABLE, end_processes, finish_stop, is_stopping, stop};
+pub(crate) use look::{PaneKey, Refreshed};
+pub(crate) use stop::{STOP_GRACE_VARIABLE, end_processes, is_stopping};
+pub(crate) use stop_now::{end_stuck, finish_stop, stop};
 pub(crate) use upkeep::look_after;
 pub use views::ScreenCache;
-pub(crate) use views::{PaneKey, Refreshed};

@@ -15,7 +15,7 @@ use crate::ops::task::Task;
 pub fn look_after(tasks: &[Task]) {
     crate::ops::reap::reap_orphans();
     monitor_lock::ensure_scheduler();
-    super::stop::resume_abandoned_stops(tasks);
+    super::stop_now::resume_abandoned_stops(tasks);
     let sockets: HashSet<&Socket> = tasks
         .iter()
         .filter(|task| task.record.status == Status::Running)

@@ -1,8 +1,10 @@
 //! A refresh's tasks as views: statuses, screens (captured once per pane and kept between
 //! refreshes of a dashboard), the hints a person reads.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
+use super::look::{PaneKey, Refreshed, Snapshot, find_pane};
+use super::stop::is_stopping;
 use crate::domain::adapter;
 use crate::domain::attention;
 use crate::domain::error::Result;
@@ -11,26 +13,6 @@ use crate::domain::status::Status;
 use crate::effects::tmux::{PaneInfo, Socket, Tmux};
 use crate::ops::task::Task;
 use crate::ops::task::view::TaskView;
-
-use super::look::{Snapshot, find_pane};
-use super::stop::is_stopping;
-
-/// Tasks after a refresh, with the pane snapshots that judged them.
-pub(crate) struct Refreshed {
-    pub tasks: Vec<Task>,
-    pub(super) snapshots: HashMap<Socket, Snapshot>,
-    /// Screens already captured with the snapshot.
-    pub(super) screens: HashMap<PaneKey, String>,
-    /// Tasks shown as ended whose ending could not be written yet (a full disk).
-    pub(super) unrecorded: HashSet<String>,
-    /// Running tasks tmux does not show though their pane's process runs (see
-    /// [`Verdict::Unseen`]).
-    pub(super) unseen: HashSet<String>,
-}
-
-/// A pane by its server and id: pane ids (`%N`) are numbered per server, so two servers' panes
-/// may share one.
-pub type PaneKey = (Socket, String);
 
 /// Screens captured by earlier refreshes, by pane id, with when each was captured (unix
 /// seconds). A dashboard refreshing every second then captures only the panes whose window

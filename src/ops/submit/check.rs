@@ -3,14 +3,15 @@
 //! command and its argv limit, the agent's program, the parent to wake — and where it will be
 //! placed is worked out.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::request::{Asker, SubmitRequest};
-use super::resolve::Resolved;
-use crate::domain::adapter::{self, LaunchCommand};
+use super::resolve::{Resolved, check_argv_limit, client_word};
+use crate::domain::adapter::LaunchCommand;
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::sandbox::SandboxMode;
-use crate::domain::spec::{Mode, TaskSpec};
+use crate::domain::spec::Mode;
 use crate::effects::config::Config;
 use crate::effects::git;
 use crate::effects::store::{self, Placement, TaskFacts};
@@ -128,7 +129,7 @@ pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
         .as_ref()
         .map_or(&resolved.cwd, |w| &w.path);
     sandbox::check_work_dir(&policy, work_dir)?;
-    let task_dir = super::create::tasks_dir_in(&resolved.cwd)?.join(&id);
+    let task_dir = tasks_dir_in(&resolved.cwd)?.join(&id);
     let socket = match own_task_server() {
         Some(socket) => socket,
         None => Socket(resolved.config.socket().value).resolve()?,
@@ -471,52 +472,30 @@ fn own_task_pane() -> Option<crate::effects::notify::SubmittedFrom> {
     })
 }
 
-/// The cuekit binary as a shell word: an ACP task's pane runs it as the protocol's client.
-pub(super) fn client_word() -> Result<String> {
-    let exe = std::env::current_exe().map_err(|err| {
-        Error::new(
-            ErrorCode::Io,
-            format!("cannot find the cuekit binary: {err}"),
-        )
-    })?;
-    adapter::shell_word_for_bin(&exe.to_string_lossy())
-}
-
-/// Linux refuses to start a program with an argument over 128 KiB (`MAX_ARG_STRLEN`, the NUL
-/// included): refused before anything starts, rather than ending as "Argument list too long".
-const MAX_ARGV_WORD: usize = 128 * 1024 - 1;
-
-/// A prompt that goes on the agent's command line must fit in one argv word (with a little room
-/// for an attached `--prompt=`); a launch that reads the prompt file has no such limit.
-pub(super) fn check_argv_limit(
-    spec: &TaskSpec,
-    adapter: &adapter::Adapter,
-    command: &str,
-) -> Result<()> {
-    let reads_prompt_file =
-        command.contains(&format!("\"${}\"", crate::domain::launch::PROMPT_VARIABLE));
-    let longest = if adapter.runs_argv {
-        spec.argv.iter().map(String::len).max().unwrap_or(0)
-    } else if reads_prompt_file {
-        0
-    } else {
-        crate::domain::spec::render_prompt(spec).len() + 32
-    };
-    if longest <= MAX_ARGV_WORD {
-        return Ok(());
+/// `<cwd>/.cuekit/tasks`, made if missing, proven to be real folders of the project: a
+/// repository that ships `.cuekit` as a link would otherwise have the submitter's prompt and
+/// environment written wherever it points. `.cuekit/.gitignore` is written on the first submit.
+pub(super) fn tasks_dir_in(cwd: &Path) -> Result<PathBuf> {
+    let root = crate::effects::project::Root::new(cwd)?;
+    let relative = Path::new(store::TASKS_SUBDIR);
+    let tasks = root.prove_no_links(relative)?;
+    store::create_private_dir(&tasks)?;
+    let tasks = root.prove_real_dir(relative)?;
+    let ignore = root.path().join(".cuekit").join(".gitignore");
+    if std::fs::symlink_metadata(&ignore).is_err() {
+        // Another submit may race this one: whichever writes first wins, both write the same.
+        let _ = write_new(
+            &ignore,
+            b"# Written by cuekit: its task files are never part of the project.\n*\n",
+        );
     }
-    Err(Error::invalid_input(format!(
-        "the {} is {longest} bytes: {} takes it as one command-line word, and Linux limits a \
-         word to 128 KiB",
-        if adapter.runs_argv {
-            "longest argument"
-        } else {
-            "prompt"
-        },
-        adapter.kind()
-    ))
-    .with_hint(
-        "shorten it, or put the material in a file and name the file in the prompt; \
-         Gemini in batch mode (`--mode batch`) reads prompts of any size from stdin",
-    ))
+    Ok(tasks)
+}
+pub(super) fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, bytes))
 }

@@ -6,7 +6,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::admit::Scheduled;
-use super::check::Checked;
+use super::check::{Checked, write_new};
 use crate::domain::adapter;
 use crate::domain::error::{Error, Result};
 use crate::domain::launch::{ENV_FILE, StartGate};
@@ -140,26 +140,6 @@ fn record_of(checked: &mut Checked, scheduled: Scheduled) -> TaskRecord {
     }
 }
 
-/// `<cwd>/.cuekit/tasks`, made if missing, proven to be real folders of the project: a
-/// repository that ships `.cuekit` as a link would otherwise have the submitter's prompt and
-/// environment written wherever it points. `.cuekit/.gitignore` is written on the first submit.
-pub(super) fn tasks_dir_in(cwd: &Path) -> Result<PathBuf> {
-    let root = crate::effects::project::Root::new(cwd)?;
-    let relative = Path::new(store::TASKS_SUBDIR);
-    let tasks = root.prove_no_links(relative)?;
-    store::create_private_dir(&tasks)?;
-    let tasks = root.prove_real_dir(relative)?;
-    let ignore = root.path().join(".cuekit").join(".gitignore");
-    if std::fs::symlink_metadata(&ignore).is_err() {
-        // Another submit may race this one: whichever writes first wins, both write the same.
-        let _ = write_new(
-            &ignore,
-            b"# Written by cuekit: its task files are never part of the project.\n*\n",
-        );
-    }
-    Ok(tasks)
-}
-
 /// The task directory, owner-only (prompts and transcripts may hold private code), with a
 /// `.gitignore` of its own: a child that runs `git add -A` must not commit cuekit's files,
 /// whatever `.cuekit/.gitignore` the repository ships (the deepest ignore file decides).
@@ -170,15 +150,6 @@ fn create_task_dir(task_dir: &Path) -> Result<()> {
         b"# Written by cuekit: this task's files are never part of the project.\n*\n",
     )
     .map_err(|err| Error::io("write", &task_dir.join(".gitignore"), err))
-}
-
-fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .and_then(|mut file| std::io::Write::write_all(&mut file, bytes))
 }
 
 pub(super) struct TaskFiles {

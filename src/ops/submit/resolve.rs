@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::check::{check_argv_limit, client_word};
 use super::request::{Asker, SubmitOutcome, SubmitRequest};
 use crate::domain::adapter::{self, Adapter, LaunchCommand};
 use crate::domain::error::{Error, ErrorCode, Result};
@@ -458,4 +457,52 @@ fn resumable_session(earlier: &TaskRecord) -> Result<String> {
         ))
         .with_hint("only tasks whose agent reported a session (Gemini, agy; an interactive agy once it exited) can be resumed")
     })
+}
+
+/// The cuekit binary as a shell word: an ACP task's pane runs it as the protocol's client.
+pub(super) fn client_word() -> Result<String> {
+    let exe = std::env::current_exe().map_err(|err| {
+        Error::new(
+            ErrorCode::Io,
+            format!("cannot find the cuekit binary: {err}"),
+        )
+    })?;
+    adapter::shell_word_for_bin(&exe.to_string_lossy())
+}
+/// Linux refuses to start a program with an argument over 128 KiB (`MAX_ARG_STRLEN`, the NUL
+/// included): refused before anything starts, rather than ending as "Argument list too long".
+const MAX_ARGV_WORD: usize = 128 * 1024 - 1;
+/// A prompt that goes on the agent's command line must fit in one argv word (with a little room
+/// for an attached `--prompt=`); a launch that reads the prompt file has no such limit.
+pub(super) fn check_argv_limit(
+    spec: &TaskSpec,
+    adapter: &adapter::Adapter,
+    command: &str,
+) -> Result<()> {
+    let reads_prompt_file =
+        command.contains(&format!("\"${}\"", crate::domain::launch::PROMPT_VARIABLE));
+    let longest = if adapter.runs_argv {
+        spec.argv.iter().map(String::len).max().unwrap_or(0)
+    } else if reads_prompt_file {
+        0
+    } else {
+        crate::domain::spec::render_prompt(spec).len() + 32
+    };
+    if longest <= MAX_ARGV_WORD {
+        return Ok(());
+    }
+    Err(Error::invalid_input(format!(
+        "the {} is {longest} bytes: {} takes it as one command-line word, and Linux limits a \
+         word to 128 KiB",
+        if adapter.runs_argv {
+            "longest argument"
+        } else {
+            "prompt"
+        },
+        adapter.kind()
+    ))
+    .with_hint(
+        "shorten it, or put the material in a file and name the file in the prompt; \
+         Gemini in batch mode (`--mode batch`) reads prompts of any size from stdin",
+    ))
 }
