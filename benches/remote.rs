@@ -8,7 +8,7 @@
 //! - list: `cuekit list --all` over 2 hosts × N tasks, with the ssh processes it starts (the
 //!   budget is one round trip per host).
 
-#[path = "../tests/support/ssh_host.rs"]
+#[path = "../tests/harness/ssh_host.rs"]
 mod ssh_host;
 mod support;
 

@@ -2,12 +2,17 @@
 //! logs every invocation, and the refresh (`ops::board`, as `cuekit top` calls it) runs in
 //! this process. The budget is two calls whatever the number of tasks; screens that did not
 //! change since the last refresh cost none.
+//!
+//! A binary of its own, outside tests/integration: the refresh runs in this process, which
+//! sets its own HOME, PATH, XDG_DATA_HOME and tmux socket for it (`std::env::set_var`), and
+//! would change them under every other test of a shared process.
 
-mod common;
+#[path = "harness/mod.rs"]
+mod harness;
 
 use std::path::Path;
 
-use common::{Harness, write_executable};
+use harness::{Harness, write_executable};
 
 const TASKS: usize = 300;
 

@@ -2,11 +2,9 @@
 //! socket, real /bin/sh, and the fake Gemini CLI for exit codes and output the real CLI
 //! cannot produce on demand.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::Harness;
+use crate::harness::Harness;
 
 fn wait_json(h: &Harness, args: &[&str]) -> (serde_json::Value, i32) {
     let mut all = vec!["wait"];
@@ -29,7 +27,7 @@ fn batch_task_completes_with_exit_zero_and_is_not_steerable() {
         status["launch_command"],
         format!(
             "gemini --skip-trust -y -o stream-json --session-id '{id}' {}",
-            common::STDIN_PROMPT
+            crate::harness::STDIN_PROMPT
         )
     );
     assert!(h.transcript(&id).contains("reply to: say hello"));
@@ -341,7 +339,7 @@ fn dry_run_prints_the_launch_command_and_runs_nothing() {
         out.trim(),
         format!(
             "gemini --skip-trust -y -m 'gemini-2.5-flash' -o stream-json {}",
-            common::STDIN_PROMPT
+            crate::harness::STDIN_PROMPT
         )
     );
     let (value, _) = h.json(&["submit", "--dry-run", "--approval-mode", "bogus", "x"]);
@@ -418,7 +416,7 @@ fn the_pane_gets_the_submitters_environment_without_secrets_on_argv() {
         .with_fake_gemini()
         .env("GEMINI_API_KEY", "sekrit-value");
     // A wrapper that reports what the agent saw.
-    common::write_executable(
+    crate::harness::write_executable(
         &h.bin.join("gemini"),
         "#!/bin/sh\necho \"key=$GEMINI_API_KEY task=$CUEKIT_TASK_ID\"\n",
     );

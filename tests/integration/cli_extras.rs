@@ -2,9 +2,7 @@
 //! colour only where it belongs, relative ages, `wait`'s live line on a terminal only, and
 //! `submit --attach`.
 
-mod common;
-
-use common::Harness;
+use crate::harness::Harness;
 
 fn stdout_of(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()

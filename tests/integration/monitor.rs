@@ -2,13 +2,11 @@
 //! notifications), timeouts with nobody waiting, and its cost per tick. Real tmux on a private
 //! socket, real /bin/sh, the real Gemini CLI where the screen matters.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Harness, MODEL, canned_text, poll};
+use crate::harness::{Harness, MODEL, canned_text, poll};
 use serde_json::Value;
 
 fn user_config(h: &Harness, text: &str) {
@@ -180,7 +178,7 @@ fn dialog_gemini(h: &Harness, flicker: bool) {
             dialog.display()
         )
     };
-    common::write_executable(&h.bin.join("gemini"), &format!("#!/bin/sh\n{body}\n"));
+    crate::harness::write_executable(&h.bin.join("gemini"), &format!("#!/bin/sh\n{body}\n"));
 }
 
 #[test]
@@ -292,7 +290,7 @@ fn a_hundred_running_tasks_cost_the_monitor_at_most_two_tmux_calls_a_tick() {
             .stdout,
     )
     .unwrap();
-    common::write_executable(
+    crate::harness::write_executable(
         &shim_dir.join("tmux"),
         &format!(
             "#!/bin/sh\necho \"$PPID $(date +%s%N)\" >> '{}'\nexec '{}' \"$@\"\n",

@@ -1,11 +1,9 @@
 //! Every adapter through the real runtime (tmux, /bin/sh, transcript, sentinel, steering): a
 //! stand-in for each CLI that parses argv as the real one does (tests/fixtures/fake-agent).
 
-mod common;
-
 use std::time::Duration;
 
-use common::Harness;
+use crate::harness::Harness;
 
 /// The CLIs that cannot run here, by agent kind and binary name.
 const AGENTS: [(&str, &str); 6] = [
@@ -21,7 +19,7 @@ fn with_fake(binary: &str) -> Harness {
     let h = Harness::new();
     let fixture =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-agent");
-    common::install_executable(&fixture, &h.bin.join(binary));
+    crate::harness::install_executable(&fixture, &h.bin.join(binary));
     h
 }
 

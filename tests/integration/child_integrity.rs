@@ -3,12 +3,10 @@
 //! the audit saw one do, through real tmux (a private socket per test), real /bin/sh and, where
 //! the behaviour is an agent's, the real Gemini CLI (offline, canned replies).
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Harness, MODEL, canned_shell_call, canned_text, poll};
+use crate::harness::{Harness, MODEL, canned_shell_call, canned_text, poll};
 use serde_json::Value;
 
 /// A child's script: wait until the test says go (a file in the project), so what it forges
@@ -332,7 +330,7 @@ fn parent_in_pane(h: &Harness, session: &str, replies: &[String], prompt: &str) 
     let canned = h.root().join(format!("{session}.jsonl"));
     std::fs::write(&canned, replies.join("\n") + "\n").unwrap();
     let quote = |text: &str| shlex::try_quote(text).unwrap().into_owned();
-    let gemini = h.program(&common::real_gemini());
+    let gemini = h.program(&crate::harness::real_gemini());
     let mut script = String::new();
     for (name, value) in gemini.get_envs() {
         match (name.to_string_lossy(), value) {
@@ -346,7 +344,7 @@ fn parent_in_pane(h: &Harness, session: &str, replies: &[String], prompt: &str) 
     script += &format!(
         "cd {}\nexec {} --fake-responses-non-strict {} -m {MODEL} -y --skip-trust -i {}\n",
         quote(&h.project.to_string_lossy()),
-        quote(&common::real_gemini().to_string_lossy()),
+        quote(&crate::harness::real_gemini().to_string_lossy()),
         quote(&canned.to_string_lossy()),
         quote(prompt),
     );

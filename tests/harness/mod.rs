@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod git;
+pub mod ssh_host;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -2,18 +2,16 @@
 //! steering, the event filter), with a stand-in for agy (tests/fixtures/fake-agy): agy installs
 //! from Google's site and cannot run here.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::Harness;
+use crate::harness::Harness;
 
 /// The stand-in as `agy` on PATH, signed in unless `signed_in` is false.
 fn with_fake_agy(signed_in: bool) -> Harness {
     let h = Harness::new();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-agy");
-    common::install_executable(&fixture, &h.bin.join("agy"));
+    crate::harness::install_executable(&fixture, &h.bin.join("agy"));
     if signed_in {
         let dir = h.home.join(".gemini/antigravity-cli");
         std::fs::create_dir_all(&dir).unwrap();
@@ -237,11 +235,11 @@ fn a_busy_interactive_task_is_cancelled_with_its_processes() {
         h.screen(&id).contains("esc to cancel")
     });
     assert_eq!(h.status(&id)["status"], "running");
-    assert!(!common::processes_of(&id).is_empty());
+    assert!(!crate::harness::processes_of(&id).is_empty());
     let (cancelled, code) = h.json(&["cancel", &id]);
     assert_eq!(code, 0, "{cancelled}");
     assert_eq!(h.status(&id)["status"], "cancelled");
-    common::assert_nothing_left(&id);
+    crate::harness::assert_nothing_left(&id);
 }
 
 #[test]
@@ -304,7 +302,7 @@ fn the_fake_rejects_what_agy_rejects() {
 fn with_fake_acp_server(signed_in: bool) -> Harness {
     let h = Harness::new();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-agy-acp");
-    common::install_executable(&fixture, &h.bin.join("agy_acp_server"));
+    crate::harness::install_executable(&fixture, &h.bin.join("agy_acp_server"));
     if signed_in {
         let dir = h.home.join(".gemini/antigravity-acp");
         std::fs::create_dir_all(&dir).unwrap();
@@ -366,7 +364,7 @@ fn acp_mode_asks_the_parent_and_steers_over_the_protocol() {
     assert_eq!(result["tool_calls"][0]["status"], "completed", "{result}");
     let (cancelled, code) = h.json(&["cancel", &id]);
     assert_eq!(code, 0, "{cancelled}");
-    common::assert_nothing_left(&id);
+    crate::harness::assert_nothing_left(&id);
 }
 
 #[test]

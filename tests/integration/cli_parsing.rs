@@ -3,16 +3,14 @@
 //! goes after `--`. And input that cannot be a task (not UTF-8) is refused with
 //! `invalid_input` before anything is recorded.
 
-mod common;
-
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use common::Harness;
-use common::git::git;
+use crate::harness::Harness;
+use crate::harness::git::git;
 use serde_json::{Value, json};
 
 #[track_caller]

@@ -1,17 +1,15 @@
 //! The jcode adapter through the real runtime (tmux, /bin/sh, transcript, sentinel, steering),
 //! with a stand-in for jcode (tests/fixtures/fake-jcode): jcode is on no package registry here.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::Harness;
+use crate::harness::Harness;
 
 fn with_fake_jcode() -> Harness {
     let h = Harness::new();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-jcode");
-    common::install_executable(&fixture, &h.bin.join("jcode"));
+    crate::harness::install_executable(&fixture, &h.bin.join("jcode"));
     h
 }
 

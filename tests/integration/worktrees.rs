@@ -1,13 +1,11 @@
 //! Tasks in their own git worktrees: real git, real tmux, real /bin/sh, and `--agent command`
 //! children that edit, commit or fail like an agent would.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::Harness;
-use common::git::{git, init_repo, project_repo};
+use crate::harness::Harness;
+use crate::harness::git::{git, init_repo, project_repo};
 use serde_json::Value;
 
 /// A repository in the project folder: one shared file, `.cuekit/` ignored, one commit on main.

@@ -1,13 +1,11 @@
 //! Conflicts between worktree children, seen before the merge: real git, real tmux on a private
 //! socket, real /bin/sh, `--agent command` children that edit like an agent would.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::git::{commit_all, git, project_repo};
-use common::{Harness, poll};
+use crate::harness::git::{commit_all, git, project_repo};
+use crate::harness::{Harness, poll};
 use serde_json::Value;
 
 const LINES: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\n";

@@ -6,8 +6,6 @@
 //! mode ids cuekit maps its approval modes to (with a local provider where a session needs an
 //! account), an end on stdin EOF, and what a SIGTERM to its top process leaves running.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -192,12 +190,12 @@ impl Agent {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, content).unwrap();
         }
-        let mut command = Command::new(common::installed_tool(program));
+        let mut command = Command::new(crate::harness::installed_tool(program));
         command.args(acp.args);
         if let (Some(model), Some(flag)) = (model, acp.model_flag) {
             command.args([flag, model]);
         }
-        let path = std::env::join_paths(std::iter::once(common::tools_bin()).chain(
+        let path = std::env::join_paths(std::iter::once(crate::harness::tools_bin()).chain(
             std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
         ))
         .unwrap();
@@ -261,7 +259,7 @@ impl Agent {
     fn terminate_top(&mut self) {
         unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
         let mut ended = false;
-        common::poll(ANSWER, || {
+        crate::harness::poll(ANSWER, || {
             ended = self.child.try_wait().unwrap().is_some();
             ended
         });
@@ -344,7 +342,7 @@ impl Agent {
     fn ends_on_eof(mut self) {
         drop(self.stdin.take());
         let mut status = None;
-        common::poll(ANSWER, || {
+        crate::harness::poll(ANSWER, || {
             status = self.child.try_wait().unwrap();
             status.is_some()
         });
@@ -502,7 +500,7 @@ fn check_sigterm(kind: &str) {
     match case(kind).sigterm {
         Sigterm::EndsAll => {
             let mut left = Vec::new();
-            let gone = common::poll(ENDING, || {
+            let gone = crate::harness::poll(ENDING, || {
                 left = agent.group();
                 left.is_empty()
             });

@@ -2,14 +2,12 @@
 //! submit killed at any instant, a tmux server killed under live children, a broken socket,
 //! corrupt files, huge prompts, odd bytes. Real tmux on a private socket, real /bin/sh.
 
-mod common;
-
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Harness, poll, processes_of};
+use crate::harness::{Harness, poll, processes_of};
 use serde_json::{Value, json};
 
 /// A child that ignores TERM and HUP and forks a grandchild that does the same.
@@ -628,7 +626,7 @@ fn cuekits_files_stay_out_of_the_childs_commits() {
 fn tasks_on_two_servers_with_the_same_pane_id_are_judged_by_their_own_screens() {
     let h = Harness::new();
     let screens = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/screens");
-    common::write_executable(
+    crate::harness::write_executable(
         &h.bin.join("gemini"),
         "#!/bin/sh\nprintf '\\033[H\\033[2J'; cat \"$FIXTURE_SCREEN\"; exec sleep 600\n",
     );

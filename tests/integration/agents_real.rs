@@ -1,9 +1,7 @@
 //! Real agent CLIs that start offline without credentials (installed by scripts/test): cuekit
 //! must see that they wait on a login screen rather than report them running forever.
 
-mod common;
-
-use common::{Harness, installed_tool};
+use crate::harness::{Harness, installed_tool};
 
 #[test]
 fn a_real_cli_on_its_login_screen_is_input_required_and_blocks_steering() {

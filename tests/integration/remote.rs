@@ -4,18 +4,14 @@
 //! the hosts; host keys are checked against a known_hosts file written from the host keys.
 //! scripts/test installs openssh-server; a machine without it fails here, saying so.
 
-mod common;
-#[path = "support/ssh_host.rs"]
-mod ssh_host;
-
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{Harness, write_executable};
+use crate::harness::ssh_host::{SshHost, as_root, must};
+use crate::harness::{Harness, write_executable};
 use proptest::prelude::*;
 use serde_json::Value;
-use ssh_host::{SshHost, as_root, must};
 
 /// A harness whose user config names `hosts`, with an ssh client config for them (through a
 /// `ssh` on PATH that adds `-F`: ssh reads `~/.ssh/config` from the passwd entry, not HOME).

@@ -3,18 +3,14 @@
 //! `command` child run as an unprivileged throw-away user, where bubblewrap needs a user
 //! namespace (as root it does not, and the failures real users meet would not show).
 
-mod common;
-#[path = "support/ssh_host.rs"]
-mod ssh_host;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::git::project_repo;
-use common::{Harness, canned_shell_call, canned_text};
+use crate::harness::git::project_repo;
+use crate::harness::ssh_host::{ThrowawayUser, as_root};
+use crate::harness::{Harness, canned_shell_call, canned_text};
 use serde_json::Value;
-use ssh_host::{ThrowawayUser, as_root};
 
 /// Each attempt as one shell command that prints `RESULT-<name> <its exit status>`.
 fn attempt(name: &str, command: &str) -> String {
@@ -97,7 +93,9 @@ fn a_sandboxed_gemini_child_writes_its_worktree_and_nothing_else() {
         sleep
     });
     let outside_pid = outside.0.id();
-    assert!(common::poll(Duration::from_secs(10), || agent_socket.exists()));
+    assert!(crate::harness::poll(Duration::from_secs(10), || {
+        agent_socket.exists()
+    }));
     let tmux_socket = format!("/tmp/tmux-{}/{}", unsafe { libc::geteuid() }, h.socket);
 
     let names = [
@@ -154,7 +152,7 @@ fn a_sandboxed_gemini_child_writes_its_worktree_and_nothing_else() {
     let h = h.with_real_gemini(&replies);
     // The canned replies and the real CLI live where the sandbox hides (the test's temp dir):
     // the user's own `sandbox.read` shows them.
-    let tools = common::tools_bin().parent().unwrap().to_path_buf();
+    let tools = crate::harness::tools_bin().parent().unwrap().to_path_buf();
     user_config(
         &h,
         &format!(
@@ -173,7 +171,7 @@ fn a_sandboxed_gemini_child_writes_its_worktree_and_nothing_else() {
         "--mode",
         "batch",
         "--model",
-        common::MODEL,
+        crate::harness::MODEL,
         "--id",
         ID,
         "Try to get out",
@@ -228,7 +226,7 @@ fn a_sandboxed_gemini_child_writes_its_worktree_and_nothing_else() {
     );
     // The report, dropped inside, is on record.
     assert!(
-        common::poll(Duration::from_secs(10), || {
+        crate::harness::poll(Duration::from_secs(10), || {
             h.status(id)["last_report"]["message"] == "from inside the sandbox"
         }),
         "{}",
@@ -509,8 +507,13 @@ fn a_sandboxed_interactive_child_is_steered_and_cancelled() {
     let h = Harness::new()
         .with_real_gemini(&[canned_text("First answer."), canned_text("Second answer.")]);
     h.show_real_gemini_to_sandbox();
-    let id = h.submit(&["--sandbox", "--model", common::MODEL, "Answer twice"]);
-    let ok = common::poll(Duration::from_secs(60), || {
+    let id = h.submit(&[
+        "--sandbox",
+        "--model",
+        crate::harness::MODEL,
+        "Answer twice",
+    ]);
+    let ok = crate::harness::poll(Duration::from_secs(60), || {
         h.status(&id)["status"] == "input_required"
     });
     assert!(ok, "{}\n{}", h.status(&id), h.screen(&id));
@@ -518,13 +521,13 @@ fn a_sandboxed_interactive_child_is_steered_and_cancelled() {
     assert_eq!(code, 0, "{receipt}");
     assert_eq!(receipt["receipt"], "submitted", "{receipt}");
     assert!(
-        common::poll(Duration::from_secs(30), || h
+        crate::harness::poll(Duration::from_secs(30), || h
             .screen(&id)
             .contains("Second answer.")),
         "{}",
         h.screen(&id)
     );
-    let inside = common::processes_of(&id);
+    let inside = crate::harness::processes_of(&id);
     let own = pid_namespace(std::process::id());
     assert!(
         inside.iter().any(|pid| pid_namespace(*pid) != own),
@@ -533,7 +536,7 @@ fn a_sandboxed_interactive_child_is_steered_and_cancelled() {
     let (cancelled, code) = h.json(&["cancel", &id]);
     assert_eq!(code, 0, "{cancelled}");
     assert_eq!(h.status(&id)["status"], "cancelled");
-    common::assert_nothing_left(&id);
+    crate::harness::assert_nothing_left(&id);
 }
 
 /// In ACP mode bubblewrap wraps the agent, not cuekit's client: the client stays outside (its
@@ -548,18 +551,18 @@ fn in_acp_mode_the_sandbox_wraps_the_agent_not_the_client() {
         "--mode",
         "acp",
         "--model",
-        common::MODEL,
+        crate::harness::MODEL,
         "Answer",
     ]);
     assert!(
-        common::poll(Duration::from_secs(60), || {
+        crate::harness::poll(Duration::from_secs(60), || {
             h.ok(&["logs", &id]).contains("First answer.")
         }),
         "{}",
         h.transcript(&id)
     );
     let own = pid_namespace(std::process::id());
-    let processes = common::processes_of(&id);
+    let processes = crate::harness::processes_of(&id);
     let name =
         |pid: &u32| std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let client: Vec<&u32> = processes
@@ -580,14 +583,14 @@ fn in_acp_mode_the_sandbox_wraps_the_agent_not_the_client() {
     assert_eq!(code, 0, "{receipt}");
     assert_eq!(receipt["receipt"], "submitted", "{receipt}");
     assert!(
-        common::poll(Duration::from_secs(30), || h
+        crate::harness::poll(Duration::from_secs(30), || h
             .ok(&["logs", &id])
             .contains("Second answer.")),
         "{}",
         h.transcript(&id)
     );
     h.json(&["cancel", &id]);
-    common::assert_nothing_left(&id);
+    crate::harness::assert_nothing_left(&id);
 }
 
 /// A sandbox that cannot be made when the task starts (a path it shows is gone by then) ends
@@ -639,10 +642,12 @@ fn a_sandboxed_task_times_out_with_nothing_left() {
     let (waited, _) = h.json(&["wait", &id, "--timeout", "60s"]);
     assert_eq!(waited["tasks"][0]["status"], "timed_out", "{waited}");
     assert!(
-        common::poll(Duration::from_secs(15), || common::processes_of(&id)
-            .is_empty()),
+        crate::harness::poll(Duration::from_secs(15), || crate::harness::processes_of(
+            &id
+        )
+        .is_empty()),
         "left running: {:?}",
-        common::processes_of(&id)
+        crate::harness::processes_of(&id)
     );
 }
 
@@ -773,11 +778,11 @@ fn nothing_a_sandboxed_child_writes_leads_cuekits_git() {
         assert_eq!(code, 34, "case {n}: {refused}");
         assert!(refused.to_string().contains(".gitattributes"), "{refused}");
         h.ok(&["merge", &id, "--yes"]);
-        let merged = common::git::git(&h.project, &["show", "main:committed.txt"]);
+        let merged = crate::harness::git::git(&h.project, &["show", "main:committed.txt"]);
         assert_eq!(merged, "one\n");
-        common::git::git(&h.project, &["show", "main:uncommitted.txt"]);
+        crate::harness::git::git(&h.project, &["show", "main:uncommitted.txt"]);
         // The user's own git in the user's repository runs nothing of the child's either.
-        common::git::git(&h.project, &["status"]);
+        crate::harness::git::git(&h.project, &["status"]);
         assert!(
             !marker.exists(),
             "case {n}: the child's git ran outside:\n{said}"
@@ -795,7 +800,7 @@ fn a_sandboxed_child_cannot_touch_the_users_repository() {
         let h = Harness::new();
         repo(&h);
         let user_git = h.project.join(".git");
-        let head = common::git::git(&h.project, &["rev-parse", "HEAD"]);
+        let head = crate::harness::git::git(&h.project, &["rev-parse", "HEAD"]);
         let names = ["rewind", "objects", "rename", "commondir", "own", "unmount"];
         let attempts = [
             attempt(
@@ -851,8 +856,11 @@ fn a_sandboxed_child_cannot_touch_the_users_repository() {
                 assert_ne!(code, 0, "{name} got through:\n{transcript}");
             }
         }
-        assert_eq!(common::git::git(&h.project, &["rev-parse", "HEAD"]), head);
-        common::git::git(&h.project, &["fsck", "--no-dangling"]);
+        assert_eq!(
+            crate::harness::git::git(&h.project, &["rev-parse", "HEAD"]),
+            head
+        );
+        crate::harness::git::git(&h.project, &["fsck", "--no-dangling"]);
         assert!(!h.project.join(".git/commondir").exists());
     }
 }
@@ -867,7 +875,7 @@ fn fifos_in_a_childs_tree_never_hang_cuekit() {
     // L1: an included, ignored folder with a FIFO and a file in it.
     std::fs::write(h.project.join(".worktreeinclude"), "cache/\n").unwrap();
     std::fs::write(h.project.join(".gitignore"), ".cuekit/\ncache/\n").unwrap();
-    common::git::commit_all(&h.project, "include");
+    crate::harness::git::commit_all(&h.project, "include");
     std::fs::create_dir_all(h.project.join("cache")).unwrap();
     std::fs::write(h.project.join("cache/kept.txt"), "kept\n").unwrap();
     let made = Command::new("mkfifo")
@@ -974,7 +982,7 @@ fn a_sandboxed_gemini_childs_work_comes_back_exactly() {
     for kind in [&[][..], &["--worktree"][..]] {
         let h = Harness::new().with_real_gemini(&replies);
         repo(&h);
-        let tools = common::tools_bin().parent().unwrap().to_path_buf();
+        let tools = crate::harness::tools_bin().parent().unwrap().to_path_buf();
         user_config(
             &h,
             &format!(
@@ -983,7 +991,13 @@ fn a_sandboxed_gemini_childs_work_comes_back_exactly() {
                 tools.display()
             ),
         );
-        let mut args = vec!["--sandbox", "--mode", "batch", "--model", common::MODEL];
+        let mut args = vec![
+            "--sandbox",
+            "--mode",
+            "batch",
+            "--model",
+            crate::harness::MODEL,
+        ];
         args.extend(kind);
         args.push("Edit, commit, and leave some work uncommitted");
         let id = h.submit(&args);
@@ -1028,10 +1042,10 @@ fn a_sandboxed_childs_git_dir_never_leads_the_fetch_elsewhere() {
     let h = Harness::new();
     repo(&h);
     let private = h.home.join("private");
-    common::git::init_repo(&private);
+    crate::harness::git::init_repo(&private);
     std::fs::write(private.join("secret.txt"), "PRIVATE-3\n").unwrap();
-    common::git::commit_all(&private, "secret");
-    let secret = common::git::git(&private, &["rev-parse", "HEAD"]);
+    crate::harness::git::commit_all(&private, "secret");
+    let secret = crate::harness::git::git(&private, &["rev-parse", "HEAD"]);
     let script = format!(
         "gd=$(sed -n 's/^gitdir: //p' .git); echo '{}' > \"$gd/commondir\"; \
          echo 'ref: refs/heads/main' > \"$gd/HEAD\"; echo LED",
@@ -1073,7 +1087,7 @@ fn a_sandboxed_tasks_setup_runs_inside_its_sandbox() {
     let h = Harness::new();
     repo(&h);
     std::fs::write(h.project.join("setup.sh"), "echo SETUP-RAN\n").unwrap();
-    common::git::commit_all(&h.project, "setup");
+    crate::harness::git::commit_all(&h.project, "setup");
     user_config(&h, "worktree:\n  setup: sh ./setup.sh\n");
     let escaped = h.home.join("ESCAPED-VIA-SETUP");
     let first = h.submit_sh(
@@ -1109,7 +1123,7 @@ fn a_repository_never_chooses_what_is_copied_into_a_sandbox() {
     repo(&h);
     std::fs::write(h.project.join(".worktreeinclude"), ".cuekit/\n.env\n").unwrap();
     std::fs::write(h.project.join(".gitignore"), ".cuekit/\n.env\n").unwrap();
-    common::git::commit_all(&h.project, "include");
+    crate::harness::git::commit_all(&h.project, "include");
     std::fs::write(h.project.join(".env"), "AWS_SECRET=xyz\n").unwrap();
     let earlier = h.submit_batch_sh("echo EARLIER-PROMPT-TEXT");
     h.ok(&["wait", &earlier, "--timeout", "60s"]);

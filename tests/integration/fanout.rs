@@ -2,11 +2,9 @@
 //! cuekit binary, real tmux on a private socket, real /bin/sh; the fake Gemini only to see the
 //! argv a role produces.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Harness, write_executable};
+use crate::harness::{Harness, write_executable};
 use serde_json::Value;
 
 /// The test's cuekit binary as `cuekit` on the pane's PATH, as an installed cuekit would be.
@@ -648,14 +646,14 @@ fn a_real_gemini_child_reports_blocked_through_its_shell_tool() {
     .to_string();
     let h = Harness::new().with_real_gemini(&[
         tool_call,
-        common::canned_text("I told the parent I need the API key."),
+        crate::harness::canned_text("I told the parent I need the API key."),
     ]);
     cuekit_on_path(&h);
     let id = h.submit(&[
         "--mode",
         "batch",
         "--model",
-        common::MODEL,
+        crate::harness::MODEL,
         "--team",
         "deploy",
         "Deploy the service",

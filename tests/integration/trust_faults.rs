@@ -3,13 +3,11 @@
 //! Real binary, real tmux (a private server per test), real /bin/sh; each test names the audit's
 //! defect it holds shut.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::Harness;
+use crate::harness::Harness;
 use serde_json::Value;
 
 /// An answer that is cuekit's refusal with `expected` and its exit status.
@@ -213,11 +211,11 @@ fn cancel_on_a_full_disk_ends_the_task_and_records_it_once_there_is_room() {
     let disk = Tmpfs::mount(&h.project, "4m");
     let id = h.submit_sh("sleep 600", &[]);
     h.wait_until(&id, "the task's processes", Duration::from_secs(30), || {
-        !common::processes_of(&id).is_empty()
+        !crate::harness::processes_of(&id).is_empty()
     });
     let filler = disk.fill();
     let (answer, code) = h.json(&["cancel", &id]);
-    common::assert_nothing_left(&id);
+    crate::harness::assert_nothing_left(&id);
     assert_eq!(code, 0, "{answer}");
     assert_eq!(answer[0]["status"], "cancelled", "{answer}");
     // Room again: the next look records the cancel (not the ended pane's exit).
@@ -321,7 +319,7 @@ fn fifos_swapped_into_a_drop_folder_never_block_the_monitor() {
     user_config(&h, "monitor:\n  interval: 100ms\n");
     let id = h.submit_sh("sleep 600", &["--sandbox", "--timeout", "20s"]);
     h.wait_until(&id, "the task's processes", Duration::from_secs(30), || {
-        !common::processes_of(&id).is_empty()
+        !crate::harness::processes_of(&id).is_empty()
     });
     let drop = h.home.join(".local/share/cuekit/drop").join(&id);
     assert!(drop.is_dir(), "no drop folder at {}", drop.display());
@@ -352,8 +350,8 @@ fn fifos_swapped_into_a_drop_folder_never_block_the_monitor() {
             round
         })
     };
-    let ended = common::poll(Duration::from_secs(60), || {
-        common::processes_of(&id).is_empty()
+    let ended = crate::harness::poll(Duration::from_secs(60), || {
+        crate::harness::processes_of(&id).is_empty()
     });
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let rounds = swapper.join().unwrap();
@@ -428,15 +426,15 @@ fn a_monitor_whose_tmux_server_is_gone_exits() {
             .collect::<Vec<u32>>()
     };
     assert!(
-        common::poll(Duration::from_secs(20), || !monitors().is_empty()),
+        crate::harness::poll(Duration::from_secs(20), || !monitors().is_empty()),
         "no monitor started"
     );
     // The child makes its record unreadable (past the limit, or not JSON at all).
     std::fs::write(h.task_dir(&id).join("task.json"), b"{ not a record").unwrap();
     h.tmux(&["kill-server"]);
-    common::assert_nothing_left(&id);
+    crate::harness::assert_nothing_left(&id);
     assert!(
-        common::poll(Duration::from_secs(30), || monitors().is_empty()),
+        crate::harness::poll(Duration::from_secs(30), || monitors().is_empty()),
         "the monitor outlived its tmux server: {:?}",
         monitors()
     );
@@ -498,9 +496,9 @@ fn a_deeply_nested_project_file_is_refused_before_it_is_parsed() {
 fn a_project_role_cannot_make_real_gemini_run_a_shell_call_the_user_kept_asked() {
     let pwned = "PWNED";
     let h = Harness::new().with_real_gemini(&[
-        common::canned_shell_call(&format!("touch {pwned}")),
-        common::canned_text("Reviewed."),
-        common::canned_text("Reviewed."),
+        crate::harness::canned_shell_call(&format!("touch {pwned}")),
+        crate::harness::canned_text("Reviewed."),
+        crate::harness::canned_text("Reviewed."),
     ]);
     write(
         &h.project.join(".cuekit/agents/reviewer.md"),
@@ -516,7 +514,7 @@ fn a_project_role_cannot_make_real_gemini_run_a_shell_call_the_user_kept_asked()
         "--mode",
         "batch",
         "--model",
-        common::MODEL,
+        crate::harness::MODEL,
         "review the change",
     ]);
     assert_eq!(code, 0, "{answer}");
@@ -554,7 +552,7 @@ fn the_first_look_after_killed_submits_leaves_no_session_behind() {
     .unwrap();
     let marks = h.root().join("marks");
     std::fs::create_dir_all(&marks).unwrap();
-    common::write_executable(
+    crate::harness::write_executable(
         &h.bin.join("tmux"),
         &format!(
             "#!/bin/sh\ncase \" $* \" in *\" new-session \"*)\n  touch '{m}/asking'\n  while [ ! -e '{m}/go' ]; do sleep 0.02; done ;;\nesac\nexec '{real}' \"$@\"\n",
@@ -570,7 +568,7 @@ fn the_first_look_after_killed_submits_leaves_no_session_behind() {
         .spawn()
         .unwrap();
     assert!(
-        common::poll(Duration::from_secs(20), || marks.join("asking").exists()),
+        crate::harness::poll(Duration::from_secs(20), || marks.join("asking").exists()),
         "the submit never asked tmux for its session"
     );
     submit.kill().unwrap();
@@ -586,7 +584,7 @@ fn the_first_look_after_killed_submits_leaves_no_session_behind() {
     // cuekit's clients name the server by its path (the wrapper, then the real tmux).
     let socket = format!("/tmp/tmux-{}/{}", unsafe { libc::getuid() }, h.socket);
     assert!(
-        common::poll(Duration::from_secs(20), || processes_with(&[
+        crate::harness::poll(Duration::from_secs(20), || processes_with(&[
             &socket,
             "new-session"
         ])

@@ -3,8 +3,6 @@
 //! binary. Python is `.tools/venv/bin/python` (scripts/test installs the SDK there) or
 //! `CUEKIT_TEST_PYTHON`.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -12,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use common::git::git;
-use common::{Harness, MODEL, canned_text};
+use crate::harness::git::git;
+use crate::harness::{Harness, MODEL, canned_text};
 use serde_json::{Value, json};
 
 static NEXT_LOG: AtomicUsize = AtomicUsize::new(0);
@@ -659,7 +657,7 @@ fn an_interactive_gemini_task_is_steered_and_read_over_mcp() {
 /// the child asks, read the request, answer it, and read the result of the one turn.
 #[test]
 fn an_acp_task_asks_and_the_parent_answers_over_mcp() {
-    let shell = common::canned_shell_call("echo mcp > g.txt");
+    let shell = crate::harness::canned_shell_call("echo mcp > g.txt");
     let h = Harness::new().with_real_gemini(&[shell, canned_text("Wrote g.txt.")]);
     // It asks for approvals and an MCP client cannot choose no sandbox: sandboxed.
     h.show_real_gemini_to_sandbox();

@@ -3,15 +3,13 @@
 //! and a killed scheduler, dependencies, the queue's cancel/rm/wait, retries that resume the
 //! agent's session, and recovery after the tmux server died.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::*;
+use crate::harness::*;
 
 fn user_config(h: &Harness, yaml: &str) {
     let dir = h.home.join(".config/cuekit");
@@ -494,9 +492,9 @@ fn a_budget_stops_a_child_and_is_refused_where_no_usage_is_reported() {
 #[test]
 fn base_from_starts_a_worktree_from_another_tasks_work_once_it_completed() {
     let h = Harness::new();
-    common::git::init_repo(&h.project);
+    crate::harness::git::init_repo(&h.project);
     std::fs::write(h.project.join(".gitignore"), ".cuekit/\n").unwrap();
-    common::git::commit_all(&h.project, "init");
+    crate::harness::git::commit_all(&h.project, "init");
     let log = h.root().join("seen.log");
     let implementer = h.submit_sh(
         "sleep 0.5; echo implemented > feature.txt",
@@ -522,7 +520,7 @@ fn base_from_starts_a_worktree_from_another_tasks_work_once_it_completed() {
         .as_str()
         .unwrap()
         .to_string();
-    let message = common::git::git(
+    let message = crate::harness::git::git(
         &h.project,
         &["log", "-1", "--format=%s", &implementer_branch],
     );

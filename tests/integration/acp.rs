@@ -3,11 +3,11 @@
 //! over the protocol, the status is the protocol's, and nothing outlives a cancel or a killed
 //! client. Real tmux on a private socket, real /bin/sh.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Harness, MODEL, canned_shell_call as shell_call, canned_text, poll, processes_of};
+use crate::harness::{
+    Harness, MODEL, canned_shell_call as shell_call, canned_text, poll, processes_of,
+};
 use serde_json::Value;
 
 /// Waits until the task's status satisfies `done`; its status.
@@ -300,10 +300,10 @@ fn other_agents_without_credentials_end_auth_missing_too() {
         let h = Harness::new();
         let wrapper = format!(
             "#!/bin/sh\nPATH='{}':$PATH exec '{}' \"$@\"\n",
-            common::tools_bin().display(),
-            common::installed_tool(program).display()
+            crate::harness::tools_bin().display(),
+            crate::harness::installed_tool(program).display()
         );
-        common::write_executable(&h.bin.join(program), &wrapper);
+        crate::harness::write_executable(&h.bin.join(program), &wrapper);
         let id = h.submit(&["--agent", kind, "--mode", "acp", "hello"]);
         let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
         assert_eq!(code, 20, "{kind}: {waited}\n{}", h.transcript(&id));

@@ -2,9 +2,7 @@
 //! named `mcp_cuekit_<tool>` (how Gemini CLI names an MCP server's tools), with cuekit registered
 //! exactly as `cuekit mcp config --client gemini` prints it, delegating to a real Gemini child.
 
-mod common;
-
-use common::{Harness, MODEL, canned_text, real_gemini};
+use crate::harness::{Harness, MODEL, canned_text, real_gemini};
 use serde_json::{Value, json};
 
 /// The child's id, chosen by the parent (submit_task's `id`), so canned calls can name it.
@@ -194,7 +192,7 @@ fn every_clients_snippet_is_read_by_the_real_client() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &snippet).unwrap();
         let listed = h
-            .program(&common::installed_tool(binary))
+            .program(&crate::harness::installed_tool(binary))
             .args(["mcp", "list"])
             .env("CODEX_HOME", h.home.join(".codex"))
             .output()
@@ -249,7 +247,7 @@ fn mcp_install_merges_into_the_clients_file_once_and_keeps_what_was_there() {
         false
     );
     let listed = h
-        .program(&common::installed_tool("codex"))
+        .program(&crate::harness::installed_tool("codex"))
         .args(["mcp", "list"])
         .env("CODEX_HOME", h.home.join(".codex"))
         .output()
@@ -310,7 +308,7 @@ fn the_claude_code_plugin_is_loaded_by_the_real_claude_code() {
     assert_eq!(code, 0, "{written}");
     assert!(dir.join("skills/delegate/SKILL.md").is_file());
     // The Claude Code binary the Agent SDK ships (scripts/test installs it with the ACP bridge).
-    let claude = common::tools_bin()
+    let claude = crate::harness::tools_bin()
         .parent()
         .unwrap()
         .join("@anthropic-ai/claude-agent-sdk-linux-x64/claude");
@@ -415,7 +413,7 @@ fn a_busy_gemini_parent_is_woken_once_when_idle_and_reads_the_result() {
             json!({"objective": "Say hello", "mode": "batch", "model": MODEL, "id": UNASKED}),
         ),
         // Busy well past the children's ends.
-        common::canned_shell_call(&format!(
+        crate::harness::canned_shell_call(&format!(
             "sleep 8; date -u +%Y-%m-%dT%H:%M:%S.%3NZ > '{}'",
             slept.display()
         )),

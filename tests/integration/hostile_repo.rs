@@ -3,12 +3,10 @@
 //! it can write (its own record) must run no code and reach nothing outside the project. Real
 //! git, real tmux, real /bin/sh; each test names the audit's defect it holds shut.
 
-mod common;
-
 use std::process::{Command, Stdio};
 
-use common::Harness;
-use common::git::{commit_all, git, init_repo};
+use crate::harness::Harness;
+use crate::harness::git::{commit_all, git, init_repo};
 use serde_json::Value;
 
 /// The project folder as a repository with one commit.
@@ -441,9 +439,10 @@ fn a_child_cannot_trust_the_project_by_clearing_its_environment() {
         "{}",
         h.transcript(&id)
     );
-    assert!(common::poll(std::time::Duration::from_secs(10), || {
-        detached.exists()
-    }));
+    assert!(crate::harness::poll(
+        std::time::Duration::from_secs(10),
+        || { detached.exists() }
+    ));
     assert_eq!(std::fs::read_to_string(&detached).unwrap().trim(), "25");
     let (config, _) = h.json(&["config"]);
     let trust = &config.as_array().unwrap()[0];
@@ -566,7 +565,7 @@ fn a_fifo_in_place_of_a_record_never_blocks_a_listing() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let ended = common::poll(std::time::Duration::from_secs(20), || {
+    let ended = crate::harness::poll(std::time::Duration::from_secs(20), || {
         child.try_wait().unwrap().is_some()
     });
     if !ended {

@@ -2,11 +2,9 @@
 //! the real Gemini CLI (offline, canned replies) where it can show the case, the fake
 //! otherwise.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Harness, MODEL, canned_text};
+use crate::harness::{Harness, MODEL, canned_text};
 
 fn replies(texts: &[&str]) -> Vec<String> {
     texts.iter().map(|text| canned_text(text)).collect()

@@ -1,10 +1,8 @@
 //! Configuration, capabilities, init and doctor: what a user meets before the first task.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::Harness;
+use crate::harness::Harness;
 
 fn user_config(h: &Harness, text: &str) {
     let dir = h.home.join(".config/cuekit");
@@ -35,7 +33,7 @@ fn flag_beats_project_beats_user_beats_built_in() {
         dry_run(&h, &[]),
         format!(
             "/opt/user/gemini --skip-trust -y -m 'pro' -o stream-json {}",
-            common::STDIN_PROMPT
+            crate::harness::STDIN_PROMPT
         )
     );
     project_config(&h, "adapters:\n  gemini:\n    model: flash\n");
@@ -43,7 +41,7 @@ fn flag_beats_project_beats_user_beats_built_in() {
         dry_run(&h, &[]),
         format!(
             "/opt/user/gemini --skip-trust -y -m 'flash' -o stream-json {}",
-            common::STDIN_PROMPT
+            crate::harness::STDIN_PROMPT
         )
     );
     assert_eq!(
@@ -63,7 +61,7 @@ fn flag_beats_project_beats_user_beats_built_in() {
         String::from_utf8_lossy(&out.stdout).trim(),
         format!(
             "/opt/user/gemini --skip-trust -y -m 'flash' -o stream-json {}",
-            common::STDIN_PROMPT
+            crate::harness::STDIN_PROMPT
         )
     );
 
@@ -167,7 +165,7 @@ fn a_broken_config_names_file_line_and_column_and_nothing_is_submitted() {
 #[test]
 fn configured_env_and_tmux_size_reach_the_pane() {
     let h = Harness::new();
-    common::write_executable(
+    crate::harness::write_executable(
         &h.bin.join("gemini"),
         "#!/bin/sh\necho \"from config: $CUEKIT_TEST_VAR\"; tput lines; tput cols\n",
     );
@@ -334,7 +332,7 @@ fn doctor_in_a_bare_environment_fails_with_next_steps() {
 #[test]
 fn doctor_warns_about_missing_gemini_auth_and_passes_with_it() {
     let h = Harness::new().with_fake_gemini();
-    common::write_executable(
+    crate::harness::write_executable(
         &h.bin.join("gemini"),
         "#!/bin/sh\n[ \"$1\" = --version ] && echo 0.61.0\n",
     );
@@ -405,7 +403,7 @@ fn doctor_warns_about_missing_gemini_auth_and_passes_with_it() {
 #[test]
 fn doctor_does_not_hang_on_a_hung_binary() {
     let h = Harness::new();
-    common::write_executable(&h.bin.join("gemini"), "#!/bin/sh\nsleep 600\n");
+    crate::harness::write_executable(&h.bin.join("gemini"), "#!/bin/sh\nsleep 600\n");
     let started = Instant::now();
     let (checks, _) = doctor(&h, &[]);
     // A hang guard, not a performance figure: the probe's timeout is 5 s.
@@ -465,7 +463,7 @@ fn doctor_fix_creates_directories_and_the_gitignore_entry_and_reports_broken_rec
 fn a_project_files_code_running_keys_need_the_persons_trust() {
     let h = Harness::new();
     // What a cloned repository could carry: a binary of its own and an environment for it.
-    common::write_executable(&h.project.join("evil"), "#!/bin/sh\ntouch \"$0.ran\"\n");
+    crate::harness::write_executable(&h.project.join("evil"), "#!/bin/sh\ntouch \"$0.ran\"\n");
     project_config(
         &h,
         "defaults:\n  model: flash\nadapters:\n  gemini:\n    bin: ./evil\n    env:\n      LD_PRELOAD: /x.so\n",

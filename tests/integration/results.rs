@@ -1,12 +1,10 @@
 //! Structured results from the Gemini CLI's event stream: the real CLI, offline, with canned
 //! replies; its tool calls really run.
 
-mod common;
-
 use std::time::Duration;
 
-use common::git::git;
-use common::{Harness, MODEL, canned_text};
+use crate::harness::git::git;
+use crate::harness::{Harness, MODEL, canned_text};
 
 fn fixture(name: &str) -> Vec<String> {
     let path = format!(

@@ -2,11 +2,9 @@
 //! submitted from outside, keys go in with `send-keys` and the screen is read back with
 //! `capture-pane`.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Harness, MODEL, canned_text};
+use crate::harness::{Harness, MODEL, canned_text};
 
 const TOP: &str = "=top:";
 
@@ -300,7 +298,7 @@ fn a_child_on_its_login_screen_shows_first_and_a_steer_from_top_is_blocked() {
 /// for, `p` then `y` allows it, and the tool really runs.
 #[test]
 fn an_acp_tasks_permission_request_is_answered_from_top() {
-    let shell = common::canned_shell_call("echo top > t.txt");
+    let shell = crate::harness::canned_shell_call("echo top > t.txt");
     let h = Harness::new().with_real_gemini(&[shell, canned_text("Wrote t.txt.")]);
     start_top(&h, false);
     let id = h.submit(&[

@@ -1,11 +1,9 @@
 //! The real Gemini CLI (@google/gemini-cli 0.61.0, installed by scripts/test), run fully
 //! offline with canned model replies, in real tmux.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Harness, MODEL, canned_text};
+use crate::harness::{Harness, MODEL, canned_text};
 
 fn replies(texts: &[&str]) -> Vec<String> {
     texts.iter().map(|text| canned_text(text)).collect()
