@@ -231,15 +231,107 @@ impl Harness {
 
     /// A task of the `command` agent running `sh -c SCRIPT`, with `extra` flags; its id.
     pub fn submit_sh(&self, script: &str, extra: &[&str]) -> String {
-        let mut args = vec!["--agent", "command"];
-        args.extend_from_slice(extra);
-        args.extend(["--", "sh", "-c", script]);
-        self.submit(&args)
+        self.submit(&sh_task(script, extra))
+    }
+
+    /// A batch `sh -c SCRIPT` task in its own worktree, with `extra` flags; its id.
+    pub fn submit_worktree_sh(&self, extra: &[&str], script: &str) -> String {
+        let mut flags = vec!["--worktree", "--mode", "batch"];
+        flags.extend_from_slice(extra);
+        self.submit_sh(script, &flags)
     }
 
     /// [`Self::submit_sh`] of a batch task.
     pub fn submit_batch_sh(&self, script: &str) -> String {
         self.submit_sh(script, &["--mode", "batch"])
+    }
+
+    /// `cuekit wait IDS… --timeout LIMIT`: its answer and exit status, whatever they are.
+    pub fn wait_all(&self, ids: &[impl AsRef<str>], limit: &str) -> (Value, i32) {
+        let mut args = vec!["wait"];
+        args.extend(ids.iter().map(AsRef::as_ref));
+        args.extend(["--timeout", limit]);
+        self.json(&args)
+    }
+
+    /// [`Self::wait_all`], failing the test unless every task completed (exit status 0).
+    pub fn wait_ok(&self, ids: &[impl AsRef<str>], limit: &str) -> Value {
+        let (value, code) = self.wait_all(ids, limit);
+        assert_eq!(code, 0, "{value}");
+        value
+    }
+
+    /// [`Self::wait_all`], failing the test unless every task ended, whatever its ending (exit
+    /// status 0 or 20), in time.
+    pub fn wait_ended(&self, ids: &[impl AsRef<str>], limit: &str) -> Value {
+        let (value, code) = self.wait_all(ids, limit);
+        assert!(code == 0 || code == 20, "wait failed ({code}): {value}");
+        value
+    }
+
+    /// The user's own cuekit config file (`~/.config/cuekit/config.yaml`), written whole.
+    pub fn user_config(&self, text: &str) {
+        let dir = self.home.join(".config/cuekit");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.yaml"), text).unwrap();
+    }
+
+    /// A worktree task's worktree, as `status` names it.
+    pub fn worktree_of(&self, id: &str) -> PathBuf {
+        PathBuf::from(self.status(id)["worktree"].as_str().unwrap())
+    }
+
+    /// Session `session`'s whole history (scrollback included) as tmux rendered it.
+    pub fn history(&self, session: &str) -> String {
+        let target = format!("={session}:");
+        String::from_utf8_lossy(
+            &self
+                .tmux(&["capture-pane", "-p", "-S", "-", "-t", &target])
+                .stdout,
+        )
+        .into_owned()
+    }
+
+    /// Starts the real Gemini CLI, interactive and offline with `replies`, in a new session
+    /// `session` of the test's tmux server, in the project, given `prompt`: an AI parent in a
+    /// tmux pane (tmux gives the pane its own TMUX and TMUX_PANE: the parent runs inside tmux).
+    pub fn gemini_parent_in_pane(&self, session: &str, replies: &[String], prompt: &str) {
+        let canned = self.root().join(format!("{session}.jsonl"));
+        std::fs::write(&canned, replies.join("\n") + "\n").unwrap();
+        let quote = |text: &str| shlex::try_quote(text).unwrap().into_owned();
+        let gemini = self.program(&real_gemini());
+        let mut script = String::new();
+        for (name, value) in gemini.get_envs() {
+            match (name.to_string_lossy(), value) {
+                (name, _) if name.starts_with("TMUX") => {}
+                (name, Some(value)) => {
+                    script += &format!("export {name}={}\n", quote(&value.to_string_lossy()))
+                }
+                (name, None) => script += &format!("unset {name}\n"),
+            }
+        }
+        script += &format!(
+            "cd {}\nexec {} --fake-responses-non-strict {} -m {MODEL} -y --skip-trust -i {}\n",
+            quote(&self.project.to_string_lossy()),
+            quote(&real_gemini().to_string_lossy()),
+            quote(&canned.to_string_lossy()),
+            quote(prompt),
+        );
+        let path = self.root().join(format!("{session}.sh"));
+        std::fs::write(&path, script).unwrap();
+        let started = self.tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            "160",
+            "-y",
+            "50",
+            "/bin/sh",
+            &path.to_string_lossy(),
+        ]);
+        assert!(started.status.success(), "{started:?}");
     }
 
     pub fn status(&self, id: &str) -> Value {
@@ -411,6 +503,29 @@ impl Drop for Harness {
                 .all(|pid| !Path::new(&format!("/proc/{pid}")).exists() || !mine(*pid))
         });
     }
+}
+
+/// The argv of a task of the `command` agent running `sh -c SCRIPT`, `extra` flags before it:
+/// `--agent command EXTRA… -- sh -c SCRIPT` (words pushed after it are the script's `$0`, `$1`…).
+pub fn sh_task<'a>(script: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--agent", "command"];
+    args.extend_from_slice(extra);
+    args.extend(["--", "sh", "-c", script]);
+    args
+}
+
+/// Canned Gemini replies, one text each.
+pub fn canned_texts(texts: &[&str]) -> Vec<String> {
+    texts.iter().map(|text| canned_text(text)).collect()
+}
+
+/// Asserts a `--json` answer is the refusal `expected` with exit status `status`.
+pub fn assert_refused(answer: &Value, code: i32, expected: &str, status: i32) {
+    assert_eq!(
+        (answer["error"]["code"].as_str(), code),
+        (Some(expected), status),
+        "{answer}"
+    );
 }
 
 /// Polls `condition` until it holds or `limit` passes; returns whether it held.

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::harness::Harness;
+use crate::harness::sh_task;
 
 /// The CLIs that cannot run here, by agent kind and binary name.
 const AGENTS: [(&str, &str); 6] = [
@@ -182,17 +183,9 @@ fn the_fakes_reject_what_the_real_clis_reject() {
 #[test]
 fn any_command_runs_with_the_same_runtime() {
     let h = Harness::new();
-    let id = h.submit(&[
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
-        "echo \"it's $0\"; exit 3",
-        "me",
-    ]);
+    let mut args = sh_task("echo \"it's $0\"; exit 3", &["--mode", "batch"]);
+    args.push("me");
+    let id = h.submit(&args);
     let (_, code) = h.json(&["wait", &id, "--timeout", "10s"]);
     assert_eq!(code, 20);
     let status = h.status(&id);

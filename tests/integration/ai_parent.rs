@@ -333,53 +333,7 @@ fn the_claude_code_plugin_is_loaded_by_the_real_claude_code() {
 /// message.
 fn parent_in_pane(h: &Harness, session: &str, replies: &[String], prompt: &str) {
     register_printed_snippet(h);
-    let canned = h.root().join(format!("{session}.jsonl"));
-    std::fs::write(&canned, replies.join("\n") + "\n").unwrap();
-    let quote = |text: &str| shlex::try_quote(text).unwrap().into_owned();
-    let gemini = h.program(&real_gemini());
-    let mut script = String::new();
-    for (name, value) in gemini.get_envs() {
-        // tmux gives the pane its own TMUX and TMUX_PANE: the parent runs inside tmux.
-        match (name.to_string_lossy(), value) {
-            (name, _) if name.starts_with("TMUX") => {}
-            (name, Some(value)) => {
-                script += &format!("export {name}={}\n", quote(&value.to_string_lossy()))
-            }
-            (name, None) => script += &format!("unset {name}\n"),
-        }
-    }
-    script += &format!(
-        "cd {}\nexec {} --fake-responses-non-strict {} -m {MODEL} -y --skip-trust -i {}\n",
-        quote(&h.project.to_string_lossy()),
-        quote(&real_gemini().to_string_lossy()),
-        quote(&canned.to_string_lossy()),
-        quote(prompt),
-    );
-    let path = h.root().join(format!("{session}.sh"));
-    std::fs::write(&path, script).unwrap();
-    let started = h.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        session,
-        "-x",
-        "160",
-        "-y",
-        "50",
-        "/bin/sh",
-        &path.to_string_lossy(),
-    ]);
-    assert!(started.status.success(), "{started:?}");
-}
-
-/// The pane's whole history and screen.
-fn history(h: &Harness, session: &str) -> String {
-    let target = format!("={session}:");
-    String::from_utf8_lossy(
-        &h.tmux(&["capture-pane", "-p", "-S", "-", "-t", &target])
-            .stdout,
-    )
-    .into_owned()
+    h.gemini_parent_in_pane(session, replies, prompt);
 }
 
 /// The `cuekit_wake` lines of a task's events.
@@ -425,7 +379,7 @@ fn a_busy_gemini_parent_is_woken_once_when_idle_and_reads_the_result() {
     let shown = {
         let start = std::time::Instant::now();
         loop {
-            let shown = history(&h, "parent");
+            let shown = h.history("parent");
             if shown.contains("The child said hello.") {
                 break shown;
             }
@@ -457,7 +411,7 @@ fn a_busy_gemini_parent_is_woken_once_when_idle_and_reads_the_result() {
     );
     // No second wake on later looks, and none for the child that did not ask.
     std::thread::sleep(std::time::Duration::from_secs(3));
-    let later = history(&h, "parent");
+    let later = h.history("parent");
     assert_eq!(later.matches(&line).count(), 1);
     assert_eq!(h.status(UNASKED)["status"], "completed");
     assert!(wakes(&h, UNASKED).is_empty());
@@ -501,7 +455,7 @@ fn nothing_is_typed_into_a_shell_pane() {
     let (waited, _) = h.json(&["wait", &id, "--timeout", "30s"]);
     assert_eq!(waited["tasks"][0]["status"], "completed", "{waited}");
     std::thread::sleep(std::time::Duration::from_secs(2));
-    assert!(!history(&h, "shell2").contains("[cuekit]"));
+    assert!(!h.history("shell2").contains("[cuekit]"));
     assert!(wakes(&h, &id).is_empty());
 }
 

@@ -289,7 +289,7 @@ fn a_parent_is_woken_with_cuekits_words_never_the_childs() {
         canned_text("Submitted; I will be woken."),
         canned_text("Noted."),
     ];
-    parent_in_pane(&h, "parent", &replies, "Delegate the job");
+    h.gemini_parent_in_pane("parent", &replies, "Delegate the job");
     wait_for_file(&h, CHILD, &h.project.join("forged"));
     std::fs::write(h.project.join("release"), "").unwrap();
     let events = h.task_dir(CHILD).join("events.jsonl");
@@ -306,7 +306,7 @@ fn a_parent_is_woken_with_cuekits_words_never_the_childs() {
     assert!(
         seen,
         "the parent was never woken; its pane:\n{}",
-        history(&h)
+        h.history("parent")
     );
     let line = woken[0]["wake"]["line"].as_str().unwrap();
     assert!(
@@ -321,56 +321,11 @@ fn a_parent_is_woken_with_cuekits_words_never_the_childs() {
         "{woken:?}"
     );
     assert_eq!(woken[0]["wake"]["receipt"], "submitted", "{woken:?}");
-    assert!(!history(&h).contains("IGNORE_PREVIOUS"), "{}", history(&h));
-}
-
-/// The real Gemini CLI as an interactive parent in session `session` of the test's tmux server
-/// (a pane of its own, so it has `TMUX` and `TMUX_PANE`), over `replies`.
-fn parent_in_pane(h: &Harness, session: &str, replies: &[String], prompt: &str) {
-    let canned = h.root().join(format!("{session}.jsonl"));
-    std::fs::write(&canned, replies.join("\n") + "\n").unwrap();
-    let quote = |text: &str| shlex::try_quote(text).unwrap().into_owned();
-    let gemini = h.program(&crate::harness::real_gemini());
-    let mut script = String::new();
-    for (name, value) in gemini.get_envs() {
-        match (name.to_string_lossy(), value) {
-            (name, _) if name.starts_with("TMUX") => {}
-            (name, Some(value)) => {
-                script += &format!("export {name}={}\n", quote(&value.to_string_lossy()))
-            }
-            (name, None) => script += &format!("unset {name}\n"),
-        }
-    }
-    script += &format!(
-        "cd {}\nexec {} --fake-responses-non-strict {} -m {MODEL} -y --skip-trust -i {}\n",
-        quote(&h.project.to_string_lossy()),
-        quote(&crate::harness::real_gemini().to_string_lossy()),
-        quote(&canned.to_string_lossy()),
-        quote(prompt),
+    assert!(
+        !h.history("parent").contains("IGNORE_PREVIOUS"),
+        "{}",
+        h.history("parent")
     );
-    let path = h.root().join(format!("{session}.sh"));
-    std::fs::write(&path, script).unwrap();
-    let started = h.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        session,
-        "-x",
-        "160",
-        "-y",
-        "50",
-        "/bin/sh",
-        &path.to_string_lossy(),
-    ]);
-    assert!(started.status.success(), "{started:?}");
-}
-
-fn history(h: &Harness) -> String {
-    String::from_utf8_lossy(
-        &h.tmux(&["capture-pane", "-p", "-S", "-", "-t", "=parent:"])
-            .stdout,
-    )
-    .into_owned()
 }
 
 /// H3, the other side: a parent that is itself a task (here a shell task) submits an ACP child

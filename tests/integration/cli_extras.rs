@@ -3,6 +3,7 @@
 //! `submit --attach`.
 
 use crate::harness::Harness;
+use crate::harness::sh_task;
 
 fn stdout_of(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
@@ -266,17 +267,9 @@ fn control_characters_in_records_and_reports_never_reach_the_terminal_raw() {
     let h = Harness::new().with_fake_gemini();
     // An objective (and so the model's answer) carrying them, and a child's report.
     let asked = h.submit(&["--mode", "batch", "--", EVIL]);
-    let reporter = h.submit(&[
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
-        r#"cuekit report --blocked "$0""#,
-        EVIL,
-    ]);
+    let mut args = sh_task(r#"cuekit report --blocked "$0""#, &["--mode", "batch"]);
+    args.push(EVIL);
+    let reporter = h.submit(&args);
     for id in [&asked, &reporter] {
         let (waited, code) = h.json(&["wait", id, "--timeout", "30s"]);
         assert_eq!(code, 0, "{waited}");

@@ -10,40 +10,9 @@ use serde_json::Value;
 
 const LINES: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\n";
 
-/// A repository in the project folder: `shared.txt` of seven lines, `.cuekit/` ignored.
-fn repo(h: &Harness) {
-    project_repo(&h.project, LINES);
-}
-
-/// A batch worktree child running `sh -c SCRIPT`.
-fn child(h: &Harness, script: &str) -> String {
-    h.submit(&[
-        "--worktree",
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
-        script,
-    ])
-}
-
 /// A script replacing line `from` of shared.txt with `to` (uncommitted).
 fn replace(from: &str, to: &str) -> String {
     format!("sed 's/^{from}$/{to}/' shared.txt > .edit && cat .edit > shared.txt && rm .edit")
-}
-
-fn wait_all(h: &Harness, ids: &[&str]) {
-    let mut args = vec!["wait", "--timeout", "60s"];
-    args.extend(ids);
-    let (value, code) = h.json(&args);
-    assert_eq!(code, 0, "{value}");
-}
-
-fn worktree_of(h: &Harness, id: &str) -> PathBuf {
-    PathBuf::from(h.status(id)["worktree"].as_str().unwrap())
 }
 
 fn conflicts(h: &Harness) -> Value {
@@ -83,11 +52,11 @@ fn sorted(a: &str, b: &str) -> (String, String) {
 #[test]
 fn two_children_editing_one_place_conflict_and_a_third_elsewhere_does_not() {
     let h = Harness::new();
-    repo(&h);
-    let a = child(&h, &replace("one", "from a"));
-    let b = child(&h, &replace("one", "from b"));
-    let c = child(&h, &replace("seven", "from c"));
-    wait_all(&h, &[&a, &b, &c]);
+    project_repo(&h.project, LINES);
+    let a = h.submit_worktree_sh(&[], &replace("one", "from a"));
+    let b = h.submit_worktree_sh(&[], &replace("one", "from b"));
+    let c = h.submit_worktree_sh(&[], &replace("seven", "from c"));
+    h.wait_ok(&[&a, &b, &c], "60s");
     let found = conflicts(&h);
     assert_eq!(pairs(&found), [sorted(&a, &b)], "{found}");
     let conflict = &found["conflicts"][0];
@@ -141,17 +110,17 @@ fn two_children_editing_one_place_conflict_and_a_third_elsewhere_does_not() {
 #[test]
 fn a_child_conflicts_with_a_commit_made_meanwhile_on_its_target_committed_or_untracked() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, LINES);
     // One child commits its edit; the other leaves a new file untracked.
-    let committed = child(
-        &h,
+    let committed = h.submit_worktree_sh(
+        &[],
         &format!(
             "{} && git add shared.txt && git commit -qm edit",
             replace("two", "from the child")
         ),
     );
-    let untracked = child(&h, "printf 'child version\\n' > notes.txt");
-    wait_all(&h, &[&committed, &untracked]);
+    let untracked = h.submit_worktree_sh(&[], "printf 'child version\\n' > notes.txt");
+    h.wait_ok(&[&committed, &untracked], "60s");
     assert_eq!(pairs(&conflicts(&h)), Vec::<(String, String)>::new());
 
     // Meanwhile, main moves on: the same line, and a file of the same name.
@@ -191,16 +160,16 @@ fn a_child_conflicts_with_a_commit_made_meanwhile_on_its_target_committed_or_unt
 #[test]
 fn uncommitted_edits_and_untracked_files_count_between_children() {
     let h = Harness::new();
-    repo(&h);
-    let a = child(&h, "printf 'a\\n' > added.txt");
-    let b = child(&h, "printf 'b\\n' > added.txt");
-    wait_all(&h, &[&a, &b]);
+    project_repo(&h.project, LINES);
+    let a = h.submit_worktree_sh(&[], "printf 'a\\n' > added.txt");
+    let b = h.submit_worktree_sh(&[], "printf 'b\\n' > added.txt");
+    h.wait_ok(&[&a, &b], "60s");
     let found = conflicts(&h);
     assert_eq!(pairs(&found), [sorted(&a, &b)], "{found}");
     assert_eq!(found["conflicts"][0]["files"][0]["reason"], "add/add");
 
     // The child's work changes after the check: an edit in place, found again.
-    let worktree = worktree_of(&h, &b);
+    let worktree = h.worktree_of(&b);
     std::fs::write(worktree.join("added.txt"), "a\n").unwrap();
     assert_eq!(pairs(&conflicts(&h)), Vec::<(String, String)>::new());
     assert!(h.status(&a).get("conflicts").is_none());
@@ -223,17 +192,17 @@ fn untouched(dirs: &[PathBuf]) -> Vec<(String, Vec<u8>)> {
 #[test]
 fn a_check_modifies_no_work_tree_and_no_index() {
     let h = Harness::new();
-    repo(&h);
-    let a = child(
-        &h,
+    project_repo(&h.project, LINES);
+    let a = h.submit_worktree_sh(
+        &[],
         &format!(
             "{} && git add shared.txt && echo new > new.txt",
             replace("one", "x")
         ),
     );
-    let b = child(&h, &replace("one", "y"));
-    wait_all(&h, &[&a, &b]);
-    let dirs = vec![h.project.clone(), worktree_of(&h, &a), worktree_of(&h, &b)];
+    let b = h.submit_worktree_sh(&[], &replace("one", "y"));
+    h.wait_ok(&[&a, &b], "60s");
+    let dirs = vec![h.project.clone(), h.worktree_of(&a), h.worktree_of(&b)];
     let before = untouched(&dirs);
     assert!(before[1].0.contains("new.txt"), "{before:?}");
     let found = conflicts(&h);
@@ -244,7 +213,7 @@ fn a_check_modifies_no_work_tree_and_no_index() {
 #[test]
 fn the_monitor_announces_a_new_conflict_once_and_runs_the_hook() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, LINES);
     let log = h.root().join("hooks.log");
     let dir = h.home.join(".config/cuekit");
     std::fs::create_dir_all(&dir).unwrap();
@@ -258,10 +227,10 @@ fn the_monitor_announces_a_new_conflict_once_and_runs_the_hook() {
     .unwrap();
     // The children keep running, so the monitor keeps watching; `go` lets the third edit.
     let go = h.root().join("go");
-    let a = child(&h, &format!("{}; sleep 600", replace("one", "a")));
-    let b = child(&h, &format!("{}; sleep 600", replace("one", "b")));
-    let c = child(
-        &h,
+    let a = h.submit_worktree_sh(&[], &format!("{}; sleep 600", replace("one", "a")));
+    let b = h.submit_worktree_sh(&[], &format!("{}; sleep 600", replace("one", "b")));
+    let c = h.submit_worktree_sh(
+        &[],
         &format!(
             "while [ ! -e '{}' ]; do sleep 0.1; done; {}; sleep 600",
             go.display(),

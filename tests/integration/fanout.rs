@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::harness::sh_task;
 use crate::harness::{Harness, write_executable};
 use serde_json::Value;
 
@@ -260,9 +261,7 @@ fn a_broken_or_unknown_profile_is_refused_with_its_location() {
 fn gated(h: &Harness, team: &str, n: usize) -> String {
     let gate = h.root().join(format!("go{n}"));
     let script = format!("while [ ! -e '{}' ]; do sleep 0.05; done", gate.display());
-    h.submit(&[
-        "--team", team, "--agent", "command", "--mode", "batch", "--", "sh", "-c", &script,
-    ])
+    h.submit_sh(&script, &["--team", team, "--mode", "batch"])
 }
 
 #[test]
@@ -512,9 +511,7 @@ fn a_child_reports_from_its_own_pane_and_nobody_else_can() {
         first = first.display(),
         second = second.display()
     );
-    let id = h.submit(&[
-        "--team", "solo", "--agent", "command", "--mode", "batch", "--", "sh", "-c", &script,
-    ]);
+    let id = h.submit_sh(&script, &["--team", "solo", "--mode", "batch"]);
     let waited = wait_for_report_after(&h, &id, &first);
     let report = &waited["tasks"][0]["last_report"];
     assert_eq!(
@@ -606,18 +603,11 @@ fn a_child_finds_cuekit_when_the_parent_ran_it_by_its_full_path() {
     let id = String::from_utf8(
         h.cuekit()
             .env("PATH", format!("{}:/usr/bin:/bin", h.bin.display()))
-            .args([
-                "--json",
-                "submit",
-                "--agent",
-                "command",
-                "--mode",
-                "batch",
-                "--",
-                "sh",
-                "-c",
+            .args(["--json", "submit"])
+            .args(sh_task(
                 "cuekit report --done found it || exit 9; sleep 30",
-            ])
+                &["--mode", "batch"],
+            ))
             .output()
             .unwrap()
             .stdout,

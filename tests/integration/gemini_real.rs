@@ -3,21 +3,14 @@
 
 use std::time::Duration;
 
-use crate::harness::{Harness, MODEL, canned_text};
-
-fn replies(texts: &[&str]) -> Vec<String> {
-    texts.iter().map(|text| canned_text(text)).collect()
-}
-
-fn wait_ok(h: &Harness, id: &str, limit: &str) -> (serde_json::Value, i32) {
-    h.json(&["wait", id, "--timeout", limit])
-}
+use crate::harness::canned_texts;
+use crate::harness::{Harness, MODEL};
 
 #[test]
 fn interactive_task_shows_the_first_reply_and_quits_completed_even_under_ci() {
     // CI=true makes a positional prompt run headless; cuekit must keep it interactive.
     let h = Harness::new()
-        .with_real_gemini(&replies(&[
+        .with_real_gemini(&canned_texts(&[
             "Hello from the canned model.",
             "Second canned answer.",
         ]))
@@ -44,7 +37,7 @@ fn interactive_task_shows_the_first_reply_and_quits_completed_even_under_ci() {
         attempts += 1;
         let receipt = h.ok(&["steer", &id, "/quit"]);
         assert!(receipt.contains("submitted"), "{receipt}");
-        let (waited, code) = wait_ok(&h, &id, "20s");
+        let (waited, code) = h.wait_all(&[&id], "20s");
         if code != 21 || attempts == 3 {
             break (waited, code);
         }
@@ -59,16 +52,16 @@ fn interactive_task_shows_the_first_reply_and_quits_completed_even_under_ci() {
 
 #[test]
 fn batch_task_completes_with_the_canned_reply() {
-    let h = Harness::new().with_real_gemini(&replies(&["Batch canned answer."]));
+    let h = Harness::new().with_real_gemini(&canned_texts(&["Batch canned answer."]));
     let id = h.submit(&["--mode", "batch", "--model", MODEL, "Summarise the repo"]);
-    let (waited, code) = wait_ok(&h, &id, "60s");
+    let (waited, code) = h.wait_all(&[&id], "60s");
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
     assert!(h.ok(&["logs", &id]).contains("Batch canned answer."));
 }
 
 #[test]
 fn prompt_starting_with_a_dash_reaches_the_model_instead_of_printing_help() {
-    let h = Harness::new().with_real_gemini(&replies(&["Dash prompt understood."]));
+    let h = Harness::new().with_real_gemini(&canned_texts(&["Dash prompt understood."]));
     let id = h.submit(&[
         "--mode",
         "batch",
@@ -77,7 +70,7 @@ fn prompt_starting_with_a_dash_reaches_the_model_instead_of_printing_help() {
         "--",
         "-v is not a flag here",
     ]);
-    let (_, code) = wait_ok(&h, &id, "60s");
+    let (_, code) = h.wait_all(&[&id], "60s");
     assert_eq!(code, 0);
     let logs = h.ok(&["logs", &id]);
     assert!(logs.contains("Dash prompt understood."), "{logs}");
@@ -86,11 +79,11 @@ fn prompt_starting_with_a_dash_reaches_the_model_instead_of_printing_help() {
 
 #[test]
 fn missing_auth_fails_with_41_and_a_hint() {
-    let h = Harness::new().with_real_gemini(&replies(&["unused"]));
+    let h = Harness::new().with_real_gemini(&canned_texts(&["unused"]));
     std::fs::remove_file(h.home.join(".gemini/settings.json")).unwrap();
     let h = h.env("GEMINI_API_KEY", "");
     let id = h.submit(&["--mode", "batch", "--model", MODEL, "hello"]);
-    let (_, code) = wait_ok(&h, &id, "60s");
+    let (_, code) = h.wait_all(&[&id], "60s");
     assert_eq!(code, 20);
     let status = h.status(&id);
     assert_eq!(status["exit_code"], 41, "{}", h.transcript(&id));
@@ -105,7 +98,7 @@ fn missing_auth_fails_with_41_and_a_hint() {
 
 #[test]
 fn cancel_ends_the_whole_tree_and_is_never_read_as_success() {
-    let h = Harness::new().with_real_gemini(&replies(&["Ready."]));
+    let h = Harness::new().with_real_gemini(&canned_texts(&["Ready."]));
     let id = h.submit(&["--model", MODEL, "Wait for instructions"]);
     h.wait_until(&id, "the TUI", Duration::from_secs(60), || {
         h.screen(&id).contains("Type your message")
@@ -129,7 +122,7 @@ fn cancel_ends_the_whole_tree_and_is_never_read_as_success() {
     assert!(!String::from_utf8_lossy(&sessions.stdout).contains(&id));
     // Gemini exits 0 on SIGTERM; the recorded cancel stands.
     assert_eq!(h.status(&id)["status"], "cancelled");
-    let (waited, code) = wait_ok(&h, &id, "5s");
+    let (waited, code) = h.wait_all(&[&id], "5s");
     assert_eq!(code, 20, "{waited}");
 }
 
@@ -168,7 +161,7 @@ fn a_one_mebibyte_prompt_reaches_batch_gemini_whole() {
             .contains("BEGIN-OF-PROMPT"),
         "the prompt is on the command line: {view}"
     );
-    wait_ok(&h, &id, "60s");
+    h.wait_all(&[&id], "60s");
     let request_log = h.transcript(&id);
     assert!(
         request_log.contains("got request"),

@@ -6,6 +6,7 @@
 use std::process::{Command, Stdio};
 
 use crate::harness::Harness;
+use crate::harness::assert_refused;
 use crate::harness::git::{commit_all, git, init_repo};
 use serde_json::Value;
 
@@ -14,25 +15,6 @@ fn project_repo(h: &Harness) {
     init_repo(&h.project);
     std::fs::write(h.project.join("README"), "hello\n").unwrap();
     commit_all(&h.project, "init");
-}
-
-/// An answer that is cuekit's refusal with `expected` and its exit status.
-fn refused(answer: &Value, code: i32, expected: &str, status: i32) {
-    assert_eq!(
-        (answer["error"]["code"].as_str(), code),
-        (Some(expected), status),
-        "{answer}"
-    );
-}
-
-/// A batch `sh -c SCRIPT` task in its own worktree (with `extra` flags); its id.
-fn submit_in_worktree(h: &Harness, extra: &[&str], script: &str) -> String {
-    let mut args = vec!["--worktree"];
-    args.extend_from_slice(extra);
-    args.extend([
-        "--agent", "command", "--mode", "batch", "--", "sh", "-c", script,
-    ]);
-    h.submit(&args)
 }
 
 /// A batch `true` task in its own worktree, whatever its answer: `(answer, exit status)`.
@@ -119,7 +101,7 @@ fn a_submodule_name_never_becomes_git_config_or_a_command() {
         !pwned.exists(),
         "git ran the repository's command: {answer}"
     );
-    refused(&answer, code, "unsafe_project_data", 29);
+    assert_refused(&answer, code, "unsafe_project_data", 29);
     assert!(
         answer["error"]["message"]
             .as_str()
@@ -177,7 +159,7 @@ fn an_untrusted_worktree_dir_cannot_place_a_checkout_outside_the_worktree_root()
         !h.home.join(".config/git").exists(),
         "the checkout landed in HOME: {answer}"
     );
-    refused(&answer, code, "config_untrusted", 14);
+    assert_refused(&answer, code, "config_untrusted", 14);
     assert!(
         answer["error"]["message"]
             .as_str()
@@ -259,7 +241,7 @@ fn a_child_rewriting_its_record_changes_nothing_cuekit_acts_on() {
         h.project.display(),
         h.root().join("rewrite.py").display()
     );
-    let id = submit_in_worktree(&h, &[], &script);
+    let id = h.submit_worktree_sh(&[], &script);
     let waited = wait_ended(&h, &id);
     let record: Value =
         serde_json::from_slice(&std::fs::read(h.task_dir(&id).join("task.json")).unwrap()).unwrap();
@@ -332,7 +314,7 @@ fn project_files_that_link_out_of_the_project_are_never_read() {
     std::fs::write(&elsewhere, "defaults:\n  model: SECRET-MODEL\n").unwrap();
     std::os::unix::fs::symlink(&elsewhere, h.project.join(".cuekit.yaml")).unwrap();
     let (answer, code) = h.json(&["submit", "--dry-run", "x"]);
-    refused(&answer, code, "unsafe_project_data", 29);
+    assert_refused(&answer, code, "unsafe_project_data", 29);
     assert!(!answer.to_string().contains("SECRET-MODEL"), "{answer}");
 }
 
@@ -342,8 +324,7 @@ fn project_files_that_link_out_of_the_project_are_never_read() {
 fn a_merge_undone_on_the_target_no_longer_counts_as_merged() {
     let h = Harness::new();
     project_repo(&h);
-    let id = submit_in_worktree(
-        &h,
+    let id = h.submit_worktree_sh(
         &[],
         "echo new > feature.txt && git add feature.txt && git commit -qm feature",
     );
@@ -385,10 +366,9 @@ fn a_task_branch_never_stands_for_its_base() {
         "--",
         "true",
     ]);
-    refused(&answer, code, "invalid_input", 3);
+    assert_refused(&answer, code, "invalid_input", 3);
     // Named apart, the base is measured by its full ref: the task's commit keeps the branch.
-    let id = submit_in_worktree(
-        &h,
+    let id = h.submit_worktree_sh(
         &[
             "--base",
             "refs/remotes/origin/main",
@@ -461,7 +441,7 @@ fn a_linked_cuekit_folder_is_refused_and_nothing_is_written_through_it() {
     let (answer, code) = h.json(&[
         "submit", "--agent", "command", "--mode", "batch", "--", "true",
     ]);
-    refused(&answer, code, "unsafe_project_data", 29);
+    assert_refused(&answer, code, "unsafe_project_data", 29);
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
     assert_eq!(
         h.tmux(&["list-sessions"]).status.code(),
@@ -540,7 +520,7 @@ fn a_team_spec_cannot_send_a_member_out_of_the_project() {
     )
     .unwrap();
     let (answer, code) = h.json(&["team", "submit", "t", "--spec", "team.yaml"]);
-    refused(&answer, code, "unsafe_project_data", 29);
+    assert_refused(&answer, code, "unsafe_project_data", 29);
     assert!(!h.project.join(".cuekit/tasks").exists(), "{answer}");
 }
 
@@ -594,7 +574,7 @@ fn a_project_cannot_choose_the_command_agent_unasked() {
     )
     .unwrap();
     let (answer, code) = h.json(&["submit", "--mode", "batch", "make", "the", "tests", "pass"]);
-    refused(&answer, code, "config_untrusted", 14);
+    assert_refused(&answer, code, "config_untrusted", 14);
     assert!(answer.to_string().contains("defaults.agent"), "{answer}");
     // A project role choosing it is refused too; the user's own flag is the user's word.
     std::fs::remove_file(h.project.join(".cuekit.yaml")).unwrap();
@@ -607,7 +587,7 @@ fn a_project_cannot_choose_the_command_agent_unasked() {
     let (answer, code) = h.json(&[
         "submit", "--role", "reviewer", "--mode", "batch", "make", "the", "tests", "pass",
     ]);
-    refused(&answer, code, "config_untrusted", 14);
+    assert_refused(&answer, code, "config_untrusted", 14);
     // A team spec's members running their own words need the spec trusted.
     std::fs::write(
         h.project.join("team.yaml"),
@@ -618,7 +598,7 @@ fn a_project_cannot_choose_the_command_agent_unasked() {
     )
     .unwrap();
     let (answer, code) = h.json(&["team", "submit", "rev", "--spec", "team.yaml"]);
-    refused(&answer, code, "config_untrusted", 14);
+    assert_refused(&answer, code, "config_untrusted", 14);
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(!pwned.exists(), "the repository chose what ran");
 }
@@ -693,7 +673,7 @@ fn two_submodule_names_for_one_path_are_refused() {
     .unwrap();
     commit_all(&h.project, "two names, one path");
     let (answer, code) = submit_true_in_worktree(&h);
-    refused(&answer, code, "unsafe_project_data", 29);
+    assert_refused(&answer, code, "unsafe_project_data", 29);
     let worktrees = git(&h.project, &["worktree", "list"]);
     assert_eq!(worktrees.lines().count(), 1, "{worktrees}");
 }
@@ -753,7 +733,7 @@ fn a_detached_base_is_measured_by_its_commit() {
     let h = Harness::new();
     project_repo(&h);
     git(&h.project, &["checkout", "-q", "--detach"]);
-    let id = submit_in_worktree(&h, &[], "echo w > w && git add w && git commit -qm work");
+    let id = h.submit_worktree_sh(&[], "echo w > w && git add w && git commit -qm work");
     wait_ended(&h, &id);
     git(
         &h.project,
@@ -769,11 +749,7 @@ fn a_detached_base_is_measured_by_its_commit() {
 fn a_diff_on_a_terminal_shows_control_characters_escaped() {
     let h = Harness::new();
     project_repo(&h);
-    let id = submit_in_worktree(
-        &h,
-        &[],
-        "printf 'x\\033]52;c;cHduZWQ=\\007y\\033[2J\\n' > f",
-    );
+    let id = h.submit_worktree_sh(&[], "printf 'x\\033]52;c;cHduZWQ=\\007y\\033[2J\\n' > f");
     wait_ended(&h, &id);
     let piped = h.ok(&["diff", &id]);
     assert!(

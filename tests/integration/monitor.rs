@@ -9,12 +9,6 @@ use std::time::Duration;
 use crate::harness::{Harness, MODEL, canned_text, poll};
 use serde_json::Value;
 
-fn user_config(h: &Harness, text: &str) {
-    let dir = h.home.join(".config/cuekit");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.yaml"), text).unwrap();
-}
-
 /// Hooks that append one line per call to `hooks.log`: `<hook> <id> <old> <new> <reason>`.
 fn logging_hooks(h: &Harness, extra: &str) -> PathBuf {
     let log = h.root().join("hooks.log");
@@ -24,15 +18,12 @@ fn logging_hooks(h: &Harness, extra: &str) -> PathBuf {
             log.display()
         )
     };
-    user_config(
-        h,
-        &format!(
-            "hooks:\n  on_start: {:?}\n  on_end: {:?}\n  on_input_required: {:?}\n{extra}",
-            line("start"),
-            line("end"),
-            line("input")
-        ),
-    );
+    h.user_config(&format!(
+        "hooks:\n  on_start: {:?}\n  on_end: {:?}\n  on_input_required: {:?}\n{extra}",
+        line("start"),
+        line("end"),
+        line("input")
+    ));
     log
 }
 
@@ -224,13 +215,10 @@ fn a_dialog_that_holds_fires_once_and_one_that_flickers_never_fires() {
 fn a_hook_that_hangs_or_fails_delays_nothing_and_is_logged() {
     let h = Harness::new();
     let log = h.root().join("order.log");
-    user_config(
-        &h,
-        &format!(
-            "hooks:\n  on_start: \"sleep 60\"\n  on_end: \"echo end >> '{}'; exit 1\"\n  timeout: 4s\n",
-            log.display()
-        ),
-    );
+    h.user_config(&format!(
+        "hooks:\n  on_start: \"sleep 60\"\n  on_end: \"echo end >> '{}'; exit 1\"\n  timeout: 4s\n",
+        log.display()
+    ));
     let id = h.submit_sh("sleep 1", &[]);
     let events = h.task_dir(&id).join("events.jsonl");
     let hooks = || -> Vec<Value> {

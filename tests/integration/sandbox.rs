@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::harness::git::project_repo;
+use crate::harness::sh_task;
 use crate::harness::ssh_host::{ThrowawayUser, as_root};
 use crate::harness::{Harness, canned_shell_call, canned_text};
 use serde_json::Value;
@@ -37,10 +38,6 @@ fn results(transcript: &str, names: &[&str]) -> Vec<(String, Option<i32>)> {
         .collect()
 }
 
-fn repo(h: &Harness) {
-    project_repo(&h.project, "original\n");
-}
-
 /// A process of the user's outside any task, ended on drop.
 struct Outsider(std::process::Child);
 
@@ -61,19 +58,13 @@ impl Drop for Outsider {
     }
 }
 
-fn user_config(h: &Harness, text: &str) {
-    let dir = h.home.join(".config/cuekit");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.yaml"), text).unwrap();
-}
-
 /// A real Gemini child in bypass mode, in a worktree, sandboxed: it writes its worktree, and
 /// every way out it tries fails; the task completes, and its report arrives.
 #[test]
 fn a_sandboxed_gemini_child_writes_its_worktree_and_nothing_else() {
     const ID: &str = "t_5a4db0c00001";
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original\n");
     // A key the child must not read, settings it must not change, an agent it must not use.
     std::fs::create_dir_all(h.home.join(".ssh")).unwrap();
     std::fs::write(h.home.join(".ssh/id_ed25519"), "PLANTED-KEY\n").unwrap();
@@ -153,14 +144,11 @@ fn a_sandboxed_gemini_child_writes_its_worktree_and_nothing_else() {
     // The canned replies and the real CLI live where the sandbox hides (the test's temp dir):
     // the user's own `sandbox.read` shows them.
     let tools = crate::harness::tools_bin().parent().unwrap().to_path_buf();
-    user_config(
-        &h,
-        &format!(
-            "sandbox:\n  read: ['{}', '{}']\n",
-            h.root().join("canned.jsonl").display(),
-            tools.display()
-        ),
-    );
+    h.user_config(&format!(
+        "sandbox:\n  read: ['{}', '{}']\n",
+        h.root().join("canned.jsonl").display(),
+        tools.display()
+    ));
     let settings_before = std::fs::read(h.home.join(".gemini/settings.json")).unwrap();
     let config_before = std::fs::read(h.project.join(".git/config")).unwrap();
 
@@ -601,21 +589,12 @@ fn a_sandbox_that_cannot_be_made_at_start_ends_sandbox_failed() {
     let h = Harness::new();
     let shown = h.root().join("shown");
     std::fs::create_dir_all(&shown).unwrap();
-    user_config(&h, &format!("sandbox:\n  read: ['{}']\n", shown.display()));
+    h.user_config(&format!("sandbox:\n  read: ['{}']\n", shown.display()));
     let first = h.submit_batch_sh("sleep 2");
-    let second = h.submit(&[
-        "--sandbox",
-        "--after",
-        &first,
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
+    let second = h.submit_sh(
         "echo AGENT-RAN",
-    ]);
+        &["--sandbox", "--after", &first, "--mode", "batch"],
+    );
     assert_eq!(h.status(&second)["status"], "queued");
     std::fs::remove_dir(&shown).unwrap();
     let (waited, _) = h.json(&["wait", &second, "--timeout", "60s"]);
@@ -736,7 +715,7 @@ fn diffed_paths(h: &Harness, id: &str) -> Vec<String> {
 fn nothing_a_sandboxed_child_writes_leads_cuekits_git() {
     for (n, kind) in [&[][..], &["--worktree"][..]].into_iter().enumerate() {
         let h = Harness::new().env("CUEKIT_GIT_TIMEOUT", "10");
-        repo(&h);
+        project_repo(&h.project, "original\n");
         let marker = h.root().join("PWNED");
         let run = format!("touch '{}'", marker.display());
         let evil = |dir: &str| {
@@ -798,7 +777,7 @@ fn nothing_a_sandboxed_child_writes_leads_cuekits_git() {
 fn a_sandboxed_child_cannot_touch_the_users_repository() {
     for kind in [&[][..], &["--worktree"][..]] {
         let h = Harness::new();
-        repo(&h);
+        project_repo(&h.project, "original\n");
         let user_git = h.project.join(".git");
         let head = crate::harness::git::git(&h.project, &["rev-parse", "HEAD"]);
         let names = ["rewind", "objects", "rename", "commondir", "own", "unmount"];
@@ -871,7 +850,7 @@ fn a_sandboxed_child_cannot_touch_the_users_repository() {
 #[test]
 fn fifos_in_a_childs_tree_never_hang_cuekit() {
     let h = Harness::new().env("CUEKIT_GIT_TIMEOUT", "3");
-    repo(&h);
+    project_repo(&h.project, "original\n");
     // L1: an included, ignored folder with a FIFO and a file in it.
     std::fs::write(h.project.join(".worktreeinclude"), "cache/\n").unwrap();
     std::fs::write(h.project.join(".gitignore"), ".cuekit/\ncache/\n").unwrap();
@@ -886,18 +865,14 @@ fn fifos_in_a_childs_tree_never_hang_cuekit() {
     let out = bounded(
         &h,
         &[
-            "submit",
-            "--worktree",
-            "--agent",
-            "command",
-            "--mode",
-            "batch",
-            "--",
-            "sh",
-            "-c",
-            "ls cache; mkdir .fake && mkfifo .fake/index && echo \"gitdir: $PWD/.fake\" > .git \
-             && mkfifo .gitattributes && echo FIFOS",
-        ],
+            &["submit"][..],
+            &sh_task(
+                "ls cache; mkdir .fake && mkfifo .fake/index && echo \"gitdir: $PWD/.fake\" > .git \
+                 && mkfifo .gitattributes && echo FIFOS",
+                &["--worktree", "--mode", "batch"],
+            ),
+        ]
+        .concat(),
         Duration::from_secs(60),
     );
     assert!(out.status.success(), "{out:?}");
@@ -949,7 +924,7 @@ fn fifos_in_a_childs_tree_never_hang_cuekit() {
 #[test]
 fn a_sandboxed_interactive_child_cannot_push_keystrokes() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original\n");
     let push = "python3 -c 'import fcntl, termios; fcntl.ioctl(0, termios.TIOCSTI, b\"Z\")' \
                 2>&1 | tail -1; echo \"PUSHED-$?\"; sleep 1; echo END";
     let legacy =
@@ -981,16 +956,13 @@ fn a_sandboxed_gemini_childs_work_comes_back_exactly() {
     ];
     for kind in [&[][..], &["--worktree"][..]] {
         let h = Harness::new().with_real_gemini(&replies);
-        repo(&h);
+        project_repo(&h.project, "original\n");
         let tools = crate::harness::tools_bin().parent().unwrap().to_path_buf();
-        user_config(
-            &h,
-            &format!(
-                "sandbox:\n  read: ['{}', '{}']\n",
-                h.root().join("canned.jsonl").display(),
-                tools.display()
-            ),
-        );
+        h.user_config(&format!(
+            "sandbox:\n  read: ['{}', '{}']\n",
+            h.root().join("canned.jsonl").display(),
+            tools.display()
+        ));
         let mut args = vec![
             "--sandbox",
             "--mode",
@@ -1040,7 +1012,7 @@ fn a_sandboxed_gemini_childs_work_comes_back_exactly() {
 #[test]
 fn a_sandboxed_childs_git_dir_never_leads_the_fetch_elsewhere() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original\n");
     let private = h.home.join("private");
     crate::harness::git::init_repo(&private);
     std::fs::write(private.join("secret.txt"), "PRIVATE-3\n").unwrap();
@@ -1085,10 +1057,10 @@ fn a_sandboxed_childs_git_dir_never_leads_the_fetch_elsewhere() {
 #[test]
 fn a_sandboxed_tasks_setup_runs_inside_its_sandbox() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original\n");
     std::fs::write(h.project.join("setup.sh"), "echo SETUP-RAN\n").unwrap();
     crate::harness::git::commit_all(&h.project, "setup");
-    user_config(&h, "worktree:\n  setup: sh ./setup.sh\n");
+    h.user_config("worktree:\n  setup: sh ./setup.sh\n");
     let escaped = h.home.join("ESCAPED-VIA-SETUP");
     let first = h.submit_sh(
         &format!(
@@ -1120,7 +1092,7 @@ fn a_sandboxed_tasks_setup_runs_inside_its_sandbox() {
 #[test]
 fn a_repository_never_chooses_what_is_copied_into_a_sandbox() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original\n");
     std::fs::write(h.project.join(".worktreeinclude"), ".cuekit/\n.env\n").unwrap();
     std::fs::write(h.project.join(".gitignore"), ".cuekit/\n.env\n").unwrap();
     crate::harness::git::commit_all(&h.project, "include");

@@ -11,12 +11,6 @@ use std::time::Duration;
 
 use crate::harness::*;
 
-fn user_config(h: &Harness, yaml: &str) {
-    let dir = h.home.join(".config/cuekit");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.yaml"), yaml).unwrap();
-}
-
 /// The lines of a log the children append their ids to as they start.
 fn starts(log: &Path) -> Vec<String> {
     std::fs::read_to_string(log)
@@ -95,20 +89,11 @@ impl PaneSampler {
     }
 }
 
-fn wait_all(h: &Harness, ids: &[String], limit: &str) -> serde_json::Value {
-    let mut args = vec!["wait"];
-    args.extend(ids.iter().map(String::as_str));
-    args.extend(["--timeout", limit]);
-    let (value, code) = h.json(&args);
-    assert!(code == 0 || code == 20, "wait failed ({code}): {value}");
-    value
-}
-
 #[test]
 fn twenty_tasks_under_running_three_start_once_each_with_racing_submitters_and_a_killed_scheduler()
 {
     let h = Harness::new();
-    user_config(&h, "limits:\n  running: 3\n");
+    h.user_config("limits:\n  running: 3\n");
     let log = h.root().join("starts.log");
     let script = format!("echo \"$CUEKIT_TASK_ID\" >> '{}'; sleep 0.4", log.display());
     let sampler = PaneSampler::start(&h.socket);
@@ -142,7 +127,7 @@ fn twenty_tasks_under_running_three_start_once_each_with_racing_submitters_and_a
     for pid in cuekit_processes(&h, "__scheduler") {
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
-    let waited = wait_all(&h, &ids, "120s");
+    let waited = h.wait_ended(&ids, "120s");
     let (most, looks) = sampler.finish();
     for task in waited["tasks"].as_array().unwrap() {
         assert_eq!(task["status"], "completed", "{task}");
@@ -171,7 +156,7 @@ fn twenty_tasks_under_running_three_start_once_each_with_racing_submitters_and_a
 #[test]
 fn queued_tasks_start_in_priority_order_then_submit_order() {
     let h = Harness::new();
-    user_config(&h, "limits:\n  running: 1\n");
+    h.user_config("limits:\n  running: 1\n");
     let log = h.root().join("starts.log");
     let task = |name: &str, extra: &[&str]| {
         let script = format!("echo {name} >> '{}'; sleep 0.3", log.display());
@@ -194,11 +179,7 @@ fn queued_tasks_start_in_priority_order_then_submit_order() {
     assert_eq!(status["status"], "queued", "{status}");
     assert_eq!(status["queue"]["place"], 1, "{status}");
     assert_eq!(status["queue"]["limit"], "running 1/1", "{status}");
-    wait_all(
-        &h,
-        &[blocker, low, high, middle, negative, also_middle],
-        "60s",
-    );
+    h.wait_ended(&[blocker, low, high, middle, negative, also_middle], "60s");
     assert_eq!(
         starts(&log),
         [
@@ -227,7 +208,7 @@ fn a_chain_runs_in_order_and_a_failing_head_cancels_the_rest_unless_after_ended(
     assert_eq!(queued["queue"]["waiting_for"][0], b.as_str(), "{queued}");
     // Without a mode, a task that waits on others runs to its end by itself.
     assert_eq!(queued["mode"], "batch", "{queued}");
-    let waited = wait_all(&h, &[a.clone(), b.clone(), c.clone()], "60s");
+    let waited = h.wait_ended(&[a.clone(), b.clone(), c.clone()], "60s");
     for task in waited["tasks"].as_array().unwrap() {
         assert_eq!(task["status"], "completed", "{task}");
     }
@@ -238,7 +219,7 @@ fn a_chain_runs_in_order_and_a_failing_head_cancels_the_rest_unless_after_ended(
     let y = h.submit_sh(&step("y", 0), &["--after", &x]);
     let z = h.submit_sh(&step("z", 0), &["--after", &y]);
     let w = h.submit_sh(&step("w", 0), &["--after", &x, "--after-ended"]);
-    let waited = wait_all(&h, &[x.clone(), y.clone(), z.clone(), w.clone()], "60s");
+    let waited = h.wait_ended(&[x.clone(), y.clone(), z.clone(), w.clone()], "60s");
     let by_id: HashMap<String, serde_json::Value> = waited["tasks"]
         .as_array()
         .unwrap()
@@ -282,7 +263,7 @@ fn a_done_report_meets_a_dependency_on_an_interactive_task() {
 #[test]
 fn a_queued_task_cancelled_or_removed_never_starts_and_bad_dependencies_are_refused() {
     let h = Harness::new();
-    user_config(&h, "limits:\n  running: 1\n");
+    h.user_config("limits:\n  running: 1\n");
     let log = h.root().join("starts.log");
     let script = |name: &str| format!("echo {name} >> '{}'; sleep 1", log.display());
     let blocker = h.submit_sh(&script("blocker"), &["--mode", "batch"]);
@@ -307,7 +288,7 @@ fn a_queued_task_cancelled_or_removed_never_starts_and_bad_dependencies_are_refu
     let (waited, code) = h.json(&["wait", &waited_on, "--timeout", "60s"]);
     assert_eq!(code, 0, "{waited}");
     assert_eq!(waited["tasks"][0]["status"], "completed", "{waited}");
-    wait_all(&h, &[blocker, now], "30s");
+    h.wait_ended(&[blocker, now], "30s");
     let started = starts(&log);
     assert!(!started.contains(&"cancelled".to_string()), "{started:?}");
     assert!(!started.contains(&"removed".to_string()), "{started:?}");
@@ -364,7 +345,7 @@ fn a_team_spec_is_a_pipeline_under_its_max_parallel() {
         .map(|t| t["id"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(ids.len(), 4);
-    let waited = wait_all(&h, &ids, "60s");
+    let waited = h.wait_ended(&ids, "60s");
     for task in waited["tasks"].as_array().unwrap() {
         assert_eq!(task["status"], "completed", "{task}");
     }
@@ -406,7 +387,7 @@ fn context_from_a_running_task_waits_for_it_and_takes_its_answer() {
     let queued = h.status(&reviewer);
     assert_eq!(queued["status"], "queued", "{queued}");
     assert_eq!(queued["mode"], "batch", "{queued}");
-    let waited = wait_all(&h, &[implementer.clone(), reviewer.clone()], "90s");
+    let waited = h.wait_ended(&[implementer.clone(), reviewer.clone()], "90s");
     for task in waited["tasks"].as_array().unwrap() {
         assert_eq!(task["status"], "completed", "{task}");
     }
@@ -446,7 +427,7 @@ fn a_budget_stops_a_child_and_is_refused_where_no_usage_is_reported() {
         "10",
         "Answer",
     ]);
-    let waited = wait_all(&h, &[batch.clone(), acp.clone()], "90s");
+    let waited = h.wait_ended(&[batch.clone(), acp.clone()], "90s");
     for task in waited["tasks"].as_array().unwrap() {
         assert_eq!(task["status"], "failed", "{task}");
         assert_eq!(task["reason"], "budget_exceeded", "{task}");
@@ -507,7 +488,7 @@ fn base_from_starts_a_worktree_from_another_tasks_work_once_it_completed() {
     let queued = h.status(&tester);
     assert_eq!(queued["status"], "queued", "{queued}");
     assert!(queued["worktree"].is_null(), "made at its start: {queued}");
-    let waited = wait_all(&h, &[implementer.clone(), tester.clone()], "60s");
+    let waited = h.wait_ended(&[implementer.clone(), tester.clone()], "60s");
     for task in waited["tasks"].as_array().unwrap() {
         assert_eq!(task["status"], "completed", "{task}");
     }
@@ -538,7 +519,7 @@ fn base_from_starts_a_worktree_from_another_tasks_work_once_it_completed() {
         &format!("cat feature.txt >> '{}'", log.display()),
         &["--base-from", &implementer],
     );
-    wait_all(&h, std::slice::from_ref(&again), "60s");
+    h.wait_ended(std::slice::from_ref(&again), "60s");
     assert_eq!(
         std::fs::read_to_string(&log).unwrap(),
         "implemented\nimplemented\n"
@@ -581,7 +562,7 @@ fn a_team_budget_spans_its_members() {
         .iter()
         .map(|t| t["id"].as_str().unwrap().to_string())
         .collect();
-    let waited = wait_all(&h, &ids, "90s");
+    let waited = h.wait_ended(&ids, "90s");
     let statuses: Vec<(String, String)> = waited["tasks"]
         .as_array()
         .unwrap()
@@ -620,16 +601,16 @@ fn forge_queued(h: &Harness, id: &str) {
 #[test]
 fn a_forged_queued_record_never_runs_a_task_twice() {
     let h = Harness::new();
-    user_config(&h, "limits:\n  running: 1\n");
+    h.user_config("limits:\n  running: 1\n");
     let log = h.root().join("starts.log");
     let script = |name: &str| format!("echo {name} >> '{}'; sleep 0.3", log.display());
     let first = h.submit_sh(&script("first"), &["--mode", "batch"]);
     let second = h.submit_sh(&script("second"), &["--mode", "batch"]);
-    wait_all(&h, &[first, second.clone()], "30s");
+    h.wait_ended(&[first, second.clone()], "30s");
     forge_queued(&h, &second);
     // Any look starts the scheduler; a new queued task makes it look at the queue.
     let third = h.submit_sh(&script("third"), &["--mode", "batch"]);
-    wait_all(&h, std::slice::from_ref(&third), "30s");
+    h.wait_ended(std::slice::from_ref(&third), "30s");
     h.ok(&["list"]);
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(starts(&log), ["first", "second", "third"]);
@@ -641,7 +622,7 @@ fn a_forged_queued_record_never_runs_a_task_twice() {
     forge_queued(&h, &cancelled);
     h.ok(&["cancel", &blocker]);
     let last = h.submit_sh(&script("last"), &["--mode", "batch"]);
-    wait_all(&h, std::slice::from_ref(&last), "30s");
+    h.wait_ended(std::slice::from_ref(&last), "30s");
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(starts(&log), ["first", "second", "third", "last"]);
 }
@@ -657,9 +638,7 @@ fn an_interactive_child_stuck_on_a_quota_error_is_ended_and_retried() {
     let h = Harness::new()
         .with_fake_gemini()
         .env("FAKE_GEMINI_QUOTA_ONCE", marker_path.to_str().unwrap());
-    user_config(
-        &h,
-        "monitor:\n  interval: 200ms\n  dwell: 600ms\nretry:\n  max: 1\n  backoff:\n    first: 1s\n",
+    h.user_config("monitor:\n  interval: 200ms\n  dwell: 600ms\nretry:\n  max: 1\n  backoff:\n    first: 1s\n",
     );
     let id = h.submit(&["--mode", "interactive", "Work on it"]);
     // The second attempt idles at its prompt too, which a look may read as input_required.
@@ -797,7 +776,7 @@ fn retries_stop_after_n_and_the_task_ends_rate_limited() {
 fn after_the_tmux_server_is_killed_running_gemini_tasks_with_a_retry_policy_continue_their_sessions()
  {
     let h = Harness::new().with_real_gemini(&[canned_text("Ready.")]);
-    user_config(&h, "retry:\n  max: 2\n  backoff:\n    first: 1s\n");
+    h.user_config("retry:\n  max: 2\n  backoff:\n    first: 1s\n");
     let ids: Vec<String> = (0..5)
         .map(|n| h.submit(&["--model", MODEL, &format!("Task number {n}")]))
         .collect();

@@ -4,12 +4,6 @@ use std::time::{Duration, Instant};
 
 use crate::harness::Harness;
 
-fn user_config(h: &Harness, text: &str) {
-    let dir = h.home.join(".config/cuekit");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.yaml"), text).unwrap();
-}
-
 fn project_config(h: &Harness, text: &str) {
     std::fs::write(h.project.join(".cuekit.yaml"), text).unwrap();
 }
@@ -25,8 +19,7 @@ fn dry_run(h: &Harness, args: &[&str]) -> String {
 fn flag_beats_project_beats_user_beats_built_in() {
     let h = Harness::new();
     assert_eq!(dry_run(&h, &[]), "gemini --skip-trust -y 'x'");
-    user_config(
-        &h,
+    h.user_config(
         "defaults:\n  model: pro\n  mode: batch\nadapters:\n  gemini:\n    bin: /opt/user/gemini\n",
     );
     assert_eq!(

@@ -4,11 +4,9 @@
 
 use std::time::Duration;
 
+use crate::harness::canned_texts;
+use crate::harness::sh_task;
 use crate::harness::{Harness, MODEL, canned_text};
-
-fn replies(texts: &[&str]) -> Vec<String> {
-    texts.iter().map(|text| canned_text(text)).collect()
-}
 
 fn wait_input_required(h: &Harness, id: &str) -> serde_json::Value {
     let (waited, code) = h.json(&["wait", id, "--until", "input-required", "--timeout", "60s"]);
@@ -27,7 +25,7 @@ fn occurrences(h: &Harness, id: &str, text: &str) -> usize {
 
 #[test]
 fn single_and_multi_line_messages_each_arrive_as_one_turn() {
-    let h = Harness::new().with_real_gemini(&replies(&[
+    let h = Harness::new().with_real_gemini(&canned_texts(&[
         "Answer one.",
         "Answer two.",
         "Answer three.",
@@ -98,7 +96,7 @@ fn single_and_multi_line_messages_each_arrive_as_one_turn() {
 
 #[test]
 fn a_child_on_its_login_screen_is_input_required_and_steering_is_blocked() {
-    let h = Harness::new().with_real_gemini(&replies(&["unused"]));
+    let h = Harness::new().with_real_gemini(&canned_texts(&["unused"]));
     std::fs::remove_file(h.home.join(".gemini/settings.json")).unwrap();
     let h = h.env("GEMINI_API_KEY", "");
     let id = h.submit(&["--model", MODEL, "hello"]);
@@ -273,19 +271,16 @@ fn a_task_whose_directory_ends_in_a_semicolon_starts_there() {
     let h = Harness::new();
     let dir = h.project.join("work;");
     std::fs::create_dir(&dir).unwrap();
-    let (task, code) = h.json(&[
-        "submit",
-        "--cwd",
-        dir.to_str().unwrap(),
-        "--agent",
-        "command",
-        "--mode",
-        "batch",
-        "--",
-        "sh",
-        "-c",
-        "pwd > pwd.txt",
-    ]);
+    let (task, code) = h.json(
+        &[
+            &["submit"][..],
+            &sh_task(
+                "pwd > pwd.txt",
+                &["--cwd", dir.to_str().unwrap(), "--mode", "batch"],
+            ),
+        ]
+        .concat(),
+    );
     assert_eq!(code, 0, "{task}");
     let id = task["id"].as_str().unwrap();
     let (waited, code) = h.json(&["wait", id, "--timeout", "30s"]);

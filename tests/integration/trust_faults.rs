@@ -8,24 +8,12 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::harness::Harness;
+use crate::harness::assert_refused;
 use serde_json::Value;
-
-/// An answer that is cuekit's refusal with `expected` and its exit status.
-fn refused(answer: &Value, code: i32, expected: &str, status: i32) {
-    assert_eq!(
-        (answer["error"]["code"].as_str(), code),
-        (Some(expected), status),
-        "{answer}"
-    );
-}
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
-}
-
-fn user_config(h: &Harness, text: &str) {
-    write(&h.home.join(".config/cuekit/config.yaml"), text);
 }
 
 /// The argv the fake Gemini CLI was started with (it writes it NUL-separated), once it has.
@@ -131,7 +119,7 @@ fn a_project_role_or_file_never_loosens_the_users_no_skip_permissions() {
 #[test]
 fn a_team_members_argv_needs_trust_whatever_agent_it_ends_with() {
     let h = Harness::new();
-    user_config(&h, "defaults:\n  agent: command\n");
+    h.user_config("defaults:\n  agent: command\n");
     let pwned = h.root().join("PWNED");
     write(
         &h.project.join("team.yaml"),
@@ -141,7 +129,7 @@ fn a_team_members_argv_needs_trust_whatever_agent_it_ends_with() {
         ),
     );
     let (answer, code) = h.json(&["team", "submit", "rev", "--spec", "team.yaml"]);
-    refused(&answer, code, "config_untrusted", 14);
+    assert_refused(&answer, code, "config_untrusted", 14);
     let (listed, _) = h.json(&["list", "--all"]);
     assert_eq!(listed, serde_json::json!([]), "a member was started");
     assert!(!pwned.exists(), "the repository chose what ran");
@@ -238,7 +226,7 @@ fn cancel_on_a_full_disk_ends_the_task_and_records_it_once_there_is_room() {
 #[test]
 fn every_config_key_is_optional() {
     let h = Harness::new();
-    user_config(&h, "retry:\n  on: [rate_limited]\nhosts:\n  build1: {}\n");
+    h.user_config("retry:\n  on: [rate_limited]\nhosts:\n  build1: {}\n");
     let (answer, code) = h.json(&["config"]);
     assert_eq!(code, 0, "{answer}");
     let (answer, code) = h.json(&["submit", "--dry-run", "--agent", "command", "--", "true"]);
@@ -316,7 +304,7 @@ fn doctor_fix_ends_only_sessions_its_own_registry_started() {
 #[test]
 fn fifos_swapped_into_a_drop_folder_never_block_the_monitor() {
     let h = Harness::new();
-    user_config(&h, "monitor:\n  interval: 100ms\n");
+    h.user_config("monitor:\n  interval: 100ms\n");
     let id = h.submit_sh("sleep 600", &["--sandbox", "--timeout", "20s"]);
     h.wait_until(&id, "the task's processes", Duration::from_secs(30), || {
         !crate::harness::processes_of(&id).is_empty()
@@ -467,7 +455,7 @@ fn a_deeply_nested_project_file_is_refused_before_it_is_parsed() {
     );
     write(&h.project.join(".cuekit.yaml"), &deep);
     let (answer, code) = h.json(&["submit", "--dry-run", "--agent", "command", "--", "true"]);
-    refused(&answer, code, "config_invalid", 12);
+    assert_refused(&answer, code, "config_invalid", 12);
     let message = answer["error"]["message"].as_str().unwrap();
     assert!(
         message.contains(".cuekit.yaml:2:") && message.contains("levels deep"),
@@ -604,7 +592,7 @@ fn the_first_look_after_killed_submits_leaves_no_session_behind() {
 #[test]
 fn a_projects_looser_sandbox_is_ignored_with_a_warning() {
     let h = Harness::new();
-    user_config(&h, "sandbox:\n  mode: bwrap\n  network: off\n");
+    h.user_config("sandbox:\n  mode: bwrap\n  network: off\n");
     write(
         &h.project.join(".cuekit.yaml"),
         "sandbox:\n  mode: none\n  network: on\n",

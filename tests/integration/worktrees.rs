@@ -1,35 +1,13 @@
 //! Tasks in their own git worktrees: real git, real tmux, real /bin/sh, and `--agent command`
 //! children that edit, commit or fail like an agent would.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::harness::Harness;
 use crate::harness::git::{git, init_repo, project_repo};
+use crate::harness::sh_task;
 use serde_json::Value;
-
-/// A repository in the project folder: one shared file, `.cuekit/` ignored, one commit on main.
-fn repo(h: &Harness) {
-    project_repo(&h.project, "original line\n");
-}
-
-/// Submits a batch `sh -c SCRIPT` task into a worktree, with extra submit flags.
-fn submit_sh(h: &Harness, extra: &[&str], script: &str) -> String {
-    let mut args = vec!["--worktree", "--agent", "command", "--mode", "batch"];
-    args.extend_from_slice(extra);
-    args.extend(["--", "sh", "-c", script]);
-    h.submit(&args)
-}
-
-fn wait_all(h: &Harness, ids: &[String]) -> (Value, i32) {
-    let mut args = vec!["wait", "--timeout", "60s"];
-    args.extend(ids.iter().map(String::as_str));
-    h.json(&args)
-}
-
-fn worktree_of(h: &Harness, id: &str) -> PathBuf {
-    PathBuf::from(h.status(id)["worktree"].as_str().unwrap())
-}
 
 fn branch_of(h: &Harness, id: &str) -> String {
     h.status(id)["branch"].as_str().unwrap().to_string()
@@ -49,7 +27,7 @@ fn branches(h: &Harness) -> String {
 /// What must not change when a merge is refused: the target's ref, index and file, the task
 /// branch's ref, and the task worktree's index and file.
 fn merge_state(h: &Harness, id: &str) -> Vec<Vec<u8>> {
-    let worktree = worktree_of(h, id);
+    let worktree = h.worktree_of(id);
     let task_git_dir = git(&worktree, &["rev-parse", "--absolute-git-dir"]);
     vec![
         git(&h.project, &["rev-parse", "refs/heads/main"]).into_bytes(),
@@ -69,23 +47,15 @@ fn merge_state(h: &Harness, id: &str) -> Vec<Vec<u8>> {
 #[test]
 fn eight_parallel_tasks_on_one_line_each_hold_only_their_change_and_merge_in_turn() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original line\n");
     let children: Vec<_> = (0..8)
         .map(|i| {
             h.cuekit()
-                .args([
-                    "--json",
-                    "submit",
-                    "--worktree",
-                    "--agent",
-                    "command",
-                    "--mode",
-                    "batch",
-                    "--",
-                    "sh",
-                    "-c",
+                .args(["--json", "submit"])
+                .args(sh_task(
                     &format!("printf 'line from task {i}\\n' > shared.txt"),
-                ])
+                    &["--worktree", "--mode", "batch"],
+                ))
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -102,7 +72,7 @@ fn eight_parallel_tasks_on_one_line_each_hold_only_their_change_and_merge_in_tur
             value["id"].as_str().unwrap().to_string()
         })
         .collect();
-    let (waited, code) = wait_all(&h, &ids);
+    let (waited, code) = h.wait_all(&ids, "60s");
     assert_eq!(code, 0, "{waited}");
     for (i, id) in ids.iter().enumerate() {
         let (diff, code) = h.json(&["diff", id]);
@@ -162,20 +132,18 @@ fn eight_parallel_tasks_on_one_line_each_hold_only_their_change_and_merge_in_tur
 #[test]
 fn prune_keeps_work_removes_merged_clean_tasks_and_dry_run_changes_nothing() {
     let h = Harness::new();
-    repo(&h);
-    let dirty = submit_sh(&h, &[], "echo draft > notes.txt");
-    let unmerged = submit_sh(
-        &h,
+    project_repo(&h.project, "original line\n");
+    let dirty = h.submit_worktree_sh(&[], "echo draft > notes.txt");
+    let unmerged = h.submit_worktree_sh(
         &[],
         "echo b > b.txt && git add b.txt && git commit -qm 'task b'",
     );
-    let merged = submit_sh(
-        &h,
+    let merged = h.submit_worktree_sh(
         &[],
         "echo c > c.txt && git add c.txt && git commit -qm 'task c'",
     );
     let ids = [dirty.clone(), unmerged.clone(), merged.clone()];
-    let (waited, code) = wait_all(&h, &ids);
+    let (waited, code) = h.wait_all(&ids, "60s");
     assert_eq!(code, 0, "{waited}");
     let (out, code) = h.json(&["merge", &merged]);
     assert_eq!(code, 0, "{out}");
@@ -183,7 +151,7 @@ fn prune_keeps_work_removes_merged_clean_tasks_and_dry_run_changes_nothing() {
         out["work_commit"].is_null(),
         "nothing was left uncommitted: {out}"
     );
-    let worktrees = ids.clone().map(|id| worktree_of(&h, &id));
+    let worktrees = ids.clone().map(|id| h.worktree_of(&id));
 
     let state = || {
         (
@@ -254,9 +222,9 @@ fn prune_keeps_work_removes_merged_clean_tasks_and_dry_run_changes_nothing() {
 #[test]
 fn a_running_task_is_never_removed() {
     let h = Harness::new();
-    repo(&h);
-    let id = submit_sh(&h, &[], "sleep 30");
-    let worktree = worktree_of(&h, &id);
+    project_repo(&h.project, "original line\n");
+    let id = h.submit_worktree_sh(&[], "sleep 30");
+    let worktree = h.worktree_of(&id);
     let (error, code) = h.json(&["rm", "--force", &id]);
     assert_eq!(
         (error["error"]["code"].as_str(), code),
@@ -280,18 +248,17 @@ fn a_running_task_is_never_removed() {
 #[test]
 fn base_branch_name_and_bad_requests_create_nothing() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original line\n");
     git(&h.project, &["switch", "-q", "-c", "other"]);
     std::fs::write(h.project.join("shared.txt"), "other line\n").unwrap();
     git(&h.project, &["commit", "-qam", "other"]);
     git(&h.project, &["switch", "-q", "main"]);
 
-    let id = submit_sh(
-        &h,
+    let id = h.submit_worktree_sh(
         &["--base", "other", "--branch", "my-work"],
         "cat shared.txt",
     );
-    let (waited, code) = wait_all(&h, std::slice::from_ref(&id));
+    let (waited, code) = h.wait_all(std::slice::from_ref(&id), "60s");
     assert_eq!(code, 0, "{waited}");
     assert!(h.transcript(&id).contains("other line"));
     let status = h.status(&id);
@@ -303,7 +270,7 @@ fn base_branch_name_and_bad_requests_create_nothing() {
         record["worktree"]["base_commit"].as_str().unwrap(),
         git(&h.project, &["rev-parse", "other"]).trim()
     );
-    let default_base = submit_sh(&h, &[], "true");
+    let default_base = h.submit_worktree_sh(&[], "true");
     assert_eq!(h.status(&default_base)["base_ref"], "main");
 
     let before = (
@@ -361,7 +328,7 @@ fn submodules_are_populated_from_the_main_checkout() {
     std::fs::write(lib.join("lib.txt"), "library code\n").unwrap();
     git(&lib, &["add", "-A"]);
     git(&lib, &["commit", "-qm", "lib"]);
-    repo(&h);
+    project_repo(&h.project, "original line\n");
     git(
         &h.project,
         &[
@@ -376,11 +343,11 @@ fn submodules_are_populated_from_the_main_checkout() {
     );
     git(&h.project, &["commit", "-qm", "add lib"]);
 
-    let id = submit_sh(&h, &[], "cat vendor/lib/lib.txt");
-    let (waited, code) = wait_all(&h, std::slice::from_ref(&id));
+    let id = h.submit_worktree_sh(&[], "cat vendor/lib/lib.txt");
+    let (waited, code) = h.wait_all(std::slice::from_ref(&id), "60s");
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
     assert!(h.transcript(&id).contains("library code"));
-    let sub = worktree_of(&h, &id).join("vendor/lib");
+    let sub = h.worktree_of(&id).join("vendor/lib");
     assert_eq!(
         git(&sub, &["rev-parse", "HEAD"]),
         git(&lib, &["rev-parse", "HEAD"])
@@ -395,7 +362,7 @@ fn submodules_are_populated_from_the_main_checkout() {
 #[test]
 fn gitignored_files_come_along_by_worktreeinclude_copy_and_symlink() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original line\n");
     std::fs::write(
         h.project.join(".gitignore"),
         ".cuekit/\n.env\nlocal.conf\ncache/\nprivate.key\nsecrets/\n",
@@ -425,8 +392,8 @@ fn gitignored_files_come_along_by_worktreeinclude_copy_and_symlink() {
     )
     .unwrap();
 
-    let id = submit_sh(&h, &[], "true");
-    let tree = worktree_of(&h, &id);
+    let id = h.submit_worktree_sh(&[], "true");
+    let tree = h.worktree_of(&id);
     assert_eq!(
         std::fs::read_to_string(tree.join(".env")).unwrap(),
         "SECRET=1\n"
@@ -458,7 +425,7 @@ fn gitignored_files_come_along_by_worktreeinclude_copy_and_symlink() {
 #[test]
 fn merge_goes_where_the_target_is_checked_out_and_refuses_a_dirty_target() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original line\n");
     let release = h.root().join("release-wt");
     git(
         &h.project,
@@ -471,8 +438,8 @@ fn merge_goes_where_the_target_is_checked_out_and_refuses_a_dirty_target() {
             release.to_str().unwrap(),
         ],
     );
-    let id = submit_sh(&h, &[], "echo fix > fix.txt");
-    let (waited, code) = wait_all(&h, std::slice::from_ref(&id));
+    let id = h.submit_worktree_sh(&[], "echo fix > fix.txt");
+    let (waited, code) = h.wait_all(std::slice::from_ref(&id), "60s");
     assert_eq!(code, 0, "{waited}");
 
     std::fs::write(release.join("shared.txt"), "unsaved edit\n").unwrap();
@@ -488,7 +455,7 @@ fn merge_goes_where_the_target_is_checked_out_and_refuses_a_dirty_target() {
         task_branch
     );
     assert_eq!(
-        git(&worktree_of(&h, &id), &["status", "--porcelain"]),
+        git(&h.worktree_of(&id), &["status", "--porcelain"]),
         "?? fix.txt\n",
         "the task's work is still uncommitted"
     );
@@ -508,7 +475,7 @@ fn merge_goes_where_the_target_is_checked_out_and_refuses_a_dirty_target() {
         "main"
     );
     assert_eq!(
-        git(&worktree_of(&h, &id), &["branch", "--show-current"]).trim(),
+        git(&h.worktree_of(&id), &["branch", "--show-current"]).trim(),
         branch_of(&h, &id),
         "the task's worktree stays on its branch"
     );
@@ -520,7 +487,7 @@ fn merge_goes_where_the_target_is_checked_out_and_refuses_a_dirty_target() {
 #[test]
 fn a_failing_setup_fails_the_task_and_a_passing_one_runs_first() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original line\n");
     let config = h.home.join(".config/cuekit");
     std::fs::create_dir_all(&config).unwrap();
     let write_setup = |setup: &str| {
@@ -534,8 +501,8 @@ fn a_failing_setup_fails_the_task_and_a_passing_one_runs_first() {
         .unwrap();
     };
     write_setup("echo preparing the tree; exit 3");
-    let failed = submit_sh(&h, &[], "echo AGENT-RAN");
-    let (_, code) = wait_all(&h, std::slice::from_ref(&failed));
+    let failed = h.submit_worktree_sh(&[], "echo AGENT-RAN");
+    let (_, code) = h.wait_all(std::slice::from_ref(&failed), "60s");
     assert_eq!(code, 20);
     let status = h.status(&failed);
     assert_eq!(status["status"], "failed");
@@ -546,8 +513,8 @@ fn a_failing_setup_fails_the_task_and_a_passing_one_runs_first() {
     assert!(!transcript.contains("AGENT-RAN"), "{transcript}");
 
     write_setup("echo prepared > setup.txt");
-    let ok = submit_sh(&h, &[], "cat setup.txt");
-    let (waited, code) = wait_all(&h, std::slice::from_ref(&ok));
+    let ok = h.submit_worktree_sh(&[], "cat setup.txt");
+    let (waited, code) = h.wait_all(std::slice::from_ref(&ok), "60s");
     assert_eq!(code, 0, "{waited}");
     assert!(h.transcript(&ok).contains("prepared"));
 }
@@ -555,13 +522,12 @@ fn a_failing_setup_fails_the_task_and_a_passing_one_runs_first() {
 #[test]
 fn rebase_replays_the_tasks_commits_and_fast_forwards_the_target() {
     let h = Harness::new();
-    repo(&h);
-    let id = submit_sh(
-        &h,
+    project_repo(&h.project, "original line\n");
+    let id = h.submit_worktree_sh(
         &[],
         "echo a > a.txt && git add a.txt && git commit -qm 'task a'",
     );
-    let (waited, code) = wait_all(&h, std::slice::from_ref(&id));
+    let (waited, code) = h.wait_all(std::slice::from_ref(&id), "60s");
     assert_eq!(code, 0, "{waited}");
     std::fs::write(h.project.join("b.txt"), "b\n").unwrap();
     git(&h.project, &["add", "b.txt"]);
@@ -583,9 +549,9 @@ fn rebase_replays_the_tasks_commits_and_fast_forwards_the_target() {
 #[test]
 fn doctor_reports_orphaned_worktrees_and_fix_removes_only_the_safe_ones() {
     let h = Harness::new();
-    repo(&h);
-    let id = submit_sh(&h, &[], "true");
-    let (waited, code) = wait_all(&h, std::slice::from_ref(&id));
+    project_repo(&h.project, "original line\n");
+    let id = h.submit_worktree_sh(&[], "true");
+    let (waited, code) = h.wait_all(std::slice::from_ref(&id), "60s");
     assert_eq!(code, 0, "{waited}");
     let clean = h.root().join("orphan-clean");
     let dirty = h.root().join("orphan-dirty");
@@ -642,17 +608,17 @@ fn doctor_reports_orphaned_worktrees_and_fix_removes_only_the_safe_ones() {
     assert!(!clean.exists());
     assert!(!branches(&h).contains("orphan-clean"));
     assert!(dirty.join("unsaved.txt").is_file());
-    assert!(worktree_of(&h, &id).is_dir());
+    assert!(h.worktree_of(&id).is_dir());
 }
 
 #[test]
 fn a_worktree_that_cannot_be_inspected_is_kept_even_when_forced() {
     let h = Harness::new();
-    repo(&h);
-    let id = submit_sh(&h, &[], "true");
-    let (waited, code) = wait_all(&h, std::slice::from_ref(&id));
+    project_repo(&h.project, "original line\n");
+    let id = h.submit_worktree_sh(&[], "true");
+    let (waited, code) = h.wait_all(std::slice::from_ref(&id), "60s");
     assert_eq!(code, 0, "{waited}");
-    let worktree = worktree_of(&h, &id);
+    let worktree = h.worktree_of(&id);
     let (git_dir, hidden) = (h.project.join(".git"), h.project.join("git-moved-away"));
     std::fs::rename(&git_dir, &hidden).unwrap();
     let (kept, code) = h.json(&["rm", "--force", &id]);
@@ -671,7 +637,7 @@ fn a_worktree_that_cannot_be_inspected_is_kept_even_when_forced() {
 #[test]
 fn a_copy_never_overwrites_a_file_the_worktree_has() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original line\n");
     git(&h.project, &["switch", "-q", "-c", "other"]);
     std::fs::write(h.project.join("local.conf"), "tracked on other\n").unwrap();
     git(&h.project, &["add", "local.conf"]);
@@ -685,14 +651,14 @@ fn a_copy_never_overwrites_a_file_the_worktree_has() {
         "worktree:\n  copy: [\"local.conf\"]\n",
     )
     .unwrap();
-    let id = submit_sh(&h, &["--base", "other"], "true");
+    let id = h.submit_worktree_sh(&["--base", "other"], "true");
     assert_eq!(
-        std::fs::read_to_string(worktree_of(&h, &id).join("local.conf")).unwrap(),
+        std::fs::read_to_string(h.worktree_of(&id).join("local.conf")).unwrap(),
         "tracked on other\n"
     );
-    let plain = submit_sh(&h, &[], "true");
+    let plain = h.submit_worktree_sh(&[], "true");
     assert_eq!(
-        std::fs::read_to_string(worktree_of(&h, &plain).join("local.conf")).unwrap(),
+        std::fs::read_to_string(h.worktree_of(&plain).join("local.conf")).unwrap(),
         "main's untracked copy\n"
     );
 }
@@ -700,7 +666,7 @@ fn a_copy_never_overwrites_a_file_the_worktree_has() {
 #[test]
 fn defaults_worktree_makes_it_the_default_and_no_worktree_overrides_it() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original line\n");
     let config = h.home.join(".config/cuekit");
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(config.join("config.yaml"), "defaults:\n  worktree: true\n").unwrap();
@@ -720,11 +686,11 @@ fn defaults_worktree_makes_it_the_default_and_no_worktree_overrides_it() {
 #[test]
 fn a_live_process_inside_keeps_an_ended_tasks_worktree() {
     let h = Harness::new();
-    repo(&h);
-    let id = submit_sh(&h, &[], "true");
-    let (waited, code) = wait_all(&h, std::slice::from_ref(&id));
+    project_repo(&h.project, "original line\n");
+    let id = h.submit_worktree_sh(&[], "true");
+    let (waited, code) = h.wait_all(std::slice::from_ref(&id), "60s");
     assert_eq!(code, 0, "{waited}");
-    let worktree = worktree_of(&h, &id);
+    let worktree = h.worktree_of(&id);
     let mut lingering = Command::new("sleep")
         .arg("60")
         .current_dir(&worktree)
@@ -745,7 +711,7 @@ fn a_live_process_inside_keeps_an_ended_tasks_worktree() {
 #[test]
 fn a_project_files_setup_runs_only_once_the_file_is_trusted() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original line\n");
     std::fs::write(
         h.project.join(".cuekit.yaml"),
         "worktree:\n  setup: echo from the project > setup.txt\n",
@@ -778,8 +744,8 @@ fn a_project_files_setup_runs_only_once_the_file_is_trusted() {
     // A task without a worktree never runs the setup, so it needs no trust.
     h.submit(&["--agent", "command", "--mode", "batch", "true"]);
     h.trust(&[]);
-    let id = submit_sh(&h, &[], "cat setup.txt");
-    let (waited, code) = wait_all(&h, std::slice::from_ref(&id));
+    let id = h.submit_worktree_sh(&[], "cat setup.txt");
+    let (waited, code) = h.wait_all(std::slice::from_ref(&id), "60s");
     assert_eq!(code, 0, "{waited}");
     assert!(h.transcript(&id).contains("from the project"));
 }
@@ -787,11 +753,11 @@ fn a_project_files_setup_runs_only_once_the_file_is_trusted() {
 #[test]
 fn concurrent_merges_and_prunes_of_one_repository_do_not_trip_over_each_other() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original line\n");
     let ids: Vec<String> = (0..4)
-        .map(|i| submit_sh(&h, &[], &format!("echo {i} > file{i}.txt")))
+        .map(|i| h.submit_worktree_sh(&[], &format!("echo {i} > file{i}.txt")))
         .collect();
-    let (waited, code) = wait_all(&h, &ids);
+    let (waited, code) = h.wait_all(&ids, "60s");
     assert_eq!(code, 0, "{waited}");
     let run_all = |commands: Vec<Vec<String>>| {
         let children: Vec<_> = commands
@@ -841,7 +807,7 @@ fn concurrent_merges_and_prunes_of_one_repository_do_not_trip_over_each_other() 
 #[test]
 fn a_worktree_submit_killed_at_any_instant_leaves_no_worktree_or_branch_behind() {
     let h = Harness::new();
-    repo(&h);
+    project_repo(&h.project, "original line\n");
     let mut seed: u64 = 0x0dd_ba11;
     for _ in 0..24 {
         seed = seed
