@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::judge::{Refreshed, end_processes, refresh};
-use super::monitor_lock::{lock_path, open_lock};
+use super::monitor_lock::{lock_path, open_lock, record_tick};
 use super::task::{Found, Task, found_for};
 use super::view::TaskView;
 use crate::adapter;
@@ -76,6 +76,7 @@ pub fn run_monitor(socket: &str) -> Result<()> {
             log_fault(&path, &err);
             true
         });
+        record_tick(&path);
         monitor.hooks.retain(|hook| !hook.is_finished());
         if !watching && monitor.hooks.is_empty() {
             return Ok(());
