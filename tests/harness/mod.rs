@@ -334,6 +334,85 @@ impl Harness {
         assert!(started.status.success(), "{started:?}");
     }
 
+    /// The processes of this test's cuekit (their environment names its HOME) whose argv holds
+    /// `word`: `__monitor`, `__scheduler`.
+    pub fn processes(&self, word: &str) -> Vec<u32> {
+        let home = format!("HOME={}", self.home.display());
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                cmdline.split(|b| *b == 0).any(|w| w == word.as_bytes())
+                    && environ.split(|b| *b == 0).any(|w| w == home.as_bytes())
+            })
+            .collect()
+    }
+
+    /// The monitors of this test's cuekit.
+    pub fn monitors(&self) -> Vec<u32> {
+        self.processes("__monitor")
+    }
+
+    /// cuekit's data directory under the test's HOME.
+    pub fn data_dir(&self) -> PathBuf {
+        self.home.join(".local/share/cuekit")
+    }
+
+    /// The ticks the monitors of this test's servers took so far: they count them, one byte
+    /// each, in `monitors/<hash>.ticks` (docs/guides/monitor-hooks.md).
+    pub fn monitor_ticks(&self) -> u64 {
+        std::fs::read_dir(self.data_dir().join("monitors"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "ticks"))
+            .filter_map(|entry| entry.metadata().ok())
+            .map(|meta| meta.len())
+            .sum()
+    }
+
+    /// The looks at the queue the scheduler took so far (`scheduler.ticks`,
+    /// docs/guides/scheduling.md).
+    pub fn scheduler_looks(&self) -> u64 {
+        std::fs::metadata(self.data_dir().join("scheduler.ticks")).map_or(0, |meta| meta.len())
+    }
+
+    /// Returns once the monitor took `ticks` more ticks, or none runs (nothing of it can fire
+    /// any more): "nothing happened again" is then "nothing happened in `ticks` ticks". Fails
+    /// after a minute (a hang guard, not a clock).
+    pub fn monitor_ticks_pass(&self, ticks: u64) {
+        let from = self.monitor_ticks();
+        assert!(
+            poll(HANG_GUARD, || self.monitor_ticks() >= from + ticks
+                || self.monitors().is_empty()),
+            "the monitor took {} of {ticks} ticks in {HANG_GUARD:?}",
+            self.monitor_ticks() - from
+        );
+    }
+
+    /// Returns once the scheduler took `looks` more looks at the queue, or none runs (nothing
+    /// of it can start a task any more). Fails after a minute (a hang guard, not a clock).
+    pub fn scheduler_looks_pass(&self, looks: u64) {
+        let from = self.scheduler_looks();
+        assert!(
+            poll(HANG_GUARD, || self.scheduler_looks() >= from + looks
+                || self.processes("__scheduler").is_empty()),
+            "the scheduler took {} of {looks} looks in {HANG_GUARD:?}",
+            self.scheduler_looks() - from
+        );
+    }
+
+    /// `cuekit --json ARGS` with a hang guard: its output, or a failure naming the command
+    /// after `limit`.
+    pub fn bounded(&self, args: &[&str], limit: Duration) -> Output {
+        let mut command = self.cuekit();
+        command.arg("--json").args(args);
+        within(command, limit)
+    }
+
     pub fn status(&self, id: &str) -> Value {
         let (value, code) = self.json(&["status", id]);
         assert_eq!(code, 0, "status failed: {value}");
@@ -526,6 +605,28 @@ pub fn assert_refused(answer: &Value, code: i32, expected: &str, status: i32) {
         (Some(expected), status),
         "{answer}"
     );
+}
+
+/// How long a wait on something the code records may take before the test fails, saying what
+/// it waited for: generous, so that only a hang fails it, never a slow machine.
+pub const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// Runs `command` to its end with a hang guard: its output, or a failure naming it (killed)
+/// after `limit`.
+pub fn within(mut command: Command, limit: Duration) -> Output {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output().unwrap()));
+    finished.recv_timeout(limit).unwrap_or_else(|_| {
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        panic!("{command:?} hung for more than {limit:?}")
+    })
 }
 
 /// Polls `condition` until it holds or `limit` passes; returns whether it held.

@@ -410,7 +410,7 @@ fn a_busy_gemini_parent_is_woken_once_when_idle_and_reads_the_result() {
         "typed at {typed_at}, while the parent was busy until {slept_at}"
     );
     // No second wake on later looks, and none for the child that did not ask.
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    h.monitor_ticks_pass(3);
     let later = h.history("parent");
     assert_eq!(later.matches(&line).count(), 1);
     assert_eq!(h.status(UNASKED)["status"], "completed");
@@ -454,7 +454,7 @@ fn nothing_is_typed_into_a_shell_pane() {
         .to_string();
     let (waited, _) = h.json(&["wait", &id, "--timeout", "30s"]);
     assert_eq!(waited["tasks"][0]["status"], "completed", "{waited}");
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    h.monitor_ticks_pass(2);
     assert!(!h.history("shell2").contains("[cuekit]"));
     assert!(wakes(&h, &id).is_empty());
 }

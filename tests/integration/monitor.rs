@@ -36,22 +36,6 @@ fn lines_of(log: &Path, id: &str) -> Vec<String> {
         .collect()
 }
 
-/// The monitors of this test's cuekit (their environment names its HOME).
-fn monitors(h: &Harness) -> Vec<u32> {
-    let home = format!("HOME={}", h.home.display());
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            cmdline.split(|b| *b == 0).any(|a| a == b"__monitor")
-                && environ.split(|b| *b == 0).any(|e| e == home.as_bytes())
-        })
-        .collect()
-}
-
 fn record_status(h: &Harness, id: &str) -> String {
     let record: Value =
         serde_json::from_slice(&std::fs::read(h.task_dir(id).join("task.json")).unwrap()).unwrap();
@@ -81,8 +65,8 @@ fn every_kind_of_ending_fires_on_end_exactly_once() {
         "{}",
         std::fs::read_to_string(&log).unwrap_or_default()
     );
-    // A few more ticks: nothing fires twice.
-    std::thread::sleep(Duration::from_secs(3));
+    // Three more ticks (or the monitor's end): nothing fires twice.
+    h.monitor_ticks_pass(3);
     for (id, status) in expected {
         let ends: Vec<String> = lines_of(&log, id)
             .into_iter()
@@ -113,7 +97,7 @@ fn every_kind_of_ending_fires_on_end_exactly_once() {
         "{listed}"
     );
     // Once nothing runs, the monitor ends itself.
-    assert!(poll(Duration::from_secs(10), || monitors(&h).is_empty()));
+    assert!(poll(Duration::from_secs(10), || h.monitors().is_empty()));
 }
 
 #[test]
@@ -121,18 +105,26 @@ fn an_ending_while_no_monitor_ran_is_announced_once() {
     let h = Harness::new();
     let log = logging_hooks(&h, "");
     let id = h.submit_sh("sleep 2", &[]);
-    assert!(poll(Duration::from_secs(10), || !monitors(&h).is_empty()));
+    assert!(poll(Duration::from_secs(10), || !h.monitors().is_empty()));
     assert!(poll(Duration::from_secs(10), || !lines_of(&log, &id).is_empty()));
-    for pid in monitors(&h) {
+    for pid in h.monitors() {
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }
-    assert!(poll(Duration::from_secs(5), || monitors(&h).is_empty()));
+    assert!(poll(Duration::from_secs(5), || h.monitors().is_empty()));
     // The task ends with no monitor running; the next cuekit call that meets it starts one.
     assert!(poll(Duration::from_secs(10), || h
         .task_dir(&id)
         .join("exit-code")
         .exists()));
-    std::thread::sleep(Duration::from_millis(300));
+    // Its pane is dead too: the call below meets an ending, not a running task.
+    let target = format!("=cuekit-task-{id}:");
+    assert!(
+        poll(Duration::from_secs(10), || {
+            let dead = h.tmux(&["list-panes", "-t", &target, "-F", "#{pane_dead}"]);
+            !dead.status.success() || String::from_utf8_lossy(&dead.stdout).trim() == "1"
+        }),
+        "the pane of {id} never died"
+    );
     h.status(&id);
     assert!(
         poll(Duration::from_secs(10), || lines_of(&log, &id)
@@ -141,9 +133,9 @@ fn an_ending_while_no_monitor_ran_is_announced_once() {
         "{:?}",
         lines_of(&log, &id)
     );
-    std::thread::sleep(Duration::from_secs(2));
+    h.monitor_ticks_pass(2);
     h.status(&id);
-    std::thread::sleep(Duration::from_secs(2));
+    h.monitor_ticks_pass(2);
     let ends = lines_of(&log, &id)
         .into_iter()
         .filter(|l| l.starts_with("end"))
@@ -189,7 +181,9 @@ fn a_dialog_that_holds_fires_once_and_one_that_flickers_never_fires() {
         "{:?}",
         lines_of(&steady_log, &held)
     );
-    std::thread::sleep(Duration::from_secs(4));
+    // Four more ticks of each monitor: far past the dwell for both.
+    steady.monitor_ticks_pass(4);
+    flicker.monitor_ticks_pass(4);
     let inputs: Vec<String> = lines_of(&steady_log, &held)
         .into_iter()
         .filter(|l| l.starts_with("input"))
@@ -249,8 +243,8 @@ fn timeouts_hold_with_nobody_waiting_and_one_monitor_for_the_server() {
     let ids: Vec<String> = (0..3)
         .map(|_| h.submit_sh("sleep 600", &["--timeout", "2s"]))
         .collect();
-    assert!(poll(Duration::from_secs(5), || !monitors(&h).is_empty()));
-    assert_eq!(monitors(&h).len(), 1, "one monitor per server");
+    assert!(poll(Duration::from_secs(5), || !h.monitors().is_empty()));
+    assert_eq!(h.monitors().len(), 1, "one monitor per server");
     // No process per task: nothing else of cuekit runs but the monitor.
     assert!(
         poll(Duration::from_secs(20), || ids
@@ -266,7 +260,8 @@ fn timeouts_hold_with_nobody_waiting_and_one_monitor_for_the_server() {
 #[test]
 fn a_hundred_running_tasks_cost_the_monitor_at_most_two_tmux_calls_a_tick() {
     let h = Harness::new();
-    // A tmux that logs who called it and when.
+    // A tmux that logs who called it and in which tick: the monitor counts a tick once it is
+    // over (one byte in monitors/<hash>.ticks), so every call of one tick sees the same count.
     let shim_dir = h.root().join("shim");
     std::fs::create_dir_all(&shim_dir).unwrap();
     let calls = h.root().join("tmux-calls");
@@ -281,7 +276,8 @@ fn a_hundred_running_tasks_cost_the_monitor_at_most_two_tmux_calls_a_tick() {
     crate::harness::write_executable(
         &shim_dir.join("tmux"),
         &format!(
-            "#!/bin/sh\necho \"$PPID $(date +%s%N)\" >> '{}'\nexec '{}' \"$@\"\n",
+            "#!/bin/sh\necho \"$PPID $(cat '{}'/*.ticks 2>/dev/null | wc -c) $*\" >> '{}'\nexec '{}' \"$@\"\n",
+            h.data_dir().join("monitors").display(),
             calls.display(),
             real.trim()
         ),
@@ -301,28 +297,29 @@ fn a_hundred_running_tasks_cost_the_monitor_at_most_two_tmux_calls_a_tick() {
     for i in 0..100 {
         submit(i);
     }
-    let monitor = *monitors(&h).first().expect("a monitor runs");
+    let monitor = *h.monitors().first().expect("a monitor runs");
     std::fs::write(&calls, "").unwrap();
-    std::thread::sleep(Duration::from_secs(6));
+    h.monitor_ticks_pass(5);
     let text = std::fs::read_to_string(&calls).unwrap();
-    let mut times: Vec<u128> = text
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .filter(|(pid, _)| pid.parse::<u32>().ok() == Some(monitor))
-        .map(|(_, ns)| ns.parse().unwrap())
-        .collect();
-    times.sort();
-    assert!(times.len() >= 3, "the monitor looked at the server: {text}");
-    // Calls of one tick come within milliseconds of each other; ticks are a second apart.
-    let mut ticks: Vec<Vec<u128>> = Vec::new();
-    for t in times {
-        match ticks.last_mut() {
-            Some(tick) if t - tick[0] < 400_000_000 => tick.push(t),
-            _ => ticks.push(vec![t]),
+    // The monitor's calls, split at each tick's first call (where the count changes).
+    let mut ticks: std::collections::BTreeMap<u64, Vec<&str>> = Default::default();
+    for (pid, rest) in text.lines().filter_map(|l| l.split_once(' ')) {
+        if pid.parse::<u32>().ok() != Some(monitor) {
+            continue;
         }
+        let (tick, command) = rest.split_once(' ').unwrap_or((rest, ""));
+        ticks
+            .entry(tick.trim().parse().unwrap())
+            .or_default()
+            .push(command);
     }
-    for tick in &ticks {
-        assert!(tick.len() <= 2, "{} tmux calls in one tick", tick.len());
+    assert!(ticks.len() >= 3, "the monitor looked at the server: {text}");
+    for (tick, commands) in &ticks {
+        assert!(
+            commands.len() <= 2,
+            "{} tmux calls in tick {tick}: {commands:?}",
+            commands.len()
+        );
     }
 }
 
@@ -369,7 +366,12 @@ fn a_transition_is_announced_on_the_submitters_tmux_client() {
         "20",
         &attach,
     ]);
-    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        poll(Duration::from_secs(10), || !user(&["list-clients"])
+            .stdout
+            .is_empty()),
+        "the viewer never attached"
+    );
     let out = h
         .cuekit()
         .env("TMUX", format!("{},1,0", user_socket.display()))
@@ -418,7 +420,7 @@ fn a_real_gemini_login_screen_fires_on_input_required_once() {
         lines_of(&log, &id),
         h.screen(&id)
     );
-    std::thread::sleep(Duration::from_secs(3));
+    h.monitor_ticks_pass(3);
     let inputs: Vec<String> = lines_of(&log, &id)
         .into_iter()
         .filter(|l| l.starts_with("input"))
@@ -465,7 +467,7 @@ fn a_real_gemini_turn_fires_idle_and_again_after_a_steer() {
 fn a_monitor_whose_records_or_data_vanish_ends_itself() {
     let h = Harness::new();
     let id = h.submit_sh("sleep 600", &[]);
-    assert!(poll(Duration::from_secs(5), || !monitors(&h).is_empty()));
+    assert!(poll(Duration::from_secs(5), || !h.monitors().is_empty()));
     // Again if the monitor wrote into the directory meanwhile (its first announcement).
     let dir = h.task_dir(&id);
     assert!(poll(Duration::from_secs(5), || {
@@ -473,13 +475,13 @@ fn a_monitor_whose_records_or_data_vanish_ends_itself() {
         !dir.exists()
     }));
     assert!(
-        poll(Duration::from_secs(10), || monitors(&h).is_empty()),
+        poll(Duration::from_secs(10), || h.monitors().is_empty()),
         "the monitor stayed for a task it cannot judge: {:?}",
-        monitors(&h)
+        h.monitors()
     );
 
     h.submit_sh("sleep 600", &[]);
-    assert!(poll(Duration::from_secs(5), || !monitors(&h).is_empty()));
+    assert!(poll(Duration::from_secs(5), || !h.monitors().is_empty()));
     let data = h.home.join(".local/share/cuekit");
     // Again if the monitor wrote into it meanwhile (an announcement of the new task).
     assert!(poll(Duration::from_secs(5), || {
@@ -487,9 +489,9 @@ fn a_monitor_whose_records_or_data_vanish_ends_itself() {
         !data.exists()
     }));
     assert!(
-        poll(Duration::from_secs(10), || monitors(&h).is_empty()),
+        poll(Duration::from_secs(10), || h.monitors().is_empty()),
         "the monitor outlived its data directory: {:?}",
-        monitors(&h)
+        h.monitors()
     );
     assert!(
         !data.exists(),

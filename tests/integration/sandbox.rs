@@ -655,26 +655,6 @@ fn a_work_dir_that_holds_home_is_refused() {
     );
 }
 
-/// Runs cuekit with a hang guard: the output, or a failure naming the command after `limit`.
-fn bounded(h: &Harness, args: &[&str], limit: Duration) -> std::process::Output {
-    let child = h
-        .cuekit()
-        .arg("--json")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let (done, finished) = std::sync::mpsc::channel();
-    std::thread::spawn(move || done.send(child.wait_with_output().unwrap()));
-    finished.recv_timeout(limit).unwrap_or_else(|_| {
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-        panic!("cuekit {args:?} hung for more than {limit:?}")
-    })
-}
-
 /// Every cuekit command that reads a task's work, each with a hang guard; their outputs.
 fn read_every_way(h: &Harness, id: &str) -> String {
     let mut said = String::new();
@@ -687,7 +667,7 @@ fn read_every_way(h: &Harness, id: &str) -> String {
         vec!["result", id],
         vec!["conflicts"],
     ] {
-        let out = bounded(h, &args, Duration::from_secs(60));
+        let out = h.bounded(&args, Duration::from_secs(60));
         said += &String::from_utf8_lossy(&out.stdout);
         said += &String::from_utf8_lossy(&out.stderr);
     }
@@ -862,9 +842,7 @@ fn fifos_in_a_childs_tree_never_hang_cuekit() {
         .status()
         .unwrap();
     assert!(made.success());
-    let out = bounded(
-        &h,
-        &[
+    let out = h.bounded(&[
             &["submit"][..],
             &sh_task(
                 "ls cache; mkdir .fake && mkfifo .fake/index && echo \"gitdir: $PWD/.fake\" > .git \
@@ -899,7 +877,7 @@ fn fifos_in_a_childs_tree_never_hang_cuekit() {
         .unwrap();
     assert!(made.success());
     let started = std::time::Instant::now();
-    let diff = bounded(&h, &["diff", &id], Duration::from_secs(30));
+    let diff = h.bounded(&["diff", &id], Duration::from_secs(30));
     assert_eq!(diff.status.code(), Some(33), "{diff:?}");
     assert!(String::from_utf8_lossy(&diff.stdout).contains("git_timed_out"));
     eprintln!("diff past a FIFO .gitignore: {:?}", started.elapsed());

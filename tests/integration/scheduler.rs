@@ -20,22 +20,6 @@ fn starts(log: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The processes whose command line holds `word` and whose HOME is the harness's.
-fn cuekit_processes(h: &Harness, word: &str) -> Vec<i32> {
-    let home = format!("HOME={}", h.home.display());
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            cmdline.split(|b| *b == 0).any(|w| w == word.as_bytes())
-                && environ.split(|b| *b == 0).any(|w| w == home.as_bytes())
-        })
-        .collect()
-}
-
 /// Counts the live panes of the harness's tmux server every 20 ms until stopped; returns the
 /// most seen at once and how many looks were taken.
 struct PaneSampler {
@@ -117,15 +101,12 @@ fn twenty_tasks_under_running_three_start_once_each_with_racing_submitters_and_a
     assert_eq!(ids.len(), 20);
     // The scheduler is killed while tasks still wait; the next cuekit call starts another.
     assert!(
-        poll(Duration::from_secs(10), || !cuekit_processes(
-            &h,
-            "__scheduler"
-        )
+        poll(Duration::from_secs(10), || !h.processes("__scheduler")
         .is_empty()),
         "no scheduler ran while tasks waited"
     );
-    for pid in cuekit_processes(&h, "__scheduler") {
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+    for pid in h.processes("__scheduler") {
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }
     let waited = h.wait_ended(&ids, "120s");
     let (most, looks) = sampler.finish();
@@ -612,7 +593,7 @@ fn a_forged_queued_record_never_runs_a_task_twice() {
     let third = h.submit_sh(&script("third"), &["--mode", "batch"]);
     h.wait_ended(std::slice::from_ref(&third), "30s");
     h.ok(&["list"]);
-    std::thread::sleep(Duration::from_secs(2));
+    h.scheduler_looks_pass(2);
     assert_eq!(starts(&log), ["first", "second", "third"]);
 
     // Nor one cancelled while it waited.
@@ -623,7 +604,7 @@ fn a_forged_queued_record_never_runs_a_task_twice() {
     h.ok(&["cancel", &blocker]);
     let last = h.submit_sh(&script("last"), &["--mode", "batch"]);
     h.wait_ended(std::slice::from_ref(&last), "30s");
-    std::thread::sleep(Duration::from_secs(2));
+    h.scheduler_looks_pass(2);
     assert_eq!(starts(&log), ["first", "second", "third", "last"]);
 }
 
