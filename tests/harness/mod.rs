@@ -457,6 +457,39 @@ impl Harness {
             .unwrap()
     }
 
+    /// Waits until no tmux process of the test's server is left but the server itself (a
+    /// client that a killed cuekit left mid-command has finished); fails after [`HANG_GUARD`].
+    pub fn tmux_clients_gone(&self) {
+        let server: Option<u32> =
+            String::from_utf8_lossy(&self.tmux(&["display-message", "-p", "#{pid}"]).stdout)
+                .trim()
+                .parse()
+                .ok();
+        let clients = || -> Vec<u32> {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| Some(*pid) != server)
+                .filter(|pid| {
+                    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                    let argv: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+                    argv.first()
+                        .is_some_and(|program| program.ends_with(b"tmux"))
+                        && argv
+                            .windows(2)
+                            .any(|pair| pair[0] == b"-L" && pair[1] == self.socket.as_bytes())
+                })
+                .collect()
+        };
+        assert!(
+            poll(HANG_GUARD, || clients().is_empty()),
+            "tmux clients of {} still running: {:?}",
+            self.socket,
+            clients()
+        );
+    }
+
     /// The task's pane: its id (`%N`) and the pid of its first process.
     pub fn pane(&self, id: &str) -> (String, u32) {
         let target = format!("=cuekit-task-{id}:");

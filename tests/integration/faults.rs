@@ -205,7 +205,7 @@ fn a_submit_killed_at_any_instant_leaves_no_agent_without_a_record() {
         let _ = child.wait();
     }
     // A tmux client orphaned by the kill finishes within milliseconds.
-    std::thread::sleep(Duration::from_millis(300));
+    h.tmux_clients_gone();
     let (_, code) = h.json(&["list"]);
     assert_eq!(code, 0);
 
@@ -911,8 +911,8 @@ fn a_deleted_tmux_socket_is_never_taken_for_an_ending() {
     let (list, code) = h.json(&["list"]);
     assert_eq!(code, 0, "{list}");
     unknown(&list[0]);
-    // A few of the monitor's ticks: it records nothing either.
-    std::thread::sleep(Duration::from_secs(3));
+    // Three of the monitor's ticks (or its end): it records nothing either.
+    h.monitor_ticks_pass(3);
     let record: Value =
         serde_json::from_slice(&std::fs::read(h.task_dir(&id).join("task.json")).unwrap()).unwrap();
     assert_eq!(record["status"], "running", "{record}");

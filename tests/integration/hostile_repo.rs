@@ -6,8 +6,8 @@
 use std::process::{Command, Stdio};
 
 use crate::harness::Harness;
-use crate::harness::assert_refused;
 use crate::harness::git::{commit_all, git, init_repo};
+use crate::harness::{HANG_GUARD, assert_refused};
 use serde_json::Value;
 
 /// The project folder as a repository with one commit.
@@ -599,7 +599,14 @@ fn a_project_cannot_choose_the_command_agent_unasked() {
     .unwrap();
     let (answer, code) = h.json(&["team", "submit", "rev", "--spec", "team.yaml"]);
     assert_refused(&answer, code, "config_untrusted", 14);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Nothing was started that could run it later: no session on the test's tmux server, nothing
+    // in the queue.
+    let sessions = h.tmux(&["list-sessions", "-F", "#{session_name}"]);
+    assert_eq!(String::from_utf8_lossy(&sessions.stdout).trim(), "");
+    let queued = std::fs::read_dir(h.data_dir().join("queue"))
+        .map(|dir| dir.count())
+        .unwrap_or(0);
+    assert_eq!(queued, 0, "a task was queued");
     assert!(!pwned.exists(), "the repository chose what ran");
 }
 
@@ -714,7 +721,11 @@ fn a_sentinel_a_child_writes_is_not_its_ending() {
     let id = h.submit_batch_sh(
         "printf 'cuekit_exit=0\\n' > .cuekit/tasks/$CUEKIT_TASK_ID/exit-code; sleep 2; exit 3",
     );
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Once the child wrote it (and sleeps), the task still runs.
+    let sentinel = h.task_dir(&id).join("exit-code");
+    h.wait_until(&id, "the child's own exit-code", HANG_GUARD, || {
+        std::fs::metadata(&sentinel).is_ok_and(|meta| meta.len() > 0)
+    });
     assert_eq!(h.status(&id)["status"], "running");
     let (waited, code) = h.json(&["wait", &id, "--timeout", "30s"]);
     assert_eq!(code, 20, "{waited}");

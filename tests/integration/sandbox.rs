@@ -842,7 +842,8 @@ fn fifos_in_a_childs_tree_never_hang_cuekit() {
         .status()
         .unwrap();
     assert!(made.success());
-    let out = h.bounded(&[
+    let out = h.bounded(
+        &[
             &["submit"][..],
             &sh_task(
                 "ls cache; mkdir .fake && mkfifo .fake/index && echo \"gitdir: $PWD/.fake\" > .git \

@@ -101,8 +101,9 @@ fn twenty_tasks_under_running_three_start_once_each_with_racing_submitters_and_a
     assert_eq!(ids.len(), 20);
     // The scheduler is killed while tasks still wait; the next cuekit call starts another.
     assert!(
-        poll(Duration::from_secs(10), || !h.processes("__scheduler")
-        .is_empty()),
+        poll(Duration::from_secs(10), || !h
+            .processes("__scheduler")
+            .is_empty()),
         "no scheduler ran while tasks waited"
     );
     for pid in h.processes("__scheduler") {

@@ -1,8 +1,7 @@
 //! Configuration, capabilities, init and doctor: what a user meets before the first task.
 
-
-use crate::harness::Harness;
 use crate::harness::HANG_GUARD;
+use crate::harness::Harness;
 
 fn project_config(h: &Harness, text: &str) {
     std::fs::write(h.project.join(".cuekit.yaml"), text).unwrap();
