@@ -1,6 +1,6 @@
 //! Prints what reaching a task on another host costs; asserts nothing about time. Run with
 //! `cargo bench --bench remote` (release build, as root or with `sudo -n`: it starts two real
-//! sshd "hosts" on loopback, like tests/remote.rs).
+//! sshd "hosts" on loopback, like tests/integration/remote.rs).
 //!
 //! - status: `cuekit status` of a host's task over a warm connection, against a local
 //!   `cuekit status` and one bare ssh round trip over the same connection (the budget is

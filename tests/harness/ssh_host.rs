@@ -1,7 +1,7 @@
-//! A real SSH "host" on loopback, for tests/remote.rs and benches/remote.rs: an `sshd` of
+//! A real SSH "host" on loopback, for tests/integration/remote.rs and benches/remote.rs: an `sshd` of
 //! the caller's own (own config, host key, port on 127.0.0.1) and a throw-away unix user whose
 //! home holds a copy of this cuekit (`~/bin/cuekit`); the user alone ([`ThrowawayUser`]) for
-//! tests/sandbox.rs. Needs root (or `sudo -n`) and openssh-server (scripts/test installs it);
+//! tests/integration/sandbox.rs. Needs root (or `sudo -n`) and openssh-server (scripts/test installs it);
 //! without sshd it fails, saying so.
 #![allow(dead_code)]
 
@@ -19,6 +19,21 @@ pub fn as_root(program: &str) -> Command {
         command.args(["-n", program]);
         command
     }
+}
+
+/// Held while a user is added or deleted: `useradd` and `userdel` fail ("cannot lock
+/// /etc/passwd") rather than wait when another one holds the account files, and the tests run in
+/// parallel processes (nextest). An exclusive `flock` on a file in the temp dir, released on drop.
+pub fn accounts_lock() -> std::fs::File {
+    use std::os::unix::io::AsRawFd;
+    let path = std::env::temp_dir().join("cuekit-test-accounts.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .unwrap();
+    assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0, "flock {path:?}");
+    file
 }
 
 pub fn must(command: &mut Command) {
@@ -54,12 +69,15 @@ impl ThrowawayUser {
         // A copy, not a link: the throw-away user must be able to run it even when the build
         // lives under a directory only its owner may enter (a clone in `mktemp -d`).
         std::fs::copy(env!("CARGO_BIN_EXE_cuekit"), home.join("bin/cuekit")).unwrap();
-        must(
-            as_root("useradd")
-                .args(["-M", "-p", "*", "-s", "/bin/sh", "-d"])
-                .arg(&home)
-                .arg(&name),
-        );
+        {
+            let _accounts = accounts_lock();
+            must(
+                as_root("useradd")
+                    .args(["-M", "-p", "*", "-s", "/bin/sh", "-d"])
+                    .arg(&home)
+                    .arg(&name),
+            );
+        }
         let user = ThrowawayUser { name, dir };
         user.own_home();
         user
@@ -89,7 +107,10 @@ impl Drop for ThrowawayUser {
                 .stderr(std::process::Stdio::null())
                 .status();
         }
-        let _ = as_root("userdel").arg(&self.name).status();
+        {
+            let _accounts = accounts_lock();
+            let _ = as_root("userdel").arg(&self.name).status();
+        }
         // Files the user wrote: removed as root, since the temp dir is the test's.
         let _ = as_root("rm").arg("-rf").arg(self.dir.path()).status();
     }
@@ -110,7 +131,7 @@ impl SshHost {
     pub fn start(name: &str) -> SshHost {
         assert!(
             Path::new(SSHD).exists(),
-            "{SSHD} is missing: install openssh-server (scripts/test does it) to run tests/remote.rs"
+            "{SSHD} is missing: install openssh-server (scripts/test does it) to run tests/integration/remote.rs"
         );
         let account = ThrowawayUser::new("cuekit-host-");
         let home = account.home();

@@ -523,7 +523,7 @@ fn check_sigterm(kind: &str) {
 
 #[test]
 fn every_acp_adapter_is_checked_here() {
-    // agy_acp_server installs from Google's site only: tests/antigravity.rs drives its
+    // agy_acp_server installs from Google's site only: tests/integration/antigravity.rs drives its
     // stand-in instead.
     let stand_in_only = ["antigravity"];
     let mut acp: Vec<&str> = ADAPTERS
