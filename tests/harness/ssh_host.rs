@@ -32,7 +32,11 @@ pub fn accounts_lock() -> std::fs::File {
         .append(true)
         .open(&path)
         .unwrap();
-    assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0, "flock {path:?}");
+    assert_eq!(
+        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) },
+        0,
+        "flock {path:?}"
+    );
     file
 }
 
