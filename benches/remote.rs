@@ -8,15 +8,13 @@
 //! - list: `cuekit list --all` over 2 hosts × N tasks, with the ssh processes it starts (the
 //!   budget is one round trip per host).
 
-#[path = "../tests/harness/ssh_host.rs"]
-mod ssh_host;
 mod support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ssh_host::SshHost;
+use support::harness::ssh_host::SshHost;
 use support::{Sandbox, median, millis, stdout_of};
 
 const TASKS_PER_HOST: usize = 50;

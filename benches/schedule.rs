@@ -36,22 +36,6 @@ fn stamp(path: &std::path::Path) -> Option<u128> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// The pid of the sandbox's process whose command line holds `word`.
-fn process_with(sandbox: &Sandbox, word: &str) -> Option<u32> {
-    let home = format!("HOME={}", sandbox.root.join("home").display());
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .find_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-            (cmdline.split(|b| *b == 0).any(|w| w == word.as_bytes())
-                && environ.split(|b| *b == 0).any(|w| w == home.as_bytes()))
-            .then_some(pid)
-        })
-}
-
 fn slot_freed_to_next_start() {
     let sandbox = Sandbox::new("schedule-slot", &[]);
     config(&sandbox, "limits:\n  running: 1\n");
@@ -151,8 +135,18 @@ fn idle_cost() {
             .count()
     };
     let (running, queued) = (count("running"), count("queued"));
-    let scheduler = process_with(&sandbox, "__scheduler").expect("a scheduler runs");
-    let monitor = process_with(&sandbox, "__monitor").expect("a monitor runs");
+    let scheduler = sandbox
+        .harness
+        .processes("__scheduler")
+        .first()
+        .copied()
+        .expect("a scheduler runs");
+    let monitor = sandbox
+        .harness
+        .monitors()
+        .first()
+        .copied()
+        .expect("a monitor runs");
     // Settled: the submits' own starts are over.
     std::thread::sleep(Duration::from_secs(3));
     let _ = std::fs::remove_file(&calls);

@@ -158,6 +158,7 @@ impl Harness {
             .env("CUEKIT_TMUX_SOCKET", &self.socket)
             .env_remove("TMUX")
             .env_remove("TMUX_PANE")
+            .env_remove("CUEKIT_TASK_ID")
             .env_remove("CI")
             .env_remove("GITHUB_ACTIONS")
             .env_remove("GEMINI_API_KEY")
@@ -457,6 +458,32 @@ impl Harness {
             .unwrap()
     }
 
+    /// A `tmux` of the test's own, in `shim/`, that appends one line to `tmux-calls` (`line`:
+    /// shell words, such as `$PPID $*`) and then runs the real tmux: the folder to put first
+    /// on PATH, and the log of calls.
+    pub fn tmux_shim(&self, line: &str) -> (PathBuf, PathBuf) {
+        let dir = self.root().join("shim");
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = self.root().join("tmux-calls");
+        let real = String::from_utf8(
+            Command::new("sh")
+                .args(["-c", "command -v tmux"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        write_executable(
+            &dir.join("tmux"),
+            &format!(
+                "#!/bin/sh\necho \"{line}\" >> '{}'\nexec '{}' \"$@\"\n",
+                log.display(),
+                real.trim()
+            ),
+        );
+        (dir, log)
+    }
+
     /// Waits until no tmux process of the test's server is left but the server itself (a
     /// client that a killed cuekit left mid-command has finished); fails after [`HANG_GUARD`].
     pub fn tmux_clients_gone(&self) {
@@ -582,7 +609,12 @@ impl Harness {
 
 impl Drop for Harness {
     /// `kill-server` alone leaves the Gemini CLI running: end every pane's process tree first.
+    /// The test's scheduler and monitors go before anything, or a queued task would start on
+    /// a server made anew.
     fn drop(&mut self) {
+        for pid in [self.processes("__scheduler"), self.monitors()].concat() {
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
         let panes = self.tmux(&["list-panes", "-a", "-F", "#{pane_pid}"]);
         for pid in String::from_utf8_lossy(&panes.stdout)
             .lines()

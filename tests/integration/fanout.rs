@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::harness::sh_task;
-use crate::harness::{Harness, write_executable};
+use crate::harness::{HANG_GUARD, Harness, poll, write_executable};
 use serde_json::Value;
 
 /// The test's cuekit binary as `cuekit` on the pane's PATH, as an installed cuekit would be.
@@ -466,10 +466,14 @@ fn team_submit_starts_every_member_and_steer_reaches_each_interactive_one() {
 }
 
 /// Starts `cuekit wait --until report`, then opens the child's gate; returns what the wait
-/// printed. The pause only orders the two (a report made before the wait began does not count).
+/// printed. A report made before the wait began does not count: the gate opens once the wait
+/// asked tmux about the task, which it does right after it noted the reports so far.
 fn wait_for_report_after(h: &Harness, id: &str, gate: &std::path::Path) -> Value {
+    let (shim_dir, calls) = h.tmux_shim("$PPID");
+    let path = format!("{}:{}", shim_dir.display(), std::env::var("PATH").unwrap());
     let waiter = h
         .cuekit()
+        .env("PATH", format!("{}:{path}", h.bin.display()))
         .args([
             "--json",
             "wait",
@@ -482,7 +486,14 @@ fn wait_for_report_after(h: &Harness, id: &str, gate: &std::path::Path) -> Value
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(1));
+    let pid = waiter.id().to_string();
+    assert!(
+        poll(HANG_GUARD, || std::fs::read_to_string(&calls)
+            .unwrap_or_default()
+            .lines()
+            .any(|caller| caller == pid)),
+        "the wait never looked at the task"
+    );
     std::fs::write(gate, "").unwrap();
     let output = waiter.wait_with_output().unwrap();
     let waited: Value = serde_json::from_slice(&output.stdout).unwrap();

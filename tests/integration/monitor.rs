@@ -262,26 +262,10 @@ fn a_hundred_running_tasks_cost_the_monitor_at_most_two_tmux_calls_a_tick() {
     let h = Harness::new();
     // A tmux that logs who called it and in which tick: the monitor counts a tick once it is
     // over (one byte in monitors/<hash>.ticks), so every call of one tick sees the same count.
-    let shim_dir = h.root().join("shim");
-    std::fs::create_dir_all(&shim_dir).unwrap();
-    let calls = h.root().join("tmux-calls");
-    let real = String::from_utf8(
-        Command::new("sh")
-            .args(["-c", "command -v tmux"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    crate::harness::write_executable(
-        &shim_dir.join("tmux"),
-        &format!(
-            "#!/bin/sh\necho \"$PPID $(cat '{}'/*.ticks 2>/dev/null | wc -c) $*\" >> '{}'\nexec '{}' \"$@\"\n",
-            h.data_dir().join("monitors").display(),
-            calls.display(),
-            real.trim()
-        ),
-    );
+    let (shim_dir, calls) = h.tmux_shim(&format!(
+        "$PPID $(cat '{}'/*.ticks 2>/dev/null | wc -c) $*",
+        h.data_dir().join("monitors").display()
+    ));
     let path = format!("{}:{}", shim_dir.display(), std::env::var("PATH").unwrap());
     let submit = |i: usize| {
         let out = h
