@@ -96,13 +96,19 @@ impl Harness {
             canned.display()
         );
         write_executable(&self.bin.join("gemini"), &wrapper);
+        self.gemini_api_key_auth();
+        self.env("GEMINI_API_KEY", "offline-test-key")
+    }
+
+    /// The Gemini CLI's settings in the test's HOME: API-key auth (the key itself is the
+    /// harness's `GEMINI_API_KEY`).
+    pub fn gemini_api_key_auth(&self) {
         std::fs::create_dir_all(self.home.join(".gemini")).unwrap();
         std::fs::write(
             self.home.join(".gemini/settings.json"),
             r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
         )
         .unwrap();
-        self.env("GEMINI_API_KEY", "offline-test-key")
     }
 
     /// Lets a sandboxed real Gemini child (the default for a task that asks for approvals)
@@ -110,17 +116,11 @@ impl Harness {
     /// `sandbox.read`, in the user's config file (written whole).
     pub fn show_real_gemini_to_sandbox(&self) {
         let tools = tools_bin().parent().unwrap().to_path_buf();
-        let dir = self.home.join(".config/cuekit");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("config.yaml"),
-            format!(
-                "sandbox:\n  read: ['{}', '{}']\n",
-                self.root().join("canned.jsonl").display(),
-                tools.display()
-            ),
-        )
-        .unwrap();
+        self.user_config(&format!(
+            "sandbox:\n  read: ['{}', '{}']\n",
+            self.root().join("canned.jsonl").display(),
+            tools.display()
+        ));
     }
 
     pub fn env(mut self, name: &str, value: &str) -> Harness {
@@ -318,6 +318,12 @@ impl Harness {
             quote(&canned.to_string_lossy()),
             quote(prompt),
         );
+        self.session_running(session, &script, (160, 50));
+    }
+
+    /// A new session `session` of the test's tmux server, `width` x `height`, running the
+    /// shell script `script` (kept as `<session>.sh` in the test's folder).
+    pub fn session_running(&self, session: &str, script: &str, (width, height): (u16, u16)) {
         let path = self.root().join(format!("{session}.sh"));
         std::fs::write(&path, script).unwrap();
         let started = self.tmux(&[
@@ -326,9 +332,9 @@ impl Harness {
             "-s",
             session,
             "-x",
-            "160",
+            &width.to_string(),
             "-y",
-            "50",
+            &height.to_string(),
             "/bin/sh",
             &path.to_string_lossy(),
         ]);
@@ -465,20 +471,12 @@ impl Harness {
         let dir = self.root().join("shim");
         std::fs::create_dir_all(&dir).unwrap();
         let log = self.root().join("tmux-calls");
-        let real = String::from_utf8(
-            Command::new("sh")
-                .args(["-c", "command -v tmux"])
-                .output()
-                .unwrap()
-                .stdout,
-        )
-        .unwrap();
         write_executable(
             &dir.join("tmux"),
             &format!(
                 "#!/bin/sh\necho \"{line}\" >> '{}'\nexec '{}' \"$@\"\n",
                 log.display(),
-                real.trim()
+                real_tmux().display()
             ),
         );
         (dir, log)
@@ -562,21 +560,7 @@ impl Harness {
             shlex::try_quote(&self.project.to_string_lossy()).unwrap(),
             shlex::try_quote(env!("CARGO_BIN_EXE_cuekit")).unwrap()
         ));
-        let path = self.root().join(format!("{session}.sh"));
-        std::fs::write(&path, script).unwrap();
-        let started = self.tmux(&[
-            "new-session",
-            "-d",
-            "-s",
-            session,
-            "-x",
-            &width.to_string(),
-            "-y",
-            &height.to_string(),
-            "/bin/sh",
-            &path.to_string_lossy(),
-        ]);
-        assert!(started.status.success(), "{started:?}");
+        self.session_running(session, &script, (width, height));
     }
 
     /// Waits until session `session`'s pane shows what `condition` looks for, and returns
@@ -722,6 +706,16 @@ pub fn install_executable(from: &Path, to: &Path) {
     let copied = Command::new("cp").arg(from).arg(to).status().unwrap();
     assert!(copied.success(), "cp {} {}", from.display(), to.display());
     std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The tmux on PATH, as a shim of a test's own finds it to run it.
+pub fn real_tmux() -> PathBuf {
+    let found = Command::new("sh")
+        .args(["-c", "command -v tmux"])
+        .output()
+        .unwrap()
+        .stdout;
+    PathBuf::from(String::from_utf8(found).unwrap().trim())
 }
 
 /// The real Gemini CLI installed by scripts/test (or named by CUEKIT_TEST_GEMINI).

@@ -436,9 +436,7 @@ fn nothing_is_typed_into_a_shell_pane() {
         "{shown}"
     );
 
-    let config = h.home.join(".config/cuekit");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(config.join("config.yaml"), "notify: [parent]\n").unwrap();
+    h.user_config("notify: [parent]\n");
     h.in_terminal(
         "shell2",
         "submit --json --agent command -- /bin/sh -c 'sleep 1'",

@@ -215,16 +215,10 @@ fn the_monitor_announces_a_new_conflict_once_and_runs_the_hook() {
     let h = Harness::new();
     project_repo(&h.project, LINES);
     let log = h.root().join("hooks.log");
-    let dir = h.home.join(".config/cuekit");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("config.yaml"),
-        format!(
+    h.user_config(&format!(
             "hooks:\n  on_conflict: \"echo \\\"$CUEKIT_TASK_ID $CUEKIT_REASON $CUEKIT_CONFLICT_WITH $CUEKIT_CONFLICT_FILES\\\" >> '{}'\"\n",
             log.display()
-        ),
-    )
-    .unwrap();
+        ));
     // The children keep running, so the monitor keeps watching; `go` lets the third edit.
     let go = h.root().join("go");
     let a = h.submit_worktree_sh(&[], &format!("{}; sleep 600", replace("one", "a")));

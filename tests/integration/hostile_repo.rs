@@ -455,12 +455,7 @@ fn a_linked_cuekit_folder_is_refused_and_nothing_is_written_through_it() {
 #[test]
 fn a_project_may_tighten_the_permission_policy_never_loosen_it() {
     let h = Harness::new().with_fake_gemini();
-    std::fs::create_dir_all(h.home.join(".config/cuekit")).unwrap();
-    std::fs::write(
-        h.home.join(".config/cuekit/config.yaml"),
-        "adapters:\n  gemini:\n    permissions: prompt\n",
-    )
-    .unwrap();
+    h.user_config("adapters:\n  gemini:\n    permissions: prompt\n");
     std::fs::write(
         h.project.join(".cuekit.yaml"),
         "adapters:\n  gemini:\n    permissions: bypass\n    approval_mode: yolo\n",

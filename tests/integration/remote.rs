@@ -46,8 +46,7 @@ fn harness_with(hosts: &[&SshHost], extra_hosts: &str) -> Harness {
         ));
     }
     yaml.push_str(extra_hosts);
-    std::fs::create_dir_all(h.home.join(".config/cuekit")).unwrap();
-    std::fs::write(h.home.join(".config/cuekit/config.yaml"), yaml).unwrap();
+    h.user_config(&yaml);
     h
 }
 

@@ -669,12 +669,7 @@ fn quota_failing_gemini(h: &Harness, fail_first: usize) -> std::path::PathBuf {
         canned = canned.display(),
     );
     write_executable(&h.bin.join("gemini"), &wrapper);
-    std::fs::create_dir_all(h.home.join(".gemini")).unwrap();
-    std::fs::write(
-        h.home.join(".gemini/settings.json"),
-        r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
-    )
-    .unwrap();
+    h.gemini_api_key_auth();
     argv_log
 }
 

@@ -530,14 +530,7 @@ fn a_project_role_cannot_make_real_gemini_run_a_shell_call_the_user_kept_asked()
 #[test]
 fn the_first_look_after_killed_submits_leaves_no_session_behind() {
     let h = Harness::new();
-    let real = String::from_utf8(
-        Command::new("sh")
-            .args(["-c", "command -v tmux"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let real = crate::harness::real_tmux();
     let marks = h.root().join("marks");
     std::fs::create_dir_all(&marks).unwrap();
     crate::harness::write_executable(
@@ -545,7 +538,7 @@ fn the_first_look_after_killed_submits_leaves_no_session_behind() {
         &format!(
             "#!/bin/sh\ncase \" $* \" in *\" new-session \"*)\n  touch '{m}/asking'\n  while [ ! -e '{m}/go' ]; do sleep 0.02; done ;;\nesac\nexec '{real}' \"$@\"\n",
             m = marks.display(),
-            real = real.trim()
+            real = real.display()
         ),
     );
     // A server already up, as it is for a user with tasks.

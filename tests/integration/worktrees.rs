@@ -384,13 +384,7 @@ fn gitignored_files_come_along_by_worktreeinclude_copy_and_symlink() {
     std::fs::write(h.project.join("unignored.txt"), "untracked, not ignored\n").unwrap();
     std::fs::create_dir_all(h.project.join("cache/deep")).unwrap();
     std::fs::write(h.project.join("cache/deep/blob"), "cached\n").unwrap();
-    let config = h.home.join(".config/cuekit");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("config.yaml"),
-        "worktree:\n  copy: [\"local.conf\"]\n  symlink: [\"cache\"]\n",
-    )
-    .unwrap();
+    h.user_config("worktree:\n  copy: [\"local.conf\"]\n  symlink: [\"cache\"]\n");
 
     let id = h.submit_worktree_sh(&[], "true");
     let tree = h.worktree_of(&id);
@@ -488,17 +482,11 @@ fn merge_goes_where_the_target_is_checked_out_and_refuses_a_dirty_target() {
 fn a_failing_setup_fails_the_task_and_a_passing_one_runs_first() {
     let h = Harness::new();
     project_repo(&h.project, "original line\n");
-    let config = h.home.join(".config/cuekit");
-    std::fs::create_dir_all(&config).unwrap();
     let write_setup = |setup: &str| {
-        std::fs::write(
-            config.join("config.yaml"),
-            format!(
-                "worktree:\n  setup: {}\n",
-                serde_json::to_string(setup).unwrap()
-            ),
-        )
-        .unwrap();
+        h.user_config(&format!(
+            "worktree:\n  setup: {}\n",
+            serde_json::to_string(setup).unwrap()
+        ))
     };
     write_setup("echo preparing the tree; exit 3");
     let failed = h.submit_worktree_sh(&[], "echo AGENT-RAN");
@@ -644,13 +632,7 @@ fn a_copy_never_overwrites_a_file_the_worktree_has() {
     git(&h.project, &["commit", "-qm", "other tracks local.conf"]);
     git(&h.project, &["switch", "-q", "main"]);
     std::fs::write(h.project.join("local.conf"), "main's untracked copy\n").unwrap();
-    let config = h.home.join(".config/cuekit");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("config.yaml"),
-        "worktree:\n  copy: [\"local.conf\"]\n",
-    )
-    .unwrap();
+    h.user_config("worktree:\n  copy: [\"local.conf\"]\n");
     let id = h.submit_worktree_sh(&["--base", "other"], "true");
     assert_eq!(
         std::fs::read_to_string(h.worktree_of(&id).join("local.conf")).unwrap(),
@@ -667,9 +649,7 @@ fn a_copy_never_overwrites_a_file_the_worktree_has() {
 fn defaults_worktree_makes_it_the_default_and_no_worktree_overrides_it() {
     let h = Harness::new();
     project_repo(&h.project, "original line\n");
-    let config = h.home.join(".config/cuekit");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(config.join("config.yaml"), "defaults:\n  worktree: true\n").unwrap();
+    h.user_config("defaults:\n  worktree: true\n");
     let isolated = h.submit(&["--agent", "command", "--mode", "batch", "true"]);
     assert_eq!(h.status(&isolated)["branch"], format!("cuekit/{isolated}"));
     let shared = h.submit(&[
