@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::harness::{Harness, poll, processes_of};
+use crate::harness::{HANG_GUARD, Harness, poll, processes_of};
 use serde_json::{Value, json};
 
 /// A child that ignores TERM and HUP and forks a grandchild that does the same.
@@ -1121,21 +1121,41 @@ fn a_wait_keeps_the_ending_of_a_task_removed_while_it_waits() {
         &format!("while [ ! -e '{}' ]; do sleep 0.05; done", go.display()),
         &[],
     );
+    // The wait's tmux calls, one list each refresh, tell when it looked again.
+    let (shim_dir, calls) = h.tmux_shim("$PPID");
+    let path = format!("{}:{}", shim_dir.display(), std::env::var("PATH").unwrap());
     let wait = h
         .cuekit()
+        .env("PATH", format!("{}:{path}", h.bin.display()))
         .args(["--json", "wait", &done, &waits, "--timeout", "60s"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let waiter = wait.id().to_string();
+    let refreshes = || {
+        std::fs::read_to_string(&calls)
+            .unwrap_or_default()
+            .lines()
+            .filter(|caller| *caller == waiter)
+            .count()
+    };
+    let two_more_refreshes = || {
+        let from = refreshes();
+        assert!(
+            poll(HANG_GUARD, || refreshes() >= from + 2),
+            "the wait stopped refreshing"
+        );
+    };
     assert!(poll(
         Duration::from_secs(10),
         || record_of(&h, &done)["status"] == "completed"
     ));
     // Past a full refresh of the wait's, so it has seen the ending.
-    std::thread::sleep(Duration::from_millis(600));
+    two_more_refreshes();
     let (removed, code) = h.json(&["rm", &done]);
     assert_eq!(code, 0, "{removed}");
-    std::thread::sleep(Duration::from_millis(600));
+    // And past one after the removal.
+    two_more_refreshes();
     std::fs::write(&go, "").unwrap();
     let output = wait.wait_with_output().unwrap();
     let answer: Value = serde_json::from_slice(&output.stdout)

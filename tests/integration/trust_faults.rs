@@ -366,23 +366,32 @@ fn a_huge_record_is_refused_unread() {
         .unwrap();
     record.set_len(512 * 1024 * 1024).unwrap();
     drop(record);
-    // Reaped below by `wait4`, which also reports its peak memory.
-    #[allow(clippy::zombie_processes)]
-    let child = h
-        .cuekit()
+    // Its peak memory, from the kernel's accounting as it is reaped (`wait4`), by a small
+    // python3 parent: a child this process forked would start its peak at this process's own
+    // size (Linux keeps the larger across exec), and under `cargo test` every test of the crate
+    // shares this process.
+    let peak = h.root().join("peak-kib");
+    let measured = h
+        .program(std::path::Path::new("python3"))
+        .args([
+            "-c",
+            "import os, sys\n\
+             pid = os.fork()\n\
+             if pid == 0:\n    os.execv(sys.argv[2], sys.argv[2:])\n\
+             _, status, usage = os.wait4(pid, 0)\n\
+             open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n\
+             sys.exit(os.waitstatus_to_exitcode(status))\n",
+        ])
+        .arg(&peak)
+        .arg(env!("CARGO_BIN_EXE_cuekit"))
         .args(["--json", "list", "--all"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
+        .output()
         .unwrap();
-    let pid = child.id() as libc::pid_t;
-    let mut stdout = child.stdout.unwrap();
-    let mut listed = String::new();
-    std::io::Read::read_to_string(&mut stdout, &mut listed).unwrap();
-    // The child's peak memory, from the kernel's accounting as it is reaped.
-    let mut status = 0;
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
-    let peak_kib = usage.ru_maxrss;
+    let listed = String::from_utf8_lossy(&measured.stdout).into_owned();
+    let peak_kib: u64 = std::fs::read_to_string(&peak)
+        .unwrap_or_else(|err| panic!("no peak measured ({err}): {measured:?}"))
+        .parse()
+        .unwrap();
     let rows: Value = serde_json::from_str(&listed).unwrap();
     assert!(
         rows[0]["hint"]
