@@ -747,6 +747,17 @@ impl Drop for Tmpfs {
     }
 }
 
+/// Waits until each task's pane started: its launch read and removed the env file. Removed
+/// after the disk is filled, it would free the room the test means to take away.
+fn panes_started(h: &Harness, ids: &[&str]) {
+    for id in ids {
+        let env = h.task_dir(id).join("env.sh");
+        h.wait_until(id, "its launch to read env.sh", HANG_GUARD, || {
+            !env.exists()
+        });
+    }
+}
+
 /// A full disk loses nothing and hides nothing: a task that ends while its ending cannot be
 /// written is listed as judged (its exit code from tmux, with a warning), every other task still
 /// shows, a new submit fails cleanly, and once there is room the ending is recorded.
@@ -755,8 +766,15 @@ fn a_full_disk_hides_no_task_and_loses_no_exit_code() {
     let h = Harness::new();
     let disk = Tmpfs::mount(&h.project.join(".cuekit"), "256k");
     let other = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 600"]);
-    let id = h.submit_batch_sh("sleep 1; exit 7");
+    // It ends once the disk is full (its gate is outside the small disk).
+    let gate = h.root().join("go");
+    let id = h.submit_batch_sh(&format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; exit 7",
+        gate.display()
+    ));
+    panes_started(&h, &[&other, &id]);
     let filler = disk.fill();
+    std::fs::write(&gate, "").unwrap();
 
     let mut last = Value::Null;
     let listed = poll(Duration::from_secs(10), || {
@@ -820,8 +838,15 @@ fn a_full_disk_hides_no_task_and_loses_no_exit_code() {
 fn a_task_that_succeeds_on_a_full_disk_is_recorded_completed() {
     let h = Harness::new();
     let disk = Tmpfs::mount(&h.project.join(".cuekit"), "256k");
-    let id = h.submit_batch_sh("sleep 1; exit 0");
+    // It ends once the disk is full (its gate is outside the small disk).
+    let gate = h.root().join("go");
+    let id = h.submit_batch_sh(&format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; exit 0",
+        gate.display()
+    ));
+    panes_started(&h, &[&id]);
     let filler = disk.fill();
+    std::fs::write(&gate, "").unwrap();
     let mut last = Value::Null;
     let shown = poll(Duration::from_secs(15), || {
         let (view, code) = h.json(&["status", &id]);
