@@ -29,26 +29,8 @@ impl Client {
     /// and an `ssh` on PATH that adds `-F` and counts its invocations.
     fn new(hosts: &[&SshHost]) -> Client {
         let sandbox = Sandbox::new("remote", &["home/.config/cuekit", "run"]);
-        let root = &sandbox.root;
-        let config: String = hosts.iter().map(|host| host.client_config()).collect();
-        std::fs::write(root.join("ssh_config"), config).unwrap();
-        sandbox.executable(
-            "bin/ssh",
-            &format!(
-                "#!/bin/sh\necho x >> '{}'\nexec /usr/bin/ssh -F '{}' \"$@\"\n",
-                root.join("ssh-calls").display(),
-                root.join("ssh_config").display()
-            ),
-        );
-        let mut yaml = String::from("hosts:\n");
-        for host in hosts {
-            host.write_known_hosts();
-            yaml.push_str(&format!(
-                "  {0}:\n    ssh: {0}\n    cuekit: ~/bin/cuekit\n",
-                host.name
-            ));
-        }
-        std::fs::write(root.join("home/.config/cuekit/config.yaml"), yaml).unwrap();
+        let yaml = support::harness::ssh_host::client_of(&sandbox.harness, hosts);
+        sandbox.harness.user_config(&yaml);
         Client { sandbox }
     }
 

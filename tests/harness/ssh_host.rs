@@ -302,3 +302,30 @@ fn descendants(root: u32) -> Vec<u32> {
     found.remove(0);
     found
 }
+
+/// Makes the harness's user a client of `hosts`: an ssh client config naming them, through an
+/// `ssh` first on PATH that adds `-F` (ssh reads `~/.ssh/config` from the passwd entry, not
+/// HOME) and counts its invocations in `ssh-calls`, and the hosts' keys known. Returns the
+/// `hosts:` section of a config file naming them, their cuekit at `~/bin/cuekit`.
+pub fn client_of(h: &super::Harness, hosts: &[&SshHost]) -> String {
+    let config = h.root().join("ssh_config");
+    let client: String = hosts.iter().map(|host| host.client_config()).collect();
+    std::fs::write(&config, client).unwrap();
+    super::write_executable(
+        &h.bin.join("ssh"),
+        &format!(
+            "#!/bin/sh\necho x >> '{}'\nexec /usr/bin/ssh -F '{}' \"$@\"\n",
+            h.root().join("ssh-calls").display(),
+            config.display()
+        ),
+    );
+    let mut yaml = String::from("hosts:\n");
+    for host in hosts {
+        host.write_known_hosts();
+        yaml.push_str(&format!(
+            "  {0}:\n    ssh: {0}\n    cuekit: ~/bin/cuekit\n",
+            host.name
+        ));
+    }
+    yaml
+}

@@ -20,31 +20,7 @@ fn harness_with(hosts: &[&SshHost], extra_hosts: &str) -> Harness {
     let run = h.root().join("run");
     std::fs::create_dir_all(&run).unwrap();
     let h = h.env("XDG_RUNTIME_DIR", run.to_str().unwrap());
-    let config = h.root().join("ssh_config");
-    std::fs::write(
-        &config,
-        hosts
-            .iter()
-            .map(|host| host.client_config())
-            .collect::<String>(),
-    )
-    .unwrap();
-    write_executable(
-        &h.bin.join("ssh"),
-        &format!(
-            "#!/bin/sh\necho x >> '{}'\nexec /usr/bin/ssh -F '{}' \"$@\"\n",
-            h.root().join("ssh-calls").display(),
-            config.display()
-        ),
-    );
-    let mut yaml = String::from("hosts:\n");
-    for host in hosts {
-        host.write_known_hosts();
-        yaml.push_str(&format!(
-            "  {0}:\n    ssh: {0}\n    cuekit: ~/bin/cuekit\n",
-            host.name
-        ));
-    }
+    let mut yaml = crate::harness::ssh_host::client_of(&h, hosts);
     yaml.push_str(extra_hosts);
     h.user_config(&yaml);
     h
