@@ -634,7 +634,8 @@ impl Drop for Harness {
 }
 
 /// The argv of a task of the `command` agent running `sh -c SCRIPT`, `extra` flags before it:
-/// `--agent command EXTRA… -- sh -c SCRIPT` (words pushed after it are the script's `$0`, `$1`…).
+/// `--agent command EXTRA… -- sh -c SCRIPT` (words pushed after it are the script's `$0`,
+/// `$1`…).
 pub fn sh_task<'a>(script: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["--agent", "command"];
     args.extend_from_slice(extra);

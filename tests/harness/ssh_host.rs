@@ -1,8 +1,8 @@
-//! A real SSH "host" on loopback, for tests/integration/remote.rs and benches/remote.rs: an `sshd` of
-//! the caller's own (own config, host key, port on 127.0.0.1) and a throw-away unix user whose
-//! home holds a copy of this cuekit (`~/bin/cuekit`); the user alone ([`ThrowawayUser`]) for
-//! tests/integration/sandbox.rs. Needs root (or `sudo -n`) and openssh-server (scripts/test installs it);
-//! without sshd it fails, saying so.
+//! A real SSH "host" on loopback, for tests/integration/remote.rs and benches/remote.rs: an
+//! `sshd` of the caller's own (own config, host key, port on 127.0.0.1) and a throw-away unix
+//! user whose home holds a copy of this cuekit (`~/bin/cuekit`); the user alone
+//! ([`ThrowawayUser`]) for tests/integration/sandbox.rs. Needs root (or `sudo -n`) and
+//! openssh-server (scripts/test installs it); without sshd it fails, saying so.
 #![allow(dead_code)]
 
 use std::net::TcpListener;
