@@ -230,17 +230,7 @@ fn bench_monitor(bench: &Sandbox, target: usize) {
         count += 1;
     }
     std::thread::sleep(Duration::from_secs(3));
-    let home = format!("HOME={}", bench.root.join("home").display());
-    let monitor = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .find(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            cmdline.split(|b| *b == 0).any(|a| a == b"__monitor")
-                && environ.split(|b| *b == 0).any(|e| e == home.as_bytes())
-        });
+    let monitor = bench.harness.monitors().first().copied();
     let Some(pid) = monitor else {
         println!("monitor: none running (unexpected)");
         return;

@@ -8,6 +8,7 @@ mod support;
 use std::process::Stdio;
 use std::time::Duration;
 
+use support::harness::sh_task;
 use support::{Sandbox, measure, median, ms, which};
 
 /// Tracked files in the benchmark repository.
@@ -51,18 +52,13 @@ fn main() {
         // Two children edit one file in one place; the others each a file of their own.
         let file = format!("src/m{}/f{}.rs", (i.max(1)) % 25, i.max(1));
         let script = format!("echo 'fn child_{i}() {{}}' > {file}; echo new > new-{i}.txt");
-        let value = bench.json(&[
-            "submit",
-            "--worktree",
-            "--agent",
-            "command",
-            "--mode",
-            "batch",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ]);
+        let value = bench.json(
+            &[
+                &["submit"][..],
+                &sh_task(&script, &["--worktree", "--mode", "batch"]),
+            ]
+            .concat(),
+        );
         ids.push(value["id"].as_str().unwrap().to_string());
     }
     let mut wait = vec!["wait", "--timeout", "120s"];

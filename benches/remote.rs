@@ -1,6 +1,6 @@
 //! Prints what reaching a task on another host costs; asserts nothing about time. Run with
 //! `cargo bench --bench remote` (release build, as root or with `sudo -n`: it starts two real
-//! sshd "hosts" on loopback, like tests/remote.rs).
+//! sshd "hosts" on loopback, like tests/integration/remote.rs).
 //!
 //! - status: `cuekit status` of a host's task over a warm connection, against a local
 //!   `cuekit status` and one bare ssh round trip over the same connection (the budget is
@@ -8,15 +8,13 @@
 //! - list: `cuekit list --all` over 2 hosts × N tasks, with the ssh processes it starts (the
 //!   budget is one round trip per host).
 
-#[path = "../tests/support/ssh_host.rs"]
-mod ssh_host;
 mod support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ssh_host::SshHost;
+use support::harness::ssh_host::SshHost;
 use support::{Sandbox, median, millis, stdout_of};
 
 const TASKS_PER_HOST: usize = 50;
@@ -31,26 +29,8 @@ impl Client {
     /// and an `ssh` on PATH that adds `-F` and counts its invocations.
     fn new(hosts: &[&SshHost]) -> Client {
         let sandbox = Sandbox::new("remote", &["home/.config/cuekit", "run"]);
-        let root = &sandbox.root;
-        let config: String = hosts.iter().map(|host| host.client_config()).collect();
-        std::fs::write(root.join("ssh_config"), config).unwrap();
-        sandbox.executable(
-            "bin/ssh",
-            &format!(
-                "#!/bin/sh\necho x >> '{}'\nexec /usr/bin/ssh -F '{}' \"$@\"\n",
-                root.join("ssh-calls").display(),
-                root.join("ssh_config").display()
-            ),
-        );
-        let mut yaml = String::from("hosts:\n");
-        for host in hosts {
-            host.write_known_hosts();
-            yaml.push_str(&format!(
-                "  {0}:\n    ssh: {0}\n    cuekit: ~/bin/cuekit\n",
-                host.name
-            ));
-        }
-        std::fs::write(root.join("home/.config/cuekit/config.yaml"), yaml).unwrap();
+        let yaml = support::harness::ssh_host::client_of(&sandbox.harness, hosts);
+        sandbox.harness.user_config(&yaml);
         Client { sandbox }
     }
 

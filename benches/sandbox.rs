@@ -10,6 +10,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use support::harness::sh_task;
 use support::{Sandbox, measure, median, ms};
 
 const RUNS: usize = 15;
@@ -19,9 +20,7 @@ fn run(bench: &Sandbox, extra: &[&str], marker: &str) -> (Duration, Duration) {
     let script = format!("echo {marker}; sleep 600");
     let mut args = vec!["--json", "submit"];
     args.extend_from_slice(extra);
-    args.extend([
-        "--agent", "command", "--mode", "batch", "--", "sh", "-c", &script,
-    ]);
+    args.extend(sh_task(&script, &["--mode", "batch"]));
     let started = Instant::now();
     let output = bench.cuekit(&args).output().unwrap();
     let submitted = started.elapsed();
@@ -87,9 +86,7 @@ fn own_repository() {
     let submit = |extra: &[&str]| {
         let mut args = vec!["--json", "submit", "--worktree"];
         args.extend_from_slice(extra);
-        args.extend([
-            "--agent", "command", "--mode", "batch", "--", "sh", "-c", work,
-        ]);
+        args.extend(sh_task(work, &["--mode", "batch"]));
         let started = Instant::now();
         let output = bench.cuekit(&args).output().unwrap();
         let took = started.elapsed();

@@ -16,56 +16,25 @@ use std::time::{Duration, Instant};
 
 use support::{Sandbox, cpu_seconds, median, ms, peak_rss_kib, which};
 
-fn config(sandbox: &Sandbox, yaml: &str) {
-    let dir = sandbox.root.join("home/.config/cuekit");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.yaml"), yaml).unwrap();
-}
-
-fn submit_sh(sandbox: &Sandbox, script: &str) -> String {
-    let value = sandbox.json(&[
-        "submit", "--agent", "command", "--mode", "batch", "--", "sh", "-c", script,
-    ]);
-    value["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("submit failed: {value}"))
-        .to_string()
-}
-
 fn stamp(path: &std::path::Path) -> Option<u128> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// The pid of the sandbox's process whose command line holds `word`.
-fn process_with(sandbox: &Sandbox, word: &str) -> Option<u32> {
-    let home = format!("HOME={}", sandbox.root.join("home").display());
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .find_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-            (cmdline.split(|b| *b == 0).any(|w| w == word.as_bytes())
-                && environ.split(|b| *b == 0).any(|w| w == home.as_bytes()))
-            .then_some(pid)
-        })
-}
-
 fn slot_freed_to_next_start() {
     let sandbox = Sandbox::new("schedule-slot", &[]);
-    config(&sandbox, "limits:\n  running: 1\n");
+    sandbox.harness.user_config("limits:\n  running: 1\n");
     let mut latencies = Vec::new();
     for n in 0..10 {
         let (ended, started) = (
             sandbox.root.join(format!("ended-{n}")),
             sandbox.root.join(format!("started-{n}")),
         );
-        submit_sh(
-            &sandbox,
-            &format!("sleep 0.5; date +%s%N > '{}'", ended.display()),
-        );
-        submit_sh(&sandbox, &format!("date +%s%N > '{}'", started.display()));
+        sandbox
+            .harness
+            .submit_batch_sh(&format!("sleep 0.5; date +%s%N > '{}'", ended.display()));
+        sandbox
+            .harness
+            .submit_batch_sh(&format!("date +%s%N > '{}'", started.display()));
         let deadline = Instant::now() + Duration::from_secs(30);
         while stamp(&started).is_none() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
@@ -87,7 +56,7 @@ fn slot_freed_to_next_start() {
 
 fn submit_costs() {
     let sandbox = Sandbox::new("schedule-submit", &[]);
-    config(&sandbox, "limits:\n  running: 200\n");
+    sandbox.harness.user_config("limits:\n  running: 200\n");
     let timed = |sandbox: &Sandbox| {
         let start = Instant::now();
         let status = sandbox
@@ -101,7 +70,7 @@ fn submit_costs() {
         start.elapsed()
     };
     let started: Vec<Duration> = (0..15).map(|_| timed(&sandbox)).collect();
-    config(&sandbox, "limits:\n  running: 1\n");
+    sandbox.harness.user_config("limits:\n  running: 1\n");
     let queued: Vec<Duration> = (0..15).map(|_| timed(&sandbox)).collect();
     println!(
         "submit: {} when it starts the task, {} when it queues it (medians of 15, under limits)",
@@ -122,7 +91,7 @@ fn idle_cost() {
             which("tmux").display()
         ),
     );
-    config(&sandbox, "limits:\n  running: 100\n");
+    sandbox.harness.user_config("limits:\n  running: 100\n");
     let shimmed = |args: &[&str]| {
         let mut command = sandbox.cuekit(args);
         command.env(
@@ -151,8 +120,18 @@ fn idle_cost() {
             .count()
     };
     let (running, queued) = (count("running"), count("queued"));
-    let scheduler = process_with(&sandbox, "__scheduler").expect("a scheduler runs");
-    let monitor = process_with(&sandbox, "__monitor").expect("a monitor runs");
+    let scheduler = sandbox
+        .harness
+        .processes("__scheduler")
+        .first()
+        .copied()
+        .expect("a scheduler runs");
+    let monitor = sandbox
+        .harness
+        .monitors()
+        .first()
+        .copied()
+        .expect("a monitor runs");
     // Settled: the submits' own starts are over.
     std::thread::sleep(Duration::from_secs(3));
     let _ = std::fs::remove_file(&calls);

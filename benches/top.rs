@@ -15,6 +15,7 @@ mod support;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use support::harness::sh_task;
 use support::{Sandbox, UNSET, cpu_seconds, millis, peak_rss_kib};
 
 const TASKS: usize = 300;
@@ -34,7 +35,7 @@ impl Bench {
         let marker = format!("echo child-{n}; exec sleep 3600");
         let status = self
             .sandbox
-            .cuekit(&["submit", "--agent", "command", "--", "sh", "-c", &marker])
+            .cuekit(&[&["submit"][..], &sh_task(&marker, &[])].concat())
             .stdout(Stdio::null())
             .status()
             .unwrap();

@@ -2,12 +2,17 @@
 //! logs every invocation, and the refresh (`ops::board`, as `cuekit top` calls it) runs in
 //! this process. The budget is two calls whatever the number of tasks; screens that did not
 //! change since the last refresh cost none.
+//!
+//! A binary of its own, outside tests/integration: the refresh runs in this process, which
+//! sets its own HOME, PATH, XDG_DATA_HOME and tmux socket for it (`std::env::set_var`), and
+//! would change them under every other test of a shared process.
 
-mod common;
+#[path = "harness/mod.rs"]
+mod harness;
 
 use std::path::Path;
 
-use common::{Harness, write_executable};
+use harness::Harness;
 
 const TASKS: usize = 300;
 
@@ -47,18 +52,7 @@ fn a_refresh_with_a_preview_costs_at_most_two_tmux_calls_at_300_tasks() {
     let interactive = ids[0].clone();
 
     // The shim goes first on this process's PATH, before anything here looks tmux up.
-    let shim_dir = h.root().join("shim");
-    std::fs::create_dir_all(&shim_dir).unwrap();
-    let log = h.root().join("tmux-calls.log");
-    let real = cuekit::effects::which::find_on_path("tmux").expect("tmux on PATH");
-    write_executable(
-        &shim_dir.join("tmux"),
-        &format!(
-            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
-            log.display(),
-            real.display()
-        ),
-    );
+    let (shim_dir, log) = h.tmux_shim("$*");
     let path = format!("{}:{}", shim_dir.display(), std::env::var("PATH").unwrap());
     // SAFETY: this file's only test sets these before it starts any thread that reads them.
     unsafe {

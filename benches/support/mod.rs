@@ -1,21 +1,27 @@
-//! What every benchmark shares: a sandbox (a temp HOME, a project directory, a bin/ first on
-//! PATH and a private tmux server, so a run touches nothing of the user's and leaves nothing
-//! running), and the helpers that turn timings into the printed figures.
+//! What every benchmark shares: a sandbox — the tests' harness (tests/harness/: a temp HOME, a
+//! project directory, a bin/ first on PATH and a private tmux server, so a run touches nothing of
+//! the user's and leaves nothing running) seen the way the benchmarks use it — and the helpers
+//! that turn timings into the printed figures.
 #![allow(dead_code)]
 
-use std::collections::BTreeSet;
+#[path = "../../tests/harness/mod.rs"]
+pub mod harness;
+
 use std::ffi::OsString;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use harness::Harness;
 
 /// Variables of the caller's environment a benchmark's cuekit must not see: being inside
 /// tmux or inside a cuekit task changes where tasks go.
 pub const UNSET: [&str; 2] = ["TMUX", "CUEKIT_TASK_ID"];
 
 pub struct Sandbox {
-    _dir: tempfile::TempDir,
+    /// The harness: its drop ends the sandbox's scheduler and monitors, the panes' processes
+    /// and the tmux server.
+    pub harness: Harness,
     /// The temp directory, canonical (tmux and cuekit report canonical paths).
     pub root: PathBuf,
     /// `root/project`: where cuekit runs.
@@ -25,57 +31,40 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    /// `name` keeps this benchmark's temp directory and tmux socket apart from another's;
-    /// `dirs` are the sub-directories it needs besides project, home and bin.
-    pub fn new(name: &str, dirs: &[&str]) -> Sandbox {
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("cuekit-bench-{name}-"))
-            .tempdir()
-            .unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        for sub in ["project", "home", "bin"].iter().chain(dirs) {
+    /// `dirs` are the sub-directories a benchmark needs besides project, home and bin (`_name`
+    /// named its temp directory and socket; the harness makes both unique).
+    pub fn new(_name: &str, dirs: &[&str]) -> Sandbox {
+        let harness = Harness::new();
+        let root = harness.root().canonicalize().unwrap();
+        for sub in dirs {
             std::fs::create_dir_all(root.join(sub)).unwrap();
         }
         Sandbox {
-            project: root.join("project"),
-            socket: format!("ck-bench-{name}-{}", std::process::id()),
+            project: harness.project.clone(),
+            socket: harness.socket.clone(),
             root,
-            _dir: dir,
+            harness,
         }
     }
 
     /// Writes an executable script at `relative` under the root.
     pub fn executable(&self, relative: &str, content: &str) {
-        let path = self.root.join(relative);
-        std::fs::write(&path, content).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        harness::write_executable(&self.root.join(relative), content);
     }
 
-    /// The environment cuekit runs with (besides [`UNSET`]).
-    pub fn env(&self) -> Vec<(&'static str, OsString)> {
-        let home = self.root.join("home");
-        let path = format!(
-            "{}:{}",
-            self.root.join("bin").display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        vec![
-            ("PATH", path.into()),
-            ("XDG_DATA_HOME", home.join(".local/share").into()),
-            ("XDG_CONFIG_HOME", home.join(".config").into()),
-            ("HOME", home.into()),
-            ("CUEKIT_TMUX_SOCKET", self.socket.clone().into()),
-        ]
+    /// The environment cuekit runs with (besides [`UNSET`]): the harness's.
+    pub fn env(&self) -> Vec<(String, OsString)> {
+        self.harness
+            .cuekit()
+            .get_envs()
+            .filter_map(|(name, value)| Some((name.to_string_lossy().into_owned(), value?.into())))
+            .collect()
     }
 
     /// `cuekit args` in the project, with the sandbox's environment and no stdin.
     pub fn cuekit(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cuekit"));
-        command
-            .args(args)
-            .current_dir(&self.project)
-            .envs(self.env())
-            .stdin(Stdio::null());
+        let mut command = self.harness.cuekit();
+        command.args(args);
         for name in UNSET {
             command.env_remove(name);
         }
@@ -109,46 +98,9 @@ impl Sandbox {
 
     /// `tmux args` on the sandbox's server; its stdout (empty if it failed).
     pub fn tmux(&self, args: &[&str]) -> String {
-        self.tmux_command(args)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
+        String::from_utf8_lossy(&self.harness.tmux(args).stdout).into_owned()
     }
 }
-
-impl Drop for Sandbox {
-    /// `kill-server` alone would leave the panes' processes running; the sandbox's scheduler
-    /// and monitors go first, or a queued task would start on a server made anew.
-    fn drop(&mut self) {
-        let home = format!("HOME={}", self.root.join("home").display());
-        let background: BTreeSet<u32> = std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| {
-                let read =
-                    |name: &str| std::fs::read(format!("/proc/{pid}/{name}")).unwrap_or_default();
-                let words = |bytes: Vec<u8>| -> Vec<Vec<u8>> {
-                    bytes.split(|b| *b == 0).map(<[u8]>::to_vec).collect()
-                };
-                words(read("environ")).iter().any(|w| w == home.as_bytes())
-                    && words(read("cmdline"))
-                        .iter()
-                        .any(|w| w == b"__scheduler" || w == b"__monitor")
-            })
-            .collect();
-        cuekit::effects::process::terminate(background, Duration::from_millis(200));
-        let pids: BTreeSet<u32> = self
-            .tmux(&["list-panes", "-a", "-F", "#{pane_pid}"])
-            .lines()
-            .filter_map(|pid| pid.parse().ok())
-            .collect();
-        cuekit::effects::process::terminate(pids, Duration::from_millis(200));
-        let _ = self.tmux(&["kill-server"]);
-    }
-}
-
 /// Runs `command`, which must succeed; its stdout.
 pub fn stdout_of(mut command: Command) -> String {
     let output = command.output().unwrap();
@@ -220,25 +172,10 @@ pub fn peak_rss_kib(pid: u32) -> u64 {
         .expect("VmHWM in /proc/PID/status")
 }
 
-/// Runs git in `dir`, which must succeed.
-pub fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
-}
-
 /// A repository at `project` on `main` with `files` committed files spread over `folders`
 /// folders, like a mid-sized project, and `.cuekit/` ignored.
 pub fn committed_repo(project: &Path, files: usize, folders: usize) {
-    git(project, &["init", "-q", "-b", "main"]);
-    git(project, &["config", "user.name", "Bench"]);
-    git(project, &["config", "user.email", "bench@example.com"]);
+    harness::git::init_repo(project);
     for i in 0..files {
         let dir = project.join(format!("src/m{}", i % folders));
         std::fs::create_dir_all(&dir).unwrap();
@@ -249,6 +186,5 @@ pub fn committed_repo(project: &Path, files: usize, folders: usize) {
         .unwrap();
     }
     std::fs::write(project.join(".gitignore"), ".cuekit/\n").unwrap();
-    git(project, &["add", "-A"]);
-    git(project, &["commit", "-qm", "init"]);
+    harness::git::commit_all(project, "init");
 }

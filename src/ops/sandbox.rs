@@ -51,8 +51,9 @@ pub(crate) fn policy(request: SandboxRequest, delegated: bool, config: &Config) 
     })
 }
 
-/// Agents whose sandbox needs are verified by a real run (tests/sandbox.rs): a task of theirs
-/// that asks for approvals is sandboxed unless the user's own `--sandbox=none` says otherwise.
+/// Agents whose sandbox needs are verified by a real run (tests/integration/sandbox.rs): a task
+/// of theirs that asks for approvals is sandboxed unless the user's own `--sandbox=none` says
+/// otherwise.
 pub const VERIFIED_AGENTS: &[&str] = &["gemini"];
 
 /// How a task's approvals hold, decided at submit.

@@ -36,7 +36,7 @@ static GEMINI_ACP: AcpLaunch = AcpLaunch {
     ],
     env: &[("GEMINI_CLI_NO_RELAUNCH", "true")],
     // Seen with 0.61.0: `session/load` within the minute of `session/new` answers "No previous
-    // sessions found" and the session's file is gone (tests/acp.rs resumes across it).
+    // sessions found" and the session's file is gone (tests/integration/acp.rs resumes across it).
     load_overwrites_same_minute: true,
     verified: "@google/gemini-cli 0.61.0 (--help, an offline ACP turn with canned replies)",
 };

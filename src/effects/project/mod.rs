@@ -11,7 +11,7 @@
 //!   path checked before any git command sees them.
 //!
 //! Which config keys a project file may set, and how, is decided once too:
-//! [`crate::effects::config::class`]. No other module opens a project file (`tests/structure.rs`
+//! [`crate::effects::config::class`]. No other module opens a project file (`tests/integration/structure.rs`
 //! keeps it so).
 
 pub mod files;

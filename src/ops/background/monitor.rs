@@ -23,7 +23,7 @@ use crate::effects::hooks::{HookRun, spawn as spawn_hook};
 use crate::effects::store::transitions::{self, TransitionEvent};
 use crate::effects::store::{self, Placement};
 use crate::effects::tmux::{Socket, Tmux};
-use crate::ops::background::monitor_lock::{lock_path, open_lock};
+use crate::ops::background::monitor_lock::{lock_path, open_lock, record_tick};
 use crate::ops::judge::{Refreshed, end_processes, refresh};
 use crate::ops::task::view::TaskView;
 use crate::ops::task::{Found, Task, found_for};
@@ -76,6 +76,7 @@ pub fn run_monitor(socket: &str) -> Result<()> {
             log_fault(&path, &err);
             true
         });
+        record_tick(&path);
         monitor.hooks.retain(|hook| !hook.is_finished());
         if !watching && monitor.hooks.is_empty() {
             return Ok(());

@@ -70,6 +70,22 @@ pub(crate) fn ensure_running(socket: &Socket) {
     spawn_detached(&["__monitor", &socket.0]);
 }
 
+/// Counts one tick of a background worker (a monitor's look at its server, the scheduler's look
+/// at the queue): one byte appended to `<lock>.ticks` beside its lock file, owner-only, no link
+/// followed. The file's size is the number of ticks taken, so whoever reads it (a test waiting
+/// for "N more ticks, and nothing happened") needs no clock. Past [`TICKS_KEPT`] bytes it
+/// starts again from empty.
+pub(crate) fn record_tick(lock: &Path) {
+    let ticks = lock.with_extension("ticks");
+    if std::fs::symlink_metadata(&ticks).is_ok_and(|meta| meta.len() >= TICKS_KEPT) {
+        let _ = std::fs::remove_file(&ticks);
+    }
+    let _ = store::append_line(&ticks, b"");
+}
+
+/// The most bytes (ticks) a `.ticks` file holds: about twelve days of a monitor's ticks at 1 s.
+const TICKS_KEPT: u64 = 1 << 20;
+
 pub(super) fn lock_path(socket: &Socket) -> Option<PathBuf> {
     let name = format!("{:016x}.lock", screen_hash(&socket.0));
     Some(store::data_dir()?.join("monitors").join(name))

@@ -32,7 +32,7 @@ pub fn run_scheduler() -> Result<()> {
         let Some(lock) = store::lock_file_try(&path)? else {
             return Ok(());
         };
-        if serve_until_empty(data.as_deref(), served) == Served::DataGone {
+        if serve_until_empty(&path, data.as_deref(), served) == Served::DataGone {
             return Ok(());
         }
         drop(lock);
@@ -49,14 +49,18 @@ enum Served {
     DataGone,
 }
 
-fn serve_until_empty(data: Option<&Path>, served: Option<(u64, u64)>) -> Served {
+/// Looks at the queue while anything waits; each look taken is counted beside `lock`
+/// (`scheduler.ticks`, [`record_tick`](super::monitor_lock::record_tick)).
+fn serve_until_empty(lock: &Path, data: Option<&Path>, served: Option<(u64, u64)>) -> Served {
     let mut watch = Watch::default();
     loop {
         if served.is_none() || data.and_then(dir_identity) != served {
             return Served::DataGone;
         }
         if watch.due() {
-            match schedule::start_due() {
+            let looked = schedule::start_due();
+            super::monitor_lock::record_tick(lock);
+            match looked {
                 Ok(looked) if !looked.waiting => return Served::QueueEmpty,
                 Ok(looked) => watch.looked(looked.next_due),
                 // A look that fails (a full disk) is taken again on the next tick.

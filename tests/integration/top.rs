@@ -1,0 +1,338 @@
+//! `cuekit top` in a real terminal: a tmux pane on the test's private server runs it, tasks are
+//! submitted from outside, keys go in with `send-keys` and the screen is read back with
+//! `capture-pane`.
+
+use std::time::{Duration, Instant};
+
+use crate::harness::{Harness, MODEL, canned_text};
+
+const TOP: &str = "=top:";
+
+/// Starts `cuekit top` in its own session with the environment every cuekit the harness runs
+/// gets: as a person outside tmux would run it (no `$TMUX`), or inside the user's tmux (here
+/// the test's server, which sets `$TMUX` in its panes). When it exits, the pane says so and
+/// stays.
+fn start_top(h: &Harness, inside_tmux: bool) {
+    h.in_terminal("top", "top --refresh 300ms", (150, 40), inside_tmux);
+}
+
+/// Waits until the top pane shows what `condition` looks for; fails with the screen.
+fn wait_screen(h: &Harness, what: &str, condition: impl Fn(&str) -> bool) -> String {
+    h.wait_pane("top", what, condition)
+}
+
+fn keys(h: &Harness, text: &str) {
+    assert!(
+        h.tmux(&["send-keys", "-t", TOP, "-l", "--", text])
+            .status
+            .success()
+    );
+}
+
+fn key(h: &Harness, name: &str) {
+    assert!(h.tmux(&["send-keys", "-t", TOP, name]).status.success());
+}
+
+/// The table row of a task, as drawn.
+fn row_of(shown: &str, id: &str) -> Option<String> {
+    shown
+        .lines()
+        .find(|line| line.contains(id))
+        .map(str::to_string)
+}
+
+fn selected(shown: &str) -> Option<String> {
+    shown
+        .lines()
+        .find(|line| line.starts_with('▶'))
+        .map(str::to_string)
+}
+
+#[test]
+fn rows_appear_attach_comes_back_cancel_asks_and_q_restores_the_terminal() {
+    let h = Harness::new();
+    start_top(&h, false);
+    wait_screen(&h, "its header", |s| s.contains("cuekit top"));
+    let first = h.submit(&[
+        "--agent",
+        "command",
+        "--",
+        "sh",
+        "-c",
+        "echo first-child; sleep 600",
+    ]);
+    let second = h.submit(&[
+        "--agent",
+        "command",
+        "--",
+        "sh",
+        "-c",
+        "echo second-child; sleep 600",
+    ]);
+    let shown = wait_screen(&h, "both tasks", |s| {
+        s.contains(&first) && s.contains(&second)
+    });
+    assert!(shown.contains("2 running"), "{shown}");
+
+    // The first row is selected and its live screen previewed.
+    let shown = wait_screen(&h, "the first task's screen", |s| {
+        s.contains(&format!("{first} — screen")) && s.contains("first-child")
+    });
+    assert!(selected(&shown).unwrap().contains(&first), "{shown}");
+
+    // Enter attaches this terminal to the task; detaching comes back to the dashboard.
+    key(&h, "Enter");
+    wait_screen(&h, "the child's own pane", |s| {
+        s.contains("first-child") && !s.contains("cuekit top")
+    });
+    key(&h, "C-b");
+    key(&h, "d");
+    wait_screen(&h, "the dashboard again", |s| {
+        s.contains("cuekit top") && s.contains(&second)
+    });
+
+    // x asks first; y cancels.
+    keys(&h, "j");
+    wait_screen(&h, "the second task selected", |s| {
+        selected(s).is_some_and(|row| row.contains(&second))
+    });
+    keys(&h, "x");
+    wait_screen(&h, "the confirmation", |s| {
+        s.contains(&format!("cancel {second}? y cancels it"))
+    });
+    keys(&h, "y");
+    let shown = wait_screen(&h, "the task cancelled", |s| {
+        row_of(s, &second).is_some_and(|row| row.contains("cancelled"))
+    });
+    assert!(
+        row_of(&shown, &first).unwrap().contains("running"),
+        "{shown}"
+    );
+    assert_eq!(h.status(&second)["status"], "cancelled");
+    assert_eq!(h.status(&first)["status"], "running");
+
+    keys(&h, "q");
+    let shown = wait_screen(&h, "the shell's screen back", |s| {
+        s.contains("exited with 0")
+    });
+    assert!(!shown.contains("cuekit top"), "{shown}");
+    let alternate = h.tmux(&["display-message", "-p", "-t", TOP, "#{alternate_on}"]);
+    assert_eq!(String::from_utf8_lossy(&alternate.stdout).trim(), "0");
+}
+
+#[test]
+fn a_child_waiting_on_a_human_moves_to_the_top_and_a_steer_reaches_it_once() {
+    let h =
+        Harness::new().with_real_gemini(&[canned_text("Answer one."), canned_text("Answer two.")]);
+    // Created first, so without the attention rule it would stay the first row.
+    let busy = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 600"]);
+    start_top(&h, false);
+    wait_screen(&h, "the running task", |s| s.contains(&busy));
+    let id = h.submit(&["--model", MODEL, "First question"]);
+    let shown = wait_screen(&h, "the Gemini task waiting on its human", |s| {
+        row_of(s, &id).is_some_and(|row| row.contains("input_required idle_at_prompt"))
+    });
+    let rows: Vec<&str> = shown
+        .lines()
+        .filter(|line| line.contains(&id) || line.contains(&busy))
+        .filter(|line| !line.contains('─'))
+        .collect();
+    assert!(rows[0].contains(&id), "not first:\n{shown}");
+    // The selection stayed on its task while rows moved; `g` goes to the first row.
+    keys(&h, "g");
+    wait_screen(&h, "it selected", |s| {
+        selected(s).is_some_and(|row| row.contains(&id))
+    });
+
+    keys(&h, "s");
+    wait_screen(&h, "the steer line", |s| {
+        s.contains(&format!("steer {id}>"))
+    });
+    keys(&h, "Second question from top");
+    key(&h, "Enter");
+    wait_screen(&h, "the receipt", |s| {
+        s.contains(&format!("steer {id}: submitted"))
+    });
+    h.wait_until(&id, "the second answer", Duration::from_secs(60), || {
+        h.transcript(&id).contains("Answer two.")
+    });
+    let (pane, _) = h.pane(&id);
+    let history = h.tmux(&["capture-pane", "-p", "-J", "-S", "-", "-t", &pane]);
+    let history = String::from_utf8_lossy(&history.stdout);
+    wait_screen(&h, "the answer in the preview", |s| {
+        s.contains("Answer two.")
+    });
+    assert_eq!(
+        history.matches("Second question from top").count(),
+        1,
+        "{history}"
+    );
+    keys(&h, "q");
+    wait_screen(&h, "top gone", |s| s.contains("exited with 0"));
+}
+
+/// A second tmux server standing for the user's terminal: its one pane runs a client attached
+/// to the dashboard's session, so popups have a client to open on.
+struct Client {
+    socket: String,
+}
+
+impl Client {
+    fn attach(h: &Harness) -> Client {
+        let client = Client {
+            socket: format!("{}-client", h.socket),
+        };
+        let attach = format!("env -u TMUX tmux -L {} attach -t =top", h.socket);
+        let started = std::process::Command::new("tmux")
+            .args(["-L", &client.socket, "new-session", "-d", "-s", "terminal"])
+            .args(["-x", "150", "-y", "40", &attach])
+            .output()
+            .unwrap();
+        assert!(started.status.success(), "{started:?}");
+        client
+    }
+
+    fn tmux(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .tmux(&["capture-pane", "-p", "-t", "=terminal:"])
+                .stdout,
+        )
+        .into_owned()
+    }
+
+    fn wait_screen(&self, what: &str, condition: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let shown = self.screen();
+            if condition(&shown) {
+                return shown;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the terminal never showed {what}:\n{shown}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+#[test]
+fn inside_the_users_tmux_attach_opens_a_popup_and_detaching_closes_it() {
+    let h = Harness::new();
+    let id = h.submit(&[
+        "--agent",
+        "command",
+        "--",
+        "sh",
+        "-c",
+        "echo popup-child; sleep 600",
+    ]);
+    start_top(&h, true);
+    let terminal = Client::attach(&h);
+    terminal.wait_screen("the dashboard", |s| {
+        s.contains(&id) && s.contains("1 running")
+    });
+    key(&h, "Enter");
+    // The popup's border is drawn over the dashboard, the child's screen inside it.
+    let shown = terminal.wait_screen("the popup", |s| {
+        s.lines()
+            .any(|line| line.contains('│') && line.contains("popup-child"))
+    });
+    assert!(shown.lines().next().unwrap().contains('┌'), "{shown}");
+    // Keys typed now go to the popup: detaching there closes it.
+    terminal.tmux(&["send-keys", "-t", "=terminal:", "C-b", "d"]);
+    terminal.wait_screen("the dashboard back", |s| {
+        s.contains(&format!("back from {id}")) && !s.contains('┌')
+    });
+    assert_eq!(h.status(&id)["status"], "running");
+}
+
+#[test]
+fn a_child_on_its_login_screen_shows_first_and_a_steer_from_top_is_blocked() {
+    let h = Harness::new().with_real_gemini(&[canned_text("unused")]);
+    std::fs::remove_file(h.home.join(".gemini/settings.json")).unwrap();
+    let h = h.env("GEMINI_API_KEY", "");
+    let busy = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 600"]);
+    let id = h.submit(&["--model", MODEL, "hello"]);
+    start_top(&h, false);
+    let shown = wait_screen(&h, "the login screen noticed", |s| {
+        row_of(s, &id).is_some_and(|row| row.contains("input_required auth_required"))
+    });
+    let first_row = shown
+        .lines()
+        .find(|line| line.contains(&id) || line.contains(&busy))
+        .unwrap();
+    assert!(first_row.contains(&id), "{shown}");
+    keys(&h, "g");
+    wait_screen(&h, "its login dialog previewed", |s| {
+        selected(s).is_some_and(|row| row.contains(&id)) && s.contains("Use Gemini API Key")
+    });
+    keys(&h, "s");
+    keys(&h, "1");
+    key(&h, "Enter");
+    wait_screen(&h, "the blocked receipt", |s| {
+        s.contains(&format!("steer {id}: blocked (by auth_required)"))
+    });
+    assert!(
+        h.screen(&id).contains("How would you like to authenticate"),
+        "nothing may be typed into the dialog"
+    );
+}
+
+/// An ACP task's permission request is answered from the dashboard: its row says what it waits
+/// for, `p` then `y` allows it, and the tool really runs.
+#[test]
+fn an_acp_tasks_permission_request_is_answered_from_top() {
+    let shell = crate::harness::canned_shell_call("echo top > t.txt");
+    let h = Harness::new().with_real_gemini(&[shell, canned_text("Wrote t.txt.")]);
+    start_top(&h, false);
+    let id = h.submit(&[
+        "--mode",
+        "acp",
+        "--model",
+        MODEL,
+        "--no-skip-permissions",
+        "--sandbox=none",
+        "Write t.txt",
+    ]);
+    wait_screen(&h, "the request in its row", |s| {
+        row_of(s, &id).is_some_and(|row| row.contains("input_required permission_pro"))
+    });
+    keys(&h, "g");
+    wait_screen(&h, "it selected", |s| {
+        selected(s).is_some_and(|row| row.contains(&id))
+    });
+    keys(&h, "p");
+    wait_screen(&h, "the question", |s| {
+        s.contains(&format!("{id} asks a permission"))
+    });
+    assert!(
+        !h.project.join("t.txt").exists(),
+        "ran before it was allowed"
+    );
+    keys(&h, "y");
+    wait_screen(&h, "the answer", |s| s.contains(&format!("{id}: Allow")));
+    h.wait_until(&id, "the tool's file", Duration::from_secs(30), || {
+        h.project.join("t.txt").exists()
+    });
+    wait_screen(&h, "the turn's end in its row", |s| {
+        row_of(s, &id).is_some_and(|row| row.contains("idle_at_prompt"))
+    });
+    keys(&h, "q");
+    wait_screen(&h, "top gone", |s| s.contains("exited with 0"));
+}
