@@ -18,8 +18,9 @@ const SENTINEL_TICK: Duration = Duration::from_millis(10);
 const FULL_REFRESH_EVERY: Duration = Duration::from_millis(250);
 /// How soon a task with a sentinel but a live pane is looked at again.
 const SENTINEL_SETTLE: Duration = Duration::from_millis(40);
-/// A child must be seen needing a human for this long before `--until input-required` returns,
-/// so a screen caught between two frames of a redraw does not end the wait.
+/// A child must be seen needing a human, its screen unchanged, for this long before `--until
+/// input-required` returns, so a screen caught between two frames of a redraw does not end the
+/// wait.
 const ATTENTION_SETTLE: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,13 +108,29 @@ pub fn wait_watching(
     let reports_before: Vec<u64> = tasks.iter().map(|t| report_seq(&t.record)).collect();
     super::judge::look_after(&tasks);
     let mut refreshed = refresh(tasks)?;
-    // Since when each task has been seen needing a human, without a break.
-    let mut attention_since: Vec<Option<Instant>> = vec![None; request.task_ids.len()];
+    // Since when each task has been seen needing a human, without a break, and the screen
+    // that showed it.
+    let mut attention_since: Vec<Option<(Instant, Option<u64>)>> =
+        vec![None; request.task_ids.len()];
     loop {
-        let views = match request.until {
-            WaitUntil::InputRequired => Some(refreshed.views()),
-            WaitUntil::Ended | WaitUntil::Report => None,
+        let (views, screens) = match request.until {
+            WaitUntil::InputRequired => {
+                let (views, screens) = refreshed.views_and_screens(None);
+                (Some(views), screens)
+            }
+            WaitUntil::Ended | WaitUntil::Report => (None, Default::default()),
         };
+        // What each task's screen showed, so a child is taken to wait on a human only once its
+        // screen has held still (an animated screen caught between frames is not a prompt).
+        let shown: Vec<Option<u64>> = refreshed
+            .tasks
+            .iter()
+            .map(|task| {
+                let pane = refreshed.pane(task).ok().flatten()?;
+                let screen = screens.get(&(task.placement.socket.clone(), pane.pane_id.clone()))?;
+                Some(crate::domain::transition::screen_hash(screen))
+            })
+            .collect();
         let settled = refreshed
             .tasks
             .iter()
@@ -124,16 +141,16 @@ pub fn wait_watching(
                     .as_ref()
                     .is_some_and(|v| v[*i].status == Status::InputRequired);
                 let since = &mut attention_since[*i];
-                *since = if needs_human {
-                    Some(since.unwrap_or_else(Instant::now))
-                } else {
-                    None
+                *since = match *since {
+                    Some((at, screen)) if needs_human && screen == shown[*i] => Some((at, screen)),
+                    _ if needs_human => Some((Instant::now(), shown[*i])),
+                    _ => None,
                 };
                 let reported =
                     request.until == WaitUntil::Report && report_seq(record) > reports_before[*i];
                 record.status.is_terminal()
                     || reported
-                    || since.is_some_and(|t| t.elapsed() >= ATTENTION_SETTLE)
+                    || since.is_some_and(|(at, _)| at.elapsed() >= ATTENTION_SETTLE)
             })
             .count();
         let done = if request.any {
