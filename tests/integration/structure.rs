@@ -37,8 +37,16 @@ const MAY_OPEN: &[(&str, &str)] = &[
         "the names in a project's tasks folder (records go through the store)",
     ),
     (
-        "src/ops/doctor.rs",
+        "src/ops/doctor/storage.rs",
         "the names in a project's tasks folder (records go through the store)",
+    ),
+    (
+        "src/ops/doctor/git.rs",
+        "the names in a project's tasks folder, for worktrees no task knows",
+    ),
+    (
+        "src/ops/doctor/sandbox.rs",
+        "the kernel's /proc (whether TIOCSTI is allowed)",
     ),
     ("src/effects/config/mod.rs", "the user's own config file"),
     ("src/effects/role/mod.rs", "the user's own role profiles"),

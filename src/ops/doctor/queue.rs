@@ -1,0 +1,32 @@
+//! The queue: what waits, and whether the scheduler serves it.
+
+use super::{Check, Level};
+
+/// What waits in the queue, and whether the scheduler serves it (after a reboot the next
+/// cuekit call starts it; `doctor` is one).
+pub(super) fn queue_check() -> Option<Check> {
+    let summary = crate::ops::queue_summary();
+    if summary.waiting == 0 {
+        return None;
+    }
+    let limits = summary.waiting - summary.for_dependencies - summary.for_backoff;
+    let message = format!(
+        "{} task(s) wait: {} for a dependency, {} for a retry's backoff, {} for a slot under the limits; scheduler {}",
+        summary.waiting,
+        summary.for_dependencies,
+        summary.for_backoff,
+        limits,
+        if summary.scheduler_running {
+            "running"
+        } else {
+            "not running"
+        }
+    );
+    Some(if summary.scheduler_running {
+        Check::new("queue", Level::Ok, message)
+    } else {
+        Check::new("queue", Level::Warn, message).next(
+            "run `cuekit list --all` (any cuekit call that looks at tasks starts the scheduler)",
+        )
+    })
+}

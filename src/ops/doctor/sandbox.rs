@@ -1,0 +1,52 @@
+//! The sandbox: whether bubblewrap can make its namespaces here, and whether the kernel lets a
+//! process push keystrokes into its terminal.
+
+use crate::effects::config::Config;
+
+use super::{Check, Level};
+
+/// Whether this kernel lets a process push keystrokes into its terminal (TIOCSTI): an
+/// unsandboxed interactive child could answer its own agent's approval dialog. Sandboxed
+/// children run under cuekit's seccomp filter either way.
+pub(super) fn keystroke_check() -> Check {
+    let name = "terminal keystrokes";
+    match std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti") {
+        Ok(value) if value.trim() == "0" => Check::new(
+            name,
+            Level::Ok,
+            "this kernel refuses TIOCSTI (dev.tty.legacy_tiocsti=0)",
+        ),
+        _ => Check::new(
+            name,
+            Level::Warn,
+            "this kernel lets a process push keystrokes into its terminal (TIOCSTI): an \
+             unsandboxed interactive child can type into its own pane, approval dialogs included \
+             (sandboxed children are stopped by cuekit's seccomp filter)",
+        )
+        .next("sysctl -w dev.tty.legacy_tiocsti=0 (Linux 6.2+), or run interactive children with --sandbox"),
+    }
+}
+
+/// Whether `--sandbox` can make its namespaces here, as the submit itself would find out: a
+/// failure where the config sandboxes every task is one, elsewhere a warning.
+pub(super) fn sandbox_check(config: &Config) -> Check {
+    let configured = config.sandbox().mode == crate::domain::sandbox::SandboxMode::Bwrap;
+    match crate::ops::probe_sandbox() {
+        Ok(bwrap) => Check::new(
+            "sandbox",
+            Level::Ok,
+            format!(
+                "{} makes its namespaces here (--sandbox works)",
+                bwrap.display()
+            ),
+        ),
+        Err(err) => {
+            let level = if configured { Level::Fail } else { Level::Warn };
+            let check = Check::new("sandbox", level, err.message);
+            match err.hint {
+                Some(hint) => check.next(hint),
+                None => check,
+            }
+        }
+    }
+}
