@@ -104,39 +104,41 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn only_the_door_and_named_modules_open_files() {
+/// Every code line (before a file's unit tests, comments left out) of the files under `dir`
+/// that names one of `words`, as `path:line: text`, but in the files `allowed` lists.
+fn lines_naming(dir: &str, words: &[&str], allowed: &[(&str, &str)]) -> Vec<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
-    let mut unexplained = Vec::new();
+    rust_files(&root.join(dir), &mut files);
+    let mut found = Vec::new();
     for file in files {
         let relative = file
             .strip_prefix(root)
             .unwrap()
             .to_string_lossy()
             .into_owned();
-        let text = std::fs::read_to_string(&file).unwrap();
-        // Unit tests make their own files.
-        let code = text.split("#[cfg(test)]").next().unwrap();
-        let opens: Vec<(usize, &str)> = code
-            .lines()
-            .enumerate()
-            .filter(|(_, line)| !line.trim_start().starts_with("//"))
-            .filter(|(_, line)| OPENERS.iter().any(|opener| line.contains(opener)))
-            .map(|(index, line)| (index + 1, line.trim()))
-            .collect();
-        if opens.is_empty()
-            || MAY_OPEN
-                .iter()
-                .any(|(prefix, _)| relative.starts_with(prefix))
+        if allowed
+            .iter()
+            .any(|(prefix, _)| relative.starts_with(prefix))
         {
             continue;
         }
-        for (line, text) in opens {
-            unexplained.push(format!("{relative}:{line}: {text}"));
+        let text = std::fs::read_to_string(&file).unwrap();
+        // Unit tests make their own files.
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        for (index, line) in code.lines().enumerate() {
+            let line = line.split("//").next().unwrap_or_default();
+            if words.iter().any(|word| line.contains(word)) {
+                found.push(format!("{relative}:{}: {}", index + 1, line.trim()));
+            }
         }
     }
+    found
+}
+
+#[test]
+fn only_the_door_and_named_modules_open_files() {
+    let unexplained = lines_naming("src", OPENERS, MAY_OPEN);
     assert!(
         unexplained.is_empty(),
         "these open files outside the door; read project data through crate::effects::project (or \
@@ -346,31 +348,7 @@ const DOMAIN_MAY: &[(&str, &str)] = &[(
 
 #[test]
 fn the_domain_touches_nothing() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rust_files(&root.join("src/domain"), &mut files);
-    let mut impure = Vec::new();
-    for file in files {
-        let relative = file
-            .strip_prefix(root)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        if DOMAIN_MAY
-            .iter()
-            .any(|(prefix, _)| relative.starts_with(prefix))
-        {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        let code = text.split("#[cfg(test)]").next().unwrap();
-        for (index, line) in code.lines().enumerate() {
-            let line = line.split("//").next().unwrap_or_default();
-            if IMPURE.iter().any(|word| line.contains(word)) {
-                impure.push(format!("{relative}:{}: {}", index + 1, line.trim()));
-            }
-        }
-    }
+    let impure = lines_naming("src/domain", IMPURE, DOMAIN_MAY);
     assert!(
         impure.is_empty(),
         "the domain is pure (AGENTS.md, \"Layers\"): move these to src/effects/ and pass what \
