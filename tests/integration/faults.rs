@@ -777,7 +777,9 @@ fn a_full_disk_hides_no_task_and_loses_no_exit_code() {
     std::fs::write(&gate, "").unwrap();
 
     let mut last = Value::Null;
-    let listed = poll(Duration::from_secs(10), || {
+    // A hang guard: the pane's script first waits out its end marker (300 looks), which a full
+    // disk never lets into the transcript; on a loaded machine that takes many seconds.
+    let listed = poll(HANG_GUARD, || {
         let (list, code) = h.json(&["list"]);
         last = list.clone();
         code == 0
@@ -848,7 +850,9 @@ fn a_task_that_succeeds_on_a_full_disk_is_recorded_completed() {
     let filler = disk.fill();
     std::fs::write(&gate, "").unwrap();
     let mut last = Value::Null;
-    let shown = poll(Duration::from_secs(15), || {
+    // A hang guard: the pane's script first waits out its end marker (300 looks), which a full
+    // disk never lets into the transcript; on a loaded machine that takes many seconds.
+    let shown = poll(HANG_GUARD, || {
         let (view, code) = h.json(&["status", &id]);
         last = view.clone();
         code == 0 && view["status"] != "running"
@@ -870,7 +874,7 @@ fn a_task_that_succeeds_on_a_full_disk_is_recorded_completed() {
         serde_json::from_slice(&std::fs::read(h.task_dir(&id).join("task.json")).unwrap()).unwrap()
     };
     assert!(
-        poll(Duration::from_secs(15), || record()["status"] != "running"),
+        poll(HANG_GUARD, || record()["status"] != "running"),
         "{}",
         record()
     );
