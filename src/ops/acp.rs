@@ -138,10 +138,10 @@ pub fn approve(task_id: &str, cwd: &std::path::Path, answer: Answer) -> Result<A
             let approval = Approval {
                 task_id: task_id.to_string(),
                 option,
-                at: super::now_rfc3339(),
+                at: crate::effects::clock::now_rfc3339(),
             };
             let event = serde_json::json!({"type": "cuekit_approve", "approval": &approval});
-            super::append_event(
+            crate::effects::store::append_event(
                 &task.record.task_dir,
                 &serde_json::to_vec(&event).expect("events serialize"),
             )?;

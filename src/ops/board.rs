@@ -130,7 +130,7 @@ pub fn host_board(cwd: &Path) -> Result<Vec<BoardRow>> {
 }
 
 fn transcript_written(record: &TaskRecord) -> Option<SystemTime> {
-    std::fs::metadata(super::transcript_path(record))
+    std::fs::metadata(crate::effects::store::transcript_path(record))
         .and_then(|meta| meta.modified())
         .ok()
 }

@@ -47,7 +47,7 @@ fn logs_words(task_id: &str, raw: bool, how: Option<&str>) -> Vec<String> {
 }
 
 pub(crate) fn read_logs_of(record: &TaskRecord, raw: bool, out: &mut dyn Write) -> Result<()> {
-    let path = super::transcript_path(record);
+    let path = crate::effects::store::transcript_path(record);
     let mut file =
         crate::effects::store::open_own(&path).map_err(|err| Error::io("open", &path, err))?;
     let mut sink = Sink::new(out, raw, screen_height(record));
@@ -63,7 +63,7 @@ pub fn follow_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) ->
     }
     let task = super::task::open(task_id, cwd)?;
     let record = &task.record;
-    let path = super::transcript_path(record);
+    let path = crate::effects::store::transcript_path(record);
     let mut file =
         crate::effects::store::open_own(&path).map_err(|err| Error::io("open", &path, err))?;
     let mut sink = Sink::new(out, raw, screen_height(record));

@@ -92,9 +92,9 @@ pub mod acp_client {
 pub use task::view::{QueueView, TaskView};
 pub use wait::{WaitNews, WaitOutcome, WaitRequest, WaitTick, WaitUntil, wait, wait_watching};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::effects::store::{self, TaskRecord};
+use crate::effects::store::TaskRecord;
 
 /// Every registered task's id and objective, newest first, read from the records alone (no
 /// tmux): what shell completion offers. Only tasks the registry vouches for.
@@ -113,14 +113,3 @@ pub fn known_tasks() -> Vec<(String, String)> {
         .map(|record| (record.id, record.spec.objective))
         .collect()
 }
-
-pub(crate) fn transcript_path(record: &TaskRecord) -> PathBuf {
-    record.task_dir.join(store::TRANSCRIPT_FILE)
-}
-
-/// Appends one line to the task's `events.jsonl` (see [`store::append_line`]).
-pub(crate) fn append_event(task_dir: &Path, line: &[u8]) -> crate::domain::error::Result<()> {
-    store::append_line(&task_dir.join(store::EVENTS_FILE), line)
-}
-
-pub(crate) use crate::effects::clock::now_rfc3339;

@@ -106,10 +106,10 @@ pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
         enter_retried: outcome.enter_retried,
         message: None,
         elapsed_ms: started.elapsed().as_millis() as u64,
-        at: super::now_rfc3339(),
+        at: crate::effects::clock::now_rfc3339(),
     };
     let event = serde_json::json!({"type": "steer", "message": message, "receipt": &receipt});
-    super::append_event(
+    crate::effects::store::append_event(
         &record.task_dir,
         &serde_json::to_vec(&event).expect("events serialize"),
     )?;
@@ -142,10 +142,10 @@ fn steer_over_protocol(task: &super::task::Task, message: &str) -> Result<SteerR
         enter_retried: false,
         message: reply.message,
         elapsed_ms: started.elapsed().as_millis() as u64,
-        at: super::now_rfc3339(),
+        at: crate::effects::clock::now_rfc3339(),
     };
     let event = serde_json::json!({"type": "steer", "message": message, "receipt": &receipt});
-    super::append_event(
+    crate::effects::store::append_event(
         &task.record.task_dir,
         &serde_json::to_vec(&event).expect("events serialize"),
     )?;

@@ -282,7 +282,7 @@ fn tick(refreshed: &Refreshed, started: Instant) -> WaitTick {
         last_activity: records()
             .filter(|r| !r.status.is_terminal())
             .filter_map(|r| {
-                std::fs::metadata(super::transcript_path(r))
+                std::fs::metadata(crate::effects::store::transcript_path(r))
                     .ok()?
                     .modified()
                     .ok()

@@ -71,3 +71,13 @@ mod tests {
         }
     }
 }
+
+/// Where a task's readable transcript is: `transcript.txt` in its task directory.
+pub fn transcript_path(record: &TaskRecord) -> PathBuf {
+    record.task_dir.join(TRANSCRIPT_FILE)
+}
+
+/// Appends one line to the task's `events.jsonl` (see [`append_line`]).
+pub fn append_event(task_dir: &Path, line: &[u8]) -> crate::domain::error::Result<()> {
+    append_line(&task_dir.join(EVENTS_FILE), line)
+}

@@ -468,7 +468,7 @@ fn log_fault(lock: &Path, err: &crate::domain::error::Error) {
     }
     append_line(
         &log,
-        &serde_json::json!({"at": crate::ops::now_rfc3339(), "code": err.code.as_str(), "message": err.message}),
+        &serde_json::json!({"at": crate::effects::clock::now_rfc3339(), "code": err.code.as_str(), "message": err.message}),
     );
 }
 
@@ -663,7 +663,7 @@ fn record_transition(
     conflict: Option<transitions::ConflictNote>,
 ) -> TransitionEvent {
     let event = TransitionEvent {
-        at: crate::ops::now_rfc3339(),
+        at: crate::effects::clock::now_rfc3339(),
         task_id: record.id.clone(),
         agent: record.spec.agent_kind.clone(),
         old_status: transition.old_status,

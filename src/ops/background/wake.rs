@@ -203,7 +203,7 @@ pub fn wake(parent: &ParentAgent, line: String, patience: Duration) -> Woken {
     };
     Woken {
         line,
-        typed_at: receipt.map(|_| crate::ops::now_rfc3339()),
+        typed_at: receipt.map(|_| crate::effects::clock::now_rfc3339()),
         receipt,
         why,
         waited_ms: started.elapsed().as_millis() as u64,

@@ -58,7 +58,7 @@ pub(crate) fn name_fault(record: &store::TaskRecord, adapter: &Adapter, ending: 
 /// The last lines of the task's transcript as text (16 KiB of it at most).
 pub(crate) fn transcript_end(record: &store::TaskRecord) -> String {
     use std::io::{Read, Seek, SeekFrom};
-    let path = crate::ops::transcript_path(record);
+    let path = crate::effects::store::transcript_path(record);
     let Ok(mut file) = store::open_own(&path) else {
         return String::new();
     };
@@ -85,7 +85,7 @@ pub(crate) fn requeue(task: &Task, ending: &Ending) -> Option<Result<Task>> {
     if started > policy.max as usize {
         return None;
     }
-    let now = crate::ops::now_rfc3339();
+    let now = crate::effects::clock::now_rfc3339();
     if plan.attempts.is_empty() {
         plan.attempts.push(schedule::Attempt {
             started_at: task.record.created_at.clone(),

@@ -19,7 +19,7 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
         record.reason = ending.reason;
         record.hint = ending.hint;
         record.exit_code = ending.exit_code;
-        record.ended_at = Some(crate::ops::now_rfc3339());
+        record.ended_at = Some(crate::effects::clock::now_rfc3339());
         // The sentinel's temp file, if the pane died between writing and renaming it.
         let _ = std::fs::remove_file(record.task_dir.join(format!("{EXIT_CODE_FILE}.tmp")));
         Ok(true)
@@ -45,7 +45,7 @@ pub(super) fn record_or_show(task: Task, ending: Ending) -> (Task, bool) {
             shown.record.reason = ending.reason;
             shown.record.hint = ending.hint;
             shown.record.exit_code = ending.exit_code;
-            shown.record.ended_at = Some(crate::ops::now_rfc3339());
+            shown.record.ended_at = Some(crate::effects::clock::now_rfc3339());
             (unrecorded(shown, &err), false)
         }
     }

@@ -50,7 +50,12 @@ pub(crate) fn submit_on_host(
         },
     };
     if !request.dry_run && !retry {
-        register(&id, name, Path::new(""), &crate::ops::now_rfc3339())?;
+        register(
+            &id,
+            name,
+            Path::new(""),
+            &crate::effects::clock::now_rfc3339(),
+        )?;
     }
     let forget = |id: &str| {
         if !retry {

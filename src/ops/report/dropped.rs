@@ -35,10 +35,10 @@ pub(super) fn record_report(
             kind,
             message,
             data,
-            at: crate::ops::now_rfc3339(),
+            at: crate::effects::clock::now_rfc3339(),
         };
         // The log first: a report in the record is always also in the log.
-        crate::ops::append_event(&current.task_dir, &report.event_line())?;
+        crate::effects::store::append_event(&current.task_dir, &report.event_line())?;
         current.last_report = Some(report.clone());
         written = Some(report);
         Ok(true)

@@ -111,7 +111,7 @@ pub(crate) fn plan_for(asked: &Scheduling, config: &Config) -> Result<Option<Pla
     after.dedup();
     Ok(Some(Plan {
         priority: asked.priority,
-        queued_at: super::now_rfc3339(),
+        queued_at: crate::effects::clock::now_rfc3339(),
         after,
         after_ended: asked.after_ended,
         limits,
@@ -439,7 +439,7 @@ fn end_queued(mut task: Task, ending: Ending) -> Result<Task> {
         record.reason = ending.reason.clone();
         record.hint = ending.hint.clone();
         record.exit_code = ending.exit_code;
-        record.ended_at = Some(super::now_rfc3339());
+        record.ended_at = Some(crate::effects::clock::now_rfc3339());
         Ok(true)
     })?;
     if task.record.status.is_terminal() {

@@ -118,7 +118,7 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
     if let Some(pane) = crate::ops::submit::prepare::parse_new_pane(&answer) {
         let _ = store::record_pane_start(&id, &pane);
     }
-    let started_at = crate::ops::now_rfc3339();
+    let started_at = crate::effects::clock::now_rfc3339();
     let mut started = false;
     store::update(&task.placement.task_dir, |record| {
         if record.status != Status::Queued {

@@ -166,7 +166,7 @@ pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
     let submitted_from = crate::effects::notify::SubmittedFrom::from_env().or_else(own_task_pane);
     let placement = Placement {
         session: args::session_name(&id),
-        created_at: crate::ops::now_rfc3339(),
+        created_at: crate::effects::clock::now_rfc3339(),
         timeout_secs: resolved
             .request
             .timeout

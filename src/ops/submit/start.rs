@@ -88,7 +88,7 @@ fn launch_failed(checked: &Checked, created: &mut Created, err: Error, undo: &Un
     record.status = Status::Failed;
     record.reason = Some("launch_failed".into());
     record.hint = Some(err.message.clone());
-    record.ended_at = Some(crate::ops::now_rfc3339());
+    record.ended_at = Some(crate::effects::clock::now_rfc3339());
     // The worktree goes with the failed launch (the guard removes it): the record must not
     // point at it.
     record.worktree = None;

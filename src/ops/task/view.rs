@@ -215,7 +215,7 @@ impl From<&TaskRecord> for TaskView {
                 .tmux
                 .as_ref()
                 .map(|tmux| tmux.socket.attach_command(&tmux.session)),
-            transcript: crate::ops::transcript_path(record),
+            transcript: crate::effects::store::transcript_path(record),
             task_dir: record.task_dir.clone(),
             launch_command: record.launch_command.clone(),
             created_at: record.created_at.clone(),
