@@ -51,6 +51,16 @@ pub fn project_tasks_root(cwd: &Path) -> Option<PathBuf> {
         .find(|candidate| candidate.is_dir())
 }
 
+/// Where a task's readable transcript is: `transcript.txt` in its task directory.
+pub fn transcript_path(record: &TaskRecord) -> PathBuf {
+    record.task_dir.join(TRANSCRIPT_FILE)
+}
+
+/// Appends one line to the task's `events.jsonl` (see [`append_line`]).
+pub fn append_event(task_dir: &Path, line: &[u8]) -> crate::domain::error::Result<()> {
+    append_line(&task_dir.join(EVENTS_FILE), line)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,14 +80,4 @@ mod tests {
             assert!(!is_task_id(bad), "{bad}");
         }
     }
-}
-
-/// Where a task's readable transcript is: `transcript.txt` in its task directory.
-pub fn transcript_path(record: &TaskRecord) -> PathBuf {
-    record.task_dir.join(TRANSCRIPT_FILE)
-}
-
-/// Appends one line to the task's `events.jsonl` (see [`append_line`]).
-pub fn append_event(task_dir: &Path, line: &[u8]) -> crate::domain::error::Result<()> {
-    append_line(&task_dir.join(EVENTS_FILE), line)
 }
