@@ -3,7 +3,7 @@
 //! Data flows one way: a request becomes a [`spec::TaskSpec`], an [`adapter`] turns it into a
 //! launch command, [`launch`] wraps it with the exit-code sentinel, [`tmux`] starts it, and
 //! [`store`] records it. [`status`] judges a task from its record, one pane snapshot and the
-//! sentinel. The [`ops`] are what the front ends ([`cli`], [`mcp`], the [`top`] dashboard) call.
+//! sentinel. The [`ops`] are what the front ends ([`cli`], [`mcp`], the [`top`] dashboard, the [`web`] face) call.
 
 pub mod acp;
 pub mod adapter;
@@ -39,6 +39,7 @@ pub mod top;
 pub mod transcript;
 pub mod transition;
 pub mod trust;
+pub mod web;
 pub mod which;
 pub mod yaml_depth;
 

@@ -118,10 +118,24 @@ pub struct Approval {
     /// The option chosen: its id, name and kind.
     pub option: crate::acp::protocol::PermissionOption,
     pub at: String,
+    /// Who answered through a face that knows more than the process: `device NAME` for a
+    /// paired browser of `cuekit serve`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// Answers the permission request task `task_id` waits on.
 pub fn approve(task_id: &str, cwd: &std::path::Path, answer: Answer) -> Result<Approval> {
+    approve_by(task_id, cwd, answer, None)
+}
+
+/// [`approve`], recording who answered (`device NAME`) with the approval.
+pub fn approve_by(
+    task_id: &str,
+    cwd: &std::path::Path,
+    answer: Answer,
+    by: Option<&str>,
+) -> Result<Approval> {
     let task = super::task::open(task_id, cwd)?;
     if task.record.mode != Mode::Acp {
         return Err(Error::new(
@@ -137,6 +151,7 @@ pub fn approve(task_id: &str, cwd: &std::path::Path, answer: Answer) -> Result<A
                 task_id: task_id.to_string(),
                 option,
                 at: super::now_rfc3339(),
+                by: by.map(str::to_string),
             };
             let event = serde_json::json!({"type": "cuekit_approve", "approval": &approval});
             super::append_event(

@@ -42,10 +42,11 @@ mod trust;
 mod view;
 mod wait;
 mod wake;
+pub mod web_access;
 
 pub use crate::process::DEFAULT_GRACE;
 pub use crate::report::ReportRequest;
-pub use acp::{Approval, approve};
+pub use acp::{Approval, approve, approve_by};
 pub use attach::{attach, attach_and_return, attach_opens_popup};
 pub use board::{Board, BoardRow, Preview, board, host_board};
 pub use cancel::cancel;

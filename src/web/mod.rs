@@ -1,0 +1,243 @@
+//! `cuekit serve`: every task on a web page a phone can use — look, steer, answer, cancel,
+//! retry, merge, submit. A face like `cli/`, `mcp/` and `top/`: it calls operations and holds
+//! no task logic; who may use it is `ops::web_access`'s.
+//!
+//! Async lives here only: axum on a current-thread tokio runtime, each operation on the
+//! blocking pool. Every request's `Host` must name the bound address (against DNS
+//! rebinding); every response carries a strict CSP (scripts from `/app.js` only), `DENY` for
+//! framing and `nosniff`; every state-changing request needs the device's session cookie,
+//! its CSRF token and no foreign `Origin`.
+
+mod html;
+mod live;
+mod routes;
+
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{Error, ErrorCode, Result};
+
+pub use live::TICK;
+
+/// The default address: loopback only.
+pub const DEFAULT_BIND: &str = "127.0.0.1:8377";
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `ADDR:PORT` or `unix:PATH`.
+    pub bind: Option<String>,
+    pub read_only: bool,
+    pub insecure_lan: bool,
+    pub allow_commands: bool,
+}
+
+/// Where to listen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bind {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+/// Reads `--bind` and applies the rule: a non-loopback address is served only with
+/// `--insecure-lan` (this build has no TLS of its own; a tunnel gives one).
+pub fn parse_bind(text: Option<&str>, insecure_lan: bool) -> Result<Bind> {
+    let text = text.unwrap_or(DEFAULT_BIND);
+    if let Some(path) = text.strip_prefix("unix:") {
+        if path.is_empty() {
+            return Err(Error::invalid_input("--bind unix: needs a path"));
+        }
+        return Ok(Bind::Unix(PathBuf::from(path)));
+    }
+    let text = match text.strip_prefix("localhost:") {
+        Some(port) => format!("127.0.0.1:{port}"),
+        None => text.to_string(),
+    };
+    let addr: SocketAddr = text.parse().map_err(|_| {
+        Error::invalid_input(format!("--bind {text}: not ADDR:PORT or unix:PATH")).with_hint(
+            "e.g. --bind 127.0.0.1:8377, --bind [::1]:8377, --bind unix:/run/user/1000/cuekit.sock",
+        )
+    })?;
+    if !addr.ip().is_loopback() && !insecure_lan {
+        return Err(Error::invalid_input(format!(
+            "--bind {addr} is not a loopback address: without TLS every device on the network could read the session cookie and the pages"
+        ))
+        .with_hint(
+            "keep the default bind and reach it through an SSH tunnel (`ssh -L 8377:127.0.0.1:8377 HOST`) \
+             or a tailnet's HTTPS (`tailscale serve --bg 8377`); `--insecure-lan` serves it anyway",
+        ));
+    }
+    Ok(Bind::Tcp(addr))
+}
+
+/// The `Host` values a request may carry: the bound address, and `localhost` for loopback. A
+/// Unix socket reached through a tunnel sees the tunnel's port, so any port of a loopback
+/// name is allowed there.
+#[derive(Debug, Clone)]
+pub struct Hosts {
+    exact: Vec<String>,
+    any_loopback_port: bool,
+}
+
+impl Hosts {
+    pub fn for_addr(addr: SocketAddr) -> Hosts {
+        let port = addr.port();
+        let mut exact = vec![match addr.ip() {
+            IpAddr::V4(ip) => format!("{ip}:{port}"),
+            IpAddr::V6(ip) => format!("[{ip}]:{port}"),
+        }];
+        if addr.ip().is_loopback() {
+            exact.push(format!("localhost:{port}"));
+        }
+        Hosts {
+            exact,
+            any_loopback_port: false,
+        }
+    }
+
+    pub fn for_unix() -> Hosts {
+        Hosts {
+            exact: Vec::new(),
+            any_loopback_port: true,
+        }
+    }
+
+    pub fn allows(&self, host: &str) -> bool {
+        let host = host.to_ascii_lowercase();
+        if self.exact.contains(&host) {
+            return true;
+        }
+        if !self.any_loopback_port {
+            return false;
+        }
+        let name = match host.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            _ => host.as_str(),
+        };
+        matches!(name, "localhost" | "127.0.0.1" | "[::1]")
+    }
+
+    /// Whether an `Origin` header names this server (`http://` + an allowed host).
+    pub fn allows_origin(&self, origin: &str) -> bool {
+        origin
+            .strip_prefix("http://")
+            .is_some_and(|host| self.allows(host))
+    }
+}
+
+/// Runs the server until it is killed: prints the URL and a new pairing code first.
+pub fn run(options: &Options, cwd: &Path) -> Result<()> {
+    let bind = parse_bind(options.bind.as_deref(), options.insecure_lan)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| Error::new(ErrorCode::Io, format!("cannot start the server: {err}")))?;
+    runtime.block_on(serve(bind, options.clone(), cwd.to_path_buf()))
+}
+
+async fn serve(bind: Bind, options: Options, cwd: PathBuf) -> Result<()> {
+    let code = crate::ops::web_access::new_code()?;
+    let live = live::Live::new(cwd.clone());
+    let read_only = options.read_only;
+    let announce = |url: &str| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "cuekit serve: {url}");
+        let _ = writeln!(
+            out,
+            "pairing code: {code} (open {url}/pair; valid 10 minutes, once; 5 wrong tries burn it)"
+        );
+        if read_only {
+            let _ = writeln!(out, "read-only: every action is refused");
+        }
+        let _ = out.flush();
+    };
+    match bind {
+        Bind::Tcp(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr).await.map_err(|err| {
+                Error::new(ErrorCode::Io, format!("cannot listen on {addr}: {err}"))
+            })?;
+            let local = listener
+                .local_addr()
+                .map_err(|err| Error::new(ErrorCode::Io, format!("{err}")))?;
+            let app = routes::App::new(options, cwd, Hosts::for_addr(local), Arc::clone(&live));
+            live.start_watching();
+            let shown = match local.ip() {
+                IpAddr::V6(ip) => format!("http://[{ip}]:{}", local.port()),
+                IpAddr::V4(ip) => format!("http://{ip}:{}", local.port()),
+            };
+            announce(&shown);
+            axum::serve(listener, routes::router(app))
+                .await
+                .map_err(|err| Error::new(ErrorCode::Io, format!("server: {err}")))
+        }
+        Bind::Unix(path) => {
+            if path.exists() {
+                return Err(Error::new(
+                    ErrorCode::InvalidState,
+                    format!("{} exists already", path.display()),
+                )
+                .with_hint("remove it, or choose another path"));
+            }
+            let listener = tokio::net::UnixListener::bind(&path)
+                .map_err(|err| Error::io("listen on", &path, err))?;
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                    .map_err(|err| Error::io("restrict", &path, err))?;
+            }
+            let app = routes::App::new(options, cwd, Hosts::for_unix(), Arc::clone(&live));
+            live.start_watching();
+            announce(&format!("unix:{}", path.display()));
+            axum::serve(listener, routes::router(app))
+                .await
+                .map_err(|err| Error::new(ErrorCode::Io, format!("server: {err}")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_binds_and_unix_sockets_are_served() {
+        assert_eq!(
+            parse_bind(None, false).unwrap(),
+            Bind::Tcp("127.0.0.1:8377".parse().unwrap())
+        );
+        assert_eq!(
+            parse_bind(Some("localhost:9000"), false).unwrap(),
+            Bind::Tcp("127.0.0.1:9000".parse().unwrap())
+        );
+        assert!(parse_bind(Some("[::1]:9000"), false).is_ok());
+        assert_eq!(
+            parse_bind(Some("unix:/tmp/s"), false).unwrap(),
+            Bind::Unix("/tmp/s".into())
+        );
+    }
+
+    #[test]
+    fn a_lan_bind_needs_the_insecure_flag() {
+        let refused = parse_bind(Some("0.0.0.0:8377"), false).unwrap_err();
+        assert!(refused.hint.unwrap().contains("tailscale serve"));
+        assert!(parse_bind(Some("192.168.1.5:8377"), false).is_err());
+        assert!(parse_bind(Some("0.0.0.0:8377"), true).is_ok());
+        assert!(parse_bind(Some("nonsense"), true).is_err());
+    }
+
+    #[test]
+    fn only_the_bound_host_is_served() {
+        let hosts = Hosts::for_addr("127.0.0.1:8377".parse().unwrap());
+        assert!(hosts.allows("127.0.0.1:8377"));
+        assert!(hosts.allows("localhost:8377"));
+        assert!(!hosts.allows("127.0.0.1:8378"));
+        assert!(!hosts.allows("evil.example:8377"));
+        assert!(hosts.allows_origin("http://127.0.0.1:8377"));
+        assert!(!hosts.allows_origin("http://evil.example"));
+        let unix = Hosts::for_unix();
+        assert!(unix.allows("localhost:9999"));
+        assert!(unix.allows("127.0.0.1"));
+        assert!(!unix.allows("evil.example:9999"));
+    }
+}
