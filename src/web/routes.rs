@@ -123,7 +123,7 @@ async fn guard(State(app): Shared, request: Request, next: Next) -> Response {
         ("content-security-policy", CSP),
         ("x-frame-options", "DENY"),
         ("x-content-type-options", "nosniff"),
-        ("referrer-policy", "no-referrer"),
+        ("referrer-policy", "same-origin"),
         ("cross-origin-opener-policy", "same-origin"),
     ] {
         headers.insert(name, HeaderValue::from_static(value));
