@@ -569,6 +569,84 @@ fn a_permission_request_is_allowed_from_the_page_with_a_second_confirmation() {
     );
 }
 
+/// A task submitted from the page's form (the command agent, offered with
+/// `--allow-commands`) in a worktree of its own; its merge page shows its files, and merging
+/// brings its work into `main`.
+#[test]
+fn a_task_submitted_from_the_page_is_merged_from_the_page() {
+    let h = Harness::new();
+    common::git::project_repo(&h.project, "shared\n");
+    let s = serve(&h, &["--allow-commands"]);
+    let rt = runtime();
+    let id = rt.block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        pair_in_browser(client, &s, "phone").await;
+        client.goto(&format!("{}/new", s.url)).await.unwrap();
+        client
+            .find(Locator::Id("objective-input"))
+            .await
+            .unwrap()
+            .send_keys("echo made > new.txt")
+            .await
+            .unwrap();
+        client
+            .find(Locator::Id("agent"))
+            .await
+            .unwrap()
+            .select_by_value("command")
+            .await
+            .unwrap();
+        client
+            .find(Locator::Id("worktree"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        client
+            .find(Locator::Id("submit"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_text(client, "command").await;
+        let path = client.current_url().await.unwrap().path().to_string();
+        let id = path
+            .strip_prefix("/t/")
+            .unwrap_or_else(|| panic!("the submit led to {path}"))
+            .to_string();
+        h.wait_until(&id, "its ending", Duration::from_secs(30), || {
+            h.status(&id)["status"] == "completed"
+        });
+        client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
+        client
+            .find(Locator::Id("merge"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_text(client, "new.txt").await;
+        client
+            .find(Locator::Id("do-merge"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_text(client, &format!("{id} merged into main")).await;
+        let _ = browser.client.clone().unwrap().close().await;
+        id
+    });
+    assert_eq!(
+        common::git::git(&h.project, &["show", "main:new.txt"]),
+        "made\n",
+        "{id}'s work is not on main"
+    );
+}
+
 /// What `serve` refuses: a POST without the CSRF token or from another origin, a wrong Host,
 /// a sixth wrong code (and the right one after five wrong), any action under --read-only, a
 /// LAN bind without --insecure-lan; and `--revoke all` ends an open session.
@@ -635,6 +713,24 @@ fn serve_refuses_what_it_must() {
     );
     assert_eq!(rebound.status, 421, "{}", rebound.body);
     let no_session = http(&s.addr, "POST", &format!("/t/{id}/cancel"), &[], &good_form);
+    // The command agent runs shell as the user: offered only with --allow-commands.
+    let command = http(
+        &s.addr,
+        "POST",
+        "/new",
+        &[("Cookie", &cookie)],
+        &form_encode(&[
+            ("csrf", &csrf),
+            ("agent", "command"),
+            ("objective", "touch pwned"),
+        ]),
+    );
+    assert!(
+        command.body.contains("--allow-commands"),
+        "{}",
+        command.body
+    );
+    assert_eq!(h.json(&["list"]).0.as_array().map(Vec::len), Some(1));
     assert_eq!(no_session.status, 403);
     assert_eq!(h.status(&id)["status"], "running");
 

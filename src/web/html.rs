@@ -303,6 +303,8 @@ pub struct TaskExtras {
     pub result: Option<TaskResult>,
     /// Lines shown, and whether more can be asked for.
     pub lines: usize,
+    /// The transitions the monitor recorded for it, oldest first: `(at, from, to, reason)`.
+    pub transitions: Vec<(String, String, String, String)>,
 }
 
 fn hidden(csrf: &str) -> String {
@@ -448,6 +450,20 @@ pub fn task_fragment(view: &TaskView, extras: &TaskExtras, csrf: &str, now: Syst
         );
     }
     out.push_str("</section>");
+    if !extras.transitions.is_empty() {
+        out.push_str("<section><h2>Events</h2><ul class=\"events\">");
+        for (at, from, to, reason) in &extras.transitions {
+            let _ = write!(
+                out,
+                "<li>{} {} → {} {}</li>",
+                esc(&crate::age::ago(at, now)),
+                esc(from),
+                esc(to),
+                esc(reason)
+            );
+        }
+        out.push_str("</ul></section>");
+    }
     if let Some(result) = &extras.result {
         out.push_str("<section class=\"result\"><h2>Result</h2>");
         if !result.final_text.is_empty() {
@@ -534,6 +550,13 @@ pub fn task_page(
         }
         body.push_str("</div></section>");
     }
+    if view.branch.is_some() {
+        let _ = write!(
+            body,
+            "<p><a href=\"/t/{}/diff\" id=\"diff\">The diff, per file</a></p>",
+            esc(id)
+        );
+    }
     body.push_str("</main>");
     page(id, Some(csrf), Some(&format!("/t/{id}/live")), &body)
 }
@@ -558,6 +581,18 @@ pub fn confirm_answer(id: &str, csrf: &str, answer: &str, tool: &str, title: &st
         esc(id)
     );
     page("Confirm", Some(csrf), None, &body)
+}
+
+/// A worktree task's work against its base: the files, then the patch.
+pub fn diff_page(id: &str, files: &str, patch: &str) -> String {
+    let body = format!(
+        "<main><h1>Diff of {}</h1><pre class=\"screen\" id=\"files\">{}</pre><pre class=\"screen\" id=\"patch\">{}</pre><p><a href=\"/t/{}\">Back</a></p></main>",
+        esc(id),
+        esc(files),
+        esc(patch),
+        esc(id)
+    );
+    page("Diff", None, None, &body)
 }
 
 /// What a merge would bring, before it is done: conflicts and the files that need review.
@@ -602,17 +637,22 @@ pub fn submit_page(csrf: &str, allow_commands: bool, error: Option<&str>) -> Str
     let _ = write!(
         body,
         "<form method=\"post\" action=\"/new\" class=\"stack\">{}\
-         <label>Objective<textarea name=\"objective\" id=\"objective-input\" rows=\"5\" required></textarea></label>\
-         <label>Agent<select name=\"agent\"><option value=\"\">default</option>",
-        hidden(csrf)
+         <label>Objective{}<textarea name=\"objective\" id=\"objective-input\" rows=\"5\" required></textarea></label>\
+         <label>Agent<select name=\"agent\" id=\"agent\"><option value=\"\">default</option>",
+        hidden(csrf),
+        if allow_commands {
+            " (for the command agent: the shell line it runs)"
+        } else {
+            ""
+        }
     );
     for agent in agents {
-        let _ = write!(body, "<option>{}</option>", esc(agent));
+        let _ = write!(body, "<option value=\"{0}\">{0}</option>", esc(agent));
     }
     body.push_str(
         "</select></label><label>Model<input name=\"model\"></label>\
          <label>Mode<select name=\"mode\"><option value=\"\">default</option><option>interactive</option><option>batch</option><option>acp</option></select></label>\
-         <label><input type=\"checkbox\" name=\"worktree\" value=\"yes\"> In a worktree of its own</label>\
+         <label><input type=\"checkbox\" name=\"worktree\" id=\"worktree\" value=\"yes\"> In a worktree of its own</label>\
          <button type=\"submit\" id=\"submit\">Submit</button></form></main>",
     );
     page("New task", Some(csrf), None, &body)

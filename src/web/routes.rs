@@ -72,6 +72,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/t/{id}/retry", axum::routing::post(retry))
         .route("/t/{id}/answer", axum::routing::post(answer))
         .route("/t/{id}/merge", get(merge_form).post(merge))
+        .route("/t/{id}/diff", get(diff))
         .route("/new", get(submit_form).post(submit))
         .route("/app.js", get(|| asset("text/javascript", APP_JS)))
         .route("/app.css", get(|| asset("text/css", APP_CSS)))
@@ -352,10 +353,27 @@ async fn task_parts(
     let cwd = app.cwd.clone();
     let task_id = id.to_string();
     let ended = view.status.is_terminal();
-    let (screen, result) = blocking(move || {
+    let (screen, result, transitions) = blocking(move || {
         let screen = ops::tail_logs(&task_id, &cwd, lines).unwrap_or_default();
         let result = ended.then(|| ops::result(&task_id, &cwd).ok()).flatten();
-        Ok((screen, result))
+        let transitions = ops::events(&ops::EventScope::new(true, &cwd))
+            .map(|(events, _)| events)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|event| event.task_id == task_id)
+            .map(|event| {
+                (
+                    event.at,
+                    event
+                        .old_status
+                        .map_or("new", |status| status.as_str())
+                        .to_string(),
+                    event.new_status.as_str().to_string(),
+                    event.reason.unwrap_or_default(),
+                )
+            })
+            .collect();
+        Ok((screen, result, transitions))
     })
     .await?;
     Ok((
@@ -364,6 +382,7 @@ async fn task_parts(
             screen,
             result,
             lines,
+            transitions,
         },
     ))
 }
@@ -677,22 +696,44 @@ async fn merge_form(
     let cwd = app.cwd.clone();
     let task_id = id.clone();
     let stat = match blocking(move || ops::diff(&task_id, &cwd, false)).await {
-        Ok(diff) => {
-            let mut text = format!("{}\n", diff.stat);
-            for file in diff.files {
-                text.push_str(&format!(
-                    "{} {} +{} -{}\n",
-                    file.status,
-                    file.path,
-                    file.insertions.map_or("?".into(), |n| n.to_string()),
-                    file.deletions.map_or("?".into(), |n| n.to_string())
-                ));
-            }
-            text
-        }
+        Ok(diff) => files_text(&diff),
         Err(err) => format!("error[{}]: {}", err.code.as_str(), err.message),
     };
     page(html::merge_page(&id, &session.csrf, &view.conflicts, &stat))
+}
+
+/// A diff's files, one line each, under its totals.
+fn files_text(diff: &ops::TaskDiff) -> String {
+    let mut text = format!("{}\n", diff.stat);
+    for file in &diff.files {
+        text.push_str(&format!(
+            "{} {} +{} -{}\n",
+            file.status,
+            file.path,
+            file.insertions.map_or("?".into(), |n| n.to_string()),
+            file.deletions.map_or("?".into(), |n| n.to_string())
+        ));
+    }
+    text
+}
+
+async fn diff(State(app): Shared, UrlPath(id): UrlPath<String>, headers: HeaderMap) -> Response {
+    if let Err(response) = checked_id(&id) {
+        return response;
+    }
+    if let Err(response) = session(&headers).await {
+        return response;
+    }
+    let cwd = app.cwd.clone();
+    let task_id = id.clone();
+    match blocking(move || ops::diff(&task_id, &cwd, true)).await {
+        Ok(diff) => page(html::diff_page(
+            &id,
+            &files_text(&diff),
+            diff.patch.as_deref().unwrap_or(""),
+        )),
+        Err(err) => failure(&err, &format!("/t/{id}")),
+    }
 }
 
 async fn merge(
@@ -774,8 +815,15 @@ async fn submit(
         Some("acp") => Some(crate::spec::Mode::Acp),
         Some(_) => return refusal(StatusCode::BAD_REQUEST, "mode: interactive, batch or acp"),
     };
+    // The command agent (only with --allow-commands) runs the objective as a shell line.
+    let argv = if agent.as_deref() == Some("command") {
+        vec!["sh".to_string(), "-c".to_string(), objective.clone()]
+    } else {
+        Vec::new()
+    };
     let request = ops::SubmitRequest {
         agent,
+        argv,
         objective,
         model: field("model"),
         mode,
