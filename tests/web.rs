@@ -361,6 +361,14 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
         &[],
     );
     let other = h.submit_sh("sleep 600", &[]);
+    let go = h.root().join("go");
+    let talker = h.submit_sh(
+        &format!(
+            "printf 'one-%s\\n' ready; while [ ! -e '{}' ]; do sleep 0.1; done; printf 'two-%s\\n' printed; sleep 600",
+            go.display()
+        ),
+        &[],
+    );
     h.wait_until(&gemini, "the first answer", Duration::from_secs(60), || {
         h.transcript(&gemini).contains("window.__xss='screen'")
     });
@@ -375,7 +383,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
         pair_in_browser(client, &s, "phone").await;
 
         // The list: every running child, hostile text shown as text.
-        for id in [&gemini, &printer, &other] {
+        for id in [&gemini, &printer, &other, &talker] {
             client
                 .wait()
                 .at_most(Duration::from_secs(30))
@@ -441,6 +449,21 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
             || h.transcript(&gemini).contains("The second answer."),
         );
 
+        // A child that prints: its open page shows it without a reload.
+        client.goto(&format!("{}/t/{talker}", s.url)).await.unwrap();
+        // (The objective shows the script: the lines it prints are put together by printf.)
+        wait_text(client, "one-ready").await;
+        std::fs::write(&go, "").unwrap();
+        wait_text(client, "two-printed").await;
+        let updated = client
+            .execute("return document.body.getAttribute('data-updated');", vec![])
+            .await
+            .unwrap();
+        assert!(
+            updated.is_string(),
+            "the screen came by a reload, not the event stream"
+        );
+
         // A transition the monitor records reaches the open list without a reload.
         client.goto(&s.url).await.unwrap();
         client
@@ -451,13 +474,17 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
         h.ok(&["cancel", &other]);
         let start = Instant::now();
         loop {
+            // The row is replaced whenever the list is brought up to date: read it by script.
             let row = client
-                .find(Locator::Css(&format!("li.task[data-id='{other}'] .st")))
-                .await
-                .unwrap()
-                .text()
+                .execute(
+                    &format!(
+                        "var e = document.querySelector(\"li.task[data-id='{other}'] .st\"); return e ? e.textContent : '';"
+                    ),
+                    vec![],
+                )
                 .await
                 .unwrap();
+            let row = row.as_str().unwrap_or_default().to_string();
             if row == "cancelled" {
                 break;
             }

@@ -144,9 +144,11 @@ impl Live {
                 meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
                 meta.len(),
             );
+            // A task seen for the first time is announced too: its page may have been drawn
+            // before the watcher's first look, and what was written between is not lost.
             if seen
                 .insert(id.clone(), now)
-                .is_some_and(|before| before != now)
+                .is_none_or(|before| before != now)
             {
                 let line = serde_json::json!({"kind": "screen", "task": id});
                 let _ = self.news.send(line.to_string());

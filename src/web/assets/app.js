@@ -1,6 +1,7 @@
 // cuekit serve: the page's only script (served as a file: the CSP allows no inline script).
 // It asks before a form marked "confirm" is sent, and reloads the page's live part when the
-// server's event stream says something changed. Fragments are HTML the server escaped.
+// server's event stream says something changed (not while a form has the focus). Fragments
+// are HTML the server escaped.
 "use strict";
 (function () {
   document.addEventListener("submit", function (event) {
@@ -18,6 +19,12 @@
   var source = new EventSource("/events" + (match ? "?task=" + match[1] : ""));
   var pending = null;
   function reload() {
+    // Someone typing a message or pressing a button keeps the page still: later.
+    var active = document.activeElement;
+    if (active && active !== document.body && active.closest && active.closest("form")) {
+      pending = window.setTimeout(reload, 500);
+      return;
+    }
     pending = null;
     fetch(live, { credentials: "same-origin", cache: "no-store" }).then(function (response) {
       if (response.status === 403) {
