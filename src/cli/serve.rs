@@ -23,11 +23,15 @@ pub struct ServeArgs {
     /// Offer the `command` agent in the submit form (it runs shell as you).
     #[arg(long)]
     allow_commands: bool,
+    /// The name a proxy in front serves the pages under (e.g. the tailnet name `tailscale
+    /// serve` gives this machine): requests naming it are served too.
+    #[arg(long, value_name = "HOST")]
+    public_host: Option<String>,
     /// List the paired devices and exit.
-    #[arg(long, conflicts_with_all = ["revoke", "bind", "read_only", "insecure_lan", "allow_commands"])]
+    #[arg(long, conflicts_with_all = ["revoke", "bind", "read_only", "insecure_lan", "allow_commands", "public_host"])]
     devices: bool,
     /// End the session of device NAME (or `all`) and exit.
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["bind", "read_only", "insecure_lan", "allow_commands"])]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["bind", "read_only", "insecure_lan", "allow_commands", "public_host"])]
     revoke: Option<String>,
 }
 
@@ -64,6 +68,7 @@ pub fn run(args: &ServeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         read_only: args.read_only,
         insecure_lan: args.insecure_lan,
         allow_commands: args.allow_commands,
+        public_host: args.public_host.clone(),
     };
     crate::web::run(&options, cwd)?;
     Ok(0)

@@ -102,7 +102,13 @@ pub struct Filter {
     pub team: Option<String>,
     #[serde(default)]
     pub project: Option<String>,
+    /// Rows shown (default [`LIST_ROWS`]): the page stays small on a phone.
+    #[serde(default)]
+    pub limit: Option<usize>,
 }
+
+/// Rows the list shows unless asked for more.
+pub const LIST_ROWS: usize = 100;
 
 impl Filter {
     fn keeps(&self, view: &TaskView) -> bool {
@@ -126,6 +132,9 @@ impl Filter {
             if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
                 parts.push(format!("{key}={}", url_encode(value)));
             }
+        }
+        if let Some(limit) = self.limit {
+            parts.push(format!("limit={limit}"));
         }
         if parts.is_empty() {
             String::new()
@@ -193,15 +202,17 @@ fn badge(status: Status) -> String {
 
 /// The list's live part: one card per task.
 pub fn list_fragment(rows: &[BoardRow], filter: &Filter, now: SystemTime) -> String {
-    let shown = ordered(rows, filter);
-    let mut out = String::with_capacity(shown.len() * 400 + 256);
+    let kept = ordered(rows, filter);
+    let limit = filter.limit.unwrap_or(LIST_ROWS);
+    let mut out = String::with_capacity(kept.len().min(limit) * 400 + 256);
     let _ = write!(
         out,
         "<p class=\"count\" id=\"count\">{} task{}</p><ul class=\"tasks\">",
-        shown.len(),
-        if shown.len() == 1 { "" } else { "s" }
+        kept.len(),
+        if kept.len() == 1 { "" } else { "s" }
     );
-    for row in shown {
+    let more = kept.len().saturating_sub(limit);
+    for row in kept.into_iter().take(limit) {
         let view = &row.view;
         let _ = write!(
             out,
@@ -244,6 +255,15 @@ pub fn list_fragment(rows: &[BoardRow], filter: &Filter, now: SystemTime) -> Str
         out.push_str("</a></li>");
     }
     out.push_str("</ul>");
+    if more > 0 {
+        let mut wider = filter.clone();
+        wider.limit = Some(limit.saturating_mul(10));
+        let _ = write!(
+            out,
+            "<p><a href=\"/{}\" id=\"more-tasks\">{more} more</a></p>",
+            esc(&wider.query())
+        );
+    }
     out
 }
 
@@ -677,6 +697,7 @@ mod tests {
             status: Some("running".into()),
             team: Some("a b&c".into()),
             project: None,
+            limit: None,
         };
         assert_eq!(filter.query(), "?status=running&team=a%20b%26c");
     }

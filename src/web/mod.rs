@@ -31,6 +31,8 @@ pub struct Options {
     pub read_only: bool,
     pub insecure_lan: bool,
     pub allow_commands: bool,
+    /// The name a proxy in front serves this under (`tailscale serve`): an allowed `Host`.
+    pub public_host: Option<String>,
 }
 
 /// Where to listen.
@@ -71,9 +73,10 @@ pub fn parse_bind(text: Option<&str>, insecure_lan: bool) -> Result<Bind> {
     Ok(Bind::Tcp(addr))
 }
 
-/// The `Host` values a request may carry: the bound address, and `localhost` for loopback. A
-/// Unix socket reached through a tunnel sees the tunnel's port, so any port of a loopback
-/// name is allowed there.
+/// The `Host` values a request may carry (against DNS rebinding: a page of another name that
+/// resolves to this address must not reach it): the bound address; for a loopback address or a
+/// Unix socket, `localhost`, `127.0.0.1` or `[::1]` on any port (an SSH tunnel picks its own);
+/// and `--public-host`, the name a proxy in front serves (`tailscale serve`).
 #[derive(Debug, Clone)]
 pub struct Hosts {
     exact: Vec<String>,
@@ -81,24 +84,22 @@ pub struct Hosts {
 }
 
 impl Hosts {
-    pub fn for_addr(addr: SocketAddr) -> Hosts {
+    pub fn for_addr(addr: SocketAddr, public: Option<&str>) -> Hosts {
         let port = addr.port();
         let mut exact = vec![match addr.ip() {
             IpAddr::V4(ip) => format!("{ip}:{port}"),
             IpAddr::V6(ip) => format!("[{ip}]:{port}"),
         }];
-        if addr.ip().is_loopback() {
-            exact.push(format!("localhost:{port}"));
-        }
+        exact.extend(public.map(str::to_ascii_lowercase));
         Hosts {
             exact,
-            any_loopback_port: false,
+            any_loopback_port: addr.ip().is_loopback(),
         }
     }
 
-    pub fn for_unix() -> Hosts {
+    pub fn for_unix(public: Option<&str>) -> Hosts {
         Hosts {
-            exact: Vec::new(),
+            exact: public.map(str::to_ascii_lowercase).into_iter().collect(),
             any_loopback_port: true,
         }
     }
@@ -117,13 +118,14 @@ impl Hosts {
         };
         matches!(name, "localhost" | "127.0.0.1" | "[::1]")
     }
+}
 
-    /// Whether an `Origin` header names this server (`http://` + an allowed host).
-    pub fn allows_origin(&self, origin: &str) -> bool {
-        origin
-            .strip_prefix("http://")
-            .is_some_and(|host| self.allows(host))
-    }
+/// Whether an `Origin` header names the page's own origin: the scheme and the `Host` the
+/// request came with (already checked by [`Hosts::allows`]).
+pub fn same_origin(origin: &str, host: &str) -> bool {
+    let origin = origin.to_ascii_lowercase();
+    let host = host.to_ascii_lowercase();
+    origin == format!("http://{host}") || origin == format!("https://{host}")
 }
 
 /// Runs the server until it is killed: prints the URL and a new pairing code first.
@@ -140,6 +142,7 @@ async fn serve(bind: Bind, options: Options, cwd: PathBuf) -> Result<()> {
     let code = crate::ops::web_access::new_code()?;
     let live = live::Live::new(cwd.clone());
     let read_only = options.read_only;
+    let public = options.public_host.clone();
     let announce = |url: &str| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "cuekit serve: {url}");
@@ -160,7 +163,12 @@ async fn serve(bind: Bind, options: Options, cwd: PathBuf) -> Result<()> {
             let local = listener
                 .local_addr()
                 .map_err(|err| Error::new(ErrorCode::Io, format!("{err}")))?;
-            let app = routes::App::new(options, cwd, Hosts::for_addr(local), Arc::clone(&live));
+            let app = routes::App::new(
+                options,
+                cwd,
+                Hosts::for_addr(local, public.as_deref()),
+                Arc::clone(&live),
+            );
             live.start_watching();
             let shown = match local.ip() {
                 IpAddr::V6(ip) => format!("http://[{ip}]:{}", local.port()),
@@ -186,7 +194,12 @@ async fn serve(bind: Bind, options: Options, cwd: PathBuf) -> Result<()> {
                 std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
                     .map_err(|err| Error::io("restrict", &path, err))?;
             }
-            let app = routes::App::new(options, cwd, Hosts::for_unix(), Arc::clone(&live));
+            let app = routes::App::new(
+                options,
+                cwd,
+                Hosts::for_unix(public.as_deref()),
+                Arc::clone(&live),
+            );
             live.start_watching();
             announce(&format!("unix:{}", path.display()));
             axum::serve(listener, routes::router(app))
@@ -228,16 +241,34 @@ mod tests {
 
     #[test]
     fn only_the_bound_host_is_served() {
-        let hosts = Hosts::for_addr("127.0.0.1:8377".parse().unwrap());
+        let hosts = Hosts::for_addr("127.0.0.1:8377".parse().unwrap(), None);
         assert!(hosts.allows("127.0.0.1:8377"));
         assert!(hosts.allows("localhost:8377"));
-        assert!(!hosts.allows("127.0.0.1:8378"));
+        assert!(hosts.allows("localhost:9000"), "a tunnel's own port");
         assert!(!hosts.allows("evil.example:8377"));
-        assert!(hosts.allows_origin("http://127.0.0.1:8377"));
-        assert!(!hosts.allows_origin("http://evil.example"));
-        let unix = Hosts::for_unix();
+        assert!(!hosts.allows("127.0.0.1.evil.example:8377"));
+        let lan = Hosts::for_addr("192.168.1.5:8377".parse().unwrap(), None);
+        assert!(lan.allows("192.168.1.5:8377"));
+        assert!(!lan.allows("192.168.1.5:8378"));
+        assert!(!lan.allows("localhost:8377"));
+        let public = Hosts::for_addr(
+            "127.0.0.1:8377".parse().unwrap(),
+            Some("box.tail1234.ts.net"),
+        );
+        assert!(public.allows("box.tail1234.ts.net"));
+        assert!(!public.allows("other.tail1234.ts.net"));
+        let unix = Hosts::for_unix(None);
         assert!(unix.allows("localhost:9999"));
         assert!(unix.allows("127.0.0.1"));
         assert!(!unix.allows("evil.example:9999"));
+    }
+
+    #[test]
+    fn an_origin_must_be_the_pages_own() {
+        assert!(same_origin("http://127.0.0.1:8377", "127.0.0.1:8377"));
+        assert!(same_origin("https://box.ts.net", "box.ts.net"));
+        assert!(!same_origin("http://localhost:9000", "localhost:8377"));
+        assert!(!same_origin("null", "localhost:8377"));
+        assert!(!same_origin("http://evil.example", "127.0.0.1:8377"));
     }
 }

@@ -98,14 +98,15 @@ async fn asset(kind: &'static str, body: &'static str) -> Response {
 /// another origin; every response gets the security headers.
 async fn guard(State(app): Shared, request: Request, next: Next) -> Response {
     let headers = request.headers();
-    let host_ok = headers
+    let host = headers
         .get(header::HOST)
         .and_then(|host| host.to_str().ok())
-        .is_some_and(|host| app.hosts.allows(host));
+        .unwrap_or("");
+    let host_ok = app.hosts.allows(host);
     let foreign = headers
         .get(header::ORIGIN)
-        .and_then(|origin| origin.to_str().ok())
-        .is_some_and(|origin| !app.hosts.allows_origin(origin))
+        .map(|origin| origin.to_str().unwrap_or("null"))
+        .is_some_and(|origin| !super::same_origin(origin, host))
         || headers
             .get("sec-fetch-site")
             .is_some_and(|site| site.as_bytes() == b"cross-site");
