@@ -108,6 +108,7 @@ impl Live {
                             "kind": "transition",
                             "task": event.task_id,
                             "status": event.new_status.as_str(),
+                            "at": event.at,
                         });
                         let _ = self.news.send(line.to_string());
                     }
