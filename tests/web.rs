@@ -315,25 +315,35 @@ async fn screenshot(client: &Client, name: &str) {
     std::fs::write(dir.join(name), png).unwrap();
 }
 
-async fn pair_in_browser(client: &Client, s: &Serve, name: &str) {
-    client.goto(&format!("{}/pair", s.url)).await.unwrap();
-    client
-        .find(Locator::Id("code"))
-        .await
-        .unwrap()
-        .send_keys(&s.code)
-        .await
-        .unwrap();
-    let field = client.find(Locator::Id("name")).await.unwrap();
-    field.clear().await.unwrap();
-    field.send_keys(name).await.unwrap();
-    client
-        .find(Locator::Id("pair"))
-        .await
-        .unwrap()
+async fn click(client: &Client, id: &str) {
+    click_css(client, &format!("#{id}")).await;
+}
+
+async fn click_css(client: &Client, css: &str) {
+    let found = client.find(Locator::Css(css)).await;
+    found
+        .unwrap_or_else(|err| panic!("no {css} on the page: {err}"))
         .click()
         .await
         .unwrap();
+}
+
+async fn type_into(client: &Client, id: &str, text: &str) {
+    let found = client.find(Locator::Id(id)).await;
+    found
+        .unwrap_or_else(|err| panic!("no #{id} on the page: {err}"))
+        .send_keys(text)
+        .await
+        .unwrap();
+}
+
+async fn pair_in_browser(client: &Client, s: &Serve, name: &str) {
+    client.goto(&format!("{}/pair", s.url)).await.unwrap();
+    type_into(client, "code", &s.code).await;
+    let field = client.find(Locator::Id("name")).await.unwrap();
+    field.clear().await.unwrap();
+    field.send_keys(name).await.unwrap();
+    click(client, "pair").await;
     wait_text(client, "task").await;
     assert_eq!(
         client.current_url().await.unwrap().path(),
@@ -426,20 +436,8 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
         screenshot(client, "task-390x844.png").await;
 
         // Steer: the receipt, and the text reaches the child.
-        client
-            .find(Locator::Id("steer-text"))
-            .await
-            .unwrap()
-            .send_keys("Tell me more")
-            .await
-            .unwrap();
-        client
-            .find(Locator::Id("steer"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        type_into(client, "steer-text", "Tell me more").await;
+        click(client, "steer").await;
         let receipt = wait_text(client, &format!("steer {gemini}:")).await;
         assert!(receipt.contains("submitted"), "{receipt}");
         h.wait_until(
@@ -508,13 +506,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
             .goto(&format!("{}/t/{printer}", s.url))
             .await
             .unwrap();
-        client
-            .find(Locator::Css("button.confirm"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click_css(client, "button.confirm").await;
         client.accept_alert().await.unwrap();
         wait_text(client, &format!("{printer}: cancelled")).await;
         assert_eq!(h.status(&printer)["status"], "cancelled");
@@ -562,25 +554,13 @@ fn a_permission_request_is_allowed_from_the_page_with_a_second_confirmation() {
         }
         wait_text(client, "echo hi > f.txt").await;
         assert!(!h.project.join("f.txt").exists());
-        client
-            .find(Locator::Css("#request button.ok"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click_css(client, "#request button.ok").await;
         wait_text(client, "may change or remove things").await;
         assert!(
             !h.project.join("f.txt").exists(),
             "the tool ran before the second confirmation"
         );
-        client
-            .find(Locator::Css("button.danger"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click_css(client, "button.danger").await;
         let answered = wait_text(client, "(by device my-phone)").await;
         assert!(answered.contains(&format!("{id}:")), "{answered}");
         let _ = browser.client.clone().unwrap().close().await;
@@ -610,13 +590,7 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
         let client = browser.client();
         pair_in_browser(client, &s, "phone").await;
         client.goto(&format!("{}/new", s.url)).await.unwrap();
-        client
-            .find(Locator::Id("objective-input"))
-            .await
-            .unwrap()
-            .send_keys("echo made > new.txt")
-            .await
-            .unwrap();
+        type_into(client, "objective-input", "echo made > new.txt").await;
         client
             .find(Locator::Id("agent"))
             .await
@@ -624,20 +598,8 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
             .select_by_value("command")
             .await
             .unwrap();
-        client
-            .find(Locator::Id("worktree"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        client
-            .find(Locator::Id("submit"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click(client, "worktree").await;
+        click(client, "submit").await;
         wait_text(client, "command").await;
         let path = client.current_url().await.unwrap().path().to_string();
         let id = path
@@ -648,21 +610,9 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
             h.status(&id)["status"] == "completed"
         });
         client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
-        client
-            .find(Locator::Id("merge"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click(client, "merge").await;
         wait_text(client, "new.txt").await;
-        client
-            .find(Locator::Id("do-merge"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click(client, "do-merge").await;
         wait_text(client, &format!("{id} merged into main")).await;
         let _ = browser.client.clone().unwrap().close().await;
         id

@@ -48,7 +48,7 @@ pub use crate::process::DEFAULT_GRACE;
 pub use crate::report::ReportRequest;
 pub use acp::{Approval, approve, approve_by};
 pub use attach::{attach, attach_and_return, attach_opens_popup};
-pub use board::{Board, BoardRow, Preview, board, host_board};
+pub use board::{Board, BoardRow, Preview, attention_order, board, host_board};
 pub use cancel::cancel;
 pub use conflicts::{Conflict, Conflicts, conflicts};
 pub use diff::{TaskDiff, diff};

@@ -162,28 +162,10 @@ fn url_encode(text: &str) -> String {
     out
 }
 
-/// Waiting on a human first, then running (oldest first), then ended (latest first): `top`'s
-/// order.
+/// The rows the filter keeps, in the order every face shows them (`ops::attention_order`).
 pub fn ordered<'a>(rows: &'a [BoardRow], filter: &Filter) -> Vec<&'a BoardRow> {
-    let group = |status: Status| match status {
-        Status::InputRequired => 0,
-        Status::Running => 1,
-        Status::Queued => 2,
-        _ => 3,
-    };
     let mut kept: Vec<&BoardRow> = rows.iter().filter(|row| filter.keeps(&row.view)).collect();
-    kept.sort_by(|a, b| {
-        group(a.view.status)
-            .cmp(&group(b.view.status))
-            .then_with(|| {
-                if a.view.status.is_terminal() {
-                    b.view.ended_at.cmp(&a.view.ended_at)
-                } else {
-                    a.view.created_at.cmp(&b.view.created_at)
-                }
-            })
-            .then_with(|| a.view.id.cmp(&b.view.id))
-    });
+    kept.sort_by(|a, b| crate::ops::attention_order(a, b));
     kept
 }
 

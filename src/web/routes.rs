@@ -522,6 +522,24 @@ fn done(title: &str, text: &str, id: &str) -> Response {
     page(html::message(title, text, &format!("/t/{id}")))
 }
 
+/// Runs one operation on task `id` off the async thread, then shows what it said under
+/// `title` (or its error); the shared board is refreshed at the next look.
+async fn run_on_task(
+    app: &Arc<App>,
+    id: &str,
+    title: &str,
+    operation: impl FnOnce(&str, &std::path::Path) -> crate::error::Result<String> + Send + 'static,
+) -> Response {
+    let cwd = app.cwd.clone();
+    let task_id = id.to_string();
+    let outcome = blocking(move || operation(&task_id, &cwd)).await;
+    app.live.invalidate();
+    match outcome {
+        Ok(text) => done(title, &text, id),
+        Err(err) => failure(&err, &format!("/t/{id}")),
+    }
+}
+
 async fn steer(
     State(app): Shared,
     UrlPath(id): UrlPath<String>,
@@ -535,24 +553,15 @@ async fn steer(
     if text.trim().is_empty() {
         return refusal(StatusCode::BAD_REQUEST, "an empty message is not sent");
     }
-    let cwd = app.cwd.clone();
-    let task_id = id.clone();
-    let outcome = blocking(move || ops::steer(&task_id, &cwd, &text)).await;
-    app.live.invalidate();
-    match outcome {
-        Ok(receipt) => {
-            let by = receipt
-                .blocked_by
-                .map(|screen| format!(" (by {})", screen.as_str()))
-                .unwrap_or_default();
-            done(
-                "Steered",
-                &format!("steer {id}: {}{by}", receipt.receipt.as_str()),
-                &id,
-            )
-        }
-        Err(err) => failure(&err, &format!("/t/{id}")),
-    }
+    run_on_task(&app, &id, "Steered", move |id, cwd| {
+        let receipt = ops::steer(id, cwd, &text)?;
+        let by = receipt
+            .blocked_by
+            .map(|screen| format!(" (by {})", screen.as_str()))
+            .unwrap_or_default();
+        Ok(format!("steer {id}: {}{by}", receipt.receipt.as_str()))
+    })
+    .await
 }
 
 async fn cancel(
@@ -564,21 +573,14 @@ async fn cancel(
     if let Err(response) = act(&app, &id, &headers, &form).await {
         return response;
     }
-    let cwd = app.cwd.clone();
-    let task_id = id.clone();
-    let outcome =
-        blocking(move || ops::cancel(std::slice::from_ref(&task_id), &cwd, ops::DEFAULT_GRACE))
-            .await;
-    app.live.invalidate();
-    match outcome {
-        Ok(views) => {
-            let status = views
-                .first()
-                .map_or("cancelled", |view| view.status.as_str());
-            done("Cancelled", &format!("{id}: {status}"), &id)
-        }
-        Err(err) => failure(&err, &format!("/t/{id}")),
-    }
+    run_on_task(&app, &id, "Cancelled", |id, cwd| {
+        let views = ops::cancel(&[id.to_string()], cwd, ops::DEFAULT_GRACE)?;
+        let status = views
+            .first()
+            .map_or("cancelled", |view| view.status.as_str());
+        Ok(format!("{id}: {status}"))
+    })
+    .await
 }
 
 async fn retry(
@@ -590,14 +592,11 @@ async fn retry(
     if let Err(response) = act(&app, &id, &headers, &form).await {
         return response;
     }
-    let cwd = app.cwd.clone();
-    let task_id = id.clone();
-    let outcome = blocking(move || ops::retry(&task_id, &cwd)).await;
-    app.live.invalidate();
-    match outcome {
-        Ok(view) => done("Retried", &format!("{id}: {}", view.status.as_str()), &id),
-        Err(err) => failure(&err, &format!("/t/{id}")),
-    }
+    run_on_task(&app, &id, "Retried", |id, cwd| {
+        let view = ops::retry(id, cwd)?;
+        Ok(format!("{id}: {}", view.status.as_str()))
+    })
+    .await
 }
 
 /// Tool kinds whose allowing asks twice: they run, remove or move things.
@@ -660,22 +659,13 @@ async fn answer(
             .unwrap_or(request.tool.id.clone());
         return page(html::confirm_answer(&id, &session.csrf, word, tool, &title));
     }
-    let cwd = app.cwd.clone();
-    let task_id = id.clone();
-    let by = format!("device {}", session.device);
-    let outcome = blocking(move || ops::approve_by(&task_id, &cwd, answer, Some(&by))).await;
-    app.live.invalidate();
-    match outcome {
-        Ok(approval) => done(
-            "Answered",
-            &format!(
-                "{id}: {} (by device {})",
-                approval.option.name, session.device
-            ),
-            &id,
-        ),
-        Err(err) => failure(&err, &format!("/t/{id}")),
-    }
+    let device = session.device;
+    run_on_task(&app, &id, "Answered", move |id, cwd| {
+        let by = format!("device {device}");
+        let approval = ops::approve_by(id, cwd, answer, Some(&by))?;
+        Ok(format!("{id}: {} (by {by})", approval.option.name))
+    })
+    .await
 }
 
 async fn merge_form(
@@ -747,27 +737,15 @@ async fn merge(
         return response;
     }
     let reviewed = form.get("reviewed").is_some_and(|yes| yes == "yes");
-    let cwd = app.cwd.clone();
-    let task_id = id.clone();
-    let outcome = blocking(move || {
-        ops::merge(
-            &task_id,
-            &cwd,
-            crate::git::merge::Strategy::Merge,
-            None,
-            reviewed,
-        )
+    run_on_task(&app, &id, "Merged", move |id, cwd| {
+        let strategy = crate::git::merge::Strategy::Merge;
+        let merged = ops::merge(id, cwd, strategy, None, reviewed)?;
+        Ok(format!(
+            "{id} merged into {} (now {})",
+            merged.target, merged.head
+        ))
     })
-    .await;
-    app.live.invalidate();
-    match outcome {
-        Ok(merged) => done(
-            "Merged",
-            &format!("{id} merged into {} (now {})", merged.target, merged.head),
-            &id,
-        ),
-        Err(err) => failure(&err, &format!("/t/{id}/merge")),
-    }
+    .await
 }
 
 async fn submit_form(State(app): Shared, headers: HeaderMap) -> Response {
