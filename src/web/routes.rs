@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Form, Path as UrlPath, Query, Request, State};
+use axum::extract::{Form, FromRequest, FromRequestParts, Path as UrlPath, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -507,15 +507,31 @@ async fn events(
         .into_response()
 }
 
-/// Checks an action's request and runs it, showing its outcome on a page of its own.
-async fn act(
-    app: &Arc<App>,
-    id: &str,
-    headers: &HeaderMap,
-    form: &HashMap<String, String>,
-) -> Result<web_access::Session, Response> {
-    checked_id(id)?;
-    authorize(app, headers, form).await
+/// An action on a task, proven: a task id of the CLI's shape, not `--read-only`, the device's
+/// session and its CSRF token in the form.
+struct Action {
+    id: String,
+    session: web_access::Session,
+    form: HashMap<String, String>,
+}
+
+impl FromRequest<Arc<App>> for Action {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, app: &Arc<App>) -> Result<Action, Response> {
+        let (mut parts, body) = request.into_parts();
+        let UrlPath(id) = UrlPath::<String>::from_request_parts(&mut parts, app)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        checked_id(&id)?;
+        let headers = parts.headers.clone();
+        let Form(form) =
+            Form::<HashMap<String, String>>::from_request(Request::from_parts(parts, body), app)
+                .await
+                .map_err(IntoResponse::into_response)?;
+        let session = authorize(app, &headers, &form).await?;
+        Ok(Action { id, session, form })
+    }
 }
 
 fn done(title: &str, text: &str, id: &str) -> Response {
@@ -540,15 +556,7 @@ async fn run_on_task(
     }
 }
 
-async fn steer(
-    State(app): Shared,
-    UrlPath(id): UrlPath<String>,
-    headers: HeaderMap,
-    Form(form): Form<HashMap<String, String>>,
-) -> Response {
-    if let Err(response) = act(&app, &id, &headers, &form).await {
-        return response;
-    }
+async fn steer(State(app): Shared, Action { id, form, .. }: Action) -> Response {
     let text = form.get("text").cloned().unwrap_or_default();
     if text.trim().is_empty() {
         return refusal(StatusCode::BAD_REQUEST, "an empty message is not sent");
@@ -564,15 +572,7 @@ async fn steer(
     .await
 }
 
-async fn cancel(
-    State(app): Shared,
-    UrlPath(id): UrlPath<String>,
-    headers: HeaderMap,
-    Form(form): Form<HashMap<String, String>>,
-) -> Response {
-    if let Err(response) = act(&app, &id, &headers, &form).await {
-        return response;
-    }
+async fn cancel(State(app): Shared, Action { id, .. }: Action) -> Response {
     run_on_task(&app, &id, "Cancelled", |id, cwd| {
         let views = ops::cancel(&[id.to_string()], cwd, ops::DEFAULT_GRACE)?;
         let status = views
@@ -583,15 +583,7 @@ async fn cancel(
     .await
 }
 
-async fn retry(
-    State(app): Shared,
-    UrlPath(id): UrlPath<String>,
-    headers: HeaderMap,
-    Form(form): Form<HashMap<String, String>>,
-) -> Response {
-    if let Err(response) = act(&app, &id, &headers, &form).await {
-        return response;
-    }
+async fn retry(State(app): Shared, Action { id, .. }: Action) -> Response {
     run_on_task(&app, &id, "Retried", |id, cwd| {
         let view = ops::retry(id, cwd)?;
         Ok(format!("{id}: {}", view.status.as_str()))
@@ -608,16 +600,8 @@ fn needs_second_confirmation(kind: Option<crate::acp::policy::ToolKind>) -> bool
     )
 }
 
-async fn answer(
-    State(app): Shared,
-    UrlPath(id): UrlPath<String>,
-    headers: HeaderMap,
-    Form(form): Form<HashMap<String, String>>,
-) -> Response {
-    let session = match act(&app, &id, &headers, &form).await {
-        Ok(session) => session,
-        Err(response) => return response,
-    };
+async fn answer(State(app): Shared, action: Action) -> Response {
+    let Action { id, session, form } = action;
     let word = form.get("answer").map(String::as_str).unwrap_or("");
     let answer = match word {
         "allow" => Answer::Allow,
@@ -727,15 +711,7 @@ async fn diff(State(app): Shared, UrlPath(id): UrlPath<String>, headers: HeaderM
     }
 }
 
-async fn merge(
-    State(app): Shared,
-    UrlPath(id): UrlPath<String>,
-    headers: HeaderMap,
-    Form(form): Form<HashMap<String, String>>,
-) -> Response {
-    if let Err(response) = act(&app, &id, &headers, &form).await {
-        return response;
-    }
+async fn merge(State(app): Shared, Action { id, form, .. }: Action) -> Response {
     let reviewed = form.get("reviewed").is_some_and(|yes| yes == "yes");
     run_on_task(&app, &id, "Merged", move |id, cwd| {
         let strategy = crate::git::merge::Strategy::Merge;
