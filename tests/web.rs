@@ -27,6 +27,7 @@ const XSS_OBJECTIVE: &str = "Say hi <script>window.__xss='objective'</script><im
 /// A running `cuekit serve`, killed on drop.
 struct Serve {
     child: Child,
+    /// The rest of what it prints (kept open: it must not write into a closed pipe).
     _stdout: BufReader<ChildStdout>,
     /// `http://127.0.0.1:PORT`
     url: String,
@@ -783,6 +784,21 @@ fn serve_refuses_what_it_must() {
         assert_eq!(reply.status, 403, "{action}: {}", reply.body);
     }
     assert_eq!(h.status(&id)["status"], "running");
+    drop(s);
+
+    // --qr: the terminal shows a QR code of the pairing URL, whose page has the code filled in.
+    let mut s = serve(&h, &["--qr"]);
+    let mut drawn = String::new();
+    for _ in 0..8 {
+        s._stdout.read_line(&mut drawn).unwrap();
+    }
+    assert!(drawn.contains('▀') || drawn.contains('▄'), "{drawn}");
+    let filled = http(&s.addr, "GET", &format!("/pair?code={}", s.code), &[], "");
+    assert!(
+        filled.body.contains(&format!("value=\"{}\"", s.code)),
+        "{}",
+        filled.body
+    );
     drop(s);
 
     // A LAN address without TLS is refused, with the tunnels named.

@@ -27,11 +27,14 @@ pub struct ServeArgs {
     /// serve` gives this machine): requests naming it are served too.
     #[arg(long, value_name = "HOST")]
     public_host: Option<String>,
+    /// Also print a QR code of the pairing URL, the code in it (scan it with the phone).
+    #[arg(long)]
+    qr: bool,
     /// List the paired devices and exit.
-    #[arg(long, conflicts_with_all = ["revoke", "bind", "read_only", "insecure_lan", "allow_commands", "public_host"])]
+    #[arg(long, conflicts_with_all = ["revoke", "bind", "read_only", "insecure_lan", "allow_commands", "public_host", "qr"])]
     devices: bool,
     /// End the session of device NAME (or `all`) and exit.
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["bind", "read_only", "insecure_lan", "allow_commands", "public_host"])]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["bind", "read_only", "insecure_lan", "allow_commands", "public_host", "qr"])]
     revoke: Option<String>,
 }
 
@@ -69,6 +72,7 @@ pub fn run(args: &ServeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         insecure_lan: args.insecure_lan,
         allow_commands: args.allow_commands,
         public_host: args.public_host.clone(),
+        qr: args.qr,
     };
     crate::web::run(&options, cwd)?;
     Ok(0)

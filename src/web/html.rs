@@ -71,7 +71,7 @@ pub fn message(title: &str, text: &str, back: &str) -> String {
     )
 }
 
-pub fn pair_form(form_token: &str, error: Option<&str>) -> String {
+pub fn pair_form(form_token: &str, code: Option<&str>, error: Option<&str>) -> String {
     let mut body = String::from("<main><h1>Pair this device</h1>");
     if let Some(error) = error {
         let _ = write!(
@@ -85,10 +85,11 @@ pub fn pair_form(form_token: &str, error: Option<&str>) -> String {
         "<form method=\"post\" action=\"/pair\" class=\"stack\">\
          <input type=\"hidden\" name=\"form\" value=\"{}\">\
          <label>Code printed by <code>cuekit serve</code>\
-         <input name=\"code\" id=\"code\" inputmode=\"numeric\" autocomplete=\"one-time-code\" required></label>\
+         <input name=\"code\" id=\"code\" inputmode=\"numeric\" autocomplete=\"one-time-code\" value=\"{}\" required></label>\
          <label>Name of this device<input name=\"name\" id=\"name\" value=\"phone\" maxlength=\"32\"></label>\
          <button type=\"submit\" id=\"pair\">Pair</button></form></main>",
-        esc(form_token)
+        esc(form_token),
+        esc(code.unwrap_or(""))
     );
     page("Pair", None, None, &body)
 }

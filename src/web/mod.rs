@@ -33,6 +33,8 @@ pub struct Options {
     pub allow_commands: bool,
     /// The name a proxy in front serves this under (`tailscale serve`): an allowed `Host`.
     pub public_host: Option<String>,
+    /// Print a QR code of the pairing URL with the code in it.
+    pub qr: bool,
 }
 
 /// Where to listen.
@@ -143,6 +145,7 @@ async fn serve(bind: Bind, options: Options, cwd: PathBuf) -> Result<()> {
     let live = live::Live::new(cwd.clone());
     let read_only = options.read_only;
     let public = options.public_host.clone();
+    let qr = options.qr;
     let announce = |url: &str| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "cuekit serve: {url}");
@@ -152,6 +155,14 @@ async fn serve(bind: Bind, options: Options, cwd: PathBuf) -> Result<()> {
         );
         if read_only {
             let _ = writeln!(out, "read-only: every action is refused");
+        }
+        if qr {
+            let drawn = if url.starts_with("http") {
+                qr_code(&format!("{url}/pair?code={code}"))
+            } else {
+                "(no QR code for a Unix socket: the tunnel names the URL)".to_string()
+            };
+            let _ = writeln!(out, "{drawn}");
         }
         let _ = out.flush();
     };
@@ -209,6 +220,19 @@ async fn serve(bind: Bind, options: Options, cwd: PathBuf) -> Result<()> {
     }
 }
 
+/// `text` as a QR code drawn with half blocks, light on dark as a terminal shows it.
+fn qr_code(text: &str) -> String {
+    use qrcode::render::unicode::Dense1x2;
+    match qrcode::QrCode::new(text.as_bytes()) {
+        Ok(code) => code
+            .render::<Dense1x2>()
+            .dark_color(Dense1x2::Light)
+            .light_color(Dense1x2::Dark)
+            .build(),
+        Err(err) => format!("(no QR code: {err})"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,6 +285,13 @@ mod tests {
         assert!(unix.allows("localhost:9999"));
         assert!(unix.allows("127.0.0.1"));
         assert!(!unix.allows("evil.example:9999"));
+    }
+
+    #[test]
+    fn the_qr_code_is_drawn_in_half_blocks() {
+        let drawn = qr_code("http://127.0.0.1:8377/pair?code=1234-5678");
+        assert!(drawn.lines().count() > 10, "{drawn}");
+        assert!(drawn.contains('▀') || drawn.contains('▄'), "{drawn}");
     }
 
     #[test]

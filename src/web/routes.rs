@@ -221,9 +221,18 @@ fn page(body: String) -> Response {
     Html(body).into_response()
 }
 
-async fn pair_form() -> Response {
+#[derive(serde::Deserialize)]
+struct CodeQuery {
+    code: Option<String>,
+}
+
+/// The pairing form; `?code=` (the QR code's URL) fills the code in, if it has a code's shape.
+async fn pair_form(Query(query): Query<CodeQuery>) -> Response {
     let token = web_access::form_token();
-    let mut response = page(html::pair_form(&token, None));
+    let code = query
+        .code
+        .filter(|code| code.len() <= 16 && code.bytes().all(|b| b.is_ascii_digit() || b == b'-'));
+    let mut response = page(html::pair_form(&token, code.as_deref(), None));
     set_cookie(
         &mut response,
         &format!("{FORM_COOKIE}={token}; Path=/pair; HttpOnly; SameSite=Strict; Max-Age=900"),
@@ -264,7 +273,7 @@ async fn pair(headers: HeaderMap, Form(form): Form<HashMap<String, String>>) -> 
             let token = web_access::form_token();
             let mut response = (
                 StatusCode::FORBIDDEN,
-                Html(html::pair_form(&token, Some(&refused.message()))),
+                Html(html::pair_form(&token, None, Some(&refused.message()))),
             )
                 .into_response();
             set_cookie(
