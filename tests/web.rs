@@ -801,6 +801,35 @@ fn serve_refuses_what_it_must() {
     );
     drop(s);
 
+    // Behind an HTTPS proxy (--public-host): its name is served, and the cookie is Secure.
+    let s = serve(&h, &["--public-host", "box.example.ts.net"]);
+    let proxied = [("Host", "box.example.ts.net")];
+    let form = http(&s.addr, "GET", "/pair", &proxied, "");
+    assert_eq!(form.status, 200, "{}", form.body);
+    let token = form.cookie("ck_form").unwrap();
+    let reply = http(
+        &s.addr,
+        "POST",
+        "/pair",
+        &[
+            ("Host", "box.example.ts.net"),
+            ("Origin", "https://box.example.ts.net"),
+            ("Cookie", &format!("ck_form={token}")),
+        ],
+        &form_encode(&[("form", &token), ("code", &s.code), ("name", "tailnet")]),
+    );
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    assert!(reply.header("set-cookie").unwrap().contains("; Secure"));
+    let other = http(
+        &s.addr,
+        "GET",
+        "/pair",
+        &[("Host", "other.example.ts.net")],
+        "",
+    );
+    assert_eq!(other.status, 421);
+    drop(s);
+
     // A LAN address without TLS is refused, with the tunnels named.
     let lan = h.run(&["serve", "--bind", "0.0.0.0:0"]);
     assert!(!lan.status.success());

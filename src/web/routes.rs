@@ -41,6 +41,8 @@ pub struct App {
     cwd: PathBuf,
     read_only: bool,
     allow_commands: bool,
+    /// `--public-host`, lowercased: the name an HTTPS proxy serves the pages under.
+    public_host: Option<String>,
     hosts: Hosts,
     live: Arc<Live>,
 }
@@ -51,6 +53,7 @@ impl App {
             cwd,
             read_only: options.read_only,
             allow_commands: options.allow_commands,
+            public_host: options.public_host.map(|host| host.to_ascii_lowercase()),
             hosts,
             live,
         })
@@ -246,7 +249,16 @@ fn set_cookie(response: &mut Response, value: &str) {
     }
 }
 
-async fn pair(headers: HeaderMap, Form(form): Form<HashMap<String, String>>) -> Response {
+async fn pair(
+    State(app): Shared,
+    headers: HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    // Reached through the HTTPS proxy named by --public-host: the cookie travels over TLS only.
+    let secure = headers
+        .get(header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .is_some_and(|host| app.public_host.as_deref() == Some(&host.to_ascii_lowercase()));
     let field = form.get("form").map(String::as_str).unwrap_or("");
     if field.is_empty() || cookie(&headers, FORM_COOKIE) != Some(field) {
         return refusal(
@@ -262,9 +274,10 @@ async fn pair(headers: HeaderMap, Form(form): Form<HashMap<String, String>>) -> 
             set_cookie(
                 &mut response,
                 &format!(
-                    "{SESSION_COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
+                    "{SESSION_COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
                     new.token,
-                    web_access::SESSION_IDLE.as_secs()
+                    web_access::SESSION_IDLE.as_secs(),
+                    if secure { "; Secure" } else { "" }
                 ),
             );
             response
