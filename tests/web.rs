@@ -29,7 +29,7 @@ struct Serve {
     child: Child,
     /// The rest of what it prints (kept open: it must not write into a closed pipe).
     _stdout: BufReader<ChildStdout>,
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT` (`https://` under TLS)
     url: String,
     /// `127.0.0.1:PORT`
     addr: String,
@@ -44,9 +44,13 @@ impl Drop for Serve {
 }
 
 fn serve(h: &Harness, extra: &[&str]) -> Serve {
+    serve_on(h, "127.0.0.1:0", extra)
+}
+
+fn serve_on(h: &Harness, bind: &str, extra: &[&str]) -> Serve {
     let mut child = h
         .cuekit()
-        .args(["serve", "--bind", "127.0.0.1:0"])
+        .args(["serve", "--bind", bind])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -68,7 +72,7 @@ fn serve(h: &Harness, extra: &[&str]) -> Serve {
         .unwrap_or_else(|| panic!("no code printed: {second:?}"))
         .to_string();
     Serve {
-        addr: url.strip_prefix("http://").unwrap().to_string(),
+        addr: url.split_once("://").unwrap().1.to_string(),
         url,
         code,
         child,
@@ -219,6 +223,11 @@ impl Browser {
 }
 
 async fn browser() -> Browser {
+    browser_with(false).await
+}
+
+/// A browser; `self_signed`: one that accepts the test's self-signed certificate.
+async fn browser_with(self_signed: bool) -> Browser {
     assert!(
         Path::new(CHROMEDRIVER).exists() && Path::new(CHROMIUM).exists(),
         "Chromium and chromedriver are not installed: run scripts/test, which installs Debian's chromium and chromium-driver"
@@ -245,6 +254,7 @@ async fn browser() -> Browser {
     assert!(ready, "chromedriver never listened on {port}");
     let capabilities = json!({
         "browserName": "chrome",
+        "acceptInsecureCerts": self_signed,
         "goog:chromeOptions": {
             "binary": CHROMIUM,
             "args": [
@@ -623,6 +633,64 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
         "made\n",
         "{id}'s work is not on main"
     );
+}
+
+/// Over TLS (`--tls-cert`/`--tls-key`): pages are served over https, the session cookie is
+/// `Secure`, plain HTTP on that port gets nothing, and a LAN bind needs no `--insecure-lan`.
+#[test]
+fn over_tls_the_pages_are_served_and_the_session_cookie_is_secure() {
+    let h = Harness::new();
+    let id = h.submit_sh("sleep 600", &[]);
+    let cert = h.root().join("cert.pem");
+    let key = h.root().join("key.pem");
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let tls = ["--tls-cert", cert, "--tls-key", key];
+
+    let lan = serve_on(&h, "0.0.0.0:0", &tls);
+    assert!(lan.url.starts_with("https://0.0.0.0:"), "{}", lan.url);
+    drop(lan);
+
+    let s = serve(&h, &tls);
+    assert!(s.url.starts_with("https://127.0.0.1:"), "{}", s.url);
+    let plain = http(&s.addr, "GET", "/pair", &[], "");
+    assert_ne!(plain.status, 200, "plain HTTP was answered on the TLS port");
+    let rt = runtime();
+    rt.block_on(async {
+        let browser = browser_with(true).await;
+        let client = browser.client();
+        pair_in_browser(client, &s, "tls-phone").await;
+        client
+            .wait()
+            .at_most(Duration::from_secs(30))
+            .for_element(Locator::Css(&format!("li.task[data-id='{id}']")))
+            .await
+            .unwrap();
+        let cookies = client.get_all_cookies().await.unwrap();
+        let session = cookies
+            .iter()
+            .find(|cookie| cookie.name() == "ck_session")
+            .expect("a session cookie");
+        assert_eq!(session.secure(), Some(true), "{session:?}");
+        assert_eq!(session.http_only(), Some(true), "{session:?}");
+        let _ = browser.client.clone().unwrap().close().await;
+    });
 }
 
 /// What `serve` refuses: a POST without the CSRF token or from another origin, a wrong Host,

@@ -30,11 +30,17 @@ pub struct ServeArgs {
     /// Also print a QR code of the pairing URL, the code in it (scan it with the phone).
     #[arg(long)]
     qr: bool,
+    /// Serve over TLS with this PEM certificate chain (with --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
     /// List the paired devices and exit.
-    #[arg(long, conflicts_with_all = ["revoke", "bind", "read_only", "insecure_lan", "allow_commands", "public_host", "qr"])]
+    #[arg(long, conflicts_with_all = ["revoke", "bind", "read_only", "insecure_lan", "allow_commands", "public_host", "qr", "tls_cert", "tls_key"])]
     devices: bool,
     /// End the session of device NAME (or `all`) and exit.
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["bind", "read_only", "insecure_lan", "allow_commands", "public_host", "qr"])]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["bind", "read_only", "insecure_lan", "allow_commands", "public_host", "qr", "tls_cert", "tls_key"])]
     revoke: Option<String>,
 }
 
@@ -73,6 +79,7 @@ pub fn run(args: &ServeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         allow_commands: args.allow_commands,
         public_host: args.public_host.clone(),
         qr: args.qr,
+        tls: args.tls_cert.clone().zip(args.tls_key.clone()),
     };
     crate::web::run(&options, cwd)?;
     Ok(0)

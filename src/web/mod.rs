@@ -11,6 +11,7 @@
 mod html;
 mod live;
 mod routes;
+mod tls;
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -35,6 +36,8 @@ pub struct Options {
     pub public_host: Option<String>,
     /// Print a QR code of the pairing URL with the code in it.
     pub qr: bool,
+    /// Serve over TLS with this PEM certificate chain and private key.
+    pub tls: Option<(PathBuf, PathBuf)>,
 }
 
 /// Where to listen.
@@ -44,9 +47,9 @@ pub enum Bind {
     Unix(PathBuf),
 }
 
-/// Reads `--bind` and applies the rule: a non-loopback address is served only with
-/// `--insecure-lan` (this build has no TLS of its own; a tunnel gives one).
-pub fn parse_bind(text: Option<&str>, insecure_lan: bool) -> Result<Bind> {
+/// Reads `--bind` and applies the rule: a non-loopback address is served only over TLS
+/// (`--tls-cert`/`--tls-key`, or a tunnel's), or with `--insecure-lan`.
+pub fn parse_bind(text: Option<&str>, tls: bool, insecure_lan: bool) -> Result<Bind> {
     let text = text.unwrap_or(DEFAULT_BIND);
     if let Some(path) = text.strip_prefix("unix:") {
         if path.is_empty() {
@@ -63,13 +66,14 @@ pub fn parse_bind(text: Option<&str>, insecure_lan: bool) -> Result<Bind> {
             "e.g. --bind 127.0.0.1:8377, --bind [::1]:8377, --bind unix:/run/user/1000/cuekit.sock",
         )
     })?;
-    if !addr.ip().is_loopback() && !insecure_lan {
+    if !addr.ip().is_loopback() && !tls && !insecure_lan {
         return Err(Error::invalid_input(format!(
             "--bind {addr} is not a loopback address: without TLS every device on the network could read the session cookie and the pages"
         ))
         .with_hint(
-            "keep the default bind and reach it through an SSH tunnel (`ssh -L 8377:127.0.0.1:8377 HOST`) \
-             or a tailnet's HTTPS (`tailscale serve --bg 8377`); `--insecure-lan` serves it anyway",
+            "give it a certificate (--tls-cert FILE --tls-key FILE), or keep the default bind and reach it \
+             through an SSH tunnel (`ssh -L 8377:127.0.0.1:8377 HOST`) or a tailnet's HTTPS \
+             (`tailscale serve --bg 8377`); `--insecure-lan` serves it anyway",
         ));
     }
     Ok(Bind::Tcp(addr))
@@ -83,6 +87,9 @@ pub fn parse_bind(text: Option<&str>, insecure_lan: bool) -> Result<Bind> {
 pub struct Hosts {
     exact: Vec<String>,
     any_loopback_port: bool,
+    /// Bound to every address (`0.0.0.0`, `::`): any address of this machine names it, and an
+    /// IP address, unlike a name, cannot be rebound.
+    any_address_on: Option<u16>,
 }
 
 impl Hosts {
@@ -95,7 +102,8 @@ impl Hosts {
         exact.extend(public.map(str::to_ascii_lowercase));
         Hosts {
             exact,
-            any_loopback_port: addr.ip().is_loopback(),
+            any_loopback_port: addr.ip().is_loopback() || addr.ip().is_unspecified(),
+            any_address_on: addr.ip().is_unspecified().then_some(port),
         }
     }
 
@@ -103,12 +111,20 @@ impl Hosts {
         Hosts {
             exact: public.map(str::to_ascii_lowercase).into_iter().collect(),
             any_loopback_port: true,
+            any_address_on: None,
         }
     }
 
     pub fn allows(&self, host: &str) -> bool {
         let host = host.to_ascii_lowercase();
         if self.exact.contains(&host) {
+            return true;
+        }
+        if let Some(port) = self.any_address_on
+            && host
+                .parse::<SocketAddr>()
+                .is_ok_and(|addr| addr.port() == port)
+        {
             return true;
         }
         if !self.any_loopback_port {
@@ -132,15 +148,34 @@ pub fn same_origin(origin: &str, host: &str) -> bool {
 
 /// Runs the server until it is killed: prints the URL and a new pairing code first.
 pub fn run(options: &Options, cwd: &Path) -> Result<()> {
-    let bind = parse_bind(options.bind.as_deref(), options.insecure_lan)?;
+    let bind = parse_bind(
+        options.bind.as_deref(),
+        options.tls.is_some(),
+        options.insecure_lan,
+    )?;
+    if let (Bind::Unix(_), Some(_)) = (&bind, &options.tls) {
+        return Err(Error::invalid_input(
+            "--tls-cert serves TCP: a Unix socket is reached through a tunnel that brings its own",
+        ));
+    }
+    // The files are read before anything listens: a bad one is said at once.
+    let acceptor = match &options.tls {
+        Some((cert, key)) => Some(tls::acceptor(cert, key)?),
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|err| Error::new(ErrorCode::Io, format!("cannot start the server: {err}")))?;
-    runtime.block_on(serve(bind, options.clone(), cwd.to_path_buf()))
+    runtime.block_on(serve(bind, acceptor, options.clone(), cwd.to_path_buf()))
 }
 
-async fn serve(bind: Bind, options: Options, cwd: PathBuf) -> Result<()> {
+async fn serve(
+    bind: Bind,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    options: Options,
+    cwd: PathBuf,
+) -> Result<()> {
     let code = crate::ops::web_access::new_code()?;
     let live = live::Live::new(cwd.clone());
     let read_only = options.read_only;
@@ -181,14 +216,19 @@ async fn serve(bind: Bind, options: Options, cwd: PathBuf) -> Result<()> {
                 Arc::clone(&live),
             );
             live.start_watching();
+            let scheme = if acceptor.is_some() { "https" } else { "http" };
             let shown = match local.ip() {
-                IpAddr::V6(ip) => format!("http://[{ip}]:{}", local.port()),
-                IpAddr::V4(ip) => format!("http://{ip}:{}", local.port()),
+                IpAddr::V6(ip) => format!("{scheme}://[{ip}]:{}", local.port()),
+                IpAddr::V4(ip) => format!("{scheme}://{ip}:{}", local.port()),
             };
             announce(&shown);
-            axum::serve(listener, routes::router(app))
-                .await
-                .map_err(|err| Error::new(ErrorCode::Io, format!("server: {err}")))
+            let served = match acceptor {
+                Some(acceptor) => {
+                    axum::serve(tls::listen(listener, acceptor)?, routes::router(app)).await
+                }
+                None => axum::serve(listener, routes::router(app)).await,
+            };
+            served.map_err(|err| Error::new(ErrorCode::Io, format!("server: {err}")))
         }
         Bind::Unix(path) => {
             if path.exists() {
@@ -240,27 +280,28 @@ mod tests {
     #[test]
     fn loopback_binds_and_unix_sockets_are_served() {
         assert_eq!(
-            parse_bind(None, false).unwrap(),
+            parse_bind(None, false, false).unwrap(),
             Bind::Tcp("127.0.0.1:8377".parse().unwrap())
         );
         assert_eq!(
-            parse_bind(Some("localhost:9000"), false).unwrap(),
+            parse_bind(Some("localhost:9000"), false, false).unwrap(),
             Bind::Tcp("127.0.0.1:9000".parse().unwrap())
         );
-        assert!(parse_bind(Some("[::1]:9000"), false).is_ok());
+        assert!(parse_bind(Some("[::1]:9000"), false, false).is_ok());
         assert_eq!(
-            parse_bind(Some("unix:/tmp/s"), false).unwrap(),
+            parse_bind(Some("unix:/tmp/s"), false, false).unwrap(),
             Bind::Unix("/tmp/s".into())
         );
     }
 
     #[test]
-    fn a_lan_bind_needs_the_insecure_flag() {
-        let refused = parse_bind(Some("0.0.0.0:8377"), false).unwrap_err();
+    fn a_lan_bind_needs_tls_or_the_insecure_flag() {
+        let refused = parse_bind(Some("0.0.0.0:8377"), false, false).unwrap_err();
         assert!(refused.hint.unwrap().contains("tailscale serve"));
-        assert!(parse_bind(Some("192.168.1.5:8377"), false).is_err());
-        assert!(parse_bind(Some("0.0.0.0:8377"), true).is_ok());
-        assert!(parse_bind(Some("nonsense"), true).is_err());
+        assert!(parse_bind(Some("192.168.1.5:8377"), false, false).is_err());
+        assert!(parse_bind(Some("0.0.0.0:8377"), false, true).is_ok());
+        assert!(parse_bind(Some("0.0.0.0:8377"), true, false).is_ok(), "TLS");
+        assert!(parse_bind(Some("nonsense"), true, true).is_err());
     }
 
     #[test]
@@ -281,6 +322,11 @@ mod tests {
         );
         assert!(public.allows("box.tail1234.ts.net"));
         assert!(!public.allows("other.tail1234.ts.net"));
+        let every = Hosts::for_addr("0.0.0.0:8377".parse().unwrap(), None);
+        assert!(every.allows("192.168.1.5:8377"));
+        assert!(every.allows("[fe80::1]:8377"));
+        assert!(!every.allows("192.168.1.5:8378"));
+        assert!(!every.allows("box.example:8377"), "a name can be rebound");
         let unix = Hosts::for_unix(None);
         assert!(unix.allows("localhost:9999"));
         assert!(unix.allows("127.0.0.1"));

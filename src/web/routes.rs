@@ -43,6 +43,8 @@ pub struct App {
     allow_commands: bool,
     /// `--public-host`, lowercased: the name an HTTPS proxy serves the pages under.
     public_host: Option<String>,
+    /// Served over TLS: every session cookie is `Secure`.
+    tls: bool,
     hosts: Hosts,
     live: Arc<Live>,
 }
@@ -53,6 +55,7 @@ impl App {
             cwd,
             read_only: options.read_only,
             allow_commands: options.allow_commands,
+            tls: options.tls.is_some(),
             public_host: options.public_host.map(|host| host.to_ascii_lowercase()),
             hosts,
             live,
@@ -254,11 +257,13 @@ async fn pair(
     headers: HeaderMap,
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
-    // Reached through the HTTPS proxy named by --public-host: the cookie travels over TLS only.
-    let secure = headers
-        .get(header::HOST)
-        .and_then(|host| host.to_str().ok())
-        .is_some_and(|host| app.public_host.as_deref() == Some(&host.to_ascii_lowercase()));
+    // Over TLS, or through the HTTPS proxy named by --public-host: the cookie travels over TLS
+    // only.
+    let secure = app.tls
+        || headers
+            .get(header::HOST)
+            .and_then(|host| host.to_str().ok())
+            .is_some_and(|host| app.public_host.as_deref() == Some(&host.to_ascii_lowercase()));
     let field = form.get("form").map(String::as_str).unwrap_or("");
     if field.is_empty() || cookie(&headers, FORM_COOKIE) != Some(field) {
         return refusal(
