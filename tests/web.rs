@@ -3,7 +3,8 @@
 //! real Gemini CLI offline: pairing, the list, a task's screen, steer, cancel, a permission
 //! answered from the page, live updates, and pages that hold hostile text. The refusals (CSRF,
 //! Host, Origin, read-only, the burned code, revoked sessions, a LAN bind) are checked over
-//! plain HTTP with a small std client. Screenshots at 390×844 go to target/web-screenshots/.
+//! plain HTTP with a small std client; TLS with a self-signed certificate (openssl) in Chromium.
+//! Screenshots at 390×844 go to target/web-screenshots/.
 
 mod common;
 
