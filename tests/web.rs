@@ -602,7 +602,12 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
         let client = browser.client();
         pair_in_browser(client, &s, "phone").await;
         client.goto(&format!("{}/new", s.url)).await.unwrap();
-        type_into(client, "objective-input", "echo made > new.txt").await;
+        type_into(
+            client,
+            "objective-input",
+            "echo made > new.txt; printf 'all:\\n' > Makefile",
+        )
+        .await;
         client
             .find(Locator::Id("agent"))
             .await
@@ -624,6 +629,17 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
         client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
         click(client, "merge").await;
         wait_text(client, "new.txt").await;
+        // The Makefile runs code once merged: it is named first, and the merge waits for the
+        // box to be ticked.
+        let review = client.find(Locator::Id("review")).await.unwrap();
+        assert_eq!(review.text().await.unwrap(), "Makefile");
+        click(client, "do-merge").await;
+        wait_text(client, "merge_review").await;
+        client
+            .goto(&format!("{}/t/{id}/merge", s.url))
+            .await
+            .unwrap();
+        click(client, "reviewed").await;
         click(client, "do-merge").await;
         wait_text(client, &format!("{id} merged into main")).await;
         let _ = browser.client.clone().unwrap().close().await;

@@ -599,8 +599,27 @@ pub fn diff_page(id: &str, files: &str, patch: &str) -> String {
 }
 
 /// What a merge would bring, before it is done: conflicts and the files that need review.
-pub fn merge_page(id: &str, csrf: &str, conflicts: &[String], stat: &str) -> String {
+pub fn merge_page(
+    id: &str,
+    csrf: &str,
+    conflicts: &[String],
+    review: &[String],
+    stat: &str,
+) -> String {
     let mut body = format!("<main><h1>Merge {}</h1>", esc(id));
+    if !review.is_empty() {
+        body.push_str(
+            "<h2>Review first: files that run code or set policy</h2><ul class=\"files\" id=\"review\">",
+        );
+        for path in review {
+            let _ = write!(body, "<li>{}</li>", esc(path));
+        }
+        let _ = write!(
+            body,
+            "</ul><p><a href=\"/t/{}/diff\">Read the diff</a></p>",
+            esc(id)
+        );
+    }
     if conflicts.is_empty() {
         body.push_str("<p class=\"msg\">No conflicts on record.</p>");
     } else {
@@ -618,7 +637,7 @@ pub fn merge_page(id: &str, csrf: &str, conflicts: &[String], stat: &str) -> Str
     let _ = write!(
         body,
         "<form method=\"post\" action=\"/t/{}/merge\" class=\"stack\">{}\
-         <label><input type=\"checkbox\" name=\"reviewed\" value=\"yes\"> I reviewed the files that run code or set policy</label>\
+         <label><input type=\"checkbox\" name=\"reviewed\" id=\"reviewed\" value=\"yes\"> I reviewed the files that run code or set policy</label>\
          <button type=\"submit\" id=\"do-merge\">Merge</button></form><p><a href=\"/t/{}\">Back</a></p></main>",
         esc(id),
         hidden(csrf),

@@ -697,11 +697,35 @@ async fn merge_form(
     };
     let cwd = app.cwd.clone();
     let task_id = id.clone();
-    let stat = match blocking(move || ops::diff(&task_id, &cwd, false)).await {
-        Ok(diff) => files_text(&diff),
-        Err(err) => format!("error[{}]: {}", err.code.as_str(), err.message),
+    let (stat, review) = match blocking(move || ops::diff(&task_id, &cwd, false)).await {
+        Ok(diff) => {
+            // The merge's review by the files' names (it checks their modes as well, and
+            // refuses until the box is ticked when any needs review).
+            let changed: Vec<crate::git::review::Changed> = diff
+                .files
+                .iter()
+                .map(|file| crate::git::review::Changed {
+                    path: file.path.clone(),
+                    mode: (file.status != "D").then(|| "100644".to_string()),
+                })
+                .collect();
+            (
+                files_text(&diff),
+                crate::git::review::policy_paths(&changed),
+            )
+        }
+        Err(err) => (
+            format!("error[{}]: {}", err.code.as_str(), err.message),
+            Vec::new(),
+        ),
     };
-    page(html::merge_page(&id, &session.csrf, &view.conflicts, &stat))
+    page(html::merge_page(
+        &id,
+        &session.csrf,
+        &view.conflicts,
+        &review,
+        &stat,
+    ))
 }
 
 /// A diff's files, one line each, under its totals.
