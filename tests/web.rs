@@ -319,6 +319,19 @@ async fn no_payload_ran(client: &Client) {
     assert_eq!(ran, Value::Null, "a payload ran: window.__xss = {ran}");
 }
 
+/// The page's live part was replaced by `app.js` after an event (it marks the body), not by a
+/// reload.
+async fn updated_in_place(client: &Client) {
+    let updated = client
+        .execute("return document.body.getAttribute('data-updated');", vec![])
+        .await
+        .unwrap();
+    assert!(
+        updated.is_string(),
+        "the page was drawn again, not updated by the event stream"
+    );
+}
+
 async fn screenshot(client: &Client, name: &str) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/web-screenshots");
     std::fs::create_dir_all(&dir).unwrap();
@@ -465,14 +478,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
         wait_text(client, "one-ready").await;
         std::fs::write(&go, "").unwrap();
         wait_text(client, "two-printed").await;
-        let updated = client
-            .execute("return document.body.getAttribute('data-updated');", vec![])
-            .await
-            .unwrap();
-        assert!(
-            updated.is_string(),
-            "the screen came by a reload, not the event stream"
-        );
+        updated_in_place(client).await;
 
         // A transition the monitor records reaches the open list without a reload.
         client.goto(&s.url).await.unwrap();
@@ -504,14 +510,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let updated = client
-            .execute("return document.body.getAttribute('data-updated');", vec![])
-            .await
-            .unwrap();
-        assert!(
-            updated.is_string(),
-            "the list was reloaded, not updated in place"
-        );
+        updated_in_place(client).await;
 
         // Cancel from the page (it asks first).
         client

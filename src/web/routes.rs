@@ -417,17 +417,9 @@ async fn task_parts(
 
 async fn task(
     State(app): Shared,
-    UrlPath(id): UrlPath<String>,
-    headers: HeaderMap,
+    Viewer { id, session }: Viewer,
     Query(lines): Query<Lines>,
 ) -> Response {
-    if let Err(response) = checked_id(&id) {
-        return response;
-    }
-    let session = match session(&headers).await {
-        Ok(session) => session,
-        Err(response) => return response,
-    };
     let lines = lines.lines.unwrap_or(SCREEN_LINES).clamp(1, MOST_LINES);
     match task_parts(&app, &id, lines).await {
         Ok((view, extras)) => page(html::task_page(
@@ -532,6 +524,29 @@ async fn events(
         Body::from_stream(stream),
     )
         .into_response()
+}
+
+/// A page of one task: a task id of the CLI's shape and the device's session (else the
+/// pairing page).
+struct Viewer {
+    id: String,
+    session: web_access::Session,
+}
+
+impl FromRequestParts<Arc<App>> for Viewer {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        app: &Arc<App>,
+    ) -> Result<Viewer, Response> {
+        let UrlPath(id) = UrlPath::<String>::from_request_parts(parts, app)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        checked_id(&id)?;
+        let session = session(&parts.headers).await?;
+        Ok(Viewer { id, session })
+    }
 }
 
 /// An action on a task, proven: a task id of the CLI's shape, not `--read-only`, the device's
@@ -679,18 +694,7 @@ async fn answer(State(app): Shared, action: Action) -> Response {
     .await
 }
 
-async fn merge_form(
-    State(app): Shared,
-    UrlPath(id): UrlPath<String>,
-    headers: HeaderMap,
-) -> Response {
-    if let Err(response) = checked_id(&id) {
-        return response;
-    }
-    let session = match session(&headers).await {
-        Ok(session) => session,
-        Err(response) => return response,
-    };
+async fn merge_form(State(app): Shared, Viewer { id, session }: Viewer) -> Response {
     let view = match view_of(&app, &id).await {
         Ok(view) => view,
         Err(err) => return failure(&err, "/"),
@@ -743,13 +747,7 @@ fn files_text(diff: &ops::TaskDiff) -> String {
     text
 }
 
-async fn diff(State(app): Shared, UrlPath(id): UrlPath<String>, headers: HeaderMap) -> Response {
-    if let Err(response) = checked_id(&id) {
-        return response;
-    }
-    if let Err(response) = session(&headers).await {
-        return response;
-    }
+async fn diff(State(app): Shared, Viewer { id, .. }: Viewer) -> Response {
     let cwd = app.cwd.clone();
     let task_id = id.clone();
     match blocking(move || ops::diff(&task_id, &cwd, true)).await {
