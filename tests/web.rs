@@ -344,13 +344,20 @@ async fn click(client: &Client, id: &str) {
     click_css(client, &format!("#{id}")).await;
 }
 
+/// Clicks `css`; found again when the page's live part was replaced between finding and
+/// clicking it (an event arrived), as a person's second tap would.
 async fn click_css(client: &Client, css: &str) {
-    let found = client.find(Locator::Css(css)).await;
-    found
-        .unwrap_or_else(|err| panic!("no {css} on the page: {err}"))
-        .click()
-        .await
-        .unwrap();
+    for _ in 0..20 {
+        let found = client.find(Locator::Css(css)).await;
+        let element = found.unwrap_or_else(|err| panic!("no {css} on the page: {err}"));
+        match element.click().await {
+            Ok(()) => return,
+            Err(err) if err.is_stale_element_reference() => {}
+            Err(err) => panic!("clicking {css}: {err}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{css} was replaced under every click");
 }
 
 async fn type_into(client: &Client, id: &str, text: &str) {

@@ -18,6 +18,8 @@
   var match = /^\/t\/([A-Za-z0-9_-]+)\/live$/.exec(live);
   var source = new EventSource("/events" + (match ? "?task=" + match[1] : ""));
   var pending = null;
+  // What was last put in; an answer that brings nothing new leaves the page alone.
+  var last = null;
   function reload() {
     // Someone typing a message or pressing a button keeps the page still: later.
     var active = document.activeElement;
@@ -33,7 +35,8 @@
       }
       return response.ok ? response.text() : null;
     }).then(function (text) {
-      if (text !== null && text !== undefined) {
+      if (text !== null && text !== undefined && text !== last) {
+        last = text;
         target.innerHTML = text;
         document.body.setAttribute("data-updated", String(Date.now()));
       }
