@@ -360,13 +360,19 @@ async fn click_css(client: &Client, css: &str) {
     panic!("{css} was replaced under every click");
 }
 
+/// Types into `#id` (found again if an event replaced it first, as [`click_css`]).
 async fn type_into(client: &Client, id: &str, text: &str) {
-    let found = client.find(Locator::Id(id)).await;
-    found
-        .unwrap_or_else(|err| panic!("no #{id} on the page: {err}"))
-        .send_keys(text)
-        .await
-        .unwrap();
+    for _ in 0..20 {
+        let found = client.find(Locator::Id(id)).await;
+        let element = found.unwrap_or_else(|err| panic!("no #{id} on the page: {err}"));
+        match element.send_keys(text).await {
+            Ok(()) => return,
+            Err(err) if err.is_stale_element_reference() || err.is_element_not_interactable() => {}
+            Err(err) => panic!("typing into #{id}: {err}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("#{id} was replaced under every try");
 }
 
 async fn pair_in_browser(client: &Client, s: &Serve, name: &str) {
@@ -633,6 +639,14 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
             h.status(&id)["status"] == "completed"
         });
         client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
+        // The page may be drawn from a board a moment older than the ending: the transition's
+        // event brings the merge link.
+        client
+            .wait()
+            .at_most(Duration::from_secs(30))
+            .for_element(Locator::Id("merge"))
+            .await
+            .unwrap();
         click(client, "merge").await;
         wait_text(client, "new.txt").await;
         // The Makefile runs code once merged: it is named first, and the merge waits for the

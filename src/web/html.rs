@@ -347,7 +347,13 @@ fn button_form(
 }
 
 /// The task page's live part: status, the request, the screen, the result.
-pub fn task_fragment(view: &TaskView, extras: &TaskExtras, csrf: &str, now: SystemTime) -> String {
+pub fn task_fragment(
+    view: &TaskView,
+    extras: &TaskExtras,
+    csrf: &str,
+    read_only: bool,
+    now: SystemTime,
+) -> String {
     let id = &view.id;
     let mut out = String::new();
     let _ = write!(
@@ -397,7 +403,7 @@ pub fn task_fragment(view: &TaskView, extras: &TaskExtras, csrf: &str, now: Syst
         "<p class=\"objective\" id=\"objective\">{}</p></section>",
         esc(&view.objective)
     );
-    if let Some(request) = &view.request {
+    if let Some(request) = view.request.as_ref().filter(|_| !read_only) {
         let tool = &request.tool;
         let kind = tool
             .kind
@@ -439,6 +445,7 @@ pub fn task_fragment(view: &TaskView, extras: &TaskExtras, csrf: &str, now: Syst
             esc(&report.message)
         );
     }
+    out.push_str(&actions(view, csrf, read_only));
     let _ = write!(
         out,
         "<section><h2>Screen</h2><pre class=\"screen\" id=\"screen\">{}</pre>",
@@ -510,15 +517,23 @@ pub fn task_page(
     now: SystemTime,
 ) -> String {
     let id = &view.id;
-    let mut body = format!(
-        "<main><div id=\"live\">{}</div>",
-        task_fragment(view, extras, csrf, now)
+    let body = format!(
+        "<main><div id=\"live\">{}</div></main>",
+        task_fragment(view, extras, csrf, read_only, now)
     );
+    page(id, Some(csrf), Some(&format!("/t/{id}/live")), &body)
+}
+
+/// What can be done to the task as it stands (nothing under `--read-only`): part of the live
+/// fragment, so a task that ends trades its steer box for retry and merge without a reload.
+fn actions(view: &TaskView, csrf: &str, read_only: bool) -> String {
+    let id = &view.id;
+    let mut out = String::new();
     if !read_only {
-        body.push_str("<section class=\"actions\"><h2>Actions</h2>");
+        out.push_str("<section class=\"actions\"><h2>Actions</h2>");
         if !view.status.is_terminal() && view.status != Status::Queued {
             let _ = write!(
-                body,
+                out,
                 "<form method=\"post\" action=\"/t/{}/steer\" class=\"stack\" id=\"steer-form\">{}\
                  <textarea name=\"text\" id=\"steer-text\" rows=\"3\" required placeholder=\"Message to the child\"></textarea>\
                  <button type=\"submit\" id=\"steer\">Steer</button></form>",
@@ -526,9 +541,9 @@ pub fn task_page(
                 hidden(csrf)
             );
         }
-        body.push_str("<div class=\"row\">");
+        out.push_str("<div class=\"row\">");
         if !view.status.is_terminal() {
-            body.push_str(&button_form(
+            out.push_str(&button_form(
                 &format!("/t/{id}/cancel"),
                 csrf,
                 &[],
@@ -536,7 +551,7 @@ pub fn task_page(
                 "danger confirm",
             ));
         } else {
-            body.push_str(&button_form(
+            out.push_str(&button_form(
                 &format!("/t/{id}/retry"),
                 csrf,
                 &[],
@@ -545,23 +560,22 @@ pub fn task_page(
             ));
             if view.branch.is_some() {
                 let _ = write!(
-                    body,
+                    out,
                     "<a class=\"button\" href=\"/t/{}/merge\" id=\"merge\">Merge…</a>",
                     esc(id)
                 );
             }
         }
-        body.push_str("</div></section>");
+        out.push_str("</div></section>");
     }
     if view.branch.is_some() {
         let _ = write!(
-            body,
+            out,
             "<p><a href=\"/t/{}/diff\" id=\"diff\">The diff, per file</a></p>",
             esc(id)
         );
     }
-    body.push_str("</main>");
-    page(id, Some(csrf), Some(&format!("/t/{id}/live")), &body)
+    out
 }
 
 /// The second confirmation a destructive tool kind needs.

@@ -450,6 +450,7 @@ async fn task_live(
             &view,
             &extras,
             &session.csrf,
+            app.read_only,
             SystemTime::now(),
         )),
         Err(err) => failure(&err, "/"),

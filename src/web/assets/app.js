@@ -17,17 +17,21 @@
   }
   var match = /^\/t\/([A-Za-z0-9_-]+)\/live$/.exec(live);
   var source = new EventSource("/events" + (match ? "?task=" + match[1] : ""));
+  // A reload waiting or on its way; `again`: news came meanwhile, so one more follows.
   var pending = null;
+  var again = false;
   // What was last put in; an answer that brings nothing new leaves the page alone.
   var last = null;
-  function reload() {
-    // Someone typing a message or pressing a button keeps the page still: later.
+  // Someone typing a message or pressing a button keeps the page still.
+  function busy() {
     var active = document.activeElement;
-    if (active && active !== document.body && active.closest && active.closest("form")) {
+    return !!(active && active !== document.body && active.closest && active.closest("form"));
+  }
+  function reload() {
+    if (busy()) {
       pending = window.setTimeout(reload, 500);
       return;
     }
-    pending = null;
     fetch(live, { credentials: "same-origin", cache: "no-store" }).then(function (response) {
       if (response.status === 403) {
         window.location.href = "/pair";
@@ -36,11 +40,24 @@
       return response.ok ? response.text() : null;
     }).then(function (text) {
       if (text !== null && text !== undefined && text !== last) {
+        if (busy()) {
+          // The focus went into a form while the answer was on its way: try again later.
+          pending = window.setTimeout(reload, 500);
+          return;
+        }
         last = text;
         target.innerHTML = text;
         document.body.setAttribute("data-updated", String(Date.now()));
       }
-    });
+      done();
+    }, done);
+  }
+  function done() {
+    pending = null;
+    if (again) {
+      again = false;
+      pending = window.setTimeout(reload, 50);
+    }
   }
   source.onmessage = function (event) {
     var news = {};
@@ -52,6 +69,8 @@
     }
     if (pending === null) {
       pending = window.setTimeout(reload, 50);
+    } else {
+      again = true;
     }
   };
 })();
