@@ -10,6 +10,14 @@
       event.preventDefault();
     }
   });
+  // A screen shows its latest lines, as a terminal does.
+  function toBottom() {
+    var screen = document.getElementById("screen");
+    if (screen) {
+      screen.scrollTop = screen.scrollHeight;
+    }
+  }
+  toBottom();
   var live = document.body.getAttribute("data-live");
   var target = document.getElementById("live");
   if (!live || !target || !window.EventSource) {
@@ -47,6 +55,7 @@
         }
         last = text;
         target.innerHTML = text;
+        toBottom();
         document.body.setAttribute("data-updated", String(Date.now()));
       }
       done();
