@@ -16,7 +16,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use support::harness::sh_task;
-use support::{Sandbox, UNSET, cpu_seconds, millis, peak_rss_kib};
+use support::{Sandbox, UNSET, cpu_share, millis, peak_rss_kib};
 
 const TASKS: usize = 300;
 
@@ -142,15 +142,9 @@ fn main() {
     // Let start-up settle, then measure a quiet stretch: only the 1 s refreshes run.
     std::thread::sleep(Duration::from_secs(2));
     let pid = top_pid(&bench);
-    let window = Duration::from_secs(10);
-    let (own_before, reaped_before) = cpu_seconds(pid);
-    std::thread::sleep(window);
-    let (own_after, reaped_after) = cpu_seconds(pid);
-    let share = |seconds: f64| 100.0 * seconds / window.as_secs_f64();
+    let (own, with_tmux) = cpu_share(pid, Duration::from_secs(10));
     println!(
-        "top: idle CPU with {TASKS} running tasks: {:.2}% of one core (cuekit top), {:.2}% with the tmux calls it ran (budget 2%)",
-        share(own_after - own_before),
-        share(own_after - own_before + reaped_after - reaped_before)
+        "top: idle CPU with {TASKS} running tasks: {own:.2}% of one core (cuekit top), {with_tmux:.2}% with the tmux calls it ran (budget 2%)"
     );
 
     let mut samples: Vec<Duration> = Vec::new();

@@ -3,7 +3,7 @@
 //! The crate is built in layers, each a folder; an arrow may only point down (tests/structure.rs
 //! says so for every path):
 //!
-//! - faces — [`cli`], [`mcp`] and the [`top`] dashboard: read what the user asked, call an
+//! - faces — [`cli`], [`mcp`], the [`top`] dashboard and the [`web`] face: read what the user asked, call an
 //!   operation, show its answer;
 //! - [`ops`] — the operations the faces call, and the background workers that run with no face;
 //! - [`effects`] — everything that touches the world: tmux, the store, git, processes, remote
@@ -21,5 +21,6 @@ pub mod effects;
 pub mod mcp;
 pub mod ops;
 pub mod top;
+pub mod web;
 
 pub use domain::error::{Error, ErrorCode, Result};

@@ -161,6 +161,19 @@ pub fn cpu_seconds(pid: u32) -> (f64, f64) {
     (own, reaped)
 }
 
+/// The share of one core (in %) `pid` used over `window`: its own, and with the processes it
+/// ran and reaped (its tmux calls).
+pub fn cpu_share(pid: u32, window: Duration) -> (f64, f64) {
+    let (own_before, reaped_before) = cpu_seconds(pid);
+    std::thread::sleep(window);
+    let (own_after, reaped_after) = cpu_seconds(pid);
+    let share = |seconds: f64| 100.0 * seconds / window.as_secs_f64();
+    (
+        share(own_after - own_before),
+        share(own_after - own_before + reaped_after - reaped_before),
+    )
+}
+
 /// A live process's peak resident set (`VmHWM` in /proc), in KiB.
 pub fn peak_rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))

@@ -18,6 +18,7 @@ mod report;
 mod result;
 mod rm;
 mod roles;
+mod serve;
 mod setup;
 mod status;
 mod steer;
@@ -156,6 +157,8 @@ enum Command {
     Completions(extras::CompletionsArgs),
     /// Print cuekit's man page (roff), or a subcommand's: `cuekit man | man -l -`.
     Man(extras::ManArgs),
+    /// Serve every task on a web page a paired phone or browser can use (look, steer, approve).
+    Serve(serve::ServeArgs),
     /// Serve the Model Context Protocol on stdio (`cuekit mcp config` prints client setup).
     Mcp(mcp::McpArgs),
     /// Internal: the filter an agent's event stream is piped through in its pane.
@@ -262,6 +265,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Completions(args) => extras::completions(args),
         Command::Man(args) => extras::man(args),
         Command::Mcp(args) => mcp::run(args, &cwd),
+        Command::Serve(args) => serve::run(args, &cwd, json),
         Command::Result { id, team } => result::run(id.as_deref(), team.as_deref(), &cwd, json),
         Command::EventFilter { task_dir } => {
             crate::ops::run_event_filter(task_dir)?;

@@ -120,10 +120,24 @@ pub struct Approval {
     /// The option chosen: its id, name and kind.
     pub option: crate::domain::acp::protocol::PermissionOption,
     pub at: String,
+    /// Who answered through a face that knows more than the process: `device NAME` for a
+    /// paired browser of `cuekit serve`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// Answers the permission request task `task_id` waits on.
 pub fn approve(task_id: &str, cwd: &std::path::Path, answer: Answer) -> Result<Approval> {
+    approve_by(task_id, cwd, answer, None)
+}
+
+/// [`approve`], recording who answered (`device NAME`) with the approval.
+pub fn approve_by(
+    task_id: &str,
+    cwd: &std::path::Path,
+    answer: Answer,
+    by: Option<&str>,
+) -> Result<Approval> {
     let task = super::task::open(task_id, cwd)?;
     if task.record.mode != Mode::Acp {
         return Err(Error::new(
@@ -139,6 +153,7 @@ pub fn approve(task_id: &str, cwd: &std::path::Path, answer: Answer) -> Result<A
                 task_id: task_id.to_string(),
                 option,
                 at: crate::effects::clock::now_rfc3339(),
+                by: by.map(str::to_string),
             };
             let event = serde_json::json!({"type": "cuekit_approve", "approval": &approval});
             crate::effects::store::append_event(

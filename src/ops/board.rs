@@ -111,6 +111,26 @@ pub fn board(
     Ok(Board { rows, preview })
 }
 
+/// The order the faces show rows in: what needs the human first (`input_required`), then
+/// running tasks (oldest first, so rows do not jump), then the rest (latest ending first).
+pub fn attention_order(a: &BoardRow, b: &BoardRow) -> std::cmp::Ordering {
+    let group = |status: crate::domain::status::Status| match status {
+        crate::domain::status::Status::InputRequired => 0,
+        crate::domain::status::Status::Running => 1,
+        _ => 2,
+    };
+    group(a.view.status)
+        .cmp(&group(b.view.status))
+        .then_with(|| {
+            if a.view.status.is_terminal() {
+                b.view.ended_at.cmp(&a.view.ended_at)
+            } else {
+                a.view.created_at.cmp(&b.view.created_at)
+            }
+        })
+        .then_with(|| a.view.id.cmp(&b.view.id))
+}
+
 /// Every host's registered tasks as rows (each host asked once, in parallel; a host that does
 /// not answer gives `unknown` rows). Kept apart from [`board`]: a host takes a round trip, a
 /// lost one its connect timeout, and the dashboard's own refresh must not wait for either.

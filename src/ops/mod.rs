@@ -32,18 +32,19 @@ mod task;
 mod team;
 mod trust;
 mod wait;
+pub mod web_access;
 mod work;
 
 pub use crate::domain::report::ReportRequest;
 pub use crate::effects::config::{Entry as ConfigEntry, Source as ConfigSource};
 pub use crate::effects::process::DEFAULT_GRACE;
-pub use acp::{Approval, approve};
+pub use acp::{Approval, approve, approve_by};
 pub use attach::{attach, attach_and_return, attach_opens_popup};
 pub use background::monitor::run_monitor;
 pub use background::scheduler::run_scheduler;
 pub use background::stopper::run_stopper;
 pub use background::stream::run_event_filter;
-pub use board::{Board, BoardRow, Preview, board, host_board};
+pub use board::{Board, BoardRow, Preview, attention_order, board, host_board};
 pub use cancel::cancel;
 pub use config_view::config_entries;
 pub use events::{EventScope, events, next_events};
@@ -70,7 +71,7 @@ pub use team::{
 };
 pub use trust::{trust, trust_by_person};
 pub use work::conflicts::{Conflict, Conflicts, conflicts};
-pub use work::diff::{TaskDiff, diff};
+pub use work::diff::{TaskDiff, diff, review_by_names};
 pub use work::merge::merge;
 // The types an operation takes or answers with, defined where they are kept.
 pub use crate::effects::git::cleanup::KeepReason;

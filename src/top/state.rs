@@ -88,18 +88,7 @@ impl State {
             .iter()
             .filter(|row| needle.is_empty() || matches_filter(row, &needle))
             .collect();
-        rows.sort_by(|a, b| {
-            group(a.view.status)
-                .cmp(&group(b.view.status))
-                .then_with(|| {
-                    if a.view.status.is_terminal() {
-                        b.view.ended_at.cmp(&a.view.ended_at)
-                    } else {
-                        a.view.created_at.cmp(&b.view.created_at)
-                    }
-                })
-                .then_with(|| a.view.id.cmp(&b.view.id))
-        });
+        rows.sort_by(|a, b| crate::ops::attention_order(a, b));
         rows
     }
 
@@ -132,14 +121,6 @@ impl State {
             })
             .filter(|(_, n)| *n > 0)
             .collect()
-    }
-}
-
-fn group(status: Status) -> u8 {
-    match status {
-        Status::InputRequired => 0,
-        Status::Running => 1,
-        _ => 2,
     }
 }
 

@@ -36,4 +36,5 @@ mod steering;
 mod structure;
 mod top;
 mod trust_faults;
+mod web;
 mod worktrees;

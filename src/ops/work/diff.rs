@@ -90,3 +90,18 @@ fn work_tree(record: &TaskRecord, worktree: &WorktreePlacement) -> Result<String
     }
     .tree()
 }
+
+/// The files of a task's diff a merge would ask to have reviewed (they run code or set policy),
+/// judged by their names alone: for a face to show before it offers the merge. The merge
+/// itself judges their modes too, and refuses until the review is confirmed.
+pub fn review_by_names(diff: &TaskDiff) -> Vec<String> {
+    let changed: Vec<crate::effects::git::review::Changed> = diff
+        .files
+        .iter()
+        .map(|file| crate::effects::git::review::Changed {
+            path: file.path.clone(),
+            mode: (file.status != "D").then(|| "100644".to_string()),
+        })
+        .collect();
+    crate::effects::git::review::policy_paths(&changed)
+}

@@ -1,0 +1,730 @@
+//! The pages, rendered on the server. Every value that did not come from this file goes
+//! through [`esc`]: a task's objective, screen, log, report, branch and file names and a tool's
+//! title are text a child or a repository wrote. No value ever reaches an attribute that
+//! starts a URL except task ids, which are checked (`store::is_task_id`) before any page.
+
+use std::fmt::Write;
+use std::time::SystemTime;
+
+use crate::domain::status::Status;
+use crate::ops::{BoardRow, TaskResult, TaskView};
+
+/// Text made safe for HTML element content and quoted attribute values; control characters
+/// (terminal escapes a child printed) are dropped, tabs and newlines kept.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A whole page around `body`. `live` is the fragment URL `app.js` reloads when the server
+/// says something changed (the list, or one task).
+pub fn page(title: &str, csrf: Option<&str>, live: Option<&str>, body: &str) -> String {
+    let mut out = String::with_capacity(body.len() + 1024);
+    out.push_str("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">");
+    let _ = write!(out, "<title>{} · cuekit</title>", esc(title));
+    out.push_str("<link rel=\"stylesheet\" href=\"/app.css\">");
+    out.push_str("<link rel=\"manifest\" href=\"/manifest.webmanifest\">");
+    out.push_str("<link rel=\"icon\" href=\"/icon.svg\" type=\"image/svg+xml\">");
+    out.push_str("<meta name=\"theme-color\" content=\"#1d2433\">");
+    if let Some(csrf) = csrf {
+        let _ = write!(out, "<meta name=\"csrf\" content=\"{}\">", esc(csrf));
+    }
+    out.push_str("<script src=\"/app.js\" defer></script></head><body");
+    if let Some(live) = live {
+        let _ = write!(out, " data-live=\"{}\"", esc(live));
+    }
+    out.push_str("><header><a href=\"/\" class=\"home\">cuekit</a>");
+    if csrf.is_some() {
+        out.push_str("<a href=\"/new\" class=\"new\">+ New task</a>");
+    }
+    out.push_str("</header>");
+    out.push_str(body);
+    out.push_str("</body></html>");
+    out
+}
+
+/// A short page saying what happened, with a way back.
+pub fn message(title: &str, text: &str, back: &str) -> String {
+    page(
+        title,
+        None,
+        None,
+        &format!(
+            "<main><h1>{}</h1><p class=\"msg\">{}</p><p><a href=\"{}\">Back</a></p></main>",
+            esc(title),
+            esc(text),
+            esc(back)
+        ),
+    )
+}
+
+pub fn pair_form(form_token: &str, code: Option<&str>, error: Option<&str>) -> String {
+    let mut body = String::from("<main><h1>Pair this device</h1>");
+    if let Some(error) = error {
+        let _ = write!(
+            body,
+            "<p class=\"error\" id=\"pair-error\">{}</p>",
+            esc(error)
+        );
+    }
+    let _ = write!(
+        body,
+        "<form method=\"post\" action=\"/pair\" class=\"stack\">\
+         <input type=\"hidden\" name=\"form\" value=\"{}\">\
+         <label>Code printed by <code>cuekit serve</code>\
+         <input name=\"code\" id=\"code\" inputmode=\"numeric\" autocomplete=\"one-time-code\" value=\"{}\" required></label>\
+         <label>Name of this device<input name=\"name\" id=\"name\" value=\"phone\" maxlength=\"32\"></label>\
+         <button type=\"submit\" id=\"pair\">Pair</button></form></main>",
+        esc(form_token),
+        esc(code.unwrap_or(""))
+    );
+    page("Pair", None, None, &body)
+}
+
+/// Filters of the list page, from its query.
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+pub struct Filter {
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub team: Option<String>,
+    #[serde(default)]
+    pub project: Option<String>,
+    /// Rows shown (default [`LIST_ROWS`]): the page stays small on a phone.
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// Rows the list shows unless asked for more.
+pub const LIST_ROWS: usize = 100;
+
+impl Filter {
+    fn keeps(&self, view: &TaskView) -> bool {
+        let wanted = |want: &Option<String>, have: Option<&str>| {
+            want.as_deref()
+                .filter(|w| !w.is_empty())
+                .is_none_or(|w| have == Some(w))
+        };
+        wanted(&self.status, Some(view.status.as_str()))
+            && wanted(&self.team, view.team.as_deref())
+            && wanted(&self.project, project_of(view).as_deref())
+    }
+
+    fn query(&self) -> String {
+        let mut parts = Vec::new();
+        for (key, value) in [
+            ("status", &self.status),
+            ("team", &self.team),
+            ("project", &self.project),
+        ] {
+            if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
+                parts.push(format!("{key}={}", url_encode(value)));
+            }
+        }
+        if let Some(limit) = self.limit {
+            parts.push(format!("limit={limit}"));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", parts.join("&"))
+        }
+    }
+}
+
+/// The project folder a task works for: the folder holding its `.cuekit/tasks/`.
+pub fn project_of(view: &TaskView) -> Option<String> {
+    let tasks = view.task_dir.parent()?;
+    Some(tasks.parent()?.parent()?.display().to_string())
+}
+
+fn url_encode(text: &str) -> String {
+    let mut out = String::new();
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~' | b'/') {
+            out.push(byte as char);
+        } else {
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
+    out
+}
+
+/// The rows the filter keeps, in the order every face shows them (`ops::attention_order`).
+pub fn ordered<'a>(rows: &'a [BoardRow], filter: &Filter) -> Vec<&'a BoardRow> {
+    let mut kept: Vec<&BoardRow> = rows.iter().filter(|row| filter.keeps(&row.view)).collect();
+    kept.sort_by(|a, b| crate::ops::attention_order(a, b));
+    kept
+}
+
+fn first_line(text: &str, limit: usize) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let mut kept: String = line.chars().take(limit).collect();
+    if line.chars().count() > limit {
+        kept.push('…');
+    }
+    kept
+}
+
+fn badge(status: Status) -> String {
+    format!("<span class=\"st st-{0}\">{0}</span>", esc(status.as_str()))
+}
+
+/// The list's live part: one card per task.
+pub fn list_fragment(rows: &[BoardRow], filter: &Filter, now: SystemTime) -> String {
+    let kept = ordered(rows, filter);
+    let limit = filter.limit.unwrap_or(LIST_ROWS);
+    let mut out = String::with_capacity(kept.len().min(limit) * 400 + 256);
+    let _ = write!(
+        out,
+        "<p class=\"count\" id=\"count\">{} task{}</p><ul class=\"tasks\">",
+        kept.len(),
+        if kept.len() == 1 { "" } else { "s" }
+    );
+    let more = kept.len().saturating_sub(limit);
+    for row in kept.into_iter().take(limit) {
+        let view = &row.view;
+        let _ = write!(
+            out,
+            "<li class=\"task\" data-id=\"{id}\"><a href=\"/t/{id}\"><div class=\"line1\">{badge}<b>{id}</b><span class=\"meta\">{agent}",
+            id = esc(&view.id),
+            badge = badge(view.status),
+            agent = esc(&view.agent_kind),
+        );
+        if let Some(mode) = view.mode {
+            let _ = write!(out, " · {}", esc(mode.as_str()));
+        }
+        let age = crate::domain::display::age::ago(&view.created_at, now);
+        let _ = write!(out, " · {}</span>", esc(&age));
+        if !view.conflicts.is_empty() {
+            out.push_str("<span class=\"conflict\" title=\"conflicts\">⚠</span>");
+        }
+        out.push_str("</div>");
+        let _ = write!(
+            out,
+            "<div class=\"obj\">{}</div>",
+            esc(&first_line(&view.objective, 90))
+        );
+        let mut notes = Vec::new();
+        if let Some(reason) = &view.reason {
+            notes.push(reason.clone());
+        }
+        if let Some(place) = view.queue.as_ref().and_then(|queue| queue.place) {
+            notes.push(format!("queue #{place}"));
+        }
+        if let Some(report) = &view.last_report {
+            notes.push(format!(
+                "{}: {}",
+                report.kind.as_str(),
+                first_line(&report.message, 60)
+            ));
+        }
+        if !notes.is_empty() {
+            let _ = write!(out, "<div class=\"note\">{}</div>", esc(&notes.join(" · ")));
+        }
+        out.push_str("</a></li>");
+    }
+    out.push_str("</ul>");
+    if more > 0 {
+        let mut wider = filter.clone();
+        wider.limit = Some(limit.saturating_mul(10));
+        let _ = write!(
+            out,
+            "<p><a href=\"/{}\" id=\"more-tasks\">{more} more</a></p>",
+            esc(&wider.query())
+        );
+    }
+    out
+}
+
+pub fn list_page(rows: &[BoardRow], filter: &Filter, csrf: &str, now: SystemTime) -> String {
+    let mut body = String::from("<main><form class=\"filters\" method=\"get\" action=\"/\">");
+    let options = |name: &str, current: &Option<String>, values: Vec<String>| {
+        let mut select = format!("<select name=\"{name}\"><option value=\"\">any {name}</option>");
+        for value in values {
+            let chosen = if current.as_deref() == Some(value.as_str()) {
+                " selected"
+            } else {
+                ""
+            };
+            let _ = write!(
+                select,
+                "<option value=\"{0}\"{chosen}>{0}</option>",
+                esc(&value)
+            );
+        }
+        select.push_str("</select>");
+        select
+    };
+    let mut statuses: Vec<String> = rows
+        .iter()
+        .map(|r| r.view.status.as_str().to_string())
+        .collect();
+    let mut teams: Vec<String> = rows.iter().filter_map(|r| r.view.team.clone()).collect();
+    let mut projects: Vec<String> = rows.iter().filter_map(|r| project_of(&r.view)).collect();
+    for values in [&mut statuses, &mut teams, &mut projects] {
+        values.sort();
+        values.dedup();
+    }
+    body.push_str(&options("status", &filter.status, statuses));
+    if !teams.is_empty() {
+        body.push_str(&options("team", &filter.team, teams));
+    }
+    if projects.len() > 1 {
+        body.push_str(&options("project", &filter.project, projects));
+    }
+    body.push_str("<button type=\"submit\">Filter</button></form>");
+    let _ = write!(
+        body,
+        "<div id=\"live\">{}</div></main>",
+        list_fragment(rows, filter, now)
+    );
+    page(
+        "Tasks",
+        Some(csrf),
+        Some(&format!("/live{}", filter.query())),
+        &body,
+    )
+}
+
+/// What the task page shows besides the view: read by the server face from operations.
+pub struct TaskExtras {
+    pub screen: Vec<String>,
+    pub result: Option<TaskResult>,
+    /// Lines shown, and whether more can be asked for.
+    pub lines: usize,
+    /// The transitions the monitor recorded for it, oldest first: `(at, from, to, reason)`.
+    pub transitions: Vec<(String, String, String, String)>,
+}
+
+fn hidden(csrf: &str) -> String {
+    format!(
+        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+        esc(csrf)
+    )
+}
+
+fn button_form(
+    action: &str,
+    csrf: &str,
+    fields: &[(&str, &str)],
+    label: &str,
+    class: &str,
+) -> String {
+    let mut out = format!(
+        "<form method=\"post\" action=\"{}\" class=\"inline\">{}",
+        esc(action),
+        hidden(csrf)
+    );
+    for (name, value) in fields {
+        let _ = write!(
+            out,
+            "<input type=\"hidden\" name=\"{}\" value=\"{}\">",
+            esc(name),
+            esc(value)
+        );
+    }
+    let _ = write!(
+        out,
+        "<button type=\"submit\" class=\"{}\">{}</button></form>",
+        esc(class),
+        esc(label)
+    );
+    out
+}
+
+/// The task page's live part: status, the request, the screen, the result.
+pub fn task_fragment(
+    view: &TaskView,
+    extras: &TaskExtras,
+    csrf: &str,
+    read_only: bool,
+    now: SystemTime,
+) -> String {
+    let id = &view.id;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<section class=\"head\"><div class=\"line1\">{}<b>{}</b></div><dl>",
+        badge(view.status),
+        esc(id)
+    );
+    let mut facts: Vec<(&str, String)> = vec![("agent", view.agent_kind.clone())];
+    if let Some(mode) = view.mode {
+        facts.push(("mode", mode.as_str().to_string()));
+    }
+    if let Some(model) = &view.model {
+        facts.push(("model", model.clone()));
+    }
+    facts.push((
+        "started",
+        crate::domain::display::age::ago(&view.created_at, now),
+    ));
+    if let Some(ended) = &view.ended_at {
+        facts.push(("ended", crate::domain::display::age::ago(ended, now)));
+    }
+    if let Some(reason) = &view.reason {
+        facts.push(("reason", reason.clone()));
+    }
+    if let Some(code) = view.exit_code {
+        facts.push(("exit", code.to_string()));
+    }
+    if let Some(branch) = &view.branch {
+        facts.push(("branch", branch.clone()));
+    }
+    if let Some(team) = &view.team {
+        facts.push(("team", team.clone()));
+    }
+    if !view.conflicts.is_empty() {
+        facts.push(("conflicts", view.conflicts.join(", ")));
+    }
+    if let Some(place) = view.queue.as_ref().and_then(|q| q.place) {
+        facts.push(("queue", format!("#{place}")));
+    }
+    for (name, value) in facts {
+        let _ = write!(out, "<dt>{}</dt><dd>{}</dd>", esc(name), esc(&value));
+    }
+    out.push_str("</dl>");
+    if let Some(hint) = &view.hint {
+        let _ = write!(out, "<p class=\"hint\">{}</p>", esc(hint));
+    }
+    let _ = write!(
+        out,
+        "<p class=\"objective\" id=\"objective\">{}</p></section>",
+        esc(&view.objective)
+    );
+    if let Some(request) = view.request.as_ref().filter(|_| !read_only) {
+        out.push_str(&request_section(request, id, csrf));
+    }
+    if let Some(report) = &view.last_report {
+        let _ = write!(
+            out,
+            "<section class=\"report\"><h2>Last report: {}</h2><p id=\"last-report\">{}</p></section>",
+            esc(report.kind.as_str()),
+            esc(&report.message)
+        );
+    }
+    out.push_str(&actions(view, csrf, read_only));
+    let _ = write!(
+        out,
+        "<section><h2>Screen</h2><pre class=\"screen\" id=\"screen\">{}</pre>",
+        esc(&extras.screen.join("\n"))
+    );
+    if extras.screen.len() >= extras.lines {
+        let _ = write!(
+            out,
+            "<p><a href=\"/t/{}?lines={}\" id=\"more\">More of the log</a></p>",
+            esc(id),
+            extras.lines.saturating_mul(4).min(20_000)
+        );
+    }
+    out.push_str("</section>");
+    if !extras.transitions.is_empty() {
+        out.push_str("<section><h2>Events</h2><ul class=\"events\">");
+        for (at, from, to, reason) in &extras.transitions {
+            let _ = write!(
+                out,
+                "<li>{} {} → {} {}</li>",
+                esc(&crate::domain::display::age::ago(at, now)),
+                esc(from),
+                esc(to),
+                esc(reason)
+            );
+        }
+        out.push_str("</ul></section>");
+    }
+    if let Some(result) = &extras.result {
+        out.push_str("<section class=\"result\"><h2>Result</h2>");
+        if !result.final_text.is_empty() {
+            let _ = write!(
+                out,
+                "<pre class=\"final\" id=\"final\">{}</pre>",
+                esc(&result.final_text)
+            );
+        }
+        if let Some(files) = &result.files_changed
+            && !files.is_empty()
+        {
+            out.push_str("<h3>Files changed</h3><ul class=\"files\">");
+            for file in files {
+                let _ = write!(out, "<li>{}</li>", esc(&file.path));
+            }
+            out.push_str("</ul>");
+        }
+        if !result.reports.is_empty() {
+            out.push_str("<h3>Reports</h3><ul class=\"reports\">");
+            for report in &result.reports {
+                let _ = write!(
+                    out,
+                    "<li><b>{}</b> {}</li>",
+                    esc(report.kind.as_str()),
+                    esc(&report.message)
+                );
+            }
+            out.push_str("</ul>");
+        }
+        out.push_str("</section>");
+    }
+    out
+}
+
+/// A permission request the task waits on, with its three answers.
+fn request_section(request: &crate::domain::acp::session::Pending, id: &str, csrf: &str) -> String {
+    let mut out = String::new();
+    let tool = &request.tool;
+    let kind = tool
+        .kind
+        .map(|kind| format!("{kind:?}").to_lowercase())
+        .unwrap_or_else(|| "other".into());
+    let _ = write!(
+        out,
+        "<section class=\"request\" id=\"request\"><h2>Permission: {}</h2><p class=\"tool\">{}</p>",
+        esc(&kind),
+        esc(tool.title.as_deref().unwrap_or(&tool.id))
+    );
+    if let Some(text) = &tool.text {
+        let _ = write!(out, "<pre class=\"tooltext\">{}</pre>", esc(text));
+    }
+    for path in &tool.paths {
+        let _ = write!(out, "<p class=\"path\">{}</p>", esc(path));
+    }
+    out.push_str("<div class=\"answers\">");
+    for (answer, label, class) in [
+        ("allow", "Allow", "ok"),
+        ("allow_always", "Allow always", "ok"),
+        ("reject", "Reject", "danger"),
+    ] {
+        out.push_str(&button_form(
+            &format!("/t/{id}/answer"),
+            csrf,
+            &[("answer", answer), ("tool", &tool.id)],
+            label,
+            class,
+        ));
+    }
+    out.push_str("</div></section>");
+    out
+}
+
+pub fn task_page(
+    view: &TaskView,
+    extras: &TaskExtras,
+    csrf: &str,
+    read_only: bool,
+    now: SystemTime,
+) -> String {
+    let id = &view.id;
+    let body = format!(
+        "<main><div id=\"live\">{}</div></main>",
+        task_fragment(view, extras, csrf, read_only, now)
+    );
+    page(id, Some(csrf), Some(&format!("/t/{id}/live")), &body)
+}
+
+/// What can be done to the task as it stands (nothing under `--read-only`): part of the live
+/// fragment, so a task that ends trades its steer box for retry and merge without a reload.
+fn actions(view: &TaskView, csrf: &str, read_only: bool) -> String {
+    let id = &view.id;
+    let mut out = String::new();
+    if !read_only {
+        out.push_str("<section class=\"actions\"><h2>Actions</h2>");
+        if !view.status.is_terminal() && view.status != Status::Queued {
+            let _ = write!(
+                out,
+                "<form method=\"post\" action=\"/t/{}/steer\" class=\"stack\" id=\"steer-form\">{}\
+                 <textarea name=\"text\" id=\"steer-text\" rows=\"3\" required placeholder=\"Message to the child\"></textarea>\
+                 <button type=\"submit\" id=\"steer\">Steer</button></form>",
+                esc(id),
+                hidden(csrf)
+            );
+        }
+        out.push_str("<div class=\"row\">");
+        if !view.status.is_terminal() {
+            out.push_str(&button_form(
+                &format!("/t/{id}/cancel"),
+                csrf,
+                &[],
+                "Cancel task",
+                "danger confirm",
+            ));
+        } else {
+            out.push_str(&button_form(
+                &format!("/t/{id}/retry"),
+                csrf,
+                &[],
+                "Retry",
+                "",
+            ));
+            if view.branch.is_some() {
+                let _ = write!(
+                    out,
+                    "<a class=\"button\" href=\"/t/{}/merge\" id=\"merge\">Merge…</a>",
+                    esc(id)
+                );
+            }
+        }
+        out.push_str("</div></section>");
+    }
+    if view.branch.is_some() {
+        let _ = write!(
+            out,
+            "<p><a href=\"/t/{}/diff\" id=\"diff\">The diff, per file</a></p>",
+            esc(id)
+        );
+    }
+    out
+}
+
+/// The second confirmation a destructive tool kind needs.
+pub fn confirm_answer(id: &str, csrf: &str, answer: &str, tool: &str, title: &str) -> String {
+    let body = format!(
+        "<main><h1>Confirm</h1><p class=\"msg\">The tool <b>{}</b> may change or remove things. {} it?</p>{}<p><a href=\"/t/{}\">Back</a></p></main>",
+        esc(title),
+        if answer == "reject" {
+            "Reject"
+        } else {
+            "Allow"
+        },
+        button_form(
+            &format!("/t/{id}/answer"),
+            csrf,
+            &[("answer", answer), ("tool", tool), ("confirm", "yes")],
+            "Yes, answer",
+            "danger",
+        ),
+        esc(id)
+    );
+    page("Confirm", Some(csrf), None, &body)
+}
+
+/// A worktree task's work against its base: the files, then the patch.
+pub fn diff_page(id: &str, files: &str, patch: &str) -> String {
+    let body = format!(
+        "<main><h1>Diff of {}</h1><pre class=\"screen\" id=\"files\">{}</pre><pre class=\"screen\" id=\"patch\">{}</pre><p><a href=\"/t/{}\">Back</a></p></main>",
+        esc(id),
+        esc(files),
+        esc(patch),
+        esc(id)
+    );
+    page("Diff", None, None, &body)
+}
+
+/// What a merge would bring, before it is done: conflicts and the files that need review.
+pub fn merge_page(
+    id: &str,
+    csrf: &str,
+    conflicts: &[String],
+    review: &[String],
+    stat: &str,
+) -> String {
+    let mut body = format!("<main><h1>Merge {}</h1>", esc(id));
+    if !review.is_empty() {
+        body.push_str(
+            "<h2>Review first: files that run code or set policy</h2><ul class=\"files\" id=\"review\">",
+        );
+        for path in review {
+            let _ = write!(body, "<li>{}</li>", esc(path));
+        }
+        let _ = write!(
+            body,
+            "</ul><p><a href=\"/t/{}/diff\">Read the diff</a></p>",
+            esc(id)
+        );
+    }
+    if conflicts.is_empty() {
+        body.push_str("<p class=\"msg\">No conflicts on record.</p>");
+    } else {
+        body.push_str("<h2>Conflicts</h2><ul class=\"files\">");
+        for conflict in conflicts {
+            let _ = write!(body, "<li>{}</li>", esc(conflict));
+        }
+        body.push_str("</ul>");
+    }
+    let _ = write!(
+        body,
+        "<h2>Changes</h2><pre class=\"screen\">{}</pre>",
+        esc(stat)
+    );
+    let _ = write!(
+        body,
+        "<form method=\"post\" action=\"/t/{}/merge\" class=\"stack\">{}\
+         <label><input type=\"checkbox\" name=\"reviewed\" id=\"reviewed\" value=\"yes\"> I reviewed the files that run code or set policy</label>\
+         <button type=\"submit\" id=\"do-merge\">Merge</button></form><p><a href=\"/t/{}\">Back</a></p></main>",
+        esc(id),
+        hidden(csrf),
+        esc(id)
+    );
+    page("Merge", Some(csrf), None, &body)
+}
+
+pub fn submit_page(csrf: &str, allow_commands: bool, error: Option<&str>) -> String {
+    let mut body = String::from("<main><h1>New task</h1>");
+    if let Some(error) = error {
+        let _ = write!(body, "<p class=\"error\">{}</p>", esc(error));
+    }
+    let agents: Vec<&str> = crate::domain::adapter::ADAPTERS
+        .iter()
+        .map(|adapter| adapter.kind())
+        .filter(|kind| allow_commands || *kind != "command")
+        .collect();
+    let _ = write!(
+        body,
+        "<form method=\"post\" action=\"/new\" class=\"stack\">{}\
+         <label>Objective{}<textarea name=\"objective\" id=\"objective-input\" rows=\"5\" required></textarea></label>\
+         <label>Agent<select name=\"agent\" id=\"agent\"><option value=\"\">default</option>",
+        hidden(csrf),
+        if allow_commands {
+            " (for the command agent: the shell line it runs)"
+        } else {
+            ""
+        }
+    );
+    for agent in agents {
+        let _ = write!(body, "<option value=\"{0}\">{0}</option>", esc(agent));
+    }
+    body.push_str(
+        "</select></label><label>Model<input name=\"model\"></label>\
+         <label>Mode<select name=\"mode\"><option value=\"\">default</option><option>interactive</option><option>batch</option><option>acp</option></select></label>\
+         <label><input type=\"checkbox\" name=\"worktree\" id=\"worktree\" value=\"yes\"> In a worktree of its own</label>\
+         <button type=\"submit\" id=\"submit\">Submit</button></form></main>",
+    );
+    page("New task", Some(csrf), None, &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_leaves_no_markup_and_no_terminal_escapes() {
+        assert_eq!(
+            esc("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+        assert_eq!(esc("a\x1b[31mred\x07\nb"), "a[31mred\nb");
+    }
+
+    #[test]
+    fn query_values_are_encoded() {
+        let filter = Filter {
+            status: Some("running".into()),
+            team: Some("a b&c".into()),
+            project: None,
+            limit: None,
+        };
+        assert_eq!(filter.query(), "?status=running&team=a%20b%26c");
+    }
+}

@@ -1,0 +1,192 @@
+//! What every browser shares: one board, refreshed at most once per tick whatever the number
+//! of pages open (the cost of `top`'s refresh: one `list-panes -a` and one batched capture per
+//! server), and one watcher thread that turns the transitions the monitors record, and the
+//! growth of the transcripts of the tasks open in a page, into server-sent events.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::broadcast;
+
+use crate::domain::error::Result;
+use crate::ops::{self, Board, EventScope, ScreenCache};
+
+/// How old the shared board may be before a page asks for a new one.
+pub const TICK: Duration = Duration::from_secs(1);
+/// How long the watcher waits for transitions before it looks at the open tasks' transcripts.
+const WATCH: Duration = Duration::from_millis(150);
+
+pub struct Live {
+    cwd: PathBuf,
+    cached: Mutex<Cached>,
+    /// The board's refreshes so far (a benchmark reads it).
+    pub refreshes: AtomicU64,
+    news: broadcast::Sender<String>,
+    /// Tasks open in a page, with how many pages.
+    watched: Mutex<HashMap<String, usize>>,
+}
+
+struct Cached {
+    at: Option<Instant>,
+    board: Arc<Board>,
+    screens: ScreenCache,
+}
+
+impl Live {
+    pub fn new(cwd: PathBuf) -> Arc<Live> {
+        let (news, _) = broadcast::channel(256);
+        Arc::new(Live {
+            cwd,
+            cached: Mutex::new(Cached {
+                at: None,
+                board: Arc::new(Board::default()),
+                screens: ScreenCache::default(),
+            }),
+            refreshes: AtomicU64::new(0),
+            news,
+            watched: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The board, refreshed when older than [`TICK`] or changed since (blocking: call it off
+    /// the async threads). Pages asking at once wait for one refresh and share it.
+    pub fn board(&self) -> Result<Arc<Board>> {
+        let mut cached = self.cached.lock().expect("not poisoned");
+        if cached.at.is_some_and(|at| at.elapsed() < TICK) {
+            return Ok(Arc::clone(&cached.board));
+        }
+        let board = ops::board(true, &self.cwd, None, 0, &mut cached.screens)?;
+        self.refreshes.fetch_add(1, Ordering::Relaxed);
+        cached.board = Arc::new(board);
+        cached.at = Some(Instant::now());
+        Ok(Arc::clone(&cached.board))
+    }
+
+    /// The next [`Self::board`] refreshes.
+    pub fn invalidate(&self) {
+        self.cached.lock().expect("not poisoned").at = None;
+    }
+
+    pub fn subscribe(self: &Arc<Live>, task: Option<String>) -> Watch {
+        if let Some(task) = &task {
+            *self
+                .watched
+                .lock()
+                .expect("not poisoned")
+                .entry(task.clone())
+                .or_default() += 1;
+        }
+        Watch {
+            live: Arc::clone(self),
+            task,
+            news: self.news.subscribe(),
+        }
+    }
+
+    /// Starts the watcher thread, for the life of the process.
+    pub fn start_watching(self: &Arc<Live>) {
+        let live = Arc::clone(self);
+        std::thread::spawn(move || live.watch());
+    }
+
+    fn watch(&self) {
+        let scope = EventScope::new(true, &self.cwd);
+        let mut cursor = None;
+        let mut seen: HashMap<String, (SystemTime, u64)> = HashMap::new();
+        loop {
+            match ops::next_events(&scope, cursor, WATCH) {
+                Ok((events, next)) => {
+                    cursor = Some(next);
+                    if !events.is_empty() {
+                        self.invalidate();
+                    }
+                    for event in events {
+                        let line = serde_json::json!({
+                            "kind": "transition",
+                            "task": event.task_id,
+                            "status": event.new_status.as_str(),
+                            "at": event.at,
+                        });
+                        let _ = self.news.send(line.to_string());
+                    }
+                }
+                Err(_) => std::thread::sleep(WATCH),
+            }
+            self.look_at_transcripts(&mut seen);
+        }
+    }
+
+    /// A task open in a page whose transcript grew: its page reloads its screen. A `stat` per
+    /// open task, no tmux call.
+    fn look_at_transcripts(&self, seen: &mut HashMap<String, (SystemTime, u64)>) {
+        let watched: Vec<String> = self
+            .watched
+            .lock()
+            .expect("not poisoned")
+            .keys()
+            .cloned()
+            .collect();
+        seen.retain(|id, _| watched.contains(id));
+        if watched.is_empty() {
+            return;
+        }
+        let board = Arc::clone(&self.cached.lock().expect("not poisoned").board);
+        for id in watched {
+            let Some(row) = board.rows.iter().find(|row| row.view.id == id) else {
+                continue;
+            };
+            let Ok(meta) = std::fs::metadata(&row.view.transcript) else {
+                continue;
+            };
+            let now = (
+                meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                meta.len(),
+            );
+            // A task seen for the first time is announced too: its page may have been drawn
+            // before the watcher's first look, and what was written between is not lost.
+            if seen
+                .insert(id.clone(), now)
+                .is_none_or(|before| before != now)
+            {
+                let line = serde_json::json!({"kind": "screen", "task": id});
+                let _ = self.news.send(line.to_string());
+            }
+        }
+    }
+}
+
+/// One page's subscription: what it hears, and its place among the watched tasks until it is
+/// dropped.
+pub struct Watch {
+    live: Arc<Live>,
+    task: Option<String>,
+    pub news: broadcast::Receiver<String>,
+}
+
+impl Watch {
+    /// Whether a news line concerns this page: every line for the list, its task's for a task
+    /// page.
+    pub fn wants(&self, line: &str) -> bool {
+        match &self.task {
+            None => !line.contains("\"kind\":\"screen\""),
+            Some(task) => line.contains(&format!("\"task\":\"{task}\"")),
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            let mut watched = self.live.watched.lock().expect("not poisoned");
+            if let Some(count) = watched.get_mut(task) {
+                *count -= 1;
+                if *count == 0 {
+                    watched.remove(task);
+                }
+            }
+        }
+    }
+}

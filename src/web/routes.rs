@@ -1,0 +1,846 @@
+//! The routes: a guard on every request (Host, headers, Origin), then pages and actions. Each
+//! handler proves the session (and for an action the CSRF token), checks ids as the CLI does,
+//! and calls one operation on the blocking pool.
+
+// A refusal is the response itself (an early return of a handler), as axum has it.
+#![allow(clippy::result_large_err)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Form, FromRequest, FromRequestParts, Path as UrlPath, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::get;
+
+use super::Hosts;
+use super::html::{self, TaskExtras};
+use super::live::Live;
+use crate::domain::acp::control::Answer;
+use crate::domain::error::{Error, ErrorCode};
+use crate::ops::{self, web_access};
+
+const SESSION_COOKIE: &str = "ck_session";
+const FORM_COOKIE: &str = "ck_form";
+/// Lines of the log a task page shows first.
+const SCREEN_LINES: usize = 60;
+const MOST_LINES: usize = 20_000;
+/// A keep-alive comment on an idle event stream; the session is checked again each time.
+const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+                   connect-src 'self'; manifest-src 'self'; form-action 'self'; \
+                   frame-ancestors 'none'; base-uri 'none'";
+
+pub struct App {
+    cwd: PathBuf,
+    read_only: bool,
+    allow_commands: bool,
+    /// `--public-host`, lowercased: the name an HTTPS proxy serves the pages under.
+    public_host: Option<String>,
+    /// Served over TLS: every session cookie is `Secure`.
+    tls: bool,
+    hosts: Hosts,
+    live: Arc<Live>,
+}
+
+impl App {
+    pub fn new(options: super::Options, cwd: PathBuf, hosts: Hosts, live: Arc<Live>) -> Arc<App> {
+        Arc::new(App {
+            cwd,
+            read_only: options.read_only,
+            allow_commands: options.allow_commands,
+            tls: options.tls.is_some(),
+            public_host: options.public_host.map(|host| host.to_ascii_lowercase()),
+            hosts,
+            live,
+        })
+    }
+}
+
+type Shared = State<Arc<App>>;
+
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/", get(list))
+        .route("/live", get(list_live))
+        .route("/events", get(events))
+        .route("/pair", get(pair_form).post(pair))
+        .route("/t/{id}", get(task))
+        .route("/t/{id}/live", get(task_live))
+        .route("/t/{id}/steer", axum::routing::post(steer))
+        .route("/t/{id}/cancel", axum::routing::post(cancel))
+        .route("/t/{id}/retry", axum::routing::post(retry))
+        .route("/t/{id}/answer", axum::routing::post(answer))
+        .route("/t/{id}/merge", get(merge_form).post(merge))
+        .route("/t/{id}/diff", get(diff))
+        .route("/new", get(submit_form).post(submit))
+        .route("/app.js", get(|| asset("text/javascript", APP_JS)))
+        .route("/app.css", get(|| asset("text/css", APP_CSS)))
+        .route(
+            "/manifest.webmanifest",
+            get(|| asset("application/manifest+json", MANIFEST)),
+        )
+        .route("/icon.svg", get(|| asset("image/svg+xml", ICON)))
+        .layer(middleware::from_fn_with_state(Arc::clone(&app), guard))
+        .with_state(app)
+}
+
+const APP_JS: &str = include_str!("assets/app.js");
+const APP_CSS: &str = include_str!("assets/app.css");
+const MANIFEST: &str = include_str!("assets/manifest.webmanifest");
+const ICON: &str = include_str!("assets/icon.svg");
+
+async fn asset(kind: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, kind)], body).into_response()
+}
+
+/// Every request: the `Host` must name this server, a state-changing one must not come from
+/// another origin; every response gets the security headers.
+async fn guard(State(app): Shared, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .unwrap_or("");
+    let host_ok = app.hosts.allows(host);
+    let foreign = headers
+        .get(header::ORIGIN)
+        .map(|origin| origin.to_str().unwrap_or("null"))
+        .is_some_and(|origin| !super::same_origin(origin, host))
+        || headers
+            .get("sec-fetch-site")
+            .is_some_and(|site| site.as_bytes() == b"cross-site");
+    let mut response = if !host_ok {
+        refusal(
+            StatusCode::MISDIRECTED_REQUEST,
+            "this Host is not the address cuekit serve is bound to",
+        )
+    } else if request.method() == Method::POST && foreign {
+        refusal(StatusCode::FORBIDDEN, "a request from another origin")
+    } else {
+        next.run(request).await
+    };
+    let headers = response.headers_mut();
+    for (name, value) in [
+        ("content-security-policy", CSP),
+        ("x-frame-options", "DENY"),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "same-origin"),
+        ("cross-origin-opener-policy", "same-origin"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+fn refusal(status: StatusCode, why: &str) -> Response {
+    (status, Html(html::message("Refused", why, "/"))).into_response()
+}
+
+fn failure(err: &Error, back: &str) -> Response {
+    let status = match err.code {
+        ErrorCode::TaskNotFound => StatusCode::NOT_FOUND,
+        ErrorCode::Internal | ErrorCode::Io => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::CONFLICT,
+    };
+    let mut text = format!("error[{}]: {}", err.code.as_str(), err.message);
+    if let Some(hint) = &err.hint {
+        text.push_str(&format!(" (hint: {hint})"));
+    }
+    (status, Html(html::message("Not done", &text, back))).into_response()
+}
+
+/// Runs blocking work (files, tmux, git) off the async thread.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> crate::domain::error::Result<T> + Send + 'static,
+) -> crate::domain::error::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|err| Err(Error::new(ErrorCode::Internal, format!("worker: {err}"))))
+}
+
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+/// The request's device session, or the response that sends it to pairing.
+async fn session(headers: &HeaderMap) -> Result<web_access::Session, Response> {
+    let token = cookie(headers, SESSION_COOKIE).unwrap_or("").to_string();
+    match blocking(move || web_access::session(&token)).await {
+        Ok(Some(session)) => Ok(session),
+        Ok(None) => Err(Redirect::to("/pair").into_response()),
+        Err(err) => Err(failure(&err, "/")),
+    }
+}
+
+/// A state-changing request: not under `--read-only`, a session, and its CSRF token.
+async fn authorize(
+    app: &App,
+    headers: &HeaderMap,
+    form: &HashMap<String, String>,
+) -> Result<web_access::Session, Response> {
+    if app.read_only {
+        return Err(refusal(
+            StatusCode::FORBIDDEN,
+            "cuekit serve runs --read-only: no action is taken",
+        ));
+    }
+    let session = match session(headers).await {
+        Ok(session) => session,
+        Err(_) => return Err(refusal(StatusCode::FORBIDDEN, "no paired device session")),
+    };
+    let given = form.get("csrf").map(String::as_str).unwrap_or("");
+    if given.is_empty() || given != session.csrf {
+        return Err(refusal(
+            StatusCode::FORBIDDEN,
+            "the form's token is missing or wrong: reload the page",
+        ));
+    }
+    Ok(session)
+}
+
+fn checked_id(id: &str) -> Result<(), Response> {
+    if crate::domain::task::is_task_id(id) {
+        Ok(())
+    } else {
+        Err(refusal(StatusCode::NOT_FOUND, "no such task id"))
+    }
+}
+
+fn page(body: String) -> Response {
+    Html(body).into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct CodeQuery {
+    code: Option<String>,
+}
+
+/// The pairing form; `?code=` (the QR code's URL) fills the code in, if it has a code's shape.
+async fn pair_form(Query(query): Query<CodeQuery>) -> Response {
+    let token = web_access::form_token();
+    let code = query
+        .code
+        .filter(|code| code.len() <= 16 && code.bytes().all(|b| b.is_ascii_digit() || b == b'-'));
+    let mut response = page(html::pair_form(&token, code.as_deref(), None));
+    set_cookie(
+        &mut response,
+        &format!("{FORM_COOKIE}={token}; Path=/pair; HttpOnly; SameSite=Strict; Max-Age=900"),
+    );
+    response
+}
+
+fn set_cookie(response: &mut Response, value: &str) {
+    if let Ok(value) = HeaderValue::from_str(value) {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
+}
+
+async fn pair(
+    State(app): Shared,
+    headers: HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    // Over TLS, or through the HTTPS proxy named by --public-host: the cookie travels over TLS
+    // only.
+    let secure = app.tls
+        || headers
+            .get(header::HOST)
+            .and_then(|host| host.to_str().ok())
+            .is_some_and(|host| app.public_host.as_deref() == Some(&host.to_ascii_lowercase()));
+    let field = form.get("form").map(String::as_str).unwrap_or("");
+    if field.is_empty() || cookie(&headers, FORM_COOKIE) != Some(field) {
+        return refusal(
+            StatusCode::FORBIDDEN,
+            "the pairing form's token is missing or wrong: open /pair again",
+        );
+    }
+    let code = form.get("code").cloned().unwrap_or_default();
+    let name = form.get("name").cloned().unwrap_or_default();
+    match blocking(move || web_access::pair(&code, &name)).await {
+        Ok(Ok(new)) => {
+            let mut response = Redirect::to("/").into_response();
+            set_cookie(
+                &mut response,
+                &format!(
+                    "{SESSION_COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+                    new.token,
+                    web_access::SESSION_IDLE.as_secs(),
+                    if secure { "; Secure" } else { "" }
+                ),
+            );
+            response
+        }
+        Ok(Err(refused)) => {
+            let token = web_access::form_token();
+            let mut response = (
+                StatusCode::FORBIDDEN,
+                Html(html::pair_form(&token, None, Some(&refused.message()))),
+            )
+                .into_response();
+            set_cookie(
+                &mut response,
+                &format!(
+                    "{FORM_COOKIE}={token}; Path=/pair; HttpOnly; SameSite=Strict; Max-Age=900"
+                ),
+            );
+            response
+        }
+        Err(err) => failure(&err, "/pair"),
+    }
+}
+
+async fn board(app: &Arc<App>) -> crate::domain::error::Result<Arc<ops::Board>> {
+    let app = Arc::clone(app);
+    blocking(move || app.live.board()).await
+}
+
+async fn list(
+    State(app): Shared,
+    headers: HeaderMap,
+    Query(filter): Query<html::Filter>,
+) -> Response {
+    let session = match session(&headers).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    match board(&app).await {
+        Ok(board) => page(html::list_page(
+            &board.rows,
+            &filter,
+            &session.csrf,
+            SystemTime::now(),
+        )),
+        Err(err) => failure(&err, "/"),
+    }
+}
+
+async fn list_live(
+    State(app): Shared,
+    headers: HeaderMap,
+    Query(filter): Query<html::Filter>,
+) -> Response {
+    if let Err(response) = session(&headers).await {
+        return forbidden_fragment(response);
+    }
+    match board(&app).await {
+        Ok(board) => page(html::list_fragment(&board.rows, &filter, SystemTime::now())),
+        Err(err) => failure(&err, "/"),
+    }
+}
+
+/// A fragment's caller is a script: a refused session is a plain 403 it acts on.
+fn forbidden_fragment(_: Response) -> Response {
+    StatusCode::FORBIDDEN.into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct Lines {
+    lines: Option<usize>,
+}
+
+/// The task's view from the shared board; a task the board has not seen yet (just
+/// submitted) brings one refresh.
+async fn view_of(app: &Arc<App>, id: &str) -> crate::domain::error::Result<ops::TaskView> {
+    let find = |board: &ops::Board| {
+        board
+            .rows
+            .iter()
+            .find(|row| row.view.id == id)
+            .map(|row| row.view.clone())
+    };
+    if let Some(view) = find(&*board(app).await?) {
+        return Ok(view);
+    }
+    app.live.invalidate();
+    find(&*board(app).await?).ok_or_else(|| Error::task_not_found(id))
+}
+
+async fn task_parts(
+    app: &Arc<App>,
+    id: &str,
+    lines: usize,
+) -> crate::domain::error::Result<(ops::TaskView, TaskExtras)> {
+    let view = view_of(app, id).await?;
+    let cwd = app.cwd.clone();
+    let task_id = id.to_string();
+    let ended = view.status.is_terminal();
+    let (screen, result, transitions) = blocking(move || {
+        let screen = ops::tail_logs(&task_id, &cwd, lines).unwrap_or_default();
+        let result = ended.then(|| ops::result(&task_id, &cwd).ok()).flatten();
+        let transitions = ops::events(&ops::EventScope::new(true, &cwd))
+            .map(|(events, _)| events)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|event| event.task_id == task_id)
+            .map(|event| {
+                (
+                    event.at,
+                    event
+                        .old_status
+                        .map_or("new", |status| status.as_str())
+                        .to_string(),
+                    event.new_status.as_str().to_string(),
+                    event.reason.unwrap_or_default(),
+                )
+            })
+            .collect();
+        Ok((screen, result, transitions))
+    })
+    .await?;
+    Ok((
+        view,
+        TaskExtras {
+            screen,
+            result,
+            lines,
+            transitions,
+        },
+    ))
+}
+
+async fn task(
+    State(app): Shared,
+    Viewer { id, session }: Viewer,
+    Query(lines): Query<Lines>,
+) -> Response {
+    let lines = lines.lines.unwrap_or(SCREEN_LINES).clamp(1, MOST_LINES);
+    match task_parts(&app, &id, lines).await {
+        Ok((view, extras)) => page(html::task_page(
+            &view,
+            &extras,
+            &session.csrf,
+            app.read_only,
+            SystemTime::now(),
+        )),
+        Err(err) => failure(&err, "/"),
+    }
+}
+
+async fn task_live(
+    State(app): Shared,
+    UrlPath(id): UrlPath<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(response) = checked_id(&id) {
+        return response;
+    }
+    let session = match session(&headers).await {
+        Ok(session) => session,
+        Err(response) => return forbidden_fragment(response),
+    };
+    match task_parts(&app, &id, SCREEN_LINES).await {
+        Ok((view, extras)) => page(html::task_fragment(
+            &view,
+            &extras,
+            &session.csrf,
+            app.read_only,
+            SystemTime::now(),
+        )),
+        Err(err) => failure(&err, "/"),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct EventsQuery {
+    task: Option<String>,
+}
+
+/// Server-sent events: a line per transition (and, for a task page, per growth of its
+/// transcript); a keep-alive comment otherwise, after which the session is checked again.
+async fn events(
+    State(app): Shared,
+    headers: HeaderMap,
+    Query(query): Query<EventsQuery>,
+) -> Response {
+    if let Err(response) = session(&headers).await {
+        return forbidden_fragment(response);
+    }
+    if let Some(task) = &query.task
+        && let Err(response) = checked_id(task)
+    {
+        return response;
+    }
+    let token = cookie(&headers, SESSION_COOKIE).unwrap_or("").to_string();
+    let watch = app.live.subscribe(query.task);
+    let stream = futures_util::stream::unfold(
+        (watch, token, true),
+        |(mut watch, token, open)| async move {
+            if !open {
+                return None;
+            }
+            loop {
+                match tokio::time::timeout(KEEP_ALIVE, watch.news.recv()).await {
+                    Ok(Ok(line)) if watch.wants(&line) => {
+                        let chunk = format!("data: {line}\n\n");
+                        return Some((
+                            Ok::<_, std::convert::Infallible>(chunk),
+                            (watch, token, true),
+                        ));
+                    }
+                    Ok(Ok(_)) => continue,
+                    Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
+                        let chunk = "data: {\"kind\":\"lagged\"}\n\n".to_string();
+                        return Some((Ok(chunk), (watch, token, true)));
+                    }
+                    Ok(Err(_)) => return None,
+                    Err(_) => {
+                        let check = token.clone();
+                        let still = blocking(move || web_access::session(&check))
+                            .await
+                            .ok()
+                            .flatten()
+                            .is_some();
+                        if !still {
+                            let chunk = "data: {\"kind\":\"ended\"}\n\n".to_string();
+                            return Some((Ok(chunk), (watch, token, false)));
+                        }
+                        return Some((Ok(": alive\n\n".to_string()), (watch, token, true)));
+                    }
+                }
+            }
+        },
+    );
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// A page of one task: a task id of the CLI's shape and the device's session (else the
+/// pairing page).
+struct Viewer {
+    id: String,
+    session: web_access::Session,
+}
+
+impl FromRequestParts<Arc<App>> for Viewer {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        app: &Arc<App>,
+    ) -> Result<Viewer, Response> {
+        let UrlPath(id) = UrlPath::<String>::from_request_parts(parts, app)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        checked_id(&id)?;
+        let session = session(&parts.headers).await?;
+        Ok(Viewer { id, session })
+    }
+}
+
+/// An action on a task, proven: a task id of the CLI's shape, not `--read-only`, the device's
+/// session and its CSRF token in the form.
+struct Action {
+    id: String,
+    session: web_access::Session,
+    form: HashMap<String, String>,
+}
+
+impl FromRequest<Arc<App>> for Action {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, app: &Arc<App>) -> Result<Action, Response> {
+        let (mut parts, body) = request.into_parts();
+        let UrlPath(id) = UrlPath::<String>::from_request_parts(&mut parts, app)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        checked_id(&id)?;
+        let headers = parts.headers.clone();
+        let Form(form) =
+            Form::<HashMap<String, String>>::from_request(Request::from_parts(parts, body), app)
+                .await
+                .map_err(IntoResponse::into_response)?;
+        let session = authorize(app, &headers, &form).await?;
+        Ok(Action { id, session, form })
+    }
+}
+
+fn done(title: &str, text: &str, id: &str) -> Response {
+    page(html::message(title, text, &format!("/t/{id}")))
+}
+
+/// Runs one operation on task `id` off the async thread, then shows what it said under
+/// `title` (or its error); the shared board is refreshed at the next look.
+async fn run_on_task(
+    app: &Arc<App>,
+    id: &str,
+    title: &str,
+    operation: impl FnOnce(&str, &std::path::Path) -> crate::domain::error::Result<String>
+    + Send
+    + 'static,
+) -> Response {
+    let cwd = app.cwd.clone();
+    let task_id = id.to_string();
+    let outcome = blocking(move || operation(&task_id, &cwd)).await;
+    app.live.invalidate();
+    match outcome {
+        Ok(text) => done(title, &text, id),
+        Err(err) => failure(&err, &format!("/t/{id}")),
+    }
+}
+
+async fn steer(State(app): Shared, Action { id, form, .. }: Action) -> Response {
+    let text = form.get("text").cloned().unwrap_or_default();
+    if text.trim().is_empty() {
+        return refusal(StatusCode::BAD_REQUEST, "an empty message is not sent");
+    }
+    run_on_task(&app, &id, "Steered", move |id, cwd| {
+        let receipt = ops::steer(id, cwd, &text)?;
+        let by = receipt
+            .blocked_by
+            .map(|screen| format!(" (by {})", screen.as_str()))
+            .unwrap_or_default();
+        Ok(format!("steer {id}: {}{by}", receipt.receipt.as_str()))
+    })
+    .await
+}
+
+async fn cancel(State(app): Shared, Action { id, .. }: Action) -> Response {
+    run_on_task(&app, &id, "Cancelled", |id, cwd| {
+        let views = ops::cancel(&[id.to_string()], cwd, ops::DEFAULT_GRACE)?;
+        let status = views
+            .first()
+            .map_or("cancelled", |view| view.status.as_str());
+        Ok(format!("{id}: {status}"))
+    })
+    .await
+}
+
+async fn retry(State(app): Shared, Action { id, .. }: Action) -> Response {
+    run_on_task(&app, &id, "Retried", |id, cwd| {
+        let view = ops::retry(id, cwd)?;
+        Ok(format!("{id}: {}", view.status.as_str()))
+    })
+    .await
+}
+
+/// Tool kinds whose allowing asks twice: they run, remove or move things.
+fn needs_second_confirmation(kind: Option<crate::domain::acp::policy::ToolKind>) -> bool {
+    use crate::domain::acp::policy::ToolKind;
+    matches!(
+        kind,
+        Some(ToolKind::Execute | ToolKind::Delete | ToolKind::Move)
+    )
+}
+
+async fn answer(State(app): Shared, action: Action) -> Response {
+    let Action { id, session, form } = action;
+    let word = form.get("answer").map(String::as_str).unwrap_or("");
+    let answer = match word {
+        "allow" => Answer::Allow,
+        "allow_always" => Answer::AllowAlways,
+        "reject" => Answer::Reject,
+        _ => {
+            return refusal(
+                StatusCode::BAD_REQUEST,
+                "answer: allow, allow_always or reject",
+            );
+        }
+    };
+    app.live.invalidate();
+    let view = match view_of(&app, &id).await {
+        Ok(view) => view,
+        Err(err) => return failure(&err, "/"),
+    };
+    let Some(request) = view.request else {
+        return done(
+            "Nothing to answer",
+            &format!("{id} waits on no permission request"),
+            &id,
+        );
+    };
+    let tool = form.get("tool").map(String::as_str).unwrap_or("");
+    if tool != request.tool.id {
+        return done(
+            "Not answered",
+            "the request changed since the page was drawn: look again",
+            &id,
+        );
+    }
+    let confirmed = form.get("confirm").is_some_and(|yes| yes == "yes");
+    if word != "reject" && needs_second_confirmation(request.tool.kind) && !confirmed {
+        let title = request
+            .tool
+            .title
+            .clone()
+            .unwrap_or(request.tool.id.clone());
+        return page(html::confirm_answer(&id, &session.csrf, word, tool, &title));
+    }
+    let device = session.device;
+    run_on_task(&app, &id, "Answered", move |id, cwd| {
+        let by = format!("device {device}");
+        let approval = ops::approve_by(id, cwd, answer, Some(&by))?;
+        Ok(format!("{id}: {} (by {by})", approval.option.name))
+    })
+    .await
+}
+
+async fn merge_form(State(app): Shared, Viewer { id, session }: Viewer) -> Response {
+    let view = match view_of(&app, &id).await {
+        Ok(view) => view,
+        Err(err) => return failure(&err, "/"),
+    };
+    let cwd = app.cwd.clone();
+    let task_id = id.clone();
+    let (stat, review) = match blocking(move || ops::diff(&task_id, &cwd, false)).await {
+        Ok(diff) => {
+            // The merge's review by the files' names (it checks their modes as well, and
+            // refuses until the box is ticked when any needs review).
+            (files_text(&diff), ops::review_by_names(&diff))
+        }
+        Err(err) => (
+            format!("error[{}]: {}", err.code.as_str(), err.message),
+            Vec::new(),
+        ),
+    };
+    page(html::merge_page(
+        &id,
+        &session.csrf,
+        &view.conflicts,
+        &review,
+        &stat,
+    ))
+}
+
+/// A diff's files, one line each, under its totals.
+fn files_text(diff: &ops::TaskDiff) -> String {
+    let mut text = format!("{}\n", diff.stat);
+    for file in &diff.files {
+        text.push_str(&format!(
+            "{} {} +{} -{}\n",
+            file.status,
+            file.path,
+            file.insertions.map_or("?".into(), |n| n.to_string()),
+            file.deletions.map_or("?".into(), |n| n.to_string())
+        ));
+    }
+    text
+}
+
+async fn diff(State(app): Shared, Viewer { id, .. }: Viewer) -> Response {
+    let cwd = app.cwd.clone();
+    let task_id = id.clone();
+    match blocking(move || ops::diff(&task_id, &cwd, true)).await {
+        Ok(diff) => page(html::diff_page(
+            &id,
+            &files_text(&diff),
+            diff.patch.as_deref().unwrap_or(""),
+        )),
+        Err(err) => failure(&err, &format!("/t/{id}")),
+    }
+}
+
+async fn merge(State(app): Shared, Action { id, form, .. }: Action) -> Response {
+    let reviewed = form.get("reviewed").is_some_and(|yes| yes == "yes");
+    run_on_task(&app, &id, "Merged", move |id, cwd| {
+        let strategy = ops::MergeStrategy::Merge;
+        let merged = ops::merge(id, cwd, strategy, None, reviewed)?;
+        Ok(format!(
+            "{id} merged into {} (now {})",
+            merged.target, merged.head
+        ))
+    })
+    .await
+}
+
+async fn submit_form(State(app): Shared, headers: HeaderMap) -> Response {
+    let session = match session(&headers).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    page(html::submit_page(&session.csrf, app.allow_commands, None))
+}
+
+async fn submit(
+    State(app): Shared,
+    headers: HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    let session = match authorize(&app, &headers, &form).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    let field = |name: &str| {
+        form.get(name)
+            .map(|value| value.trim().to_string())
+            .filter(|value| !value.is_empty())
+    };
+    let agent = field("agent");
+    if agent.as_deref() == Some("command") && !app.allow_commands {
+        return page(html::submit_page(
+            &session.csrf,
+            false,
+            Some(
+                "the command agent runs shell as you: start `cuekit serve --allow-commands` to offer it",
+            ),
+        ));
+    }
+    let Some(objective) = field("objective") else {
+        return page(html::submit_page(
+            &session.csrf,
+            app.allow_commands,
+            Some("an objective is needed"),
+        ));
+    };
+    let mode = match field("mode").as_deref() {
+        None => None,
+        Some("interactive") => Some(crate::domain::spec::Mode::Interactive),
+        Some("batch") => Some(crate::domain::spec::Mode::Batch),
+        Some("acp") => Some(crate::domain::spec::Mode::Acp),
+        Some(_) => return refusal(StatusCode::BAD_REQUEST, "mode: interactive, batch or acp"),
+    };
+    // The command agent (only with --allow-commands) runs the objective as a shell line.
+    let argv = if agent.as_deref() == Some("command") {
+        vec!["sh".to_string(), "-c".to_string(), objective.clone()]
+    } else {
+        Vec::new()
+    };
+    let request = ops::SubmitRequest {
+        agent,
+        argv,
+        objective,
+        model: field("model"),
+        mode,
+        worktree: form.get("worktree").map(|yes| yes == "yes"),
+        // A browser asks on the user's behalf, like an MCP client: it may tighten the
+        // user's permission policy, never loosen it.
+        asked_by: ops::Asker::Delegate,
+        ..ops::SubmitRequest::default()
+    };
+    let cwd = app.cwd.clone();
+    let outcome = blocking(move || ops::submit(request, &cwd)).await;
+    app.live.invalidate();
+    match outcome {
+        Ok(ops::SubmitOutcome::Submitted(view)) => {
+            Redirect::to(&format!("/t/{}", view.id)).into_response()
+        }
+        Ok(ops::SubmitOutcome::DryRun { .. }) => Redirect::to("/").into_response(),
+        Err(err) => page(html::submit_page(
+            &session.csrf,
+            app.allow_commands,
+            Some(&format!("error[{}]: {}", err.code.as_str(), err.message)),
+        )),
+    }
+}

@@ -1,0 +1,951 @@
+//! `cuekit serve` in a real headless Chromium driven through WebDriver (Debian's `chromium` and
+//! `chromium-driver`, fantoccini as the client), against real tmux on a private socket and the
+//! real Gemini CLI offline: pairing, the list, a task's screen, steer, cancel, a permission
+//! answered from the page, live updates, and pages that hold hostile text. The refusals (CSRF,
+//! Host, Origin, read-only, the burned code, revoked sessions, a LAN bind) are checked over
+//! plain HTTP with a small std client; TLS with a self-signed certificate (openssl) in Chromium.
+//! Screenshots at 390×844 go to target/web-screenshots/.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::harness::{Harness, MODEL, canned_shell_call, canned_text, poll};
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// What the payloads would set if any of them ran.
+const XSS_OBJECTIVE: &str = "Say hi <script>window.__xss='objective'</script><img src=x onerror=\"window.__xss='img'\"> <a href=\"javascript:window.__xss='link'\">x</a>";
+
+/// A running `cuekit serve`, killed on drop.
+struct Serve {
+    child: Child,
+    /// The rest of what it prints (kept open: it must not write into a closed pipe).
+    _stdout: BufReader<ChildStdout>,
+    /// `http://127.0.0.1:PORT` (`https://` under TLS)
+    url: String,
+    /// `127.0.0.1:PORT`
+    addr: String,
+    code: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(h: &Harness, extra: &[&str]) -> Serve {
+    serve_on(h, "127.0.0.1:0", extra)
+}
+
+fn serve_on(h: &Harness, bind: &str, extra: &[&str]) -> Serve {
+    let mut child = h
+        .cuekit()
+        .args(["serve", "--bind", bind])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let mut second = String::new();
+    stdout.read_line(&mut second).unwrap();
+    let url = first
+        .trim()
+        .strip_prefix("cuekit serve: ")
+        .unwrap_or_else(|| panic!("no URL printed: {first:?} {second:?}"))
+        .to_string();
+    let code = second
+        .strip_prefix("pairing code: ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no code printed: {second:?}"))
+        .to_string();
+    Serve {
+        addr: url.split_once("://").unwrap().1.to_string(),
+        url,
+        code,
+        child,
+        _stdout: stdout,
+    }
+}
+
+/// One HTTP/1.1 exchange: status, headers (names lowercased), body.
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    fn cookie(&self, name: &str) -> Option<String> {
+        self.headers
+            .iter()
+            .filter(|(key, _)| key == "set-cookie")
+            .filter_map(|(_, value)| value.split(';').next()?.split_once('='))
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.to_string())
+    }
+}
+
+fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        request.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if method == "POST" {
+        request.push_str(&format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_string()))
+        .collect();
+    Reply {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+fn form_encode(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(key, value)| {
+            let encoded: String = value
+                .bytes()
+                .map(|b| {
+                    if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
+                        (b as char).to_string()
+                    } else {
+                        format!("%{b:02X}")
+                    }
+                })
+                .collect();
+            format!("{key}={encoded}")
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Pairs over plain HTTP: the reply to the code, and the session cookie when it was taken.
+fn pair_http(s: &Serve, code: &str, name: &str) -> (Reply, Option<String>) {
+    let form = http(&s.addr, "GET", "/pair", &[], "");
+    let token = form
+        .cookie("ck_form")
+        .expect("the pairing form sets its cookie");
+    let cookie = format!("ck_form={token}");
+    let reply = http(
+        &s.addr,
+        "POST",
+        "/pair",
+        &[("Cookie", &cookie)],
+        &form_encode(&[("form", &token), ("code", code), ("name", name)]),
+    );
+    let session = reply.cookie("ck_session");
+    (reply, session)
+}
+
+/// The CSRF token a page of this session carries.
+fn csrf_of(s: &Serve, session: &str) -> String {
+    let page = http(
+        &s.addr,
+        "GET",
+        "/",
+        &[("Cookie", &format!("ck_session={session}"))],
+        "",
+    );
+    assert_eq!(page.status, 200, "{}", page.body);
+    let start = page.body.find("name=\"csrf\" content=\"").unwrap() + 21;
+    page.body[start..start + 64].to_string()
+}
+
+/// Chromium through chromedriver, both ended (their whole process group) on drop.
+struct Browser {
+    driver: Child,
+    client: Option<Client>,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        unsafe { libc::kill(-(self.driver.id() as i32), libc::SIGKILL) };
+        let _ = self.driver.wait();
+    }
+}
+
+impl Browser {
+    fn client(&self) -> &Client {
+        self.client.as_ref().unwrap()
+    }
+}
+
+async fn browser() -> Browser {
+    browser_with(false).await
+}
+
+/// A browser; `self_signed`: one that accepts the test's self-signed certificate.
+async fn browser_with(self_signed: bool) -> Browser {
+    assert!(
+        Path::new(CHROMEDRIVER).exists() && Path::new(CHROMIUM).exists(),
+        "Chromium and chromedriver are not installed: run scripts/test, which installs Debian's chromium and chromium-driver"
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let profile = tempfile::Builder::new()
+        .prefix("cuekit-chromium-")
+        .tempdir()
+        .unwrap();
+    let driver = Command::new(CHROMEDRIVER)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let ready = poll(Duration::from_secs(20), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(ready, "chromedriver never listened on {port}");
+    let capabilities = json!({
+        "browserName": "chrome",
+        "acceptInsecureCerts": self_signed,
+        "goog:chromeOptions": {
+            "binary": CHROMIUM,
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=390,844",
+                format!("--user-data-dir={}", profile.path().display()),
+            ],
+            "mobileEmulation": {"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 1.0}},
+        }
+    });
+    let Value::Object(capabilities) = capabilities else {
+        unreachable!()
+    };
+    let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .expect("a Chromium session");
+    Browser {
+        driver,
+        client: Some(client),
+        _profile: profile,
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Waits (30 s at most) until the page's text holds `text`; the text.
+async fn wait_text(client: &Client, text: &str) -> String {
+    let start = Instant::now();
+    loop {
+        let body = match client.find(Locator::Css("body")).await {
+            Ok(body) => body.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        if body.contains(text) {
+            return body;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the page never showed {text:?}; it shows:\n{body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn no_payload_ran(client: &Client) {
+    let ran = client
+        .execute(
+            "return window.__xss === undefined ? null : String(window.__xss);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(ran, Value::Null, "a payload ran: window.__xss = {ran}");
+}
+
+/// The page's live part was replaced by `app.js` after an event (it marks the body), not by a
+/// reload.
+async fn updated_in_place(client: &Client) {
+    let updated = client
+        .execute("return document.body.getAttribute('data-updated');", vec![])
+        .await
+        .unwrap();
+    assert!(
+        updated.is_string(),
+        "the page was drawn again, not updated by the event stream"
+    );
+}
+
+async fn screenshot(client: &Client, name: &str) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/web-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    let png = client.screenshot().await.unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    std::fs::write(dir.join(name), png).unwrap();
+}
+
+async fn click(client: &Client, id: &str) {
+    click_css(client, &format!("#{id}")).await;
+}
+
+/// Clicks `css`; found again when the page's live part was replaced between finding and
+/// clicking it (an event arrived), as a person's second tap would.
+async fn click_css(client: &Client, css: &str) {
+    for _ in 0..20 {
+        let found = client.find(Locator::Css(css)).await;
+        let element = found.unwrap_or_else(|err| panic!("no {css} on the page: {err}"));
+        match element.click().await {
+            Ok(()) => return,
+            Err(err) if err.is_stale_element_reference() => {}
+            Err(err) => panic!("clicking {css}: {err}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{css} was replaced under every click");
+}
+
+/// Types into `#id` (found again if an event replaced it first, as [`click_css`]).
+async fn type_into(client: &Client, id: &str, text: &str) {
+    for _ in 0..20 {
+        let found = client.find(Locator::Id(id)).await;
+        let element = found.unwrap_or_else(|err| panic!("no #{id} on the page: {err}"));
+        match element.send_keys(text).await {
+            Ok(()) => return,
+            Err(err) if err.is_stale_element_reference() || err.is_element_not_interactable() => {}
+            Err(err) => panic!("typing into #{id}: {err}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("#{id} was replaced under every try");
+}
+
+async fn pair_in_browser(client: &Client, s: &Serve, name: &str) {
+    client.goto(&format!("{}/pair", s.url)).await.unwrap();
+    type_into(client, "code", &s.code).await;
+    let field = client.find(Locator::Id("name")).await.unwrap();
+    field.clear().await.unwrap();
+    field.send_keys(name).await.unwrap();
+    click(client, "pair").await;
+    wait_text(client, "task").await;
+    assert_eq!(
+        client.current_url().await.unwrap().path(),
+        "/",
+        "pairing did not lead to the list"
+    );
+}
+
+/// The issue's main path in a browser: pair with the printed code (once only), the list shows
+/// the running children, hostile text stays text, a task's screen, steer with its receipt, a
+/// live update from a recorded transition, cancel; screenshots of the list and a task.
+#[test]
+fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
+    let hostile_reply = "Hi <script>window.__xss='screen'</script><img src=x onerror=\"window.__xss='screen-img'\">";
+    let h = Harness::new().with_real_gemini(&[
+        canned_text(hostile_reply),
+        canned_text("The second answer."),
+    ]);
+    let gemini = h.submit(&["--model", MODEL, XSS_OBJECTIVE]);
+    let cuekit = env!("CARGO_BIN_EXE_cuekit");
+    let printer = h.submit_sh(
+        &format!(
+            "printf '%s\\n' '<script>window.__xss=\"log\"</script>'; '{cuekit}' report --progress '<img src=x onerror=window.__xss=\"report\">'; sleep 600"
+        ),
+        &[],
+    );
+    let other = h.submit_sh("sleep 600", &[]);
+    let go = h.root().join("go");
+    let talker = h.submit_sh(
+        &format!(
+            "printf 'one-%s\\n' ready; while [ ! -e '{}' ]; do sleep 0.1; done; printf 'two-%s\\n' printed; sleep 600",
+            go.display()
+        ),
+        &[],
+    );
+    h.wait_until(&gemini, "the first answer", Duration::from_secs(60), || {
+        h.transcript(&gemini).contains("window.__xss='screen'")
+    });
+    h.wait_until(&printer, "its report", Duration::from_secs(30), || {
+        h.status(&printer)["last_report"]["message"].is_string()
+    });
+    let s = serve(&h, &[]);
+    let rt = runtime();
+    rt.block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        pair_in_browser(client, &s, "phone").await;
+
+        // The list: every running child, hostile text shown as text.
+        for id in [&gemini, &printer, &other, &talker] {
+            client
+                .wait()
+                .at_most(Duration::from_secs(30))
+                .for_element(Locator::Css(&format!("li.task[data-id='{id}']")))
+                .await
+                .unwrap();
+        }
+        let listed = wait_text(client, "<script>window.__xss='objective'</script>").await;
+        assert!(
+            listed.contains("running") || listed.contains("input_required"),
+            "{listed}"
+        );
+        no_payload_ran(client).await;
+        let size = client.source().await.unwrap().len();
+        assert!(size < 50 * 1024, "the list page is {size} bytes");
+        screenshot(client, "list-390x844.png").await;
+
+        // The same code a second time is refused.
+        let (again, session) = pair_http(&s, &s.code, "second");
+        assert_eq!(again.status, 403, "{}", again.body);
+        assert!(session.is_none());
+        assert!(
+            again.body.contains("no pairing code is open"),
+            "{}",
+            again.body
+        );
+
+        // A task page: the screen, the report, the objective, all text.
+        client
+            .goto(&format!("{}/t/{printer}", s.url))
+            .await
+            .unwrap();
+        wait_text(client, "<img src=x onerror=window.__xss=\"report\">").await;
+        wait_text(client, "<script>window.__xss=\"log\"</script>").await;
+        no_payload_ran(client).await;
+
+        client.goto(&format!("{}/t/{gemini}", s.url)).await.unwrap();
+        wait_text(client, "window.__xss='screen'").await;
+        no_payload_ran(client).await;
+        screenshot(client, "task-390x844.png").await;
+
+        // Steer: the receipt, and the text reaches the child.
+        type_into(client, "steer-text", "Tell me more").await;
+        click(client, "steer").await;
+        let receipt = wait_text(client, &format!("steer {gemini}:")).await;
+        assert!(receipt.contains("submitted"), "{receipt}");
+        h.wait_until(
+            &gemini,
+            "the steered answer",
+            Duration::from_secs(60),
+            || h.transcript(&gemini).contains("The second answer."),
+        );
+
+        // A child that prints: its open page shows it without a reload.
+        client.goto(&format!("{}/t/{talker}", s.url)).await.unwrap();
+        // (The objective shows the script: the lines it prints are put together by printf.)
+        wait_text(client, "one-ready").await;
+        std::fs::write(&go, "").unwrap();
+        wait_text(client, "two-printed").await;
+        updated_in_place(client).await;
+
+        // A transition the monitor records reaches the open list without a reload.
+        client.goto(&s.url).await.unwrap();
+        client
+            .wait()
+            .for_element(Locator::Css(&format!("li.task[data-id='{other}']")))
+            .await
+            .unwrap();
+        h.ok(&["cancel", &other]);
+        let start = Instant::now();
+        loop {
+            // The row is replaced whenever the list is brought up to date: read it by script.
+            let row = client
+                .execute(
+                    &format!(
+                        "var e = document.querySelector(\"li.task[data-id='{other}'] .st\"); return e ? e.textContent : '';"
+                    ),
+                    vec![],
+                )
+                .await
+                .unwrap();
+            let row = row.as_str().unwrap_or_default().to_string();
+            if row == "cancelled" {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the list never showed {other} cancelled (it shows {row})"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        updated_in_place(client).await;
+
+        // Cancel from the page (it asks first).
+        client
+            .goto(&format!("{}/t/{printer}", s.url))
+            .await
+            .unwrap();
+        click_css(client, "button.confirm").await;
+        client.accept_alert().await.unwrap();
+        wait_text(client, &format!("{printer}: cancelled")).await;
+        assert_eq!(h.status(&printer)["status"], "cancelled");
+        no_payload_ran(client).await;
+        let _ = browser.client.clone().unwrap().close().await;
+    });
+}
+
+/// An ACP child's permission request appears on its page; "Allow" on a shell tool asks a
+/// second time, then the tool runs, and the approval is recorded with the device's name.
+#[test]
+fn a_permission_request_is_allowed_from_the_page_with_a_second_confirmation() {
+    let h = Harness::new().with_real_gemini(&[
+        canned_shell_call("echo hi > f.txt"),
+        canned_text("Done: wrote f.txt."),
+    ]);
+    h.show_real_gemini_to_sandbox();
+    let id = h.submit(&[
+        "--mode",
+        "acp",
+        "--model",
+        MODEL,
+        "--no-skip-permissions",
+        "Create f.txt",
+    ]);
+    let s = serve(&h, &[]);
+    let rt = runtime();
+    rt.block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        pair_in_browser(client, &s, "my phone").await;
+        client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
+        // The request arrives by the event stream (the page is not reloaded by the test).
+        let start = Instant::now();
+        loop {
+            if client.find(Locator::Id("request")).await.is_ok() {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "no permission request shown:\n{}",
+                h.transcript(&id)
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        wait_text(client, "echo hi > f.txt").await;
+        assert!(!h.project.join("f.txt").exists());
+        click_css(client, "#request button.ok").await;
+        wait_text(client, "may change or remove things").await;
+        assert!(
+            !h.project.join("f.txt").exists(),
+            "the tool ran before the second confirmation"
+        );
+        click_css(client, "button.danger").await;
+        let answered = wait_text(client, "(by device my-phone)").await;
+        assert!(answered.contains(&format!("{id}:")), "{answered}");
+        let _ = browser.client.clone().unwrap().close().await;
+    });
+    assert!(
+        poll(Duration::from_secs(30), || h.project.join("f.txt").exists()),
+        "the allowed tool never ran"
+    );
+    let events = std::fs::read_to_string(h.task_dir(&id).join("events.jsonl")).unwrap();
+    assert!(
+        events.contains("\"by\":\"device my-phone\""),
+        "the approval does not name the device:\n{events}"
+    );
+}
+
+/// A task submitted from the page's form (the command agent, offered with
+/// `--allow-commands`) in a worktree of its own; its merge page shows its files, and merging
+/// brings its work into `main`.
+#[test]
+fn a_task_submitted_from_the_page_is_merged_from_the_page() {
+    let h = Harness::new();
+    crate::harness::git::project_repo(&h.project, "shared\n");
+    let s = serve(&h, &["--allow-commands"]);
+    let rt = runtime();
+    let id = rt.block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        pair_in_browser(client, &s, "phone").await;
+        client.goto(&format!("{}/new", s.url)).await.unwrap();
+        type_into(
+            client,
+            "objective-input",
+            "echo made > new.txt; printf 'all:\\n' > Makefile",
+        )
+        .await;
+        client
+            .find(Locator::Id("agent"))
+            .await
+            .unwrap()
+            .select_by_value("command")
+            .await
+            .unwrap();
+        click(client, "worktree").await;
+        click(client, "submit").await;
+        wait_text(client, "command").await;
+        let path = client.current_url().await.unwrap().path().to_string();
+        let id = path
+            .strip_prefix("/t/")
+            .unwrap_or_else(|| panic!("the submit led to {path}"))
+            .to_string();
+        h.wait_until(&id, "its ending", Duration::from_secs(30), || {
+            h.status(&id)["status"] == "completed"
+        });
+        client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
+        // The page may be drawn from a board a moment older than the ending: the transition's
+        // event brings the merge link.
+        client
+            .wait()
+            .at_most(Duration::from_secs(30))
+            .for_element(Locator::Id("merge"))
+            .await
+            .unwrap();
+        click(client, "merge").await;
+        wait_text(client, "new.txt").await;
+        // The Makefile runs code once merged: it is named first, and the merge waits for the
+        // box to be ticked.
+        let review = client.find(Locator::Id("review")).await.unwrap();
+        assert_eq!(review.text().await.unwrap(), "Makefile");
+        click(client, "do-merge").await;
+        wait_text(client, "merge_review").await;
+        client
+            .goto(&format!("{}/t/{id}/merge", s.url))
+            .await
+            .unwrap();
+        click(client, "reviewed").await;
+        click(client, "do-merge").await;
+        wait_text(client, &format!("{id} merged into main")).await;
+        let _ = browser.client.clone().unwrap().close().await;
+        id
+    });
+    assert_eq!(
+        crate::harness::git::git(&h.project, &["show", "main:new.txt"]),
+        "made\n",
+        "{id}'s work is not on main"
+    );
+}
+
+/// Over TLS (`--tls-cert`/`--tls-key`): pages are served over https, the session cookie is
+/// `Secure`, plain HTTP on that port gets nothing, and a LAN bind needs no `--insecure-lan`.
+#[test]
+fn over_tls_the_pages_are_served_and_the_session_cookie_is_secure() {
+    let h = Harness::new();
+    let id = h.submit_sh("sleep 600", &[]);
+    let cert = h.root().join("cert.pem");
+    let key = h.root().join("key.pem");
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let tls = ["--tls-cert", cert, "--tls-key", key];
+
+    let lan = serve_on(&h, "0.0.0.0:0", &tls);
+    assert!(lan.url.starts_with("https://0.0.0.0:"), "{}", lan.url);
+    drop(lan);
+
+    let s = serve(&h, &tls);
+    assert!(s.url.starts_with("https://127.0.0.1:"), "{}", s.url);
+    let plain = http(&s.addr, "GET", "/pair", &[], "");
+    assert_ne!(plain.status, 200, "plain HTTP was answered on the TLS port");
+    let rt = runtime();
+    rt.block_on(async {
+        let browser = browser_with(true).await;
+        let client = browser.client();
+        pair_in_browser(client, &s, "tls-phone").await;
+        client
+            .wait()
+            .at_most(Duration::from_secs(30))
+            .for_element(Locator::Css(&format!("li.task[data-id='{id}']")))
+            .await
+            .unwrap();
+        let cookies = client.get_all_cookies().await.unwrap();
+        let session = cookies
+            .iter()
+            .find(|cookie| cookie.name() == "ck_session")
+            .expect("a session cookie");
+        assert_eq!(session.secure(), Some(true), "{session:?}");
+        assert_eq!(session.http_only(), Some(true), "{session:?}");
+        let _ = browser.client.clone().unwrap().close().await;
+    });
+}
+
+/// What `serve` refuses: a POST without the CSRF token or from another origin, a wrong Host, a
+/// request without a session, the command agent without --allow-commands; and `--revoke all`
+/// ends an open session.
+#[test]
+fn serve_refuses_what_it_must() {
+    let h = Harness::new();
+    let id = h.submit_sh("sleep 600", &[]);
+    let s = serve(&h, &[]);
+    let (paired, session) = pair_http(&s, &s.code, "laptop");
+    assert_eq!(paired.status, 303, "{}", paired.body);
+    let session = session.expect("a session cookie");
+    let set = paired.header("set-cookie").unwrap();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    let cookie = format!("ck_session={session}");
+    let csrf = csrf_of(&s, &session);
+    let steer = format!("/t/{id}/steer");
+
+    // Every page carries the headers.
+    let page = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "");
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
+    assert!(
+        page.header("content-security-policy")
+            .is_some_and(|csp| csp.contains("script-src 'self'") && !csp.contains("unsafe-inline")),
+        "{:?}",
+        page.header("content-security-policy")
+    );
+
+    // No CSRF token, a wrong one, another origin, a wrong Host: refused, nothing typed.
+    let no_token = http(
+        &s.addr,
+        "POST",
+        &steer,
+        &[("Cookie", &cookie)],
+        "text=hello",
+    );
+    assert_eq!(no_token.status, 403, "{}", no_token.body);
+    let wrong = http(
+        &s.addr,
+        "POST",
+        &steer,
+        &[("Cookie", &cookie)],
+        &form_encode(&[("csrf", &"0".repeat(64)), ("text", "hello")]),
+    );
+    assert_eq!(wrong.status, 403);
+    let good_form = form_encode(&[("csrf", &csrf)]);
+    let foreign = http(
+        &s.addr,
+        "POST",
+        &format!("/t/{id}/cancel"),
+        &[("Cookie", &cookie), ("Origin", "http://evil.example")],
+        &good_form,
+    );
+    assert_eq!(foreign.status, 403, "{}", foreign.body);
+    let rebound = http(
+        &s.addr,
+        "GET",
+        "/",
+        &[("Cookie", &cookie), ("Host", "evil.example")],
+        "",
+    );
+    assert_eq!(rebound.status, 421, "{}", rebound.body);
+    let no_session = http(&s.addr, "POST", &format!("/t/{id}/cancel"), &[], &good_form);
+    // The command agent runs shell as the user: offered only with --allow-commands.
+    let command = http(
+        &s.addr,
+        "POST",
+        "/new",
+        &[("Cookie", &cookie)],
+        &form_encode(&[
+            ("csrf", &csrf),
+            ("agent", "command"),
+            ("objective", "touch pwned"),
+        ]),
+    );
+    assert!(
+        command.body.contains("--allow-commands"),
+        "{}",
+        command.body
+    );
+    assert_eq!(h.json(&["list"]).0.as_array().map(Vec::len), Some(1));
+    assert_eq!(no_session.status, 403);
+    assert_eq!(h.status(&id)["status"], "running");
+
+    // `--devices` lists it; `--revoke all` ends it at its next request.
+    let listed = h.ok(&["serve", "--devices"]);
+    assert!(listed.contains("laptop"), "{listed}");
+    h.ok(&["serve", "--revoke", "all"]);
+    let after = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "");
+    assert_eq!(after.status, 303, "a revoked session still sees the list");
+    assert_eq!(after.header("location"), Some("/pair"));
+    let revoked_post = http(
+        &s.addr,
+        "POST",
+        &format!("/t/{id}/cancel"),
+        &[("Cookie", &cookie)],
+        &good_form,
+    );
+    assert_eq!(revoked_post.status, 403);
+    assert_eq!(h.status(&id)["status"], "running");
+    drop(s);
+}
+
+/// Codes burned after five wrong tries, `--read-only`, `--qr` and `--public-host`.
+#[test]
+fn serve_burns_codes_and_serves_read_only_qr_and_proxies() {
+    let h = Harness::new();
+    let id = h.submit_sh("sleep 600", &[]);
+
+    // Five wrong codes burn it: the sixth try fails even with the right code.
+    let s = serve(&h, &["--read-only"]);
+    let wrong_code = if s.code == "0000-0000" {
+        "1111-1111"
+    } else {
+        "0000-0000"
+    };
+    for left in (0..5).rev() {
+        let (reply, session) = pair_http(&s, wrong_code, "x");
+        assert_eq!(reply.status, 403);
+        assert!(session.is_none());
+        if left > 0 {
+            assert!(
+                reply.body.contains(&format!("{left} tries left")),
+                "{}",
+                reply.body
+            );
+        }
+    }
+    let (sixth, session) = pair_http(&s, &s.code, "x");
+    assert_eq!(sixth.status, 403);
+    assert!(session.is_none());
+    assert!(sixth.body.contains("burned"), "{}", sixth.body);
+    drop(s);
+
+    // --read-only: pages are served, every action is 403.
+    let s = serve(&h, &["--read-only"]);
+    let (_, session) = pair_http(&s, &s.code, "reader");
+    let session = session.expect("pairing works under --read-only");
+    let cookie = format!("ck_session={session}");
+    let csrf = csrf_of(&s, &session);
+    let page = http(
+        &s.addr,
+        "GET",
+        &format!("/t/{id}"),
+        &[("Cookie", &cookie)],
+        "",
+    );
+    assert_eq!(page.status, 200);
+    assert!(
+        !page.body.contains("steer-form"),
+        "read-only pages offer actions"
+    );
+    for action in ["cancel", "steer", "retry", "answer"] {
+        let reply = http(
+            &s.addr,
+            "POST",
+            &format!("/t/{id}/{action}"),
+            &[("Cookie", &cookie)],
+            &form_encode(&[("csrf", &csrf), ("text", "x"), ("answer", "allow")]),
+        );
+        assert_eq!(reply.status, 403, "{action}: {}", reply.body);
+    }
+    assert_eq!(h.status(&id)["status"], "running");
+    drop(s);
+
+    // --qr: the terminal shows a QR code of the pairing URL, whose page has the code filled in.
+    let mut s = serve(&h, &["--qr"]);
+    let mut drawn = String::new();
+    for _ in 0..8 {
+        s._stdout.read_line(&mut drawn).unwrap();
+    }
+    assert!(drawn.contains('▀') || drawn.contains('▄'), "{drawn}");
+    let filled = http(&s.addr, "GET", &format!("/pair?code={}", s.code), &[], "");
+    assert!(
+        filled.body.contains(&format!("value=\"{}\"", s.code)),
+        "{}",
+        filled.body
+    );
+    drop(s);
+
+    // Behind an HTTPS proxy (--public-host): its name is served, and the cookie is Secure.
+    let s = serve(&h, &["--public-host", "box.example.ts.net"]);
+    let proxied = [("Host", "box.example.ts.net")];
+    let form = http(&s.addr, "GET", "/pair", &proxied, "");
+    assert_eq!(form.status, 200, "{}", form.body);
+    let token = form.cookie("ck_form").unwrap();
+    let reply = http(
+        &s.addr,
+        "POST",
+        "/pair",
+        &[
+            ("Host", "box.example.ts.net"),
+            ("Origin", "https://box.example.ts.net"),
+            ("Cookie", &format!("ck_form={token}")),
+        ],
+        &form_encode(&[("form", &token), ("code", &s.code), ("name", "tailnet")]),
+    );
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    assert!(reply.header("set-cookie").unwrap().contains("; Secure"));
+    let other = http(
+        &s.addr,
+        "GET",
+        "/pair",
+        &[("Host", "other.example.ts.net")],
+        "",
+    );
+    assert_eq!(other.status, 421);
+    drop(s);
+
+    // A LAN address without TLS is refused, with the tunnels named.
+    let lan = h.run(&["serve", "--bind", "0.0.0.0:0"]);
+    assert!(!lan.status.success());
+    let said = String::from_utf8_lossy(&lan.stderr);
+    assert!(
+        said.contains("not a loopback address") && said.contains("ssh -L"),
+        "{said}"
+    );
+}
