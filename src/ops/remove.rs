@@ -147,7 +147,7 @@ fn remove_leftover(placement: &store::Placement, dry_run: bool) -> Result<Remova
         stop.finish();
     }
     let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));
-    match std::fs::remove_dir_all(&placement.task_dir) {
+    match remove_task_dir(&placement.task_dir) {
         Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
             return Err(Error::io("remove", &placement.task_dir, err));
         }
@@ -246,7 +246,7 @@ fn remove_one(task: &Task, force: bool, dry_run: bool) -> Result<Removal> {
     // A dead pane left by remain-on-exit: gone already is fine.
     let placement = &task.placement;
     let _ = Tmux::new(placement.socket.clone()).run(&args::kill_session(&placement.session));
-    match std::fs::remove_dir_all(&placement.task_dir) {
+    match remove_task_dir(&placement.task_dir) {
         // A concurrent `rm` or `prune` of the same task got there first.
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
         Err(err) => return Err(Error::io("remove", &placement.task_dir, err)),
@@ -254,6 +254,23 @@ fn remove_one(task: &Task, force: bool, dry_run: bool) -> Result<Removal> {
     }
     store::unregister(&record.id);
     Ok(removal)
+}
+
+/// Removes a task's directory. A late writer (the monitor announcing the ending it saw a tick
+/// ago, appending to `events.jsonl`) can put a file back while the folder is emptied: the
+/// removal is tried again, a few times, rather than failing the `rm`. Once the folder is gone,
+/// such a writer finds no folder and makes none.
+fn remove_task_dir(dir: &Path) -> std::io::Result<()> {
+    let mut tries = 0;
+    loop {
+        match std::fs::remove_dir_all(dir) {
+            Err(err) if err.kind() == std::io::ErrorKind::DirectoryNotEmpty && tries < 5 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            done => return done,
+        }
+    }
 }
 
 #[cfg(test)]
