@@ -39,6 +39,9 @@ pub fn run_scheduler() -> Result<()> {
         if !queue_files::any_queued() && queue_files::claimed_ids().is_empty() {
             return Ok(());
         }
+        // A start under way elsewhere holds a claim: looked at again a tick later, not in a
+        // tight loop.
+        std::thread::sleep(TICK);
     }
 }
 
