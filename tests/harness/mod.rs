@@ -161,8 +161,12 @@ impl Harness {
             .env_remove("CUEKIT_TASK_ID")
             .env_remove("CI")
             .env_remove("GITHUB_ACTIONS")
-            .env_remove("GEMINI_API_KEY")
             .stdin(Stdio::null());
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(is_agent_credential) {
+                command.env_remove(name);
+            }
+        }
         for (name, value) in &self.env {
             command.env(name, value);
         }
@@ -607,14 +611,14 @@ impl Drop for Harness {
             cuekit::effects::process::terminate_tree(pid, Duration::from_millis(500));
         }
         let _ = self.tmux(&["kill-server"]);
-        // This test's own cuekit processes still running (its server's monitor recording the
-        // endings, a detached stopper) would write into the temp dir while it is removed.
+        // This test's processes still running (its server's monitor recording the endings, a
+        // detached stopper, a daemon an agent CLI left, such as Codex's app server) would write
+        // into the temp dir while it is removed, or be found by the next test. Each runs with
+        // this test's HOME, a temp dir no other test has.
         let home = format!("HOME={}", self.home.display());
         let mine = |pid: u32| {
             std::fs::read(format!("/proc/{pid}/environ"))
                 .is_ok_and(|env| env.split(|b| *b == 0).any(|e| e == home.as_bytes()))
-                && std::fs::read_link(format!("/proc/{pid}/exe"))
-                    .is_ok_and(|exe| exe == Path::new(env!("CARGO_BIN_EXE_cuekit")))
         };
         let pids: Vec<u32> = std::fs::read_dir("/proc")
             .into_iter()
@@ -631,6 +635,29 @@ impl Drop for Harness {
                 .all(|pid| !Path::new(&format!("/proc/{pid}")).exists() || !mine(*pid))
         });
     }
+}
+
+/// Whether an environment variable may carry an agent's login (an API key, a token, a provider
+/// endpoint): the tests see each agent as a fresh machine does, whatever the shell that runs them
+/// holds, so a real CLI shows its login screen and a fake is never handed a real key.
+fn is_agent_credential(name: &str) -> bool {
+    const PREFIXES: [&str; 12] = [
+        "OPENAI_",
+        "CODEX_",
+        "ANTHROPIC_",
+        "CLAUDE_",
+        "GEMINI_",
+        "GOOGLE_",
+        "QWEN_",
+        "DASHSCOPE_",
+        "OPENROUTER_",
+        "COPILOT_",
+        "AZURE_OPENAI",
+        "VERTEX",
+    ];
+    name.contains("API_KEY")
+        || name.ends_with("_TOKEN")
+        || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
 }
 
 /// The argv of a task of the `command` agent running `sh -c SCRIPT`, `extra` flags before it:
