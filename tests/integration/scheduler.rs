@@ -79,7 +79,14 @@ fn twenty_tasks_under_running_three_start_once_each_with_racing_submitters_and_a
     let h = Harness::new();
     h.user_config("limits:\n  running: 3\n");
     let log = h.root().join("starts.log");
-    let script = format!("echo \"$CUEKIT_TASK_ID\" >> '{}'; sleep 0.4", log.display());
+    // Each waits for a gate the test opens once the scheduler was killed, so tasks still wait
+    // then however slow the machine.
+    let gate = h.root().join("go");
+    let script = format!(
+        "echo \"$CUEKIT_TASK_ID\" >> '{}'; while [ ! -e '{}' ]; do sleep 0.05; done; sleep 0.4",
+        log.display(),
+        gate.display()
+    );
     let sampler = PaneSampler::start(&h.socket);
     let ids: Vec<String> = std::thread::scope(|scope| {
         let racers: Vec<_> = (0..8)
@@ -109,6 +116,7 @@ fn twenty_tasks_under_running_three_start_once_each_with_racing_submitters_and_a
     for pid in h.processes("__scheduler") {
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }
+    std::fs::write(&gate, "").unwrap();
     let waited = h.wait_ended(&ids, "120s");
     let (most, looks) = sampler.finish();
     for task in waited["tasks"].as_array().unwrap() {
@@ -146,10 +154,15 @@ fn queued_tasks_start_in_priority_order_then_submit_order() {
         args.extend_from_slice(extra);
         h.submit_sh(&script, &args)
     };
-    // The blocker holds the one slot while the five others are submitted, however slow the
-    // machine (0.3 s was too short under load: a queued one started before its status was read).
+    // The blocker holds the one slot until the five others are submitted and one's queue place
+    // was read, however slow the machine: it waits for a gate the test opens.
+    let gate = h.root().join("go");
     let blocker = h.submit_sh(
-        &format!("echo blocker >> '{}'; sleep 3", log.display()),
+        &format!(
+            "echo blocker >> '{}'; while [ ! -e '{}' ]; do sleep 0.05; done",
+            log.display(),
+            gate.display()
+        ),
         &["--mode", "batch"],
     );
     let low = task("low", &[]);
@@ -161,6 +174,7 @@ fn queued_tasks_start_in_priority_order_then_submit_order() {
     assert_eq!(status["status"], "queued", "{status}");
     assert_eq!(status["queue"]["place"], 1, "{status}");
     assert_eq!(status["queue"]["limit"], "running 1/1", "{status}");
+    std::fs::write(&gate, "").unwrap();
     h.wait_ended(&[blocker, low, high, middle, negative, also_middle], "60s");
     assert_eq!(
         starts(&log),

@@ -14,8 +14,8 @@ pub use atomic::{
     for_each_line, open_own, read_limited, read_small, remove_stale_tmps, stage, write_atomic,
 };
 pub use record::{
-    TaskRecord, TmuxPlacement, WorktreeRecord, load, load_task, lock_file, lock_file_try, save,
-    stage_record, update,
+    TaskRecord, TmuxPlacement, WorktreeRecord, load, load_task, lock_file, lock_file_try,
+    repair_mirror, save, stage_record, update,
 };
 pub use registry::{
     Budget, Lifecycle, MergeRecord, PaneStart, Pending, Placement, TaskFacts, WorktreePlacement,

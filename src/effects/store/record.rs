@@ -90,6 +90,22 @@ pub fn update(
     Ok(record)
 }
 
+/// Writes `task.json` again when its lifecycle is not the registry's: the ending went to the
+/// registry but the record's own disk was full, or a child wrote over the mirror. A record that
+/// cannot be read is left alone (there is nothing whole to write back). Errors only when the
+/// write is refused, so the caller can try again later.
+pub fn repair_mirror(task_dir: &Path) -> Result<()> {
+    let Some(registered) = registered_id(task_dir).and_then(super::lifecycle) else {
+        return Ok(());
+    };
+    match load(task_dir) {
+        Ok(mirror) if super::Lifecycle::of(&mirror) != registered => {
+            update(task_dir, |_| Ok(true)).map(drop)
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The lock on `path` if nobody holds it (`None` if someone does).
 pub fn lock_file_try(path: &Path) -> Result<Option<File>> {
     let file = OpenOptions::new()

@@ -193,14 +193,17 @@ impl Monitor {
         }
         if !server_asked && !self.watched.is_empty() && self.server_gone() {
             // The server is gone, and its panes with it: a task with no deadline left to keep
-            // (a record unreadable, a task queued, an ending on record) is no monitor's to look
-            // at any more; one whose deadline may still end survivors of the server is kept.
-            // Those let go are discovered again once a server runs (a queued task's start
-            // brings one, and a monitor with it).
+            // (a record unreadable, a task queued, an ending on record, its own task.json
+            // saying so too) is no monitor's to look at any more; one whose deadline may still
+            // end survivors of the server is kept. Those let go are discovered again once a
+            // server runs (a queued task's start brings one, and a monitor with it).
             let idle: Vec<String> = self
                 .watched
                 .iter()
-                .filter(|(_, watched)| watched.placement.deadline().is_none())
+                .filter(|(_, watched)| {
+                    watched.placement.deadline().is_none()
+                        && store::repair_mirror(&watched.placement.task_dir).is_ok()
+                })
                 .map(|(id, _)| id.clone())
                 .collect();
             for id in idle {
@@ -436,7 +439,10 @@ impl Monitor {
                 watched.swept = true;
             }
             let done = !leftovers || watched.swept || task.placement.deadline().is_none();
-            if done && !crate::ops::judge::is_stopping(task) {
+            // Its own task.json may not say the ending yet (its disk was full when the
+            // registry took it): watched until it does.
+            let mirrored = store::repair_mirror(&task.placement.task_dir).is_ok();
+            if done && mirrored && !crate::ops::judge::is_stopping(task) {
                 self.watched.remove(&record.id);
             }
         }
