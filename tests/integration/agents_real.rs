@@ -1,7 +1,9 @@
 //! Real agent CLIs that start offline without credentials (installed by scripts/test): cuekit
 //! must see that they wait on a login screen rather than report them running forever.
 
-use crate::harness::{Harness, installed_tool};
+use std::time::Duration;
+
+use crate::harness::{Harness, installed_tool, poll};
 
 #[test]
 fn a_real_cli_on_its_login_screen_is_input_required_and_blocks_steering() {
@@ -12,7 +14,13 @@ fn a_real_cli_on_its_login_screen_is_input_required_and_blocks_steering() {
         let (waited, code) =
             h.json(&["wait", &id, "--until", "input-required", "--timeout", "60s"]);
         assert_eq!(code, 0, "{kind}: {waited}\n{}", h.screen(&id));
-        let task = &waited["tasks"][0];
+        // Codex draws its prompt for a moment before it finds there is no login (longer on a
+        // loaded machine): that look is `idle_at_prompt`; the login screen follows.
+        let mut task = waited["tasks"][0].clone();
+        poll(Duration::from_secs(60), || {
+            task = h.status(&id);
+            task["reason"] == "auth_required"
+        });
         assert_eq!(
             (task["status"].as_str(), task["reason"].as_str()),
             (Some("input_required"), Some("auth_required")),
