@@ -453,14 +453,16 @@ fn end_queued(mut task: Task, ending: Ending) -> Result<Task> {
 
 /// A queued task the scheduler may start: registered, trusted, `queued` on record, with a plan.
 fn queued_task(id: &str) -> Option<(Task, Plan)> {
+    // A submit marks its task pending, then queued, then registers it, then drops the pending
+    // mark: so the pending marks are read before the registry. Read after, a submit finishing
+    // in between would look cut short, and its task would lose its queue mark for good.
+    let pending = store::pending_submits()
+        .iter()
+        .any(|p| p.placement.id == id);
     let placement = match store::placement(id) {
         Ok(Some(placement)) => placement,
         // Not registered (a submit cut short, or removed): nothing to start.
-        Ok(None)
-            if store::pending_submits()
-                .iter()
-                .all(|p| p.placement.id != id) =>
-        {
+        Ok(None) if !pending => {
             schedule::dequeue(id);
             return None;
         }
