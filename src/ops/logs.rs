@@ -33,8 +33,21 @@ pub fn tail_logs(task_id: &str, cwd: &Path, lines: usize) -> Result<Vec<String>>
             .map(String::from)
             .collect());
     }
+    tail_of(task_id, cwd, lines, Form::Readable)
+}
+
+/// [`tail_logs`] with the screen's colours, as normalized SGR ([`Renderer::styled`]): what the
+/// web face draws. A host's task: its host's plain tail.
+pub fn tail_screen(task_id: &str, cwd: &Path, lines: usize) -> Result<Vec<String>> {
+    if let Route::Host(_) = route_one(task_id)? {
+        return tail_logs(task_id, cwd, lines);
+    }
+    tail_of(task_id, cwd, lines, Form::Coloured)
+}
+
+fn tail_of(task_id: &str, cwd: &Path, lines: usize, form: Form) -> Result<Vec<String>> {
     let mut tail = Tail::new(lines);
-    read_logs_of(&super::task::open(task_id, cwd)?.record, false, &mut tail)?;
+    read_form(&super::task::open(task_id, cwd)?.record, form, &mut tail)?;
     Ok(tail.finish())
 }
 
@@ -47,10 +60,14 @@ fn logs_words(task_id: &str, raw: bool, how: Option<&str>) -> Vec<String> {
 }
 
 pub(crate) fn read_logs_of(record: &TaskRecord, raw: bool, out: &mut dyn Write) -> Result<()> {
+    read_form(record, Form::of(raw), out)
+}
+
+fn read_form(record: &TaskRecord, form: Form, out: &mut dyn Write) -> Result<()> {
     let path = crate::effects::store::transcript_path(record);
     let mut file =
         crate::effects::store::open_own(&path).map_err(|err| Error::io("open", &path, err))?;
-    let mut sink = Sink::new(out, raw, screen_height(record));
+    let mut sink = Sink::new(out, form, screen_height(record));
     copy_available(&mut file, &mut sink, &path)?;
     sink.finish().map_err(|err| Error::io("write", &path, err))
 }
@@ -66,7 +83,7 @@ pub fn follow_logs(task_id: &str, cwd: &Path, raw: bool, out: &mut dyn Write) ->
     let path = crate::effects::store::transcript_path(record);
     let mut file =
         crate::effects::store::open_own(&path).map_err(|err| Error::io("open", &path, err))?;
-    let mut sink = Sink::new(out, raw, screen_height(record));
+    let mut sink = Sink::new(out, Form::of(raw), screen_height(record));
     let mut last_check = Instant::now() - Duration::from_secs(1);
     let mut ended_at: Option<Instant> = None;
     loop {
@@ -109,17 +126,32 @@ fn copy_available(file: &mut File, sink: &mut Sink, path: &Path) -> Result<usize
     }
 }
 
+/// How a transcript is read: its bytes as the pane printed them, the text a person saw, or that
+/// text with its colours.
+#[derive(Clone, Copy)]
+enum Form {
+    Raw,
+    Readable,
+    Coloured,
+}
+
+impl Form {
+    fn of(raw: bool) -> Form {
+        if raw { Form::Raw } else { Form::Readable }
+    }
+}
+
 enum Sink<'a> {
     Raw(&'a mut dyn Write),
     Readable(Renderer<&'a mut dyn Write>),
 }
 
 impl<'a> Sink<'a> {
-    fn new(out: &'a mut dyn Write, raw: bool, height: u16) -> Self {
-        if raw {
-            Sink::Raw(out)
-        } else {
-            Sink::Readable(Renderer::new(out, height as usize))
+    fn new(out: &'a mut dyn Write, form: Form, height: u16) -> Self {
+        match form {
+            Form::Raw => Sink::Raw(out),
+            Form::Readable => Sink::Readable(Renderer::new(out, height as usize)),
+            Form::Coloured => Sink::Readable(Renderer::styled(out, height as usize)),
         }
     }
 

@@ -51,7 +51,7 @@ pub use events::{EventScope, events, next_events};
 pub use init::{InitOutcome, init};
 pub use judge::ScreenCache;
 pub use list::{list, status};
-pub use logs::{follow_logs, read_logs, tail_logs};
+pub use logs::{follow_logs, read_logs, tail_logs, tail_screen};
 pub use reap::reap_orphans;
 pub use remote::{HostError, HostReport, Installed, host_install, hosts};
 pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};

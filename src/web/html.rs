@@ -7,6 +7,7 @@ use std::fmt::Write;
 use std::time::SystemTime;
 
 use crate::domain::status::Status;
+use crate::domain::transcript::{Style, runs};
 use crate::ops::{BoardRow, TaskResult, TaskView};
 
 /// Text made safe for HTML element content and quoted attribute values; control characters
@@ -310,6 +311,53 @@ pub struct TaskExtras {
     pub transitions: Vec<(String, String, String, String)>,
 }
 
+/// A screen's lines (normalized SGR from the styled renderer) as escaped text in spans whose
+/// classes name the colours and attributes (`f`/`g` + a 256-colour index, `b`, `d`, `i`, `u`,
+/// `rv`): no style attribute, which the page's CSP forbids, and nothing a child printed
+/// reaches the page but escaped text.
+fn screen_html(lines: &[String]) -> String {
+    let mut out = String::new();
+    for (n, line) in lines.iter().enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        for (style, text) in runs(line) {
+            let classes = style_classes(&style);
+            if classes.is_empty() {
+                out.push_str(&esc(text));
+            } else {
+                let _ = write!(out, "<span class=\"{classes}\">{}</span>", esc(text));
+            }
+        }
+    }
+    out
+}
+
+fn style_classes(style: &Style) -> String {
+    let (mut fg, mut bg) = (style.fg.indexed(), style.bg.indexed());
+    let mut classes = Vec::new();
+    if style.attrs & Style::INVERSE != 0 {
+        std::mem::swap(&mut fg, &mut bg);
+        // A default swapped in is the screen's own colour, named by the class.
+        if fg.is_none() || bg.is_none() {
+            classes.push("rv".to_string());
+        }
+    }
+    for (bit, class) in [
+        (Style::BOLD, "b"),
+        (Style::DIM, "d"),
+        (Style::ITALIC, "i"),
+        (Style::UNDERLINE, "u"),
+    ] {
+        if style.attrs & bit != 0 {
+            classes.push(class.to_string());
+        }
+    }
+    classes.extend(fg.map(|n| format!("f{n}")));
+    classes.extend(bg.map(|n| format!("g{n}")));
+    classes.join(" ")
+}
+
 fn hidden(csrf: &str) -> String {
     format!(
         "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
@@ -421,7 +469,7 @@ pub fn task_fragment(
     let _ = write!(
         out,
         "<section><h2>Screen</h2><pre class=\"screen\" id=\"screen\">{}</pre>",
-        esc(&extras.screen.join("\n"))
+        screen_html(&extras.screen)
     );
     if extras.screen.len() >= extras.lines {
         let _ = write!(

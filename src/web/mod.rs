@@ -10,6 +10,7 @@
 
 mod html;
 mod live;
+mod palette;
 mod routes;
 mod tls;
 

@@ -81,7 +81,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/t/{id}/diff", get(diff))
         .route("/new", get(submit_form).post(submit))
         .route("/app.js", get(|| asset("text/javascript", APP_JS)))
-        .route("/app.css", get(|| asset("text/css", APP_CSS)))
+        .route("/app.css", get(|| asset("text/css", STYLESHEET.as_str())))
         .route(
             "/manifest.webmanifest",
             get(|| asset("application/manifest+json", MANIFEST)),
@@ -93,6 +93,9 @@ pub fn router(app: Arc<App>) -> Router {
 
 const APP_JS: &str = include_str!("assets/app.js");
 const APP_CSS: &str = include_str!("assets/app.css");
+/// The stylesheet with the screen's colour classes, built once.
+static STYLESHEET: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| super::palette::stylesheet(APP_CSS));
 const MANIFEST: &str = include_str!("assets/manifest.webmanifest");
 const ICON: &str = include_str!("assets/icon.svg");
 
@@ -382,7 +385,7 @@ async fn task_parts(
     let task_id = id.to_string();
     let ended = view.status.is_terminal();
     let (screen, result, transitions) = blocking(move || {
-        let screen = ops::tail_logs(&task_id, &cwd, lines).unwrap_or_default();
+        let screen = ops::tail_screen(&task_id, &cwd, lines).unwrap_or_default();
         let result = ended.then(|| ops::result(&task_id, &cwd).ok()).flatten();
         let transitions = ops::events(&ops::EventScope::new(true, &cwd))
             .map(|(events, _)| events)

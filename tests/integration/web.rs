@@ -402,7 +402,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
     let cuekit = env!("CARGO_BIN_EXE_cuekit");
     let printer = h.submit_sh(
         &format!(
-            "printf '%s\\n' '<script>window.__xss=\"log\"</script>'; '{cuekit}' report --progress '<img src=x onerror=window.__xss=\"report\">'; sleep 600"
+            "printf '%s\\n' '<script>window.__xss=\"log\"</script>'; printf '\\033[31m%s\\033[0m \\033[1;38;2;255;135;0m%s\\033[0m\\n' RED-TEXT '<b>ORANGE</b>'; '{cuekit}' report --progress '<img src=x onerror=window.__xss=\"report\">'; sleep 600"
         ),
         &[],
     );
@@ -465,6 +465,29 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
         wait_text(client, "<img src=x onerror=window.__xss=\"report\">").await;
         wait_text(client, "<script>window.__xss=\"log\"</script>").await;
         no_payload_ran(client).await;
+        // Its colours, as the terminal showed them: classes the stylesheet colours, the text
+        // still text.
+        let coloured = client
+            .execute(
+                "const red = document.querySelector('#screen span.f1');\
+                 const orange = document.querySelector('#screen span.b.f208');\
+                 return [red.textContent, getComputedStyle(red).color,\
+                         orange.textContent, getComputedStyle(orange).color,\
+                         getComputedStyle(orange).fontWeight];",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            coloured,
+            serde_json::json!([
+                "RED-TEXT",
+                "rgb(205, 49, 49)",
+                "<b>ORANGE</b>",
+                "rgb(255, 135, 0)",
+                "700"
+            ])
+        );
 
         client.goto(&format!("{}/t/{gemini}", s.url)).await.unwrap();
         wait_text(client, "window.__xss='screen'").await;
