@@ -94,7 +94,8 @@ impl Style {
                     }
                 }
                 _ => {
-                    if let Some((_, bit)) = Self::ATTRS.iter().find(|(c, _)| u32::from(*c) == code) {
+                    if let Some((_, bit)) = Self::ATTRS.iter().find(|(c, _)| u32::from(*c) == code)
+                    {
                         self.attrs |= bit;
                     }
                 }
