@@ -22,11 +22,22 @@ const WATCH: Duration = Duration::from_millis(150);
 pub struct Live {
     cwd: PathBuf,
     cached: Mutex<Cached>,
+    /// The rows of tasks on remote hosts: asked of the hosts in a thread of their own (a round
+    /// trip each), at most once per [`TICK`] and only while pages ask for the board, and laid
+    /// over each local refresh, as `top` does.
+    hosts: Arc<Mutex<Hosts>>,
     /// The board's refreshes so far (a benchmark reads it).
     pub refreshes: AtomicU64,
     news: broadcast::Sender<String>,
     /// Tasks open in a page, with how many pages.
     watched: Mutex<HashMap<String, usize>>,
+}
+
+#[derive(Default)]
+struct Hosts {
+    rows: Vec<ops::BoardRow>,
+    asked: Option<Instant>,
+    asking: bool,
 }
 
 struct Cached {
@@ -45,6 +56,7 @@ impl Live {
                 board: Arc::new(Board::default()),
                 screens: ScreenCache::default(),
             }),
+            hosts: Arc::default(),
             refreshes: AtomicU64::new(0),
             news,
             watched: Mutex::new(HashMap::new()),
@@ -53,16 +65,52 @@ impl Live {
 
     /// The board, refreshed when older than [`TICK`] or changed since (blocking: call it off
     /// the async threads). Pages asking at once wait for one refresh and share it.
-    pub fn board(&self) -> Result<Arc<Board>> {
+    pub fn board(self: &Arc<Self>) -> Result<Arc<Board>> {
         let mut cached = self.cached.lock().expect("not poisoned");
         if cached.at.is_some_and(|at| at.elapsed() < TICK) {
             return Ok(Arc::clone(&cached.board));
         }
-        let board = ops::board(true, &self.cwd, None, 0, &mut cached.screens)?;
+        let mut board = ops::board(true, &self.cwd, None, 0, &mut cached.screens)?;
         self.refreshes.fetch_add(1, Ordering::Relaxed);
+        board.rows.extend(
+            self.hosts
+                .lock()
+                .expect("not poisoned")
+                .rows
+                .iter()
+                .cloned(),
+        );
+        self.ask_hosts();
         cached.board = Arc::new(board);
         cached.at = Some(Instant::now());
         Ok(Arc::clone(&cached.board))
+    }
+
+    /// Asks the hosts for their tasks' rows in a thread, unless asked within [`TICK`] or an
+    /// answer is awaited; a new answer makes the next board a fresh one.
+    fn ask_hosts(self: &Arc<Self>) {
+        {
+            let mut hosts = self.hosts.lock().expect("not poisoned");
+            if hosts.asking || hosts.asked.is_some_and(|at| at.elapsed() < TICK) {
+                return;
+            }
+            hosts.asking = true;
+        }
+        let live = Arc::clone(self);
+        std::thread::spawn(move || {
+            let rows = ops::host_board(&live.cwd);
+            let mut hosts = live.hosts.lock().expect("not poisoned");
+            hosts.asking = false;
+            hosts.asked = Some(Instant::now());
+            // A host that cannot be asked now keeps the rows it gave last.
+            if let Ok(rows) = rows
+                && !(rows.is_empty() && hosts.rows.is_empty())
+            {
+                hosts.rows = rows;
+                drop(hosts);
+                live.invalidate();
+            }
+        });
     }
 
     /// The next [`Self::board`] refreshes.

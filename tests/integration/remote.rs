@@ -15,7 +15,7 @@ use serde_json::Value;
 
 /// A harness whose user config names `hosts`, with an ssh client config for them (through a
 /// `ssh` on PATH that adds `-F`: ssh reads `~/.ssh/config` from the passwd entry, not HOME).
-fn harness_with(hosts: &[&SshHost], extra_hosts: &str) -> Harness {
+pub(crate) fn harness_with(hosts: &[&SshHost], extra_hosts: &str) -> Harness {
     let h = Harness::new();
     let run = h.root().join("run");
     std::fs::create_dir_all(&run).unwrap();
@@ -26,7 +26,7 @@ fn harness_with(hosts: &[&SshHost], extra_hosts: &str) -> Harness {
     h
 }
 
-fn submit_on(h: &Harness, host: &str, words: &[&str]) -> String {
+pub(crate) fn submit_on(h: &Harness, host: &str, words: &[&str]) -> String {
     let mut args = vec!["--host", host, "--agent", "command"];
     args.extend_from_slice(words);
     h.submit(&args)

@@ -972,3 +972,42 @@ fn serve_burns_codes_and_serves_read_only_qr_and_proxies() {
         "{said}"
     );
 }
+
+#[test]
+fn a_task_on_a_remote_host_is_on_the_list_and_has_its_page() {
+    let alpha = crate::harness::ssh_host::SshHost::start("alpha");
+    let h = crate::remote::harness_with(&[&alpha], "");
+    let on_alpha = crate::remote::submit_on(
+        &h,
+        "alpha",
+        &["--", "sh", "-c", "printf 'alpha-%s\\n' says; sleep 600"],
+    );
+    let local = h.submit_sh("sleep 600", &[]);
+    let s = serve(&h, &[]);
+    let (_, session) = pair_http(&s, &s.code, "laptop");
+    let cookie = format!("ck_session={}", session.expect("paired"));
+    // The hosts are asked in a thread of their own: the row joins the list a refresh later.
+    let mut list = String::new();
+    let listed = poll(Duration::from_secs(30), || {
+        list = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "").body;
+        list.contains(&format!("data-id=\"{on_alpha}\""))
+    });
+    assert!(listed, "{list}");
+    assert!(list.contains(&format!("data-id=\"{local}\"")), "{list}");
+    let mut page = String::new();
+    let shown = poll(Duration::from_secs(30), || {
+        page = http(
+            &s.addr,
+            "GET",
+            &format!("/t/{on_alpha}"),
+            &[("Cookie", &cookie)],
+            "",
+        )
+        .body;
+        page.contains("alpha-says")
+    });
+    assert!(shown, "{page}");
+    assert!(page.contains("alpha"), "{page}");
+    h.ok(&["cancel", &on_alpha]);
+    h.ok(&["cancel", &local]);
+}
