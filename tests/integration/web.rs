@@ -71,13 +71,19 @@ fn serve_on(h: &Harness, bind: &str, extra: &[&str]) -> Serve {
         .unwrap_or_else(|| panic!("no code printed: {second:?}"))
         .to_string();
     Serve {
-        addr: url.split_once("://").unwrap().1.to_string(),
+        // `unix:PATH` for a socket: [`http`] connects to it.
+        addr: url
+            .split_once("://")
+            .map_or(url.clone(), |(_, addr)| addr.to_string()),
         url,
         code,
         child,
         _stdout: stdout,
     }
 }
+
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
 
 /// One HTTP/1.1 exchange: status, headers (names lowercased), body.
 struct Reply {
@@ -104,17 +110,30 @@ impl Reply {
     }
 }
 
+/// One exchange with `addr`: `ADDR:PORT`, or `unix:PATH` (then as a tunnel's `localhost`).
 fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
+    let (mut stream, host): (Box<dyn ReadWrite>, &str) = match addr.strip_prefix("unix:") {
+        Some(socket) => {
+            let stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(60)))
+                .unwrap();
+            (Box::new(stream), "localhost")
+        }
+        None => {
+            let stream = TcpStream::connect(addr).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(60)))
+                .unwrap();
+            (Box::new(stream), addr)
+        }
+    };
     let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     if !headers
         .iter()
         .any(|(name, _)| name.eq_ignore_ascii_case("host"))
     {
-        request.push_str(&format!("Host: {addr}\r\n"));
+        request.push_str(&format!("Host: {host}\r\n"));
     }
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
@@ -1010,4 +1029,66 @@ fn a_task_on_a_remote_host_is_on_the_list_and_has_its_page() {
     assert!(page.contains("alpha"), "{page}");
     h.ok(&["cancel", &on_alpha]);
     h.ok(&["cancel", &local]);
+}
+
+#[test]
+fn on_a_unix_socket_the_list_filters_and_an_idle_session_expires() {
+    let h = Harness::new();
+    let running = h.submit_sh("sleep 600", &[]);
+    let done = h.submit_batch_sh("exit 0");
+    h.wait_ok(&[&done], "60s");
+    let socket = h.root().join("web.sock");
+    let s = serve_on(&h, &format!("unix:{}", socket.display()), &[]);
+    assert_eq!(s.addr, format!("unix:{}", socket.display()));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "the socket is the user's alone");
+    let (paired, session) = pair_http(&s, &s.code, "through-ssh");
+    let cookie = format!(
+        "ck_session={}",
+        session.unwrap_or_else(|| panic!("{}", paired.body))
+    );
+    let list = |query: &str| {
+        let reply = http(
+            &s.addr,
+            "GET",
+            &format!("/{query}"),
+            &[("Cookie", &cookie)],
+            "",
+        );
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        reply.body
+    };
+    let row = |id: &str| format!("data-id=\"{id}\"");
+    let every = list("");
+    assert!(
+        every.contains(&row(&running)) && every.contains(&row(&done)),
+        "{every}"
+    );
+    let only_running = list("?status=running");
+    assert!(only_running.contains(&row(&running)), "{only_running}");
+    assert!(!only_running.contains(&row(&done)), "{only_running}");
+    let only_done = list("?status=completed");
+    assert!(only_done.contains(&row(&done)) && !only_done.contains(&row(&running)));
+    let elsewhere = list("?project=%2Fnowhere");
+    assert!(!elsewhere.contains(&row(&running)) && !elsewhere.contains(&row(&done)));
+
+    // A device not seen for more than 7 days is forgotten: its session goes back to pairing.
+    let access = h.data_dir().join("web/access.json");
+    let mut file: Value = serde_json::from_slice(&std::fs::read(&access).unwrap()).unwrap();
+    let eight_days_ago = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - 8 * 24 * 3600;
+    for device in file["devices"].as_array_mut().unwrap() {
+        device["last_seen"] = json!(eight_days_ago);
+    }
+    std::fs::write(&access, serde_json::to_vec(&file).unwrap()).unwrap();
+    let expired = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "");
+    assert_eq!(expired.status, 303, "{}", expired.body);
+    assert_eq!(expired.header("location"), Some("/pair"));
+    let devices: Value = serde_json::from_slice(&std::fs::read(&access).unwrap()).unwrap();
+    assert_eq!(devices["devices"], json!([]), "{devices}");
+    h.ok(&["cancel", &running]);
 }
