@@ -1092,3 +1092,32 @@ fn on_a_unix_socket_the_list_filters_and_an_idle_session_expires() {
     assert_eq!(devices["devices"], json!([]), "{devices}");
     h.ok(&["cancel", &running]);
 }
+
+#[test]
+fn a_failed_task_is_retried_from_the_page_and_completes() {
+    let h = Harness::new();
+    let marker = h.root().join("tried");
+    let id = h.submit_batch_sh(&format!(
+        "if [ -e '{0}' ]; then echo second-try; exit 0; fi; touch '{0}'; exit 3",
+        marker.display()
+    ));
+    let (failed, _) = h.json(&["wait", &id, "--timeout", "60s"]);
+    assert_eq!(failed["tasks"][0]["status"], "failed", "{failed}");
+    let s = serve(&h, &[]);
+    let (_, session) = pair_http(&s, &s.code, "phone");
+    let session = session.expect("paired");
+    let cookie = format!("ck_session={session}");
+    let csrf = csrf_of(&s, &session);
+    let reply = http(
+        &s.addr,
+        "POST",
+        &format!("/t/{id}/retry"),
+        &[("Cookie", &cookie)],
+        &form_encode(&[("csrf", &csrf)]),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(reply.body.contains("Retried"), "{}", reply.body);
+    let done = h.wait_ok(&[&id], "60s");
+    assert_eq!(done["tasks"][0]["status"], "completed", "{done}");
+    assert!(h.ok(&["logs", &id]).contains("second-try"));
+}
