@@ -353,11 +353,9 @@ mod tests {
     #[test]
     fn ancestry_follows_parent_pids() {
         let me = std::process::id();
-        let mut child = Command::new("/bin/sh")
-            .args(["-c", "sleep 30"])
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(50));
+        // `sleep` itself, not a shell that may fork it: killed, nothing of it is left holding
+        // the test's output.
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
         assert!(descends_from(child.id(), me));
         assert!(descends_from(me, me));
         assert!(descends_from(me, 1), "everything descends from init");
