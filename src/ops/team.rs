@@ -253,6 +253,8 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
             host: None,
             sandbox: super::sandbox::SandboxRequest::default(),
             wake_parent: false,
+            // A spec's check runs code: not taken from a project file (yet).
+            check: None,
         })
         .collect();
     // A dry run of each is the whole check (role, agent, mode, model, directory), with

@@ -341,11 +341,27 @@ fn rescript(
         },
         None,
     )?;
+    // A checked task's attempt runs inside its check loop, as its first did.
+    let facts = task.placement.facts.as_ref();
+    let command = match facts.and_then(|facts| facts.check.as_ref()) {
+        Some(plan) => crate::ops::check::around(
+            &launch.command,
+            plan,
+            &record.id,
+            dir,
+            adapter,
+            spec,
+            &bin,
+            facts.and_then(|facts| facts.agent_session_id.as_deref()),
+            &adapter::shell_word_for_bin(&client.to_string_lossy())?,
+        )?,
+        None => launch.command.clone(),
+    };
     let gate = gate_paths(&record.id)?;
     let script = crate::ops::submit::prepare::launch_script(
         &record.id,
         dir,
-        &launch.command,
+        &command,
         adapter,
         record.mode,
         launch.event_stream,
@@ -355,7 +371,7 @@ fn rescript(
     let path = schedule::launch_path(&record.id).expect("a task id names a path");
     schedule::write_private(&path, script.as_bytes())?;
     store::update(dir, |record| {
-        record.launch_command = launch.command.clone();
+        record.launch_command = command.clone();
         also(record);
         Ok(true)
     })?;

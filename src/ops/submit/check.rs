@@ -160,6 +160,26 @@ pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
         setup,
     ) = sandbox::wrap(launch, &policy, &subject, setup.as_deref())
         .map_err(|err| approvals_hint(err, approvals))?;
+    let check = crate::ops::check::plan_of(
+        resolved.request.check.as_ref(),
+        resolved.mode,
+        policy.mode != SandboxMode::None,
+        worktree_placement.is_some(),
+    )?;
+    let command = match &check {
+        Some(plan) => crate::ops::check::around(
+            &command,
+            plan,
+            &id,
+            &task_dir,
+            resolved.adapter,
+            &resolved.spec,
+            &resolved.bin,
+            agent_session_id.as_deref(),
+            &client_word()?,
+        )?,
+        None => command,
+    };
     warnings.extend(approvals.warning().map(String::from));
     warnings.extend(launch_warnings);
     socket.ensure_dir()?;
@@ -191,6 +211,7 @@ pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
             budget: resolved.request.budget.clone(),
             sandbox: (policy.mode != SandboxMode::None).then_some(policy),
             event_stream: Some(event_stream),
+            check,
         })),
         legacy: false,
         id,

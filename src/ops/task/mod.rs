@@ -330,6 +330,8 @@ fn believed(placement: &Placement, mut record: TaskRecord) -> TaskRecord {
     if let Some(lifecycle) = store::lifecycle(&placement.id) {
         lifecycle.apply(&mut record);
     }
+    // So is where its check stands: a record that says `passed` decides nothing.
+    record.check = store::check_of(&placement.id);
     match &placement.facts {
         Some(facts) => {
             record.cwd = facts.cwd.clone();

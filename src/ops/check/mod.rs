@@ -1,0 +1,125 @@
+//! A task's check (`--check`): the plan a submit records, the loop its batch launch runs
+//! around the agent (`launch`), and the check itself (`run`): a scratch checkout of the
+//! child's work with its protected paths restored from the base (`scratch`), the commands run
+//! there, the verdict recorded in the registry and, on a failure with rounds left, the fix
+//! message for the child.
+
+mod run;
+mod scratch;
+
+use std::time::Duration;
+
+use crate::domain::adapter::Adapter;
+use crate::domain::check::{self, CheckPlan};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::spec::{Mode, TaskSpec};
+use crate::ops::submit::CheckRequest;
+
+pub use run::{CheckOutcome, check_now, check_from_launch};
+
+/// The plan of a check as asked, refused where it cannot be kept: only a batch task in a
+/// checkout of its own, without a sandbox, is checked so far.
+pub(crate) fn plan_of(
+    request: Option<&CheckRequest>,
+    mode: Mode,
+    sandboxed: bool,
+    own_checkout: bool,
+) -> Result<Option<CheckPlan>> {
+    let Some(request) = request else {
+        return Ok(None);
+    };
+    let refuse = |what: &str, hint: &str| {
+        Err(Error::invalid_input(format!("--check {what}")).with_hint(hint.to_string()))
+    };
+    if request.run.iter().any(|c| c.trim().is_empty() || c.contains('\0')) {
+        return refuse(
+            "needs a command (not empty, no NUL byte)",
+            "give the command to run, e.g. --check 'make test'",
+        );
+    }
+    if mode != Mode::Batch {
+        return refuse(
+            &format!("is built for batch tasks only so far, not {}", mode.as_str()),
+            "submit with --mode batch (interactive and acp checks are not built yet)",
+        );
+    }
+    if !own_checkout {
+        return refuse(
+            "needs a task with a checkout of its own: the check runs on its work against its base",
+            "add --worktree",
+        );
+    }
+    if sandboxed {
+        return refuse(
+            "does not run for a sandboxed task yet",
+            "submit without a sandbox (--sandbox=none) or without --check",
+        );
+    }
+    Ok(Some(CheckPlan {
+        run: request.run.clone(),
+        rounds: request.rounds.unwrap_or(check::DEFAULT_ROUNDS),
+        timeout_secs: request
+            .timeout
+            .unwrap_or(Duration::from_secs(check::DEFAULT_TIMEOUT_SECS))
+            .as_secs()
+            .max(1),
+        protect: request.protect.clone(),
+    }))
+}
+
+/// The launch command of a checked batch task: the agent's `command`, then the check; on a
+/// failure with rounds left, the agent's session resumed with the fix message on stdin
+/// ([`check::batch_loop`]). Refused where a fix round cannot reach the same child.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn around(
+    command: &str,
+    plan: &CheckPlan,
+    task_id: &str,
+    task_dir: &std::path::Path,
+    adapter: &Adapter,
+    spec: &TaskSpec,
+    bin: &str,
+    session: Option<&str>,
+    client: &str,
+) -> Result<String> {
+    let continuation = if plan.rounds == 0 {
+        None
+    } else {
+        let session = session.ok_or_else(|| no_fix_rounds(adapter))?;
+        let mut again = spec.clone();
+        again.resume_session = Some(session.to_string());
+        again.session_id = None;
+        again.objective = "The fix message is given on standard input.".into();
+        again.context = None;
+        again.constraints.clear();
+        again.role_instructions = None;
+        again.report_hint = false;
+        let launch = adapter.launch(&again, Mode::Batch, bin, client)?;
+        if !launch
+            .command
+            .contains(&format!("\"${}\"", crate::domain::launch::PROMPT_VARIABLE))
+        {
+            return Err(no_fix_rounds(adapter));
+        }
+        Some(launch.command)
+    };
+    check::batch_loop(
+        command,
+        continuation.as_deref(),
+        client,
+        task_id,
+        &task_dir.join(check::FIX_FILE),
+    )
+}
+
+fn no_fix_rounds(adapter: &Adapter) -> Error {
+    Error::new(
+        ErrorCode::InvalidInput,
+        format!(
+            "a fix round of a batch {} task cannot be given to the same child: cuekit resumes \
+             a batch session with the message on stdin only for gemini so far",
+            adapter.kind()
+        ),
+    )
+    .with_hint("use --check-rounds 0 (the first verdict is final) or --agent gemini")
+}

@@ -1,0 +1,187 @@
+//! Running a task's check and recording its verdict: by the task's own launch when its agent
+//! exited 0 (`cuekit __check --from-launch`, which may give the child a fix round), or by
+//! the parent (`cuekit check ID`, which records the verdict and nothing more).
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::scratch;
+use crate::domain::check::{self, CheckPlan, CheckState, Phase, Verdict};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::check_run::{self, CheckRun};
+use crate::effects::store;
+use crate::ops::task::Task;
+
+/// Checks that may run at once on this machine (`limits.checks`).
+const CHECK_SLOTS: u32 = 1;
+
+/// A check's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckOutcome {
+    pub task_id: String,
+    pub verdict: Verdict,
+    /// Where the task's check stands now (its rounds, phase and every verdict).
+    pub check: CheckState,
+    /// The child gets a fix round (its message is in the task's `checks/fix.txt`).
+    pub fix_round: bool,
+}
+
+/// The check a task's launch runs once its agent exited 0: the verdict, and on a failure
+/// with rounds left, the fix message for the next round.
+pub fn check_from_launch(task_id: &str, cwd: &Path) -> Result<CheckOutcome> {
+    let task = crate::ops::task::open(task_id, cwd)?;
+    let plan = plan_of(&task)?;
+    check(&task, &plan, true)
+}
+
+/// `cuekit check ID`: runs the task's check now and records the verdict.
+pub fn check_now(task_id: &str, cwd: &Path) -> Result<CheckOutcome> {
+    let task = crate::ops::task::open(task_id, cwd)?;
+    let plan = plan_of(&task)?;
+    check(&task, &plan, false)
+}
+
+fn plan_of(task: &Task) -> Result<CheckPlan> {
+    task.placement
+        .facts
+        .as_ref()
+        .and_then(|facts| facts.check.clone())
+        .ok_or_else(|| {
+            Error::new(
+                ErrorCode::InvalidState,
+                format!("task {} has no check", task.record.id),
+            )
+            .with_hint("a check is given at submit: `cuekit submit --worktree --check CMD …`")
+        })
+}
+
+/// Records where the check stands: the registry's copy (the one believed), then the record's.
+fn save(task: &Task, state: &CheckState) -> Result<()> {
+    store::record_check(&task.record.id, state)?;
+    store::update(&task.placement.task_dir, |record| {
+        record.check = Some(state.clone());
+        Ok(true)
+    })?;
+    Ok(())
+}
+
+/// A slot under the cap of checks running at once, held while the returned lock lives.
+fn slot() -> Result<std::fs::File> {
+    let dir = store::data_dir()
+        .map(|dir| dir.join("checks"))
+        .ok_or_else(|| Error::new(ErrorCode::Io, "cannot find cuekit's data directory"))?;
+    std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, err))?;
+    loop {
+        for n in 0..CHECK_SLOTS {
+            if let Some(lock) = store::lock_file_try(&dir.join(format!("slot-{n}.lock")))? {
+                return Ok(lock);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<CheckOutcome> {
+    let id = &task.record.id;
+    let _slot = slot()?;
+    let mut state = store::check_of(id).unwrap_or_else(|| CheckState::new(plan.rounds));
+    let round = state.next_round();
+    state.phase = Phase::Checking;
+    save(task, &state)?;
+    let dir = task.placement.task_dir.join("checks");
+    std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, err))?;
+    let log = dir.join(format!("{round}.log"));
+    let _ = std::fs::remove_file(&log);
+    let (verdict, tail) = run_round(task, plan, round, &log);
+    state.verdicts.push(verdict.clone());
+    let fix_round = from_launch && !verdict.passed && state.may_fix();
+    state.phase = match (verdict.passed, fix_round) {
+        (true, _) => Phase::Passed,
+        (false, true) => Phase::Working,
+        (false, false) => Phase::Failed,
+    };
+    if fix_round {
+        state.fix_rounds += 1;
+        let message = check::fix_message(plan, &verdict, &check::output_tail(&tail));
+        store::write_atomic(
+            &task.placement.task_dir.join(check::FIX_FILE),
+            message.as_bytes(),
+        )?;
+    }
+    save(task, &state)?;
+    Ok(CheckOutcome {
+        task_id: id.clone(),
+        verdict,
+        check: state,
+        fix_round,
+    })
+}
+
+/// One round: the scratch checkout, then each command until one fails. Returns the verdict
+/// and the last bytes of the deciding command's output.
+fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict, Vec<u8>) {
+    let mut verdict = Verdict {
+        round,
+        passed: false,
+        command: plan.run.last().cloned().unwrap_or_default(),
+        exit_code: None,
+        timed_out: false,
+        error: None,
+        log: log.to_string_lossy().into_owned(),
+        protected_edits: Vec::new(),
+        at: String::new(),
+    };
+    let fail = |mut verdict: Verdict, err: Error| {
+        let _ = store::append_line(log, format!("cuekit: {}", err.message).as_bytes());
+        verdict.error = Some(err.message);
+        verdict.at = crate::effects::clock::now_rfc3339();
+        (verdict, Vec::new())
+    };
+    let scratch = match scratch::make(task, plan, round) {
+        Ok(scratch) => scratch,
+        Err(err) => return fail(verdict, err),
+    };
+    verdict.protected_edits = scratch.edits.clone();
+    if !verdict.protected_edits.is_empty() {
+        let paths: Vec<String> = verdict
+            .protected_edits
+            .iter()
+            .map(|e| format!("{} ({:?})", e.path, e.edit).to_lowercase())
+            .collect();
+        let _ = store::append_line(
+            log,
+            format!(
+                "cuekit: restored from the base for this check: {}",
+                paths.join(", ")
+            )
+            .as_bytes(),
+        );
+    }
+    let mut tail = Vec::new();
+    let marker = format!("{}.{round}.{}", task.record.id, std::process::id());
+    for command in &plan.run {
+        let ran = match check_run::run(&CheckRun {
+            command,
+            cwd: &scratch.tree,
+            timeout: Duration::from_secs(plan.timeout_secs),
+            log,
+            log_limit: check::LOG_LIMIT,
+            marker: &marker,
+        }) {
+            Ok(ran) => ran,
+            Err(err) => return fail(verdict, err),
+        };
+        verdict.command = command.clone();
+        verdict.exit_code = ran.exit_code;
+        verdict.timed_out = ran.timed_out;
+        tail = ran.tail;
+        if ran.exit_code != Some(0) {
+            break;
+        }
+    }
+    verdict.passed = verdict.exit_code == Some(0) && !verdict.timed_out;
+    verdict.at = crate::effects::clock::now_rfc3339();
+    (verdict, tail)
+}
