@@ -27,7 +27,12 @@ pub struct LaunchCheckArgs {
 /// One line of the verdict, in cuekit's words and closed-set values.
 fn line(outcome: &CheckOutcome) -> String {
     let verdict = &outcome.verdict;
-    let how = match (verdict.passed, verdict.timed_out, verdict.exit_code, &verdict.error) {
+    let how = match (
+        verdict.passed,
+        verdict.timed_out,
+        verdict.exit_code,
+        &verdict.error,
+    ) {
         (true, ..) => "passed".to_string(),
         (_, _, _, Some(error)) => format!("could not run: {error}"),
         (_, true, ..) => "failed: ran past its time limit".to_string(),

@@ -128,10 +128,9 @@ pub fn default_protect(ecosystems: &[Ecosystem]) -> Vec<String> {
 /// matches a name at any depth (`conftest.py`, `*_test.go`); one with `/` from the root.
 pub fn glob_match(pattern: &str, path: &str) -> bool {
     let pattern = pattern.trim_start_matches('/');
-    let pattern = pattern.strip_suffix('/').map_or_else(
-        || pattern.to_string(),
-        |dir| format!("{dir}/**"),
-    );
+    let pattern = pattern
+        .strip_suffix('/')
+        .map_or_else(|| pattern.to_string(), |dir| format!("{dir}/**"));
     let parts: Vec<&str> = pattern.split('/').collect();
     let names: Vec<&str> = path.split('/').collect();
     if parts.len() == 1 {
@@ -454,7 +453,10 @@ mod tests {
         assert!(glob_match(".cargo/config.toml", ".cargo/config.toml"));
         assert!(!glob_match(".cargo/config.toml", "a/.cargo/config.toml"));
         assert!(glob_match("jest.config.*", "jest.config.js"));
-        assert!(glob_match("src/**/fixtures/*.json", "src/a/b/fixtures/x.json"));
+        assert!(glob_match(
+            "src/**/fixtures/*.json",
+            "src/a/b/fixtures/x.json"
+        ));
         assert!(glob_match("src/**/fixtures/*.json", "src/fixtures/x.json"));
         assert!(glob_match("a?c", "abc"));
     }
@@ -542,7 +544,10 @@ mod tests {
             protect: vec![],
         };
         let message = fix_message(&plan, &verdict(), "E assert 1 == 2");
-        assert!(message.starts_with("cuekit checked your work and the check failed (check round 1 of 3)."));
+        assert!(
+            message
+                .starts_with("cuekit checked your work and the check failed (check round 1 of 3).")
+        );
         assert!(message.contains("Command: pytest -q\nResult: exit code 1\n"));
         assert!(message.contains("Set aside for the check (protected): tests/test_a.py\n"));
         assert!(message.ends_with("Last lines of its output:\nE assert 1 == 2\n"));

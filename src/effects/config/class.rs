@@ -189,6 +189,14 @@ pub const KEYS: &[KeyRule] = &[
         "trusted project file only",
     ),
     key("hooks.timeout", KeyClass::Plain, "a duration"),
+    key("check.run", KeyClass::RunsCode, "trusted project file only"),
+    key("check.rounds", KeyClass::Plain, "a count of fix rounds"),
+    key("check.timeout", KeyClass::Plain, "a duration"),
+    key(
+        "check.protect",
+        KeyClass::RunsCode,
+        "trusted project file only: it says what the child's check trusts",
+    ),
     key(
         "notify",
         KeyClass::Plain,
@@ -584,7 +592,8 @@ mod tests {
         notify: [tmux]\nnotify_on: [failed]\nhosts:\n  h:\n    ssh: x\nacp:\n  permissions:\n    read: allow\n\
         limits:\n  running: 2\n  agents:\n    gemini: 1\n  hosts:\n    h: 1\n\
         retry:\n  max: 1\n  on: [rate_limited]\n  backoff:\n    first: 1s\n    max: 2s\n\
-        sandbox:\n  mode: bwrap\n  network: off\n  read: [~/r]\n  write: [/w]\n";
+        sandbox:\n  mode: bwrap\n  network: off\n  read: [~/r]\n  write: [/w]\n\
+        check:\n  run: [make test]\n  rounds: 1\n  timeout: 1m\n  protect: [tests/**]\n";
 
     #[test]
     fn every_key_has_a_class_and_every_class_entry_is_a_key() {

@@ -694,6 +694,22 @@ impl Config {
         self.pick(|f| f.worktree.symlink.clone())
     }
 
+    /// The configured check (`check:`), if one names commands to run.
+    pub fn check(&self) -> Option<CheckSettings> {
+        let run = self
+            .pick(|f| f.check.run.clone().filter(|run| !run.is_empty()))?
+            .value;
+        Some(CheckSettings {
+            run,
+            rounds: self.pick(|f| f.check.rounds).map(|s| s.value),
+            timeout: self.pick(|f| f.check.timeout.map(|t| t.0)).map(|s| s.value),
+            protect: self
+                .pick(|f| f.check.protect.clone())
+                .map(|s| s.value)
+                .unwrap_or_default(),
+        })
+    }
+
     pub fn worktree_setup(&self) -> Option<Setting<String>> {
         self.pick(|f| f.worktree.setup.clone())
     }
@@ -815,6 +831,15 @@ pub fn parse_file(path: &Path) -> Result<ConfigFile> {
 }
 
 /// The starter file `cuekit init` writes: the documented example.
+/// A check as the config sets it (`check:`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckSettings {
+    pub run: Vec<String>,
+    pub rounds: Option<u32>,
+    pub timeout: Option<Duration>,
+    pub protect: Vec<String>,
+}
+
 pub const EXAMPLE: &str = include_str!("../../../.cuekit.yaml.example");
 
 #[cfg(test)]

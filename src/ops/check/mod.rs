@@ -15,11 +15,46 @@ use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::spec::{Mode, TaskSpec};
 use crate::ops::submit::CheckRequest;
 
-pub use run::{CheckOutcome, check_now, check_from_launch};
+pub use run::{CheckOutcome, check_from_launch, check_now};
+
+/// The plan of the check the submit asks for, else of the configured one (`check:`; a
+/// project file's applies only once trusted: `check.run` runs code). A configured check that
+/// cannot be kept for this task is left out with a warning; one asked for is refused.
+pub(crate) fn plan_for(
+    asked: Option<&CheckRequest>,
+    configured: Option<crate::effects::config::CheckSettings>,
+    mode: Mode,
+    sandboxed: bool,
+    own_checkout: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Option<CheckPlan>> {
+    if asked.is_some() {
+        return plan_of(asked, mode, sandboxed, own_checkout);
+    }
+    let Some(configured) = configured else {
+        return Ok(None);
+    };
+    let request = CheckRequest {
+        run: configured.run,
+        rounds: configured.rounds,
+        timeout: configured.timeout,
+        protect: configured.protect,
+    };
+    match plan_of(Some(&request), mode, sandboxed, own_checkout) {
+        Ok(plan) => Ok(plan),
+        Err(err) => {
+            warnings.push(format!(
+                "the configured check does not run for this task: {}",
+                err.message
+            ));
+            Ok(None)
+        }
+    }
+}
 
 /// The plan of a check as asked, refused where it cannot be kept: only a batch task in a
 /// checkout of its own, without a sandbox, is checked so far.
-pub(crate) fn plan_of(
+fn plan_of(
     request: Option<&CheckRequest>,
     mode: Mode,
     sandboxed: bool,
@@ -31,7 +66,11 @@ pub(crate) fn plan_of(
     let refuse = |what: &str, hint: &str| {
         Err(Error::invalid_input(format!("--check {what}")).with_hint(hint.to_string()))
     };
-    if request.run.iter().any(|c| c.trim().is_empty() || c.contains('\0')) {
+    if request
+        .run
+        .iter()
+        .any(|c| c.trim().is_empty() || c.contains('\0'))
+    {
         return refuse(
             "needs a command (not empty, no NUL byte)",
             "give the command to run, e.g. --check 'make test'",
@@ -39,7 +78,10 @@ pub(crate) fn plan_of(
     }
     if mode != Mode::Batch {
         return refuse(
-            &format!("is built for batch tasks only so far, not {}", mode.as_str()),
+            &format!(
+                "is built for batch tasks only so far, not {}",
+                mode.as_str()
+            ),
             "submit with --mode batch (interactive and acp checks are not built yet)",
         );
     }

@@ -79,11 +79,9 @@ pub(super) fn make(task: &Task, plan: &CheckPlan, round: u32) -> Result<Scratch>
         Error::new(ErrorCode::Io, "cannot find cuekit's data directory")
             .with_hint("set HOME (or XDG_DATA_HOME)")
     })?;
-    let root = data.join("checks").join(format!(
-        "{}-{round}-{}",
-        task.record.id,
-        std::process::id()
-    ));
+    let root =
+        data.join("checks")
+            .join(format!("{}-{round}-{}", task.record.id, std::process::id()));
     crate::effects::check_run::remove_tree(&root);
     let tree = root.join("tree");
     std::fs::create_dir_all(&tree).map_err(|err| Error::io("create", &tree, err))?;
@@ -105,7 +103,10 @@ pub(super) fn make(task: &Task, plan: &CheckPlan, round: u32) -> Result<Scratch>
         git.run_with(&args, &[], input).map(|_| ())
     };
     if !remove.is_empty() {
-        update(&["update-index", "--force-remove", "-z", "--stdin"], &remove)?;
+        update(
+            &["update-index", "--force-remove", "-z", "--stdin"],
+            &remove,
+        )?;
     }
     let mut restore = Vec::new();
     for (path, info) in base.iter().filter(|(p, _)| check::is_protected(&globs, p)) {
@@ -113,7 +114,10 @@ pub(super) fn make(task: &Task, plan: &CheckPlan, round: u32) -> Result<Scratch>
         restore.push(0);
     }
     if !restore.is_empty() {
-        update(&["update-index", "--replace", "-z", "--index-info"], &restore)?;
+        update(
+            &["update-index", "--replace", "-z", "--index-info"],
+            &restore,
+        )?;
     }
     git.run(["checkout-index", "--all", "--force"])?;
     Ok(scratch)

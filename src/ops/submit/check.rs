@@ -62,19 +62,7 @@ pub(super) enum Identified {
 pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
     let request = &resolved.request;
     let config = &resolved.config;
-    let use_worktree = request
-        .worktree
-        .or_else(|| config.worktree_default().map(|s| s.value))
-        .unwrap_or(false);
-    if !use_worktree && (request.base.is_some() || request.branch.is_some()) {
-        return Err(Error::invalid_input(
-            "--base and --branch only apply to a task in its own worktree",
-        )
-        .with_hint("add --worktree (or set defaults.worktree: true)"));
-    }
-    if use_worktree {
-        config.refuse_untrusted_worktree()?;
-    }
+    let use_worktree = use_worktree(request, config)?;
     let digest = request_digest(request, &resolved.cwd);
     let id = match request.id.clone() {
         Some(id) => match chosen_id(id, &resolved.cwd, &digest)? {
@@ -160,26 +148,18 @@ pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
         setup,
     ) = sandbox::wrap(launch, &policy, &subject, setup.as_deref())
         .map_err(|err| approvals_hint(err, approvals))?;
-    let check = crate::ops::check::plan_of(
-        resolved.request.check.as_ref(),
-        resolved.mode,
-        policy.mode != SandboxMode::None,
-        worktree_placement.is_some(),
+    let (command, check) = with_check(
+        &resolved,
+        command,
+        Subject {
+            id: &id,
+            task_dir: &task_dir,
+            sandboxed: policy.mode != SandboxMode::None,
+            own_checkout: worktree_placement.is_some(),
+            session: agent_session_id.as_deref(),
+        },
+        &mut warnings,
     )?;
-    let command = match &check {
-        Some(plan) => crate::ops::check::around(
-            &command,
-            plan,
-            &id,
-            &task_dir,
-            resolved.adapter,
-            &resolved.spec,
-            &resolved.bin,
-            agent_session_id.as_deref(),
-            &client_word()?,
-        )?,
-        None => command,
-    };
     warnings.extend(approvals.warning().map(String::from));
     warnings.extend(launch_warnings);
     socket.ensure_dir()?;
@@ -229,6 +209,67 @@ pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
         placement,
         warnings,
     })))
+}
+
+/// Whether the task gets a worktree of its own; `--base` and `--branch` need one, and a
+/// project file's worktree keys that run code need the file trusted.
+fn use_worktree(request: &SubmitRequest, config: &Config) -> Result<bool> {
+    let use_worktree = request
+        .worktree
+        .or_else(|| config.worktree_default().map(|s| s.value))
+        .unwrap_or(false);
+    if !use_worktree && (request.base.is_some() || request.branch.is_some()) {
+        return Err(Error::invalid_input(
+            "--base and --branch only apply to a task in its own worktree",
+        )
+        .with_hint("add --worktree (or set defaults.worktree: true)"));
+    }
+    if use_worktree {
+        config.refuse_untrusted_worktree()?;
+    }
+    Ok(use_worktree)
+}
+
+/// What a task's check depends on, besides the request and its config.
+struct Subject<'a> {
+    id: &'a str,
+    task_dir: &'a Path,
+    sandboxed: bool,
+    own_checkout: bool,
+    session: Option<&'a str>,
+}
+
+/// The task's check (asked for, else configured) and its launch command inside the check's
+/// loop; the command as it is without one.
+fn with_check(
+    resolved: &Resolved,
+    command: String,
+    task: Subject,
+    warnings: &mut Vec<String>,
+) -> Result<(String, Option<crate::domain::check::CheckPlan>)> {
+    let check = crate::ops::check::plan_for(
+        resolved.request.check.as_ref(),
+        resolved.config.check(),
+        resolved.mode,
+        task.sandboxed,
+        task.own_checkout,
+        warnings,
+    )?;
+    let command = match &check {
+        Some(plan) => crate::ops::check::around(
+            &command,
+            plan,
+            task.id,
+            task.task_dir,
+            resolved.adapter,
+            &resolved.spec,
+            &resolved.bin,
+            task.session,
+            &client_word()?,
+        )?,
+        None => command,
+    };
+    Ok((command, check))
 }
 
 /// The sandbox the policy gives this task, and whether it was chosen for its approvals.

@@ -1,0 +1,450 @@
+//! `--check` (issue 34): a task's check runs on its work in a scratch checkout whose protected
+//! paths are restored from the base, with real git, real tmux, real /bin/sh, and the real
+//! Gemini CLI offline (canned replies, a file per run) where the child's behaviour matters.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::harness::git::{commit_all, project_repo};
+use crate::harness::{Harness, MODEL, canned_shell_call, canned_text, write_executable};
+
+/// The project's own test: prints noise, escape sequences, then passes only when
+/// `answer.txt` says `answer=42`.
+const CHECK_SCRIPT: &str = "#!/bin/sh\n\
+i=0; while [ $i -lt 200 ]; do echo \"noise line $i\"; i=$((i+1)); done\n\
+printf '\\033[31mred\\033[0m \\033]0;retitled\\007 after the escapes\\n'\n\
+if grep -qx 'answer=42' answer.txt 2>/dev/null; then echo PASS; exit 0; fi\n\
+echo \"FAIL: answer.txt says $(cat answer.txt 2>/dev/null)\"; exit 1\n";
+
+/// A project repository whose base holds `tests/check.sh` and a `Makefile` (runner config).
+fn checked_project(h: &Harness) {
+    project_repo(&h.project, "shared\n");
+    std::fs::create_dir_all(h.project.join("tests")).unwrap();
+    std::fs::write(h.project.join("tests/check.sh"), CHECK_SCRIPT).unwrap();
+    std::fs::write(h.project.join("Makefile"), "check:\n\tsh tests/check.sh\n").unwrap();
+    commit_all(&h.project, "a project with a test");
+}
+
+/// The real Gemini CLI offline, each run with replies of its own (`canned-<n>.jsonl`, the
+/// last one for any later run); each run's argv and stdin are kept in `runs/`.
+fn gemini_by_run(h: Harness, runs: &[Vec<String>]) -> Harness {
+    let root = h.root().to_path_buf();
+    for (n, replies) in runs.iter().enumerate() {
+        std::fs::write(
+            root.join(format!("canned-{}.jsonl", n + 1)),
+            replies.join("\n") + "\n",
+        )
+        .unwrap();
+    }
+    std::fs::create_dir_all(root.join("runs")).unwrap();
+    let last = runs.len();
+    let wrapper = format!(
+        "#!/bin/sh\nruns='{root}/runs'\n\
+         n=$(ls \"$runs\" | grep -c '^argv-'); n=$((n + 1))\n\
+         printf '%s\\n' \"$@\" > \"$runs/argv-$n\"\n\
+         cat > \"$runs/stdin-$n\"\n\
+         canned='{root}/canned-'$n'.jsonl'; [ -f \"$canned\" ] || canned='{root}/canned-{last}.jsonl'\n\
+         exec '{real}' --fake-responses-non-strict \"$canned\" \"$@\" < \"$runs/stdin-$n\"\n",
+        root = root.display(),
+        real = crate::harness::real_gemini().display(),
+    );
+    write_executable(&h.bin.join("gemini"), &wrapper);
+    h.gemini_api_key_auth();
+    h.env("GEMINI_API_KEY", "offline-test-key")
+}
+
+fn run_file(h: &Harness, what: &str, n: usize) -> String {
+    std::fs::read_to_string(h.root().join(format!("runs/{what}-{n}"))).unwrap_or_default()
+}
+
+fn runs(h: &Harness) -> usize {
+    std::fs::read_dir(h.root().join("runs"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("argv-"))
+        .count()
+}
+
+/// A Gemini child's answer: the shell tool writes `answer.txt`, then a closing text.
+fn answer(value: &str, text: &str) -> Vec<String> {
+    vec![
+        canned_shell_call(&format!("echo answer={value} > answer.txt")),
+        canned_text(text),
+    ]
+}
+
+fn submit_checked_gemini(h: &Harness, extra: &[&str]) -> String {
+    let mut args = vec![
+        "--worktree",
+        "--mode",
+        "batch",
+        "--model",
+        MODEL,
+        "--check",
+        "sh tests/check.sh",
+    ];
+    args.extend_from_slice(extra);
+    args.push("Write the answer into answer.txt");
+    h.submit(&args)
+}
+
+fn check_of(status: &Value) -> &Value {
+    &status["check"]
+}
+
+#[test]
+fn a_gemini_batch_child_gets_its_failure_and_completes_after_one_fix_round() {
+    let h = gemini_by_run(
+        Harness::new(),
+        &[answer("41", "Done."), answer("42", "Fixed it.")],
+    );
+    checked_project(&h);
+    let id = submit_checked_gemini(&h, &[]);
+    let (waited, code) = h.wait_all(&[&id], "120s");
+    assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
+    let status = h.status(&id);
+    assert_eq!(status["status"], "completed", "{status}");
+    let check = check_of(&status);
+    assert_eq!(check["phase"], "passed", "{status}");
+    assert_eq!(check["fix_rounds"], 1);
+    assert_eq!(check["summary"], "check passed in round 2 of 3");
+    let verdicts = check["verdicts"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 2, "{status}");
+    assert_eq!(
+        (&verdicts[0]["passed"], &verdicts[0]["exit_code"]),
+        (&Value::Bool(false), &Value::from(1))
+    );
+    assert_eq!(verdicts[1]["passed"], true);
+    assert!(verdicts[0]["protected_edits"].is_null(), "{status}");
+    let log = std::fs::read_to_string(verdicts[0]["log"].as_str().unwrap()).unwrap();
+    assert!(log.contains("FAIL: answer.txt says answer=41"), "{log}");
+
+    // Two runs of the agent: the second resumed the session, with the failure on its stdin
+    // and never the original prompt.
+    assert_eq!(runs(&h), 2);
+    let argv = run_file(&h, "argv", 2);
+    assert!(argv.contains("--resume\n") && argv.contains(&id), "{argv}");
+    let stdin = run_file(&h, "stdin", 2);
+    assert!(
+        stdin.starts_with("cuekit checked your work and the check failed (check round 1 of 3)"),
+        "{stdin}"
+    );
+    assert!(
+        stdin.contains("Command: sh tests/check.sh\nResult: exit code 1\n"),
+        "{stdin}"
+    );
+    assert!(stdin.contains("FAIL: answer.txt says answer=41"), "{stdin}");
+    assert!(
+        !stdin.contains("Write the answer"),
+        "the prompt again: {stdin}"
+    );
+    // Bounded, and no control character but newline and tab reaches the child.
+    assert!(stdin.len() < 5000, "{}", stdin.len());
+    assert!(!stdin.contains("noise line 100"), "{stdin}");
+    assert!(stdin.contains("red  after the escapes"), "{stdin}");
+    assert!(
+        !stdin
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'),
+        "{stdin:?}"
+    );
+    // The fixed work is the task's.
+    let worktree = h.worktree_of(&id);
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("answer.txt")).unwrap(),
+        "answer=42\n"
+    );
+}
+
+#[test]
+fn with_no_fix_rounds_a_failed_check_ends_the_gemini_task_check_failed() {
+    let h = gemini_by_run(
+        Harness::new(),
+        &[answer("41", "Done."), answer("42", "Fixed it.")],
+    );
+    checked_project(&h);
+    let id = submit_checked_gemini(&h, &["--check-rounds", "0"]);
+    let (waited, code) = h.wait_all(&[&id], "120s");
+    assert_eq!(code, 20, "{waited}");
+    let status = h.status(&id);
+    assert_eq!(
+        (status["status"].as_str(), status["reason"].as_str()),
+        (Some("failed"), Some("check_failed")),
+        "{status}"
+    );
+    let hint = status["hint"].as_str().unwrap();
+    assert!(
+        hint.contains("round 1 of 1") && hint.contains("checks/1.log"),
+        "{hint}"
+    );
+    assert_eq!(runs(&h), 1, "no fix round");
+    assert_eq!(check_of(&status)["phase"], "failed");
+}
+
+/// A batch `sh -c SCRIPT` child in its own worktree, checked by `check` with `extra` flags.
+fn submit_checked_sh(h: &Harness, script: &str, check: &str, extra: &[&str]) -> String {
+    let mut flags = vec!["--check", check, "--check-rounds", "0"];
+    flags.extend_from_slice(extra);
+    h.submit_worktree_sh(&flags, script)
+}
+
+#[test]
+fn a_child_that_rewrites_the_test_and_the_runner_config_is_judged_on_the_base_ones() {
+    let h = Harness::new();
+    checked_project(&h);
+    // The child writes a wrong answer, then makes the test and the Makefile pass anyway, and
+    // adds a conftest.py-like helper in tests/.
+    let id = submit_checked_sh(
+        &h,
+        "echo answer=41 > answer.txt; printf '#!/bin/sh\\nexit 0\\n' > tests/check.sh; \
+         printf 'check:\\n\\ttrue\\n' > Makefile; echo x > tests/helper.sh",
+        "make check",
+        &[],
+    );
+    let (waited, code) = h.wait_all(&[&id], "60s");
+    assert_eq!(code, 20, "{waited}");
+    let status = h.status(&id);
+    assert_eq!(status["reason"], "check_failed", "{status}");
+    let verdict = &check_of(&status)["verdicts"][0];
+    let edits: Vec<(String, String)> = verdict["protected_edits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["path"].as_str().unwrap().to_string(),
+                e["edit"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        edits,
+        [
+            ("Makefile", "changed"),
+            ("tests/check.sh", "changed"),
+            ("tests/helper.sh", "added")
+        ]
+        .map(|(p, e)| (p.to_string(), e.to_string()))
+        .to_vec()
+    );
+    let log = std::fs::read_to_string(verdict["log"].as_str().unwrap()).unwrap();
+    assert!(log.contains("FAIL: answer.txt says answer=41"), "{log}");
+    // The child's own files are as it left them: only the check's copy was restored.
+    let worktree = h.worktree_of(&id);
+    assert!(
+        std::fs::read_to_string(worktree.join("tests/check.sh"))
+            .unwrap()
+            .contains("exit 0")
+    );
+    let details = h.ok(&["status", &id]);
+    assert!(
+        details.contains("protected:  Makefile, tests/check.sh, tests/helper.sh"),
+        "{details}"
+    );
+}
+
+#[test]
+fn a_passing_check_completes_the_task_and_the_right_work_passes_on_the_base_test() {
+    let h = Harness::new();
+    checked_project(&h);
+    let id = submit_checked_sh(&h, "echo answer=42 > answer.txt", "sh tests/check.sh", &[]);
+    h.wait_ok(&[&id], "60s");
+    let status = h.status(&id);
+    assert_eq!(status["status"], "completed", "{status}");
+    assert_eq!(check_of(&status)["phase"], "passed", "{status}");
+    // `cuekit check ID` runs it again on demand and records the verdict.
+    let (again, code) = h.json(&["check", &id]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(again["verdict"]["round"], 2);
+    // Work changed after the end: the check says so, exit 35, recorded.
+    let worktree = h.worktree_of(&id);
+    std::fs::write(worktree.join("answer.txt"), "answer=7\n").unwrap();
+    let (again, code) = h.json(&["check", &id]);
+    assert_eq!(code, 35, "{again}");
+    assert_eq!(again["verdict"]["passed"], false);
+    let status = h.status(&id);
+    assert_eq!(check_of(&status)["verdicts"].as_array().unwrap().len(), 3);
+    // The ending stays the one recorded.
+    assert_eq!(status["status"], "completed");
+}
+
+fn alive(pid_file: &Path) -> bool {
+    let pid: u32 = std::fs::read_to_string(pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    cuekit::effects::process::is_alive(pid)
+}
+
+#[test]
+fn a_check_that_never_ends_is_killed_at_its_limit_with_its_process_group() {
+    let h = Harness::new();
+    checked_project(&h);
+    let pids = h.root().join("check.pid");
+    let check = format!("sleep 300 & echo $! > '{}'; wait", pids.display());
+    let id = submit_checked_sh(
+        &h,
+        "echo answer=42 > answer.txt",
+        &check,
+        &["--check-timeout", "1s"],
+    );
+    let (waited, code) = h.wait_all(&[&id], "60s");
+    assert_eq!(code, 20, "{waited}");
+    let status = h.status(&id);
+    assert_eq!(status["reason"], "check_failed", "{status}");
+    assert_eq!(check_of(&status)["verdicts"][0]["timed_out"], true);
+    assert!(
+        status["hint"]
+            .as_str()
+            .unwrap()
+            .contains("ran past its time limit")
+    );
+    assert!(!alive(&pids), "the check's process outlived it");
+}
+
+#[test]
+fn a_check_that_leaves_a_daemon_has_it_ended_and_a_flood_is_bounded() {
+    let h = Harness::new();
+    checked_project(&h);
+    let daemon = h.root().join("daemon.pid");
+    let check = format!(
+        "setsid sleep 300 > /dev/null 2>&1 & echo $! > '{}'; \
+         head -c 5000000 /dev/zero | tr '\\0' x; printf '\\033]0;t\\007'; echo; echo the end",
+        daemon.display()
+    );
+    let id = submit_checked_sh(&h, "echo answer=42 > answer.txt", &check, &[]);
+    h.wait_ok(&[&id], "60s");
+    assert!(!alive(&daemon), "the check's daemon outlived it");
+    let status = h.status(&id);
+    let log: PathBuf = check_of(&status)["verdicts"][0]["log"]
+        .as_str()
+        .unwrap()
+        .into();
+    let size = std::fs::metadata(&log).unwrap().len();
+    assert!(size < 1024 * 1024 + 4096, "log of {size} bytes");
+    let text = String::from_utf8_lossy(&std::fs::read(&log).unwrap()).into_owned();
+    assert!(
+        text.contains("5000000 bytes printed") || text.contains("bytes printed"),
+        "{}",
+        &text[text.len() - 300..]
+    );
+}
+
+#[test]
+fn a_dependent_starts_only_after_the_pass_and_fails_with_a_failed_check() {
+    let h = Harness::new();
+    checked_project(&h);
+    let passes = submit_checked_sh(&h, "echo answer=42 > answer.txt", "sh tests/check.sh", &[]);
+    let fails = submit_checked_sh(&h, "echo answer=41 > answer.txt", "sh tests/check.sh", &[]);
+    // The dependent looks, as it starts, at the task it waited for.
+    let seen = h.root().join("seen.json");
+    let look = format!("cuekit --json status {passes} > '{}'", seen.display());
+    let after_pass = h.submit_sh(&look, &["--mode", "batch", "--after", &passes]);
+    let after_fail = h.submit_sh("true", &["--mode", "batch", "--after", &fails]);
+    h.wait_ended(&[&passes, &fails, &after_pass, &after_fail], "120s");
+    let dependent = h.status(&after_pass);
+    assert_eq!(dependent["status"], "completed", "{dependent}");
+    let seen: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(
+        (seen["status"].as_str(), seen["check"]["phase"].as_str()),
+        (Some("completed"), Some("passed")),
+        "what the dependent saw at its start: {seen}"
+    );
+    let blocked = h.status(&after_fail);
+    assert_eq!(
+        (blocked["status"].as_str(), blocked["reason"].as_str()),
+        (Some("cancelled"), Some("dependency_failed")),
+        "{blocked}"
+    );
+}
+
+#[test]
+fn a_repositorys_own_check_runs_nothing_until_the_project_is_trusted() {
+    let h = Harness::new();
+    checked_project(&h);
+    let planted = h.root().join("planted");
+    std::fs::write(
+        h.project.join(".cuekit.yaml"),
+        format!(
+            "check:\n  run: ['touch {}']\n  rounds: 0\n  protect: []\n",
+            planted.display()
+        ),
+    )
+    .unwrap();
+    commit_all(&h.project, "a check of the repository's own");
+    let submit = crate::harness::sh_task(
+        "echo answer=41 > answer.txt",
+        &["--worktree", "--mode", "batch"],
+    );
+    let mut args = vec!["submit"];
+    args.extend(submit.iter().copied());
+    let (refused, code) = h.json(&args);
+    crate::harness::assert_refused(&refused, code, "config_untrusted", 14);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("check.run"),
+        "{refused}"
+    );
+    assert!(!planted.exists(), "a project file's check ran");
+    // Trusted by the user, it is the task's check.
+    h.trust(&[]);
+    let id = h.submit(&submit);
+    h.wait_ok(&[&id], "60s");
+    assert!(planted.exists(), "the trusted check did not run");
+    assert_eq!(h.status(&id)["check"]["phase"], "passed");
+}
+
+#[test]
+fn a_fix_round_that_cannot_reach_the_same_child_is_refused_before_anything_starts() {
+    let h = Harness::new();
+    checked_project(&h);
+    let (refused, code) = h.json(&[
+        "submit",
+        "--worktree",
+        "--mode",
+        "batch",
+        "--agent",
+        "command",
+        "--check",
+        "true",
+        "--",
+        "sh",
+        "-c",
+        "true",
+    ]);
+    assert_eq!(code, 3, "{refused}");
+    assert!(
+        refused["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("--check-rounds 0"),
+        "{refused}"
+    );
+    let (refused, code) = h.json(&[
+        "submit",
+        "--mode",
+        "batch",
+        "--agent",
+        "command",
+        "--check",
+        "true",
+        "--check-rounds",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        "true",
+    ]);
+    assert_eq!(code, 3, "{refused}");
+    assert!(
+        refused["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("--worktree"),
+        "{refused}"
+    );
+}
