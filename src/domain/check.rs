@@ -28,6 +28,16 @@ pub const CHECK_FAILED_EXIT: i32 = 1;
 /// The file, in the task directory, a fix round's message is read from (on the agent's stdin).
 pub const FIX_FILE: &str = "checks/fix.txt";
 
+/// What tells an interactive child of `agent_kind` to exit once its check decided (verified
+/// against the real CLI: Gemini's `/quit` exits 0). `None`: no way known, so no interactive
+/// check for that agent yet.
+pub fn quit_words(agent_kind: &str) -> Option<&'static str> {
+    match agent_kind {
+        "gemini" => Some("/quit"),
+        _ => None,
+    }
+}
+
 /// The check as asked for at submit: kept in the registry, never read from the project.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckPlan {

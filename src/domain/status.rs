@@ -95,8 +95,15 @@ pub fn exit_status(seen: &Observation) -> Option<i32> {
 
 /// What a `check_failed` ending says: the rounds, the failing command and where its output is.
 fn check_failed_hint(record: &TaskRecord, check: &crate::domain::check::CheckState) -> String {
-    let Some(last) = check.verdicts.last() else {
-        return "the task's check failed".to_string();
+    use crate::domain::check::Phase;
+    let Some(last) = check
+        .verdicts
+        .last()
+        .filter(|_| check.phase == Phase::Failed)
+    else {
+        return "the child exited before its check passed; `cuekit check <id>` runs it on the \
+                work it left"
+            .to_string();
     };
     let result = match (last.timed_out, last.exit_code, &last.error) {
         (_, _, Some(error)) => format!("could not run: {error}"),
@@ -148,11 +155,12 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
         }
         // The verdict is the registry's (written by cuekit's check alone); the status only
         // says the launch ended on it.
-        if let Some(check) = record
-            .check
-            .as_ref()
-            .filter(|check| code != 0 && check.phase == crate::domain::check::Phase::Failed)
-        {
+        // A checked task completes only on a pass: a failed verdict, or an exit of 0 before any
+        // pass (an interactive child that quit on its own), is `check_failed`.
+        if let Some(check) = record.check.as_ref().filter(|check| {
+            check.phase == crate::domain::check::Phase::Failed
+                || (code == 0 && check.phase != crate::domain::check::Phase::Passed)
+        }) {
             return Verdict::Ended(failed("check_failed", check_failed_hint(record, check)));
         }
         return Verdict::Ended(match (&seen.stream, code) {

@@ -27,7 +27,8 @@ fn checked_project(h: &Harness) {
 }
 
 /// The real Gemini CLI offline, each run with replies of its own (`canned-<n>.jsonl`, the
-/// last one for any later run); each run's argv and stdin are kept in `runs/`.
+/// last one for any later run); each run's argv and (unless a terminal) stdin are kept in
+/// `runs/`.
 fn gemini_by_run(h: Harness, runs: &[Vec<String>]) -> Harness {
     let root = h.root().to_path_buf();
     for (n, replies) in runs.iter().enumerate() {
@@ -43,8 +44,9 @@ fn gemini_by_run(h: Harness, runs: &[Vec<String>]) -> Harness {
         "#!/bin/sh\nruns='{root}/runs'\n\
          n=$(ls \"$runs\" | grep -c '^argv-'); n=$((n + 1))\n\
          printf '%s\\n' \"$@\" > \"$runs/argv-$n\"\n\
-         cat > \"$runs/stdin-$n\"\n\
          canned='{root}/canned-'$n'.jsonl'; [ -f \"$canned\" ] || canned='{root}/canned-{last}.jsonl'\n\
+         [ -t 0 ] && exec '{real}' --fake-responses-non-strict \"$canned\" \"$@\"\n\
+         cat > \"$runs/stdin-$n\"\n\
          exec '{real}' --fake-responses-non-strict \"$canned\" \"$@\" < \"$runs/stdin-$n\"\n",
         root = root.display(),
         real = crate::harness::real_gemini().display(),
@@ -447,4 +449,83 @@ fn a_fix_round_that_cannot_reach_the_same_child_is_refused_before_anything_start
             .contains("--worktree"),
         "{refused}"
     );
+}
+
+/// An interactive Gemini child's whole conversation, in one run: a wrong answer, then after
+/// the fix message the right one (and a reply, should a `/quit` reach the model as text).
+fn interactive_replies() -> Vec<Vec<String>> {
+    let mut replies = answer("41", "Done.");
+    replies.extend(answer("42", "Fixed it."));
+    replies.push(canned_text("Bye."));
+    vec![replies]
+}
+
+#[test]
+fn an_interactive_gemini_child_is_steered_its_failure_and_told_to_quit_after_the_pass() {
+    let h = gemini_by_run(Harness::new(), &interactive_replies());
+    checked_project(&h);
+    let id = h.submit(&[
+        "--worktree",
+        "--model",
+        MODEL,
+        "--check",
+        "sh tests/check.sh",
+        "Write the answer into answer.txt",
+    ]);
+    let (waited, code) = h.wait_all(&[&id], "120s");
+    assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
+    let status = h.status(&id);
+    assert_eq!(
+        (status["status"].as_str(), status["exit_code"].as_i64()),
+        (Some("completed"), Some(0)),
+        "{status}"
+    );
+    let check = check_of(&status);
+    assert_eq!(
+        (check["phase"].as_str(), check["fix_rounds"].as_u64()),
+        (Some("passed"), Some(1)),
+        "{status}"
+    );
+    // The failure reached the child: typed into its TUI, answered with the fix.
+    let logs = h.ok(&["logs", &id]);
+    assert!(
+        logs.contains("cuekit checked your work and the check failed"),
+        "{logs}"
+    );
+    assert!(logs.contains("Fixed it."), "{logs}");
+    let events = std::fs::read_to_string(h.task_dir(&id).join("events.jsonl")).unwrap_or_default();
+    let sent: Vec<Value> = events
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["type"] == "cuekit_check")
+        .collect();
+    assert_eq!(sent[0]["sent"], "fix", "{events}");
+    assert_eq!(sent[0]["receipt"], "submitted", "{events}");
+    assert!(
+        sent.iter()
+            .any(|e| e["sent"] == "quit" && e["passed"] == true),
+        "{events}"
+    );
+}
+
+#[test]
+fn an_interactive_gemini_child_whose_only_check_fails_ends_check_failed() {
+    let h = gemini_by_run(Harness::new(), &interactive_replies());
+    checked_project(&h);
+    let id = h.submit(&[
+        "--worktree",
+        "--model",
+        MODEL,
+        "--check",
+        "sh tests/check.sh",
+        "--check-rounds",
+        "0",
+        "Write the answer into answer.txt",
+    ]);
+    let (waited, code) = h.wait_all(&[&id], "120s");
+    assert_eq!(code, 20, "{waited}\n{}", h.screen(&id));
+    let status = h.status(&id);
+    assert_eq!(status["reason"], "check_failed", "{status}");
+    assert_eq!(check_of(&status)["phase"], "failed");
+    assert!(!h.ok(&["logs", &id]).contains("cuekit checked your work"));
 }

@@ -215,10 +215,15 @@ impl Checkout<'_> {
         if !self.placed.path.is_dir() {
             return self.root().line(["rev-parse", &format!("{tip}^{{tree}}")]);
         }
-        // A copy of cuekit's index per process (its stat cache kept), put back when done:
-        // two looks at once never share an index lock.
+        // A copy of cuekit's index per process and call (its stat cache kept), put back when
+        // done: two looks at once (two processes, or two threads of the monitor: a tick's view
+        // and a task's check) never share an index lock.
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let kept = self.scratch.join(INDEX);
-        let index = self.scratch.join(format!("{INDEX}.{}", std::process::id()));
+        let index = self
+            .scratch
+            .join(format!("{INDEX}.{}.{call}", std::process::id()));
         let git = Git::over(&self.placed.common_dir, &self.placed.path, &index);
         let seeded_from = crate::effects::store::read_small(&self.scratch.join(INDEX_TIP)).ok();
         let reuse =

@@ -6,6 +6,7 @@
 
 mod run;
 mod scratch;
+mod turn;
 
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use crate::domain::spec::{Mode, TaskSpec};
 use crate::ops::submit::CheckRequest;
 
 pub use run::{CheckOutcome, check_from_launch, check_now};
+pub(crate) use turn::after_turn;
 
 /// The plan of the check the submit asks for, else of the configured one (`check:`; a
 /// project file's applies only once trusted: `check.run` runs code). A configured check that
@@ -23,13 +25,11 @@ pub use run::{CheckOutcome, check_from_launch, check_now};
 pub(crate) fn plan_for(
     asked: Option<&CheckRequest>,
     configured: Option<crate::effects::config::CheckSettings>,
-    mode: Mode,
-    sandboxed: bool,
-    own_checkout: bool,
+    task: Checked,
     warnings: &mut Vec<String>,
 ) -> Result<Option<CheckPlan>> {
     if asked.is_some() {
-        return plan_of(asked, mode, sandboxed, own_checkout);
+        return plan_of(asked, task);
     }
     let Some(configured) = configured else {
         return Ok(None);
@@ -40,7 +40,7 @@ pub(crate) fn plan_for(
         timeout: configured.timeout,
         protect: configured.protect,
     };
-    match plan_of(Some(&request), mode, sandboxed, own_checkout) {
+    match plan_of(Some(&request), task) {
         Ok(plan) => Ok(plan),
         Err(err) => {
             warnings.push(format!(
@@ -52,14 +52,25 @@ pub(crate) fn plan_for(
     }
 }
 
-/// The plan of a check as asked, refused where it cannot be kept: only a batch task in a
-/// checkout of its own, without a sandbox, is checked so far.
-fn plan_of(
-    request: Option<&CheckRequest>,
-    mode: Mode,
-    sandboxed: bool,
-    own_checkout: bool,
-) -> Result<Option<CheckPlan>> {
+/// The task a check is planned for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Checked<'a> {
+    pub agent: &'a str,
+    pub mode: Mode,
+    pub sandboxed: bool,
+    pub own_checkout: bool,
+}
+
+/// The plan of a check as asked, refused where it cannot be kept: a batch task, or an
+/// interactive one of an agent cuekit knows how to tell to exit, in a checkout of its own,
+/// without a sandbox, is checked so far.
+fn plan_of(request: Option<&CheckRequest>, task: Checked) -> Result<Option<CheckPlan>> {
+    let Checked {
+        agent,
+        mode,
+        sandboxed,
+        own_checkout,
+    } = task;
     let Some(request) = request else {
         return Ok(None);
     };
@@ -76,13 +87,14 @@ fn plan_of(
             "give the command to run, e.g. --check 'make test'",
         );
     }
-    if mode != Mode::Batch {
+    let interactive = mode == Mode::Interactive && check::quit_words(agent).is_some();
+    if mode != Mode::Batch && !interactive {
         return refuse(
             &format!(
-                "is built for batch tasks only so far, not {}",
+                "is built so far for batch tasks and interactive gemini tasks, not an {} {agent} task",
                 mode.as_str()
             ),
-            "submit with --mode batch (interactive and acp checks are not built yet)",
+            "submit with --mode batch (acp checks are not built yet)",
         );
     }
     if !own_checkout {

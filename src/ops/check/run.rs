@@ -26,6 +26,9 @@ pub struct CheckOutcome {
     pub check: CheckState,
     /// The child gets a fix round (its message is in the task's `checks/fix.txt`).
     pub fix_round: bool,
+    /// The fix round's message.
+    #[serde(skip)]
+    pub message: Option<String>,
 }
 
 /// The check a task's launch runs once its agent exited 0: the verdict, and on a failure
@@ -43,7 +46,7 @@ pub fn check_now(task_id: &str, cwd: &Path) -> Result<CheckOutcome> {
     check(&task, &plan, false)
 }
 
-fn plan_of(task: &Task) -> Result<CheckPlan> {
+pub(super) fn plan_of(task: &Task) -> Result<CheckPlan> {
     task.placement
         .facts
         .as_ref()
@@ -83,7 +86,7 @@ fn slot() -> Result<std::fs::File> {
     }
 }
 
-fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<CheckOutcome> {
+pub(super) fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<CheckOutcome> {
     let id = &task.record.id;
     let _slot = slot()?;
     let mut state = store::check_of(id).unwrap_or_else(|| CheckState::new(plan.rounds));
@@ -102,9 +105,9 @@ fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<CheckOutcom
         (false, true) => Phase::Working,
         (false, false) => Phase::Failed,
     };
-    if fix_round {
+    let message = fix_round.then(|| check::fix_message(plan, &verdict, &check::output_tail(&tail)));
+    if let Some(message) = &message {
         state.fix_rounds += 1;
-        let message = check::fix_message(plan, &verdict, &check::output_tail(&tail));
         store::write_atomic(
             &task.placement.task_dir.join(check::FIX_FILE),
             message.as_bytes(),
@@ -116,6 +119,7 @@ fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<CheckOutcom
         verdict,
         check: state,
         fix_round,
+        message,
     })
 }
 

@@ -343,7 +343,10 @@ fn rescript(
     )?;
     // A checked task's attempt runs inside its check loop, as its first did.
     let facts = task.placement.facts.as_ref();
-    let command = match facts.and_then(|facts| facts.check.as_ref()) {
+    let command = match facts
+        .and_then(|facts| facts.check.as_ref())
+        .filter(|_| record.mode == crate::domain::spec::Mode::Batch)
+    {
         Some(plan) => crate::ops::check::around(
             &launch.command,
             plan,

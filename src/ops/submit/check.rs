@@ -250,12 +250,16 @@ fn with_check(
     let check = crate::ops::check::plan_for(
         resolved.request.check.as_ref(),
         resolved.config.check(),
-        resolved.mode,
-        task.sandboxed,
-        task.own_checkout,
+        crate::ops::check::Checked {
+            agent: resolved.adapter.kind(),
+            mode: resolved.mode,
+            sandboxed: task.sandboxed,
+            own_checkout: task.own_checkout,
+        },
         warnings,
     )?;
-    let command = match &check {
+    // A batch task's launch runs its check; an interactive task's is the monitor's.
+    let command = match check.as_ref().filter(|_| resolved.mode == Mode::Batch) {
         Some(plan) => crate::ops::check::around(
             &command,
             plan,
