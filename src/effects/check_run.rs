@@ -77,18 +77,27 @@ pub fn run(check: &CheckRun) -> Result<Ran> {
     std::thread::spawn(move || {
         let _ = read_done.send(copy_bounded(reader, log_for_reader, limit));
     });
+    // The shell's end is waited for without reaping it: its pid, and so its group's id, stays
+    // taken until the group was killed, never another's by then.
     let (exited, ended) = std::sync::mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let status = child.wait();
-        let _ = exited.send(());
-        status
+    std::thread::spawn(move || {
+        // SAFETY: waitid on our own child with WNOWAIT only reads its state.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let waited = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                group as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        let _ = exited.send(waited);
     });
     let timed_out = ended.recv_timeout(check.timeout).is_err();
-    // The group first (its leader may not be reaped yet, so its id is not reused), then every
-    // process carrying the marker, wherever it went.
-    // SAFETY: a plain syscall on the command's own group.
+    // The group first, then every process carrying the marker, wherever it went.
+    // SAFETY: a plain syscall on the command's own group, whose leader is not reaped yet.
     unsafe { libc::killpg(group, libc::SIGKILL) };
-    let status = waiter.join().ok().and_then(|status| status.ok());
+    let status = child.wait().ok();
     let left = crate::effects::process::carrying(CHECK_VARIABLE, check.marker);
     let leftovers = left.len();
     crate::effects::process::terminate(left, Duration::from_millis(200));

@@ -27,7 +27,7 @@ fn checked_project(h: &Harness) {
 }
 
 /// The real Gemini CLI offline, each run with replies of its own (`canned-<n>.jsonl`, the
-/// last one for any later run); each run's argv and (unless a terminal) stdin are kept in
+/// last one for any later run); each run's argv and (when a file: batch) stdin are kept in
 /// `runs/`.
 fn gemini_by_run(h: Harness, runs: &[Vec<String>]) -> Harness {
     let root = h.root().to_path_buf();
@@ -45,7 +45,7 @@ fn gemini_by_run(h: Harness, runs: &[Vec<String>]) -> Harness {
          n=$(ls \"$runs\" | grep -c '^argv-'); n=$((n + 1))\n\
          printf '%s\\n' \"$@\" > \"$runs/argv-$n\"\n\
          canned='{root}/canned-'$n'.jsonl'; [ -f \"$canned\" ] || canned='{root}/canned-{last}.jsonl'\n\
-         [ -t 0 ] && exec '{real}' --fake-responses-non-strict \"$canned\" \"$@\"\n\
+         [ -f /dev/stdin ] || exec '{real}' --fake-responses-non-strict \"$canned\" \"$@\"\n\
          cat > \"$runs/stdin-$n\"\n\
          exec '{real}' --fake-responses-non-strict \"$canned\" \"$@\" < \"$runs/stdin-$n\"\n",
         root = root.display(),
@@ -528,4 +528,89 @@ fn an_interactive_gemini_child_whose_only_check_fails_ends_check_failed() {
     assert_eq!(status["reason"], "check_failed", "{status}");
     assert_eq!(check_of(&status)["phase"], "failed");
     assert!(!h.ok(&["logs", &id]).contains("cuekit checked your work"));
+}
+
+fn submit_checked_acp(h: &Harness, extra: &[&str]) -> String {
+    let mut args = vec![
+        "--worktree",
+        "--mode",
+        "acp",
+        "--once",
+        "--model",
+        MODEL,
+        "--check",
+        "sh tests/check.sh",
+    ];
+    args.extend_from_slice(extra);
+    args.push("Write the answer into answer.txt");
+    h.submit(&args)
+}
+
+/// The prompts the ACP client sent the agent (`session/prompt`), from its message log.
+fn acp_prompts(h: &Harness, id: &str) -> Vec<String> {
+    let events = std::fs::read_to_string(h.task_dir(id).join("events.jsonl")).unwrap_or_default();
+    events
+        .lines()
+        .filter(|line| line.contains("session/prompt"))
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|event| {
+            let message = event.get("message").cloned().unwrap_or(event);
+            let message = match message {
+                Value::String(text) => serde_json::from_str(&text).ok()?,
+                other => other,
+            };
+            let prompt = &message["params"]["prompt"];
+            Some(
+                prompt
+                    .as_array()?
+                    .iter()
+                    .filter_map(|part| part["text"].as_str())
+                    .collect::<String>(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_acp_gemini_child_gets_its_failure_as_its_next_prompt_and_completes() {
+    let h = gemini_by_run(Harness::new(), &interactive_replies());
+    checked_project(&h);
+    let id = submit_checked_acp(&h, &[]);
+    let (waited, code) = h.wait_all(&[&id], "120s");
+    assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
+    let status = h.status(&id);
+    assert_eq!(
+        (status["status"].as_str(), status["exit_code"].as_i64()),
+        (Some("completed"), Some(0)),
+        "{status}"
+    );
+    assert_eq!(check_of(&status)["fix_rounds"], 1, "{status}");
+    assert_eq!(check_of(&status)["phase"], "passed", "{status}");
+    let prompts = acp_prompts(&h, &id);
+    assert_eq!(prompts.len(), 2, "{prompts:?}");
+    assert!(
+        prompts[1]
+            .starts_with("cuekit checked your work and the check failed (check round 1 of 3)"),
+        "{prompts:?}"
+    );
+    assert!(
+        prompts[1].contains("FAIL: answer.txt says answer=41"),
+        "{prompts:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.worktree_of(&id).join("answer.txt")).unwrap(),
+        "answer=42\n"
+    );
+}
+
+#[test]
+fn an_acp_gemini_child_whose_only_check_fails_ends_check_failed() {
+    let h = gemini_by_run(Harness::new(), &interactive_replies());
+    checked_project(&h);
+    let id = submit_checked_acp(&h, &["--check-rounds", "0"]);
+    let (waited, code) = h.wait_all(&[&id], "120s");
+    assert_eq!(code, 20, "{waited}\n{}", h.transcript(&id));
+    let status = h.status(&id);
+    assert_eq!(status["reason"], "check_failed", "{status}");
+    assert_eq!(acp_prompts(&h, &id).len(), 1);
 }

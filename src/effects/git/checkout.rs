@@ -89,6 +89,21 @@ fn stage_all(git: &Git) -> Result<()> {
     Ok(())
 }
 
+/// Copies cuekit's kept index, its modification time with it: git trusts an entry's stat
+/// data only for a file older than the index, and a copy dated now would make a file
+/// rewritten in the second the index was written (same size) read as unchanged.
+fn copy_index(kept: &Path, index: &Path) -> bool {
+    let Ok(modified) = std::fs::symlink_metadata(kept).and_then(|m| m.modified()) else {
+        return false;
+    };
+    std::fs::copy(kept, index).is_ok()
+        && std::fs::OpenOptions::new()
+            .write(true)
+            .open(index)
+            .and_then(|file| file.set_modified(modified))
+            .is_ok()
+}
+
 /// A task's checkout as the registry placed it.
 pub struct Checkout<'a> {
     pub placed: &'a WorktreePlacement,
@@ -226,8 +241,7 @@ impl Checkout<'_> {
             .join(format!("{INDEX}.{}.{call}", std::process::id()));
         let git = Git::over(&self.placed.common_dir, &self.placed.path, &index);
         let seeded_from = crate::effects::store::read_small(&self.scratch.join(INDEX_TIP)).ok();
-        let reuse =
-            seeded_from.as_deref() == Some(tip.as_bytes()) && std::fs::copy(&kept, &index).is_ok();
+        let reuse = seeded_from.as_deref() == Some(tip.as_bytes()) && copy_index(&kept, &index);
         let tree = (|| {
             if !reuse {
                 git.run(["read-tree", tip])?;

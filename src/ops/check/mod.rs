@@ -61,7 +61,7 @@ pub(crate) struct Checked<'a> {
     pub own_checkout: bool,
 }
 
-/// The plan of a check as asked, refused where it cannot be kept: a batch task, or an
+/// The plan of a check as asked, refused where it cannot be kept: a batch or ACP task, or an
 /// interactive one of an agent cuekit knows how to tell to exit, in a checkout of its own,
 /// without a sandbox, is checked so far.
 fn plan_of(request: Option<&CheckRequest>, task: Checked) -> Result<Option<CheckPlan>> {
@@ -88,13 +88,10 @@ fn plan_of(request: Option<&CheckRequest>, task: Checked) -> Result<Option<Check
         );
     }
     let interactive = mode == Mode::Interactive && check::quit_words(agent).is_some();
-    if mode != Mode::Batch && !interactive {
+    if mode == Mode::Interactive && !interactive {
         return refuse(
-            &format!(
-                "is built so far for batch tasks and interactive gemini tasks, not an {} {agent} task",
-                mode.as_str()
-            ),
-            "submit with --mode batch (acp checks are not built yet)",
+            &format!("is built so far for interactive gemini tasks, not interactive {agent} tasks"),
+            "submit with --mode batch or --mode acp",
         );
     }
     if !own_checkout {
