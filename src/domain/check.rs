@@ -264,6 +264,9 @@ pub struct Verdict {
     pub error: Option<String>,
     /// `checks/<round>.log` in the task directory.
     pub log: String,
+    /// When cuekit began this check (`at` is when it decided).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub started_at: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protected_edits: Vec<ProtectedEdit>,
     pub at: String,
@@ -537,6 +540,7 @@ mod tests {
             timed_out: false,
             error: None,
             log: "checks/1.log".into(),
+            started_at: String::new(),
             protected_edits: vec![ProtectedEdit {
                 path: "tests/test_a.py".into(),
                 edit: EditKind::Changed,

@@ -88,6 +88,7 @@ fn slot() -> Result<std::fs::File> {
 
 pub(super) fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<CheckOutcome> {
     let id = &task.record.id;
+    let started_at = crate::effects::clock::now_rfc3339();
     let _slot = slot()?;
     let mut state = store::check_of(id).unwrap_or_else(|| CheckState::new(plan.rounds));
     let round = state.next_round();
@@ -97,7 +98,8 @@ pub(super) fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<
     std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, err))?;
     let log = dir.join(format!("{round}.log"));
     let _ = std::fs::remove_file(&log);
-    let (verdict, tail) = run_round(task, plan, round, &log);
+    let (mut verdict, tail) = run_round(task, plan, round, &log);
+    verdict.started_at = started_at;
     state.verdicts.push(verdict.clone());
     let fix_round = from_launch && !verdict.passed && state.may_fix();
     state.phase = match (verdict.passed, fix_round) {
@@ -134,6 +136,7 @@ fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict,
         timed_out: false,
         error: None,
         log: log.to_string_lossy().into_owned(),
+        started_at: String::new(),
         protected_edits: Vec::new(),
         at: String::new(),
     };
