@@ -92,7 +92,7 @@ pub use crate::effects::role::Listed as ListedRole;
 pub mod acp_client {
     pub use crate::effects::acp::client::{Options, run};
 }
-pub use task::view::{QueueView, TaskView};
+pub use task::view::{CheckView, QueueView, TaskView};
 pub use wait::{WaitNews, WaitOutcome, WaitRequest, WaitTick, WaitUntil, wait, wait_watching};
 
 use std::path::Path;

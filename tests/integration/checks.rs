@@ -244,6 +244,18 @@ fn a_child_that_rewrites_the_test_and_the_runner_config_is_judged_on_the_base_on
         details.contains("protected:  Makefile, tests/check.sh, tests/helper.sh"),
         "{details}"
     );
+    // `result` says the same, from the registry.
+    let (result, _) = h.json(&["result", &id]);
+    assert_eq!(result["check"]["phase"], "failed", "{result}");
+    let text = h.ok(&["result", &id]);
+    assert!(
+        text.contains("check:    check failed in round 1 of 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("protected, restored: tests/check.sh"),
+        "{text}"
+    );
 }
 
 #[test]
