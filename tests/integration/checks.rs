@@ -626,3 +626,24 @@ fn an_acp_gemini_child_whose_only_check_fails_ends_check_failed() {
     assert_eq!(status["reason"], "check_failed", "{status}");
     assert_eq!(acp_prompts(&h, &id).len(), 1);
 }
+
+#[test]
+fn checks_wait_for_a_slot_under_limits_checks() {
+    let h = Harness::new();
+    h.user_config("limits:\n  checks: 1\n");
+    checked_project(&h);
+    let trace = h.root().join("trace");
+    let check = format!(
+        "echo start >> '{t}'; sleep 1; echo end >> '{t}'",
+        t = trace.display()
+    );
+    let ids: Vec<String> = (0..2)
+        .map(|_| submit_checked_sh(&h, "true", &check, &[]))
+        .collect();
+    h.wait_ok(&ids, "60s");
+    assert_eq!(
+        std::fs::read_to_string(&trace).unwrap(),
+        "start\nend\nstart\nend\n",
+        "two checks ran at once under limits.checks: 1"
+    );
+}

@@ -531,6 +531,11 @@ impl Config {
     }
 
     /// The caps of the user's own file (for the scheduler, which serves every project).
+    /// [`Config::check_slots`] of the user's own file (the cap serves every project).
+    pub fn user_check_slots() -> u32 {
+        Config::load(Path::new("/")).map_or(1, |config| config.check_slots())
+    }
+
     pub fn user_limits() -> crate::effects::store::schedule::Limits {
         Config::load(Path::new("/"))
             .map(|config| config.limits())
@@ -692,6 +697,11 @@ impl Config {
 
     pub fn worktree_symlink(&self) -> Option<Setting<Vec<String>>> {
         self.pick(|f| f.worktree.symlink.clone())
+    }
+
+    /// How many task checks may run at once on this machine (`limits.checks`, default 1).
+    pub fn check_slots(&self) -> u32 {
+        self.pick(|f| f.limits.checks).map_or(1, |s| s.value).max(1)
     }
 
     /// The configured check (`check:`), if one names commands to run.

@@ -86,6 +86,8 @@ pub struct LimitsConfig {
     /// Live agents per configured host, for `submit --host '*'` (or `a,b`) placement.
     #[serde(default)]
     pub hosts: BTreeMap<String, u32>,
+    /// Task checks (`--check`) running at once on this machine.
+    pub checks: Option<u32>,
 }
 
 /// The retry policy of every task that does not give its own `--retry`.

@@ -14,9 +14,6 @@ use crate::effects::check_run::{self, CheckRun};
 use crate::effects::store;
 use crate::ops::task::Task;
 
-/// Checks that may run at once on this machine (`limits.checks`).
-const CHECK_SLOTS: u32 = 1;
-
 /// A check's outcome.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckOutcome {
@@ -70,14 +67,15 @@ fn save(task: &Task, state: &CheckState) -> Result<()> {
     Ok(())
 }
 
-/// A slot under the cap of checks running at once, held while the returned lock lives.
-fn slot() -> Result<std::fs::File> {
+/// A slot under the cap of checks running at once on this machine (`limits.checks`, the
+/// user's own), held while the returned lock lives.
+fn slot(cap: u32) -> Result<std::fs::File> {
     let dir = store::data_dir()
         .map(|dir| dir.join("checks"))
         .ok_or_else(|| Error::new(ErrorCode::Io, "cannot find cuekit's data directory"))?;
     std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, err))?;
     loop {
-        for n in 0..CHECK_SLOTS {
+        for n in 0..cap {
             if let Some(lock) = store::lock_file_try(&dir.join(format!("slot-{n}.lock")))? {
                 return Ok(lock);
             }
@@ -89,7 +87,7 @@ fn slot() -> Result<std::fs::File> {
 pub(super) fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<CheckOutcome> {
     let id = &task.record.id;
     let started_at = crate::effects::clock::now_rfc3339();
-    let _slot = slot()?;
+    let _slot = slot(crate::effects::config::Config::user_check_slots())?;
     let mut state = store::check_of(id).unwrap_or_else(|| CheckState::new(plan.rounds));
     let round = state.next_round();
     state.phase = Phase::Checking;
