@@ -647,3 +647,67 @@ fn checks_wait_for_a_slot_under_limits_checks() {
         "two checks ran at once under limits.checks: 1"
     );
 }
+
+#[test]
+fn a_team_members_check_needs_the_spec_trusted_and_then_checks_its_work() {
+    let h = gemini_by_run(Harness::new(), &[answer("42", "Done.")]);
+    checked_project(&h);
+    let spec = h.root().join("team.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "- objective: Write the answer into answer.txt\n  mode: batch\n  model: {MODEL}\n  \
+             worktree: true\n  check:\n    run: ['sh tests/check.sh']\n    rounds: 0\n"
+        ),
+    )
+    .unwrap();
+    let spec = spec.to_str().unwrap();
+    let (refused, code) = h.json(&["team", "submit", "crew", "--spec", spec]);
+    crate::harness::assert_refused(&refused, code, "config_untrusted", 14);
+    assert_eq!(runs(&h), 0, "nothing started");
+    h.trust(&[spec]);
+    let (submitted, code) = h.json(&["team", "submit", "crew", "--spec", spec]);
+    assert_eq!(code, 0, "{submitted}");
+    let id = submitted["tasks"][0]["id"].as_str().unwrap().to_string();
+    h.wait_ok(&[&id], "120s");
+    let status = h.status(&id);
+    assert_eq!(check_of(&status)["phase"], "passed", "{status}");
+}
+
+#[test]
+fn a_done_report_of_a_checked_child_does_not_start_its_dependent() {
+    let h = gemini_by_run(
+        Harness::new(),
+        &[vec![
+            canned_shell_call("echo answer=41 > answer.txt && cuekit report --done finished"),
+            canned_text("Done."),
+            canned_text("Bye."),
+        ]],
+    );
+    checked_project(&h);
+    let id = h.submit(&[
+        "--worktree",
+        "--model",
+        MODEL,
+        "--check",
+        "sh tests/check.sh",
+        "--check-rounds",
+        "0",
+        "Write the answer into answer.txt",
+    ]);
+    let ran = h.root().join("dependent-ran");
+    let dependent = h.submit_sh(
+        &format!("touch '{}'", ran.display()),
+        &["--mode", "batch", "--after", &id],
+    );
+    h.wait_ended(&[&id, &dependent], "120s");
+    let status = h.status(&id);
+    assert_eq!(status["reason"], "check_failed", "{status}");
+    assert_eq!(status["last_report"]["kind"], "done", "{status}");
+    let blocked = h.status(&dependent);
+    assert_eq!(blocked["reason"], "dependency_failed", "{blocked}");
+    assert!(
+        !ran.exists(),
+        "the child's done report started its dependent"
+    );
+}
