@@ -149,6 +149,10 @@ pub struct SubmitArgs {
     /// (repeatable; e.g. 'tests/**', 'conftest.py').
     #[arg(long, value_name = "GLOB", requires = "check")]
     check_protect: Vec<String>,
+    /// Interactive: leave the child at its prompt once its check passed (else it is told to
+    /// quit, and the task completes).
+    #[arg(long, requires = "check")]
+    keep_open: bool,
     /// Print the launch command without running anything (without the per-task --session-id).
     #[arg(long)]
     dry_run: bool,
@@ -231,6 +235,7 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             rounds: args.check_rounds,
             timeout: args.check_timeout,
             protect: args.check_protect.clone(),
+            keep_open: args.keep_open,
         }),
         sandbox: ops::SandboxRequest {
             mode: args.sandbox.map(|arg| match arg {

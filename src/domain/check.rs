@@ -50,6 +50,9 @@ pub struct CheckPlan {
     pub timeout_secs: u64,
     /// Paths restored from the base before the check runs (globs, see [`glob_match`]).
     pub protect: Vec<String>,
+    /// An interactive child whose check passed stays at its prompt (else it is told to quit).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_open: bool,
 }
 
 /// What a project is built with, as the names at its root tell.
@@ -556,6 +559,7 @@ mod tests {
             rounds: 2,
             timeout_secs: 60,
             protect: vec![],
+            keep_open: false,
         };
         let message = fix_message(&plan, &verdict(), "E assert 1 == 2");
         assert!(

@@ -55,6 +55,8 @@ pub struct TeamCheck {
     pub timeout: Option<DurationText>,
     #[serde(default)]
     pub protect: Vec<String>,
+    #[serde(default)]
+    pub keep_open: bool,
 }
 
 /// The mapping form of a spec.

@@ -84,6 +84,10 @@ pub struct CheckParams {
     /// test folders and runner configuration of the project's ecosystem).
     #[serde(default)]
     pub protect: Vec<String>,
+    /// Interactive: leave the child at its prompt once its check passed (else it is told to
+    /// quit and the task completes).
+    #[serde(default)]
+    pub keep_open: bool,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -575,6 +579,7 @@ impl CuekitServer {
                     rounds: check.rounds,
                     timeout: check.timeout_secs.map(std::time::Duration::from_secs),
                     protect: check.protect,
+                    keep_open: check.keep_open,
                 }),
                 // The command agent runs the words it is given as you: a parent over MCP
                 // names an agent, never a program; a dry run is the command line's.

@@ -259,6 +259,7 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
                 rounds: check.rounds,
                 timeout: check.timeout.map(|t| t.0),
                 protect: check.protect,
+                keep_open: check.keep_open,
             }),
         })
         .collect();

@@ -711,3 +711,64 @@ fn a_done_report_of_a_checked_child_does_not_start_its_dependent() {
         "the child's done report started its dependent"
     );
 }
+
+/// The `cuekit_check` lines of a task's `events.jsonl`: what cuekit sent its child after each
+/// interactive check.
+fn check_events(h: &Harness, id: &str) -> Vec<Value> {
+    std::fs::read_to_string(h.task_dir(id).join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["type"] == "cuekit_check")
+        .collect()
+}
+
+#[test]
+fn keep_open_leaves_a_passing_interactive_child_at_its_prompt() {
+    let h = gemini_by_run(
+        Harness::new(),
+        &[vec![
+            canned_shell_call("echo answer=42 > answer.txt"),
+            canned_text("Done."),
+            canned_text("Still here."),
+        ]],
+    );
+    checked_project(&h);
+    let id = h.submit(&[
+        "--worktree",
+        "--model",
+        MODEL,
+        "--check",
+        "sh tests/check.sh",
+        "--keep-open",
+        "Write the answer into answer.txt",
+    ]);
+    h.wait_until(
+        &id,
+        "the check's verdict",
+        crate::harness::HANG_GUARD,
+        || !check_events(&h, &id).is_empty(),
+    );
+    let events = check_events(&h, &id);
+    assert_eq!(
+        (events[0]["passed"].as_bool(), events[0]["sent"].as_str()),
+        (Some(true), Some("nothing")),
+        "{events:?}"
+    );
+    let status = h.status(&id);
+    assert_eq!(status["status"], "input_required", "told to quit: {status}");
+    // The parent ends it: completed, on the pass. (A `/quit` the TUI takes for chat text is
+    // answered instead; it is sent again then, as gemini_real.rs does.)
+    let mut attempts = 0;
+    let (waited, code) = loop {
+        attempts += 1;
+        let receipt = h.ok(&["steer", &id, "/quit"]);
+        assert!(receipt.contains("submitted"), "{receipt}");
+        let (waited, code) = h.wait_all(&[&id], "20s");
+        if code != 21 || attempts == 3 {
+            break (waited, code);
+        }
+    };
+    assert_eq!(code, 0, "{waited}");
+    assert_eq!(h.status(&id)["status"], "completed");
+}

@@ -39,6 +39,7 @@ pub(crate) fn plan_for(
         rounds: configured.rounds,
         timeout: configured.timeout,
         protect: configured.protect,
+        keep_open: false,
     };
     match plan_of(Some(&request), task) {
         Ok(plan) => Ok(plan),
@@ -115,6 +116,7 @@ fn plan_of(request: Option<&CheckRequest>, task: Checked) -> Result<Option<Check
             .as_secs()
             .max(1),
         protect: request.protect.clone(),
+        keep_open: request.keep_open,
     }))
 }
 

@@ -277,6 +277,7 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
         (*asked_by == crate::ops::Asker::Delegate, "--delegated"),
         // An ACP session kept open (`once: false`) is the host's default for a lone task.
         (*once == Some(true), "--once"),
+        (check.as_ref().is_some_and(|c| c.keep_open), "--keep-open"),
     ];
     out.extend(
         switches
@@ -352,6 +353,36 @@ mod tests {
             ]
         );
         assert_eq!(stdin.unwrap(), b"-rf $(x)\n'q'");
+    }
+
+    #[test]
+    fn a_check_goes_to_the_host_as_its_flags() {
+        let request = SubmitRequest {
+            objective: "x".into(),
+            check: Some(crate::ops::CheckRequest {
+                run: vec!["make test".into(), "-x".into()],
+                rounds: Some(1),
+                timeout: Some(Duration::from_secs(60)),
+                protect: vec!["tests/**".into()],
+                keep_open: true,
+            }),
+            ..SubmitRequest::default()
+        };
+        let (words, _) = submit_words(&request);
+        assert_eq!(
+            words,
+            [
+                "--json",
+                "submit",
+                "--check=make test",
+                "--check=-x",
+                "--check-rounds=1",
+                "--check-timeout=60",
+                "--check-protect=tests/**",
+                "--keep-open",
+                "-"
+            ]
+        );
     }
 
     #[test]

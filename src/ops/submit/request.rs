@@ -81,6 +81,8 @@ pub struct CheckRequest {
     /// Globs restored from the base before the check (default: the test folders and runner
     /// configuration of the ecosystems found at the base's root).
     pub protect: Vec<String>,
+    /// An interactive child whose check passed is left at its prompt instead of told to quit.
+    pub keep_open: bool,
 }
 
 /// Who asks for a task, as far as its permissions go.
