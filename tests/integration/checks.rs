@@ -772,3 +772,51 @@ fn keep_open_leaves_a_passing_interactive_child_at_its_prompt() {
     assert_eq!(code, 0, "{waited}");
     assert_eq!(h.status(&id)["status"], "completed");
 }
+
+#[test]
+fn a_sandboxed_tasks_check_runs_in_its_sandbox() {
+    let h = Harness::new();
+    checked_project(&h);
+    let outside = h.home.join("written-by-the-check");
+    let check = format!(
+        "touch '{}' 2>/dev/null; sh tests/check.sh",
+        outside.display()
+    );
+    let id = submit_checked_sh(&h, "echo answer=42 > answer.txt", &check, &["--sandbox"]);
+    let (waited, code) = h.wait_all(&[&id], "60s");
+    assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
+    assert_eq!(h.status(&id)["check"]["phase"], "passed");
+    assert!(
+        !outside.exists(),
+        "the check of a sandboxed task wrote into the user's HOME"
+    );
+}
+
+#[test]
+fn a_sandboxed_batch_tasks_fix_round_resumes_inside_the_same_sandbox() {
+    let h = Harness::new().with_fake_gemini();
+    checked_project(&h);
+    let id = h.submit(&[
+        "--sandbox",
+        "--worktree",
+        "--mode",
+        "batch",
+        "--check",
+        "sh tests/check.sh",
+        "Write the answer",
+    ]);
+    let status = h.status(&id);
+    h.ok(&["cancel", &id]);
+    let command = status["launch_command"].as_str().unwrap();
+    let check = command.find("__check --from-launch").expect("the check");
+    let resume = command
+        .find("--resume")
+        .expect("a fix round's continuation");
+    assert!(check < resume, "{command}");
+    let continuation = &command[check..];
+    assert!(
+        continuation.contains("bwrap")
+            && continuation.find("bwrap") < continuation.find("--resume"),
+        "the continuation runs outside the sandbox: {command}"
+    );
+}

@@ -10,7 +10,7 @@ mod turn;
 
 use std::time::Duration;
 
-use crate::domain::adapter::Adapter;
+use crate::domain::adapter::{Adapter, LaunchCommand};
 use crate::domain::check::{self, CheckPlan};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::spec::{Mode, TaskSpec};
@@ -58,18 +58,16 @@ pub(crate) fn plan_for(
 pub(crate) struct Checked<'a> {
     pub agent: &'a str,
     pub mode: Mode,
-    pub sandboxed: bool,
     pub own_checkout: bool,
 }
 
 /// The plan of a check as asked, refused where it cannot be kept: a batch or ACP task, or an
-/// interactive one of an agent cuekit knows how to tell to exit, in a checkout of its own,
-/// without a sandbox, is checked so far.
+/// interactive one of an agent cuekit knows how to tell to exit, in a checkout of its own, is
+/// checked so far (a sandboxed one's check runs in its sandbox policy).
 fn plan_of(request: Option<&CheckRequest>, task: Checked) -> Result<Option<CheckPlan>> {
     let Checked {
         agent,
         mode,
-        sandboxed,
         own_checkout,
     } = task;
     let Some(request) = request else {
@@ -101,12 +99,6 @@ fn plan_of(request: Option<&CheckRequest>, task: Checked) -> Result<Option<Check
             "add --worktree",
         );
     }
-    if sandboxed {
-        return refuse(
-            "does not run for a sandboxed task yet",
-            "submit without a sandbox (--sandbox=none) or without --check",
-        );
-    }
     Ok(Some(CheckPlan {
         run: request.run.clone(),
         rounds: request.rounds.unwrap_or(check::DEFAULT_ROUNDS),
@@ -134,6 +126,7 @@ pub(crate) fn around(
     bin: &str,
     session: Option<&str>,
     client: &str,
+    sandbox: &dyn Fn(LaunchCommand) -> Result<LaunchCommand>,
 ) -> Result<String> {
     let continuation = if plan.rounds == 0 {
         None
@@ -147,7 +140,8 @@ pub(crate) fn around(
         again.constraints.clear();
         again.role_instructions = None;
         again.report_hint = false;
-        let launch = adapter.launch(&again, Mode::Batch, bin, client)?;
+        // In the task's sandbox, as its first run.
+        let launch = sandbox(adapter.launch(&again, Mode::Batch, bin, client)?)?;
         if !launch
             .command
             .contains(&format!("\"${}\"", crate::domain::launch::PROMPT_VARIABLE))

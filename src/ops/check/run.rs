@@ -166,9 +166,28 @@ fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict,
     }
     let mut tail = Vec::new();
     let marker = format!("{}.{round}.{}", task.record.id, std::process::id());
+    let policy = task
+        .placement
+        .facts
+        .as_ref()
+        .and_then(|facts| facts.sandbox.clone())
+        .unwrap_or_default();
     for command in &plan.run {
-        let ran = match check_run::run(&CheckRun {
+        // A sandboxed task's check runs in its sandbox policy, over the scratch checkout.
+        let sandboxed = crate::ops::sandbox::wrap_check(
+            &policy,
+            &task.record.id,
+            &task.placement.task_dir,
+            &scratch.tree,
+            std::path::Path::new(&task.placement.socket.0),
             command,
+        );
+        let sandboxed = match sandboxed {
+            Ok(sandboxed) => sandboxed,
+            Err(err) => return fail(verdict, err),
+        };
+        let ran = match check_run::run(&CheckRun {
+            command: &sandboxed,
             cwd: &scratch.tree,
             timeout: Duration::from_secs(plan.timeout_secs),
             log,

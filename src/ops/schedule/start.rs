@@ -325,22 +325,19 @@ fn rescript(
         .as_ref()
         .and_then(|facts| facts.sandbox.clone())
         .unwrap_or_default();
-    let (launch, _) = crate::ops::sandbox::wrap(
-        launch,
-        &policy,
-        &crate::ops::sandbox::Subject {
-            id: &record.id,
-            task_dir: dir,
-            work_dir: task.worktree().map_or(&record.cwd, |w| &w.path),
-            start_dir: &agent_dir(task),
-            worktree: task.worktree(),
-            adapter,
-            mode: record.mode,
-            bin: &bin,
-            tmux_socket: Path::new(&task.placement.socket.0),
-        },
-        None,
-    )?;
+    let start_dir = agent_dir(task);
+    let subject = crate::ops::sandbox::Subject {
+        id: &record.id,
+        task_dir: dir,
+        work_dir: task.worktree().map_or(&record.cwd, |w| &w.path),
+        start_dir: &start_dir,
+        worktree: task.worktree(),
+        adapter,
+        mode: record.mode,
+        bin: &bin,
+        tmux_socket: Path::new(&task.placement.socket.0),
+    };
+    let (launch, _) = crate::ops::sandbox::wrap(launch, &policy, &subject, None)?;
     // A checked task's attempt runs inside its check loop, as its first did.
     let facts = task.placement.facts.as_ref();
     let command = match facts
@@ -357,6 +354,7 @@ fn rescript(
             &bin,
             facts.and_then(|facts| facts.agent_session_id.as_deref()),
             &adapter::shell_word_for_bin(&client.to_string_lossy())?,
+            &|launch| Ok(crate::ops::sandbox::wrap(launch, &policy, &subject, None)?.0),
         )?,
         None => launch.command.clone(),
     };

@@ -151,10 +151,10 @@ pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
     let (command, check) = with_check(
         &resolved,
         command,
-        Subject {
+        CheckSubject {
             id: &id,
             task_dir: &task_dir,
-            sandboxed: policy.mode != SandboxMode::None,
+            sandbox: (&policy, &subject),
             own_checkout: worktree_placement.is_some(),
             session: agent_session_id.as_deref(),
         },
@@ -231,10 +231,11 @@ fn use_worktree(request: &SubmitRequest, config: &Config) -> Result<bool> {
 }
 
 /// What a task's check depends on, besides the request and its config.
-struct Subject<'a> {
+struct CheckSubject<'a> {
     id: &'a str,
     task_dir: &'a Path,
-    sandboxed: bool,
+    /// The task's sandbox, which a fix round's continuation runs in too.
+    sandbox: (&'a crate::domain::sandbox::Policy, &'a sandbox::Subject<'a>),
     own_checkout: bool,
     session: Option<&'a str>,
 }
@@ -244,7 +245,7 @@ struct Subject<'a> {
 fn with_check(
     resolved: &Resolved,
     command: String,
-    task: Subject,
+    task: CheckSubject,
     warnings: &mut Vec<String>,
 ) -> Result<(String, Option<crate::domain::check::CheckPlan>)> {
     let check = crate::ops::check::plan_for(
@@ -253,7 +254,6 @@ fn with_check(
         crate::ops::check::Checked {
             agent: resolved.adapter.kind(),
             mode: resolved.mode,
-            sandboxed: task.sandboxed,
             own_checkout: task.own_checkout,
         },
         warnings,
@@ -270,6 +270,7 @@ fn with_check(
             &resolved.bin,
             task.session,
             &client_word()?,
+            &|launch| Ok(sandbox::wrap(launch, task.sandbox.0, task.sandbox.1, None)?.0),
         )?,
         None => command,
     };
