@@ -180,6 +180,29 @@ pub fn is_protected(globs: &[String], path: &str) -> bool {
     globs.iter().any(|glob| glob_match(glob, path))
 }
 
+/// The protected part of a file the child may otherwise change: `package.json`'s `scripts`
+/// (the test runner's words), whose dependencies are the child's to edit.
+pub const SCRIPTS_FILE: &str = "package.json";
+
+/// The child's `package.json` with the base's `scripts` put back, when they differ; `None`
+/// when they are the same. A child's file that is no JSON object gets the base's whole.
+pub fn with_base_scripts(base: &str, work: &str) -> Option<String> {
+    let base: serde_json::Value = serde_json::from_str(base).ok()?;
+    let Ok(serde_json::Value::Object(mut work)) = serde_json::from_str::<serde_json::Value>(work)
+    else {
+        return Some(base.to_string());
+    };
+    let scripts = base.get("scripts").cloned();
+    if work.get("scripts") == scripts.as_ref() {
+        return None;
+    }
+    match scripts {
+        Some(scripts) => work.insert("scripts".into(), scripts),
+        None => work.remove("scripts"),
+    };
+    Some(serde_json::to_string_pretty(&serde_json::Value::Object(work)).ok()? + "\n")
+}
+
 /// What the child did to a protected path (set aside for the check).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -514,6 +537,29 @@ mod tests {
                 ("tests/new.py", EditKind::Added),
                 ("tests/test_a.py", EditKind::Changed),
             ]
+        );
+    }
+
+    #[test]
+    fn package_scripts_come_from_the_base_and_dependencies_from_the_child() {
+        let base = r#"{"name":"p","scripts":{"test":"jest"},"dependencies":{"a":"1"}}"#;
+        let same = r#"{"name":"p","scripts":{"test":"jest"},"dependencies":{"a":"2"}}"#;
+        assert_eq!(with_base_scripts(base, same), None);
+        let gamed = r#"{"name":"p","scripts":{"test":"exit 0"},"dependencies":{"a":"2"}}"#;
+        let fixed: serde_json::Value =
+            serde_json::from_str(&with_base_scripts(base, gamed).unwrap()).unwrap();
+        assert_eq!(fixed["scripts"]["test"], "jest");
+        assert_eq!(fixed["dependencies"]["a"], "2");
+        let added = r#"{"name":"p","scripts":{"test":"true"}}"#;
+        let no_scripts = r#"{"name":"p"}"#;
+        let fixed: serde_json::Value =
+            serde_json::from_str(&with_base_scripts(no_scripts, added).unwrap()).unwrap();
+        assert!(fixed.get("scripts").is_none(), "{fixed}");
+        assert_eq!(
+            with_base_scripts(base, "not json").unwrap(),
+            serde_json::from_str::<serde_json::Value>(base)
+                .unwrap()
+                .to_string()
         );
     }
 

@@ -820,3 +820,30 @@ fn a_sandboxed_batch_tasks_fix_round_resumes_inside_the_same_sandbox() {
         "the continuation runs outside the sandbox: {command}"
     );
 }
+
+#[test]
+fn package_scripts_are_restored_and_the_childs_dependencies_kept() {
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    std::fs::write(
+        h.project.join("package.json"),
+        "{\"name\": \"p\", \"scripts\": {\"test\": \"sh tests/check.sh\"}}\n",
+    )
+    .unwrap();
+    commit_all(&h.project, "a node project");
+    let id = submit_checked_sh(
+        &h,
+        "printf '{\"name\": \"p\", \"scripts\": {\"test\": \"true\"}, \"dependencies\": {\"left-pad\": \"1\"}}' > package.json",
+        "grep -q 'sh tests/check.sh' package.json && grep -q left-pad package.json",
+        &[],
+    );
+    let (waited, code) = h.wait_all(&[&id], "60s");
+    assert_eq!(code, 0, "{waited}");
+    let status = h.status(&id);
+    let verdict = &check_of(&status)["verdicts"][0];
+    assert_eq!(verdict["passed"], true, "{status}");
+    assert_eq!(
+        verdict["protected_edits"][0]["path"], "package.json (scripts)",
+        "{status}"
+    );
+}

@@ -120,5 +120,42 @@ pub(super) fn make(task: &Task, plan: &CheckPlan, round: u32) -> Result<Scratch>
         )?;
     }
     git.run(["checkout-index", "--all", "--force"])?;
+    let mut scratch = scratch;
+    if plan.protect.is_empty()
+        && let Some(edit) = base_scripts(&Git::new(&worktree.repo_root), &base, &ours, &tree)?
+    {
+        scratch.edits.push(edit);
+    }
     Ok(scratch)
+}
+
+/// `package.json`'s `scripts` as the base has them, the rest as the child left it (a default
+/// protection: the test runner's words, not the dependencies), written over the scratch copy.
+fn base_scripts(
+    git: &Git,
+    base: &[(String, String)],
+    ours: &[(String, String)],
+    tree: &std::path::Path,
+) -> Result<Option<ProtectedEdit>> {
+    let blob = |list: &[(String, String)]| {
+        list.iter()
+            .find(|(path, _)| path == check::SCRIPTS_FILE)
+            .and_then(|(_, info)| info.strip_prefix("100644 blob "))
+            .map(str::to_string)
+    };
+    let (Some(base), Some(ours)) = (blob(base), blob(ours)) else {
+        return Ok(None);
+    };
+    if base == ours {
+        return Ok(None);
+    }
+    let read = |oid: &str| git.run(["cat-file", "blob", "--end-of-options", oid]);
+    let Some(merged) = check::with_base_scripts(&read(&base)?, &read(&ours)?) else {
+        return Ok(None);
+    };
+    crate::effects::store::write_atomic(&tree.join(check::SCRIPTS_FILE), merged.as_bytes())?;
+    Ok(Some(ProtectedEdit {
+        path: format!("{} (scripts)", check::SCRIPTS_FILE),
+        edit: check::EditKind::Changed,
+    }))
 }
