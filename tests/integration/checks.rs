@@ -847,3 +847,32 @@ fn package_scripts_are_restored_and_the_childs_dependencies_kept() {
         "{status}"
     );
 }
+
+#[test]
+fn a_parents_check_of_a_running_task_records_a_verdict_but_decides_nothing() {
+    let h = Harness::new();
+    checked_project(&h);
+    let go = h.root().join("go");
+    let id = submit_checked_sh(
+        &h,
+        &format!(
+            "echo answer=42 > answer.txt; while [ ! -e '{}' ]; do sleep 0.05; done; echo answer=41 > answer.txt",
+            go.display()
+        ),
+        "sh tests/check.sh",
+        &[],
+    );
+    h.wait_until(&id, "the first answer", crate::harness::HANG_GUARD, || {
+        h.worktree_of(&id).join("answer.txt").exists()
+    });
+    // The work passes now (as a child could run it at a good moment): recorded, not decided.
+    let (now, code) = h.json(&["check", &id]);
+    assert_eq!(code, 0, "{now}");
+    assert_eq!(now["check"]["phase"], "working", "{now}");
+    std::fs::write(&go, "").unwrap();
+    let (waited, code) = h.wait_all(&[&id], "60s");
+    assert_eq!(code, 20, "{waited}");
+    let status = h.status(&id);
+    assert_eq!(status["reason"], "check_failed", "{status}");
+    assert_eq!(check_of(&status)["verdicts"].as_array().unwrap().len(), 2);
+}

@@ -33,10 +33,21 @@ pub struct CheckOutcome {
 pub fn check_from_launch(task_id: &str, cwd: &Path) -> Result<CheckOutcome> {
     let task = crate::ops::task::open(task_id, cwd)?;
     let plan = plan_of(&task)?;
+    // An interactive task's check is its monitor's: nothing in its pane (its child included)
+    // may decide when it runs.
+    if task.record.mode == crate::domain::spec::Mode::Interactive {
+        return Err(Error::new(
+            ErrorCode::InvalidState,
+            format!("task {task_id} is interactive: its monitor runs its check"),
+        )
+        .with_hint("`cuekit check ID` runs a check now"));
+    }
     check(&task, &plan, true)
 }
 
-/// `cuekit check ID`: runs the task's check now and records the verdict.
+/// `cuekit check ID`: runs the task's check now and records the verdict. A running task's
+/// phase stays as it was: only its own trigger decides whether it passed (a child that ran
+/// this at a good moment decides nothing).
 pub fn check_now(task_id: &str, cwd: &Path) -> Result<CheckOutcome> {
     let task = crate::ops::task::open(task_id, cwd)?;
     let plan = plan_of(&task)?;
@@ -88,7 +99,10 @@ pub(super) fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<
     let id = &task.record.id;
     let started_at = crate::effects::clock::now_rfc3339();
     let _slot = slot(crate::effects::config::Config::user_check_slots())?;
+    // One check of a task at a time, whatever the cap: each reads and writes its state.
+    let _task = store::lock_file(&task.placement.task_dir.join("check.lock"))?;
     let mut state = store::check_of(id).unwrap_or_else(|| CheckState::new(plan.rounds));
+    let before = state.phase;
     let round = state.next_round();
     state.phase = Phase::Checking;
     save(task, &state)?;
@@ -100,7 +114,11 @@ pub(super) fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<
     verdict.started_at = started_at;
     state.verdicts.push(verdict.clone());
     let fix_round = from_launch && !verdict.passed && state.may_fix();
+    let running = !crate::ops::task::reread(&task.placement)
+        .map_or(task.record.status, |record| record.status)
+        .is_terminal();
     state.phase = match (verdict.passed, fix_round) {
+        _ if !from_launch && running => before,
         (true, _) => Phase::Passed,
         (false, true) => Phase::Working,
         (false, false) => Phase::Failed,
