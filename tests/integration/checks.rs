@@ -876,3 +876,20 @@ fn a_parents_check_of_a_running_task_records_a_verdict_but_decides_nothing() {
     assert_eq!(status["reason"], "check_failed", "{status}");
     assert_eq!(check_of(&status)["verdicts"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn a_batch_childs_fix_rounds_count_against_its_token_budget() {
+    let h = gemini_by_run(
+        Harness::new(),
+        &[answer("41", "Done."), answer("42", "Fixed it.")],
+    );
+    checked_project(&h);
+    // One run of the agent reports 30 tokens (two replies of 15): within 40; the fix round's
+    // run brings the task to 60.
+    let id = submit_checked_gemini(&h, &["--max-tokens", "40"]);
+    let (waited, code) = h.wait_all(&[&id], "120s");
+    assert_eq!(code, 20, "{waited}");
+    let status = h.status(&id);
+    assert_eq!(status["reason"], "budget_exceeded", "{status}");
+    assert_eq!(runs(&h), 2, "{status}");
+}
