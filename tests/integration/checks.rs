@@ -461,6 +461,26 @@ fn a_fix_round_that_cannot_reach_the_same_child_is_refused_before_anything_start
             .contains("--worktree"),
         "{refused}"
     );
+    // The agent's own sandbox flag is no shell's: the check would run the child's code bare.
+    let h = h.with_fake_gemini();
+    let (refused, code) = h.json(&[
+        "submit",
+        "--sandbox=agent",
+        "--worktree",
+        "--mode",
+        "batch",
+        "--check",
+        "true",
+        "x",
+    ]);
+    assert_eq!(code, 3, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--sandbox=agent"),
+        "{refused}"
+    );
 }
 
 /// An interactive Gemini child's whole conversation, in one run: a wrong answer, then after

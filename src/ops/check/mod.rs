@@ -59,6 +59,8 @@ pub(crate) struct Checked<'a> {
     pub agent: &'a str,
     pub mode: Mode,
     pub own_checkout: bool,
+    /// Sandboxed by the agent's own flag (`--sandbox=agent`), which no shell has.
+    pub agent_sandbox: bool,
 }
 
 /// The plan of a check as asked, refused where it cannot be kept: a batch or ACP task, or an
@@ -69,6 +71,7 @@ fn plan_of(request: Option<&CheckRequest>, task: Checked) -> Result<Option<Check
         agent,
         mode,
         own_checkout,
+        agent_sandbox,
     } = task;
     let Some(request) = request else {
         return Ok(None);
@@ -91,6 +94,13 @@ fn plan_of(request: Option<&CheckRequest>, task: Checked) -> Result<Option<Check
         return refuse(
             &format!("is built so far for interactive gemini tasks, not interactive {agent} tasks"),
             "submit with --mode batch or --mode acp",
+        );
+    }
+    if agent_sandbox {
+        return refuse(
+            "cannot run in the agent's own sandbox (`--sandbox=agent`): no shell has its flag, and \
+             the check runs the child's code",
+            "use --sandbox (bubblewrap), where the check runs in the task's own sandbox policy",
         );
     }
     if !own_checkout {

@@ -255,6 +255,7 @@ fn with_check(
             agent: resolved.adapter.kind(),
             mode: resolved.mode,
             own_checkout: task.own_checkout,
+            agent_sandbox: task.sandbox.0.mode == SandboxMode::Agent,
         },
         warnings,
     )?;
