@@ -4,6 +4,7 @@
 mod acp;
 mod approve;
 mod cancel;
+mod check;
 mod conflicts;
 mod diff;
 mod events;
@@ -97,6 +98,9 @@ enum Command {
         #[arg(value_name = "ID", add = task_ids())]
         id: String,
     },
+    /// Run a task's check (`submit --check`) on its work now and record the verdict (exit 35,
+    /// check_failed, when it fails).
+    Check(check::CheckArgs),
     /// Wait until tasks end; exit status says whether all completed.
     Wait(wait::WaitArgs),
     /// Cancel running tasks (whole process tree), or clean up ended ones' sessions.
@@ -166,6 +170,9 @@ enum Command {
     EventFilter { task_dir: PathBuf },
     /// Trust the project's .cuekit.yaml (or FILE) as it is now, so its keys that run code apply.
     Trust(setup::TrustArgs),
+    /// Internal: a batch task's check, run by its launch when the agent exited 0.
+    #[command(name = "__check", hide = true)]
+    LaunchCheck(check::LaunchCheckArgs),
     /// Internal: the monitor of one tmux server (endings, timeouts, transitions, hooks).
     #[command(name = "__monitor", hide = true)]
     Monitor { socket: String },
@@ -231,6 +238,8 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Logs(args) => logs::run(args, &cwd),
         Command::Steer(args) => steer::run(args, &cwd, json),
         Command::Approve(args) => approve::run(args, &cwd, json),
+        Command::Check(args) => check::run(args, &cwd, json),
+        Command::LaunchCheck(args) => Ok(check::from_launch(args, &cwd)),
         Command::Wait(args) => wait::run(args, &cwd, json),
         Command::Cancel(args) => cancel::run(args, &cwd, json),
         Command::Events(args) => events::run(args, &cwd, json),

@@ -133,6 +133,26 @@ pub struct SubmitArgs {
     /// the submitter is not an agent in the foreground of a tmux pane.
     #[arg(long)]
     wake_parent: bool,
+    /// Run this command (`/bin/sh -c`) on the task's work when the agent is done, in a scratch
+    /// checkout whose test files and runner configuration are restored from the base
+    /// (repeatable; all must pass). A failure goes back to the child for a fix round; the task
+    /// completes only when the last check passed, else fails `check_failed`. Needs --worktree.
+    #[arg(long = "check", value_name = "CMD")]
+    check: Vec<String>,
+    /// Fix rounds after a failed check (default 2; 0: the first verdict is final).
+    #[arg(long, value_name = "N", requires = "check")]
+    check_rounds: Option<u32>,
+    /// The limit on each check command (default 10m); past it, its process group is killed.
+    #[arg(long, value_parser = super::parse_duration, requires = "check")]
+    check_timeout: Option<Duration>,
+    /// A path glob restored from the base before each check, in place of the defaults
+    /// (repeatable; e.g. 'tests/**', 'conftest.py').
+    #[arg(long, value_name = "GLOB", requires = "check")]
+    check_protect: Vec<String>,
+    /// Interactive: leave the child at its prompt once its check passed (else it is told to
+    /// quit, and the task completes).
+    #[arg(long, requires = "check")]
+    keep_open: bool,
     /// Print the launch command without running anything (without the per-task --session-id).
     #[arg(long)]
     dry_run: bool,
@@ -210,6 +230,13 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         },
         host: args.host.clone(),
         wake_parent: args.wake_parent,
+        check: (!args.check.is_empty()).then(|| ops::CheckRequest {
+            run: args.check.clone(),
+            rounds: args.check_rounds,
+            timeout: args.check_timeout,
+            protect: args.check_protect.clone(),
+            keep_open: args.keep_open,
+        }),
         sandbox: ops::SandboxRequest {
             mode: args.sandbox.map(|arg| match arg {
                 SandboxArg::Bwrap => crate::domain::sandbox::SandboxMode::Bwrap,

@@ -47,11 +47,13 @@ pub enum ErrorCode {
     /// `cuekit merge` of work that changes files which run code or set policy, without `--yes`:
     /// nothing was changed.
     MergeReview,
+    /// `cuekit check` ran a task's check and it failed (the verdict is recorded).
+    CheckFailed,
 }
 
 impl ErrorCode {
     /// Every code, for reading one back from its string (a host's cuekit's JSON error).
-    pub const ALL: [ErrorCode; 27] = [
+    pub const ALL: [ErrorCode; 28] = [
         ErrorCode::Internal,
         ErrorCode::Usage,
         ErrorCode::InvalidInput,
@@ -79,6 +81,7 @@ impl ErrorCode {
         ErrorCode::SandboxUnavailable,
         ErrorCode::GitTimedOut,
         ErrorCode::MergeReview,
+        ErrorCode::CheckFailed,
     ];
 
     pub fn parse(code: &str) -> Option<ErrorCode> {
@@ -116,6 +119,7 @@ impl ErrorCode {
             ErrorCode::SandboxUnavailable => "sandbox_unavailable",
             ErrorCode::GitTimedOut => "git_timed_out",
             ErrorCode::MergeReview => "merge_review",
+            ErrorCode::CheckFailed => "check_failed",
         }
     }
 
@@ -149,6 +153,7 @@ impl ErrorCode {
             ErrorCode::SandboxUnavailable => 32,
             ErrorCode::GitTimedOut => 33,
             ErrorCode::MergeReview => 34,
+            ErrorCode::CheckFailed => 35,
         }
     }
 }

@@ -47,6 +47,10 @@ pub struct TaskResult {
     /// exit code (this result is the latest attempt's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<Attempt>,
+    /// The task's check (`--check`): its rounds, phase and every verdict, as the registry
+    /// holds them (never as a result file says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<super::check::CheckState>,
 }
 
 /// A file the task changed, as git tells it.

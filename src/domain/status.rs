@@ -93,6 +93,36 @@ pub fn exit_status(seen: &Observation) -> Option<i32> {
         .or(seen.sentinel.filter(|&code| code != 0))
 }
 
+/// What a `check_failed` ending says: the rounds, the failing command and where its output is.
+fn check_failed_hint(record: &TaskRecord, check: &crate::domain::check::CheckState) -> String {
+    use crate::domain::check::Phase;
+    let Some(last) = check
+        .verdicts
+        .last()
+        .filter(|_| check.phase == Phase::Failed)
+    else {
+        return "the child exited before its check passed; `cuekit check <id>` runs it on the \
+                work it left"
+            .to_string();
+    };
+    let result = match (last.timed_out, last.exit_code, &last.error) {
+        (_, _, Some(error)) => format!("could not run: {error}"),
+        (true, ..) => "ran past its time limit".to_string(),
+        (_, Some(code), _) => format!("exit code {code}"),
+        _ => "killed by a signal".to_string(),
+    };
+    format!(
+        "the check failed in round {} of {} (`{}`: {result}) after {} fix round(s); its output is \
+         in {}; `cuekit check {}` runs it again",
+        last.round,
+        check.rounds + 1,
+        last.command,
+        check.fix_rounds,
+        last.log,
+        record.id
+    )
+}
+
 pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verdict {
     // A queued task has no pane to judge yet (a gated one its scheduler is starting at most).
     if record.status != Status::Running {
@@ -122,6 +152,16 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
                      its output is in the transcript (`cuekit logs <id>`)"
                 ),
             ));
+        }
+        // The verdict is the registry's (written by cuekit's check alone); the status only
+        // says the launch ended on it.
+        // A checked task completes only on a pass: a failed verdict, or an exit of 0 before any
+        // pass (an interactive child that quit on its own), is `check_failed`.
+        if let Some(check) = record.check.as_ref().filter(|check| {
+            check.phase == crate::domain::check::Phase::Failed
+                || (code == 0 && check.phase != crate::domain::check::Phase::Passed)
+        }) {
+            return Verdict::Ended(failed("check_failed", check_failed_hint(record, check)));
         }
         return Verdict::Ended(match (&seen.stream, code) {
             (Some(StreamReport::Failed(message)), 0) => failed("agent_error", message.clone()),
@@ -240,6 +280,7 @@ mod tests {
             team: None,
             last_report: None,
             worktree: None,
+            check: None,
         }
     }
 

@@ -71,6 +71,10 @@ pub struct TaskRecord {
     /// The task's own git worktree, for tasks submitted with `--worktree`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<WorktreeRecord>,
+    /// Where the task's check (`--check`) stands, for people to read (the registry's is the
+    /// one believed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<super::check::CheckState>,
 }
 
 /// Where a `--worktree` task works and what its work is measured against: for people reading

@@ -41,6 +41,22 @@ pub struct TeamMember {
     pub after: Vec<String>,
     /// A member (by name) whose answer goes into this one's prompt; it runs after it.
     pub context_from: Option<String>,
+    /// The member's check (`submit --check`): code of the spec's own, so the spec must be
+    /// trusted.
+    pub check: Option<TeamCheck>,
+}
+
+/// A member's `check: {run, rounds, timeout, protect}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TeamCheck {
+    pub run: Vec<String>,
+    pub rounds: Option<u32>,
+    pub timeout: Option<DurationText>,
+    #[serde(default)]
+    pub protect: Vec<String>,
+    #[serde(default)]
+    pub keep_open: bool,
 }
 
 /// The mapping form of a spec.

@@ -28,9 +28,10 @@ const FINAL_TEXT_CHARS: usize = 400;
 /// on. `conflicts` (present only when non-empty) names whose work a worktree task's would
 /// conflict with, from the last check. `request` is an ACP task's permission request with the option ids to answer it with;
 /// `last_report` the child's last `cuekit report` (`blocked`: it waits on the parent).
-const BRIEF_FIELDS: [&str; 19] = [
+const BRIEF_FIELDS: [&str; 20] = [
     "id",
     "status",
+    "phase",
     "reason",
     "hint",
     "exit_code",
@@ -91,12 +92,17 @@ pub fn task(mut view: TaskView, detail: Detail) -> Value {
         .then(|| crate::ops::written_final_text(&view.task_dir))
         .flatten();
     view.objective = head(&view.objective, OBJECTIVE_CHARS);
+    // A check in one line: round k of N and the verdict (`detail: full` has every verdict).
+    let check = view.check.take().map(|check| check.summary);
     let Value::Object(mut fields) = serde_json::to_value(view).expect("views serialize") else {
         unreachable!("a view is an object")
     };
     fields.retain(|key, value| {
         BRIEF_FIELDS.contains(&key.as_str()) && !value.is_null() && *value != Value::Bool(false)
     });
+    if let Some(check) = check {
+        fields.insert("check".into(), Value::String(check));
+    }
     if let Some(text) = final_text {
         fields.insert(
             "final_text".into(),
@@ -117,6 +123,21 @@ mod tests {
     fn heads_cut_on_characters_and_say_so() {
         assert_eq!(super::head("ééé", 2), "éé…");
         assert_eq!(super::head("short", 10), "short");
+    }
+
+    #[test]
+    fn a_brief_says_where_a_check_stands_in_one_line() {
+        let mut view = crate::ops::TaskView::bare("t_0123456789ab", std::path::Path::new("/d"));
+        let mut state = crate::domain::check::CheckState::new(2);
+        state.phase = crate::domain::check::Phase::Checking;
+        view.check = Some(Box::new(crate::ops::CheckView {
+            summary: state.summary(),
+            state,
+        }));
+        view.phase = Some("checking".into());
+        let brief = super::task(view, super::Detail::Brief);
+        assert_eq!(brief["check"], "checking, round 1 of 3", "{brief}");
+        assert_eq!(brief["phase"], "checking", "{brief}");
     }
 
     #[test]

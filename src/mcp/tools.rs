@@ -69,6 +69,27 @@ pub enum DurationArg {
     Text(String),
 }
 
+/// A submit's `check`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CheckParams {
+    /// The commands, run in order; all must pass.
+    pub run: Vec<String>,
+    /// Fix rounds after a failed check (default 2; 0: the first verdict is final).
+    #[serde(default)]
+    pub rounds: Option<u32>,
+    /// The limit on each command, in seconds (default 600).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+    /// Path globs restored from the base before each check, in place of the defaults (the
+    /// test folders and runner configuration of the project's ecosystem).
+    #[serde(default)]
+    pub protect: Vec<String>,
+    /// Interactive: leave the child at its prompt once its check passed (else it is told to
+    /// quit and the task completes).
+    #[serde(default)]
+    pub keep_open: bool,
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitTaskParams {
@@ -190,6 +211,12 @@ pub struct SubmitTaskParams {
     /// a tmux pane (error no_parent_agent otherwise).
     #[serde(default)]
     pub wake_parent: bool,
+    /// Commands (`/bin/sh -c`) run on the child's work when it is done, in a scratch checkout
+    /// whose tests and test-runner configuration are restored from the base: a failure goes
+    /// back to the child for a fix round; the task completes only when the last check passed,
+    /// else fails with reason check_failed. Needs worktree=true.
+    #[serde(default)]
+    pub check: Option<CheckParams>,
     /// Run the child in a sandbox (error sandbox_unavailable where none can be made). May only
     /// tighten the user's `sandbox` config.
     #[serde(default)]
@@ -546,6 +573,14 @@ impl CuekitServer {
                 asked_by: ops::Asker::Delegate,
                 host: params.host,
                 wake_parent: params.wake_parent,
+                // The parent's own check: the trust of the flags a user types.
+                check: params.check.map(|check| ops::CheckRequest {
+                    run: check.run,
+                    rounds: check.rounds,
+                    timeout: check.timeout_secs.map(std::time::Duration::from_secs),
+                    protect: check.protect,
+                    keep_open: check.keep_open,
+                }),
                 // The command agent runs the words it is given as you: a parent over MCP
                 // names an agent, never a program; a dry run is the command line's.
                 argv: Vec::new(),

@@ -11,6 +11,7 @@ mod attach;
 pub(crate) mod background;
 mod board;
 mod cancel;
+pub(crate) mod check;
 mod config_view;
 pub mod doctor;
 mod events;
@@ -46,6 +47,7 @@ pub use background::stopper::run_stopper;
 pub use background::stream::run_event_filter;
 pub use board::{Board, BoardRow, Preview, attention_order, board, host_board};
 pub use cancel::cancel;
+pub use check::{CheckOutcome, check_from_launch, check_now};
 pub use config_view::config_entries;
 pub use events::{EventScope, events, next_events};
 pub use init::{InitOutcome, init};
@@ -62,7 +64,7 @@ pub use result::result;
 pub use sandbox::{SandboxRequest, probe as probe_sandbox};
 pub use schedule::{QueueSummary, Scheduling, queue_summary, retry, start_due};
 pub use steer::{SessionControl, SteerReceipt, steer, steer_control};
-pub use submit::{Asker, SubmitOutcome, SubmitRequest, submit};
+pub use submit::{Asker, CheckRequest, SubmitOutcome, SubmitRequest, submit};
 pub use task::route::finishes_without_caller;
 pub use task::{task_of_process, task_pane_leader};
 pub use team::{
@@ -90,7 +92,7 @@ pub use crate::effects::role::Listed as ListedRole;
 pub mod acp_client {
     pub use crate::effects::acp::client::{Options, run};
 }
-pub use task::view::{QueueView, TaskView};
+pub use task::view::{CheckView, QueueView, TaskView};
 pub use wait::{WaitNews, WaitOutcome, WaitRequest, WaitTick, WaitUntil, wait, wait_watching};
 
 use std::path::Path;

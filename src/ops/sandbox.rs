@@ -235,6 +235,37 @@ pub(crate) fn wrap(
     }
 }
 
+/// A check command (`--check`) of a task in bubblewrap, in the task's own sandbox policy:
+/// the scratch checkout writable in place of the task's checkout, the shell its program. A
+/// task without bubblewrap (none, or the agent's own flag, which no shell has) runs it as is.
+pub(crate) fn wrap_check(
+    policy: &Policy,
+    id: &str,
+    task_dir: &Path,
+    scratch: &Path,
+    tmux_socket: &Path,
+    command: &str,
+) -> Result<String> {
+    if policy.mode != SandboxMode::Bwrap {
+        return Ok(command.to_string());
+    }
+    let bwrap = probe()?;
+    let subject = Subject {
+        id,
+        task_dir,
+        work_dir: scratch,
+        start_dir: scratch,
+        worktree: None,
+        adapter: crate::domain::adapter::lookup("command")?,
+        mode: Mode::Batch,
+        bin: "sh",
+        tmux_socket,
+    };
+    let plan = plan(policy, &subject)?;
+    let words = sandbox::bwrap_words(&bwrap.to_string_lossy(), &plan);
+    sandbox::wrap_command(command, &words, keystroke_filter()?.as_deref())
+}
+
 /// The file holding [`sandbox::keystroke_filter`] (in cuekit's data dir, written once), or
 /// `None` on an architecture it is not written for.
 fn keystroke_filter() -> Result<Option<PathBuf>> {

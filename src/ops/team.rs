@@ -253,6 +253,14 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
             host: None,
             sandbox: super::sandbox::SandboxRequest::default(),
             wake_parent: false,
+            // Code of the spec's own: the spec was proven trusted above.
+            check: member.check.map(|check| super::submit::CheckRequest {
+                run: check.run,
+                rounds: check.rounds,
+                timeout: check.timeout.map(|t| t.0),
+                protect: check.protect,
+                keep_open: check.keep_open,
+            }),
         })
         .collect();
     // A dry run of each is the whole check (role, agent, mode, model, directory), with
@@ -299,10 +307,10 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
     })
 }
 
-/// Whether a member's own words name code to run: the `command` agent, or a program (`argv`)
-/// for whichever agent it ends with.
+/// Whether a member's own words name code to run: the `command` agent, a program (`argv`)
+/// for whichever agent it ends with, or a check.
 fn member_runs_code(member: &crate::effects::team::TeamMember) -> bool {
-    member.agent.as_deref() == Some("command") || !member.argv.is_empty()
+    member.agent.as_deref() == Some("command") || !member.argv.is_empty() || member.check.is_some()
 }
 
 /// `config_untrusted` when `members` (indexes) is not empty and the spec's bytes are not the
@@ -318,7 +326,7 @@ fn refuse_untrusted_members(spec: &TeamSpec, members: &[usize]) -> Result<()> {
     Err(Error::new(
         ErrorCode::ConfigUntrusted,
         format!(
-            "{} is {} and its members {} run code of the spec's own (the command agent, or an argv)",
+            "{} is {} and its members {} run code of the spec's own (the command agent, an argv or a check)",
             spec.path.display(),
             spec.trust.as_str(),
             numbers.join(", ")

@@ -160,8 +160,10 @@ fn draw_table(state: &State, frame: &mut Frame, area: Rect) {
 
 fn table_row<'a>(state: &State, row: &'a BoardRow, wide: bool) -> Row<'a> {
     let view = &row.view;
-    let status = match &view.reason {
-        Some(reason) if wide && reason != view.status.as_str() => {
+    let status = match (&view.phase, &view.reason) {
+        // A check runs: the task is `running`, its phase says what it does.
+        (Some(phase), _) => format!("{} {phase}", view.status.as_str()),
+        (None, Some(reason)) if wide && reason != view.status.as_str() => {
             format!("{} {reason}", view.status.as_str())
         }
         _ => view.status.as_str().to_string(),

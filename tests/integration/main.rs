@@ -14,6 +14,7 @@ mod agents;
 mod agents_real;
 mod ai_parent;
 mod antigravity;
+mod checks;
 mod child_integrity;
 mod cli_extras;
 mod cli_parsing;

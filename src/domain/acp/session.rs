@@ -40,6 +40,8 @@ pub struct Settings {
     pub model: Option<String>,
     /// The agent session to continue (`session/load`).
     pub load: Option<String>,
+    /// The task has a check (`--check`): run after each turn that ends with `end_turn`.
+    pub checked: bool,
 }
 
 /// Where the session stands, as `status` shows it.
@@ -54,6 +56,8 @@ pub enum Phase {
     Permission,
     /// The last turn ended; the agent waits for the next prompt.
     Idle,
+    /// The last turn ended and the task's check runs; prompts wait for its verdict.
+    Checking,
     /// The agent's stdin is closed (or is being), the client about to exit.
     Ending,
 }
@@ -119,6 +123,18 @@ pub enum Action {
     TurnEnded,
     /// Exit with this status once the agent has ended (or at once when it has).
     Exit(i32),
+    /// Run the task's check, and tell [`Session::on_checked`] its verdict.
+    Check,
+}
+
+/// A check's verdict, as the session acts on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Checked {
+    Passed,
+    /// Failed, with a fix round: the message is the next prompt.
+    Fix(String),
+    /// Failed, no round left (or it could not run): the session ends.
+    Failed,
 }
 
 /// What an outstanding request of the client's was for.
@@ -447,11 +463,36 @@ impl Session {
         }
         self.phase = Phase::Idle;
         actions.push(Action::TurnEnded);
-        if let Some((prompt, ticket)) = self.queue.pop_front() {
+        let ended_its_turn =
+            self.turns.last().and_then(|t| t.stop_reason.as_deref()) == Some("end_turn");
+        if self.settings.checked && ended_its_turn && self.queue.is_empty() && !self.cancelled {
+            self.phase = Phase::Checking;
+            actions.push(Action::Check);
+        } else if let Some((prompt, ticket)) = self.queue.pop_front() {
             actions.extend(self.begin_turn(prompt, ticket));
         } else if self.end_requested || self.settings.once || self.cancelled {
             actions.extend(self.close());
         }
+        actions.push(Action::Changed);
+        actions
+    }
+
+    /// The task's check decided: a fix round's message is the next prompt; a pass lets the
+    /// session go on as after any turn; a failure ends it (its ending says `check_failed`).
+    pub fn on_checked(&mut self, verdict: Checked) -> Vec<Action> {
+        if self.phase != Phase::Checking {
+            return Vec::new();
+        }
+        self.phase = Phase::Idle;
+        let mut actions = match verdict {
+            Checked::Fix(message) if !self.cancelled => self.begin_turn(message, None),
+            Checked::Fix(_) | Checked::Failed => self.close(),
+            Checked::Passed => match self.queue.pop_front() {
+                Some((prompt, ticket)) => self.begin_turn(prompt, ticket),
+                None if self.end_requested || self.settings.once || self.cancelled => self.close(),
+                None => Vec::new(),
+            },
+        };
         actions.push(Action::Changed);
         actions
     }
@@ -936,6 +977,61 @@ mod tests {
         let mut killed = session(Settings::default());
         started(&mut killed);
         assert_eq!(killed.on_agent_exit(None), 137);
+    }
+
+    #[test]
+    fn a_checked_turn_waits_for_its_verdict_and_a_fix_is_the_next_prompt() {
+        let mut s = session(Settings {
+            once: true,
+            checked: true,
+            ..Settings::default()
+        });
+        let prompt = started(&mut s);
+        let actions = s.on_line(&reply(&prompt["id"], json!({"stopReason": "end_turn"})));
+        assert!(actions.contains(&Action::Check), "{actions:?}");
+        assert!(!actions.contains(&Action::CloseInput), "{actions:?}");
+        assert_eq!(s.phase, Phase::Checking);
+        // A steer meanwhile waits for the verdict.
+        let queued = s.on_control(
+            7,
+            Request::Prompt {
+                text: "later".into(),
+            },
+            "p",
+        );
+        assert!(queued.contains(&Action::Reply(7, Reply::receipt("queued"))));
+        let fix = sent(&s.on_checked(Checked::Fix("fix it".into())));
+        assert_eq!(fix[0]["params"]["prompt"][0]["text"], "fix it");
+        assert_eq!(s.phase, Phase::Running);
+        // The queued prompt runs first; the check follows the last turn.
+        let later = sent(&s.on_line(&reply(&fix[0]["id"], json!({"stopReason": "end_turn"}))));
+        assert_eq!(later[0]["params"]["prompt"][0]["text"], "later");
+        let actions = s.on_line(&reply(&later[0]["id"], json!({"stopReason": "end_turn"})));
+        assert!(actions.contains(&Action::Check), "{actions:?}");
+        // Passed, and `once`: the session ends.
+        assert!(s.on_checked(Checked::Passed).contains(&Action::CloseInput));
+        assert_eq!(s.exit_status(), Some(exit::DONE));
+        // A verdict that arrives when no check runs changes nothing.
+        assert!(s.on_checked(Checked::Failed).is_empty());
+    }
+
+    #[test]
+    fn a_failed_check_with_no_round_left_ends_the_session() {
+        let mut s = session(Settings {
+            checked: true,
+            ..Settings::default()
+        });
+        let prompt = started(&mut s);
+        s.on_line(&reply(&prompt["id"], json!({"stopReason": "end_turn"})));
+        assert!(s.on_checked(Checked::Failed).contains(&Action::CloseInput));
+        // A cancelled turn is not checked.
+        let mut cancelled = session(Settings {
+            checked: true,
+            ..Settings::default()
+        });
+        let prompt = started(&mut cancelled);
+        let actions = cancelled.on_line(&reply(&prompt["id"], json!({"stopReason": "cancelled"})));
+        assert!(!actions.contains(&Action::Check), "{actions:?}");
     }
 
     #[test]

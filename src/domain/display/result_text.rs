@@ -25,6 +25,20 @@ pub fn text(result: &TaskResult) -> String {
     if let Some(session) = &result.agent_session_id {
         let _ = writeln!(out, "  session:  {session}");
     }
+    if let Some(check) = &result.check {
+        let _ = writeln!(out, "  check:    {}", check.summary());
+        for verdict in &check.verdicts {
+            let how = if verdict.passed { "passed" } else { "failed" };
+            let _ = writeln!(
+                out,
+                "  round {}:  {how} `{}` ({})",
+                verdict.round, verdict.command, verdict.log
+            );
+            for edit in &verdict.protected_edits {
+                let _ = writeln!(out, "            protected, restored: {}", edit.path);
+            }
+        }
+    }
     for (n, attempt) in result.attempts.iter().enumerate() {
         let ended = match (&attempt.ended_at, &attempt.reason) {
             (Some(at), Some(reason)) => format!(", ended {at}: {reason}"),

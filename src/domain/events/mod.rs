@@ -206,6 +206,10 @@ pub struct Digest {
     pub unknown_fields: Map<String, Value>,
     pub lines: u64,
     pub last_activity: Option<String>,
+    /// Tokens of the runs before the last `result` in one stream: a checked batch task's fix
+    /// rounds run again in the same pane, and their usage adds up.
+    #[serde(skip)]
+    earlier_tokens: u64,
     #[serde(skip)]
     in_assistant_turn: bool,
 }
@@ -355,6 +359,7 @@ impl Digest {
                 stats,
                 response,
             } => {
+                self.earlier_tokens += self.last_run_tokens().unwrap_or(0);
                 self.result =
                     Some(serde_json::json!({"status": status, "error": error, "stats": stats}));
                 // The stream's own final answer beats the last streamed text (which may be a
@@ -384,8 +389,13 @@ impl Digest {
             .is_some_and(|r| r["status"] == "success")
     }
 
-    /// Total tokens so far, from the result's stats (the stream reports usage only at its end).
+    /// Total tokens so far, from the results' stats (the stream reports usage only at a run's
+    /// end): the last run's, and those of the runs before it in the same stream.
     pub fn total_tokens(&self) -> Option<u64> {
+        Some(self.last_run_tokens()? + self.earlier_tokens)
+    }
+
+    fn last_run_tokens(&self) -> Option<u64> {
         self.result
             .as_ref()?
             .pointer("/stats/total_tokens")?
@@ -584,6 +594,17 @@ this is not json
         assert_eq!(d.final_text, "Done: wrote f.txt.");
         assert_eq!(d.total_tokens(), Some(30));
         assert!(d.succeeded() && d.parse_errors.is_empty() && d.unknown_events.is_empty());
+    }
+
+    #[test]
+    fn the_runs_of_one_stream_add_up_their_tokens() {
+        let run = |tokens: u64| {
+            format!(
+                "{{\"type\":\"result\",\"status\":\"success\",\"stats\":{{\"total_tokens\":{tokens}}}}}\n"
+            )
+        };
+        let d = digest(&(run(30) + &run(25)));
+        assert_eq!(d.total_tokens(), Some(55));
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::control::{self, Answer, Reply, Request};
-use crate::domain::acp::session::{Action, Session, Settings, Shown};
+use crate::domain::acp::session::{Action, Checked, Session, Settings, Shown};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::effects::store;
 
@@ -67,6 +67,8 @@ enum Event {
     },
     Typed(String),
     Signal(i32),
+    /// The task's check decided (run after a turn that ended with `end_turn`).
+    Checked(Checked),
 }
 
 /// Runs the session to its end; the status is the task's exit code.
@@ -95,7 +97,12 @@ pub fn run(options: &Options) -> Result<i32> {
     let before = (!own_checkout)
         .then(|| crate::effects::git::changes::snapshot(&cwd))
         .flatten();
-    let mut session = Session::new(settings(options, &cwd, first_prompt));
+    let mut settings = settings(options, &cwd, first_prompt);
+    settings.checked = placement
+        .facts
+        .as_ref()
+        .is_some_and(|facts| facts.check.is_some());
+    let mut session = Session::new(settings);
 
     take_the_terminal();
     let signals = block_signals();
@@ -127,6 +134,7 @@ pub fn run(options: &Options) -> Result<i32> {
     wait_agent(agent, events.clone());
     serve(&socket, pane_leader, events.clone())?;
     let editor = Editor::start(events.clone());
+    let checks = events.clone();
     watch_signals(signals, events);
 
     let mut out = Output {
@@ -143,6 +151,8 @@ pub fn run(options: &Options) -> Result<i32> {
         last_activity: None,
         progress_at: None,
         progress_counted: (0, 0),
+        task_id: task_id.clone(),
+        checks,
     };
     let start = session.start();
     out.carry_out(&mut session, start, &mut stdin);
@@ -181,6 +191,7 @@ pub fn run(options: &Options) -> Result<i32> {
                 session.on_control(ticket, request, &by)
             }
             Some(Event::Typed(line)) => typed(&mut session, &mut out, &line),
+            Some(Event::Checked(verdict)) => session.on_checked(verdict),
             Some(Event::Signal(signal)) => {
                 out.editor.print(&crate::domain::acp::render::note(&format!(
                     "signal {signal}: ending the session"
@@ -235,6 +246,7 @@ fn settings(options: &Options, cwd: &Path, first_prompt: String) -> Settings {
         mode: options.session_mode.clone(),
         model: options.session_model.clone(),
         load: options.load_session.clone(),
+        checked: false,
     }
 }
 
@@ -281,6 +293,9 @@ struct Output {
     /// When `progress.json` was last written, and the turns and tool calls it counted.
     progress_at: Option<Instant>,
     progress_counted: (usize, usize),
+    task_id: String,
+    /// Where a check's verdict goes.
+    checks: Sender<Event>,
 }
 
 impl Output {
@@ -294,6 +309,21 @@ impl Output {
         self.receipts
             .push((ticket, Instant::now() + RECEIPT_WINDOW));
         ticket
+    }
+
+    /// Runs the task's check beside the session (`cuekit __check --from-launch`, as a batch
+    /// task's launch does): its line goes to the pane, its verdict back to the loop.
+    fn check(&self) {
+        let (events, task_id, task_dir) = (
+            self.checks.clone(),
+            self.task_id.clone(),
+            self.task_dir.clone(),
+        );
+        let editor = self.editor.clone();
+        std::thread::spawn(move || {
+            let verdict = run_check(&task_id, &task_dir, &editor);
+            let _ = events.send(Event::Checked(verdict));
+        });
     }
 
     fn due_receipts(&mut self, session: &mut Session) -> Vec<Action> {
@@ -343,6 +373,7 @@ impl Output {
                 }
                 Action::Changed => self.write_state(&session.shown()),
                 Action::TurnEnded => self.write_result(session, None),
+                Action::Check => self.check(),
                 Action::Exit(_) => {}
             }
         }
@@ -427,6 +458,38 @@ impl Output {
             &self.task_dir.join(crate::domain::result::RESULT_FILE),
             &bytes,
         );
+    }
+}
+
+/// The task's check, run by this cuekit (`__check --from-launch`) in the client's process
+/// group (a cancel ends it with the session); the fix message is read from the task
+/// directory, where the check wrote it.
+fn run_check(task_id: &str, task_dir: &Path, editor: &Editor) -> Checked {
+    let ran = std::env::current_exe().and_then(|cuekit| {
+        Command::new(cuekit)
+            .args(["__check", "--from-launch", task_id])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+    });
+    let Ok(ran) = ran else {
+        editor.print(&crate::domain::acp::render::failure(
+            "the check could not run",
+        ));
+        return Checked::Failed;
+    };
+    let said = String::from_utf8_lossy(&ran.stderr);
+    editor.print(&crate::domain::acp::render::note(said.trim()));
+    match ran.status.code() {
+        Some(0) => Checked::Passed,
+        Some(crate::domain::check::FIX_ROUND_EXIT) => {
+            store::read_small(&task_dir.join(crate::domain::check::FIX_FILE))
+                .map_or(Checked::Failed, |bytes| {
+                    Checked::Fix(String::from_utf8_lossy(&bytes).into_owned())
+                })
+        }
+        _ => Checked::Failed,
     }
 }
 
@@ -698,6 +761,7 @@ fn watch_signals(set: libc::sigset_t, events: Sender<Event>) {
 /// The pane's terminal: output above, and (on a terminal) a line editor at the bottom. The
 /// input line is drawn only while the output stands at the start of a line, so a streamed
 /// answer is never broken by it.
+#[derive(Clone)]
 struct Editor {
     terminal: bool,
     line: std::sync::Arc<std::sync::Mutex<EditorLine>>,

@@ -57,6 +57,7 @@ pub fn result(
         reports: Vec::new(),
         turns: turns.clone(),
         attempts: Vec::new(),
+        check: None,
     }
 }
 

@@ -189,6 +189,14 @@ pub const KEYS: &[KeyRule] = &[
         "trusted project file only",
     ),
     key("hooks.timeout", KeyClass::Plain, "a duration"),
+    key("check.run", KeyClass::RunsCode, "trusted project file only"),
+    key("check.rounds", KeyClass::Plain, "a count of fix rounds"),
+    key("check.timeout", KeyClass::Plain, "a duration"),
+    key(
+        "check.protect",
+        KeyClass::RunsCode,
+        "trusted project file only: it says what the child's check trusts",
+    ),
     key(
         "notify",
         KeyClass::Plain,
@@ -219,6 +227,11 @@ pub const KEYS: &[KeyRule] = &[
         "limits.hosts.*",
         KeyClass::TightenOnly,
         "a project may lower your cap per host for its own tasks, never raise it",
+    ),
+    key(
+        "limits.checks",
+        KeyClass::UserOnly,
+        "one cap for the checks of every project on this machine",
     ),
     key(
         "retry",
@@ -582,9 +595,10 @@ mod tests {
         monitor:\n  interval: 1s\n  dwell: 1s\n\
         hooks:\n  on_start: a\n  on_end: b\n  on_input_required: c\n  on_change: d\n  on_conflict: e\n  timeout: 1s\n\
         notify: [tmux]\nnotify_on: [failed]\nhosts:\n  h:\n    ssh: x\nacp:\n  permissions:\n    read: allow\n\
-        limits:\n  running: 2\n  agents:\n    gemini: 1\n  hosts:\n    h: 1\n\
+        limits:\n  running: 2\n  agents:\n    gemini: 1\n  hosts:\n    h: 1\n  checks: 1\n\
         retry:\n  max: 1\n  on: [rate_limited]\n  backoff:\n    first: 1s\n    max: 2s\n\
-        sandbox:\n  mode: bwrap\n  network: off\n  read: [~/r]\n  write: [/w]\n";
+        sandbox:\n  mode: bwrap\n  network: off\n  read: [~/r]\n  write: [/w]\n\
+        check:\n  run: [make test]\n  rounds: 1\n  timeout: 1m\n  protect: [tests/**]\n";
 
     #[test]
     fn every_key_has_a_class_and_every_class_entry_is_a_key() {

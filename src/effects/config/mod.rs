@@ -531,6 +531,11 @@ impl Config {
     }
 
     /// The caps of the user's own file (for the scheduler, which serves every project).
+    /// [`Config::check_slots`] of the user's own file (the cap serves every project).
+    pub fn user_check_slots() -> u32 {
+        Config::load(Path::new("/")).map_or(1, |config| config.check_slots())
+    }
+
     pub fn user_limits() -> crate::effects::store::schedule::Limits {
         Config::load(Path::new("/"))
             .map(|config| config.limits())
@@ -694,6 +699,27 @@ impl Config {
         self.pick(|f| f.worktree.symlink.clone())
     }
 
+    /// How many task checks may run at once on this machine (`limits.checks`, default 1).
+    pub fn check_slots(&self) -> u32 {
+        self.pick(|f| f.limits.checks).map_or(1, |s| s.value).max(1)
+    }
+
+    /// The configured check (`check:`), if one names commands to run.
+    pub fn check(&self) -> Option<CheckSettings> {
+        let run = self
+            .pick(|f| f.check.run.clone().filter(|run| !run.is_empty()))?
+            .value;
+        Some(CheckSettings {
+            run,
+            rounds: self.pick(|f| f.check.rounds).map(|s| s.value),
+            timeout: self.pick(|f| f.check.timeout.map(|t| t.0)).map(|s| s.value),
+            protect: self
+                .pick(|f| f.check.protect.clone())
+                .map(|s| s.value)
+                .unwrap_or_default(),
+        })
+    }
+
     pub fn worktree_setup(&self) -> Option<Setting<String>> {
         self.pick(|f| f.worktree.setup.clone())
     }
@@ -815,6 +841,15 @@ pub fn parse_file(path: &Path) -> Result<ConfigFile> {
 }
 
 /// The starter file `cuekit init` writes: the documented example.
+/// A check as the config sets it (`check:`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckSettings {
+    pub run: Vec<String>,
+    pub rounds: Option<u32>,
+    pub timeout: Option<Duration>,
+    pub protect: Vec<String>,
+}
+
 pub const EXAMPLE: &str = include_str!("../../../.cuekit.yaml.example");
 
 #[cfg(test)]

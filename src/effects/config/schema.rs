@@ -46,6 +46,20 @@ pub struct ConfigFile {
     /// Every task's sandbox (`--sandbox`), unless the submit says otherwise.
     #[serde(default)]
     pub sandbox: SandboxConfig,
+    /// A check every task here gets when its submit names none (`submit --check`).
+    #[serde(default)]
+    pub check: CheckConfig,
+}
+
+/// `check: {run, rounds, timeout, protect}`: `run` and `protect` decide what code runs and what
+/// it trusts, so from a project file they apply once it is trusted.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckConfig {
+    pub run: Option<Vec<String>>,
+    pub rounds: Option<u32>,
+    pub timeout: Option<DurationText>,
+    pub protect: Option<Vec<String>>,
 }
 
 /// `sandbox: {mode, network, read, write}`.
@@ -72,6 +86,8 @@ pub struct LimitsConfig {
     /// Live agents per configured host, for `submit --host '*'` (or `a,b`) placement.
     #[serde(default)]
     pub hosts: BTreeMap<String, u32>,
+    /// Task checks (`--check`) running at once on this machine.
+    pub checks: Option<u32>,
 }
 
 /// The retry policy of every task that does not give its own `--retry`.
@@ -516,7 +532,7 @@ mod tests {
         );
         assert_eq!(
             message("tmux:\n  width: 10\ncolour: red\n"),
-            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `worktree`, `monitor`, `hooks`, `notify`, `notify_on`, `hosts`, `acp`, `limits`, `retry`, `sandbox`"
+            "/p/.cuekit.yaml:3:1: unknown field `colour`, expected one of `defaults`, `adapters`, `tmux`, `worktree`, `monitor`, `hooks`, `notify`, `notify_on`, `hosts`, `acp`, `limits`, `retry`, `sandbox`, `check`"
         );
         assert_eq!(
             message("adapters:\n  gemini:\n    bin: g\n  gemni:\n    bin: x\n"),

@@ -89,6 +89,21 @@ fn stage_all(git: &Git) -> Result<()> {
     Ok(())
 }
 
+/// Copies cuekit's kept index, its modification time with it: git trusts an entry's stat
+/// data only for a file older than the index, and a copy dated now would make a file
+/// rewritten in the second the index was written (same size) read as unchanged.
+fn copy_index(kept: &Path, index: &Path) -> bool {
+    let Ok(modified) = std::fs::symlink_metadata(kept).and_then(|m| m.modified()) else {
+        return false;
+    };
+    std::fs::copy(kept, index).is_ok()
+        && std::fs::OpenOptions::new()
+            .write(true)
+            .open(index)
+            .and_then(|file| file.set_modified(modified))
+            .is_ok()
+}
+
 /// A task's checkout as the registry placed it.
 pub struct Checkout<'a> {
     pub placed: &'a WorktreePlacement,
@@ -215,14 +230,18 @@ impl Checkout<'_> {
         if !self.placed.path.is_dir() {
             return self.root().line(["rev-parse", &format!("{tip}^{{tree}}")]);
         }
-        // A copy of cuekit's index per process (its stat cache kept), put back when done:
-        // two looks at once never share an index lock.
+        // A copy of cuekit's index per process and call (its stat cache kept), put back when
+        // done: two looks at once (two processes, or two threads of the monitor: a tick's view
+        // and a task's check) never share an index lock.
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let kept = self.scratch.join(INDEX);
-        let index = self.scratch.join(format!("{INDEX}.{}", std::process::id()));
+        let index = self
+            .scratch
+            .join(format!("{INDEX}.{}.{call}", std::process::id()));
         let git = Git::over(&self.placed.common_dir, &self.placed.path, &index);
         let seeded_from = crate::effects::store::read_small(&self.scratch.join(INDEX_TIP)).ok();
-        let reuse =
-            seeded_from.as_deref() == Some(tip.as_bytes()) && std::fs::copy(&kept, &index).is_ok();
+        let reuse = seeded_from.as_deref() == Some(tip.as_bytes()) && copy_index(&kept, &index);
         let tree = (|| {
             if !reuse {
                 git.run(["read-tree", tip])?;

@@ -19,9 +19,9 @@ pub use record::{
 };
 pub use registry::{
     Budget, Lifecycle, MergeRecord, PaneStart, Pending, Placement, TaskFacts, WorktreePlacement,
-    announced, data_dir, drop_dir, lifecycle, merge_of, pane_start, pending_submits, placement,
-    record_lifecycle, record_merge, record_pane_start, registered_ids, registry_dir,
-    remove_pending, save_announced, stage_placement, unregister, write_pending,
+    announced, check_of, data_dir, drop_dir, lifecycle, merge_of, pane_start, pending_submits,
+    placement, record_check, record_lifecycle, record_merge, record_pane_start, registered_ids,
+    registry_dir, remove_pending, save_announced, stage_placement, unregister, write_pending,
 };
 
 use std::path::{Path, PathBuf};

@@ -90,6 +90,9 @@ pub struct TaskFacts {
     /// from entries written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_stream: Option<bool>,
+    /// The task's check (`--check`): what runs on its work before it may complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<crate::domain::check::CheckPlan>,
 }
 
 /// How much of the agent's reported usage a task may spend.
@@ -485,6 +488,28 @@ pub fn merge_of(task_id: &str) -> Option<MergeRecord> {
     serde_json::from_slice(&super::atomic::read_small(&path).ok()?).ok()
 }
 
+/// Records where `task_id`'s check stands (`tasks/<id>.check`), replacing the last: written
+/// by cuekit's check alone, outside the project, so a child cannot decide its verdict.
+pub fn record_check(task_id: &str, state: &crate::domain::check::CheckState) -> Result<()> {
+    if !super::is_task_id(task_id) {
+        return Err(Error::invalid_input(format!(
+            "'{task_id}' is not a task id"
+        )));
+    }
+    let dir = existing(registry_dir())?;
+    let bytes = serde_json::to_vec(state).expect("serializes");
+    stage_own(&dir.join(format!("{task_id}.check")), &bytes)?.commit()
+}
+
+/// Where `task_id`'s check stands, if it has one that ran or was set up.
+pub fn check_of(task_id: &str) -> Option<crate::domain::check::CheckState> {
+    if !super::is_task_id(task_id) {
+        return None;
+    }
+    let path = registry_dir()?.join(format!("{task_id}.check"));
+    serde_json::from_slice(&super::atomic::read_small(&path).ok()?).ok()
+}
+
 /// Every registered task id.
 pub fn registered_ids() -> Result<Vec<String>> {
     let Some(dir) = registry_dir() else {
@@ -537,6 +562,7 @@ pub fn unregister(task_id: &str) {
     if let Some(dir) = registry_dir() {
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.seen")));
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.merge")));
+        let _ = std::fs::remove_file(dir.join(format!("{task_id}.check")));
         // The last conflict check's (`store::conflicts`).
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.conflicts")));
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.pane")));

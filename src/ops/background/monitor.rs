@@ -420,6 +420,23 @@ impl Monitor {
         for transition in &announce {
             self.hooks.extend(deliver(task, transition));
         }
+        // An interactive child with a check, idle at its prompt after a turn: its check now,
+        // beside the tick (the fix message or the quit follows it).
+        if announce.iter().any(|t| {
+            t.new_status == Status::InputRequired
+                && t.reason.as_deref() == Some(Attention::IdleAtPrompt.as_str())
+        }) && record.mode == Mode::Interactive
+            && task
+                .placement
+                .facts
+                .as_ref()
+                .is_some_and(|facts| facts.check.is_some())
+        {
+            let checked = task.clone();
+            self.hooks.push(std::thread::spawn(move || {
+                let _ = crate::ops::check::after_turn(&checked);
+            }));
+        }
         let Some(watched) = self.watched.get_mut(&record.id) else {
             return;
         };

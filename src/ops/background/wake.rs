@@ -111,6 +111,7 @@ const OWN_REASONS: &[&str] = &[
     "agent_error",
     "budget_exceeded",
     "cancelled",
+    "check_failed",
     "dependency_failed",
     "launch_failed",
     "no_result_event",

@@ -18,6 +18,7 @@ pub(crate) fn name_fault(record: &store::TaskRecord, adapter: &Adapter, ending: 
         "input_error",
         "untrusted_workspace",
         "worktree_setup_failed",
+        "check_failed",
         "config_error",
         "sandbox_error",
     ];

@@ -189,6 +189,7 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
         sandbox,
         // Refused for a host (`submit::on_host`): its panes are not this machine's.
         wake_parent: _,
+        check,
     } = request;
     // Dependencies name tasks of this machine (refused for a host); a team's cap and budget
     // are kept here.
@@ -229,6 +230,20 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
         "sandbox",
         sandbox.mode.map(|mode| mode.as_str().to_string()),
     );
+    // The host runs the check on the host's checkout.
+    if let Some(check) = check {
+        for command in &check.run {
+            value("check", Some(command.clone()));
+        }
+        value("check-rounds", check.rounds.map(|n| n.to_string()));
+        value(
+            "check-timeout",
+            check.timeout.map(|t| t.as_secs().max(1).to_string()),
+        );
+        for glob in &check.protect {
+            value("check-protect", Some(glob.clone()));
+        }
+    }
     // The host's own scheduler and judge hold these.
     value("priority", (*priority != 0).then(|| priority.to_string()));
     value("retry", retry.map(|n| n.to_string()));
@@ -262,6 +277,7 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
         (*asked_by == crate::ops::Asker::Delegate, "--delegated"),
         // An ACP session kept open (`once: false`) is the host's default for a lone task.
         (*once == Some(true), "--once"),
+        (check.as_ref().is_some_and(|c| c.keep_open), "--keep-open"),
     ];
     out.extend(
         switches
@@ -337,6 +353,36 @@ mod tests {
             ]
         );
         assert_eq!(stdin.unwrap(), b"-rf $(x)\n'q'");
+    }
+
+    #[test]
+    fn a_check_goes_to_the_host_as_its_flags() {
+        let request = SubmitRequest {
+            objective: "x".into(),
+            check: Some(crate::ops::CheckRequest {
+                run: vec!["make test".into(), "-x".into()],
+                rounds: Some(1),
+                timeout: Some(Duration::from_secs(60)),
+                protect: vec!["tests/**".into()],
+                keep_open: true,
+            }),
+            ..SubmitRequest::default()
+        };
+        let (words, _) = submit_words(&request);
+        assert_eq!(
+            words,
+            [
+                "--json",
+                "submit",
+                "--check=make test",
+                "--check=-x",
+                "--check-rounds=1",
+                "--check-timeout=60",
+                "--check-protect=tests/**",
+                "--keep-open",
+                "-"
+            ]
+        );
     }
 
     #[test]

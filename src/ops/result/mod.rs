@@ -51,6 +51,7 @@ pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
         .map(|plan| plan.attempts)
         .filter(|attempts| attempts.len() > 1)
         .unwrap_or_default();
+    result.check = record.check.clone();
     if task.worktree().is_some() {
         // The branch's commits count too, which a before/after `git status` cannot see.
         result.files_changed = crate::ops::work::diff::changed_files(&task).map(|files| {

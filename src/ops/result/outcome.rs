@@ -50,6 +50,7 @@ pub fn from_digest(
         reports: Vec::new(),
         turns: Vec::new(),
         attempts: Vec::new(),
+        check: None,
     }
 }
 

@@ -209,11 +209,17 @@ fn dependencies(plan: &Plan) -> Dependencies {
             return Dependencies::Failed(id.clone(), "unreadable".into());
         };
         let record = &task.record;
+        // A child's `done` report stands for its ending, unless the task has a check: then
+        // only a passed check does (the report is the child's word, the verdict cuekit's).
         let reported_done = record.mode != Mode::Batch
             && record
                 .last_report
                 .as_ref()
-                .is_some_and(|report| report.kind == ReportKind::Done);
+                .is_some_and(|report| report.kind == ReportKind::Done)
+            && record
+                .check
+                .as_ref()
+                .is_none_or(|check| check.phase == crate::domain::check::Phase::Passed);
         match record.status {
             Status::Completed => {}
             _ if reported_done => {}

@@ -325,27 +325,44 @@ fn rescript(
         .as_ref()
         .and_then(|facts| facts.sandbox.clone())
         .unwrap_or_default();
-    let (launch, _) = crate::ops::sandbox::wrap(
-        launch,
-        &policy,
-        &crate::ops::sandbox::Subject {
-            id: &record.id,
-            task_dir: dir,
-            work_dir: task.worktree().map_or(&record.cwd, |w| &w.path),
-            start_dir: &agent_dir(task),
-            worktree: task.worktree(),
+    let start_dir = agent_dir(task);
+    let subject = crate::ops::sandbox::Subject {
+        id: &record.id,
+        task_dir: dir,
+        work_dir: task.worktree().map_or(&record.cwd, |w| &w.path),
+        start_dir: &start_dir,
+        worktree: task.worktree(),
+        adapter,
+        mode: record.mode,
+        bin: &bin,
+        tmux_socket: Path::new(&task.placement.socket.0),
+    };
+    let (launch, _) = crate::ops::sandbox::wrap(launch, &policy, &subject, None)?;
+    // A checked task's attempt runs inside its check loop, as its first did.
+    let facts = task.placement.facts.as_ref();
+    let command = match facts
+        .and_then(|facts| facts.check.as_ref())
+        .filter(|_| record.mode == crate::domain::spec::Mode::Batch)
+    {
+        Some(plan) => crate::ops::check::around(
+            &launch.command,
+            plan,
+            &record.id,
+            dir,
             adapter,
-            mode: record.mode,
-            bin: &bin,
-            tmux_socket: Path::new(&task.placement.socket.0),
-        },
-        None,
-    )?;
+            spec,
+            &bin,
+            facts.and_then(|facts| facts.agent_session_id.as_deref()),
+            &adapter::shell_word_for_bin(&client.to_string_lossy())?,
+            &|launch| Ok(crate::ops::sandbox::wrap(launch, &policy, &subject, None)?.0),
+        )?,
+        None => launch.command.clone(),
+    };
     let gate = gate_paths(&record.id)?;
     let script = crate::ops::submit::prepare::launch_script(
         &record.id,
         dir,
-        &launch.command,
+        &command,
         adapter,
         record.mode,
         launch.event_stream,
@@ -355,7 +372,7 @@ fn rescript(
     let path = schedule::launch_path(&record.id).expect("a task id names a path");
     schedule::write_private(&path, script.as_bytes())?;
     store::update(dir, |record| {
-        record.launch_command = launch.command.clone();
+        record.launch_command = command.clone();
         also(record);
         Ok(true)
     })?;

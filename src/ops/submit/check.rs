@@ -62,19 +62,7 @@ pub(super) enum Identified {
 pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
     let request = &resolved.request;
     let config = &resolved.config;
-    let use_worktree = request
-        .worktree
-        .or_else(|| config.worktree_default().map(|s| s.value))
-        .unwrap_or(false);
-    if !use_worktree && (request.base.is_some() || request.branch.is_some()) {
-        return Err(Error::invalid_input(
-            "--base and --branch only apply to a task in its own worktree",
-        )
-        .with_hint("add --worktree (or set defaults.worktree: true)"));
-    }
-    if use_worktree {
-        config.refuse_untrusted_worktree()?;
-    }
+    let use_worktree = use_worktree(request, config)?;
     let digest = request_digest(request, &resolved.cwd);
     let id = match request.id.clone() {
         Some(id) => match chosen_id(id, &resolved.cwd, &digest)? {
@@ -160,6 +148,18 @@ pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
         setup,
     ) = sandbox::wrap(launch, &policy, &subject, setup.as_deref())
         .map_err(|err| approvals_hint(err, approvals))?;
+    let (command, check) = with_check(
+        &resolved,
+        command,
+        CheckSubject {
+            id: &id,
+            task_dir: &task_dir,
+            sandbox: (&policy, &subject),
+            own_checkout: worktree_placement.is_some(),
+            session: agent_session_id.as_deref(),
+        },
+        &mut warnings,
+    )?;
     warnings.extend(approvals.warning().map(String::from));
     warnings.extend(launch_warnings);
     socket.ensure_dir()?;
@@ -191,6 +191,7 @@ pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
             budget: resolved.request.budget.clone(),
             sandbox: (policy.mode != SandboxMode::None).then_some(policy),
             event_stream: Some(event_stream),
+            check,
         })),
         legacy: false,
         id,
@@ -208,6 +209,73 @@ pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
         placement,
         warnings,
     })))
+}
+
+/// Whether the task gets a worktree of its own; `--base` and `--branch` need one, and a
+/// project file's worktree keys that run code need the file trusted.
+fn use_worktree(request: &SubmitRequest, config: &Config) -> Result<bool> {
+    let use_worktree = request
+        .worktree
+        .or_else(|| config.worktree_default().map(|s| s.value))
+        .unwrap_or(false);
+    if !use_worktree && (request.base.is_some() || request.branch.is_some()) {
+        return Err(Error::invalid_input(
+            "--base and --branch only apply to a task in its own worktree",
+        )
+        .with_hint("add --worktree (or set defaults.worktree: true)"));
+    }
+    if use_worktree {
+        config.refuse_untrusted_worktree()?;
+    }
+    Ok(use_worktree)
+}
+
+/// What a task's check depends on, besides the request and its config.
+struct CheckSubject<'a> {
+    id: &'a str,
+    task_dir: &'a Path,
+    /// The task's sandbox, which a fix round's continuation runs in too.
+    sandbox: (&'a crate::domain::sandbox::Policy, &'a sandbox::Subject<'a>),
+    own_checkout: bool,
+    session: Option<&'a str>,
+}
+
+/// The task's check (asked for, else configured) and its launch command inside the check's
+/// loop; the command as it is without one.
+fn with_check(
+    resolved: &Resolved,
+    command: String,
+    task: CheckSubject,
+    warnings: &mut Vec<String>,
+) -> Result<(String, Option<crate::domain::check::CheckPlan>)> {
+    let check = crate::ops::check::plan_for(
+        resolved.request.check.as_ref(),
+        resolved.config.check(),
+        crate::ops::check::Checked {
+            agent: resolved.adapter.kind(),
+            mode: resolved.mode,
+            own_checkout: task.own_checkout,
+            agent_sandbox: task.sandbox.0.mode == SandboxMode::Agent,
+        },
+        warnings,
+    )?;
+    // A batch task's launch runs its check; an interactive task's is the monitor's.
+    let command = match check.as_ref().filter(|_| resolved.mode == Mode::Batch) {
+        Some(plan) => crate::ops::check::around(
+            &command,
+            plan,
+            task.id,
+            task.task_dir,
+            resolved.adapter,
+            &resolved.spec,
+            &resolved.bin,
+            task.session,
+            &client_word()?,
+            &|launch| Ok(sandbox::wrap(launch, task.sandbox.0, task.sandbox.1, None)?.0),
+        )?,
+        None => command,
+    };
+    Ok((command, check))
 }
 
 /// The sandbox the policy gives this task, and whether it was chosen for its approvals.

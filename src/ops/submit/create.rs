@@ -137,6 +137,10 @@ fn record_of(checked: &mut Checked, scheduled: Scheduled) -> TaskRecord {
             .worktree
             .as_ref()
             .map(|plan| (&plan.placement()).into()),
+        check: facts
+            .check
+            .as_ref()
+            .map(|plan| crate::domain::check::CheckState::new(plan.rounds)),
     }
 }
 

@@ -64,6 +64,25 @@ pub struct SubmitRequest {
     /// `--wake-parent`: type a line into the submitting agent's pane when the task ends or
     /// waits on a human (an error when the submitter is no such agent).
     pub wake_parent: bool,
+    /// `--check` and its options (MCP `check`): commands run on the task's work, in a scratch
+    /// checkout with its protected paths restored, before it may complete.
+    pub check: Option<CheckRequest>,
+}
+
+/// A check as asked for; what is left open comes from the defaults in `domain::check`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckRequest {
+    /// Commands run with `/bin/sh -c`, in order.
+    pub run: Vec<String>,
+    /// Fix rounds after a failed check (default 2).
+    pub rounds: Option<u32>,
+    /// The limit on each command (default 10 minutes).
+    pub timeout: Option<Duration>,
+    /// Globs restored from the base before the check (default: the test folders and runner
+    /// configuration of the ecosystems found at the base's root).
+    pub protect: Vec<String>,
+    /// An interactive child whose check passed is left at its prompt instead of told to quit.
+    pub keep_open: bool,
 }
 
 /// Who asks for a task, as far as its permissions go.

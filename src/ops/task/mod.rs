@@ -330,6 +330,11 @@ fn believed(placement: &Placement, mut record: TaskRecord) -> TaskRecord {
     if let Some(lifecycle) = store::lifecycle(&placement.id) {
         lifecycle.apply(&mut record);
     }
+    // So is where its check stands: a record that says `passed` decides nothing.
+    record.check = store::check_of(&placement.id).or_else(|| {
+        let plan = placement.facts.as_ref()?.check.as_ref()?;
+        Some(crate::domain::check::CheckState::new(plan.rounds))
+    });
     match &placement.facts {
         Some(facts) => {
             record.cwd = facts.cwd.clone();

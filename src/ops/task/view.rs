@@ -89,6 +89,20 @@ pub struct TaskView {
     /// What a queued task waits for, and a task's attempts under its retry policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<Box<QueueView>>,
+    /// `checking` while a running task's check runs (its status stays `running`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Where the task's check (`--check`) stands: round k of N, every verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<Box<CheckView>>,
+}
+
+/// A task's check as views show it: a line for people, then the state as recorded.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct CheckView {
+    pub summary: String,
+    #[serde(flatten)]
+    pub state: crate::domain::check::CheckState,
 }
 
 impl TaskView {
@@ -185,6 +199,8 @@ impl TaskView {
             host: None,
             request: None,
             queue: None,
+            phase: None,
+            check: None,
         }
     }
 }
@@ -245,6 +261,20 @@ impl From<&TaskRecord> for TaskView {
             host: None,
             request: None,
             queue: None,
+            phase: record
+                .check
+                .as_ref()
+                .filter(|check| {
+                    record.status == Status::Running
+                        && check.phase == crate::domain::check::Phase::Checking
+                })
+                .map(|_| "checking".to_string()),
+            check: record.check.as_ref().map(|state| {
+                Box::new(CheckView {
+                    summary: state.summary(),
+                    state: state.clone(),
+                })
+            }),
         }
     }
 }

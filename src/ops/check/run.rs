@@ -1,0 +1,229 @@
+//! Running a task's check and recording its verdict: by the task's own launch when its agent
+//! exited 0 (`cuekit __check --from-launch`, which may give the child a fix round), or by
+//! the parent (`cuekit check ID`, which records the verdict and nothing more).
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::scratch;
+use crate::domain::check::{self, CheckPlan, CheckState, Phase, Verdict};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::check_run::{self, CheckRun};
+use crate::effects::store;
+use crate::ops::task::Task;
+
+/// A check's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckOutcome {
+    pub task_id: String,
+    pub verdict: Verdict,
+    /// Where the task's check stands now (its rounds, phase and every verdict).
+    pub check: CheckState,
+    /// The child gets a fix round (its message is in the task's `checks/fix.txt`).
+    pub fix_round: bool,
+    /// The fix round's message.
+    #[serde(skip)]
+    pub message: Option<String>,
+}
+
+/// The check a task's launch runs once its agent exited 0: the verdict, and on a failure
+/// with rounds left, the fix message for the next round.
+pub fn check_from_launch(task_id: &str, cwd: &Path) -> Result<CheckOutcome> {
+    let task = crate::ops::task::open(task_id, cwd)?;
+    let plan = plan_of(&task)?;
+    // An interactive task's check is its monitor's: nothing in its pane (its child included)
+    // may decide when it runs.
+    if task.record.mode == crate::domain::spec::Mode::Interactive {
+        return Err(Error::new(
+            ErrorCode::InvalidState,
+            format!("task {task_id} is interactive: its monitor runs its check"),
+        )
+        .with_hint("`cuekit check ID` runs a check now"));
+    }
+    check(&task, &plan, true)
+}
+
+/// `cuekit check ID`: runs the task's check now and records the verdict. A running task's
+/// phase stays as it was: only its own trigger decides whether it passed (a child that ran
+/// this at a good moment decides nothing).
+pub fn check_now(task_id: &str, cwd: &Path) -> Result<CheckOutcome> {
+    let task = crate::ops::task::open(task_id, cwd)?;
+    let plan = plan_of(&task)?;
+    check(&task, &plan, false)
+}
+
+pub(super) fn plan_of(task: &Task) -> Result<CheckPlan> {
+    task.placement
+        .facts
+        .as_ref()
+        .and_then(|facts| facts.check.clone())
+        .ok_or_else(|| {
+            Error::new(
+                ErrorCode::InvalidState,
+                format!("task {} has no check", task.record.id),
+            )
+            .with_hint("a check is given at submit: `cuekit submit --worktree --check CMD …`")
+        })
+}
+
+/// Records where the check stands: the registry's copy (the one believed), then the record's.
+fn save(task: &Task, state: &CheckState) -> Result<()> {
+    store::record_check(&task.record.id, state)?;
+    store::update(&task.placement.task_dir, |record| {
+        record.check = Some(state.clone());
+        Ok(true)
+    })?;
+    Ok(())
+}
+
+/// A slot under the cap of checks running at once on this machine (`limits.checks`, the
+/// user's own), held while the returned lock lives.
+fn slot(cap: u32) -> Result<std::fs::File> {
+    let dir = store::data_dir()
+        .map(|dir| dir.join("checks"))
+        .ok_or_else(|| Error::new(ErrorCode::Io, "cannot find cuekit's data directory"))?;
+    std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, err))?;
+    loop {
+        for n in 0..cap {
+            if let Some(lock) = store::lock_file_try(&dir.join(format!("slot-{n}.lock")))? {
+                return Ok(lock);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub(super) fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<CheckOutcome> {
+    let id = &task.record.id;
+    let started_at = crate::effects::clock::now_rfc3339();
+    let _slot = slot(crate::effects::config::Config::user_check_slots())?;
+    // One check of a task at a time, whatever the cap: each reads and writes its state.
+    let _task = store::lock_file(&task.placement.task_dir.join("check.lock"))?;
+    let mut state = store::check_of(id).unwrap_or_else(|| CheckState::new(plan.rounds));
+    let before = state.phase;
+    let round = state.next_round();
+    state.phase = Phase::Checking;
+    save(task, &state)?;
+    let dir = task.placement.task_dir.join("checks");
+    std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, err))?;
+    let log = dir.join(format!("{round}.log"));
+    let _ = std::fs::remove_file(&log);
+    let (mut verdict, tail) = run_round(task, plan, round, &log);
+    verdict.started_at = started_at;
+    state.verdicts.push(verdict.clone());
+    let fix_round = from_launch && !verdict.passed && state.may_fix();
+    let running = !crate::ops::task::reread(&task.placement)
+        .map_or(task.record.status, |record| record.status)
+        .is_terminal();
+    state.phase = match (verdict.passed, fix_round) {
+        _ if !from_launch && running => before,
+        (true, _) => Phase::Passed,
+        (false, true) => Phase::Working,
+        (false, false) => Phase::Failed,
+    };
+    let message = fix_round.then(|| check::fix_message(plan, &verdict, &check::output_tail(&tail)));
+    if let Some(message) = &message {
+        state.fix_rounds += 1;
+        store::write_atomic(
+            &task.placement.task_dir.join(check::FIX_FILE),
+            message.as_bytes(),
+        )?;
+    }
+    save(task, &state)?;
+    Ok(CheckOutcome {
+        task_id: id.clone(),
+        verdict,
+        check: state,
+        fix_round,
+        message,
+    })
+}
+
+/// One round: the scratch checkout, then each command until one fails. Returns the verdict
+/// and the last bytes of the deciding command's output.
+fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict, Vec<u8>) {
+    let mut verdict = Verdict {
+        round,
+        passed: false,
+        command: plan.run.last().cloned().unwrap_or_default(),
+        exit_code: None,
+        timed_out: false,
+        error: None,
+        log: log.to_string_lossy().into_owned(),
+        started_at: String::new(),
+        protected_edits: Vec::new(),
+        at: String::new(),
+    };
+    let fail = |mut verdict: Verdict, err: Error| {
+        let _ = store::append_line(log, format!("cuekit: {}", err.message).as_bytes());
+        verdict.error = Some(err.message);
+        verdict.at = crate::effects::clock::now_rfc3339();
+        (verdict, Vec::new())
+    };
+    let scratch = match scratch::make(task, plan, round) {
+        Ok(scratch) => scratch,
+        Err(err) => return fail(verdict, err),
+    };
+    verdict.protected_edits = scratch.edits.clone();
+    if !verdict.protected_edits.is_empty() {
+        let paths: Vec<String> = verdict
+            .protected_edits
+            .iter()
+            .map(|e| format!("{} ({:?})", e.path, e.edit).to_lowercase())
+            .collect();
+        let _ = store::append_line(
+            log,
+            format!(
+                "cuekit: restored from the base for this check: {}",
+                paths.join(", ")
+            )
+            .as_bytes(),
+        );
+    }
+    let mut tail = Vec::new();
+    let marker = format!("{}.{round}.{}", task.record.id, std::process::id());
+    let policy = task
+        .placement
+        .facts
+        .as_ref()
+        .and_then(|facts| facts.sandbox.clone())
+        .unwrap_or_default();
+    for command in &plan.run {
+        // A sandboxed task's check runs in its sandbox policy, over the scratch checkout.
+        let sandboxed = crate::ops::sandbox::wrap_check(
+            &policy,
+            &task.record.id,
+            &task.placement.task_dir,
+            &scratch.tree,
+            std::path::Path::new(&task.placement.socket.0),
+            command,
+        );
+        let sandboxed = match sandboxed {
+            Ok(sandboxed) => sandboxed,
+            Err(err) => return fail(verdict, err),
+        };
+        let ran = match check_run::run(&CheckRun {
+            command: &sandboxed,
+            cwd: &scratch.tree,
+            timeout: Duration::from_secs(plan.timeout_secs),
+            log,
+            log_limit: check::LOG_LIMIT,
+            marker: &marker,
+        }) {
+            Ok(ran) => ran,
+            Err(err) => return fail(verdict, err),
+        };
+        verdict.command = command.clone();
+        verdict.exit_code = ran.exit_code;
+        verdict.timed_out = ran.timed_out;
+        tail = ran.tail;
+        if ran.exit_code != Some(0) {
+            break;
+        }
+    }
+    verdict.passed = verdict.exit_code == Some(0) && !verdict.timed_out;
+    verdict.at = crate::effects::clock::now_rfc3339();
+    (verdict, tail)
+}

@@ -1,0 +1,161 @@
+//! The scratch checkout a check runs in: the child's work (committed and not, read on git's
+//! safe paths by [`Checkout`]) with every protected path as the base has it, written out of
+//! git's object store into a folder of cuekit's own data directory (outside the user's
+//! repository, so no tool finds a parent project of it). Nothing the child's repository
+//! configures runs: git reads the user's repository with cuekit's index, the empty tree's
+//! attributes, and writes blobs as they are.
+
+use std::path::PathBuf;
+
+use crate::domain::check::{self, CheckPlan, Ecosystem, ProtectedEdit};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::git::Git;
+use crate::effects::git::checkout::Checkout;
+use crate::ops::task::Task;
+
+/// A scratch checkout; removed when dropped.
+pub(super) struct Scratch {
+    /// Holds the tree and its index.
+    root: PathBuf,
+    /// The child's work, protected paths restored: where the check runs.
+    pub tree: PathBuf,
+    pub edits: Vec<ProtectedEdit>,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        crate::effects::check_run::remove_tree(&self.root);
+    }
+}
+
+/// `ls-tree -r -z` of `tree`: `(path, "<mode> <type> <object>")`, sorted by path.
+fn listing(git: &Git, tree: &str) -> Result<Vec<(String, String)>> {
+    let out = git.run([
+        "ls-tree",
+        "-r",
+        "-z",
+        "--full-tree",
+        "--end-of-options",
+        tree,
+    ])?;
+    let mut entries: Vec<(String, String)> = out
+        .split('\0')
+        .filter_map(|line| {
+            let (info, path) = line.split_once('\t')?;
+            Some((path.to_string(), info.to_string()))
+        })
+        .collect();
+    entries.sort();
+    Ok(entries)
+}
+
+/// The globs protected for `plan`: its own, else the defaults of the ecosystems found at the
+/// base's root.
+fn globs(plan: &CheckPlan, base: &[(String, String)]) -> Vec<String> {
+    if !plan.protect.is_empty() {
+        return plan.protect.clone();
+    }
+    let root = base
+        .iter()
+        .map(|(path, _)| path.split('/').next().unwrap_or(path));
+    check::default_protect(&Ecosystem::detect(root))
+}
+
+/// Makes the scratch checkout of `task`'s work for check round `round`.
+pub(super) fn make(task: &Task, plan: &CheckPlan, round: u32) -> Result<Scratch> {
+    let worktree = crate::ops::work::diff::worktree_of(task)?;
+    let work = Checkout {
+        placed: worktree,
+        scratch: &task.record.task_dir,
+    }
+    .tree()?;
+    let git = Git::new(&worktree.repo_root).on_task_tree();
+    let base = listing(&git, &worktree.base_commit)?;
+    let ours = listing(&git, &work)?;
+    let globs = globs(plan, &base);
+    let edits = check::protected_edits(&globs, &base, &ours);
+
+    let data = crate::effects::store::data_dir().ok_or_else(|| {
+        Error::new(ErrorCode::Io, "cannot find cuekit's data directory")
+            .with_hint("set HOME (or XDG_DATA_HOME)")
+    })?;
+    let root =
+        data.join("checks")
+            .join(format!("{}-{round}-{}", task.record.id, std::process::id()));
+    crate::effects::check_run::remove_tree(&root);
+    let tree = root.join("tree");
+    std::fs::create_dir_all(&tree).map_err(|err| Error::io("create", &tree, err))?;
+    let scratch = Scratch {
+        root: root.clone(),
+        tree: tree.clone(),
+        edits,
+    };
+    let index = root.join("index");
+    let git = Git::over(&worktree.common_dir, &tree, &index);
+    git.run(["read-tree", "--end-of-options", &work])?;
+    let mut remove = Vec::new();
+    for (path, _) in ours.iter().filter(|(p, _)| check::is_protected(&globs, p)) {
+        remove.extend_from_slice(path.as_bytes());
+        remove.push(0);
+    }
+    let update = |args: &[&str], input: &[u8]| {
+        let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        git.run_with(&args, &[], input).map(|_| ())
+    };
+    if !remove.is_empty() {
+        update(
+            &["update-index", "--force-remove", "-z", "--stdin"],
+            &remove,
+        )?;
+    }
+    let mut restore = Vec::new();
+    for (path, info) in base.iter().filter(|(p, _)| check::is_protected(&globs, p)) {
+        restore.extend_from_slice(format!("{info}\t{path}").as_bytes());
+        restore.push(0);
+    }
+    if !restore.is_empty() {
+        update(
+            &["update-index", "--replace", "-z", "--index-info"],
+            &restore,
+        )?;
+    }
+    git.run(["checkout-index", "--all", "--force"])?;
+    let mut scratch = scratch;
+    if plan.protect.is_empty()
+        && let Some(edit) = base_scripts(&Git::new(&worktree.repo_root), &base, &ours, &tree)?
+    {
+        scratch.edits.push(edit);
+    }
+    Ok(scratch)
+}
+
+/// `package.json`'s `scripts` as the base has them, the rest as the child left it (a default
+/// protection: the test runner's words, not the dependencies), written over the scratch copy.
+fn base_scripts(
+    git: &Git,
+    base: &[(String, String)],
+    ours: &[(String, String)],
+    tree: &std::path::Path,
+) -> Result<Option<ProtectedEdit>> {
+    let blob = |list: &[(String, String)]| {
+        list.iter()
+            .find(|(path, _)| path == check::SCRIPTS_FILE)
+            .and_then(|(_, info)| info.strip_prefix("100644 blob "))
+            .map(str::to_string)
+    };
+    let (Some(base), Some(ours)) = (blob(base), blob(ours)) else {
+        return Ok(None);
+    };
+    if base == ours {
+        return Ok(None);
+    }
+    let read = |oid: &str| git.run(["cat-file", "blob", "--end-of-options", oid]);
+    let Some(merged) = check::with_base_scripts(&read(&base)?, &read(&ours)?) else {
+        return Ok(None);
+    };
+    crate::effects::store::write_atomic(&tree.join(check::SCRIPTS_FILE), merged.as_bytes())?;
+    Ok(Some(ProtectedEdit {
+        path: format!("{} (scripts)", check::SCRIPTS_FILE),
+        edit: check::EditKind::Changed,
+    }))
+}
