@@ -180,6 +180,34 @@ fn first_line(text: &str, limit: usize) -> String {
     kept
 }
 
+/// A checked task's verdict: where it stands, the last command's result and its log, and the
+/// protected files the child edited (which did not sway the verdict).
+fn check_facts(view: &TaskView) -> Vec<(&'static str, String)> {
+    let Some(check) = &view.check else {
+        return Vec::new();
+    };
+    let mut facts = vec![("check", check.summary.clone())];
+    if let Some(last) = check.state.verdicts.last() {
+        let result = if last.passed {
+            "passed".to_string()
+        } else {
+            last.exit_code
+                .map_or("did not finish".to_string(), |code| format!("exit {code}"))
+        };
+        facts.push(("last check", format!("{}: {result}", last.command)));
+        facts.push(("check log", last.log.clone()));
+        if !last.protected_edits.is_empty() {
+            let paths: Vec<&str> = last
+                .protected_edits
+                .iter()
+                .map(|e| e.path.as_str())
+                .collect();
+            facts.push(("protected edits", paths.join(", ")));
+        }
+    }
+    facts
+}
+
 fn badge(status: Status) -> String {
     format!("<span class=\"st st-{0}\">{0}</span>", esc(status.as_str()))
 }
@@ -225,6 +253,9 @@ pub fn list_fragment(rows: &[BoardRow], filter: &Filter, now: SystemTime) -> Str
         }
         if let Some(place) = view.queue.as_ref().and_then(|queue| queue.place) {
             notes.push(format!("queue #{place}"));
+        }
+        if let Some(check) = &view.check {
+            notes.push(check.summary.clone());
         }
         if let Some(report) = &view.last_report {
             notes.push(format!(
@@ -442,6 +473,7 @@ pub fn task_fragment(
     if let Some(place) = view.queue.as_ref().and_then(|q| q.place) {
         facts.push(("queue", format!("#{place}")));
     }
+    facts.extend(check_facts(view));
     for (name, value) in facts {
         let _ = write!(out, "<dt>{}</dt><dd>{}</dd>", esc(name), esc(&value));
     }

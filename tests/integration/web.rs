@@ -1121,3 +1121,47 @@ fn a_failed_task_is_retried_from_the_page_and_completes() {
     assert_eq!(done["tasks"][0]["status"], "completed", "{done}");
     assert!(h.ok(&["logs", &id]).contains("second-try"));
 }
+
+#[test]
+fn a_checked_tasks_verdict_is_on_the_list_and_its_page() {
+    use crate::harness::git::{commit_all, project_repo};
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    std::fs::create_dir_all(h.project.join("tests")).unwrap();
+    std::fs::write(h.project.join("tests/check.sh"), "exit 1\n").unwrap();
+    commit_all(&h.project, "a project whose test fails");
+    // The child makes the test pass by rewriting it: the verdict comes from the base's test.
+    let id = h.submit_worktree_sh(
+        &["--check", "sh tests/check.sh", "--check-rounds", "0"],
+        "printf 'exit 0\\n' > tests/check.sh",
+    );
+    let (waited, _) = h.wait_all(&[&id], "60s");
+    assert_eq!(waited["tasks"][0]["reason"], "check_failed", "{waited}");
+    let s = serve(&h, &[]);
+    let (_, session) = pair_http(&s, &s.code, "phone");
+    let cookie = format!("ck_session={}", session.expect("paired"));
+    let list = http(
+        &s.addr,
+        "GET",
+        "/?status=failed",
+        &[("Cookie", &cookie)],
+        "",
+    )
+    .body;
+    assert!(list.contains("check failed in round 1 of 1"), "{list}");
+    let page = http(
+        &s.addr,
+        "GET",
+        &format!("/t/{id}"),
+        &[("Cookie", &cookie)],
+        "",
+    )
+    .body;
+    for shown in [
+        "<dt>check</dt><dd>check failed in round 1 of 1</dd>",
+        "<dt>last check</dt><dd>sh tests/check.sh: exit 1</dd>",
+        "<dt>protected edits</dt><dd>tests/check.sh</dd>",
+    ] {
+        assert!(page.contains(shown), "{shown}\n{page}");
+    }
+}
