@@ -123,6 +123,25 @@ fn check_failed_hint(record: &TaskRecord, check: &crate::domain::check::CheckSta
     )
 }
 
+/// The ending of a checked task whose launch exited with `code`, when its check decides it.
+/// The verdict is the registry's (written by cuekit's check alone); the exit only says the
+/// launch ended on it. A checked task completes only on a pass: a failed verdict, or an exit of
+/// 0 before any pass (an interactive child that quit on its own), is `check_failed`. Asked
+/// again of the record read under its lock when the ending is written: a verdict recorded
+/// after the look that saw the exit still decides.
+pub fn check_ending(record: &TaskRecord, code: i32) -> Option<Ending> {
+    use crate::domain::check::Phase;
+    let check = record.check.as_ref().filter(|check| {
+        check.phase == Phase::Failed || (code == 0 && check.phase != Phase::Passed)
+    })?;
+    Some(Ending {
+        status: Status::Failed,
+        reason: Some("check_failed".to_string()),
+        hint: Some(check_failed_hint(record, check)),
+        exit_code: Some(code),
+    })
+}
+
 pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verdict {
     // A queued task has no pane to judge yet (a gated one its scheduler is starting at most).
     if record.status != Status::Running {
@@ -153,15 +172,8 @@ pub fn judge(record: &TaskRecord, adapter: &Adapter, seen: &Observation) -> Verd
                 ),
             ));
         }
-        // The verdict is the registry's (written by cuekit's check alone); the status only
-        // says the launch ended on it.
-        // A checked task completes only on a pass: a failed verdict, or an exit of 0 before any
-        // pass (an interactive child that quit on its own), is `check_failed`.
-        if let Some(check) = record.check.as_ref().filter(|check| {
-            check.phase == crate::domain::check::Phase::Failed
-                || (code == 0 && check.phase != crate::domain::check::Phase::Passed)
-        }) {
-            return Verdict::Ended(failed("check_failed", check_failed_hint(record, check)));
+        if let Some(ending) = check_ending(record, code) {
+            return Verdict::Ended(ending);
         }
         return Verdict::Ended(match (&seen.stream, code) {
             (Some(StreamReport::Failed(message)), 0) => failed("agent_error", message.clone()),

@@ -15,6 +15,12 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
             return Ok(false);
         }
         ended_queued = record.status == Status::Queued;
+        // A launch's exit judged on a look older than the check's last verdict: the verdict
+        // as recorded now decides (never for the sandbox's or setup's own failures).
+        let ending = match (ending.exit_code, ending.reason.as_deref()) {
+            (_, Some("sandbox_failed" | "worktree_setup_failed")) | (None, _) => ending,
+            (Some(code), _) => crate::domain::status::check_ending(record, code).unwrap_or(ending),
+        };
         record.status = ending.status;
         record.reason = ending.reason;
         record.hint = ending.hint;
