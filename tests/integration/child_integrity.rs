@@ -320,7 +320,13 @@ fn a_parent_is_woken_with_cuekits_words_never_the_childs() {
         ),
         "{woken:?}"
     );
-    assert_eq!(woken[0]["wake"]["receipt"], "submitted", "{woken:?}");
+    // Typed, whether or not a loaded machine's Gemini took the Enter within the wake's wait
+    // (the receipts themselves are ai_parent's tests): what matters here is whose words.
+    let receipt = woken[0]["wake"]["receipt"].as_str();
+    assert!(
+        matches!(receipt, Some("submitted" | "typed_not_submitted")),
+        "{woken:?}"
+    );
     assert!(
         !h.history("parent").contains("IGNORE_PREVIOUS"),
         "{}",
