@@ -16,10 +16,15 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
         }
         ended_queued = record.status == Status::Queued;
         // A launch's exit judged on a look older than the check's last verdict: the verdict
-        // as recorded now decides (never for the sandbox's or setup's own failures).
+        // as the registry has it now decides (never for the sandbox's or setup's own
+        // failures; never what the task.json under the lock says, a mirror a child can write).
         let ending = match (ending.exit_code, ending.reason.as_deref()) {
             (_, Some("sandbox_failed" | "worktree_setup_failed")) | (None, _) => ending,
-            (Some(code), _) => crate::domain::status::check_ending(record, code).unwrap_or(ending),
+            (Some(code), _) => {
+                let mut believed = record.clone();
+                believed.check = crate::ops::task::believed_check(&task.placement);
+                crate::domain::status::check_ending(&believed, code).unwrap_or(ending)
+            }
         };
         record.status = ending.status;
         record.reason = ending.reason;

@@ -320,6 +320,15 @@ pub(crate) fn reread(placement: &Placement) -> Result<TaskRecord> {
     Ok(believed(placement, store::load(&placement.task_dir)?))
 }
 
+/// Where a task's check stands, as the registry says (a planned check not run yet: its first
+/// round pending); never what a `task.json` says.
+pub(crate) fn believed_check(placement: &Placement) -> Option<crate::domain::check::CheckState> {
+    store::check_of(&placement.id).or_else(|| {
+        let plan = placement.facts.as_ref()?.check.as_ref()?;
+        Some(crate::domain::check::CheckState::new(plan.rounds))
+    })
+}
+
 /// The record with what cuekit acts on taken from the registry: a child that rewrote its own
 /// `task.json` (its directory, agent, team, worktree, submitter) changes what people read in
 /// the file, never what cuekit does. An entry from before these were registered keeps the
@@ -331,10 +340,7 @@ fn believed(placement: &Placement, mut record: TaskRecord) -> TaskRecord {
         lifecycle.apply(&mut record);
     }
     // So is where its check stands: a record that says `passed` decides nothing.
-    record.check = store::check_of(&placement.id).or_else(|| {
-        let plan = placement.facts.as_ref()?.check.as_ref()?;
-        Some(crate::domain::check::CheckState::new(plan.rounds))
-    });
+    record.check = believed_check(placement);
     match &placement.facts {
         Some(facts) => {
             record.cwd = facts.cwd.clone();
