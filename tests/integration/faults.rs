@@ -1296,8 +1296,10 @@ fn every_listing_undoes_killed_submits_even_at_once() {
         .map(|entries| entries.count())
         .unwrap_or(0);
     assert_eq!(pending, 0);
+    // Every submit may have been killed before it made the tasks folder.
     for entry in std::fs::read_dir(h.project.join(".cuekit/tasks"))
-        .unwrap()
+        .into_iter()
+        .flatten()
         .flatten()
     {
         let id = entry.file_name().to_string_lossy().into_owned();

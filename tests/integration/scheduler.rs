@@ -262,7 +262,17 @@ fn a_queued_task_cancelled_or_removed_never_starts_and_bad_dependencies_are_refu
     h.user_config("limits:\n  running: 1\n");
     let log = h.root().join("starts.log");
     let script = |name: &str| format!("echo {name} >> '{}'; sleep 1", log.display());
-    let blocker = h.submit_sh(&script("blocker"), &["--mode", "batch"]);
+    // The blocker holds the one slot until the cancel and the removal are done, however slow
+    // the machine: it waits for a gate the test opens.
+    let gate = h.root().join("go");
+    let blocker = h.submit_sh(
+        &format!(
+            "echo blocker >> '{}'; while [ ! -e '{}' ]; do sleep 0.05; done",
+            log.display(),
+            gate.display()
+        ),
+        &["--mode", "batch"],
+    );
     let cancelled = h.submit_sh(&script("cancelled"), &["--mode", "batch"]);
     let removed = h.submit_sh(&script("removed"), &["--mode", "batch"]);
     let waited_on = h.submit_sh(&script("waited_on"), &["--mode", "batch"]);
@@ -279,6 +289,7 @@ fn a_queued_task_cancelled_or_removed_never_starts_and_bad_dependencies_are_refu
     let (removal, code) = h.json(&["rm", &removed]);
     assert_eq!(code, 0, "{removal}");
     assert!(!h.task_dir(&removed).exists());
+    std::fs::write(&gate, "").unwrap();
 
     // `wait` on a queued task waits through its start to its end.
     let (waited, code) = h.json(&["wait", &waited_on, "--timeout", "60s"]);

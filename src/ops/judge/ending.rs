@@ -23,7 +23,15 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
             (Some(code), _) => {
                 let mut believed = record.clone();
                 believed.check = crate::ops::task::believed_check(&task.placement);
-                crate::domain::status::check_ending(&believed, code).unwrap_or(ending)
+                match crate::domain::status::check_ending(&believed, code) {
+                    Some(check_failed) => check_failed,
+                    // Judged check_failed on a verdict that has passed since: nothing is
+                    // written, the next look judges the exit on the verdict as it is.
+                    None if ending.reason.as_deref() == Some("check_failed") => {
+                        return Ok(false);
+                    }
+                    None => ending,
+                }
             }
         };
         record.status = ending.status;
@@ -35,6 +43,10 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
         let _ = std::fs::remove_file(record.task_dir.join(format!("{EXIT_CODE_FILE}.tmp")));
         Ok(true)
     })?;
+    if !task.record.status.is_terminal() {
+        // Not ended after all (a check's verdict changed since the look): the next look decides.
+        return Ok(task);
+    }
     // Ended: its slot is free and it never starts again (a cancelled queued task).
     crate::effects::store::schedule::dequeue(&task.record.id);
     crate::effects::store::schedule::free_slot(&task.record.id);
