@@ -47,14 +47,9 @@ fn line(outcome: &CheckOutcome) -> String {
         verdict.log
     );
     if !verdict.protected_edits.is_empty() {
-        let paths: Vec<&str> = verdict
-            .protected_edits
-            .iter()
-            .map(|e| e.path.as_str())
-            .collect();
         line.push_str(&format!(
             "; protected paths restored from the base: {}",
-            paths.join(", ")
+            verdict.protected_paths().join(", ")
         ));
     }
     if outcome.fix_round {

@@ -203,14 +203,9 @@ fn details_below_the_line(task: &TaskView) -> String {
         if let Some(last) = check.state.verdicts.last() {
             out.push_str(&format!("\n  check log:  {}", last.log));
             if !last.protected_edits.is_empty() {
-                let paths: Vec<&str> = last
-                    .protected_edits
-                    .iter()
-                    .map(|e| e.path.as_str())
-                    .collect();
                 out.push_str(&format!(
                     "\n  protected:  {} (restored for the check)",
-                    paths.join(", ")
+                    last.protected_paths().join(", ")
                 ));
             }
         }

@@ -298,6 +298,16 @@ pub struct Verdict {
     pub at: String,
 }
 
+impl Verdict {
+    /// The protected paths the child edited, as the verdict lists them.
+    pub fn protected_paths(&self) -> Vec<&str> {
+        self.protected_edits
+            .iter()
+            .map(|e| e.path.as_str())
+            .collect()
+    }
+}
+
 /// A task's check: the rounds allowed, the phase and every verdict so far.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckState {
@@ -426,11 +436,7 @@ pub fn fix_message(plan: &CheckPlan, verdict: &Verdict, tail: &str) -> String {
         strip_controls(&verdict.command),
     );
     if !verdict.protected_edits.is_empty() {
-        let paths: Vec<&str> = verdict
-            .protected_edits
-            .iter()
-            .map(|e| e.path.as_str())
-            .collect();
+        let paths = verdict.protected_paths();
         message.push_str(&format!(
             "Set aside for the check (protected): {}\n",
             strip_controls(&paths.join(", "))

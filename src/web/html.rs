@@ -197,12 +197,7 @@ fn check_facts(view: &TaskView) -> Vec<(&'static str, String)> {
         facts.push(("last check", format!("{}: {result}", last.command)));
         facts.push(("check log", last.log.clone()));
         if !last.protected_edits.is_empty() {
-            let paths: Vec<&str> = last
-                .protected_edits
-                .iter()
-                .map(|e| e.path.as_str())
-                .collect();
-            facts.push(("protected edits", paths.join(", ")));
+            facts.push(("protected edits", last.protected_paths().join(", ")));
         }
     }
     facts
