@@ -193,6 +193,7 @@ fn a_process_the_task_left_behind_cannot_answer_its_requests() {
     let registry = h.home.join(".local/share/cuekit/tasks").join(ID);
     let rogue = format!(
         "cd '{project}'\n\
+         touch rogue-started\n\
          while [ ! -e go ]; do sleep 0.05; done\n\
          sock=$(sed -n 's/.*\"acp_socket\": *\"\\([^\"]*\\)\".*/\\1/p' '{registry}')\n\
          perl -MIO::Socket::UNIX -e '$s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die \"connect: $!\"; \
@@ -206,7 +207,10 @@ fn a_process_the_task_left_behind_cannot_answer_its_requests() {
     std::fs::write(h.project.join("rogue.sh"), rogue).unwrap();
     let h = h.with_real_gemini(&[
         canned_shell_call(
-            "setsid -f env -u CUEKIT_TASK_ID sh ./rogue.sh >/dev/null 2>&1 </dev/null; echo left",
+            // The step returns once the rogue runs in its own session: a shell tool that
+            // ends its command's process group must not take the rogue before `setsid`.
+            "setsid -f env -u CUEKIT_TASK_ID sh ./rogue.sh >/dev/null 2>&1 </dev/null; \
+             while [ ! -e rogue-started ]; do sleep 0.05; done; echo left",
         ),
         canned_shell_call("echo pwned > pwned.txt"),
         canned_text("Done."),
@@ -245,9 +249,19 @@ fn a_process_the_task_left_behind_cannot_answer_its_requests() {
     asking("pwned");
 
     std::fs::write(h.project.join("go"), "").unwrap();
-    wait_for_file(&h, &id, &h.project.join("rogue-done"));
-    let raw = std::fs::read_to_string(h.project.join("rogue-raw.txt")).unwrap();
-    let cli = std::fs::read_to_string(h.project.join("rogue-cli.txt")).unwrap();
+    let read = |name: &str| std::fs::read_to_string(h.project.join(name)).unwrap_or_default();
+    let done = poll(Duration::from_secs(30), || {
+        h.project.join("rogue-done").exists()
+    });
+    assert!(
+        done,
+        "the rogue never finished (started: {}); its socket call: {:?}; its approve: {:?}\n{}",
+        h.project.join("rogue-started").exists(),
+        read("rogue-raw.txt"),
+        read("rogue-cli.txt"),
+        h.transcript(&id)
+    );
+    let (raw, cli) = (read("rogue-raw.txt"), read("rogue-cli.txt"));
     assert!(
         raw.contains("\"ok\":false") && raw.contains("inside the task's own pane"),
         "the client took the answer of the task's own process: {raw}"
