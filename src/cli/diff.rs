@@ -12,9 +12,15 @@ pub struct DiffArgs {
     /// Only the changed files with their line counts.
     #[arg(long)]
     stat: bool,
+    /// For a race (ID is `r_…`): the second candidate's work against the first's.
+    #[arg(long, value_name = "A,B", value_delimiter = ',', num_args = 1)]
+    candidates: Vec<String>,
 }
 
 pub fn run(args: &DiffArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    if crate::domain::race::is_race_id(&args.id) {
+        return candidates(args, cwd, json);
+    }
     let diff = ops::diff(&args.id, cwd, !args.stat)?;
     if json {
         print_json(&diff);
@@ -42,6 +48,39 @@ pub fn run(args: &DiffArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         diff.branch,
         diff.base_ref,
         &diff.base_commit[..diff.base_commit.len().min(12)]
+    ));
+    Ok(0)
+}
+
+/// `diff RACE --candidates A,B`.
+fn candidates(args: &DiffArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
+    let [from, to] = args.candidates.as_slice() else {
+        return Err(crate::domain::error::Error::new(
+            crate::domain::error::ErrorCode::Usage,
+            "a race's diff compares two candidates: --candidates A,B",
+        )
+        .with_hint("`cuekit result RACE` lists them")
+        .into());
+    };
+    let diff = ops::diff_candidates(&args.id, from, to, cwd, !args.stat)?;
+    if json {
+        print_json(&diff);
+        return Ok(0);
+    }
+    if let Some(patch) = &diff.patch {
+        if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            print!("{}", crate::domain::display::terminal_text::visible(patch));
+        } else {
+            print!("{patch}");
+        }
+        return Ok(0);
+    }
+    for file in &diff.files {
+        say(&format!("{} {}", file.status, file.path));
+    }
+    say(&format!(
+        "{} ({} against {})",
+        diff.stat, diff.to, diff.from
     ));
     Ok(0)
 }

@@ -23,6 +23,9 @@ pub struct MergeArgs {
     /// (`.gitattributes`, CI workflows, build scripts, `.cuekit*`…): read them first.
     #[arg(long)]
     yes: bool,
+    /// For a race (ID is `r_…`): merge this candidate instead of the winner.
+    #[arg(long, value_name = "ID")]
+    candidate: Option<String>,
 }
 
 pub fn run(args: &MergeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
@@ -31,7 +34,24 @@ pub fn run(args: &MergeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         (_, true) => Strategy::Rebase,
         _ => Strategy::Merge,
     };
-    let merged = ops::merge(&args.id, cwd, strategy, args.into.as_deref(), args.yes)?;
+    let merged = if crate::domain::race::is_race_id(&args.id) {
+        ops::merge_race(
+            &args.id,
+            args.candidate.as_deref(),
+            cwd,
+            strategy,
+            args.into.as_deref(),
+            args.yes,
+        )?
+    } else if args.candidate.is_some() {
+        return Err(crate::domain::error::Error::new(
+            crate::domain::error::ErrorCode::Usage,
+            "--candidate names a candidate of a race: give the race's id (r_…)",
+        )
+        .into());
+    } else {
+        ops::merge(&args.id, cwd, strategy, args.into.as_deref(), args.yes)?
+    };
     if json {
         print_json(&merged);
         return Ok(0);

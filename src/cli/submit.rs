@@ -153,6 +153,29 @@ pub struct SubmitArgs {
     /// quit, and the task completes).
     #[arg(long, requires = "check")]
     keep_open: bool,
+    /// Race N candidates of this task (2 to 16), each in a checkout of its own, and pick the
+    /// one whose check passed (fewer fix rounds, smaller diff, fewer tokens, earlier ending
+    /// break ties). Needs a check. Prints the race id, which status, wait, result, merge,
+    /// diff, cancel and rm accept.
+    #[arg(long, value_name = "N", conflicts_with = "attach")]
+    best_of: Option<u32>,
+    /// The agents the candidates take in turn (comma-separated).
+    #[arg(long, value_name = "A,B", value_delimiter = ',', requires = "best_of")]
+    agents: Vec<String>,
+    /// The models the candidates take in turn (comma-separated).
+    #[arg(
+        long,
+        value_name = "M1,M2",
+        value_delimiter = ',',
+        requires = "best_of"
+    )]
+    models: Vec<String>,
+    /// Decide the race at the first candidate that passes (the rest are cancelled).
+    #[arg(long, requires = "best_of")]
+    first: bool,
+    /// Merge the winner as soon as the race is decided, when it merges cleanly.
+    #[arg(long, requires = "best_of")]
+    merge: bool,
     /// Print the launch command without running anything (without the per-task --session-id).
     #[arg(long)]
     dry_run: bool,
@@ -213,6 +236,8 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         },
         role: args.role.clone(),
         team: args.team.clone(),
+        // A race's candidates are submitted by `ops::race`, which names the race.
+        race: None,
         dry_run: args.dry_run,
         worktree: match (args.worktree, args.no_worktree) {
             (true, _) => Some(true),
@@ -265,6 +290,26 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             base_from: args.base_from.clone(),
         },
     };
+    if let Some(best_of) = args.best_of {
+        let race = ops::submit_race(
+            ops::RaceRequest {
+                task: request,
+                best_of,
+                agents: args.agents.clone(),
+                models: args.models.clone(),
+                first: args.first,
+                merge: args.merge,
+            },
+            cwd,
+        )?;
+        if json {
+            print_json(&race);
+        } else {
+            println!("race {}: {} candidates", race.race, race.candidates.len());
+            race.candidates.iter().for_each(print_text);
+        }
+        return Ok(0);
+    }
     let outcome = ops::submit(request, cwd)?;
     if json {
         print_json(&outcome);

@@ -11,6 +11,7 @@ pub mod events;
 pub mod launch;
 pub mod pane;
 pub mod parent;
+pub mod race;
 pub mod report;
 pub mod result;
 pub mod sandbox;

@@ -564,6 +564,8 @@ impl CuekitServer {
                 provider_profile: params.provider_profile,
                 role: params.role,
                 team: params.team,
+                // Set by `ops::race` for each candidate of a `best_of` submit.
+                race: None,
                 worktree: params.worktree,
                 base: params.base,
                 branch: params.branch,

@@ -20,6 +20,7 @@ mod judge;
 mod list;
 mod logs;
 pub mod parent_setup;
+mod race;
 mod reap;
 mod remote;
 mod remove;
@@ -54,6 +55,10 @@ pub use init::{InitOutcome, init};
 pub use judge::ScreenCache;
 pub use list::{list, status};
 pub use logs::{follow_logs, read_logs, tail_logs, tail_screen};
+pub use race::{
+    CandidatesDiff, MAX_CANDIDATES, RaceRequest, RaceResult, RaceSubmitted, diff_candidates,
+    merge_race, race_result, submit_race,
+};
 pub use reap::reap_orphans;
 pub use remote::{HostError, HostReport, Installed, host_install, hosts};
 pub use remove::{PruneFilter, Removal, RemovalOutcome, prune, remove};

@@ -71,6 +71,34 @@ pub struct PruneFilter {
 /// leaves (its directory removed, not yet its registry entry): its removal is finished from
 /// the registry alone (see [`remove_leftover`]).
 pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Result<Vec<Removal>> {
+    let races: Vec<&String> = task_ids
+        .iter()
+        .filter(|id| crate::domain::race::is_race_id(id))
+        .collect();
+    if races.is_empty() {
+        return remove_tasks(task_ids, cwd, force, dry_run);
+    }
+    let records = races
+        .iter()
+        .map(|race| crate::effects::store::race::load(race))
+        .collect::<Result<Vec<_>>>()?;
+    let removed = remove_tasks(&super::race::expand(task_ids)?, cwd, force, dry_run)?;
+    // Its candidates are gone: so is what the race kept of them.
+    let all_gone = removed.iter().all(|r| r.outcome == RemovalOutcome::Removed);
+    if !dry_run && all_gone {
+        for record in records {
+            super::race::forget(&record.id, record.repo.as_deref())?;
+        }
+    }
+    Ok(removed)
+}
+
+fn remove_tasks(
+    task_ids: &[String],
+    cwd: &Path,
+    force: bool,
+    dry_run: bool,
+) -> Result<Vec<Removal>> {
     if let crate::ops::task::route::Route::Host(host) = crate::ops::task::route::route(task_ids)? {
         return super::remote::remove_on_host(&host, task_ids, (force, dry_run), cwd);
     }

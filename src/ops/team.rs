@@ -227,6 +227,8 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
             argv: member.argv,
             role: member.role,
             team: Some(name.to_string()),
+            // A race is the user's to start (`submit --best-of`), never a spec member's.
+            race: None,
             // A base that names a member is that member's branch tip, once it exists.
             worktree: member.worktree.or(member
                 .base

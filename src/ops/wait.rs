@@ -85,8 +85,35 @@ pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
     wait_watching(request, cwd, &mut |_| {})
 }
 
-/// [`wait`], telling `watch` how it goes. A host's tasks are waited on by their host.
+/// [`wait`], telling `watch` how it goes. A host's tasks are waited on by their host. A race
+/// is waited on as its candidates, and decided before the wait returns.
 pub fn wait_watching(
+    request: &WaitRequest,
+    cwd: &Path,
+    watch: &mut dyn FnMut(WaitNews),
+) -> Result<WaitOutcome> {
+    let races: Vec<&String> = request
+        .task_ids
+        .iter()
+        .filter(|id| crate::domain::race::is_race_id(id))
+        .collect();
+    if races.is_empty() {
+        return wait_for_tasks(request, cwd, watch);
+    }
+    let candidates = WaitRequest {
+        task_ids: super::race::expand(&request.task_ids)?,
+        ..request.clone()
+    };
+    let outcome = wait_for_tasks(&candidates, cwd, watch)?;
+    if !outcome.timed_out {
+        for race in races {
+            super::race::settle(race, cwd)?;
+        }
+    }
+    Ok(outcome)
+}
+
+fn wait_for_tasks(
     request: &WaitRequest,
     cwd: &Path,
     watch: &mut dyn FnMut(WaitNews),

@@ -18,7 +18,7 @@ if grep -qx 'answer=42' answer.txt 2>/dev/null; then echo PASS; exit 0; fi\n\
 echo \"FAIL: answer.txt says $(cat answer.txt 2>/dev/null)\"; exit 1\n";
 
 /// A project repository whose base holds `tests/check.sh` and a `Makefile` (runner config).
-fn checked_project(h: &Harness) {
+pub(crate) fn checked_project(h: &Harness) {
     project_repo(&h.project, "shared\n");
     std::fs::create_dir_all(h.project.join("tests")).unwrap();
     std::fs::write(h.project.join("tests/check.sh"), CHECK_SCRIPT).unwrap();
@@ -69,7 +69,7 @@ fn runs(h: &Harness) -> usize {
 }
 
 /// A Gemini child's answer: the shell tool writes `answer.txt`, then a closing text.
-fn answer(value: &str, text: &str) -> Vec<String> {
+pub(crate) fn answer(value: &str, text: &str) -> Vec<String> {
     vec![
         canned_shell_call(&format!("echo answer={value} > answer.txt")),
         canned_text(text),

@@ -28,6 +28,7 @@ mod launch_quoting;
 mod lifecycle;
 mod mcp;
 mod monitor;
+mod races;
 mod remote;
 mod results;
 mod sandbox;

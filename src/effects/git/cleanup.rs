@@ -10,8 +10,9 @@ use serde::Serialize;
 
 use super::checkout::Checkout;
 use super::{Git, args};
-use crate::domain::error::Result;
+use crate::domain::error::{Error, Result};
 use crate::effects::store::MergeRecord;
+use crate::effects::store::WorktreePlacement;
 
 /// A task's worktree and branch, as cuekit's registry knows them.
 pub struct Target<'a> {
@@ -231,6 +232,37 @@ pub fn remove(target: &Target, force: bool) -> Result<Cleanup> {
         worktree: placed.path.clone(),
         branch,
     })
+}
+
+/// Removes a task's checkout and nothing else, whatever it holds: its branch (or, for a task
+/// in a repository of its own, the work ref fetched into the user's repository) stays, so its
+/// committed work can still be merged or diffed. For work a caller has kept already (a race's
+/// losers, their work committed and kept at a ref of their race).
+pub fn remove_checkout(placed: &WorktreePlacement) -> Result<()> {
+    let root = Git::new(&placed.repo_root);
+    let _lock = super::lock_in(&placed.common_dir)?;
+    if placed.own_repo() {
+        // What the child wrote is removed without following a link.
+        for dir in [Some(&placed.path), placed.git_dir.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            match std::fs::remove_dir_all(dir) {
+                Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::io("remove", dir, err));
+                }
+                _ => {}
+            }
+        }
+    } else if placed.path.exists() {
+        root.run(args::worktree_remove(&placed.path, true))?;
+    } else {
+        root.run(["worktree", "prune"])?;
+    }
+    if let Some(parent) = placed.path.parent() {
+        let _ = std::fs::remove_dir(parent);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 mod atomic;
 pub mod conflicts;
 pub mod intent;
+pub mod race;
 mod record;
 mod registry;
 pub mod schedule;

@@ -61,6 +61,9 @@ pub struct TaskFacts {
     pub mode: crate::domain::spec::Mode,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub team: Option<String>,
+    /// The race the task is a candidate of (`submit --best-of`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub race: Option<String>,
     /// The agent's own session id, when cuekit chose it (or resumed it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_session_id: Option<String>,

@@ -175,6 +175,8 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
         argv,
         role,
         team,
+        // A race runs its candidates on this machine (`ops::race` refuses a host).
+        race: _,
         dry_run,
         worktree,
         base,

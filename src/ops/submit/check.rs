@@ -178,6 +178,7 @@ pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
             agent: resolved.spec.agent_kind.clone(),
             mode: resolved.mode,
             team: resolved.request.team.clone(),
+            race: resolved.request.race.clone(),
             agent_session_id,
             wake_parent: parent_to_wake(
                 &resolved.request,
@@ -259,6 +260,12 @@ fn with_check(
         },
         warnings,
     )?;
+    if check.is_none() && resolved.request.race.is_some() {
+        return Err(Error::invalid_input(
+            "a race picks its winner by a check, and none was given or configured",
+        )
+        .with_hint("add --check CMD (e.g. --check 'make test'), or set check.run in the config"));
+    }
     // A batch task's launch runs its check; an interactive task's is the monitor's.
     let command = match check.as_ref().filter(|_| resolved.mode == Mode::Batch) {
         Some(plan) => crate::ops::check::around(

@@ -37,6 +37,8 @@ pub struct SubmitRequest {
     pub role: Option<String>,
     /// A team label: the task can then be listed, waited on, steered and cancelled with its team.
     pub team: Option<String>,
+    /// The race the task is a candidate of: set only by `ops::race`, which made the race.
+    pub race: Option<String>,
     pub dry_run: bool,
     /// Run in a new git worktree on a new branch (else `defaults.worktree`, else no).
     pub worktree: Option<bool>,

@@ -1,0 +1,204 @@
+//! Best-of-N races (`submit --best-of N`): one request makes N candidates, each a checked task
+//! in a checkout of its own, taking the agents and models given in turn. The race's id (`r_…`)
+//! is accepted by `status`, `wait`, `cancel`, `rm` (its candidates), `result`, `merge` and
+//! `diff`. When it can be decided ([`settle`]), the pick ([`crate::domain::race::pick`]) names
+//! the winner; the losers' work is kept at refs of the race and their checkouts removed.
+
+mod settle;
+mod view;
+
+use std::path::Path;
+
+use serde::Serialize;
+
+pub(crate) use settle::on_ending;
+pub use settle::settle;
+pub use view::{CandidatesDiff, RaceResult, diff_candidates, merge_race, race_result};
+
+use super::submit::{SubmitOutcome, SubmitRequest};
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::race::{in_turn, is_race_id};
+use crate::effects::store::race::{self as store, RaceRecord};
+
+/// The most candidates one race may have.
+pub const MAX_CANDIDATES: u32 = 16;
+
+/// `submit --best-of N` (MCP `best_of`).
+#[derive(Debug, Clone)]
+pub struct RaceRequest {
+    /// What every candidate is asked; its `agent` and `model` stand where the lists are empty.
+    pub task: SubmitRequest,
+    pub best_of: u32,
+    /// Taken in turn, candidate by candidate.
+    pub agents: Vec<String>,
+    pub models: Vec<String>,
+    /// Decide at the first candidate that passes (the others are cancelled).
+    pub first: bool,
+    /// Merge the winner at once when it passed and conflicts with nothing.
+    pub merge: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RaceSubmitted {
+    pub race: String,
+    pub candidates: Vec<SubmitOutcome>,
+}
+
+/// Submits every candidate. A candidate that cannot start stops the race: the ones started
+/// before it are cancelled, and the error says so.
+pub fn submit_race(request: RaceRequest, cwd: &Path) -> Result<RaceSubmitted> {
+    refuse_unraceable(&request)?;
+    let race = store::new_race_id();
+    let mut record = RaceRecord {
+        id: race.clone(),
+        created_at: crate::effects::clock::now_rfc3339(),
+        objective: request.task.objective.lines().next().unwrap_or("").into(),
+        candidates: Vec::new(),
+        repo: None,
+        first: request.first,
+        merge: request.merge,
+        complete: false,
+        decision: None,
+    };
+    if !request.task.dry_run {
+        store::save(&record)?;
+    }
+    let mut candidates = Vec::new();
+    for index in 0..request.best_of as usize {
+        let candidate = SubmitRequest {
+            agent: in_turn(&request.agents, index).or_else(|| request.task.agent.clone()),
+            model: in_turn(&request.models, index).or_else(|| request.task.model.clone()),
+            worktree: Some(true),
+            race: Some(race.clone()),
+            ..request.task.clone()
+        };
+        let outcome = match super::submit(candidate, cwd) {
+            Ok(outcome) => outcome,
+            Err(err) => return Err(stop_started(&record, cwd, index, err)),
+        };
+        if let SubmitOutcome::Submitted(task) = &outcome {
+            record.candidates.push(task.id.clone());
+            if record.repo.is_none() {
+                record.repo = crate::effects::store::placement(&task.id)
+                    .ok()
+                    .flatten()
+                    .and_then(|p| p.facts)
+                    .and_then(|facts| facts.worktree)
+                    .map(|worktree| worktree.repo_root);
+            }
+            store::save(&record)?;
+        }
+        candidates.push(outcome);
+    }
+    if !request.task.dry_run {
+        record.complete = true;
+        store::save(&record)?;
+        // Candidates that ended already (a quick one) found the race incomplete: it is
+        // decided now if it can be.
+        settle(&race, cwd)?;
+    }
+    Ok(RaceSubmitted { race, candidates })
+}
+
+fn refuse_unraceable(request: &RaceRequest) -> Result<()> {
+    let task = &request.task;
+    let refused = |why: &str, hint: &str| Err(Error::invalid_input(why).with_hint(hint));
+    if !(2..=MAX_CANDIDATES).contains(&request.best_of) {
+        return refused(
+            &format!(
+                "--best-of takes 2 to {MAX_CANDIDATES} candidates, not {}",
+                request.best_of
+            ),
+            "for one task, submit without --best-of",
+        );
+    }
+    if task.host.is_some() {
+        return refused(
+            "a race runs its candidates on this machine",
+            "drop --host, or run the race on the host (`ssh HOST cuekit submit --best-of …`)",
+        );
+    }
+    if task.id.is_some() || task.branch.is_some() {
+        return refused(
+            "each candidate of a race gets an id and a branch of its own",
+            "drop --id and --branch",
+        );
+    }
+    if task.worktree == Some(false) {
+        return refused(
+            "each candidate of a race works in a checkout of its own",
+            "drop --no-worktree",
+        );
+    }
+    Ok(())
+}
+
+/// A candidate that could not start: the ones started before it are cancelled and the race
+/// forgotten, so nothing of it is left running.
+fn stop_started(record: &RaceRecord, cwd: &Path, index: usize, err: Error) -> Error {
+    let started = record.candidates.clone();
+    if !started.is_empty() {
+        let _ = super::cancel(&started, cwd, crate::effects::process::DEFAULT_GRACE);
+    }
+    let _ = store::remove(&record.id);
+    let hint = if started.is_empty() {
+        err.hint.unwrap_or_else(|| "nothing was started".into())
+    } else {
+        format!(
+            "the candidates started before it were cancelled: {} (`cuekit rm` them)",
+            started.join(", ")
+        )
+    };
+    Error::new(
+        err.code,
+        format!("candidate {}: {}", index + 1, err.message),
+    )
+    .with_hint(hint)
+}
+
+/// The ids given, each race's replaced by its candidates (in submit order): what `status`,
+/// `wait`, `cancel` and `rm` act on.
+pub fn expand(ids: &[String]) -> Result<Vec<String>> {
+    if !ids.iter().any(|id| is_race_id(id)) {
+        return Ok(ids.to_vec());
+    }
+    let mut expanded = Vec::new();
+    for id in ids {
+        if is_race_id(id) {
+            expanded.extend(store::load(id)?.candidates);
+        } else {
+            expanded.push(id.clone());
+        }
+    }
+    Ok(expanded)
+}
+
+/// The race's record, refused for an id that is not a race's.
+fn load(race: &str) -> Result<RaceRecord> {
+    if !is_race_id(race) {
+        return Err(Error::new(
+            ErrorCode::TaskNotFound,
+            format!("'{race}' is not a race id"),
+        )
+        .with_hint(
+            "a race id is r_ and 12 hex digits, as `cuekit submit --best-of N` printed it",
+        ));
+    }
+    store::load(race)
+}
+
+/// After its candidates were removed (`rm RACE`): the refs it kept and its record go too.
+pub(crate) fn forget(race: &str, repo: Option<&Path>) -> Result<()> {
+    if let Some(repo) = repo {
+        let git = crate::effects::git::Git::new(repo);
+        let refs = git.run([
+            "for-each-ref",
+            "--format=%(refname)",
+            &crate::domain::race::refs_prefix(race),
+        ])?;
+        for name in refs.lines().filter(|line| !line.is_empty()) {
+            git.run(["update-ref", "-d", name])?;
+        }
+    }
+    store::remove(race)
+}

@@ -1,0 +1,307 @@
+//! Best-of-N races (issue 34, part 2): one `submit --best-of N` makes N checked candidates,
+//! each in a worktree of its own; the pick names the one whose check passed. Real git, real
+//! tmux, real /bin/sh, and the real Gemini CLI offline (canned replies per model) where the
+//! candidates' behaviour matters.
+
+use serde_json::Value;
+
+use super::checks::{answer, checked_project};
+use crate::harness::git::git;
+use crate::harness::{Harness, assert_refused, canned_text, write_executable};
+
+/// The real Gemini CLI offline, with replies chosen by the model it runs (`-m`) and the how
+/// manyth run of that model it is: `canned-<model>-<n>.jsonl`, else `canned-<model>-last`.
+fn gemini_by_model(h: Harness, replies: &[(&str, Vec<Vec<String>>)]) -> Harness {
+    let root = h.root().to_path_buf();
+    for (model, runs) in replies {
+        for (n, run) in runs.iter().enumerate() {
+            let text = run.join("\n") + "\n";
+            std::fs::write(root.join(format!("canned-{model}-{}.jsonl", n + 1)), &text).unwrap();
+            std::fs::write(root.join(format!("canned-{model}-last.jsonl")), &text).unwrap();
+        }
+    }
+    std::fs::create_dir_all(root.join("runs")).unwrap();
+    let wrapper = format!(
+        "#!/bin/sh\nruns='{root}/runs'\n\
+         model=; prev=\n\
+         for a in \"$@\"; do [ \"$prev\" = -m ] && model=$a; prev=$a; done\n\
+         n=$(ls \"$runs\" | grep -c \"^$model-\"); n=$((n + 1)); : > \"$runs/$model-$n\"\n\
+         canned='{root}/canned-'$model-$n.jsonl; [ -f \"$canned\" ] || canned='{root}/canned-'$model-last.jsonl\n\
+         [ -f /dev/stdin ] || exec '{real}' --fake-responses-non-strict \"$canned\" \"$@\"\n\
+         cat > \"$runs/stdin-$model-$n\"\n\
+         exec '{real}' --fake-responses-non-strict \"$canned\" \"$@\" < \"$runs/stdin-$model-$n\"\n",
+        root = root.display(),
+        real = crate::harness::real_gemini().display(),
+    );
+    write_executable(&h.bin.join("gemini"), &wrapper);
+    h.gemini_api_key_auth();
+    h.env("GEMINI_API_KEY", "offline-test-key")
+}
+
+const MODELS: [&str; 3] = [
+    "gemini-2.5-flash",
+    "gemini-2.5-pro",
+    "gemini-2.5-flash-lite",
+];
+
+/// `submit --best-of …`: the race id and the candidates' ids, in submit order.
+fn submit_race(h: &Harness, args: &[&str]) -> (String, Vec<String>) {
+    let mut all = vec!["submit"];
+    all.extend_from_slice(args);
+    let (value, code) = h.json(&all);
+    assert_eq!(code, 0, "the race was refused: {value}");
+    let ids = value["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    (value["race"].as_str().unwrap().to_string(), ids)
+}
+
+fn kept_ref(h: &Harness, race: &str, id: &str) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .current_dir(&h.project)
+        .args(["rev-parse", "--verify", "--quiet"])
+        .arg(format!("refs/cuekit/races/{race}/{id}"))
+        .output()
+        .unwrap();
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn candidate<'a>(result: &'a Value, id: &str) -> &'a Value {
+    result["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no candidate {id} in {result}"))
+}
+
+#[test]
+fn a_race_of_three_is_won_by_the_one_that_passes_after_its_fix_round_and_merges_alone() {
+    let h = Harness::new();
+    checked_project(&h);
+    let wrong = |value: &str| answer(value, "Done.");
+    let h = gemini_by_model(
+        h,
+        &[
+            (MODELS[0], vec![wrong("41"), wrong("41")]),
+            (MODELS[1], vec![wrong("41"), answer("42", "Fixed.")]),
+            (MODELS[2], vec![wrong("7"), vec![canned_text("I cannot.")]]),
+        ],
+    );
+    let models = MODELS.join(",");
+    let (race, ids) = submit_race(
+        &h,
+        &[
+            "--best-of",
+            "3",
+            "--models",
+            &models,
+            "--mode",
+            "batch",
+            "--check",
+            "sh tests/check.sh",
+            "--check-rounds",
+            "1",
+            "Write the answer into answer.txt",
+        ],
+    );
+    assert_eq!(ids.len(), 3);
+    // The race id stands for its candidates.
+    let (waited, code) = h.json(&["wait", &race, "--timeout", "120s"]);
+    assert_eq!(code, 20, "two candidates fail their checks: {waited}");
+    let (listed, _) = h.json(&["status", &race]);
+    assert_eq!(listed.as_array().map(Vec::len), Some(3), "{listed}");
+
+    let (result, code) = h.json(&["result", &race]);
+    assert_eq!(code, 0, "{result}");
+    assert_eq!(result["state"], "decided", "{result}");
+    let winner = &ids[1];
+    assert_eq!(result["pick"]["winner"], winner.as_str(), "{result}");
+    assert!(
+        result["pick"]["why"]
+            .as_str()
+            .unwrap()
+            .starts_with("passed its check, unlike"),
+        "{result}"
+    );
+    let won = candidate(&result, winner);
+    assert_eq!(won["model"], MODELS[1]);
+    assert_eq!(won["fix_rounds"], 1, "{won}");
+    for loser in [&ids[0], &ids[2]] {
+        let row = candidate(&result, loser);
+        assert_eq!(row["passed"], false, "{row}");
+        // Its work is kept at the race's ref, its checkout is gone, its branch stays.
+        let kept = kept_ref(&h, &race, loser).expect("the loser's work is kept");
+        let file = git(&h.project, &["show", &format!("{kept}:answer.txt")]);
+        assert!(file.starts_with("answer="), "{file}");
+        let worktree = h.status(loser)["worktree"].as_str().unwrap().to_string();
+        assert!(!std::path::Path::new(&worktree).exists(), "{worktree}");
+    }
+    assert!(kept_ref(&h, &race, winner).is_none());
+    assert!(h.worktree_of(winner).join("answer.txt").exists());
+    let text = h.ok(&["result", &race]);
+    assert!(text.contains(&format!("winner: {winner}")), "{text}");
+
+    // Two candidates compared, one of them from its kept branch.
+    let (diff, code) = h.json(&[
+        "diff",
+        &race,
+        "--candidates",
+        &format!("{},{winner}", ids[0]),
+    ]);
+    assert_eq!(code, 0, "{diff}");
+    assert_eq!(diff["files"][0]["path"], "answer.txt", "{diff}");
+    assert!(
+        diff["patch"].as_str().unwrap().contains("+answer=42"),
+        "{diff}"
+    );
+
+    // `merge RACE` brings exactly the winner's change.
+    let (merged, code) = h.json(&["merge", &race]);
+    assert_eq!(code, 0, "{merged}");
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("answer.txt")).unwrap(),
+        "answer=42\n"
+    );
+    let changed = git(&h.project, &["diff", "--name-only", "HEAD^1", "HEAD"]);
+    assert_eq!(changed.trim(), "answer.txt");
+
+    // `rm RACE` removes every candidate and what the race kept.
+    let (removed, code) = h.json(&["rm", &race, "--force"]);
+    assert_eq!(code, 0, "{removed}");
+    assert!(kept_ref(&h, &race, &ids[0]).is_none());
+    let (gone, code) = h.json(&["result", &race]);
+    assert_refused(&gone, code, "task_not_found", 4);
+}
+
+/// Each candidate is the `command` agent running the same script: the first to take the
+/// claim passes at once, the others hold until cancelled.
+#[test]
+fn first_decides_at_the_first_pass_and_cancels_the_others() {
+    let h = Harness::new();
+    checked_project(&h);
+    let claim = h.root().join("claim");
+    let script = format!(
+        "if mkdir '{}' 2>/dev/null; then echo answer=42 > answer.txt; \
+         else echo answer=1 > answer.txt; sleep 60; fi",
+        claim.display()
+    );
+    let (race, ids) = submit_race(
+        &h,
+        &[
+            "--best-of",
+            "3",
+            "--first",
+            "--agent",
+            "command",
+            "--mode",
+            "batch",
+            "--check",
+            "sh tests/check.sh",
+            "--check-rounds",
+            "0",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let (waited, _) = h.json(&["wait", &race, "--timeout", "60s"]);
+    let statuses: Vec<&str> = waited["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{waited}"))
+        .iter()
+        .map(|t| t["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == "completed").count(),
+        1,
+        "{waited}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == "cancelled").count(),
+        2,
+        "{waited}"
+    );
+    let (result, _) = h.json(&["result", &race]);
+    assert_eq!(result["state"], "decided", "{result}");
+    let winner = result["pick"]["winner"].as_str().unwrap().to_string();
+    assert_eq!(result["cancelled"].as_array().unwrap().len(), 2, "{result}");
+    for loser in ids.iter().filter(|id| **id != winner) {
+        assert!(kept_ref(&h, &race, loser).is_some(), "{result}");
+    }
+}
+
+#[test]
+fn a_race_nobody_passes_fails_and_keeps_every_candidate() {
+    let h = Harness::new();
+    checked_project(&h);
+    let (race, ids) = submit_race(
+        &h,
+        &[
+            "--best-of",
+            "2",
+            "--merge",
+            "--agent",
+            "command",
+            "--mode",
+            "batch",
+            "--check",
+            "sh tests/check.sh",
+            "--check-rounds",
+            "0",
+            "--",
+            "sh",
+            "-c",
+            "echo answer=1 > answer.txt",
+        ],
+    );
+    let (waited, code) = h.json(&["wait", &race, "--timeout", "60s"]);
+    assert_eq!(code, 20, "{waited}");
+    let (result, _) = h.json(&["result", &race]);
+    assert_eq!(result["state"], "failed", "{result}");
+    assert!(result["pick"]["winner"].is_null(), "{result}");
+    assert!(result.get("merged").is_none(), "{result}");
+    for id in &ids {
+        assert!(h.worktree_of(id).join("answer.txt").exists());
+        assert!(kept_ref(&h, &race, id).is_none());
+    }
+    // Nothing to merge unless a candidate is named.
+    let (refused, code) = h.json(&["merge", &race]);
+    assert_refused(&refused, code, "invalid_state", 5);
+    assert!(!h.project.join("answer.txt").exists());
+}
+
+#[test]
+fn a_race_needs_a_check_and_starts_nothing_without_one() {
+    let h = Harness::new();
+    checked_project(&h);
+    let (refused, code) = h.json(&[
+        "submit",
+        "--best-of",
+        "2",
+        "--agent",
+        "command",
+        "--",
+        "sh",
+        "-c",
+        "true",
+    ]);
+    assert_refused(&refused, code, "invalid_input", 3);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("picks its winner by a check"),
+        "{refused}"
+    );
+    let (listed, _) = h.json(&["list"]);
+    assert_eq!(listed.as_array().map(Vec::len), Some(0), "{listed}");
+    let (one, code) = h.json(&["submit", "--best-of", "1", "--check", "true", "x"]);
+    assert_refused(&one, code, "invalid_input", 3);
+}
