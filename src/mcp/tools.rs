@@ -217,6 +217,26 @@ pub struct SubmitTaskParams {
     /// else fails with reason check_failed. Needs worktree=true.
     #[serde(default)]
     pub check: Option<CheckParams>,
+    /// Race this many candidates of the task (2 to 16), each in a worktree of its own, and
+    /// pick the one whose check passed (then fewer fix rounds, the smaller diff, fewer
+    /// tokens, the earlier ending). Needs check (here or configured). Use it for a task where
+    /// agents often fail and a check can tell right from wrong; each candidate costs a full
+    /// run. Returns the race id, which get_status, wait, cancel_tasks, get_task_result,
+    /// merge_task and remove_tasks take.
+    #[serde(default)]
+    pub best_of: Option<u32>,
+    /// With best_of: the agents the candidates take in turn.
+    #[serde(default)]
+    pub agents: Vec<String>,
+    /// With best_of: the models the candidates take in turn.
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// With best_of: decide at the first candidate that passes (the others are cancelled).
+    #[serde(default)]
+    pub first: bool,
+    /// With best_of: merge the winner as soon as the race is decided, when it merges cleanly.
+    #[serde(default)]
+    pub merge_winner: bool,
     /// Run the child in a sandbox (error sandbox_unavailable where none can be made). May only
     /// tighten the user's `sandbox` config.
     #[serde(default)]
@@ -311,9 +331,14 @@ pub struct AnswerParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MergeParams {
-    /// Task id of an ended task submitted with worktree=true.
-    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    /// Task id of an ended task submitted with worktree=true, or a decided race's id (`r_…`):
+    /// its winner.
+    #[schemars(regex(pattern = r"^[tr]_[0-9a-f]{12}$"))]
     pub id: String,
+    /// With a race's id: merge this candidate instead of the winner.
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    pub candidate: Option<String>,
     /// "merge" (default), "squash" or "rebase".
     #[serde(default)]
     pub strategy: StrategyArg,
@@ -330,8 +355,9 @@ pub struct MergeParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RemoveParams {
-    /// Ended tasks to remove (record, transcript, worktree, branch). At least one.
-    #[schemars(length(min = 1), inner(regex(pattern = r"^t_[0-9a-f]{12}$")))]
+    /// Ended tasks to remove (record, transcript, worktree, branch), or a race (`r_…`: its
+    /// candidates and the refs it kept). At least one.
+    #[schemars(length(min = 1), inner(regex(pattern = r"^[tr]_[0-9a-f]{12}$")))]
     pub ids: Vec<String>,
     /// true: also remove worktrees holding uncommitted or unmerged work; that work is lost.
     #[serde(default)]
@@ -344,9 +370,10 @@ pub struct RemoveParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IdsParams {
-    /// Task ids (`t_` and 12 hex digits), as returned by submit_task or list. Give ids or team.
+    /// Task ids (`t_` and 12 hex digits), as returned by submit_task or list, or a race's id
+    /// (`r_…`: its candidates). Give ids or team.
     #[serde(default)]
-    #[schemars(inner(regex(pattern = r"^t_[0-9a-f]{12}$")))]
+    #[schemars(inner(regex(pattern = r"^[tr]_[0-9a-f]{12}$")))]
     pub ids: Vec<String>,
     /// A team name (set with submit_task's `team`) instead of ids: every member of the team.
     #[serde(default)]
@@ -361,9 +388,10 @@ pub struct IdsParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResultParams {
-    /// Task id (`t_` and 12 hex digits), as returned by submit_task or list. Give id or team.
+    /// Task id (`t_` and 12 hex digits), as returned by submit_task or list; or a race's id
+    /// (`r_…`): a row per candidate, the winner and why. Give id or team.
     #[serde(default)]
-    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    #[schemars(regex(pattern = r"^[tr]_[0-9a-f]{12}$"))]
     pub id: Option<String>,
     /// A team name instead of an id: every member's result, in one document.
     #[serde(default)]
@@ -419,9 +447,9 @@ pub struct SteerParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelParams {
-    /// Task ids to cancel. Give ids or team.
+    /// Task ids to cancel, or a race's id (`r_…`: its candidates). Give ids or team.
     #[serde(default)]
-    #[schemars(inner(regex(pattern = r"^t_[0-9a-f]{12}$")))]
+    #[schemars(inner(regex(pattern = r"^[tr]_[0-9a-f]{12}$")))]
     pub ids: Vec<String>,
     /// A team name (set with submit_task's `team`) instead of ids: every member of the team.
     #[serde(default)]
@@ -460,9 +488,10 @@ pub enum UntilArg {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitParams {
-    /// Task ids to wait on. Give ids or team.
+    /// Task ids to wait on, or a race's id (`r_…`: its candidates; decided before the wait
+    /// returns). Give ids or team.
     #[serde(default)]
-    #[schemars(inner(regex(pattern = r"^t_[0-9a-f]{12}$")))]
+    #[schemars(inner(regex(pattern = r"^[tr]_[0-9a-f]{12}$")))]
     pub ids: Vec<String>,
     /// A team name (set with submit_task's `team`) instead of ids: every member of the team.
     #[serde(default)]
@@ -619,6 +648,38 @@ impl CuekitServer {
                     base_from: params.base_from,
                 },
             };
+            if let Some(best_of) = params.best_of {
+                let race = ops::submit_race(
+                    ops::RaceRequest {
+                        task: request,
+                        best_of,
+                        agents: params.agents,
+                        models: params.models,
+                        first: params.first,
+                        merge: params.merge_winner,
+                    },
+                    &server_cwd,
+                )?;
+                let candidates: Vec<Value> = race
+                    .candidates
+                    .into_iter()
+                    .filter_map(|outcome| match outcome {
+                        ops::SubmitOutcome::Submitted(view) => {
+                            Some(brief::task(*view, params.detail))
+                        }
+                        ops::SubmitOutcome::DryRun { .. } => None,
+                    })
+                    .collect();
+                return Ok(json!({ "race": race.race, "candidates": candidates }));
+            } else if !(params.agents.is_empty() && params.models.is_empty())
+                || params.first
+                || params.merge_winner
+            {
+                return Err(Error::invalid_input(
+                    "agents, models, first and merge_winner belong to a race",
+                )
+                .with_hint("add best_of: N, or drop them"));
+            }
             Ok(match ops::submit(request, &server_cwd)? {
                 ops::SubmitOutcome::Submitted(view) => {
                     json!({ "task": brief::task(*view, params.detail) })
@@ -873,6 +934,9 @@ impl CuekitServer {
     ) -> Result<CallToolResult, ErrorData> {
         let cwd = self.cwd.clone();
         blocking(move || match (params.id, params.team) {
+            (Some(id), None) if crate::domain::race::is_race_id(&id) => {
+                Ok(json!({"race": ops::race_result(&id, &cwd)?}))
+            }
             (Some(id), None) => Ok(json!({"result": ops::result(&id, &cwd)?})),
             (None, Some(team)) => {
                 let results = ops::team_result(&team, &cwd)?;
@@ -994,13 +1058,28 @@ impl CuekitServer {
                 StrategyArg::Squash => Strategy::Squash,
                 StrategyArg::Rebase => Strategy::Rebase,
             };
-            let merged = ops::merge(
-                &params.id,
-                &cwd,
-                strategy,
-                params.into.as_deref(),
-                params.reviewed,
-            )?;
+            let merged = if crate::domain::race::is_race_id(&params.id) {
+                ops::merge_race(
+                    &params.id,
+                    params.candidate.as_deref(),
+                    &cwd,
+                    strategy,
+                    params.into.as_deref(),
+                    params.reviewed,
+                )?
+            } else if params.candidate.is_some() {
+                return Err(Error::invalid_input(
+                    "candidate names a candidate of a race: give the race's id (r_…) as id",
+                ));
+            } else {
+                ops::merge(
+                    &params.id,
+                    &cwd,
+                    strategy,
+                    params.into.as_deref(),
+                    params.reviewed,
+                )?
+            };
             Ok(json!({ "merged": merged }))
         })
         .await

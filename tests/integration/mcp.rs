@@ -992,3 +992,50 @@ fn next_event_returns_each_transition_once_in_order() {
     );
     assert_eq!(after["events"], json!([]));
 }
+
+#[test]
+fn a_race_is_submitted_decided_and_merged_over_mcp() {
+    let h = Harness::new();
+    crate::checks::checked_project(&h);
+    let h = h.with_real_gemini(&crate::checks::answer("42", "Done."));
+    let mut client = Client::start(&h);
+    assert_eq!(
+        client.error_code(
+            "submit_task",
+            json!({"objective": "x", "models": ["a", "b"]})
+        ),
+        "invalid_input"
+    );
+    let raced = client.ok(
+        "submit_task",
+        json!({
+            "objective": "Write the answer into answer.txt",
+            "mode": "batch",
+            "model": crate::harness::MODEL,
+            "best_of": 2,
+            "check": {"run": ["sh tests/check.sh"]},
+        }),
+    );
+    let race = raced["race"].as_str().unwrap().to_string();
+    assert_eq!(
+        raced["candidates"].as_array().map(Vec::len),
+        Some(2),
+        "{raced}"
+    );
+    client.wait(json!({"ids": [race]}));
+    let result = client.ok("get_task_result", json!({"id": race}));
+    assert_eq!(result["race"]["state"], "decided", "{result}");
+    let winner = result["race"]["pick"]["winner"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let merged = client.ok("merge_task", json!({"id": race}));
+    assert!(
+        merged["merged"]["task_tip"].is_string(),
+        "the winner {winner} was not merged: {merged}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("answer.txt")).unwrap(),
+        "answer=42\n"
+    );
+}

@@ -196,7 +196,14 @@ fn a_chain_runs_in_order_and_a_failing_head_cancels_the_rest_unless_after_ended(
     let step = |name: &str, code: i32| {
         format!("sleep 0.3; echo {name} >> '{}'; exit {code}", log.display())
     };
-    let a = h.submit_sh(&step("a", 0), &[]);
+    // The head holds until the chain was read, however slow the machine: a gate the test opens.
+    let gate = h.root().join("go");
+    let held = format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; {}",
+        gate.display(),
+        step("a", 0)
+    );
+    let a = h.submit_sh(&held, &[]);
     let b = h.submit_sh(&step("b", 0), &["--after", &a]);
     let c = h.submit_sh(&step("c", 0), &["--after", &b]);
     let queued = h.status(&c);
@@ -204,6 +211,7 @@ fn a_chain_runs_in_order_and_a_failing_head_cancels_the_rest_unless_after_ended(
     assert_eq!(queued["queue"]["waiting_for"][0], b.as_str(), "{queued}");
     // Without a mode, a task that waits on others runs to its end by itself.
     assert_eq!(queued["mode"], "batch", "{queued}");
+    std::fs::write(&gate, "").unwrap();
     let waited = h.wait_ended(&[a.clone(), b.clone(), c.clone()], "60s");
     for task in waited["tasks"].as_array().unwrap() {
         assert_eq!(task["status"], "completed", "{task}");
@@ -211,10 +219,17 @@ fn a_chain_runs_in_order_and_a_failing_head_cancels_the_rest_unless_after_ended(
     assert_eq!(starts(&log), ["a", "b", "c"]);
 
     std::fs::remove_file(&log).unwrap();
-    let x = h.submit_sh(&step("x", 3), &[]);
+    let gate = h.root().join("go-again");
+    let held = format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; {}",
+        gate.display(),
+        step("x", 3)
+    );
+    let x = h.submit_sh(&held, &[]);
     let y = h.submit_sh(&step("y", 0), &["--after", &x]);
     let z = h.submit_sh(&step("z", 0), &["--after", &y]);
     let w = h.submit_sh(&step("w", 0), &["--after", &x, "--after-ended"]);
+    std::fs::write(&gate, "").unwrap();
     let waited = h.wait_ended(&[x.clone(), y.clone(), z.clone(), w.clone()], "60s");
     let by_id: HashMap<String, serde_json::Value> = waited["tasks"]
         .as_array()

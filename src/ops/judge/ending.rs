@@ -10,8 +10,17 @@ use crate::ops::task::Task;
 /// Writes an ending unless another process recorded one first (the first ending wins).
 pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
     let mut ended_queued = false;
+    let looked_at = task.record.status;
     task.record = store::update(&task.placement.task_dir, |record| {
         if record.status.is_terminal() {
+            return Ok(false);
+        }
+        // Judged on a look at an attempt that has ended since and been queued again (`retry`,
+        // a retry policy): the new attempt has not started, and only a cancel ends it now.
+        if record.status == Status::Queued
+            && looked_at != Status::Queued
+            && ending.status != Status::Cancelled
+        {
             return Ok(false);
         }
         ended_queued = record.status == Status::Queued;
