@@ -44,8 +44,8 @@ pub struct RaceSubmitted {
     pub candidates: Vec<SubmitOutcome>,
 }
 
-/// Submits every candidate. A candidate that cannot start stops the race: the ones started
-/// before it are cancelled, and the error says so.
+/// Submits every candidate. A candidate that cannot start stops the race: the others are
+/// cancelled, and the error says so.
 pub fn submit_race(request: RaceRequest, cwd: &Path) -> Result<RaceSubmitted> {
     refuse_unraceable(&request)?;
     let race = store::new_race_id();
@@ -63,33 +63,45 @@ pub fn submit_race(request: RaceRequest, cwd: &Path) -> Result<RaceSubmitted> {
     if !request.task.dry_run {
         store::save(&record)?;
     }
-    let mut candidates = Vec::new();
-    for index in 0..request.best_of as usize {
-        let candidate = SubmitRequest {
-            agent: in_turn(&request.agents, index).or_else(|| request.task.agent.clone()),
-            model: in_turn(&request.models, index).or_else(|| request.task.model.clone()),
-            worktree: Some(true),
-            race: Some(race.clone()),
-            ..request.task.clone()
-        };
-        let outcome = match super::submit(candidate, cwd) {
-            Ok(outcome) => outcome,
-            Err(err) => return Err(stop_started(&record, cwd, index, err)),
-        };
-        if let SubmitOutcome::Submitted(task) = &outcome {
-            record.candidates.push(task.id.clone());
-            if record.repo.is_none() {
-                record.repo = crate::effects::store::placement(&task.id)
-                    .ok()
-                    .flatten()
-                    .and_then(|p| p.facts)
-                    .and_then(|facts| facts.worktree)
-                    .map(|worktree| worktree.repo_root);
-            }
-            store::save(&record)?;
-        }
-        candidates.push(outcome);
+    // The candidates are submitted at once, each on a thread of its own: a submit mostly
+    // waits on git and tmux, so the race costs little more than its slowest candidate.
+    let outcomes: Vec<Result<SubmitOutcome>> = std::thread::scope(|scope| {
+        let submits: Vec<_> = (0..request.best_of as usize)
+            .map(|index| {
+                let candidate = SubmitRequest {
+                    agent: in_turn(&request.agents, index).or_else(|| request.task.agent.clone()),
+                    model: in_turn(&request.models, index).or_else(|| request.task.model.clone()),
+                    worktree: Some(true),
+                    race: Some(race.clone()),
+                    ..request.task.clone()
+                };
+                scope.spawn(move || super::submit(candidate, cwd))
+            })
+            .collect();
+        submits
+            .into_iter()
+            .map(|submit| submit.join().expect("a candidate's submit never panics"))
+            .collect()
+    });
+    record.candidates = outcomes
+        .iter()
+        .filter_map(|outcome| match outcome {
+            Ok(SubmitOutcome::Submitted(task)) => Some(task.id.clone()),
+            _ => None,
+        })
+        .collect();
+    if let Some((index, failed)) = outcomes
+        .iter()
+        .enumerate()
+        .find_map(|(index, outcome)| outcome.as_ref().err().map(|err| (index, err.clone())))
+    {
+        return Err(stop_started(&record, cwd, index, failed));
     }
+    let candidates: Vec<SubmitOutcome> = outcomes.into_iter().flatten().collect();
+    record.repo = record.candidates.first().and_then(|id| {
+        let facts = crate::effects::store::placement(id).ok().flatten()?.facts?;
+        Some(facts.worktree?.repo_root)
+    });
     if !request.task.dry_run {
         record.complete = true;
         store::save(&record)?;
@@ -133,8 +145,8 @@ fn refuse_unraceable(request: &RaceRequest) -> Result<()> {
     Ok(())
 }
 
-/// A candidate that could not start: the ones started before it are cancelled and the race
-/// forgotten, so nothing of it is left running.
+/// A candidate that could not start: the others are cancelled and the race forgotten, so
+/// nothing of it is left running.
 fn stop_started(record: &RaceRecord, cwd: &Path, index: usize, err: Error) -> Error {
     let started = record.candidates.clone();
     if !started.is_empty() {
@@ -145,7 +157,7 @@ fn stop_started(record: &RaceRecord, cwd: &Path, index: usize, err: Error) -> Er
         err.hint.unwrap_or_else(|| "nothing was started".into())
     } else {
         format!(
-            "the candidates started before it were cancelled: {} (`cuekit rm` them)",
+            "the candidates that started were cancelled: {} (`cuekit rm` them)",
             started.join(", ")
         )
     };

@@ -94,10 +94,12 @@ fn decide(race: &str, cwd: &Path) -> Result<()> {
         .iter()
         .map(|id| crate::ops::task::open(id, cwd))
         .collect::<Result<Vec<Task>>>()?;
-    let mut candidates: Vec<Candidate> = tasks.iter().map(candidate).collect();
-    if !decidable(record.first, &candidates) {
+    // Decidable is told from the registry alone; the diffs are read only for a pick.
+    let ended: Vec<Candidate> = tasks.iter().map(standing).collect();
+    if !decidable(record.first, &ended) {
         return Ok(());
     }
+    let mut candidates: Vec<Candidate> = tasks.iter().map(candidate).collect();
     let mut decision = Decision {
         at: crate::effects::clock::now_rfc3339(),
         pick: pick(&candidates),
@@ -143,9 +145,21 @@ fn decide(race: &str, cwd: &Path) -> Result<()> {
 
 /// What a candidate did, read from the registry (its status and check) and its checkout.
 pub(super) fn candidate(task: &Task) -> Candidate {
+    let stat = crate::ops::work::diff::diff_stat(task);
+    Candidate {
+        diff_lines: stat.as_ref().map(|s| s.insertions + s.deletions),
+        files_changed: stat.as_ref().map(|s| s.files as u64),
+        tokens: crate::ops::background::stream::read_progress(&task.record.task_dir)
+            .and_then(|p| p.tokens),
+        ..standing(task)
+    }
+}
+
+/// Where a candidate stands by the registry alone (its status and check), without its diff
+/// or usage.
+fn standing(task: &Task) -> Candidate {
     let record = &task.record;
     let check = record.check.as_ref();
-    let stat = crate::ops::work::diff::diff_stat(task);
     let ended = record.status.is_terminal();
     Candidate {
         id: record.id.clone(),
@@ -155,10 +169,9 @@ pub(super) fn candidate(task: &Task) -> Candidate {
         passed: record.status == Status::Completed
             && check.is_some_and(|c| c.phase == crate::domain::check::Phase::Passed),
         fix_rounds: check.map_or(0, |c| c.fix_rounds),
-        diff_lines: stat.as_ref().map(|s| s.insertions + s.deletions),
-        files_changed: stat.as_ref().map(|s| s.files as u64),
-        tokens: crate::ops::background::stream::read_progress(&record.task_dir)
-            .and_then(|p| p.tokens),
+        diff_lines: None,
+        files_changed: None,
+        tokens: None,
         ended_at: if ended {
             Some(record.ended_at.clone().unwrap_or_default())
         } else {
