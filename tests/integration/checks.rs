@@ -913,3 +913,40 @@ fn a_batch_childs_fix_rounds_count_against_its_token_budget() {
     assert_eq!(status["reason"], "budget_exceeded", "{status}");
     assert_eq!(runs(&h), 2, "{status}");
 }
+
+/// A role profile may carry a check: the user's own is used for a task that names none; a
+/// project's (the repository's word: code it would run) is left out with a warning.
+#[test]
+fn a_users_role_carries_a_check_and_a_projects_role_check_is_not_used() {
+    let h = Harness::new();
+    checked_project(&h);
+    let profile =
+        "---\ncheck:\n  run: [\"sh tests/check.sh\"]\n  rounds: 0\n---\nWrite the answer.\n";
+    let user_roles = h.home.join(".config/cuekit/agents");
+    std::fs::create_dir_all(&user_roles).unwrap();
+    std::fs::write(user_roles.join("checker.md"), profile).unwrap();
+    let checked = h.submit_worktree_sh(&["--role", "checker"], "echo answer=41 > answer.txt");
+    let (waited, code) = h.wait_all(&[&checked], "60s");
+    assert_eq!(code, 20, "{waited}");
+    assert_eq!(h.status(&checked)["reason"], "check_failed");
+
+    let project_roles = h.project.join(".cuekit/agents");
+    std::fs::create_dir_all(&project_roles).unwrap();
+    std::fs::write(project_roles.join("theirs.md"), profile).unwrap();
+    let mut args = vec!["submit"];
+    args.extend(crate::harness::sh_task(
+        "echo answer=41 > answer.txt",
+        &["--worktree", "--mode", "batch", "--role", "theirs"],
+    ));
+    let (submitted, code) = h.json(&args);
+    assert_eq!(code, 0, "{submitted}");
+    assert!(
+        submitted["warnings"]
+            .to_string()
+            .contains("names a check, which runs code"),
+        "{submitted}"
+    );
+    let id = submitted["id"].as_str().unwrap();
+    h.wait_ok(&[id], "60s");
+    assert!(h.status(id)["check"].is_null());
+}

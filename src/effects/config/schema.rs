@@ -53,7 +53,7 @@ pub struct ConfigFile {
 
 /// `check: {run, rounds, timeout, protect}`: `run` and `protect` decide what code runs and what
 /// it trusts, so from a project file they apply once it is trusted.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CheckConfig {
     pub run: Option<Vec<String>>,

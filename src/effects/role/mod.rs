@@ -52,6 +52,9 @@ pub struct FrontMatter {
     pub approval_mode: Option<String>,
     pub tags: Option<Vec<String>>,
     pub instructions_mode: Option<InstructionsMode>,
+    /// The role's check (`check: {run, rounds, timeout, protect}`, as in the config), for a
+    /// task that names none.
+    pub check: Option<crate::effects::config::schema::CheckConfig>,
 }
 
 /// One profile file, parsed.
@@ -90,6 +93,10 @@ pub struct Role {
     pub approval_mode: Option<String>,
     pub tags: Vec<String>,
     pub instructions: String,
+    /// The nearest profile's check and where it was written: a project's profile is the
+    /// repository's word, and its check (code to run) is not used.
+    #[serde(skip)]
+    pub check: Option<(crate::effects::config::schema::CheckConfig, RoleSource)>,
     /// The nearest profile: the one that had the last word.
     pub source: RoleSource,
     /// Every profile that contributed, lowest (built-in) first.
@@ -206,7 +213,8 @@ fn invalid(label: &str, line: usize, column: usize, message: String) -> Error {
     )
     .with_hint(
         "fix the profile: YAML front matter between `---` lines with description, agent, model, \
-         mode, approval_mode, tags, instructions_mode (replace|append), then the instructions",
+         mode, approval_mode, tags, instructions_mode (replace|append), check, then the \
+         instructions",
     )
 }
 
@@ -221,6 +229,7 @@ pub fn merge(name: &str, layers: Vec<(RoleSource, Profile)>) -> Role {
         approval_mode: None,
         tags: Vec::new(),
         instructions: String::new(),
+        check: None,
         source: RoleSource::BuiltIn,
         layers: Vec::new(),
     };
@@ -231,6 +240,10 @@ pub fn merge(name: &str, layers: Vec<(RoleSource, Profile)>) -> Role {
         role.mode = front.mode.or(role.mode);
         role.approval_mode = front.approval_mode.or(role.approval_mode);
         role.tags = front.tags.unwrap_or(role.tags);
+        role.check = front
+            .check
+            .map(|check| (check, source.clone()))
+            .or(role.check);
         let body = body.trim();
         role.instructions = match front.instructions_mode.unwrap_or_default() {
             InstructionsMode::Replace => body.to_string(),

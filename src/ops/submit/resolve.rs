@@ -59,6 +59,7 @@ pub(super) fn resolve(request: SubmitRequest, caller_cwd: &Path) -> Result<Resol
     )?)?;
     config.refuse_untrusted(adapter.kind())?;
     let (mut spec, mut warnings) = resolve_spec(&request, &config, adapter, role.as_ref());
+    let request = with_role_check(request, role.as_ref(), &mut warnings);
     warnings.extend(fail_closed(&mut spec, adapter));
     if !adapter.runs_argv {
         spec.argv.clear();
@@ -505,4 +506,38 @@ pub(super) fn check_argv_limit(
         "shorten it, or put the material in a file and name the file in the prompt; \
          Gemini in batch mode (`--mode batch`) reads prompts of any size from stdin",
     ))
+}
+
+/// A task that names no check takes its role's, from the user's own profile (or a built-in
+/// one): a project's profile is the repository's word, and a check is code it would run, so
+/// it is left out with a warning.
+fn with_role_check(
+    mut request: SubmitRequest,
+    role: Option<&Role>,
+    warnings: &mut Vec<String>,
+) -> SubmitRequest {
+    let Some((check, source)) = role.and_then(|role| role.check.clone()) else {
+        return request;
+    };
+    if request.check.is_some() {
+        return request;
+    }
+    if let crate::effects::role::RoleSource::Project(path) = &source {
+        warnings.push(format!(
+            "the project's role profile {} names a check, which runs code: it is not used \
+             (pass --check, or set check.run in a trusted .cuekit.yaml)",
+            path.display()
+        ));
+        return request;
+    }
+    if let Some(run) = check.run.filter(|run| !run.is_empty()) {
+        request.check = Some(super::CheckRequest {
+            run,
+            rounds: check.rounds,
+            timeout: check.timeout.map(|t| t.0),
+            protect: check.protect.unwrap_or_default(),
+            keep_open: false,
+        });
+    }
+    request
 }
