@@ -270,7 +270,7 @@ pub struct Roles {
 /// profile does not hide the others).
 #[derive(Debug, Clone)]
 pub enum Listed {
-    Role(Role),
+    Role(Box<Role>),
     Broken { name: String, error: Error },
 }
 
@@ -335,7 +335,7 @@ impl Roles {
             .names()?
             .into_iter()
             .map(|name| match self.resolve(&name) {
-                Ok(role) => Listed::Role(role),
+                Ok(role) => Listed::Role(Box::new(role)),
                 Err(error) => Listed::Broken { name, error },
             })
             .collect())
@@ -385,7 +385,7 @@ mod tests {
     fn roles_of(all: Vec<Listed>) -> Vec<Role> {
         all.into_iter()
             .map(|listed| match listed {
-                Listed::Role(role) => role,
+                Listed::Role(role) => *role,
                 Listed::Broken { error, .. } => panic!("{}", error.message),
             })
             .collect()
