@@ -3,6 +3,7 @@
 //! Gemini CLI offline (canned replies, a file per run) where the child's behaviour matters.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -949,4 +950,42 @@ fn a_users_role_carries_a_check_and_a_projects_role_check_is_not_used() {
     let id = submitted["id"].as_str().unwrap();
     h.wait_ok(&[id], "60s");
     assert!(h.status(id)["check"].is_null());
+}
+
+/// The monitor running an interactive child's check is killed mid-check: the phase it left
+/// (`checking`) holds no runner, so the next monitor checks the work again and the task ends
+/// on that verdict instead of idling in `checking` for good.
+#[test]
+fn a_check_whose_monitor_died_is_run_again_by_the_next_monitor() {
+    let mut replies = answer("42", "Done.");
+    replies.push(canned_text("Bye."));
+    let h = gemini_by_run(Harness::new(), &[replies]);
+    checked_project(&h);
+    let first = h.root().join("first-check");
+    let check = format!(
+        "if [ ! -e '{0}' ]; then touch '{0}'; sleep 60; fi; sh tests/check.sh",
+        first.display()
+    );
+    let id = h.submit(&[
+        "--worktree",
+        "--model",
+        MODEL,
+        "--check",
+        &check,
+        "Write the answer into answer.txt",
+    ]);
+    h.wait_until(
+        &id,
+        "the first check to start",
+        Duration::from_secs(90),
+        || first.exists(),
+    );
+    for monitor in h.monitors() {
+        // SAFETY: kill takes a pid and a signal and touches no memory.
+        unsafe { libc::kill(monitor as libc::pid_t, libc::SIGKILL) };
+    }
+    let (waited, code) = h.wait_all(&[&id], "120s");
+    assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
+    let status = h.status(&id);
+    assert_eq!(check_of(&status)["phase"], "passed", "{status}");
 }

@@ -100,6 +100,8 @@ struct Watched {
     swept: bool,
     /// Its attempt, stuck on a passing fault, is being ended.
     ending_stuck: bool,
+    /// Its check, left `checking` by a runner that died, was started again (once).
+    rechecked: bool,
 }
 
 #[derive(Clone)]
@@ -288,6 +290,7 @@ impl Monitor {
                     screen: None,
                     swept: false,
                     ending_stuck: false,
+                    rechecked: false,
                 },
             );
         }
@@ -421,17 +424,27 @@ impl Monitor {
             self.hooks.extend(deliver(task, transition));
         }
         // An interactive child with a check, idle at its prompt after a turn: its check now,
-        // beside the tick (the fix message or the quit follows it).
-        if announce.iter().any(|t| {
-            t.new_status == Status::InputRequired
-                && t.reason.as_deref() == Some(Attention::IdleAtPrompt.as_str())
-        }) && record.mode == Mode::Interactive
+        // beside the tick (the fix message or the quit follows it). So too, once, a check left
+        // `checking` by a runner that died (a monitor killed mid-check): the turn's
+        // announcement is behind it, and nothing else would check the work again.
+        let checked_interactive = record.mode == Mode::Interactive
             && task
                 .placement
                 .facts
                 .as_ref()
-                .is_some_and(|facts| facts.check.is_some())
-        {
+                .is_some_and(|facts| facts.check.is_some());
+        let idle = |reason: Option<&str>| reason == Some(Attention::IdleAtPrompt.as_str());
+        let turn_ended = announce
+            .iter()
+            .any(|t| t.new_status == Status::InputRequired && idle(t.reason.as_deref()));
+        let abandoned = checked_interactive
+            && !watched.rechecked
+            && matches!(&seen, Seen::Waiting { reason, .. } if idle(Some(reason)))
+            && crate::ops::check::abandoned(task);
+        if abandoned {
+            watched.rechecked = true;
+        }
+        if checked_interactive && (turn_ended || abandoned) {
             let checked = task.clone();
             self.hooks.push(std::thread::spawn(move || {
                 let _ = crate::ops::check::after_turn(&checked);

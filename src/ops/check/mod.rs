@@ -17,7 +17,7 @@ use crate::domain::spec::{Mode, TaskSpec};
 use crate::ops::submit::CheckRequest;
 
 pub use run::{CheckOutcome, check_from_launch, check_now};
-pub(crate) use turn::after_turn;
+pub(crate) use turn::{abandoned, after_turn};
 
 /// The plan of the check the submit asks for, else of the configured one (`check:`; a
 /// project file's applies only once trusted: `check.run` runs code). A configured check that

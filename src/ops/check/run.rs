@@ -95,12 +95,22 @@ fn slot(cap: u32) -> Result<std::fs::File> {
     }
 }
 
+/// Whether a check of `task` runs now: its runner holds the task's check lock for as long as
+/// it lives (an unknown answer counts as running).
+pub(super) fn check_running(task: &Task) -> bool {
+    !matches!(store::lock_file_try(&check_lock(task)), Ok(Some(_)))
+}
+
+fn check_lock(task: &Task) -> std::path::PathBuf {
+    task.placement.task_dir.join("check.lock")
+}
+
 pub(super) fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<CheckOutcome> {
     let id = &task.record.id;
     let started_at = crate::effects::clock::now_rfc3339();
     let _slot = slot(crate::effects::config::Config::user_check_slots())?;
     // One check of a task at a time, whatever the cap: each reads and writes its state.
-    let _task = store::lock_file(&task.placement.task_dir.join("check.lock"))?;
+    let _task = store::lock_file(&check_lock(task))?;
     let mut state = store::check_of(id).unwrap_or_else(|| CheckState::new(plan.rounds));
     let before = state.phase;
     let round = state.next_round();

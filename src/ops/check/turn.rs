@@ -9,6 +9,12 @@ use crate::domain::error::Result;
 use crate::effects::store;
 use crate::ops::task::Task;
 
+/// Whether `task`'s check was left `checking` by a runner that died: none holds its lock.
+pub(crate) fn abandoned(task: &Task) -> bool {
+    store::check_of(&task.record.id).is_some_and(|state| state.phase == Phase::Checking)
+        && !super::run::check_running(task)
+}
+
 /// Checks `task`'s work after its turn, and tells the child what follows.
 pub(crate) fn after_turn(task: &Task) -> Result<()> {
     let record = &task.record;
@@ -18,7 +24,9 @@ pub(crate) fn after_turn(task: &Task) -> Result<()> {
     let plan = super::run::plan_of(task)?;
     let state = store::check_of(&record.id);
     let (round, passed, what, message) = match state.as_ref().map(|state| state.phase) {
-        Some(Phase::Checking) => return Ok(()),
+        // A check runs (its runner holds the task's check lock). One whose runner died (a
+        // monitor killed mid-check) holds nothing: the work is checked again, below.
+        Some(Phase::Checking) if super::run::check_running(task) => return Ok(()),
         // Decided, and idle again: the quit did not take (typed too early?); again.
         Some(Phase::Passed | Phase::Failed)
             if !(plan.keep_open && state.as_ref().is_some_and(|s| s.phase == Phase::Passed)) =>
