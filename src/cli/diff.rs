@@ -27,12 +27,7 @@ pub fn run(args: &DiffArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         return Ok(0);
     }
     if let Some(patch) = &diff.patch {
-        // Exact bytes for a pipe (`git apply`); on a terminal, a child's file must not drive it.
-        if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-            print!("{}", crate::domain::display::terminal_text::visible(patch));
-        } else {
-            print!("{patch}");
-        }
+        print_patch(patch);
         return Ok(0);
     }
     for file in &diff.files {
@@ -68,11 +63,7 @@ fn candidates(args: &DiffArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         return Ok(0);
     }
     if let Some(patch) = &diff.patch {
-        if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-            print!("{}", crate::domain::display::terminal_text::visible(patch));
-        } else {
-            print!("{patch}");
-        }
+        print_patch(patch);
         return Ok(0);
     }
     for file in &diff.files {
@@ -83,4 +74,13 @@ fn candidates(args: &DiffArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         diff.stat, diff.to, diff.from
     ));
     Ok(0)
+}
+
+/// Exact bytes for a pipe (`git apply`); on a terminal, a child's file must not drive it.
+fn print_patch(patch: &str) {
+    if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        print!("{}", crate::domain::display::terminal_text::visible(patch));
+    } else {
+        print!("{patch}");
+    }
 }

@@ -59,6 +59,21 @@ fn submit_race(h: &Harness, args: &[&str]) -> (String, Vec<String>) {
     (value["race"].as_str().unwrap().to_string(), ids)
 }
 
+/// A race of `command` candidates running `sh -c SCRIPT` in batch mode, checked by the
+/// project's test with no fix round; `flags` say how many and how it is decided.
+fn sh_race(h: &Harness, flags: &[&str], script: &str) -> (String, Vec<String>) {
+    let mut args = flags.to_vec();
+    args.extend([
+        "--mode",
+        "batch",
+        "--check",
+        "sh tests/check.sh",
+        "--check-rounds",
+        "0",
+    ]);
+    submit_race(h, &crate::harness::sh_task(script, &args))
+}
+
 fn kept_ref(h: &Harness, race: &str, id: &str) -> Option<String> {
     let out = std::process::Command::new("git")
         .current_dir(&h.project)
@@ -191,26 +206,7 @@ fn first_decides_at_the_first_pass_and_cancels_the_others() {
          else echo answer=1 > answer.txt; sleep 60; fi",
         claim.display()
     );
-    let (race, ids) = submit_race(
-        &h,
-        &[
-            "--best-of",
-            "3",
-            "--first",
-            "--agent",
-            "command",
-            "--mode",
-            "batch",
-            "--check",
-            "sh tests/check.sh",
-            "--check-rounds",
-            "0",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
+    let (race, ids) = sh_race(&h, &["--best-of", "3", "--first"], &script);
     let (waited, _) = h.json(&["wait", &race, "--timeout", "60s"]);
     let statuses: Vec<&str> = waited["tasks"]
         .as_array()
@@ -241,25 +237,10 @@ fn first_decides_at_the_first_pass_and_cancels_the_others() {
 fn a_race_nobody_passes_fails_and_keeps_every_candidate() {
     let h = Harness::new();
     checked_project(&h);
-    let (race, ids) = submit_race(
+    let (race, ids) = sh_race(
         &h,
-        &[
-            "--best-of",
-            "2",
-            "--merge",
-            "--agent",
-            "command",
-            "--mode",
-            "batch",
-            "--check",
-            "sh tests/check.sh",
-            "--check-rounds",
-            "0",
-            "--",
-            "sh",
-            "-c",
-            "echo answer=1 > answer.txt",
-        ],
+        &["--best-of", "2", "--merge"],
+        "echo answer=1 > answer.txt",
     );
     let (waited, code) = h.json(&["wait", &race, "--timeout", "60s"]);
     assert_eq!(code, 20, "{waited}");
