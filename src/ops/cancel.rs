@@ -17,7 +17,7 @@ use crate::ops::task::view::TaskView;
 ///
 /// A host's tasks are cancelled by their host's cuekit, and its views read back.
 pub fn cancel(task_ids: &[String], cwd: &Path, grace: Duration) -> Result<Vec<TaskView>> {
-    let task_ids = &super::race::expand(task_ids)?;
+    let task_ids = &crate::effects::store::race::expand(task_ids)?;
     if let Route::Host(host) = route(task_ids)? {
         let mut words = vec!["--json".to_string(), "cancel".to_string()];
         words.extend(task_ids.iter().cloned());

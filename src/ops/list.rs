@@ -18,7 +18,7 @@ use crate::ops::task::view::TaskView;
 /// A host's tasks are asked of their hosts (one call per host, in parallel) and keep their
 /// place among the ids given.
 pub fn status(task_ids: &[String], cwd: &Path) -> Result<Vec<TaskView>> {
-    let task_ids = &super::race::expand(task_ids)?;
+    let task_ids = &crate::effects::store::race::expand(task_ids)?;
     let on_hosts = super::remote::by_host(task_ids.iter().cloned());
     if on_hosts.is_empty() {
         return local_status(task_ids, cwd);

@@ -82,7 +82,12 @@ pub fn remove(task_ids: &[String], cwd: &Path, force: bool, dry_run: bool) -> Re
         .iter()
         .map(|race| crate::effects::store::race::load(race))
         .collect::<Result<Vec<_>>>()?;
-    let removed = remove_tasks(&super::race::expand(task_ids)?, cwd, force, dry_run)?;
+    let removed = remove_tasks(
+        &crate::effects::store::race::expand(task_ids)?,
+        cwd,
+        force,
+        dry_run,
+    )?;
     // Its candidates are gone: so is what the race kept of them.
     let all_gone = removed.iter().all(|r| r.outcome == RemovalOutcome::Removed);
     if !dry_run && all_gone {

@@ -101,7 +101,7 @@ pub fn wait_watching(
         return wait_for_tasks(request, cwd, watch);
     }
     let candidates = WaitRequest {
-        task_ids: super::race::expand(&request.task_ids)?,
+        task_ids: crate::effects::store::race::expand(&request.task_ids)?,
         ..request.clone()
     };
     let outcome = wait_for_tasks(&candidates, cwd, watch)?;

@@ -157,3 +157,20 @@ pub fn take_again(race: &str) -> bool {
 pub fn asked_again(race: &str) -> bool {
     file(race, "again").is_ok_and(|path| path.exists())
 }
+
+/// The ids given, each race's replaced by its candidates (in submit order): what `status`,
+/// `wait`, `cancel` and `rm` act on.
+pub fn expand(ids: &[String]) -> Result<Vec<String>> {
+    if !ids.iter().any(|id| is_race_id(id)) {
+        return Ok(ids.to_vec());
+    }
+    let mut expanded = Vec::new();
+    for id in ids {
+        if is_race_id(id) {
+            expanded.extend(load(id)?.candidates);
+        } else {
+            expanded.push(id.clone());
+        }
+    }
+    Ok(expanded)
+}

@@ -536,6 +536,14 @@ fn deliver(task: &Task, transition: &Transition) -> Vec<JoinHandle<()>> {
     let mut threads: Vec<JoinHandle<()>> = wake_parent(task, transition, &events_file)
         .into_iter()
         .collect();
+    // A race's candidate ended: its race is decided if it can be now (the pick, the losers'
+    // refs, `--merge`), beside the tick.
+    if transition.new_status.is_terminal() {
+        let candidate = task.clone();
+        threads.push(std::thread::spawn(move || {
+            crate::ops::race::on_ending(&candidate);
+        }));
+    }
     let Ok(config) = Config::load(&record.cwd) else {
         return threads;
     };

@@ -14,10 +14,25 @@ use crate::domain::adapter::{Adapter, LaunchCommand};
 use crate::domain::check::{self, CheckPlan};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::spec::{Mode, TaskSpec};
-use crate::ops::submit::CheckRequest;
 
 pub use run::{CheckOutcome, check_from_launch, check_now};
 pub(crate) use turn::{abandoned, after_turn};
+
+/// A check as asked for; what is left open comes from the defaults in `domain::check`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckRequest {
+    /// Commands run with `/bin/sh -c`, in order.
+    pub run: Vec<String>,
+    /// Fix rounds after a failed check (default 2).
+    pub rounds: Option<u32>,
+    /// The limit on each command (default 10 minutes).
+    pub timeout: Option<Duration>,
+    /// Globs restored from the base before the check (default: the test folders and runner
+    /// configuration of the ecosystems found at the base's root).
+    pub protect: Vec<String>,
+    /// An interactive child whose check passed is left at its prompt instead of told to quit.
+    pub keep_open: bool,
+}
 
 /// The plan of the check the submit asks for, else of the configured one (`check:`; a
 /// project file's applies only once trusted: `check.run` runs code). A configured check that

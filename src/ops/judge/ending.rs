@@ -62,7 +62,6 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
     if ended_queued {
         crate::effects::store::schedule::close_plan(&task.record.id);
     }
-    crate::ops::race::on_ending(&task);
     Ok(task)
 }
 

@@ -168,23 +168,6 @@ fn stop_started(record: &RaceRecord, cwd: &Path, index: usize, err: Error) -> Er
     .with_hint(hint)
 }
 
-/// The ids given, each race's replaced by its candidates (in submit order): what `status`,
-/// `wait`, `cancel` and `rm` act on.
-pub fn expand(ids: &[String]) -> Result<Vec<String>> {
-    if !ids.iter().any(|id| is_race_id(id)) {
-        return Ok(ids.to_vec());
-    }
-    let mut expanded = Vec::new();
-    for id in ids {
-        if is_race_id(id) {
-            expanded.extend(store::load(id)?.candidates);
-        } else {
-            expanded.push(id.clone());
-        }
-    }
-    Ok(expanded)
-}
-
 /// The race's record, refused for an id that is not a race's.
 fn load(race: &str) -> Result<RaceRecord> {
     if !is_race_id(race) {

@@ -3,9 +3,10 @@
 //! committed and kept at `refs/cuekit/races/<race>/<id>` and its checkout removed; with
 //! `--merge` the winner goes into the target. Nothing passed: every candidate is kept.
 //!
-//! Whoever records a candidate's ending looks (the monitor, unattended, or any command's
-//! look); one process decides at a time, under the race's lock. A look that finds the lock
-//! held asks its holder to look once more, so the last ending is never missed.
+//! The candidates' monitor looks when it announces an ending (unattended, whoever recorded
+//! it), and so do `wait`, `result` and `merge` of the race; one process decides at a time,
+//! under the race's lock. A look that finds the lock held asks its holder to look once more,
+//! so the last ending is never missed.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -18,8 +19,8 @@ use crate::effects::git::checkout::Checkout;
 use crate::effects::store::race::{self as store, Decision, RaceRecord};
 use crate::ops::task::Task;
 
-/// The races this process is deciding now: cancelling a candidate records its ending, which
-/// must not start deciding the same race again inside itself.
+/// The races this process is deciding now: a look from within a decision (a monitor thread
+/// while its process decides the same race) leaves it to the decision under way.
 static DECIDING: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 struct Deciding(String);
@@ -42,8 +43,8 @@ impl Drop for Deciding {
     }
 }
 
-/// A candidate's ending was recorded: its race is decided if it can be now. Never fails the
-/// look that recorded it; a race left undecided is decided by the next look or `result`.
+/// A candidate's ending was announced: its race is decided if it can be now. Never fails the
+/// monitor; a race left undecided is decided by the next look, `wait` or `result`.
 pub(crate) fn on_ending(task: &Task) {
     let Some(facts) = task.placement.facts.as_ref() else {
         return;

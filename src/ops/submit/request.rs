@@ -71,21 +71,8 @@ pub struct SubmitRequest {
     pub check: Option<CheckRequest>,
 }
 
-/// A check as asked for; what is left open comes from the defaults in `domain::check`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CheckRequest {
-    /// Commands run with `/bin/sh -c`, in order.
-    pub run: Vec<String>,
-    /// Fix rounds after a failed check (default 2).
-    pub rounds: Option<u32>,
-    /// The limit on each command (default 10 minutes).
-    pub timeout: Option<Duration>,
-    /// Globs restored from the base before the check (default: the test folders and runner
-    /// configuration of the ecosystems found at the base's root).
-    pub protect: Vec<String>,
-    /// An interactive child whose check passed is left at its prompt instead of told to quit.
-    pub keep_open: bool,
-}
+/// A check as asked for: defined with the checks (`ops::check`), which read it.
+pub use crate::ops::check::CheckRequest;
 
 /// Who asks for a task, as far as its permissions go.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
