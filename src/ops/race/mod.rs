@@ -106,8 +106,9 @@ pub fn submit_race(request: RaceRequest, cwd: &Path) -> Result<RaceSubmitted> {
         record.complete = true;
         store::save(&record)?;
         // Candidates that ended already (a quick one) found the race incomplete: it is
-        // decided now if it can be.
-        settle(&race, cwd)?;
+        // decided now if it can be. The race runs whatever this look says: a failed look is
+        // taken again by the monitor, `wait` or `result`.
+        let _ = settle(&race, cwd);
     }
     Ok(RaceSubmitted { race, candidates })
 }

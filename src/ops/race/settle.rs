@@ -118,7 +118,7 @@ fn decide(race: &str, cwd: &Path) -> Result<()> {
             .collect();
         if !running.is_empty() {
             match crate::ops::cancel(&running, cwd, crate::effects::process::DEFAULT_GRACE) {
-                Ok(_) => decision.cancelled = running,
+                Ok(_) => decision.cancelled = running.clone(),
                 Err(err) => decision.problems.push(format!("cancel: {}", err.message)),
             }
             for candidate in &mut candidates {
@@ -127,7 +127,16 @@ fn decide(race: &str, cwd: &Path) -> Result<()> {
                 }
             }
         }
-        for task in tasks.iter().filter(|t| t.record.id != winner) {
+        // A loser still running (its cancel failed) keeps its checkout: nothing is removed
+        // under a live process.
+        let live: Vec<String> = running
+            .into_iter()
+            .filter(|id| !decision.cancelled.contains(id))
+            .collect();
+        for task in tasks
+            .iter()
+            .filter(|t| t.record.id != winner && !live.contains(&t.record.id))
+        {
             match keep_and_remove(task, race) {
                 Ok(kept) => decision.kept.push(kept),
                 Err(err) => decision
