@@ -241,6 +241,15 @@ pub fn group_members(pgid: u32) -> BTreeSet<u32> {
         .collect()
 }
 
+/// The children of `parent` that exited and whose status nobody took yet (zombies).
+pub fn zombie_children(parent: u32) -> Vec<u32> {
+    all_processes()
+        .into_iter()
+        .filter(|process| process.ppid == parent && process.zombie)
+        .map(|process| process.pid)
+        .collect()
+}
+
 /// `root` and every live descendant of it.
 pub fn process_tree(root: u32) -> BTreeSet<u32> {
     let mut tree = BTreeSet::from([root]);

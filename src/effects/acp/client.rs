@@ -567,30 +567,41 @@ impl Reaper {
     }
 }
 
+/// How long a child of the client's stays an unreaped zombie before the reaper takes it. The
+/// client's own children (the agent, a check, git) are waited for by whoever started them,
+/// within moments of their exit, and must keep their status for them (a check whose status
+/// the reaper took read "could not run"); an adopted orphan has nobody to wait for it.
+const ORPHAN_AGE: Duration = Duration::from_secs(10);
+
 fn reap_orphans(agent_pid: u32) -> Reaper {
     use std::sync::atomic::Ordering;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stopped = stop.clone();
     let thread = std::thread::spawn(move || {
+        let me = std::process::id();
+        // Each zombie child, and since when it has been one.
+        let mut seen: HashMap<u32, Instant> = HashMap::new();
         while !stopped.load(Ordering::SeqCst) {
-            // SAFETY: `info` is zeroed and valid for writes; WNOWAIT leaves the child waitable,
-            // so the agent's own exit is never taken from `wait_agent`.
-            let pid = unsafe {
-                let mut info: libc::siginfo_t = std::mem::zeroed();
-                let found = libc::waitid(
-                    libc::P_ALL,
-                    0,
-                    &raw mut info,
-                    libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-                );
-                if found == 0 { info.si_pid() } else { 0 }
-            };
-            if pid > 0 && pid as u32 != agent_pid {
-                // SAFETY: waits for one exited child by its pid; no memory is passed.
-                unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
-                continue;
+            let zombies = crate::effects::process::zombie_children(me);
+            seen.retain(|pid, _| zombies.contains(pid));
+            let now = Instant::now();
+            for pid in zombies.into_iter().filter(|pid| *pid != agent_pid) {
+                let since = *seen.entry(pid).or_insert(now);
+                if now.duration_since(since) >= ORPHAN_AGE {
+                    // SAFETY: waits for one exited child by its pid; no memory is passed.
+                    unsafe {
+                        libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), libc::WNOHANG)
+                    };
+                    seen.remove(&pid);
+                }
             }
-            std::thread::sleep(Duration::from_millis(100));
+            // A look a second, stopped within a tenth of one.
+            for _ in 0..10 {
+                if stopped.load(Ordering::SeqCst) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
     });
     Reaper { stop, thread }
