@@ -22,29 +22,39 @@ pub fn run(args: &DiffArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         return candidates(args, cwd, json);
     }
     let diff = ops::diff(&args.id, cwd, !args.stat)?;
+    let summary = format!(
+        "{} ({} against {} {})",
+        diff.stat,
+        diff.branch,
+        diff.base_ref,
+        &diff.base_commit[..diff.base_commit.len().min(12)]
+    );
+    show(&diff, diff.patch.as_deref(), &diff.files, &summary, json);
+    Ok(0)
+}
+
+/// A diff as JSON, as its patch, or as its files and a summary line.
+fn show(
+    diff: &impl serde::Serialize,
+    patch: Option<&str>,
+    files: &[ops::DiffFile],
+    summary: &str,
+    json: bool,
+) {
     if json {
-        print_json(&diff);
-        return Ok(0);
+        return print_json(diff);
     }
-    if let Some(patch) = &diff.patch {
-        print_patch(patch);
-        return Ok(0);
+    if let Some(patch) = patch {
+        return print_patch(patch);
     }
-    for file in &diff.files {
+    for file in files {
         let counts = match (file.insertions, file.deletions) {
             (Some(added), Some(deleted)) => format!("+{added} -{deleted}"),
             _ => "binary".to_string(),
         };
         say(&format!("{} {:<12} {}", file.status, counts, file.path));
     }
-    say(&format!(
-        "{} ({} against {} {})",
-        diff.stat,
-        diff.branch,
-        diff.base_ref,
-        &diff.base_commit[..diff.base_commit.len().min(12)]
-    ));
-    Ok(0)
+    say(summary);
 }
 
 /// `diff RACE --candidates A,B`.
@@ -58,21 +68,8 @@ fn candidates(args: &DiffArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         .into());
     };
     let diff = ops::diff_candidates(&args.id, from, to, cwd, !args.stat)?;
-    if json {
-        print_json(&diff);
-        return Ok(0);
-    }
-    if let Some(patch) = &diff.patch {
-        print_patch(patch);
-        return Ok(0);
-    }
-    for file in &diff.files {
-        say(&format!("{} {}", file.status, file.path));
-    }
-    say(&format!(
-        "{} ({} against {})",
-        diff.stat, diff.to, diff.from
-    ));
+    let summary = format!("{} ({} against {})", diff.stat, diff.to, diff.from);
+    show(&diff, diff.patch.as_deref(), &diff.files, &summary, json);
     Ok(0)
 }
 

@@ -82,6 +82,7 @@ pub use work::diff::{TaskDiff, diff, review_by_names};
 pub use work::merge::merge;
 // The types an operation takes or answers with, defined where they are kept.
 pub use crate::effects::git::cleanup::KeepReason;
+pub use crate::effects::git::diff::FileDiff as DiffFile;
 pub use crate::effects::git::merge::Strategy as MergeStrategy;
 pub use crate::effects::store::transitions::TransitionEvent;
 pub use crate::effects::store::{Budget, project_tasks_root};
