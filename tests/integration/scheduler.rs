@@ -189,6 +189,15 @@ fn queued_tasks_start_in_priority_order_then_submit_order() {
     );
 }
 
+/// `script`, once the test opened `gate` (a file): however slow the machine, it does not run
+/// before the test read what it must.
+fn after_gate(gate: &std::path::Path, script: &str) -> String {
+    format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; {script}",
+        gate.display()
+    )
+}
+
 #[test]
 fn a_chain_runs_in_order_and_a_failing_head_cancels_the_rest_unless_after_ended() {
     let h = Harness::new();
@@ -198,12 +207,7 @@ fn a_chain_runs_in_order_and_a_failing_head_cancels_the_rest_unless_after_ended(
     };
     // The head holds until the chain was read, however slow the machine: a gate the test opens.
     let gate = h.root().join("go");
-    let held = format!(
-        "while [ ! -e '{}' ]; do sleep 0.05; done; {}",
-        gate.display(),
-        step("a", 0)
-    );
-    let a = h.submit_sh(&held, &[]);
+    let a = h.submit_sh(&after_gate(&gate, &step("a", 0)), &[]);
     let b = h.submit_sh(&step("b", 0), &["--after", &a]);
     let c = h.submit_sh(&step("c", 0), &["--after", &b]);
     let queued = h.status(&c);
@@ -220,12 +224,7 @@ fn a_chain_runs_in_order_and_a_failing_head_cancels_the_rest_unless_after_ended(
 
     std::fs::remove_file(&log).unwrap();
     let gate = h.root().join("go-again");
-    let held = format!(
-        "while [ ! -e '{}' ]; do sleep 0.05; done; {}",
-        gate.display(),
-        step("x", 3)
-    );
-    let x = h.submit_sh(&held, &[]);
+    let x = h.submit_sh(&after_gate(&gate, &step("x", 3)), &[]);
     let y = h.submit_sh(&step("y", 0), &["--after", &x]);
     let z = h.submit_sh(&step("z", 0), &["--after", &y]);
     let w = h.submit_sh(&step("w", 0), &["--after", &x, "--after-ended"]);

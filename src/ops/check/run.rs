@@ -194,12 +194,7 @@ fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict,
     }
     let mut tail = Vec::new();
     let marker = format!("{}.{round}.{}", task.record.id, std::process::id());
-    let policy = task
-        .placement
-        .facts
-        .as_ref()
-        .and_then(|facts| facts.sandbox.clone())
-        .unwrap_or_default();
+    let policy = task.sandbox_policy();
     for command in &plan.run {
         // A sandboxed task's check runs in its sandbox policy, over the scratch checkout.
         let sandboxed = crate::ops::sandbox::wrap_check(

@@ -319,12 +319,7 @@ fn rescript(
         &bin,
         &adapter::shell_word_for_bin(&client.to_string_lossy())?,
     )?;
-    let policy = task
-        .placement
-        .facts
-        .as_ref()
-        .and_then(|facts| facts.sandbox.clone())
-        .unwrap_or_default();
+    let policy = task.sandbox_policy();
     let start_dir = agent_dir(task);
     let subject = crate::ops::sandbox::Subject {
         id: &record.id,

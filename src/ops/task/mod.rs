@@ -37,11 +37,17 @@ impl Task {
     /// Whether the registry put the task inside bubblewrap (its own repository, its agent and
     /// setup inside, approvals binding).
     pub fn in_bubblewrap(&self) -> bool {
+        self.sandbox_policy().mode == crate::domain::sandbox::SandboxMode::Bwrap
+    }
+
+    /// The sandbox the registry recorded for the task, re-applied to each start and check
+    /// (none: the default policy, no sandbox).
+    pub fn sandbox_policy(&self) -> crate::domain::sandbox::Policy {
         self.placement
             .facts
             .as_ref()
-            .and_then(|facts| facts.sandbox.as_ref())
-            .is_some_and(|policy| policy.mode == crate::domain::sandbox::SandboxMode::Bwrap)
+            .and_then(|facts| facts.sandbox.clone())
+            .unwrap_or_default()
     }
 }
 
