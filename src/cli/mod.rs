@@ -182,6 +182,12 @@ enum Command {
     /// Internal: the ACP client of an ACP task, in its pane.
     #[command(name = "__acp", hide = true)]
     Acp(acp::AcpArgs),
+    /// Internal: runs a sandbox's bubblewrap with no way to the machine's abstract sockets.
+    #[command(name = "__scope", hide = true)]
+    Scope {
+        #[arg(last = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Internal: ends a task's processes and session, detached from its caller.
     #[command(name = "__stop", hide = true)]
     Stop {
@@ -287,6 +293,10 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         }
         Command::Scheduler => {
             crate::ops::run_scheduler()?;
+            Ok(0)
+        }
+        Command::Scope { command } => {
+            crate::ops::run_scoped(command)?;
             Ok(0)
         }
         Command::Retry { id } => {

@@ -68,11 +68,15 @@ pub struct Needs {
     /// a file it creates there vanishes with the sandbox.
     pub config_dirs: &'static [&'static str],
     /// Of those, the entries it writes and must keep (sessions, so a retry can resume):
-    /// writable, created when missing. Relative to HOME.
+    /// writable, from a folder of the task's own (`store::state_dir`), never the user's, which
+    /// holds every project's memory and sessions that the user's own runs read. Relative to HOME.
     pub state: &'static [&'static str],
     /// Entries it rewrites by renaming a new copy over them (a rename onto a read-only mount
     /// fails): left out, so the agent writes a private one. Relative to HOME.
     pub private: &'static [&'static str],
+    /// Files of the user's state the agent needs in its own (its login): shown read-only over
+    /// the task's state. Relative to HOME.
+    pub shared: &'static [&'static str],
 }
 
 /// An agent that declares nothing: HOME is a private, empty directory.
@@ -80,6 +84,7 @@ pub const NO_NEEDS: Needs = Needs {
     config_dirs: &[],
     state: &[],
     private: &[],
+    shared: &[],
 };
 
 /// One mount of the sandbox, in the order given (a later one covers an earlier one).
@@ -91,24 +96,61 @@ pub enum Mount {
     Private(PathBuf),
     /// A unix socket (or any file) of the outside covered by an empty file.
     Masked(PathBuf),
+    /// A directory of cuekit's (`from`) shown writable in place of another (`to`): an agent's
+    /// state kept per task, never the user's own.
+    Bound {
+        from: PathBuf,
+        to: PathBuf,
+    },
 }
 
 /// Directories hidden by a private empty one before anything is shown again: HOME, the
 /// temporary directories (and the unix sockets in them: tmux's, the ssh agent's), `/run`
-/// (the session bus, docker's socket, cuekit's control sockets).
-pub fn hidden_roots(home: &Path) -> Vec<PathBuf> {
-    vec![
+/// (the session bus, docker's socket, cuekit's control sockets), then the `private` ones that
+/// lie outside those: cuekit's own data and settings and the user's runtime directory, which
+/// `XDG_DATA_HOME`, `XDG_CONFIG_HOME` or `XDG_RUNTIME_DIR` may put anywhere.
+pub fn hidden_roots(home: &Path, private: &[PathBuf]) -> Vec<PathBuf> {
+    let mut roots = vec![
         PathBuf::from("/tmp"),
         PathBuf::from("/var/tmp"),
         PathBuf::from("/run"),
         home.to_path_buf(),
-    ]
+    ];
+    for dir in private {
+        if !roots.iter().any(|root| dir.starts_with(root)) {
+            roots.push(dir.clone());
+        }
+    }
+    roots
+}
+
+/// Whether a variable's name says it holds a secret (a token, a key, a password), as Codex's
+/// default exclusions read names: such a variable of the submitter's is left out of a
+/// sandboxed task's environment unless the agent takes its credentials from it.
+pub fn looks_secret(name: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "KEY",
+        "SECRET",
+        "TOKEN",
+        "PASSWORD",
+        "PASSWD",
+        "PASSPHRASE",
+        "CREDENTIAL",
+        "AUTH",
+        "COOKIE",
+        "PRIVATE",
+    ];
+    const PREFIXES: &[&str] = &["AWS_", "AZURE_", "GCP_", "GOOGLE_APPLICATION_"];
+    let name = name.to_ascii_uppercase();
+    WORDS.iter().any(|word| name.contains(word))
+        || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
 }
 
 /// Everything one sandbox is, found by `ops::sandbox`.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub home: PathBuf,
+    /// The directories hidden first ([`hidden_roots`]).
+    pub hidden: Vec<PathBuf>,
     /// After the hidden roots, in order.
     pub mounts: Vec<Mount>,
     pub network: Network,
@@ -119,7 +161,14 @@ pub struct Plan {
     /// A terminal session of its own: for agents that need no terminal (batch, ACP), so no
     /// keystroke can be pushed into the pane's input (TIOCSTI).
     pub new_session: bool,
+    /// cuekit's own program, when bubblewrap runs under its scope (`cuekit __scope -- bwrap
+    /// …`): no connection to an abstract unix socket of the machine's (an X server, a session
+    /// bus), which a sandbox that keeps the network would otherwise reach.
+    pub scope: Option<PathBuf>,
 }
+
+/// The hidden command that applies the scope ([`Plan::scope`]) and runs the rest of its words.
+pub const SCOPE_COMMAND: &str = "__scope";
 
 /// bubblewrap's arguments that tell whether it can make a sandbox's namespaces here: what a
 /// `--sandbox` submit and `doctor` run once (`bwrap PROBE`).
@@ -158,18 +207,27 @@ pub const REPORT_DROP_VARIABLE: &str = "CUEKIT_REPORT_DROP";
 pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
     // `--cap-drop ALL`: bubblewrap run by root keeps every capability otherwise, and a child
     // with CAP_SYS_ADMIN unmounts what hides HOME and remounts `/` writable.
-    let mut words: Vec<String> = [
-        bwrap,
-        "--die-with-parent",
-        "--cap-drop",
-        "ALL",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut words: Vec<String> = match &plan.scope {
+        Some(cuekit) => vec![
+            cuekit.to_string_lossy().into_owned(),
+            SCOPE_COMMAND.to_string(),
+            "--".to_string(),
+        ],
+        None => Vec::new(),
+    };
+    words.extend(
+        [
+            bwrap,
+            "--die-with-parent",
+            "--cap-drop",
+            "ALL",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+        ]
+        .map(String::from),
+    );
     if plan.network == Network::Off {
         words.push("--unshare-net".into());
     }
@@ -178,8 +236,8 @@ pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
     }
     let path = |p: &Path| p.to_string_lossy().into_owned();
     words.extend(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"].map(String::from));
-    for root in hidden_roots(&plan.home) {
-        words.extend(["--tmpfs".to_string(), path(&root)]);
+    for root in &plan.hidden {
+        words.extend(["--tmpfs".to_string(), path(root)]);
     }
     for mount in &plan.mounts {
         match mount {
@@ -187,6 +245,7 @@ pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
             Mount::Writable(p) => words.extend(["--bind".into(), path(p), path(p)]),
             Mount::Private(p) => words.extend(["--tmpfs".into(), path(p)]),
             Mount::Masked(p) => words.extend(["--ro-bind".into(), "/dev/null".into(), path(p)]),
+            Mount::Bound { from, to } => words.extend(["--bind".into(), path(from), path(to)]),
         }
     }
     for name in UNSET {
@@ -207,7 +266,7 @@ pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
 /// never to another repository of the user's. git appends the repository's path.
 pub fn upload_pack_command(
     bwrap: &str,
-    home: &Path,
+    hidden: &[PathBuf],
     git_dir: &Path,
     objects: &Path,
 ) -> Result<String> {
@@ -228,8 +287,8 @@ pub fn upload_pack_command(
     ]
     .map(String::from)
     .to_vec();
-    for root in hidden_roots(home) {
-        words.extend(["--tmpfs".to_string(), path(&root)]);
+    for root in hidden {
+        words.extend(["--tmpfs".to_string(), path(root)]);
     }
     for shown in [git_dir, objects] {
         words.extend(["--ro-bind".to_string(), path(shown), path(shown)]);
@@ -367,7 +426,7 @@ mod tests {
 
     fn plan() -> Plan {
         Plan {
-            home: PathBuf::from("/home/u"),
+            hidden: hidden_roots(Path::new("/home/u"), &[]),
             mounts: vec![
                 Mount::ReadOnly("/home/u/.gemini/settings.json".into()),
                 Mount::Writable("/home/u/src/p".into()),
@@ -378,6 +437,88 @@ mod tests {
             chdir: PathBuf::from("/home/u/src/p"),
             setenv: vec![(REPORT_DROP_VARIABLE.into(), "/d".into())],
             new_session: true,
+            scope: None,
+        }
+    }
+
+    #[test]
+    fn cuekits_own_directories_are_hidden_wherever_the_xdg_variables_put_them() {
+        let roots = hidden_roots(
+            Path::new("/home/u"),
+            &[
+                PathBuf::from("/home/u/.local/share/cuekit"),
+                PathBuf::from("/data/xdg/cuekit"),
+                PathBuf::from("/run/user/1000"),
+            ],
+        );
+        assert!(
+            roots.contains(&PathBuf::from("/data/xdg/cuekit")),
+            "{roots:?}"
+        );
+        // Under a root already hidden: not hidden twice.
+        assert!(!roots.contains(&PathBuf::from("/home/u/.local/share/cuekit")));
+        assert!(!roots.contains(&PathBuf::from("/run/user/1000")));
+        let mut plan = plan();
+        plan.hidden = roots;
+        let words = bwrap_words("bwrap", &plan);
+        let tmpfs = words
+            .windows(2)
+            .position(|w| w == ["--tmpfs", "/data/xdg/cuekit"]);
+        let work = words.iter().position(|w| w == "/home/u/src/p");
+        assert!(tmpfs.is_some() && tmpfs < work, "{words:?}");
+    }
+
+    #[test]
+    fn under_a_scope_bubblewrap_is_run_by_cuekits_scope_command() {
+        let mut plan = plan();
+        plan.scope = Some(PathBuf::from("/usr/bin/cuekit"));
+        let words = bwrap_words("/usr/bin/bwrap", &plan);
+        assert_eq!(
+            words[..4],
+            ["/usr/bin/cuekit", SCOPE_COMMAND, "--", "/usr/bin/bwrap"]
+        );
+        assert_eq!(bwrap_words("bwrap", &super::tests::plan())[0], "bwrap");
+    }
+
+    #[test]
+    fn an_agents_state_is_bound_from_the_tasks_own_folder() {
+        let mut plan = plan();
+        plan.mounts.push(Mount::Bound {
+            from: "/d/state/t_1/0".into(),
+            to: "/home/u/.gemini/tmp".into(),
+        });
+        let words = bwrap_words("bwrap", &plan);
+        assert!(
+            words
+                .windows(3)
+                .any(|w| w == ["--bind", "/d/state/t_1/0", "/home/u/.gemini/tmp"]),
+            "{words:?}"
+        );
+    }
+
+    #[test]
+    fn names_that_say_secret_are_told_from_the_rest() {
+        for name in [
+            "AWS_SECRET_ACCESS_KEY",
+            "GITHUB_TOKEN",
+            "ANTHROPIC_API_KEY",
+            "aws_region",
+            "PGPASSWORD",
+            "XAUTHORITY",
+            "NPM_CONFIG__AUTH",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+        ] {
+            assert!(looks_secret(name), "{name}");
+        }
+        for name in [
+            "PATH",
+            "HOME",
+            "LANG",
+            "TERM",
+            "CUEKIT_TEST_CANNED",
+            "EDITOR",
+        ] {
+            assert!(!looks_secret(name), "{name}");
         }
     }
 
@@ -511,7 +652,7 @@ mod tests {
     fn a_fetchs_upload_side_sees_only_the_task_repository_and_the_borrowed_objects() {
         let command = upload_pack_command(
             "bwrap",
-            Path::new("/home/u"),
+            &hidden_roots(Path::new("/home/u"), &[]),
             Path::new("/home/u/.local/share/cuekit/repos/t_1.git"),
             Path::new("/home/u/src/p/.git/objects"),
         )

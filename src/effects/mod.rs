@@ -14,6 +14,7 @@ pub mod process;
 pub mod project;
 pub mod remote;
 pub mod role;
+pub mod scope;
 pub mod store;
 pub mod team;
 pub mod tmux;

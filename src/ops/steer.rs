@@ -84,7 +84,7 @@ pub fn steer(task_id: &str, cwd: &Path, message: &str) -> Result<SteerReceipt> {
     let started = Instant::now();
     let outcome = match refreshed.pane(task)?.filter(|pane| !pane.dead) {
         Some(pane) => {
-            let _serialised = store::lock_file(&record.task_dir.join("steer.lock"))?;
+            let _serialised = store::lock_task_file(&record.task_dir.join("steer.lock"))?;
             let tmux = Tmux::new(task.placement.socket.clone());
             let exited = || record.task_dir.join(EXIT_CODE_FILE).exists();
             let enter_delay = enter_delay(adapter, delivery, &record.cwd)?;

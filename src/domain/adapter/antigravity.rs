@@ -248,6 +248,7 @@ static AGY_SANDBOX: crate::domain::sandbox::Needs = crate::domain::sandbox::Need
         ".gemini/antigravity-cli/cache",
     ],
     private: &[],
+    shared: &[],
 };
 
 #[cfg(test)]

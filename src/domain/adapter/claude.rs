@@ -174,6 +174,7 @@ static CLAUDE_SANDBOX: crate::domain::sandbox::Needs = crate::domain::sandbox::N
         ".claude/debug",
     ],
     private: &[],
+    shared: &[],
 };
 
 #[cfg(test)]

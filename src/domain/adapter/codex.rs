@@ -130,6 +130,7 @@ static CODEX_SANDBOX: crate::domain::sandbox::Needs = crate::domain::sandbox::Ne
     config_dirs: &[".codex"],
     state: &[".codex/sessions", ".codex/log"],
     private: &[".codex/history.jsonl"],
+    shared: &[],
 };
 
 #[cfg(test)]

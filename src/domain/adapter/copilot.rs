@@ -129,6 +129,7 @@ static COPILOT_SANDBOX: crate::domain::sandbox::Needs = crate::domain::sandbox::
         ".copilot/history-session-state",
     ],
     private: &[],
+    shared: &[],
 };
 
 #[cfg(test)]

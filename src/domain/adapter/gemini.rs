@@ -285,6 +285,7 @@ static GEMINI_SANDBOX: crate::domain::sandbox::Needs = crate::domain::sandbox::N
     config_dirs: &[".gemini"],
     state: &[".gemini/tmp", ".gemini/history"],
     private: &[".gemini/projects.json"],
+    shared: &[],
 };
 
 #[cfg(test)]

@@ -167,6 +167,7 @@ static JCODE_SANDBOX: crate::domain::sandbox::Needs = crate::domain::sandbox::Ne
     config_dirs: &[".jcode"],
     state: &[],
     private: &[],
+    shared: &[],
 };
 
 #[cfg(test)]

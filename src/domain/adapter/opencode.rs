@@ -106,6 +106,7 @@ static OPENCODE_SANDBOX: crate::domain::sandbox::Needs = crate::domain::sandbox:
     config_dirs: &[".config/opencode"],
     state: &[".local/share/opencode", ".local/state/opencode"],
     private: &[],
+    shared: &[".local/share/opencode/auth.json"],
 };
 
 #[cfg(test)]

@@ -127,6 +127,7 @@ static PI_SANDBOX: crate::domain::sandbox::Needs = crate::domain::sandbox::Needs
     config_dirs: &[".pi"],
     state: &[".pi/agent/sessions"],
     private: &[],
+    shared: &[],
 };
 
 #[cfg(test)]

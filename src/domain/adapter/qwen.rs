@@ -128,6 +128,7 @@ static QWEN_SANDBOX: crate::domain::sandbox::Needs = crate::domain::sandbox::Nee
     config_dirs: &[".qwen"],
     state: &[".qwen/tmp", ".qwen/history"],
     private: &[".qwen/projects.json"],
+    shared: &[],
 };
 
 #[cfg(test)]

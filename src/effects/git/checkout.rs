@@ -57,7 +57,9 @@ fn upload_pack(git_dir: &Path, objects: &Path) -> Result<String> {
         .map(PathBuf::from)
         .and_then(|home| home.canonicalize().ok())
         .ok_or_else(|| refused("HOME is not a directory"))?;
-    crate::domain::sandbox::upload_pack_command(&bwrap.to_string_lossy(), &home, git_dir, objects)
+    let hidden =
+        crate::domain::sandbox::hidden_roots(&home, &crate::effects::store::private_dirs());
+    crate::domain::sandbox::upload_pack_command(&bwrap.to_string_lossy(), &hidden, git_dir, objects)
 }
 
 /// Stages every change in the work tree, as `git add --all` would, without ever starting git

@@ -45,11 +45,58 @@ const NAMES: &[&str] = &[
     "deno.json",
     "bunfig.toml",
     "Pipfile",
+    "Pipfile.lock",
+    "poetry.lock",
+    "uv.lock",
+    "pytest.ini",
+    "manage.py",
+    "go.work",
+    "shell.nix",
+    "default.nix",
+    "devenv.nix",
+    "gradle-wrapper.properties",
+    "gradle.properties",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "pnpm-workspace.yaml",
+    "bun.lockb",
+    "Cargo.lock",
+    "Gemfile.lock",
+    "composer.json",
+    "Brewfile",
+    "Vagrantfile",
+    "Containerfile",
+    "docker-compose.yml",
+    "docker-compose.yaml",
+    "compose.yml",
+    "compose.yaml",
+    "Procfile",
+    "Tiltfile",
+    "WORKSPACE",
+    "BUILD",
+    "BUILD.bazel",
+    "MODULE.bazel",
+    "SConstruct",
+    "configure",
+    "opencode.json",
+    "opencode.jsonc",
     // Instructions an agent started there later reads as its own.
     "GEMINI.md",
     "CLAUDE.md",
+    "CLAUDE.local.md",
     "AGENTS.md",
     "QWEN.md",
+];
+
+/// Name beginnings of files that pick what a tool installs or runs (`requirements-dev.txt`),
+/// each with the endings it needs (none: any).
+const BEGINNINGS: &[(&str, &[&str])] = &[
+    ("requirements", &[".txt", ".in"]),
+    ("constraints", &[".txt"]),
+    ("Dockerfile", &[]),
+    ("docker-compose", &[]),
 ];
 
 /// Name endings of tool configs that are programs themselves (`vite.config.ts`, …).
@@ -59,6 +106,15 @@ const ENDINGS: &[&str] = &[
     ".config.mjs",
     ".config.ts",
     ".config.mts",
+    ".mk",
+    ".cmake",
+    ".gradle",
+    ".gradle.kts",
+    ".nix",
+    ".bzl",
+    ".csproj",
+    ".props",
+    ".targets",
 ];
 
 /// One changed path, with its mode after the change (`None`: deleted).
@@ -88,6 +144,10 @@ fn matters(change: &Changed) -> bool {
     linked_or_run
         || path.split('/').any(|part| part.starts_with('.'))
         || NAMES.contains(&name)
+        || BEGINNINGS.iter().any(|(beginning, endings)| {
+            name.starts_with(beginning)
+                && (endings.is_empty() || endings.iter().any(|ending| name.ends_with(ending)))
+        })
         || ENDINGS.iter().any(|ending| name.ends_with(ending))
 }
 
@@ -175,6 +235,31 @@ mod tests {
             ]
         );
         assert!(policy_paths(&[file("src/main.rs")]).is_empty());
+    }
+
+    #[test]
+    fn the_files_a_blind_review_merged_unasked_are_picked_out() {
+        let file = |path: &str| Changed {
+            path: path.to_string(),
+            mode: Some("100644".into()),
+        };
+        for path in [
+            "opencode.json",
+            "requirements.txt",
+            "requirements-dev.txt",
+            "gradle/wrapper/gradle-wrapper.properties",
+            "go.work",
+            "shell.nix",
+            "build/rules.mk",
+            "cmake/deps.cmake",
+            "package-lock.json",
+            "CLAUDE.local.md",
+            "pytest.ini",
+            "docker-compose.yml",
+        ] {
+            assert_eq!(policy_paths(&[file(path)]), [path], "{path}");
+        }
+        assert!(policy_paths(&[file("docs/requirements.md")]).is_empty());
     }
 
     #[test]

@@ -16,13 +16,14 @@ pub use atomic::{
 };
 pub use record::{
     TaskRecord, TmuxPlacement, WorktreeRecord, load, load_task, lock_file, lock_file_try,
-    repair_mirror, save, stage_record, update,
+    lock_task_file, repair_mirror, save, stage_record, update,
 };
 pub use registry::{
     Budget, Lifecycle, MergeRecord, PaneStart, Pending, Placement, TaskFacts, WorktreePlacement,
-    announced, check_of, data_dir, drop_dir, lifecycle, merge_of, pane_start, pending_submits,
-    placement, record_check, record_lifecycle, record_merge, record_pane_start, registered_ids,
-    registry_dir, remove_pending, save_announced, stage_placement, unregister, write_pending,
+    announced, check_of, data_dir, drop_dir, keep_spec, kept_spec, lifecycle, merge_of, pane_start,
+    pending_submits, placement, private_dirs, record_check, record_lifecycle, record_merge,
+    record_pane_start, record_report, registered_ids, registry_dir, remove_pending, report_of,
+    save_announced, stage_placement, state_dir, unregister, write_pending,
 };
 
 use std::path::{Path, PathBuf};

@@ -73,7 +73,7 @@ pub fn update(
     task_dir: &Path,
     change: impl FnOnce(&mut TaskRecord) -> Result<bool>,
 ) -> Result<TaskRecord> {
-    let _lock = lock_file(&task_dir.join("task.lock"))?;
+    let _lock = lock_task_file(&task_dir.join("task.lock"))?;
     let mut record = load_task(task_dir)?;
     let before = super::Lifecycle::of(&record);
     if change(&mut record)? {
@@ -108,12 +108,7 @@ pub fn repair_mirror(task_dir: &Path) -> Result<()> {
 
 /// The lock on `path` if nobody holds it (`None` if someone does).
 pub fn lock_file_try(path: &Path) -> Result<Option<File>> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .map_err(|err| Error::io("open", path, err))?;
+    let file = open_lock(path)?;
     match file.try_lock() {
         Ok(()) => Ok(Some(file)),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
@@ -124,12 +119,58 @@ pub fn lock_file_try(path: &Path) -> Result<Option<File>> {
 /// An exclusive lock on `path` (created if missing) across processes, held until the returned
 /// file is dropped.
 pub fn lock_file(path: &Path) -> Result<File> {
+    let file = open_lock(path)?;
+    file.lock().map_err(|err| Error::io("lock", path, err))?;
+    Ok(file)
+}
+
+/// How long a lock in a task's folder is waited for: cuekit's own holders keep it for a
+/// moment (a check for its run), and a child, which can write there, could hold it for good.
+const TASK_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// [`lock_file`] for a lock in a task's folder: given up after [`TASK_LOCK_WAIT`] with an
+/// error, so a lock a child holds never hangs a cancel, a listing or the monitor.
+pub fn lock_task_file(path: &Path) -> Result<File> {
+    let file = open_lock(path)?;
+    let deadline = std::time::Instant::now() + TASK_LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let held = std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("held by another process for {}s", TASK_LOCK_WAIT.as_secs()),
+                );
+                return Err(Error::io("lock", path, held));
+            }
+            Err(std::fs::TryLockError::Error(err)) => return Err(Error::io("lock", path, err)),
+        }
+    }
+}
+
+/// A lock file opened as cuekit's own: created owner-only if missing, never through a link
+/// (one would make the lock a file elsewhere) and never blocking in `open` (a FIFO would), and
+/// only a regular file.
+fn open_lock(path: &Path) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .map_err(|err| Error::io("open", path, err))?;
-    file.lock().map_err(|err| Error::io("lock", path, err))?;
+    let regular = file
+        .metadata()
+        .map_err(|err| Error::io("open", path, err))?
+        .is_file();
+    if !regular {
+        let odd = std::io::Error::other("not a regular file");
+        return Err(Error::io("open", path, odd));
+    }
     Ok(file)
 }

@@ -272,6 +272,35 @@ pub fn data_dir() -> Option<PathBuf> {
 
 /// A sandboxed task's report drop (`~/.local/share/cuekit/drop/<id>/`): the one place of
 /// cuekit's its sandbox may write.
+/// The folders a sandbox hides wherever they lie (`domain::sandbox::hidden_roots`): cuekit's
+/// data (the registry, task repositories, control sockets, the web's secrets) and settings, and
+/// the user's runtime directory; those that exist, as the kernel names them.
+pub fn private_dirs() -> Vec<PathBuf> {
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute());
+    directories::ProjectDirs::from("", "", "cuekit")
+        .into_iter()
+        .flat_map(|dirs| {
+            [
+                dirs.data_dir().to_path_buf(),
+                dirs.config_dir().to_path_buf(),
+            ]
+        })
+        .chain(runtime)
+        .filter_map(|dir| dir.canonicalize().ok())
+        .collect()
+}
+
+/// Where a sandboxed task's agent keeps its state (sessions, memory, shell snapshots): a
+/// folder of the task's own in cuekit's data dir, bound over the agent's, so nothing a child
+/// writes there reaches the user's own runs of that agent.
+pub fn state_dir(task_id: &str) -> Option<PathBuf> {
+    super::is_task_id(task_id)
+        .then(|| data_dir().map(|dir| dir.join("state").join(task_id)))
+        .flatten()
+}
+
 pub fn drop_dir(task_id: &str) -> Option<PathBuf> {
     super::is_task_id(task_id)
         .then(|| data_dir().map(|dir| dir.join("drop").join(task_id)))
@@ -504,6 +533,67 @@ pub fn record_check(task_id: &str, state: &crate::domain::check::CheckState) -> 
     stage_own(&dir.join(format!("{task_id}.check")), &bytes)?.commit()
 }
 
+/// Keeps the spec a task was submitted with, where its child cannot write: what a further
+/// attempt, a retry or a late start is built from (its approval mode, permissions, argv,
+/// model), never the `task.json` its child may have rewritten. Renamed into place without an
+/// fsync (a submit pays none for it): a spec lost to a crash makes a retry refuse, never guess.
+pub fn keep_spec(task_id: &str, spec: &crate::domain::spec::TaskSpec) -> Result<()> {
+    if !super::is_task_id(task_id) {
+        return Err(Error::invalid_input(format!(
+            "'{task_id}' is not a task id"
+        )));
+    }
+    let (tmp_dir, dir) = (require(pending_dir())?, require(registry_dir())?);
+    let temporary = tmp_dir.join(format!("{task_id}.spec.tmp"));
+    let path = dir.join(format!("{task_id}.spec"));
+    let bytes = serde_json::to_vec(spec).expect("serializes");
+    std::fs::write(&temporary, bytes)
+        .and_then(|_| std::fs::rename(&temporary, &path))
+        .map_err(|err| Error::io("write", &path, err))
+}
+
+/// The spec kept at submit ([`keep_spec`]).
+pub fn kept_spec(task_id: &str) -> Result<crate::domain::spec::TaskSpec> {
+    let gone = || {
+        Error::new(
+            ErrorCode::StoreCorrupt,
+            format!("task {task_id}: the spec kept at its submit is gone or unreadable"),
+        )
+        .with_hint("submit the task again")
+    };
+    if !super::is_task_id(task_id) {
+        return Err(gone());
+    }
+    let path = registry_dir()
+        .ok_or_else(gone)?
+        .join(format!("{task_id}.spec"));
+    let bytes = super::atomic::read_small(&path).map_err(|_| gone())?;
+    serde_json::from_slice(&bytes).map_err(|_| gone())
+}
+
+/// Records `task_id`'s last report as taken from the task itself (`cuekit report` from its own
+/// pane, or its sandbox's drop): what a dependency reads, never a report a child wrote into its
+/// `task.json`.
+pub fn record_report(task_id: &str, report: &crate::domain::report::Report) -> Result<()> {
+    if !super::is_task_id(task_id) {
+        return Err(Error::invalid_input(format!(
+            "'{task_id}' is not a task id"
+        )));
+    }
+    let dir = existing(registry_dir())?;
+    let bytes = serde_json::to_vec(report).expect("serializes");
+    stage_own(&dir.join(format!("{task_id}.report")), &bytes)?.commit()
+}
+
+/// `task_id`'s last report as cuekit took it ([`record_report`]).
+pub fn report_of(task_id: &str) -> Option<crate::domain::report::Report> {
+    if !super::is_task_id(task_id) {
+        return None;
+    }
+    let path = registry_dir()?.join(format!("{task_id}.report"));
+    serde_json::from_slice(&super::atomic::read_small(&path).ok()?).ok()
+}
+
 /// Where `task_id`'s check stands, if it has one that ran or was set up.
 pub fn check_of(task_id: &str) -> Option<crate::domain::check::CheckState> {
     if !super::is_task_id(task_id) {
@@ -559,13 +649,18 @@ pub fn unregister(task_id: &str) {
     }
     super::schedule::forget(task_id);
     super::intent::clear_cancel(task_id);
-    if let Some(drop) = drop_dir(task_id) {
-        let _ = std::fs::remove_dir_all(drop);
+    for dir in [drop_dir(task_id), state_dir(task_id)]
+        .into_iter()
+        .flatten()
+    {
+        let _ = std::fs::remove_dir_all(dir);
     }
     if let Some(dir) = registry_dir() {
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.seen")));
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.merge")));
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.check")));
+        let _ = std::fs::remove_file(dir.join(format!("{task_id}.report")));
+        let _ = std::fs::remove_file(dir.join(format!("{task_id}.spec")));
         // The last conflict check's (`store::conflicts`).
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.conflicts")));
         let _ = std::fs::remove_file(dir.join(format!("{task_id}.pane")));

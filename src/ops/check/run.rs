@@ -110,7 +110,7 @@ pub(super) fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<
     let started_at = crate::effects::clock::now_rfc3339();
     let _slot = slot(crate::effects::config::Config::user_check_slots())?;
     // One check of a task at a time, whatever the cap: each reads and writes its state.
-    let _task = store::lock_file(&check_lock(task))?;
+    let _task = store::lock_task_file(&check_lock(task))?;
     let mut state = store::check_of(id).unwrap_or_else(|| CheckState::new(plan.rounds));
     let before = state.phase;
     let round = state.next_round();

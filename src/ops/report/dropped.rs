@@ -37,8 +37,10 @@ pub(super) fn record_report(
             data,
             at: crate::effects::clock::now_rfc3339(),
         };
-        // The log first: a report in the record is always also in the log.
+        // The log first: a report in the record is always also in the log. The registry's
+        // copy is the one a dependency reads: a record the child rewrote says nothing there.
         crate::effects::store::append_event(&current.task_dir, &report.event_line())?;
+        store::record_report(task_id, &report)?;
         current.last_report = Some(report.clone());
         written = Some(report);
         Ok(true)

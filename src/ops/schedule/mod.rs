@@ -210,12 +210,10 @@ fn dependencies(plan: &Plan) -> Dependencies {
         };
         let record = &task.record;
         // A child's `done` report stands for its ending, unless the task has a check: then
-        // only a passed check does (the report is the child's word, the verdict cuekit's).
+        // only a passed check does (the report is the child's word, the verdict cuekit's). The
+        // report is the one cuekit took from the task (the registry's), never its record's.
         let reported_done = record.mode != Mode::Batch
-            && record
-                .last_report
-                .as_ref()
-                .is_some_and(|report| report.kind == ReportKind::Done)
+            && store::report_of(id).is_some_and(|report| report.kind == ReportKind::Done)
             && record
                 .check
                 .as_ref()

@@ -49,6 +49,11 @@ pub(crate) fn gate_paths(task_id: &str) -> Result<GatePaths> {
 pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
     let mut task = task.clone();
     let id = task.record.id.clone();
+    // What the start is built from is the spec kept at submit, never the record's (a child of
+    // an earlier attempt may have rewritten it: its approval mode, its argv).
+    let agent = task.record.spec.agent_kind.clone();
+    task.record.spec = store::kept_spec(&id)?;
+    task.record.spec.agent_kind = agent;
     schedule::write_claim(&id)?;
     schedule::close_gate(&id);
     take_slot(
@@ -288,6 +293,7 @@ fn take_context(task: &Task, from: &str, config: &Config) -> Result<()> {
         from,
     )?);
     let context = spec.context.clone();
+    store::keep_spec(&task.record.id, &spec)?;
     rescript(task, &spec, config, |record| record.spec.context = context)
 }
 
@@ -331,6 +337,7 @@ fn rescript(
         mode: record.mode,
         bin: &bin,
         tmux_socket: Path::new(&task.placement.socket.0),
+        server_first: true,
     };
     let (launch, _) = crate::ops::sandbox::wrap(launch, &policy, &subject, None)?;
     // A checked task's attempt runs inside its check loop, as its first did.

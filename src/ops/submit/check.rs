@@ -132,6 +132,7 @@ pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
         mode: resolved.mode,
         bin: &resolved.bin,
         tmux_socket: Path::new(&socket.0),
+        server_first: true,
     };
     // `worktree.setup` runs code: an untrusted project file's was refused above and is not
     // in its layer. A sandboxed task runs it inside its sandbox.

@@ -87,6 +87,7 @@ pub(super) fn create(checked: &mut Checked, scheduled: Scheduled, undo: &Undo) -
         &resolved.config,
         checked.setup.as_deref(),
         scheduled,
+        bubblewrapped(&checked.placement),
     )
     .map_err(|err| undo.undo(err))?;
     Ok(Created {
@@ -94,6 +95,15 @@ pub(super) fn create(checked: &mut Checked, scheduled: Scheduled, undo: &Undo) -
         files,
         worktree,
     })
+}
+
+/// Whether the task runs in bubblewrap, as its registry facts say.
+fn bubblewrapped(placement: &Placement) -> bool {
+    placement
+        .facts
+        .as_ref()
+        .and_then(|facts| facts.sandbox.as_ref())
+        .is_some_and(|policy| policy.mode == crate::domain::sandbox::SandboxMode::Bwrap)
 }
 
 /// The new task's `task.json`.
@@ -177,6 +187,7 @@ fn write_task_files(
     config: &Config,
     setup: Option<&str>,
     scheduled: Scheduled,
+    bubblewrapped: bool,
 ) -> Result<TaskFiles> {
     let prompt = if adapter.runs_argv {
         spec.argv.join(" ")
@@ -187,7 +198,8 @@ fn write_task_files(
         &task_dir.join(crate::domain::launch::PROMPT_FILE),
         prompt.as_bytes(),
     )?;
-    let env_file = env_file_text(id, adapter.kind(), config);
+    store::keep_spec(id, spec)?;
+    let env_file = env_file_text(id, adapter, config, bubblewrapped);
     let env_path = task_dir.join(ENV_FILE);
     // A task started now waits for its registry entry; a queued one for the scheduler's gate.
     let registered = store::registry_dir()

@@ -54,13 +54,27 @@ pub(crate) fn launch_script(
     )
 }
 
-/// The submitter's environment, then the adapter's configured `env`, then the task id.
-pub(crate) fn env_file_text(id: &str, kind: &str, config: &Config) -> String {
+/// The submitter's environment, then the adapter's configured `env`, then the task id. A task
+/// in bubblewrap gets none of the submitter's variables whose names say secret
+/// ([`crate::domain::sandbox::looks_secret`]) but the agent's own credentials: a token in a
+/// variable would walk out of the sandbox that hides the file it came from. The user's
+/// configured `env` is given as it is.
+pub(crate) fn env_file_text(
+    id: &str,
+    adapter: &crate::domain::adapter::Adapter,
+    config: &Config,
+    bubblewrapped: bool,
+) -> String {
     let inherited = std::env::vars_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
-        .filter(|(name, _)| name != crate::effects::process::TASK_ID_VARIABLE);
+        .filter(|(name, _)| name != crate::effects::process::TASK_ID_VARIABLE)
+        .filter(|(name, _)| {
+            !bubblewrapped
+                || !crate::domain::sandbox::looks_secret(name)
+                || adapter.auth_env.contains(&name.as_str())
+        });
     let configured = config
-        .env(kind)
+        .env(adapter.kind())
         .into_iter()
         .map(|(name, s)| (name, s.value));
     render_env_file(
@@ -74,15 +88,33 @@ pub(crate) fn env_file_text(id: &str, kind: &str, config: &Config) -> String {
     )
 }
 
-/// Writes an owner-only file (a prompt, a script, an environment) in place.
+/// Writes an owner-only file (a prompt, a script, an environment) in place, in a task's folder,
+/// which a child can write: never through a link it left there (the environment would go where
+/// it points), never blocking on a FIFO; what is not a regular file is replaced.
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(path)
+    let open = |exclusive: bool| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .create_new(exclusive)
+            .truncate(true)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .and_then(|file| {
+                if file.metadata()?.is_file() {
+                    Ok(file)
+                } else {
+                    Err(std::io::Error::other("not a regular file"))
+                }
+            })
+    };
+    open(false)
+        .or_else(|_| {
+            std::fs::remove_file(path)?;
+            open(true)
+        })
         .and_then(|mut file| file.write_all(bytes))
         .map_err(|err| Error::io("write", path, err))
 }

@@ -7,10 +7,14 @@ use std::process::{Command, Stdio};
 
 use crate::domain::adapter::{Adapter, LaunchCommand};
 use crate::domain::error::{Error, ErrorCode, Result};
-use crate::domain::sandbox::{self, Mount, Network, Plan, Policy, SandboxMode};
+use crate::domain::sandbox::{self, Network, Policy, SandboxMode};
 use crate::domain::spec::Mode;
 use crate::effects::config::Config;
 use crate::effects::store::WorktreePlacement;
+
+mod plan;
+
+pub(crate) use plan::check_work_dir;
 
 /// What a submit asks of the sandbox (`--sandbox`, `--no-network`, MCP `sandbox`, `network`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -169,6 +173,25 @@ pub fn probe() -> Result<PathBuf> {
     ))
 }
 
+/// `cuekit __scope -- BWRAP …`: enters the abstract-socket scope ([`crate::effects::scope`])
+/// and becomes the command. Returns only when either fails: the launch then finds no status
+/// from bubblewrap, and the task ends `sandbox_failed`, never unscoped.
+pub fn run_scoped(command: &[std::ffi::OsString]) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    let failed = |what: &str, err: std::io::Error| {
+        unavailable(
+            format!("the sandbox's socket scope: {what}: {err}"),
+            "run `cuekit doctor`; --no-network cuts the sockets off without the scope",
+        )
+    };
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| Error::invalid_input("__scope needs a command after --"))?;
+    crate::effects::scope::enter().map_err(|err| failed("landlock", err))?;
+    let err = Command::new(program).args(args).exec();
+    Err(failed("exec", err))
+}
+
 /// What one task's sandbox is made of.
 pub(crate) struct Subject<'a> {
     pub id: &'a str,
@@ -184,6 +207,8 @@ pub(crate) struct Subject<'a> {
     pub bin: &'a str,
     /// cuekit's own tmux socket, never reachable inside.
     pub tmux_socket: &'a Path,
+    /// Whether the sandbox starts in a pane, so after the tmux server made its socket.
+    pub server_first: bool,
 }
 
 /// The launch command with the task's sandbox around the agent: bubblewrap's words (or the
@@ -213,7 +238,11 @@ pub(crate) fn wrap(
         }
         SandboxMode::Bwrap => {
             let bwrap = probe()?;
-            let plan = plan(policy, subject)?;
+            let plan = plan::plan(policy, subject)?;
+            let mut launch = launch;
+            launch
+                .warnings
+                .extend(plan::unscoped_warning(&plan).map(String::from));
             let words = sandbox::bwrap_words(&bwrap.to_string_lossy(), &plan);
             let filter = keystroke_filter()?;
             let command = match launch.agent_at {
@@ -260,8 +289,9 @@ pub(crate) fn wrap_check(
         mode: Mode::Batch,
         bin: "sh",
         tmux_socket,
+        server_first: false,
     };
-    let plan = plan(policy, &subject)?;
+    let plan = plan::plan(policy, &subject)?;
     let words = sandbox::bwrap_words(&bwrap.to_string_lossy(), &plan);
     sandbox::wrap_command(command, &words, keystroke_filter()?.as_deref())
 }
@@ -298,250 +328,6 @@ fn first_word_len(command: &str) -> usize {
         }
     }
     command.len()
-}
-
-fn home() -> Result<PathBuf> {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .and_then(|home| home.canonicalize().ok())
-        .ok_or_else(|| unavailable("HOME is not set to a directory", "set HOME"))
-}
-
-/// A folder shown again must not be a hidden root or above one (`~/prog`'s folder is HOME,
-/// with `~/.ssh`; `/tmp/prog`'s is /tmp, with every socket in it).
-fn may_show(hidden: &[PathBuf], dir: &Path) -> bool {
-    !hidden.iter().any(|root| root.starts_with(dir))
-}
-
-/// Refuses a sandboxed task whose work dir would show HOME, /tmp or /run again: checked at
-/// submit before anything is made, and again by every launch.
-pub(crate) fn check_work_dir(policy: &Policy, work_dir: &Path) -> Result<()> {
-    if policy.mode != SandboxMode::Bwrap {
-        return Ok(());
-    }
-    refuse_unsafe_work_dir(&home()?, work_dir)
-}
-
-fn refuse_unsafe_work_dir(home: &Path, work_dir: &Path) -> Result<()> {
-    let work = work_dir
-        .canonicalize()
-        .unwrap_or_else(|_| work_dir.to_path_buf());
-    if may_show(&sandbox::hidden_roots(home), &work) {
-        return Ok(());
-    }
-    Err(Error::invalid_input(format!(
-        "the sandbox's work dir {} holds your HOME, /tmp or /run: the agent would see all of it",
-        work.display()
-    ))
-    .with_hint("run the task in a project folder (--cwd), or without --sandbox"))
-}
-
-fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
-    let home = home()?;
-    refuse_unsafe_work_dir(&home, subject.work_dir)?;
-    let hidden = sandbox::hidden_roots(&home);
-    let is_hidden = |path: &Path| hidden.iter().any(|root| path.starts_with(root));
-    let may_show = |dir: &Path| may_show(&hidden, dir);
-    let mut mounts = Vec::new();
-
-    // The programs the task runs: the agent (and what interprets it), the shell, cuekit.
-    let mut programs: Vec<PathBuf> = Vec::new();
-    if let Some(agent) = crate::effects::which::find_on_path(subject.bin) {
-        programs.extend(interpreter_of(&agent));
-        programs.push(agent);
-    }
-    programs.extend(std::env::current_exe().ok());
-    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
-        if dir.is_dir() && is_hidden(&dir) && may_show(&dir) {
-            mounts.push(Mount::ReadOnly(dir));
-        }
-    }
-    for program in programs {
-        let real = program.canonicalize().unwrap_or(program);
-        if is_hidden(&real) {
-            let package = package_root(&real);
-            mounts.push(Mount::ReadOnly(if may_show(&package) {
-                package
-            } else {
-                real
-            }));
-        }
-    }
-
-    // The agent's settings, read-only over a private directory; its state, writable.
-    let needs = subject.adapter.sandbox;
-    for dir in needs.config_dirs {
-        let dir = home.join(dir);
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        mounts.push(Mount::Private(dir.clone()));
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let relative = path.strip_prefix(&home).unwrap_or(&path);
-            let listed = |list: &[&str]| list.iter().any(|item| Path::new(item) == relative);
-            if !listed(needs.state) && !listed(needs.private) {
-                mounts.push(Mount::ReadOnly(path));
-            }
-        }
-    }
-    for state in needs.state {
-        let path = home.join(state);
-        std::fs::create_dir_all(&path).map_err(|err| Error::io("create", &path, err))?;
-        mounts.push(Mount::Writable(path));
-    }
-
-    // The work dir, writable; cuekit's records in it read-only.
-    mounts.push(Mount::Writable(subject.work_dir.to_path_buf()));
-    let records = subject.work_dir.join(".cuekit");
-    if records.exists() {
-        mounts.push(Mount::ReadOnly(records));
-    }
-    if !subject.task_dir.starts_with(subject.work_dir) {
-        mounts.push(Mount::ReadOnly(subject.task_dir.to_path_buf()));
-    }
-    match subject.worktree {
-        Some(worktree) => mounts.extend(own_repo_mounts(worktree)?),
-        None => refuse_in_place_repository(subject.work_dir)?,
-    }
-    for (paths, writable) in [(&policy.read, false), (&policy.write, true)] {
-        for path in paths.iter() {
-            let path = path.canonicalize().map_err(|err| {
-                Error::invalid_input(format!(
-                    "sandbox.{}: {}: {err}",
-                    if writable { "write" } else { "read" },
-                    path.display()
-                ))
-                .with_hint("list only paths that exist, absolute or under ~/")
-            })?;
-            mounts.push(if writable {
-                Mount::Writable(path)
-            } else {
-                Mount::ReadOnly(path)
-            });
-        }
-    }
-    let drop = crate::effects::store::drop_dir(subject.id)
-        .ok_or_else(|| unavailable("no data directory for the report drop", "set HOME"))?;
-    crate::effects::store::create_private_dir(&drop)?;
-    mounts.push(Mount::Writable(drop.clone()));
-
-    // What the hidden roots took that every program needs: the resolver's file.
-    if let Ok(resolv) = Path::new("/etc/resolv.conf").canonicalize()
-        && is_hidden(&resolv)
-    {
-        mounts.push(Mount::ReadOnly(resolv));
-    }
-    // Sockets of the outside that the hidden roots may not cover.
-    let bus = std::env::var("DBUS_SESSION_BUS_ADDRESS")
-        .ok()
-        .and_then(|address| {
-            address.split(';').find_map(|part| {
-                part.strip_prefix("unix:path=")
-                    .map(|p| p.split(',').next().unwrap_or(p).to_string())
-            })
-        });
-    let sockets = [
-        std::env::var("SSH_AUTH_SOCK").ok(),
-        bus,
-        Some(subject.tmux_socket.to_string_lossy().into_owned()),
-        Some("/var/run/docker.sock".to_string()),
-    ];
-    for socket in sockets.into_iter().flatten() {
-        let Ok(real) = Path::new(&socket).canonicalize() else {
-            continue;
-        };
-        if !is_hidden(&real) {
-            mounts.push(Mount::Masked(real));
-        }
-    }
-    Ok(Plan {
-        home,
-        mounts,
-        network: policy.network,
-        chdir: subject.start_dir.to_path_buf(),
-        setenv: vec![
-            (
-                sandbox::REPORT_DROP_VARIABLE.to_string(),
-                drop.to_string_lossy().into_owned(),
-            ),
-            // The private one: the submitter's may lie in a hidden directory.
-            ("TMPDIR".to_string(), "/tmp".to_string()),
-        ],
-        new_session: subject.mode != Mode::Interactive,
-    })
-}
-
-/// A task repository's mounts: its own git dir writable; of the user's repository only the
-/// objects its alternates borrow, read-only, over an empty folder where the rest of the
-/// user's git dir was (config, hooks, refs, `commondir`, other worktrees' admin files: out of
-/// sight, so nothing there can be written or renamed).
-fn own_repo_mounts(worktree: &WorktreePlacement) -> Result<Vec<Mount>> {
-    let git_dir = worktree
-        .git_dir
-        .as_ref()
-        .filter(|_| worktree.own_repo())
-        .ok_or_else(|| {
-            unavailable(
-                "a sandboxed task needs a repository of its own",
-                "submit it again: its checkout was not made by this cuekit",
-            )
-        })?;
-    let common = &worktree.common_dir;
-    Ok(vec![
-        Mount::Private(common.clone()),
-        Mount::ReadOnly(common.join("objects")),
-        Mount::Writable(git_dir.clone()),
-    ])
-}
-
-/// Refuses an in-place sandbox in a folder of a git repository cuekit did not take for one
-/// (git could not read it): its `.git` would be the child's to rewrite.
-fn refuse_in_place_repository(work_dir: &Path) -> Result<()> {
-    match work_dir
-        .ancestors()
-        .find(|dir| dir.join(".git").symlink_metadata().is_ok())
-    {
-        None => Ok(()),
-        Some(repo) => Err(unavailable(
-            format!(
-                "{} is in the git repository {}, which git cannot read here: a sandboxed task \
-                 needs a repository of its own",
-                work_dir.display(),
-                repo.display()
-            ),
-            "check `git -C <dir> status` (a safe.directory refusal?), or submit without --sandbox",
-        )),
-    }
-}
-
-/// A script's interpreter, from its `#!` line (`#!/usr/bin/env node`: node on PATH).
-fn interpreter_of(program: &Path) -> Option<PathBuf> {
-    let mut head = [0u8; 256];
-    let read = {
-        use std::io::Read;
-        std::fs::File::open(program).ok()?.read(&mut head).ok()?
-    };
-    let line = String::from_utf8_lossy(&head[..read]);
-    let line = line.strip_prefix("#!")?.lines().next()?.trim().to_string();
-    let mut words = line.split_whitespace();
-    let first = words.next()?;
-    if first.ends_with("/env") {
-        crate::effects::which::find_on_path(words.find(|word| !word.starts_with('-'))?)
-    } else {
-        Some(PathBuf::from(first))
-    }
-}
-
-/// What to show of a program that lives in a hidden directory: its whole package (the
-/// outermost `node_modules` above it, for a script that loads its siblings), else its folder.
-fn package_root(real: &Path) -> PathBuf {
-    real.ancestors()
-        .filter(|dir| dir.file_name().is_some_and(|name| name == "node_modules"))
-        .last()
-        .or_else(|| real.parent())
-        .unwrap_or(real)
-        .to_path_buf()
 }
 
 #[cfg(test)]
@@ -604,33 +390,5 @@ mod tests {
         assert_eq!(first_word_len("gemini -y"), 6);
         assert_eq!(first_word_len("'it'\\''s' -y"), 9);
         assert_eq!(first_word_len("gemini"), 6);
-    }
-
-    #[test]
-    fn a_folder_that_holds_a_hidden_root_is_never_shown_again() {
-        let hidden = sandbox::hidden_roots(Path::new("/home/u"));
-        for holds in ["/", "/tmp", "/run", "/home", "/home/u"] {
-            assert!(!may_show(&hidden, Path::new(holds)), "{holds}");
-        }
-        for inside in ["/home/u/src/p", "/tmp/work", "/usr/bin"] {
-            assert!(may_show(&hidden, Path::new(inside)), "{inside}");
-        }
-        assert!(refuse_unsafe_work_dir(Path::new("/home/u"), Path::new("/tmp")).is_err());
-        assert!(refuse_unsafe_work_dir(Path::new("/home/u"), Path::new("/home/u")).is_err());
-        assert!(refuse_unsafe_work_dir(Path::new("/home/u"), Path::new("/home/u/p")).is_ok());
-    }
-
-    #[test]
-    fn a_package_is_shown_whole() {
-        assert_eq!(
-            package_root(Path::new(
-                "/h/.npm/lib/node_modules/@google/gemini-cli/node_modules/x/bin.js"
-            )),
-            Path::new("/h/.npm/lib/node_modules")
-        );
-        assert_eq!(
-            package_root(Path::new("/h/.local/share/claude/versions/2.1")),
-            Path::new("/h/.local/share/claude/versions")
-        );
     }
 }

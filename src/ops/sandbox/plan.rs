@@ -1,0 +1,462 @@
+//! What of the disk one task's sandbox shows, found at submit (and at each later start) and
+//! handed to the pure builder in `domain::sandbox`: the hidden roots, the programs, the agent's
+//! settings and state, the work, and the sockets of the outside to cover.
+
+use std::path::{Path, PathBuf};
+
+use super::{Subject, unavailable};
+use crate::domain::error::{Error, Result};
+use crate::domain::sandbox::{self, Mount, Network, Plan, Policy, SandboxMode};
+use crate::domain::spec::Mode;
+use crate::effects::store::{self, WorktreePlacement};
+
+/// How many entries below an in-place work dir are looked at for a repository before the
+/// sandbox is refused as too large to prove it holds none.
+const NESTED_REPOSITORY_LOOK: usize = 200_000;
+
+fn home() -> Result<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .and_then(|home| home.canonicalize().ok())
+        .ok_or_else(|| unavailable("HOME is not set to a directory", "set HOME"))
+}
+
+/// The roots a sandbox hides on this machine: the fixed ones, and cuekit's own folders and the
+/// user's runtime directory wherever the XDG variables put them.
+fn hidden_roots() -> Result<Vec<PathBuf>> {
+    Ok(sandbox::hidden_roots(&home()?, &store::private_dirs()))
+}
+
+fn is_hidden(hidden: &[PathBuf], path: &Path) -> bool {
+    hidden.iter().any(|root| path.starts_with(root))
+}
+
+/// A folder shown again must not be a hidden root or above one (`~/prog`'s folder is HOME,
+/// with `~/.ssh`; `/tmp/prog`'s is /tmp, with every socket in it).
+fn may_show(hidden: &[PathBuf], dir: &Path) -> bool {
+    !hidden.iter().any(|root| root.starts_with(dir))
+}
+
+/// Refuses a sandboxed task whose work dir would show HOME, /tmp, /run or cuekit's own data
+/// again: checked at submit before anything is made, and again by every launch.
+pub(crate) fn check_work_dir(policy: &Policy, work_dir: &Path) -> Result<()> {
+    if policy.mode != SandboxMode::Bwrap {
+        return Ok(());
+    }
+    refuse_unsafe_work_dir(&hidden_roots()?, work_dir)
+}
+
+fn refuse_unsafe_work_dir(hidden: &[PathBuf], work_dir: &Path) -> Result<()> {
+    let work = work_dir
+        .canonicalize()
+        .unwrap_or_else(|_| work_dir.to_path_buf());
+    if may_show(hidden, &work) {
+        return Ok(());
+    }
+    Err(Error::invalid_input(format!(
+        "the sandbox's work dir {} holds your HOME, /tmp, /run or cuekit's own data: the agent \
+         would see all of it",
+        work.display()
+    ))
+    .with_hint("run the task in a project folder (--cwd), or without --sandbox"))
+}
+
+/// Everything one task's sandbox is.
+pub(crate) fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
+    let home = home()?;
+    let hidden = sandbox::hidden_roots(&home, &store::private_dirs());
+    refuse_unsafe_work_dir(&hidden, subject.work_dir)?;
+    let mut mounts = program_mounts(&hidden, subject);
+    mounts.extend(agent_mounts(&home, subject)?);
+    mounts.extend(work_mounts(policy, subject)?);
+    let drop = store::drop_dir(subject.id)
+        .ok_or_else(|| unavailable("no data directory for the report drop", "set HOME"))?;
+    store::create_private_dir(&drop)?;
+    mounts.push(Mount::Writable(drop.clone()));
+    mounts.extend(outside_mounts(&hidden, subject));
+    Ok(Plan {
+        hidden,
+        mounts,
+        network: policy.network,
+        chdir: subject.start_dir.to_path_buf(),
+        setenv: vec![
+            (
+                sandbox::REPORT_DROP_VARIABLE.to_string(),
+                drop.to_string_lossy().into_owned(),
+            ),
+            // The private one: the submitter's may lie in a hidden directory.
+            ("TMPDIR".to_string(), "/tmp".to_string()),
+        ],
+        new_session: subject.mode != Mode::Interactive,
+        scope: scope(),
+    })
+}
+
+/// cuekit's program, to run bubblewrap under the abstract-socket scope, where this kernel has
+/// it (Landlock ABI 6, Linux 6.12) and bubblewrap is not setuid (the scope sets
+/// no_new_privs, which a setuid bubblewrap cannot start under).
+pub(crate) fn scope() -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let bwrap = crate::effects::which::find_on_path("bwrap")?;
+    let setuid = std::fs::metadata(bwrap).ok()?.permissions().mode() & 0o4000 != 0;
+    if setuid || !crate::effects::scope::available() {
+        return None;
+    }
+    std::env::current_exe().ok()
+}
+
+/// What a sandbox without the scope leaves open, said on the task (`None` when nothing is).
+pub(crate) fn unscoped_warning(plan: &Plan) -> Option<&'static str> {
+    (plan.scope.is_none() && plan.network == Network::On).then_some(
+        "this kernel cannot keep the sandbox from the machine's abstract unix sockets (an X \
+         server, a session bus): add --no-network to cut them off",
+    )
+}
+
+/// The programs the task runs (the agent and what interprets it, the shell, cuekit), shown
+/// again where they live in a hidden root.
+fn program_mounts(hidden: &[PathBuf], subject: &Subject) -> Vec<Mount> {
+    let mut mounts = Vec::new();
+    let mut programs: Vec<PathBuf> = Vec::new();
+    if let Some(agent) = crate::effects::which::find_on_path(subject.bin) {
+        programs.extend(interpreter_of(&agent));
+        programs.push(agent);
+    }
+    programs.extend(std::env::current_exe().ok());
+    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        if dir.is_dir() && is_hidden(hidden, &dir) && may_show(hidden, &dir) {
+            mounts.push(Mount::ReadOnly(dir));
+        }
+    }
+    for program in programs {
+        let real = program.canonicalize().unwrap_or(program);
+        if is_hidden(hidden, &real) {
+            let package = package_root(&real);
+            mounts.push(Mount::ReadOnly(if may_show(hidden, &package) {
+                package
+            } else {
+                real
+            }));
+        }
+    }
+    mounts
+}
+
+/// The agent's settings, read-only over a private directory; its state, writable, from a
+/// folder of the task's own: the user's state (sessions, memory, shell snapshots of every
+/// project) is what the user's own runs of the agent read and run.
+fn agent_mounts(home: &Path, subject: &Subject) -> Result<Vec<Mount>> {
+    let mut mounts = Vec::new();
+    let needs = subject.adapter.sandbox;
+    for dir in needs.config_dirs {
+        let dir = home.join(dir);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        mounts.push(Mount::Private(dir.clone()));
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let relative = path.strip_prefix(home).unwrap_or(&path);
+            let listed = |list: &[&str]| list.iter().any(|item| Path::new(item) == relative);
+            if !listed(needs.state) && !listed(needs.private) {
+                mounts.push(Mount::ReadOnly(path));
+            }
+        }
+    }
+    if needs.state.is_empty() {
+        return Ok(mounts);
+    }
+    let own = store::state_dir(subject.id)
+        .ok_or_else(|| unavailable("no data directory for the agent's state", "set HOME"))?;
+    for (at, state) in needs.state.iter().enumerate() {
+        let (from, to) = (own.join(at.to_string()), home.join(state));
+        store::create_private_dir(&from)?;
+        std::fs::create_dir_all(&to).map_err(|err| Error::io("create", &to, err))?;
+        mounts.push(Mount::Bound { from, to });
+    }
+    for shared in needs.shared {
+        let path = home.join(shared);
+        if path.is_file() {
+            mounts.push(Mount::ReadOnly(path));
+        }
+    }
+    Ok(mounts)
+}
+
+/// The work dir, writable, with cuekit's records in it read-only; the task's repository of its
+/// own, or the proof that no repository's `.git` is in reach; the user's `sandbox.read` and
+/// `sandbox.write`.
+fn work_mounts(policy: &Policy, subject: &Subject) -> Result<Vec<Mount>> {
+    let mut mounts = vec![Mount::Writable(subject.work_dir.to_path_buf())];
+    let records = subject.work_dir.join(".cuekit");
+    if records.exists() {
+        mounts.push(Mount::ReadOnly(records));
+    }
+    if !subject.task_dir.starts_with(subject.work_dir) {
+        mounts.push(Mount::ReadOnly(subject.task_dir.to_path_buf()));
+    }
+    match subject.worktree {
+        Some(worktree) => mounts.extend(own_repo_mounts(worktree)?),
+        None => {
+            refuse_in_place_repository(subject.work_dir)?;
+            refuse_nested_repository(subject.work_dir)?;
+        }
+    }
+    for (paths, writable) in [(&policy.read, false), (&policy.write, true)] {
+        for path in paths.iter() {
+            let path = path.canonicalize().map_err(|err| {
+                Error::invalid_input(format!(
+                    "sandbox.{}: {}: {err}",
+                    if writable { "write" } else { "read" },
+                    path.display()
+                ))
+                .with_hint("list only paths that exist, absolute or under ~/")
+            })?;
+            mounts.push(if writable {
+                Mount::Writable(path)
+            } else {
+                Mount::ReadOnly(path)
+            });
+        }
+    }
+    Ok(mounts)
+}
+
+/// What the hidden roots took that every program needs (the resolver's file), and the sockets
+/// of the outside they may not cover: the ssh agent's, the session bus's, docker's and cuekit's
+/// own tmux server's.
+fn outside_mounts(hidden: &[PathBuf], subject: &Subject) -> Vec<Mount> {
+    let mut mounts = Vec::new();
+    if let Ok(resolv) = Path::new("/etc/resolv.conf").canonicalize()
+        && is_hidden(hidden, &resolv)
+    {
+        mounts.push(Mount::ReadOnly(resolv));
+    }
+    let bus = std::env::var("DBUS_SESSION_BUS_ADDRESS")
+        .ok()
+        .and_then(|address| {
+            address.split(';').find_map(|part| {
+                part.strip_prefix("unix:path=")
+                    .map(|p| p.split(',').next().unwrap_or(p).to_string())
+            })
+        });
+    let sockets = [
+        std::env::var("SSH_AUTH_SOCK").ok(),
+        bus,
+        Some("/var/run/docker.sock".to_string()),
+    ];
+    let present = sockets
+        .into_iter()
+        .flatten()
+        .filter_map(|socket| Path::new(&socket).canonicalize().ok());
+    let tmux = tmux_socket(subject.tmux_socket, subject.server_first);
+    for real in present.chain(tmux) {
+        if !is_hidden(hidden, &real) {
+            mounts.push(Mount::Masked(real));
+        }
+    }
+    mounts
+}
+
+/// Where cuekit's tmux socket is, to be covered. A sandbox started in a pane (`server_first`)
+/// starts after the server made its socket, which the first submit's plan comes before: its
+/// path is covered whether or not the socket is there yet.
+fn tmux_socket(socket: &Path, server_first: bool) -> Option<PathBuf> {
+    if let Ok(real) = socket.canonicalize() {
+        return Some(real);
+    }
+    if !server_first {
+        return None;
+    }
+    let folder = socket.parent()?.canonicalize().ok()?;
+    Some(folder.join(socket.file_name()?))
+}
+
+/// A task repository's mounts: its own git dir writable; of the user's repository only the
+/// objects its alternates borrow, read-only, over an empty folder where the rest of the
+/// user's git dir was (config, hooks, refs, `commondir`, other worktrees' admin files: out of
+/// sight, so nothing there can be written or renamed).
+fn own_repo_mounts(worktree: &WorktreePlacement) -> Result<Vec<Mount>> {
+    let git_dir = worktree
+        .git_dir
+        .as_ref()
+        .filter(|_| worktree.own_repo())
+        .ok_or_else(|| {
+            unavailable(
+                "a sandboxed task needs a repository of its own",
+                "submit it again: its checkout was not made by this cuekit",
+            )
+        })?;
+    let common = &worktree.common_dir;
+    Ok(vec![
+        Mount::Private(common.clone()),
+        Mount::ReadOnly(common.join("objects")),
+        Mount::Writable(git_dir.clone()),
+    ])
+}
+
+/// Refuses an in-place sandbox in a folder of a git repository cuekit did not take for one
+/// (git could not read it): its `.git` would be the child's to rewrite.
+fn refuse_in_place_repository(work_dir: &Path) -> Result<()> {
+    match work_dir
+        .ancestors()
+        .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+    {
+        None => Ok(()),
+        Some(repo) => Err(unavailable(
+            format!(
+                "{} is in the git repository {}, which git cannot read here: a sandboxed task \
+                 needs a repository of its own",
+                work_dir.display(),
+                repo.display()
+            ),
+            "check `git -C <dir> status` (a safe.directory refusal?), or submit without --sandbox",
+        )),
+    }
+}
+
+/// Refuses an in-place sandbox over a folder that holds repositories (`~/src` of clones): the
+/// work dir is writable whole, so each one's `.git` (its config, hooks) would be the child's
+/// to rewrite, and the user's next `git status` there would run what the child put in. Links
+/// are not followed (a link is not the repository's own `.git`, and leads out of the work dir).
+fn refuse_nested_repository(work_dir: &Path) -> Result<()> {
+    let mut folders = vec![work_dir.to_path_buf()];
+    let mut looked = 0;
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            looked += 1;
+            let refused = |why: String| {
+                unavailable(
+                    why,
+                    "submit from inside the repository (a sandboxed task there gets a \
+                     repository of its own), or without --sandbox",
+                )
+            };
+            if entry.file_name() == ".git" {
+                return Err(refused(format!(
+                    "{} holds the git repository {}: a sandboxed child could rewrite its .git",
+                    work_dir.display(),
+                    folder.display()
+                )));
+            }
+            if looked > NESTED_REPOSITORY_LOOK {
+                return Err(refused(format!(
+                    "{} holds more than {NESTED_REPOSITORY_LOOK} entries: too many to prove \
+                     that no git repository lies below it",
+                    work_dir.display()
+                )));
+            }
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                folders.push(entry.path());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A script's interpreter, from its `#!` line (`#!/usr/bin/env node`: node on PATH).
+fn interpreter_of(program: &Path) -> Option<PathBuf> {
+    let mut head = [0u8; 256];
+    let read = {
+        use std::io::Read;
+        std::fs::File::open(program).ok()?.read(&mut head).ok()?
+    };
+    let line = String::from_utf8_lossy(&head[..read]);
+    let line = line.strip_prefix("#!")?.lines().next()?.trim().to_string();
+    let mut words = line.split_whitespace();
+    let first = words.next()?;
+    if first.ends_with("/env") {
+        crate::effects::which::find_on_path(words.find(|word| !word.starts_with('-'))?)
+    } else {
+        Some(PathBuf::from(first))
+    }
+}
+
+/// What to show of a program that lives in a hidden directory: its whole package (the
+/// outermost `node_modules` above it, for a script that loads its siblings), else its folder.
+fn package_root(real: &Path) -> PathBuf {
+    real.ancestors()
+        .filter(|dir| dir.file_name().is_some_and(|name| name == "node_modules"))
+        .last()
+        .or_else(|| real.parent())
+        .unwrap_or(real)
+        .to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_that_holds_a_hidden_root_is_never_shown_again() {
+        let data = PathBuf::from("/data/cuekit");
+        let hidden = sandbox::hidden_roots(Path::new("/home/u"), std::slice::from_ref(&data));
+        for holds in [
+            "/",
+            "/tmp",
+            "/run",
+            "/home",
+            "/home/u",
+            "/data",
+            "/data/cuekit",
+        ] {
+            assert!(!may_show(&hidden, Path::new(holds)), "{holds}");
+        }
+        for inside in [
+            "/home/u/src/p",
+            "/tmp/work",
+            "/usr/bin",
+            "/data/cuekit/repos",
+        ] {
+            assert!(may_show(&hidden, Path::new(inside)), "{inside}");
+        }
+        assert!(refuse_unsafe_work_dir(&hidden, Path::new("/tmp")).is_err());
+        assert!(refuse_unsafe_work_dir(&hidden, Path::new("/home/u")).is_err());
+        assert!(refuse_unsafe_work_dir(&hidden, Path::new("/data")).is_err());
+        assert!(refuse_unsafe_work_dir(&hidden, Path::new("/home/u/p")).is_ok());
+    }
+
+    #[test]
+    fn a_tmux_socket_not_made_yet_is_covered_when_the_server_comes_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("tmux.sock");
+        let real = dir.path().canonicalize().unwrap().join("tmux.sock");
+        assert_eq!(tmux_socket(&socket, true), Some(real.clone()));
+        assert_eq!(tmux_socket(&socket, false), None);
+        std::fs::write(&socket, "").unwrap();
+        assert_eq!(tmux_socket(&socket, false), Some(real));
+    }
+
+    #[test]
+    fn a_work_dir_holding_a_repository_is_refused_at_any_depth() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("a/b/c")).unwrap();
+        std::fs::write(dir.path().join("a/b/file"), "x").unwrap();
+        assert!(refuse_nested_repository(dir.path()).is_ok());
+        // A gitfile counts as much as a git dir: it leads the user's git elsewhere.
+        std::fs::write(dir.path().join("a/b/c/.git"), "gitdir: /x").unwrap();
+        let err = refuse_nested_repository(dir.path()).unwrap_err();
+        assert_eq!(
+            err.code,
+            crate::domain::error::ErrorCode::SandboxUnavailable
+        );
+        assert!(err.message.contains("a/b/c"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_package_is_shown_whole() {
+        assert_eq!(
+            package_root(Path::new(
+                "/h/.npm/lib/node_modules/@google/gemini-cli/node_modules/x/bin.js"
+            )),
+            Path::new("/h/.npm/lib/node_modules")
+        );
+        assert_eq!(
+            package_root(Path::new("/h/.local/share/claude/versions/2.1")),
+            Path::new("/h/.local/share/claude/versions")
+        );
+    }
+}
