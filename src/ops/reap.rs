@@ -89,8 +89,8 @@ fn undo(pending: Pending) -> Option<String> {
         crate::effects::process::terminate(making(), crate::effects::process::DEFAULT_GRACE);
         crate::effects::git::create::remove_abandoned(worktree);
     }
-    // Its slot, and anything a queued submit kept for the scheduler.
-    store::schedule::forget(&placement.id);
+    // Its slot, anything a queued submit kept for the scheduler, its kept spec and state.
+    store::unregister(&placement.id);
     store::remove_pending(&placement.id);
     Some(placement.id.clone())
 }

@@ -75,8 +75,8 @@ const MAY_OPEN: &[(&str, &str)] = &[
         "a sandboxed child's report drop in cuekit's data dir: regular files only, size-limited, parsed typed",
     ),
     (
-        "src/ops/sandbox.rs",
-        "the names in the agents' settings folders in the user's HOME, the `.git` file git wrote in a task's worktree (only a folder in `worktrees/` counts), a program's `#!` line",
+        "src/ops/sandbox/plan.rs",
+        "the names in the agents' settings folders in the user's HOME, the folders below an in-place work dir (names only, links not followed: a nested repository's `.git`), a program's `#!` line",
     ),
     (
         "src/ops/parent_setup.rs",

@@ -32,6 +32,16 @@ pub fn stage(path: &Path, bytes: &[u8]) -> Result<Staged> {
 /// Temp names carry the writer's pid (`.<name>.<pid>.<random>.tmp`): a writer killed before its
 /// rename leaves one behind, and [`remove_if_stale_tmp`] can tell it from one still being written.
 pub fn stage_in(tmp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<Staged> {
+    stage_with(tmp_dir, path, bytes, true)
+}
+
+/// [`stage_in`] without the fsync: for a file whose loss to a crash is refused when it is
+/// read, never taken for something else.
+pub fn stage_unsynced_in(tmp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<Staged> {
+    stage_with(tmp_dir, path, bytes, false)
+}
+
+fn stage_with(tmp_dir: &Path, path: &Path, bytes: &[u8], sync: bool) -> Result<Staged> {
     let name = path
         .file_name()
         .expect("a file path has a name")
@@ -52,7 +62,7 @@ pub fn stage_in(tmp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<Staged> {
         .open(&staged.tmp)
         .and_then(|mut file| {
             file.write_all(bytes)?;
-            file.sync_all()
+            if sync { file.sync_all() } else { Ok(()) }
         })
         .map_err(|err| Error::io("write", path, err))?;
     Ok(staged)

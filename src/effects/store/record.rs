@@ -152,25 +152,31 @@ pub fn lock_task_file(path: &Path) -> Result<File> {
 }
 
 /// A lock file opened as cuekit's own: created owner-only if missing, never through a link
-/// (one would make the lock a file elsewhere) and never blocking in `open` (a FIFO would), and
-/// only a regular file.
+/// (one would make the lock a file elsewhere) and never blocking in `open` (a FIFO would). What
+/// is there and is not a regular file (a child's link or FIFO in its task folder) is replaced.
 fn open_lock(path: &Path) -> Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|err| Error::io("open", path, err))?;
-    let regular = file
-        .metadata()
-        .map_err(|err| Error::io("open", path, err))?
-        .is_file();
-    if !regular {
-        let odd = std::io::Error::other("not a regular file");
-        return Err(Error::io("open", path, odd));
-    }
-    Ok(file)
+    let open = |exclusive: bool| {
+        OpenOptions::new()
+            .create(true)
+            .create_new(exclusive)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .and_then(|file| {
+                if file.metadata()?.is_file() {
+                    Ok(file)
+                } else {
+                    Err(std::io::Error::other("not a regular file"))
+                }
+            })
+    };
+    open(false)
+        .or_else(|_| {
+            std::fs::remove_file(path)?;
+            open(true)
+        })
+        .map_err(|err| Error::io("open", path, err))
 }

@@ -544,12 +544,9 @@ pub fn keep_spec(task_id: &str, spec: &crate::domain::spec::TaskSpec) -> Result<
         )));
     }
     let (tmp_dir, dir) = (require(pending_dir())?, require(registry_dir())?);
-    let temporary = tmp_dir.join(format!("{task_id}.spec.tmp"));
     let path = dir.join(format!("{task_id}.spec"));
     let bytes = serde_json::to_vec(spec).expect("serializes");
-    std::fs::write(&temporary, bytes)
-        .and_then(|_| std::fs::rename(&temporary, &path))
-        .map_err(|err| Error::io("write", &path, err))
+    super::atomic::stage_unsynced_in(&tmp_dir, &path, &bytes)?.commit()
 }
 
 /// The spec kept at submit ([`keep_spec`]).

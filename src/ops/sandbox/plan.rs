@@ -64,14 +64,16 @@ fn refuse_unsafe_work_dir(hidden: &[PathBuf], work_dir: &Path) -> Result<()> {
 /// Everything one task's sandbox is.
 pub(crate) fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
     let home = home()?;
+    // Made first: cuekit's data dir is hidden only if it is there to be found (a first
+    // submit's plan comes before anything else is written in it).
+    let drop = store::drop_dir(subject.id)
+        .ok_or_else(|| unavailable("no data directory for the report drop", "set HOME"))?;
+    store::create_private_dir(&drop)?;
     let hidden = sandbox::hidden_roots(&home, &store::private_dirs());
     refuse_unsafe_work_dir(&hidden, subject.work_dir)?;
     let mut mounts = program_mounts(&hidden, subject);
     mounts.extend(agent_mounts(&home, subject)?);
     mounts.extend(work_mounts(policy, subject)?);
-    let drop = store::drop_dir(subject.id)
-        .ok_or_else(|| unavailable("no data directory for the report drop", "set HOME"))?;
-    store::create_private_dir(&drop)?;
     mounts.push(Mount::Writable(drop.clone()));
     mounts.extend(outside_mounts(&hidden, subject));
     Ok(Plan {

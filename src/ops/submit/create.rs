@@ -47,7 +47,7 @@ impl Undo {
     pub fn undo(&self, err: Error) -> Error {
         let _ = Tmux::new(self.socket.clone()).run(&args::kill_session(&self.session));
         let _ = std::fs::remove_dir_all(&self.task_dir);
-        schedule::forget(&self.id);
+        store::unregister(&self.id);
         store::remove_pending(&self.id);
         err
     }

@@ -1,0 +1,205 @@
+//! What a sandboxed child can reach beyond its work dir, as a blind re-audit of the sandbox
+//! found it (issue 30): cuekit's tmux socket before its server exists, cuekit's data and the
+//! user's runtime dir where the XDG variables put them outside HOME, the submitter's secrets
+//! in variables, the machine's abstract unix sockets, other projects' agent state, and the
+//! `.git` of repositories below an in-place work dir. Each child is a `command` task run in
+//! bubblewrap on real tmux; what it reached it writes into its work dir.
+
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener};
+use std::path::{Path, PathBuf};
+
+use crate::harness::{Harness, assert_refused, write_executable};
+
+/// A folder outside HOME, /tmp and /run (the roots every sandbox hides): where a user's
+/// `XDG_DATA_HOME` or `CUEKIT_TMUX_SOCKET` may point.
+fn outside() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+/// Ends the tmux server of a socket path the harness does not know of.
+struct Server(PathBuf);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&self.0)
+            .arg("kill-server")
+            .output();
+    }
+}
+
+fn seen(h: &Harness, name: &str) -> String {
+    std::fs::read_to_string(h.project.join(name)).unwrap_or_default()
+}
+
+/// The first sandboxed task on a new tmux server, whose socket lies outside the hidden roots,
+/// cannot drive that server (a `run-shell` would run as the user, outside bubblewrap); nor
+/// read cuekit's data dir or the user's runtime dir when XDG puts them there too.
+#[test]
+fn cuekits_socket_data_and_runtime_dirs_are_out_of_reach_wherever_they_lie() {
+    let out = outside();
+    let (socket, data, runtime) = (
+        out.path().join("tmux.sock"),
+        out.path().join("data"),
+        out.path().join("run"),
+    );
+    std::fs::create_dir_all(runtime.join("cuekit")).unwrap();
+    std::fs::write(runtime.join("secret"), "RUNTIME-SECRET").unwrap();
+    let h = Harness::new()
+        .env("CUEKIT_TMUX_SOCKET", socket.to_str().unwrap())
+        .env("XDG_DATA_HOME", data.to_str().unwrap())
+        .env("XDG_RUNTIME_DIR", runtime.to_str().unwrap());
+    let _server = Server(socket.clone());
+    let escaped = out.path().join("escaped");
+    let script = format!(
+        "tmux -S '{}' run-shell 'touch {}'; ls '{}/cuekit' > seen-data 2>&1; \
+         cat '{}/secret' > seen-runtime 2>&1; echo done",
+        socket.display(),
+        escaped.display(),
+        data.display(),
+        runtime.display()
+    );
+    let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
+    h.wait_ok(&[&id], "60s");
+    assert!(
+        !escaped.exists(),
+        "the child ran a command through cuekit's tmux server"
+    );
+    // The registry (`tasks/`) and the task repositories are cuekit's data: not in sight.
+    assert!(
+        !seen(&h, "seen-data").contains("tasks"),
+        "{}",
+        seen(&h, "seen-data")
+    );
+    assert!(!seen(&h, "seen-runtime").contains("RUNTIME-SECRET"));
+    assert!(
+        data.join("cuekit/tasks").is_dir(),
+        "the data dir was the one used"
+    );
+}
+
+/// The submitter's variables whose names say secret stay out of a sandboxed task; the rest,
+/// and what the user's own file gives the agent, come in.
+#[test]
+fn the_submitters_secrets_in_variables_stay_out_of_the_sandbox() {
+    let h = Harness::new()
+        .env("AWS_SECRET_ACCESS_KEY", "LEAKED-AWS")
+        .env("GITHUB_TOKEN", "LEAKED-GH")
+        .env("CUEKIT_TEST_MARKER", "KEPT");
+    let id = h.submit_sh("env > seen-env", &["--sandbox", "--mode", "batch"]);
+    h.wait_ok(&[&id], "60s");
+    let env = seen(&h, "seen-env");
+    assert!(env.contains("CUEKIT_TEST_MARKER=KEPT"), "{env}");
+    assert!(!env.contains("LEAKED"), "{env}");
+    // Without the sandbox the task has the submitter's whole environment, as always.
+    let open = h.submit_sh("env > seen-open", &["--mode", "batch"]);
+    h.wait_ok(&[&open], "60s");
+    assert!(seen(&h, "seen-open").contains("LEAKED-GH"));
+}
+
+/// A sandbox that keeps the network cannot connect to an abstract unix socket of the machine
+/// (an X server's, a session bus's): they belong to the network namespace it shares.
+#[test]
+fn a_sandbox_with_the_network_cannot_reach_the_machines_abstract_sockets() {
+    let name = format!("cuekit-test-abstract-{}", std::process::id());
+    let listener =
+        UnixListener::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes()).unwrap()).unwrap();
+    let h = Harness::new();
+    let probe = format!(
+        "/usr/bin/python3 -c 'import socket\ns = socket.socket(socket.AF_UNIX)\n\
+         try:\n    s.connect(\"\\0{name}\"); print(\"CONNECTED\")\n\
+         except OSError as e: print(\"REFUSED\", e)' > seen-socket 2>&1"
+    );
+    let id = h.submit_sh(&probe, &["--sandbox", "--mode", "batch"]);
+    h.wait_ok(&[&id], "60s");
+    let said = seen(&h, "seen-socket");
+    assert!(said.contains("REFUSED"), "{said}");
+    // The same probe outside the sandbox reaches it: the listener was there.
+    let open = h.submit_sh(
+        &probe.replace("seen-socket", "seen-open"),
+        &["--mode", "batch"],
+    );
+    h.wait_ok(&[&open], "60s");
+    assert!(seen(&h, "seen-open").contains("CONNECTED"));
+    drop(listener);
+}
+
+/// A sandboxed agent's state (sessions, memory) is the task's own: what it writes there never
+/// reaches the state the user's own runs of that agent read, in any project.
+#[test]
+fn a_sandboxed_agents_state_is_the_tasks_own() {
+    let h = Harness::new().env("GEMINI_API_KEY", "offline-test-key");
+    write_executable(
+        &h.bin.join("gemini"),
+        "#!/bin/sh\nmkdir -p \"$HOME/.gemini/tmp/other/memory\" && \
+         echo INJECTED > \"$HOME/.gemini/tmp/other/memory/MEMORY.md\"\n\
+         echo '{\"type\":\"result\",\"status\":\"success\",\"stats\":{}}'\n",
+    );
+    std::fs::create_dir_all(h.home.join(".gemini/tmp")).unwrap();
+    let id = h.submit(&["--agent", "gemini", "--mode", "batch", "--sandbox", "do it"]);
+    h.wait_ok(&[&id], "60s");
+    assert!(
+        !h.home.join(".gemini/tmp/other/memory/MEMORY.md").exists(),
+        "the child wrote into the user's own Gemini memory"
+    );
+    let own = h.data_dir().join("state").join(&id);
+    let kept = walk(&own);
+    assert!(
+        kept.iter()
+            .any(|path| path.ends_with("other/memory/MEMORY.md")),
+        "{kept:?}"
+    );
+    h.ok(&["rm", &id]);
+    assert!(!own.exists(), "rm leaves the task's state behind");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// An in-place sandbox over a folder that holds a repository is refused before anything
+/// starts: the child could rewrite that repository's `.git` (a hook, an fsmonitor) for the
+/// user's next `git status` there.
+#[test]
+fn an_in_place_sandbox_over_a_folder_of_repositories_is_refused() {
+    let h = Harness::new();
+    let clone = h.project.join("clones/app");
+    std::fs::create_dir_all(&clone).unwrap();
+    let init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&clone)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    let mut args = vec!["submit", "--sandbox"];
+    args.extend(crate::harness::sh_task(
+        "git config core.fsmonitor 'touch pwned'",
+        &[],
+    ));
+    let (answer, code) = h.json(&args);
+    assert_refused(&answer, code, "sandbox_unavailable", 32);
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("clones/app"),
+        "{answer}"
+    );
+    assert!(!h.project.join(".cuekit/tasks").is_dir() || list_is_empty(&h));
+}
+
+fn list_is_empty(h: &Harness) -> bool {
+    let (list, _) = h.json(&["list"]);
+    list["tasks"].as_array().is_none_or(Vec::is_empty)
+}
