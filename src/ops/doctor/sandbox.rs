@@ -32,11 +32,20 @@ pub(super) fn keystroke_check() -> Check {
 pub(super) fn sandbox_check(config: &Config) -> Check {
     let configured = config.sandbox().mode == crate::domain::sandbox::SandboxMode::Bwrap;
     match crate::ops::probe_sandbox() {
+        Ok(bwrap) if crate::ops::sandbox_scope().is_none() => Check::new(
+            "sandbox",
+            Level::Warn,
+            format!(
+                "{} makes its namespaces here (--sandbox works), but this kernel (before Linux                  6.12) or a setuid bubblewrap cannot keep a sandbox that has the network from                  the machine's abstract unix sockets (an X server, a session bus)",
+                bwrap.display()
+            ),
+        )
+        .next("submit such tasks with --no-network, or use Linux 6.12 or later"),
         Ok(bwrap) => Check::new(
             "sandbox",
             Level::Ok,
             format!(
-                "{} makes its namespaces here (--sandbox works)",
+                "{} makes its namespaces here (--sandbox works; abstract sockets scoped)",
                 bwrap.display()
             ),
         ),

@@ -14,7 +14,7 @@ use crate::effects::store::WorktreePlacement;
 
 mod plan;
 
-pub(crate) use plan::check_work_dir;
+pub(crate) use plan::{check_work_dir, scope};
 
 /// What a submit asks of the sandbox (`--sandbox`, `--no-network`, MCP `sandbox`, `network`).
 #[derive(Debug, Clone, Copy, Default)]
