@@ -176,12 +176,7 @@ fn an_in_place_sandbox_over_a_folder_of_repositories_is_refused() {
     let h = Harness::new();
     let clone = h.project.join("clones/app");
     std::fs::create_dir_all(&clone).unwrap();
-    let init = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&clone)
-        .status()
-        .unwrap();
-    assert!(init.success());
+    crate::harness::git::git(&clone, &["init", "-q"]);
     let mut args = vec!["submit", "--sandbox"];
     args.extend(crate::harness::sh_task(
         "git config core.fsmonitor 'touch pwned'",
@@ -189,13 +184,8 @@ fn an_in_place_sandbox_over_a_folder_of_repositories_is_refused() {
     ));
     let (answer, code) = h.json(&args);
     assert_refused(&answer, code, "sandbox_unavailable", 32);
-    assert!(
-        answer["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("clones/app"),
-        "{answer}"
-    );
+    let said = answer["error"]["message"].as_str().unwrap();
+    assert!(said.contains("clones/app"), "{answer}");
     assert!(!h.project.join(".cuekit/tasks").is_dir() || list_is_empty(&h));
 }
 

@@ -178,6 +178,34 @@ fn open_own_sized(path: &Path) -> std::io::Result<(std::fs::File, u64)> {
     Ok((file, meta.len()))
 }
 
+/// A file of cuekit's in a folder a child can write (a task folder), opened for writing:
+/// created owner-only if missing, never through a link the child left (what cuekit writes would
+/// go where it points), never blocking in `open` (a FIFO would). What is there and is not a
+/// regular file is replaced. `truncate`: emptied, for a file written whole; else kept (a lock).
+pub fn open_own_for_writing(path: &Path, truncate: bool) -> std::io::Result<std::fs::File> {
+    let open = |exclusive: bool| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .create_new(exclusive)
+            .truncate(truncate)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .and_then(|file| {
+                if file.metadata()?.is_file() {
+                    Ok(file)
+                } else {
+                    Err(std::io::Error::other("not a regular file"))
+                }
+            })
+    };
+    open(false).or_else(|_| {
+        std::fs::remove_file(path)?;
+        open(true)
+    })
+}
+
 /// Appends `line` and a newline to `path` (created if missing) in a single `write` on a file
 /// opened for appending: lines from several processes never interleave. Opened without
 /// following a link and without blocking, and written only if it is a regular file: a child

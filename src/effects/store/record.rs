@@ -1,4 +1,4 @@
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::Path;
 
 use super::{RECORD_FILE, write_atomic};
@@ -151,32 +151,8 @@ pub fn lock_task_file(path: &Path) -> Result<File> {
     }
 }
 
-/// A lock file opened as cuekit's own: created owner-only if missing, never through a link
-/// (one would make the lock a file elsewhere) and never blocking in `open` (a FIFO would). What
-/// is there and is not a regular file (a child's link or FIFO in its task folder) is replaced.
+/// A lock file opened as cuekit's own ([`super::atomic::open_own_for_writing`]): a link or a
+/// FIFO a child left in its task folder is replaced, never followed or waited on.
 fn open_lock(path: &Path) -> Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let open = |exclusive: bool| {
-        OpenOptions::new()
-            .create(true)
-            .create_new(exclusive)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(path)
-            .and_then(|file| {
-                if file.metadata()?.is_file() {
-                    Ok(file)
-                } else {
-                    Err(std::io::Error::other("not a regular file"))
-                }
-            })
-    };
-    open(false)
-        .or_else(|_| {
-            std::fs::remove_file(path)?;
-            open(true)
-        })
-        .map_err(|err| Error::io("open", path, err))
+    super::atomic::open_own_for_writing(path, false).map_err(|err| Error::io("open", path, err))
 }

@@ -2,7 +2,6 @@
 //! starts it later: `launch.sh`, the submitter's environment, a prompt that takes another
 //! task's answer, the worktree's base from another task's work, the pane tmux reported.
 
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::domain::adapter;
@@ -90,31 +89,10 @@ pub(crate) fn env_file_text(
 
 /// Writes an owner-only file (a prompt, a script, an environment) in place, in a task's folder,
 /// which a child can write: never through a link it left there (the environment would go where
-/// it points), never blocking on a FIFO; what is not a regular file is replaced.
+/// it points), never blocking on a FIFO ([`store::open_own_for_writing`]).
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
-    let open = |exclusive: bool| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .create_new(exclusive)
-            .truncate(true)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(path)
-            .and_then(|file| {
-                if file.metadata()?.is_file() {
-                    Ok(file)
-                } else {
-                    Err(std::io::Error::other("not a regular file"))
-                }
-            })
-    };
-    open(false)
-        .or_else(|_| {
-            std::fs::remove_file(path)?;
-            open(true)
-        })
+    store::open_own_for_writing(path, true)
         .and_then(|mut file| file.write_all(bytes))
         .map_err(|err| Error::io("write", path, err))
 }
