@@ -398,7 +398,8 @@ fn a_done_report_written_into_the_record_meets_no_dependency() {
         record.contains("forged"),
         "the forgery did not take: {record}"
     );
-    h.scheduler_looks_pass(3);
+    // One look at the queue after the forgery: the dependent would have started in it.
+    h.scheduler_looks_pass(1);
     assert_eq!(h.status(&dependent)["status"], "queued");
     assert!(!h.project.join("dependent-ran").exists());
     std::fs::write(h.project.join("release"), "").unwrap();
