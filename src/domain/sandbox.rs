@@ -124,26 +124,31 @@ pub fn hidden_roots(home: &Path, private: &[PathBuf]) -> Vec<PathBuf> {
     roots
 }
 
-/// Whether a variable's name says it holds a secret (a token, a key, a password), as Codex's
-/// default exclusions read names: such a variable of the submitter's is left out of a
-/// sandboxed task's environment unless the agent takes its credentials from it.
+/// Whether a variable's name says it holds a secret (a token, a key, a password), read as
+/// Codex's default exclusions read names, by the words between its underscores: such a
+/// variable of the submitter's is left out of a sandboxed task's environment unless the agent
+/// takes its credentials from it. `GIT_AUTHOR_NAME` says nothing secret; `NPM_CONFIG__AUTH`,
+/// `PGPASSWORD` and `OPENAI_APIKEY` do.
 pub fn looks_secret(name: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "KEY",
+    const INSIDE: &[&str] = &[
         "SECRET",
         "TOKEN",
         "PASSWORD",
         "PASSWD",
         "PASSPHRASE",
         "CREDENTIAL",
-        "AUTH",
         "COOKIE",
-        "PRIVATE",
     ];
+    const ENDINGS: &[&str] = &["KEY", "KEYS", "AUTH", "PRIVATE", "SESSION"];
+    const NAMES: &[&str] = &["XAUTHORITY"];
     const PREFIXES: &[&str] = &["AWS_", "AZURE_", "GCP_", "GOOGLE_APPLICATION_"];
     let name = name.to_ascii_uppercase();
-    WORDS.iter().any(|word| name.contains(word))
+    NAMES.contains(&name.as_str())
         || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+        || name.split('_').any(|word| {
+            INSIDE.iter().any(|inside| word.contains(inside))
+                || ENDINGS.iter().any(|ending| word.ends_with(ending))
+        })
 }
 
 /// Everything one sandbox is, found by `ops::sandbox`.
@@ -507,6 +512,8 @@ mod tests {
             "XAUTHORITY",
             "NPM_CONFIG__AUTH",
             "GOOGLE_APPLICATION_CREDENTIALS",
+            "OPENAI_APIKEY",
+            "GH_AUTH",
         ] {
             assert!(looks_secret(name), "{name}");
         }
