@@ -40,43 +40,43 @@ pub struct RaceResult {
 /// looked at, so an ending nobody recorded yet counts).
 pub fn race_result(race: &str, cwd: &Path) -> Result<RaceResult> {
     let record = current(race, cwd)?;
-    let Some(decision) = record.decision else {
-        let candidates = record
-            .candidates
-            .iter()
-            .map(|id| crate::ops::task::open(id, cwd).map(|task| candidate(&task)))
-            .collect::<Result<Vec<_>>>()?;
-        return Ok(RaceResult {
-            race: record.id,
-            objective: record.objective,
-            state: "running",
-            created_at: record.created_at,
-            decided_at: None,
-            pick: None,
-            candidates,
-            cancelled: Vec::new(),
-            kept: Vec::new(),
-            merged: None,
-            problems: Vec::new(),
-        });
-    };
-    Ok(RaceResult {
+    let mut result = RaceResult {
         race: record.id,
         objective: record.objective,
-        state: if decision.pick.winner.is_some() {
-            "decided"
-        } else {
-            "failed"
-        },
+        state: "running",
         created_at: record.created_at,
-        decided_at: Some(decision.at),
-        pick: Some(decision.pick),
-        candidates: decision.candidates,
-        cancelled: decision.cancelled,
-        kept: decision.kept,
-        merged: decision.merged,
-        problems: decision.problems,
-    })
+        decided_at: None,
+        pick: None,
+        candidates: Vec::new(),
+        cancelled: Vec::new(),
+        kept: Vec::new(),
+        merged: None,
+        problems: Vec::new(),
+    };
+    match record.decision {
+        None => {
+            result.candidates = record
+                .candidates
+                .iter()
+                .map(|id| crate::ops::task::open(id, cwd).map(|task| candidate(&task)))
+                .collect::<Result<Vec<_>>>()?;
+        }
+        Some(decision) => {
+            result.state = if decision.pick.winner.is_some() {
+                "decided"
+            } else {
+                "failed"
+            };
+            result.decided_at = Some(decision.at);
+            result.pick = Some(decision.pick);
+            result.candidates = decision.candidates;
+            result.cancelled = decision.cancelled;
+            result.kept = decision.kept;
+            result.merged = decision.merged;
+            result.problems = decision.problems;
+        }
+    }
+    Ok(result)
 }
 
 /// The race after a look at its candidates (which records endings) and a decision if due.
