@@ -1,6 +1,7 @@
 //! The sandbox's effects: which policy a submit gets, whether bubblewrap can make a namespace
-//! here (before anything starts: never silently unsandboxed), and what of the disk one task's
-//! sandbox shows, found at submit and handed to the pure builder in `sandbox`.
+//! here (before anything starts: never silently unsandboxed), a launch wrapped in it, and the
+//! `__scope` it runs under. What of the disk one task's sandbox shows is [`plan`], found at
+//! submit and handed to the pure builder in `domain::sandbox`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
