@@ -106,9 +106,9 @@ pub enum Mount {
 
 /// Directories hidden by a private empty one before anything is shown again: HOME, the
 /// temporary directories (and the unix sockets in them: tmux's, the ssh agent's), `/run`
-/// (the session bus, docker's socket, cuekit's control sockets), then the `private` ones that
-/// lie outside those: cuekit's own data and settings and the user's runtime directory, which
-/// `XDG_DATA_HOME`, `XDG_CONFIG_HOME` or `XDG_RUNTIME_DIR` may put anywhere.
+/// (the session bus, docker's socket, cuekit's control sockets), then the `private` ones:
+/// cuekit's own data and settings and the user's XDG folders (config, data, state, cache,
+/// runtime), which the XDG variables may put anywhere.
 pub fn hidden_roots(home: &Path, private: &[PathBuf]) -> Vec<PathBuf> {
     let mut roots = vec![
         PathBuf::from("/tmp"),
@@ -116,20 +116,22 @@ pub fn hidden_roots(home: &Path, private: &[PathBuf]) -> Vec<PathBuf> {
         PathBuf::from("/run"),
         home.to_path_buf(),
     ];
+    // Also those under HOME: a folder shown again later (a `PATH` folder, the agent's
+    // settings) must not bring them back, and a folder above one is never shown.
     for dir in private {
-        if !roots.iter().any(|root| dir.starts_with(root)) {
+        if !roots.contains(dir) {
             roots.push(dir.clone());
         }
     }
     roots
 }
 
-/// Whether a variable's name says it holds a secret (a token, a key, a password), read as
-/// Codex's default exclusions read names, by the words between its underscores: such a
-/// variable of the submitter's is left out of a sandboxed task's environment unless the agent
-/// takes its credentials from it. `GIT_AUTHOR_NAME` says nothing secret; `NPM_CONFIG__AUTH`,
-/// `PGPASSWORD` and `OPENAI_APIKEY` do.
-pub fn looks_secret(name: &str) -> bool {
+/// Whether a variable holds a secret, as its name says (read as Codex's default exclusions
+/// read names, by the words between its underscores) or its value shows (a URL with a
+/// password in it): such a variable of the submitter's is left out of a sandboxed task's
+/// environment unless the agent takes its credentials from it. `GIT_AUTHOR_NAME` and `PWD`
+/// say nothing secret; `NPM_CONFIG__AUTH`, `PGPASSWORD`, `MYSQL_PWD`, `GITHUB_PAT` do.
+pub fn looks_secret(name: &str, value: &str) -> bool {
     const INSIDE: &[&str] = &[
         "SECRET",
         "TOKEN",
@@ -138,17 +140,33 @@ pub fn looks_secret(name: &str) -> bool {
         "PASSPHRASE",
         "CREDENTIAL",
         "COOKIE",
+        "JWT",
     ];
     const ENDINGS: &[&str] = &["KEY", "KEYS", "AUTH", "PRIVATE", "SESSION"];
-    const NAMES: &[&str] = &["XAUTHORITY"];
+    // Whole words of a name of several (`MYSQL_PWD`, not `PWD`; `DB_PASS`, not `COMPASS`).
+    const WORDS: &[&str] = &["PAT", "PASS", "PWD", "DSN"];
+    const NAMES: &[&str] = &["XAUTHORITY", "SSHPASS"];
     const PREFIXES: &[&str] = &["AWS_", "AZURE_", "GCP_", "GOOGLE_APPLICATION_"];
     let name = name.to_ascii_uppercase();
+    let several = name.contains('_');
     NAMES.contains(&name.as_str())
         || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
         || name.split('_').any(|word| {
             INSIDE.iter().any(|inside| word.contains(inside))
                 || ENDINGS.iter().any(|ending| word.ends_with(ending))
+                || (several && WORDS.contains(&word))
         })
+        || holds_url_password(value)
+}
+
+/// Whether a value holds a URL with a password in it (`postgres://user:pass@host/db`).
+fn holds_url_password(value: &str) -> bool {
+    value.split("://").skip(1).any(|rest| {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+        authority
+            .rsplit_once('@')
+            .is_some_and(|(user, _)| user.contains(':'))
+    })
 }
 
 /// Everything one sandbox is, found by `ops::sandbox`.
@@ -460,9 +478,8 @@ mod tests {
             roots.contains(&PathBuf::from("/data/xdg/cuekit")),
             "{roots:?}"
         );
-        // Under a root already hidden: not hidden twice.
-        assert!(!roots.contains(&PathBuf::from("/home/u/.local/share/cuekit")));
-        assert!(!roots.contains(&PathBuf::from("/run/user/1000")));
+        // Under HOME too: a folder shown again later must not bring it back.
+        assert!(roots.contains(&PathBuf::from("/home/u/.local/share/cuekit")));
         let mut plan = plan();
         plan.hidden = roots;
         let words = bwrap_words("bwrap", &plan);
@@ -514,19 +531,37 @@ mod tests {
             "GOOGLE_APPLICATION_CREDENTIALS",
             "OPENAI_APIKEY",
             "GH_AUTH",
+            "GITHUB_PAT",
+            "MYSQL_PWD",
+            "DB_PASS",
+            "SSHPASS",
+            "CI_JOB_JWT",
+            "SENTRY_DSN",
         ] {
-            assert!(looks_secret(name), "{name}");
+            assert!(looks_secret(name, "x"), "{name}");
         }
         for name in [
             "PATH",
             "HOME",
+            "PWD",
+            "OLDPWD",
             "LANG",
             "TERM",
             "CUEKIT_TEST_CANNED",
             "EDITOR",
+            "GIT_AUTHOR_NAME",
+            "GIT_COMMITTER_EMAIL",
+            "KEYBOARD_LAYOUT",
+            "COMPASS_DIR",
         ] {
-            assert!(!looks_secret(name), "{name}");
+            assert!(!looks_secret(name, "x"), "{name}");
         }
+        assert!(looks_secret(
+            "DATABASE_URL",
+            "postgres://app:hunter2@db:5432/app"
+        ));
+        assert!(!looks_secret("DATABASE_URL", "postgres://db:5432/app"));
+        assert!(!looks_secret("HOMEPAGE", "https://example.com/a@b"));
     }
 
     #[test]

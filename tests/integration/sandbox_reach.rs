@@ -40,26 +40,33 @@ fn seen(h: &Harness, name: &str) -> String {
 #[test]
 fn cuekits_socket_data_and_runtime_dirs_are_out_of_reach_wherever_they_lie() {
     let out = outside();
-    let (socket, data, runtime) = (
-        out.path().join("tmux.sock"),
+    // The socket's folder is not there yet either: the first submit makes it.
+    let (socket, data, runtime, config) = (
+        out.path().join("fresh/tmux.sock"),
         out.path().join("data"),
         out.path().join("run"),
+        out.path().join("config"),
     );
     std::fs::create_dir_all(runtime.join("cuekit")).unwrap();
     std::fs::write(runtime.join("secret"), "RUNTIME-SECRET").unwrap();
+    // Another program's login in the user's settings folder (gh's token).
+    std::fs::create_dir_all(config.join("gh")).unwrap();
+    std::fs::write(config.join("gh/hosts.yml"), "oauth_token: GH-TOKEN").unwrap();
     let h = Harness::new()
         .env("CUEKIT_TMUX_SOCKET", socket.to_str().unwrap())
         .env("XDG_DATA_HOME", data.to_str().unwrap())
-        .env("XDG_RUNTIME_DIR", runtime.to_str().unwrap());
+        .env("XDG_RUNTIME_DIR", runtime.to_str().unwrap())
+        .env("XDG_CONFIG_HOME", config.to_str().unwrap());
     let _server = Server(socket.clone());
     let escaped = out.path().join("escaped");
     let script = format!(
         "tmux -S '{}' run-shell 'touch {}'; ls '{}/cuekit' > seen-data 2>&1; \
-         cat '{}/secret' > seen-runtime 2>&1; echo done",
+         cat '{}/secret' '{}/gh/hosts.yml' > seen-private 2>&1; echo done",
         socket.display(),
         escaped.display(),
         data.display(),
-        runtime.display()
+        runtime.display(),
+        config.display()
     );
     let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
     h.wait_ok(&[&id], "60s");
@@ -68,16 +75,60 @@ fn cuekits_socket_data_and_runtime_dirs_are_out_of_reach_wherever_they_lie() {
         "the child ran a command through cuekit's tmux server"
     );
     // The registry (`tasks/`) and the task repositories are cuekit's data: not in sight.
+    let data_seen = seen(&h, "seen-data");
+    assert!(!data_seen.contains("tasks"), "{data_seen}");
+    let private = seen(&h, "seen-private");
     assert!(
-        !seen(&h, "seen-data").contains("tasks"),
-        "{}",
-        seen(&h, "seen-data")
+        !private.contains("RUNTIME-SECRET") && !private.contains("GH-TOKEN"),
+        "{private}"
     );
-    assert!(!seen(&h, "seen-runtime").contains("RUNTIME-SECRET"));
     assert!(
         data.join("cuekit/tasks").is_dir(),
         "the data dir was the one used"
     );
+}
+
+/// A `PATH` folder that holds cuekit's data dir (`~/.local`) does not show it again.
+#[test]
+fn a_path_folder_above_cuekits_data_does_not_bring_it_back() {
+    let h = Harness::new();
+    let local = h.home.join(".local");
+    std::fs::create_dir_all(&local).unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        h.bin.display(),
+        local.display(),
+        std::env::var("PATH").unwrap()
+    );
+    let h = h.env("PATH", &path);
+    let script = format!("ls '{}/share/cuekit' > seen-data 2>&1", local.display());
+    let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
+    h.wait_ended(&[&id], "60s");
+    assert!(h.data_dir().join("tasks").is_dir());
+    let data_seen = seen(&h, "seen-data");
+    assert!(!data_seen.contains("tasks"), "{data_seen}");
+}
+
+/// An in-place sandboxed child sees its own task folder, never another task's: a task's
+/// `env.sh` (its submitter's whole environment) lies in `.cuekit/tasks/<id>/` until its pane
+/// starts.
+#[test]
+fn an_in_place_child_reads_no_other_tasks_records() {
+    let h = Harness::new();
+    let sibling = h.project.join(".cuekit/tasks/t_00000000000a");
+    std::fs::create_dir_all(&sibling).unwrap();
+    std::fs::write(
+        sibling.join("env.sh"),
+        "export SECRET_API_KEY='SIBLING-SECRET'\n",
+    )
+    .unwrap();
+    let script = "cat .cuekit/tasks/t_00000000000a/env.sh > seen-sibling 2>&1; \
+                  ls .cuekit/tasks/$CUEKIT_TASK_ID > seen-own 2>&1";
+    let id = h.submit_sh(script, &["--sandbox", "--mode", "batch"]);
+    h.wait_ok(&[&id], "60s");
+    assert!(!seen(&h, "seen-sibling").contains("SIBLING-SECRET"));
+    let own = seen(&h, "seen-own");
+    assert!(own.contains("prompt"), "{own}");
 }
 
 /// The submitter's variables whose names say secret stay out of a sandboxed task; the rest,
@@ -87,11 +138,16 @@ fn the_submitters_secrets_in_variables_stay_out_of_the_sandbox() {
     let h = Harness::new()
         .env("AWS_SECRET_ACCESS_KEY", "LEAKED-AWS")
         .env("GITHUB_TOKEN", "LEAKED-GH")
+        .env("GITHUB_PAT", "LEAKED-PAT")
+        .env("MYSQL_PWD", "LEAKED-PWD")
+        .env("DATABASE_URL", "postgres://app:LEAKED-URL@db/app")
+        .env("GIT_AUTHOR_NAME", "Kept Author")
         .env("CUEKIT_TEST_MARKER", "KEPT");
     let id = h.submit_sh("env > seen-env", &["--sandbox", "--mode", "batch"]);
     h.wait_ok(&[&id], "60s");
     let env = seen(&h, "seen-env");
     assert!(env.contains("CUEKIT_TEST_MARKER=KEPT"), "{env}");
+    assert!(env.contains("GIT_AUTHOR_NAME=Kept Author"), "{env}");
     assert!(!env.contains("LEAKED"), "{env}");
     // Without the sandbox the task has the submitter's whole environment, as always.
     let open = h.submit_sh("env > seen-open", &["--mode", "batch"]);
@@ -135,15 +191,25 @@ fn a_sandboxed_agents_state_is_the_tasks_own() {
         &h.bin.join("gemini"),
         "#!/bin/sh\nmkdir -p \"$HOME/.gemini/tmp/other/memory\" && \
          echo INJECTED > \"$HOME/.gemini/tmp/other/memory/MEMORY.md\"\n\
+         cat \"$HOME\"/.gemini/antigravity-cli/conversations/* > seen-conversations 2>&1\n\
+         ls \"$HOME\"/.gemini/antigravity-cli > seen-antigravity 2>&1\n\
          echo '{\"type\":\"result\",\"status\":\"success\",\"stats\":{}}'\n",
     );
     std::fs::create_dir_all(h.home.join(".gemini/tmp")).unwrap();
+    // Another agent's state in the same settings folder: Antigravity's conversations.
+    let conversations = h.home.join(".gemini/antigravity-cli/conversations");
+    std::fs::create_dir_all(&conversations).unwrap();
+    std::fs::write(conversations.join("c.json"), "OTHER-CONVERSATION").unwrap();
+    std::fs::write(h.home.join(".gemini/antigravity-cli/settings.json"), "{}").unwrap();
     let id = h.submit(&["--agent", "gemini", "--mode", "batch", "--sandbox", "do it"]);
     h.wait_ok(&[&id], "60s");
     assert!(
         !h.home.join(".gemini/tmp/other/memory/MEMORY.md").exists(),
         "the child wrote into the user's own Gemini memory"
     );
+    assert!(!seen(&h, "seen-conversations").contains("OTHER-CONVERSATION"));
+    // The rest of that folder is still shown (read-only).
+    assert!(seen(&h, "seen-antigravity").contains("settings.json"));
     let own = h.data_dir().join("state").join(&id);
     let kept = walk(&own);
     assert!(
@@ -186,6 +252,13 @@ fn an_in_place_sandbox_over_a_folder_of_repositories_is_refused() {
     assert_refused(&answer, code, "sandbox_unavailable", 32);
     let said = answer["error"]["message"].as_str().unwrap();
     assert!(said.contains("clones/app"), "{answer}");
+    // A bare repository is one too, whatever its name.
+    std::fs::remove_dir_all(h.project.join("clones")).unwrap();
+    let mirror = h.project.join("mirrors/app.git");
+    std::fs::create_dir_all(&mirror).unwrap();
+    crate::harness::git::git(&mirror, &["init", "-q", "--bare"]);
+    let (answer, code) = h.json(&args);
+    assert_refused(&answer, code, "sandbox_unavailable", 32);
     assert!(!h.project.join(".cuekit/tasks").is_dir() || list_is_empty(&h));
 }
 

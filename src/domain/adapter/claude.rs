@@ -173,7 +173,8 @@ static CLAUDE_SANDBOX: crate::domain::sandbox::Needs = crate::domain::sandbox::N
         ".claude/file-history",
         ".claude/debug",
     ],
-    private: &[],
+    // Every project's prompts: a private one inside.
+    private: &[".claude/history.jsonl"],
     shared: &[],
 };
 

@@ -274,11 +274,20 @@ pub fn data_dir() -> Option<PathBuf> {
 /// cuekit's its sandbox may write.
 /// The folders a sandbox hides wherever they lie (`domain::sandbox::hidden_roots`): cuekit's
 /// data (the registry, task repositories, control sockets, the web's secrets) and settings, and
-/// the user's runtime directory; those that exist, as the kernel names them.
+/// the user's XDG folders (settings, data, state, cache, runtime: other programs' tokens live
+/// there too); those that exist, as the kernel names them.
 pub fn private_dirs() -> Vec<PathBuf> {
-    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_absolute());
+    let xdg = [
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "XDG_CACHE_HOME",
+        "XDG_RUNTIME_DIR",
+    ]
+    .into_iter()
+    .filter_map(std::env::var_os)
+    .map(PathBuf::from)
+    .filter(|dir| dir.is_absolute());
     directories::ProjectDirs::from("", "", "cuekit")
         .into_iter()
         .flat_map(|dirs| {
@@ -287,7 +296,7 @@ pub fn private_dirs() -> Vec<PathBuf> {
                 dirs.config_dir().to_path_buf(),
             ]
         })
-        .chain(runtime)
+        .chain(xdg)
         .filter_map(|dir| dir.canonicalize().ok())
         .collect()
 }

@@ -150,20 +150,15 @@ fn program_mounts(hidden: &[PathBuf], subject: &Subject) -> Vec<Mount> {
 fn agent_mounts(home: &Path, subject: &Subject) -> Result<Vec<Mount>> {
     let mut mounts = Vec::new();
     let needs = subject.adapter.sandbox;
+    // Every agent's state and private entries, not this one's alone: `~/.gemini` holds
+    // Antigravity's conversations too, and `~/.claude` every project's prompt history.
+    let kept_out: Vec<&Path> = crate::domain::adapter::ADAPTERS
+        .iter()
+        .flat_map(|adapter| adapter.sandbox.state.iter().chain(adapter.sandbox.private))
+        .map(Path::new)
+        .collect();
     for dir in needs.config_dirs {
-        let dir = home.join(dir);
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        mounts.push(Mount::Private(dir.clone()));
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let relative = path.strip_prefix(home).unwrap_or(&path);
-            let listed = |list: &[&str]| list.iter().any(|item| Path::new(item) == relative);
-            if !listed(needs.state) && !listed(needs.private) {
-                mounts.push(Mount::ReadOnly(path));
-            }
-        }
+        show_settings(home, &home.join(dir), &kept_out, &mut mounts);
     }
     if needs.state.is_empty() {
         return Ok(mounts);
@@ -185,18 +180,45 @@ fn agent_mounts(home: &Path, subject: &Subject) -> Result<Vec<Mount>> {
     Ok(mounts)
 }
 
-/// The work dir, writable, with cuekit's records in it read-only; the task's repository of its
-/// own, or the proof that no repository's `.git` is in reach; the user's `sandbox.read` and
-/// `sandbox.write`.
+/// A settings folder shown entry by entry, read-only, over a private writable one; what any
+/// agent keeps as state or private (`kept_out`, relative to HOME) left out, and a folder that
+/// holds some of it shown the same way.
+fn show_settings(home: &Path, dir: &Path, kept_out: &[&Path], mounts: &mut Vec<Mount>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    mounts.push(Mount::Private(dir.to_path_buf()));
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let relative = path.strip_prefix(home).unwrap_or(&path);
+        if kept_out.contains(&relative) {
+            continue;
+        }
+        if kept_out.iter().any(|kept| kept.starts_with(relative)) && path.is_dir() {
+            show_settings(home, &path, kept_out, mounts);
+        } else {
+            mounts.push(Mount::ReadOnly(path));
+        }
+    }
+}
+
+/// The work dir, writable, with cuekit's records hidden but for the task's own folder; the
+/// task's repository of its own, or the proof that no repository's `.git` is in reach; the
+/// user's `sandbox.read` and `sandbox.write`.
 fn work_mounts(policy: &Policy, subject: &Subject) -> Result<Vec<Mount>> {
     let mut mounts = vec![Mount::Writable(subject.work_dir.to_path_buf())];
-    let records = subject.work_dir.join(".cuekit");
-    if records.exists() {
-        mounts.push(Mount::ReadOnly(records));
+    // cuekit's records: the project's `.cuekit/` hidden whole, other tasks' prompts and
+    // environments (`env.sh` until their pane starts) with it, whether or not it is there yet
+    // (the task's folder is made after the plan); the task's own folder shown read-only.
+    let records = subject.task_dir.ancestors().nth(2).map(Path::to_path_buf);
+    let in_work_dir = Some(subject.work_dir.join(".cuekit")).filter(|dir| dir.is_dir());
+    for dir in records.iter().chain(in_work_dir.iter()) {
+        let hide = Mount::Private(dir.clone());
+        if dir.ends_with(".cuekit") && !mounts.contains(&hide) {
+            mounts.push(hide);
+        }
     }
-    if !subject.task_dir.starts_with(subject.work_dir) {
-        mounts.push(Mount::ReadOnly(subject.task_dir.to_path_buf()));
-    }
+    mounts.push(Mount::ReadOnly(subject.task_dir.to_path_buf()));
     match subject.worktree {
         Some(worktree) => mounts.extend(own_repo_mounts(worktree)?),
         None => {
@@ -270,8 +292,12 @@ fn tmux_socket(socket: &Path, server_first: bool) -> Option<PathBuf> {
     if !server_first {
         return None;
     }
-    let folder = socket.parent()?.canonicalize().ok()?;
-    Some(folder.join(socket.file_name()?))
+    // Its folder may be missing too (a new `CUEKIT_TMUX_SOCKET` folder): the nearest folder
+    // there is, as the kernel names it, and the rest of the path as it is.
+    let (there, rest) = socket
+        .ancestors()
+        .find_map(|dir| Some((dir.canonicalize().ok()?, socket.strip_prefix(dir).ok()?)))?;
+    Some(there.join(rest))
 }
 
 /// A task repository's mounts: its own git dir writable; of the user's repository only the
@@ -324,19 +350,35 @@ fn refuse_in_place_repository(work_dir: &Path) -> Result<()> {
 fn refuse_nested_repository(work_dir: &Path) -> Result<()> {
     let mut folders = vec![work_dir.to_path_buf()];
     let mut looked = 0;
+    let refused = |why: String| {
+        unavailable(
+            why,
+            "submit from inside the repository (a sandboxed task there gets a repository of \
+             its own), or without --sandbox",
+        )
+    };
     while let Some(folder) = folders.pop() {
         let Ok(entries) = std::fs::read_dir(&folder) else {
             continue;
         };
+        // A bare repository (`mirror.git/`) is a git dir whatever its name: HEAD, objects/ and
+        // refs/ side by side.
+        let mut git_dir_parts = 0;
         for entry in entries.flatten() {
             looked += 1;
-            let refused = |why: String| {
-                unavailable(
-                    why,
-                    "submit from inside the repository (a sandboxed task there gets a \
-                     repository of its own), or without --sandbox",
-                )
-            };
+            if ["HEAD", "objects", "refs"]
+                .iter()
+                .any(|part| entry.file_name() == *part)
+            {
+                git_dir_parts += 1;
+            }
+            if git_dir_parts == 3 {
+                return Err(refused(format!(
+                    "{} holds the git repository {}: a sandboxed child could rewrite its config",
+                    work_dir.display(),
+                    folder.display()
+                )));
+            }
             if entry.file_name() == ".git" {
                 return Err(refused(format!(
                     "{} holds the git repository {}: a sandboxed child could rewrite its .git",

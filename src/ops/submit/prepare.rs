@@ -67,9 +67,9 @@ pub(crate) fn env_file_text(
     let inherited = std::env::vars_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
         .filter(|(name, _)| name != crate::effects::process::TASK_ID_VARIABLE)
-        .filter(|(name, _)| {
+        .filter(|(name, value)| {
             !bubblewrapped
-                || !crate::domain::sandbox::looks_secret(name)
+                || !crate::domain::sandbox::looks_secret(name, value)
                 || adapter.auth_env.contains(&name.as_str())
         });
     let configured = config
