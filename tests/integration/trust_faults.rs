@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::harness::Harness;
 use crate::harness::assert_refused;
+use crate::harness::{HANG_GUARD, Harness};
 use serde_json::Value;
 
 fn write(path: &Path, text: &str) {
@@ -359,6 +359,12 @@ fn a_huge_record_is_refused_unread() {
     let h = Harness::new();
     let id = h.submit_batch_sh("true");
     h.ok(&["wait", &id, "--timeout", "60s"]);
+    // The ending is in the registry before its mirror: the mirror's own write (a rename) must
+    // be over before the record is grown, or it replaces the grown one.
+    let mirror = h.task_dir(&id).join("task.json");
+    h.wait_until(&id, "the mirror's ending", HANG_GUARD, || {
+        std::fs::read_to_string(&mirror).is_ok_and(|text| text.contains("\"completed\""))
+    });
     // 512 MiB, sparse: costs the disk nothing, but a reader of it its whole size.
     let record = std::fs::OpenOptions::new()
         .write(true)
