@@ -663,11 +663,18 @@ fn an_interactive_child_stuck_on_a_quota_error_is_ended_and_retried() {
     );
     let id = h.submit(&["--mode", "interactive", "Work on it"]);
     // The second attempt idles at its prompt too, which a look may read as input_required.
-    h.wait_until(&id, "a second attempt", Duration::from_secs(60), || {
-        let task = h.status(&id);
-        (task["status"] == "running" || task["status"] == "input_required")
-            && task["queue"]["attempt"] == 2
+    // A failure says where the task stood last (seen once in a loaded CI run, not since).
+    let mut last = serde_json::Value::Null;
+    let second = poll(HANG_GUARD, || {
+        last = h.status(&id);
+        (last["status"] == "running" || last["status"] == "input_required")
+            && last["queue"]["attempt"] == 2
     });
+    assert!(
+        second,
+        "no second attempt in {HANG_GUARD:?}; last seen: {last}\ntranscript:\n{}",
+        std::fs::read_to_string(h.task_dir(&id).join("transcript.txt")).unwrap_or_default()
+    );
     let task = h.status(&id);
     assert_eq!(
         task["queue"]["attempts"][0]["reason"], "rate_limited",

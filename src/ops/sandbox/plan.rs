@@ -37,8 +37,8 @@ fn may_show(hidden: &[PathBuf], dir: &Path) -> bool {
     !hidden.iter().any(|root| root.starts_with(dir))
 }
 
-/// Refuses a sandboxed task whose work dir would show HOME, /tmp, /run or cuekit's own data
-/// again: checked at submit before anything is made, and again by every launch.
+/// Refuses a sandboxed task whose work dir would show HOME, /tmp, /run, cuekit's data or an
+/// XDG folder again: checked at submit before anything is made, and again by every launch.
 pub(crate) fn check_work_dir(policy: &Policy, work_dir: &Path) -> Result<()> {
     if policy.mode != SandboxMode::Bwrap {
         return Ok(());
@@ -54,8 +54,8 @@ fn refuse_unsafe_work_dir(hidden: &[PathBuf], work_dir: &Path) -> Result<()> {
         return Ok(());
     }
     Err(Error::invalid_input(format!(
-        "the sandbox's work dir {} holds your HOME, /tmp, /run or cuekit's own data: the agent \
-         would see all of it",
+        "the sandbox's work dir {} holds your HOME, /tmp, /run, cuekit's data or an XDG \
+         folder: the agent would see all of it",
         work.display()
     ))
     .with_hint("run the task in a project folder (--cwd), or without --sandbox"))
