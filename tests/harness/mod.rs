@@ -746,8 +746,29 @@ pub fn real_tmux() -> PathBuf {
     PathBuf::from(String::from_utf8(found).unwrap().trim())
 }
 
+/// Waits until the install of the tools scripts/test runs in the background is over, when
+/// `CUEKIT_TEST_TOOLS_READY` names the file its exit status goes to: the tests that need no
+/// tool start while it still runs. Fails if it failed, or is not over in ten minutes.
+pub fn tools_ready() {
+    let Some(ready) = std::env::var_os("CUEKIT_TEST_TOOLS_READY").map(PathBuf::from) else {
+        return;
+    };
+    assert!(
+        poll(Duration::from_secs(600), || ready.exists()),
+        "the tools' install (scripts/test) was not over in 10 minutes: {}",
+        ready.display()
+    );
+    let status = std::fs::read_to_string(&ready).unwrap_or_default();
+    assert_eq!(
+        status.trim(),
+        "0",
+        "the tools' install (scripts/test) failed; its log follows the tests"
+    );
+}
+
 /// The real Gemini CLI installed by scripts/test (or named by CUEKIT_TEST_GEMINI).
 pub fn real_gemini() -> PathBuf {
+    tools_ready();
     let path = std::env::var_os("CUEKIT_TEST_GEMINI")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -765,6 +786,7 @@ pub fn real_gemini() -> PathBuf {
 /// `CUEKIT_TEST_TOOLS` when that names another npm prefix (an install kept outside the
 /// checkout). A bridge such as pi-acp runs its agent from PATH, so tests put this folder there.
 pub fn tools_bin() -> PathBuf {
+    tools_ready();
     std::env::var_os("CUEKIT_TEST_TOOLS")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools"))

@@ -36,6 +36,7 @@ const TOOLS: [&str; 15] = [
 ];
 
 fn python() -> PathBuf {
+    crate::harness::tools_ready();
     let path = std::env::var_os("CUEKIT_TEST_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/venv/bin/python"));
