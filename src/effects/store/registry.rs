@@ -514,32 +514,40 @@ pub(super) fn stage_own(path: &Path, bytes: &[u8]) -> Result<super::Staged> {
 
 /// Records what `cuekit merge` did (replacing an earlier merge's record).
 pub fn record_merge(task_id: &str, merge: &MergeRecord) -> Result<()> {
-    let dir = existing(registry_dir())?;
-    let tmp_dir = existing(pending_dir())?;
-    let bytes = serde_json::to_vec(merge).expect("serializes");
-    super::atomic::stage_in(&tmp_dir, &dir.join(format!("{task_id}.merge")), &bytes)?.commit()
+    record_fact(task_id, "merge", merge)
 }
 
 /// The last merge of `task_id`'s branch, if cuekit merged it.
 pub fn merge_of(task_id: &str) -> Option<MergeRecord> {
-    if !super::is_task_id(task_id) {
-        return None;
-    }
-    let path = registry_dir()?.join(format!("{task_id}.merge"));
-    serde_json::from_slice(&super::atomic::read_small(&path).ok()?).ok()
+    fact_of(task_id, "merge")
 }
 
-/// Records where `task_id`'s check stands (`tasks/<id>.check`), replacing the last: written
-/// by cuekit's check alone, outside the project, so a child cannot decide its verdict.
-pub fn record_check(task_id: &str, state: &crate::domain::check::CheckState) -> Result<()> {
+/// Writes one of a task's facts beside its registry entry (`tasks/<id>.<kind>`), whole,
+/// replacing the last: cuekit's alone, out of a child's reach.
+fn record_fact<T: Serialize>(task_id: &str, kind: &str, fact: &T) -> Result<()> {
     if !super::is_task_id(task_id) {
         return Err(Error::invalid_input(format!(
             "'{task_id}' is not a task id"
         )));
     }
     let dir = existing(registry_dir())?;
-    let bytes = serde_json::to_vec(state).expect("serializes");
-    stage_own(&dir.join(format!("{task_id}.check")), &bytes)?.commit()
+    let bytes = serde_json::to_vec(fact).expect("serializes");
+    stage_own(&dir.join(format!("{task_id}.{kind}")), &bytes)?.commit()
+}
+
+/// One of a task's facts ([`record_fact`]), if it was recorded and reads whole.
+fn fact_of<T: serde::de::DeserializeOwned>(task_id: &str, kind: &str) -> Option<T> {
+    if !super::is_task_id(task_id) {
+        return None;
+    }
+    let path = registry_dir()?.join(format!("{task_id}.{kind}"));
+    serde_json::from_slice(&super::atomic::read_small(&path).ok()?).ok()
+}
+
+/// Records where `task_id`'s check stands (`tasks/<id>.check`), replacing the last: written
+/// by cuekit's check alone, outside the project, so a child cannot decide its verdict.
+pub fn record_check(task_id: &str, state: &crate::domain::check::CheckState) -> Result<()> {
+    record_fact(task_id, "check", state)
 }
 
 /// Keeps the spec a task was submitted with, where its child cannot write: what a further
@@ -567,46 +575,24 @@ pub fn kept_spec(task_id: &str) -> Result<crate::domain::spec::TaskSpec> {
         )
         .with_hint("submit the task again")
     };
-    if !super::is_task_id(task_id) {
-        return Err(gone());
-    }
-    let path = registry_dir()
-        .ok_or_else(gone)?
-        .join(format!("{task_id}.spec"));
-    let bytes = super::atomic::read_small(&path).map_err(|_| gone())?;
-    serde_json::from_slice(&bytes).map_err(|_| gone())
+    fact_of(task_id, "spec").ok_or_else(gone)
 }
 
 /// Records `task_id`'s last report as taken from the task itself (`cuekit report` from its own
 /// pane, or its sandbox's drop): what a dependency reads, never a report a child wrote into its
 /// `task.json`.
 pub fn record_report(task_id: &str, report: &crate::domain::report::Report) -> Result<()> {
-    if !super::is_task_id(task_id) {
-        return Err(Error::invalid_input(format!(
-            "'{task_id}' is not a task id"
-        )));
-    }
-    let dir = existing(registry_dir())?;
-    let bytes = serde_json::to_vec(report).expect("serializes");
-    stage_own(&dir.join(format!("{task_id}.report")), &bytes)?.commit()
+    record_fact(task_id, "report", report)
 }
 
 /// `task_id`'s last report as cuekit took it ([`record_report`]).
 pub fn report_of(task_id: &str) -> Option<crate::domain::report::Report> {
-    if !super::is_task_id(task_id) {
-        return None;
-    }
-    let path = registry_dir()?.join(format!("{task_id}.report"));
-    serde_json::from_slice(&super::atomic::read_small(&path).ok()?).ok()
+    fact_of(task_id, "report")
 }
 
 /// Where `task_id`'s check stands, if it has one that ran or was set up.
 pub fn check_of(task_id: &str) -> Option<crate::domain::check::CheckState> {
-    if !super::is_task_id(task_id) {
-        return None;
-    }
-    let path = registry_dir()?.join(format!("{task_id}.check"));
-    serde_json::from_slice(&super::atomic::read_small(&path).ok()?).ok()
+    fact_of(task_id, "check")
 }
 
 /// Every registered task id.
@@ -662,15 +648,21 @@ pub fn unregister(task_id: &str) {
         let _ = std::fs::remove_dir_all(dir);
     }
     if let Some(dir) = registry_dir() {
-        let _ = std::fs::remove_file(dir.join(format!("{task_id}.seen")));
-        let _ = std::fs::remove_file(dir.join(format!("{task_id}.merge")));
-        let _ = std::fs::remove_file(dir.join(format!("{task_id}.check")));
-        let _ = std::fs::remove_file(dir.join(format!("{task_id}.report")));
-        let _ = std::fs::remove_file(dir.join(format!("{task_id}.spec")));
-        // The last conflict check's (`store::conflicts`).
-        let _ = std::fs::remove_file(dir.join(format!("{task_id}.conflicts")));
-        let _ = std::fs::remove_file(dir.join(format!("{task_id}.pane")));
-        let _ = std::fs::remove_file(dir.join(format!("{task_id}.state")));
+        // Its facts beside the entry; `conflicts` is the last conflict check's
+        // (`store::conflicts`).
+        let kinds = [
+            "seen",
+            "merge",
+            "check",
+            "report",
+            "spec",
+            "conflicts",
+            "pane",
+            "state",
+        ];
+        for kind in kinds {
+            let _ = std::fs::remove_file(dir.join(format!("{task_id}.{kind}")));
+        }
         let _ = std::fs::remove_file(dir.join(task_id));
     }
 }
