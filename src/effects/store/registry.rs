@@ -173,6 +173,21 @@ pub struct MergeRecord {
 }
 
 impl Placement {
+    /// The sandbox the registry recorded for the task, re-applied to each start and check
+    /// (none: the default policy, no sandbox).
+    pub fn sandbox_policy(&self) -> crate::domain::sandbox::Policy {
+        self.facts
+            .as_ref()
+            .and_then(|facts| facts.sandbox.clone())
+            .unwrap_or_default()
+    }
+
+    /// Whether the registry put the task inside bubblewrap (its own repository, its agent and
+    /// setup inside, approvals binding).
+    pub fn in_bubblewrap(&self) -> bool {
+        self.sandbox_policy().mode == crate::domain::sandbox::SandboxMode::Bwrap
+    }
+
     pub fn deadline(&self) -> Option<std::time::SystemTime> {
         let created = humantime::parse_rfc3339(&self.created_at).ok()?;
         Some(created + std::time::Duration::from_secs(self.timeout_secs?))

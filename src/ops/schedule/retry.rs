@@ -63,9 +63,9 @@ pub fn retry(task_id: &str, cwd: &Path) -> Result<TaskView> {
     plan.limits = plan.limits.clone().lowered_by(&config.limits());
     // The environment of this call: the one kept at submit is gone with a task that had no
     // policy.
-    let bubblewrapped = task.sandbox_policy().mode == crate::domain::sandbox::SandboxMode::Bwrap;
     let adapter = crate::domain::adapter::lookup(&record.spec.agent_kind)?;
-    let env = crate::ops::submit::prepare::env_file_text(task_id, adapter, &config, bubblewrapped);
+    let env =
+        crate::ops::submit::prepare::env_file_text(task_id, adapter, &config, task.in_bubblewrap());
     let env_path = schedule::env_path(task_id).expect("a task id names a path");
     if !env_path.exists() {
         schedule::write_private(&env_path, env.as_bytes())?;

@@ -87,7 +87,7 @@ pub(super) fn create(checked: &mut Checked, scheduled: Scheduled, undo: &Undo) -
         &resolved.config,
         checked.setup.as_deref(),
         scheduled,
-        bubblewrapped(&checked.placement),
+        checked.placement.in_bubblewrap(),
     )
     .map_err(|err| undo.undo(err))?;
     Ok(Created {
@@ -95,15 +95,6 @@ pub(super) fn create(checked: &mut Checked, scheduled: Scheduled, undo: &Undo) -
         files,
         worktree,
     })
-}
-
-/// Whether the task runs in bubblewrap, as its registry facts say.
-fn bubblewrapped(placement: &Placement) -> bool {
-    placement
-        .facts
-        .as_ref()
-        .and_then(|facts| facts.sandbox.as_ref())
-        .is_some_and(|policy| policy.mode == crate::domain::sandbox::SandboxMode::Bwrap)
 }
 
 /// The new task's `task.json`.

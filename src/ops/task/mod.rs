@@ -34,20 +34,14 @@ impl Task {
         self.placement.facts.as_ref()?.worktree.as_ref()
     }
 
-    /// Whether the registry put the task inside bubblewrap (its own repository, its agent and
-    /// setup inside, approvals binding).
+    /// Whether the registry put the task inside bubblewrap ([`Placement::in_bubblewrap`]).
     pub fn in_bubblewrap(&self) -> bool {
-        self.sandbox_policy().mode == crate::domain::sandbox::SandboxMode::Bwrap
+        self.placement.in_bubblewrap()
     }
 
-    /// The sandbox the registry recorded for the task, re-applied to each start and check
-    /// (none: the default policy, no sandbox).
+    /// The sandbox the registry recorded for the task ([`Placement::sandbox_policy`]).
     pub fn sandbox_policy(&self) -> crate::domain::sandbox::Policy {
-        self.placement
-            .facts
-            .as_ref()
-            .and_then(|facts| facts.sandbox.clone())
-            .unwrap_or_default()
+        self.placement.sandbox_policy()
     }
 }
 
