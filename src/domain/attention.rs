@@ -161,10 +161,22 @@ pub fn awaits_message(rules: &ScreenRules, screen: &str) -> bool {
     if dialog || contains_any(&lines, rules.busy) || !contains_any(&lines, rules.ready) {
         return false;
     }
-    input_line(rules, screen).is_some_and(|line| {
-        let text = input_text(rules, line);
-        text.is_empty() || rules.ready.iter().any(|ready| text.contains(ready))
-    })
+    input_line(rules, screen).is_some_and(|_| typed_text(rules, screen).is_none())
+}
+
+/// What the input line shows typed: its text, unless it is empty or the agent's placeholder.
+fn typed_text<'a>(rules: &ScreenRules, screen: &'a str) -> Option<&'a str> {
+    input_line(rules, screen)
+        .map(|line| input_text(rules, line))
+        .filter(|text| !text.is_empty() && !rules.ready.iter().any(|ready| text.contains(ready)))
+}
+
+/// Whether the child has drawn what was typed into its input line, so an Enter sent now
+/// arrives apart from the text. On a loaded machine an agent may not have read the keys yet,
+/// and Gemini turns an Enter that arrives with its text into a newline. True where cuekit
+/// cannot find the input line: there is nothing to wait for.
+pub fn shows_typed_input(rules: &ScreenRules, screen: &str) -> bool {
+    input_line(rules, screen).is_none() || typed_text(rules, screen).is_some()
 }
 
 /// Whether a typed message was submitted, judging by the screen before Enter (`typed_screen`,
@@ -178,14 +190,13 @@ pub fn was_submitted(rules: &ScreenRules, typed_screen: &str, screen_after: &str
     if rules.input_prefixes.is_empty() {
         return screen_after.trim_end() != typed_screen.trim_end();
     }
-    let typed = input_line(rules, typed_screen);
-    let after = input_line(rules, screen_after);
-    match typed
-        .map(|line| input_text(rules, line))
-        .filter(|text| !text.is_empty())
-    {
-        Some(text) => !after.is_some_and(|line| input_text(rules, line).contains(text)),
-        None => after != typed,
+    let after = typed_text(rules, screen_after);
+    match typed_text(rules, typed_screen) {
+        Some(text) => !after.is_some_and(|shown| shown.contains(text)),
+        // The text never showed before the Enter: taken only if the screen changed and the
+        // line holds nothing now (text that shows up after the Enter was read late, and the
+        // Enter with it).
+        None => after.is_none() && screen_after.trim_end() != typed_screen.trim_end(),
     }
 }
 
@@ -274,6 +285,18 @@ mod tests {
         // An ignored Enter echoed into the line does not count as a submit.
         assert!(!was_submitted(&RULES, screen, " > half typed^M\n"));
         assert!(was_submitted(&RULES, screen, "reply\n >\n"));
+    }
+
+    #[test]
+    fn text_drawn_only_after_the_enter_was_not_submitted() {
+        // A loaded agent read the keys late: before the Enter its line showed the placeholder.
+        let placeholder = "answer\n > Type your message\nstatus bar\n";
+        assert!(!shows_typed_input(&RULES, placeholder));
+        assert!(shows_typed_input(&RULES, " > /quit\n"));
+        assert!(shows_typed_input(&RULES, "no prompt here\n"));
+        assert!(!was_submitted(&RULES, placeholder, "answer\n > /quit\n\n"));
+        assert!(was_submitted(&RULES, placeholder, "answer\n/quit\n >\n"));
+        assert!(!was_submitted(&RULES, placeholder, placeholder));
     }
 
     #[test]

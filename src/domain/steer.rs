@@ -10,6 +10,8 @@ use crate::domain::error::{Error, Result};
 /// How long the screen is watched after an Enter for signs that the message was taken.
 pub const RECEIPT_WINDOW: Duration = Duration::from_millis(1500);
 pub const RECEIPT_POLL: Duration = Duration::from_millis(30);
+/// How long a steer waits for a slow child to draw the typed text before it presses Enter.
+pub const TYPED_WINDOW: Duration = Duration::from_secs(3);
 /// Longer single-line messages are pasted too: typing them key by key is slow and some TUIs
 /// treat fast typing as a paste anyway.
 const MAX_TYPED_BYTES: usize = 512;

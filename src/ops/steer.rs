@@ -4,11 +4,13 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::domain::adapter::{self, Adapter};
-use crate::domain::attention::{self, Attention};
+use crate::domain::attention::{self, Attention, ScreenRules};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::launch::EXIT_CODE_FILE;
 use crate::domain::spec::Mode;
-use crate::domain::steer::{Delivery, RECEIPT_POLL, RECEIPT_WINDOW, Receipt, prepare};
+use crate::domain::steer::{
+    Delivery, RECEIPT_POLL, RECEIPT_WINDOW, Receipt, TYPED_WINDOW, prepare,
+};
 use crate::effects::config::Config;
 use crate::effects::store;
 use crate::effects::tmux::{PaneInfo, Tmux, args};
@@ -240,6 +242,31 @@ pub(super) fn type_line(
     .map(|done| done.receipt)
 }
 
+/// The screen with the typed text drawn, `enter_delay` after it was sent; the child may read
+/// keys late on a loaded machine, and an Enter sent with text it has not read yet may become a
+/// newline. Then it waits (at most `TYPED_WINDOW`) for the text to show, and the pause again.
+/// None: the pane is gone.
+fn settle(
+    capture: &impl Fn() -> Option<String>,
+    rules: &ScreenRules,
+    enter_delay: Duration,
+) -> Option<String> {
+    std::thread::sleep(enter_delay);
+    let screen = capture()?;
+    if attention::shows_typed_input(rules, &screen) {
+        return Some(screen);
+    }
+    let deadline = Instant::now() + TYPED_WINDOW;
+    while Instant::now() < deadline {
+        std::thread::sleep(RECEIPT_POLL);
+        if attention::shows_typed_input(rules, &capture()?) {
+            std::thread::sleep(enter_delay);
+            return capture();
+        }
+    }
+    Some(screen)
+}
+
 /// `exited` tells whether the child has exited since: one that ends on the message (`/quit`)
 /// took it.
 fn deliver(
@@ -286,8 +313,7 @@ fn deliver(
         }
         Delivery::Protocol => unreachable!("{PROTOCOL_TYPES_NOTHING}"),
     }
-    std::thread::sleep(enter_delay);
-    let Some(typed_screen) = capture() else {
+    let Some(typed_screen) = settle(&capture, rules, enter_delay) else {
         return Ok(Outcome {
             sent: true,
             ..Outcome::not_running()

@@ -80,8 +80,8 @@ fn single_and_multi_line_messages_each_arrive_as_one_turn() {
 
     let (receipt, _) = h.json(&["steer", &id, "/quit"]);
     assert_eq!(receipt["receipt"], "submitted");
-    let (_, code) = h.json(&["wait", &id, "--timeout", "30s"]);
-    assert_eq!(code, 0);
+    let (waited, code) = h.json(&["wait", &id, "--timeout", "30s"]);
+    assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
     assert_eq!(h.status(&id)["status"], "completed");
     let events = std::fs::read_to_string(h.task_dir(&id).join("events.jsonl")).unwrap();
     // The steers' lines (the monitor's transitions are in the same log).
@@ -312,4 +312,36 @@ fn a_steers_flags_count_anywhere_and_text_starting_with_a_dash_goes_after_a_doub
         lines().lines().count() == 2
     });
     assert_eq!(lines(), "hello\n-x --json\n");
+}
+
+/// On a loaded machine a child may read its keys late: the text and the Enter then arrive
+/// together, and Gemini turns such an Enter into a newline. The steer waits until the text shows
+/// before it presses Enter, and its receipt says `submitted` only for a message taken.
+#[test]
+fn a_child_that_reads_its_keys_late_still_takes_the_message_once() {
+    let h = Harness::new().with_real_gemini(&canned_texts(&["Answer one."]));
+    let id = h.submit(&["--model", MODEL, "First question"]);
+    wait_input_required(&h, &id);
+    let frozen = crate::harness::processes_of(&id);
+    let signal_all = |signal| {
+        for pid in &frozen {
+            // SAFETY: kill(2) on pids of this test's own task.
+            unsafe { libc::kill(*pid as i32, signal) };
+        }
+    };
+    signal_all(libc::SIGSTOP);
+    let (receipt, code) = std::thread::scope(|scope| {
+        let steer = scope.spawn(|| h.json(&["steer", &id, "/quit"]));
+        std::thread::sleep(Duration::from_millis(400));
+        signal_all(libc::SIGCONT);
+        steer.join().unwrap()
+    });
+    assert_eq!(
+        (receipt["receipt"].as_str(), code),
+        (Some("submitted"), 0),
+        "{receipt}"
+    );
+    let (waited, code) = h.json(&["wait", &id, "--timeout", "30s"]);
+    assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
+    assert_eq!(h.status(&id)["status"], "completed");
 }
