@@ -446,19 +446,14 @@ pub fn stage_placement(placement: &Placement) -> Result<super::Staged> {
     super::atomic::stage_in(&tmp_dir, &dir.join(&placement.id), &bytes)
 }
 
-/// Records the pane tmux created. Written once, in place: a reader that finds it empty or
-/// half-written treats the pane as unknown, which never leads to acting on the wrong one.
+/// Records the pane tmux created for the task's attempt, replacing an earlier attempt's. Renamed
+/// into place: a reader finds the one pane or the other, never a mix (unsynced: one lost to a
+/// crash reads as an unknown pane, which never leads to acting on the wrong one).
 pub fn record_pane_start(task_id: &str, pane: &PaneStart) -> Result<()> {
-    let dir = require(registry_dir())?;
+    let (tmp_dir, dir) = (require(pending_dir())?, require(registry_dir())?);
     let path = dir.join(format!("{task_id}.pane"));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&path)
-        .and_then(|mut file| file.write_all(&serde_json::to_vec(pane).expect("serializes")))
-        .map_err(|err| Error::io("write", &path, err))
+    let bytes = serde_json::to_vec(pane).expect("serializes");
+    super::atomic::stage_unsynced_in(&tmp_dir, &path, &bytes)?.commit()
 }
 
 /// The registry's placement of `task_id`, if cuekit ever registered it on this account.

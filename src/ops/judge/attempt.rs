@@ -86,6 +86,11 @@ pub(crate) fn requeue(task: &Task, ending: &Ending) -> Option<Result<Task>> {
     if started > policy.max as usize {
         return None;
     }
+    // A look at an attempt another has followed since: not this attempt's ending to count
+    // (`record_ending` then writes nothing either).
+    if store::lifecycle(id).is_some_and(|now| now.started_at != task.record.started_at) {
+        return None;
+    }
     let now = crate::effects::clock::now_rfc3339();
     if plan.attempts.is_empty() {
         plan.attempts.push(schedule::Attempt {

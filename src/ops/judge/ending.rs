@@ -11,8 +11,17 @@ use crate::ops::task::Task;
 pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
     let mut ended_queued = false;
     let looked_at = task.record.status;
+    let looked_started = task.record.started_at.clone();
     task.record = store::update(&task.placement.task_dir, |record| {
         if record.status.is_terminal() {
+            return Ok(false);
+        }
+        // Judged on a look at an attempt that has been followed by another since: the look
+        // saw the earlier attempt's pane gone, which says nothing of the new one.
+        if record.status == Status::Running
+            && record.started_at != looked_started
+            && ending.status != Status::Cancelled
+        {
             return Ok(false);
         }
         // Judged on a look at an attempt that has ended since and been queued again (`retry`,

@@ -248,8 +248,11 @@ pub(crate) fn found_for(placement: Placement) -> Found {
 }
 
 /// Holds the record found in `dir` against the registry's `placement`.
+///
+/// The pane start is read after the record (and the registry's lifecycle in it): a further
+/// attempt records its pane before it says `running`, so a record read as running never meets
+/// an earlier attempt's pane (which would read as gone: `pane_disappeared`).
 fn judge_trust(mut placement: Placement, dir: &Path) -> Found {
-    let pane = store::pane_start(&placement.id);
     let record = match store::load(dir) {
         Ok(record) => record,
         Err(error) if dir == placement.task_dir => {
@@ -270,8 +273,8 @@ fn judge_trust(mut placement: Placement, dir: &Path) -> Found {
                 )
             };
             return Found::Unreadable {
+                pane: store::pane_start(&placement.id),
                 placement,
-                pane,
                 error,
             };
         }
@@ -294,17 +297,9 @@ fn judge_trust(mut placement: Placement, dir: &Path) -> Found {
             // The mirror is behind the registry (its write met a full disk) or was written
             // over (by the child): it says again what the registry says, and is read as that.
             let record = store::update(dir, |_| Ok(true)).unwrap_or(record);
-            Found::Trusted(Box::new(Task {
-                record: believed(&placement, record),
-                placement,
-                pane,
-            }))
+            trusted(placement, record)
         }
-        None => Found::Trusted(Box::new(Task {
-            record: believed(&placement, record),
-            placement,
-            pane,
-        })),
+        None => trusted(placement, record),
         Some(why) => Found::Untrusted {
             id: placement.id,
             task_dir: dir.to_path_buf(),
@@ -312,6 +307,16 @@ fn judge_trust(mut placement: Placement, dir: &Path) -> Found {
             why,
         },
     }
+}
+
+/// A task whose record agrees with the registry: what it believes, then its pane.
+fn trusted(placement: Placement, record: TaskRecord) -> Found {
+    let record = believed(&placement, record);
+    Found::Trusted(Box::new(Task {
+        pane: store::pane_start(&placement.id),
+        record,
+        placement,
+    }))
 }
 
 /// The task's record read again from its directory, with what cuekit acts on taken from the
