@@ -814,6 +814,21 @@ pub fn assert_nothing_left(id: &str) {
     );
 }
 
+/// Whether a live process of task `id` runs `argv` (its command line, words joined by spaces):
+/// the task's own command is up, not only the short-lived helpers of its launch (the start
+/// gate's `sleep 0.01`, which carry the task id too and come and go).
+pub fn runs(id: &str, argv: &str) -> bool {
+    processes_of(id).into_iter().any(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+            let words: Vec<&[u8]> = cmdline
+                .split(|b| *b == 0)
+                .filter(|w| !w.is_empty())
+                .collect();
+            words.join(&b' ') == argv.as_bytes()
+        })
+    })
+}
+
 pub fn processes_of(id: &str) -> Vec<u32> {
     let marker = format!("CUEKIT_TASK_ID={id}");
     std::fs::read_dir("/proc")

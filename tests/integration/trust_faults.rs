@@ -198,8 +198,8 @@ fn cancel_on_a_full_disk_ends_the_task_and_records_it_once_there_is_room() {
     // The project (and so the task's folder and record) on a small filesystem of its own.
     let disk = Tmpfs::mount(&h.project, "4m");
     let id = h.submit_sh("sleep 600", &[]);
-    h.wait_until(&id, "the task's processes", Duration::from_secs(30), || {
-        !crate::harness::processes_of(&id).is_empty()
+    h.wait_until(&id, "the task's sleep", Duration::from_secs(30), || {
+        crate::harness::runs(&id, "sleep 600")
     });
     let filler = disk.fill();
     let (answer, code) = h.json(&["cancel", &id]);
@@ -306,8 +306,8 @@ fn fifos_swapped_into_a_drop_folder_never_block_the_monitor() {
     let h = Harness::new();
     h.user_config("monitor:\n  interval: 100ms\n");
     let id = h.submit_sh("sleep 600", &["--sandbox", "--timeout", "20s"]);
-    h.wait_until(&id, "the task's processes", Duration::from_secs(30), || {
-        !crate::harness::processes_of(&id).is_empty()
+    h.wait_until(&id, "the task's sleep", Duration::from_secs(30), || {
+        crate::harness::runs(&id, "sleep 600")
     });
     let drop = h.home.join(".local/share/cuekit/drop").join(&id);
     assert!(drop.is_dir(), "no drop folder at {}", drop.display());
