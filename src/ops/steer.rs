@@ -257,13 +257,16 @@ fn settle(
         return Some(screen);
     }
     let deadline = Instant::now() + TYPED_WINDOW;
+    let mut screen = screen;
     while Instant::now() < deadline {
         std::thread::sleep(RECEIPT_POLL);
-        if attention::shows_typed_input(rules, &capture()?) {
+        screen = capture()?;
+        if attention::shows_typed_input(rules, &screen) {
             std::thread::sleep(enter_delay);
             return capture();
         }
     }
+    // The last screen seen: the one the Enter's effect is judged against.
     Some(screen)
 }
 

@@ -662,6 +662,15 @@ fn an_interactive_child_stuck_on_a_quota_error_is_ended_and_retried() {
     h.user_config("monitor:\n  interval: 200ms\n  dwell: 600ms\nretry:\n  max: 1\n  backoff:\n    first: 1s\n",
     );
     let id = h.submit(&["--mode", "interactive", "Work on it"]);
+    // A follower opened on the first attempt looks at the task every 250 ms across the retry:
+    // it judges the second attempt by that attempt's pane, never the first's (one that kept
+    // the first's would read the second `pane_disappeared` and end it).
+    let mut follower = h
+        .cuekit()
+        .args(["logs", "--follow", &id])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     // The second attempt idles at its prompt too, which a look may read as input_required.
     // A failure says where the task stood last (seen once in a loaded CI run, not since).
     let mut last = serde_json::Value::Null;
@@ -687,7 +696,13 @@ fn an_interactive_child_stuck_on_a_quota_error_is_ended_and_retried() {
             .contains(&format!("--resume '{id}'")),
         "{task}"
     );
+    assert!(
+        follower.try_wait().unwrap().is_none(),
+        "logs --follow ended while the second attempt ran: {task}"
+    );
     h.ok(&["cancel", &id]);
+    let ended = poll(HANG_GUARD, || follower.try_wait().unwrap().is_some());
+    assert!(ended, "logs --follow outlived the cancel");
 }
 
 /// A `gemini` on PATH that runs the real CLI offline and, the first `fail_first` times, then

@@ -98,8 +98,9 @@ struct Watched {
     screen: Option<Screen>,
     /// Processes left past the deadline were ended (or there were none).
     swept: bool,
-    /// Its attempt, stuck on a passing fault, is being ended.
-    ending_stuck: bool,
+    /// The attempt (its `started_at`) that, stuck on a passing fault, is being ended: a later
+    /// attempt stuck the same way is ended too.
+    ending_stuck: Option<Option<String>>,
     /// Its check, left `checking` by a runner that died, was started again (once).
     rechecked: bool,
 }
@@ -289,7 +290,7 @@ impl Monitor {
                     announced,
                     screen: None,
                     swept: false,
-                    ending_stuck: false,
+                    ending_stuck: None,
                     rechecked: false,
                 },
             );
@@ -403,9 +404,9 @@ impl Monitor {
             screen.and_then(|s| s.fault),
             self.watched.get_mut(&record.id),
         ) && *quiet_for >= self.dwell
-            && !watched.ending_stuck
+            && watched.ending_stuck.as_ref() != Some(&record.started_at)
         {
-            watched.ending_stuck = true;
+            watched.ending_stuck = Some(record.started_at.clone());
             let stuck = task.clone();
             self.hooks.push(std::thread::spawn(move || {
                 let _ = crate::ops::judge::end_stuck(stuck, stuck_ending(reason, wait));

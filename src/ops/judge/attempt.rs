@@ -116,7 +116,7 @@ pub(crate) fn requeue(task: &Task, ending: &Ending) -> Option<Result<Task>> {
         schedule::enqueue(id)?;
         let mut task = task.clone();
         task.record = store::update(&task.placement.task_dir, |record| {
-            if record.status != Status::Running {
+            if record.status != Status::Running || record.started_at != task.record.started_at {
                 return Ok(false);
             }
             record.status = Status::Queued;

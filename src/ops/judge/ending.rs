@@ -61,6 +61,10 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
         let _ = std::fs::remove_file(record.task_dir.join(format!("{EXIT_CODE_FILE}.tmp")));
         Ok(true)
     })?;
+    if task.record.started_at != looked_started {
+        // Another attempt runs now: the task handed back is that attempt's, pane and all.
+        task.pane = store::pane_start(&task.record.id);
+    }
     if !task.record.status.is_terminal() {
         // Not ended after all (a check's verdict changed since the look): the next look decides.
         return Ok(task);

@@ -291,10 +291,13 @@ pub(crate) fn find_pane<'a>(task: &Task, panes: &'a PaneIndex) -> Option<&'a Pan
     }
 }
 
-/// Whether the task at `task_dir` has ended, judged now.
+/// Whether the task at `task_dir` has ended, judged now: its record read again, then its pane
+/// (a further attempt may have started since the task was read; its pane is that attempt's).
 pub(crate) fn has_ended(task: &Task) -> Result<bool> {
+    let record = crate::ops::task::reread(&task.placement)?;
     let current = Task {
-        record: crate::ops::task::reread(&task.placement)?,
+        record,
+        pane: store::pane_start(&task.placement.id),
         ..task.clone()
     };
     Ok(refresh(vec![current])?.tasks[0].record.status.is_terminal())

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::domain::error::{Error, ErrorCode, Result};
-use crate::domain::status::Ending;
+use crate::domain::status::{Ending, Status};
 use crate::effects::store::{self};
 use crate::ops::background::monitor_lock;
 use crate::ops::task::Task;
@@ -37,6 +37,7 @@ pub(crate) fn end_stuck(task: Task, ending: Ending) -> Result<()> {
 /// caller killed at any instant after recording (SIGKILL, a parent's timeout, a closed
 /// terminal) still has its task stopped.
 pub(crate) fn stop(task: Task, ending: Ending, grace: Duration) -> Result<Task> {
+    let looked_started = task.record.started_at.clone();
     let refreshed = refresh_with(vec![task], false, None)?;
     let pane_pid = refreshed
         .pane(&refreshed.tasks[0])
@@ -45,6 +46,11 @@ pub(crate) fn stop(task: Task, ending: Ending, grace: Duration) -> Result<Task> 
         .filter(|pane| !pane.dead)
         .map(|pane| pane.pane_pid);
     let task = refreshed.tasks.into_iter().next().expect("one task in");
+    // Asked of an attempt another has followed since (a stuck attempt's end, seen late): not
+    // this stop's to end. A cancel ends whatever attempt runs.
+    if task.record.started_at != looked_started && ending.status != Status::Cancelled {
+        return Ok(task);
+    }
     let inside = inside(&task);
     // Without a claim (cuekit's data directory cannot be written) it stops as it can.
     let claim = monitor_lock::claim_stop(&task.record.id).ok();
