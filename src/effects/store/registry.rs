@@ -250,25 +250,13 @@ impl Lifecycle {
 /// The lifecycle cuekit recorded for `task_id`; `None` for a task registered before it was
 /// kept here (its record is then all there is).
 pub fn lifecycle(task_id: &str) -> Option<Lifecycle> {
-    if !super::is_task_id(task_id) {
-        return None;
-    }
-    let path = registry_dir()?.join(format!("{task_id}.state"));
-    serde_json::from_slice(&super::atomic::read_small(&path).ok()?).ok()
+    fact_of(task_id, "state")
 }
 
 /// Records `task_id`'s lifecycle (replacing the last), synced before it is in place.
 pub fn record_lifecycle(task_id: &str, lifecycle: &Lifecycle) -> Result<()> {
-    if !super::is_task_id(task_id) {
-        return Err(Error::invalid_input(format!(
-            "'{task_id}' is not a task id"
-        )));
-    }
-    // Both exist since the task's submit: a write never makes a removed registry anew.
-    let tmp_dir = existing(pending_dir())?;
-    let dir = existing(registry_dir())?;
-    let bytes = serde_json::to_vec(lifecycle).expect("serializes");
-    super::atomic::stage_in(&tmp_dir, &dir.join(format!("{task_id}.state")), &bytes)?.commit()
+    // The registry exists since the task's submit: a write never makes a removed one anew.
+    record_fact(task_id, "state", lifecycle)
 }
 
 /// A submit under way: written before tmux is asked, removed once the task is recorded.
@@ -434,12 +422,7 @@ pub fn pending_submits() -> Vec<Pending> {
 /// The registry entry, written and synced under a temp name until [`super::Staged::commit`].
 pub fn stage_placement(placement: &Placement) -> Result<super::Staged> {
     // The id is the file's name: only a task id's shape may become one.
-    if !super::is_task_id(&placement.id) {
-        return Err(Error::invalid_input(format!(
-            "'{}' is not a task id",
-            placement.id
-        )));
-    }
+    refuse_non_id(&placement.id)?;
     let tmp_dir = require(pending_dir())?;
     let dir = require(registry_dir())?;
     let bytes = serde_json::to_vec_pretty(placement).expect("serializes");
@@ -450,10 +433,7 @@ pub fn stage_placement(placement: &Placement) -> Result<super::Staged> {
 /// into place: a reader finds the one pane or the other, never a mix (unsynced: one lost to a
 /// crash reads as an unknown pane, which never leads to acting on the wrong one).
 pub fn record_pane_start(task_id: &str, pane: &PaneStart) -> Result<()> {
-    let (tmp_dir, dir) = (require(pending_dir())?, require(registry_dir())?);
-    let path = dir.join(format!("{task_id}.pane"));
-    let bytes = serde_json::to_vec(pane).expect("serializes");
-    super::atomic::stage_unsynced_in(&tmp_dir, &path, &bytes)?.commit()
+    record_fact_unsynced(task_id, "pane", pane)
 }
 
 /// The registry's placement of `task_id`, if cuekit ever registered it on this account.
@@ -510,8 +490,7 @@ fn parse_placement(task_id: &str, bytes: Vec<u8>, path: &Path) -> Result<Placeme
 
 /// The pane recorded for `task_id`, once tmux has created it.
 pub fn pane_start(task_id: &str) -> Option<PaneStart> {
-    let path = registry_dir()?.join(format!("{task_id}.pane"));
-    serde_json::from_slice(&super::atomic::read_small(&path).ok()?).ok()
+    fact_of(task_id, "pane")
 }
 
 /// A file of the registry's, staged in its temp folder (both must exist: a write never makes a
@@ -535,14 +514,31 @@ pub fn merge_of(task_id: &str) -> Option<MergeRecord> {
 /// Writes one of a task's facts beside its registry entry (`tasks/<id>.<kind>`), whole,
 /// replacing the last: cuekit's alone, out of a child's reach.
 fn record_fact<T: Serialize>(task_id: &str, kind: &str, fact: &T) -> Result<()> {
-    if !super::is_task_id(task_id) {
-        return Err(Error::invalid_input(format!(
-            "'{task_id}' is not a task id"
-        )));
-    }
+    refuse_non_id(task_id)?;
     let dir = existing(registry_dir())?;
     let bytes = serde_json::to_vec(fact).expect("serializes");
     stage_own(&dir.join(format!("{task_id}.{kind}")), &bytes)?.commit()
+}
+
+/// [`record_fact`] for a fact a submit or a start writes: renamed into place without an fsync
+/// (the submit pays none for it; one lost to a crash reads as unknown, never as something
+/// else), the registry made if it is not there yet.
+fn record_fact_unsynced<T: Serialize>(task_id: &str, kind: &str, fact: &T) -> Result<()> {
+    refuse_non_id(task_id)?;
+    let (tmp_dir, dir) = (require(pending_dir())?, require(registry_dir())?);
+    let bytes = serde_json::to_vec(fact).expect("serializes");
+    super::atomic::stage_unsynced_in(&tmp_dir, &dir.join(format!("{task_id}.{kind}")), &bytes)?
+        .commit()
+}
+
+fn refuse_non_id(task_id: &str) -> Result<()> {
+    if super::is_task_id(task_id) {
+        Ok(())
+    } else {
+        Err(Error::invalid_input(format!(
+            "'{task_id}' is not a task id"
+        )))
+    }
 }
 
 /// One of a task's facts ([`record_fact`]), if it was recorded and reads whole.
@@ -565,15 +561,7 @@ pub fn record_check(task_id: &str, state: &crate::domain::check::CheckState) -> 
 /// model), never the `task.json` its child may have rewritten. Renamed into place without an
 /// fsync (a submit pays none for it): a spec lost to a crash makes a retry refuse, never guess.
 pub fn keep_spec(task_id: &str, spec: &crate::domain::spec::TaskSpec) -> Result<()> {
-    if !super::is_task_id(task_id) {
-        return Err(Error::invalid_input(format!(
-            "'{task_id}' is not a task id"
-        )));
-    }
-    let (tmp_dir, dir) = (require(pending_dir())?, require(registry_dir())?);
-    let path = dir.join(format!("{task_id}.spec"));
-    let bytes = serde_json::to_vec(spec).expect("serializes");
-    super::atomic::stage_unsynced_in(&tmp_dir, &path, &bytes)?.commit()
+    record_fact_unsynced(task_id, "spec", spec)
 }
 
 /// The spec kept at submit ([`keep_spec`]).
