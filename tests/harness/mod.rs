@@ -115,7 +115,7 @@ impl Harness {
     /// read its canned replies and the CLI, which lie where the sandbox hides: the user's own
     /// `sandbox.read`, in the user's config file (written whole).
     pub fn show_real_gemini_to_sandbox(&self) {
-        let tools = tools_bin().parent().unwrap().to_path_buf();
+        let tools = tools_root();
         self.user_config(&format!(
             "sandbox:\n  read: ['{}', '{}']\n",
             self.root().join("canned.jsonl").display(),
@@ -746,10 +746,24 @@ pub fn real_tmux() -> PathBuf {
     PathBuf::from(String::from_utf8(found).unwrap().trim())
 }
 
+/// Fails the test when it runs in nextest's `quick` profile (.config/nextest.toml), which is for
+/// the tests that need nothing but tmux, /bin/sh and git: a test that needs `what` (an agent CLI,
+/// the browser, sshd) belongs in that profile's filter, and a test missing from it says so here
+/// instead of waiting on an install the quick loop never made.
+pub fn needs(what: &str) {
+    if std::env::var_os("NEXTEST_PROFILE").is_some_and(|profile| profile == "quick") {
+        panic!(
+            "this test needs {what}, which the quick profile leaves out: \
+             name it in the quick profile's default-filter in .config/nextest.toml"
+        );
+    }
+}
+
 /// Waits until the install of the tools scripts/test runs in the background is over, when
 /// `CUEKIT_TEST_TOOLS_READY` names the file its exit status goes to: the tests that need no
 /// tool start while it still runs. Fails if it failed, or is not over in ten minutes.
 pub fn tools_ready() {
+    needs("the agent CLIs and Python that scripts/test installs into .tools/");
     let Some(ready) = std::env::var_os("CUEKIT_TEST_TOOLS_READY").map(PathBuf::from) else {
         return;
     };
@@ -791,6 +805,16 @@ pub fn tools_bin() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools"))
         .join("node_modules/.bin")
+}
+
+/// The folder scripts/test installs into, `.tools/` (or `CUEKIT_TEST_TOOLS`): the agent CLIs, the
+/// Node they run on, its compile cache and the Python venv. A sandboxed test agent is shown it.
+pub fn tools_root() -> PathBuf {
+    tools_bin()
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .to_path_buf()
 }
 
 /// A CLI installed by scripts/test into .tools/ (the real binary, not a stand-in).

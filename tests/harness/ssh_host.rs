@@ -133,6 +133,7 @@ pub struct SshHost {
 
 impl SshHost {
     pub fn start(name: &str) -> SshHost {
+        super::needs("sshd, the remote hosts' server");
         assert!(
             Path::new(SSHD).exists(),
             "{SSHD} is missing: install openssh-server (scripts/test does it) to run tests/integration/remote.rs"

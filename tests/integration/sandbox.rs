@@ -145,7 +145,7 @@ fn a_sandboxed_gemini_child_writes_its_worktree_and_nothing_else() {
     let h = h.with_real_gemini(&replies);
     // The canned replies and the real CLI live where the sandbox hides (the test's temp dir):
     // the user's own `sandbox.read` shows them.
-    let tools = crate::harness::tools_bin().parent().unwrap().to_path_buf();
+    let tools = crate::harness::tools_root();
     h.user_config(&format!(
         "sandbox:\n  read: ['{}', '{}']\n",
         h.root().join("canned.jsonl").display(),
@@ -938,7 +938,7 @@ fn a_sandboxed_gemini_childs_work_comes_back_exactly() {
     for kind in [&[][..], &["--worktree"][..]] {
         let h = Harness::new().with_real_gemini(&replies);
         project_repo(&h.project, "original\n");
-        let tools = crate::harness::tools_bin().parent().unwrap().to_path_buf();
+        let tools = crate::harness::tools_root();
         h.user_config(&format!(
             "sandbox:\n  read: ['{}', '{}']\n",
             h.root().join("canned.jsonl").display(),

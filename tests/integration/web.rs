@@ -246,6 +246,7 @@ async fn browser() -> Browser {
 
 /// A browser; `self_signed`: one that accepts the test's self-signed certificate.
 async fn browser_with(self_signed: bool) -> Browser {
+    crate::harness::needs("Chromium and chromedriver");
     assert!(
         Path::new(CHROMEDRIVER).exists() && Path::new(CHROMIUM).exists(),
         "Chromium and chromedriver are not installed: run scripts/test, which installs Debian's chromium and chromium-driver"
