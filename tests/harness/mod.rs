@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod git;
+pub mod limits;
 pub mod ssh_host;
 
 use std::path::{Path, PathBuf};
@@ -180,6 +181,7 @@ impl Harness {
     /// `cuekit trust ARGS…` as a person runs it: at a terminal (`cuekit trust` refuses a
     /// process without one), here a pseudo-terminal `script` makes. Fails the test unless it
     /// succeeds.
+    #[track_caller]
     pub fn trust(&self, args: &[&str]) {
         let mut line = format!("'{}' trust", env!("CARGO_BIN_EXE_cuekit"));
         for arg in args {
@@ -200,6 +202,7 @@ impl Harness {
     }
 
     /// Runs cuekit and returns stdout, failing the test on a non-zero exit.
+    #[track_caller]
     pub fn ok(&self, args: &[&str]) -> String {
         let output = self.run(args);
         assert!(
@@ -213,6 +216,7 @@ impl Harness {
     }
 
     /// Runs `cuekit --json …` and parses stdout, whatever the exit status.
+    #[track_caller]
     pub fn json(&self, args: &[&str]) -> (Value, i32) {
         let output = self.cuekit().arg("--json").args(args).output().unwrap();
         let value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
@@ -226,6 +230,7 @@ impl Harness {
     }
 
     /// Submits and returns the task id.
+    #[track_caller]
     pub fn submit(&self, args: &[&str]) -> String {
         let mut all = vec!["submit"];
         all.extend_from_slice(args);
@@ -235,11 +240,13 @@ impl Harness {
     }
 
     /// A task of the `command` agent running `sh -c SCRIPT`, with `extra` flags; its id.
+    #[track_caller]
     pub fn submit_sh(&self, script: &str, extra: &[&str]) -> String {
         self.submit(&sh_task(script, extra))
     }
 
     /// A batch `sh -c SCRIPT` task in its own worktree, with `extra` flags; its id.
+    #[track_caller]
     pub fn submit_worktree_sh(&self, extra: &[&str], script: &str) -> String {
         let mut flags = vec!["--worktree", "--mode", "batch"];
         flags.extend_from_slice(extra);
@@ -247,11 +254,13 @@ impl Harness {
     }
 
     /// [`Self::submit_sh`] of a batch task.
+    #[track_caller]
     pub fn submit_batch_sh(&self, script: &str) -> String {
         self.submit_sh(script, &["--mode", "batch"])
     }
 
     /// `cuekit wait IDS… --timeout LIMIT`: its answer and exit status, whatever they are.
+    #[track_caller]
     pub fn wait_all(&self, ids: &[impl AsRef<str>], limit: &str) -> (Value, i32) {
         let mut args = vec!["wait"];
         args.extend(ids.iter().map(AsRef::as_ref));
@@ -260,6 +269,7 @@ impl Harness {
     }
 
     /// [`Self::wait_all`], failing the test unless every task completed (exit status 0).
+    #[track_caller]
     pub fn wait_ok(&self, ids: &[impl AsRef<str>], limit: &str) -> Value {
         let (value, code) = self.wait_all(ids, limit);
         assert_eq!(code, 0, "{value}");
@@ -268,6 +278,7 @@ impl Harness {
 
     /// [`Self::wait_all`], failing the test unless every task ended, whatever its ending (exit
     /// status 0 or 20), in time.
+    #[track_caller]
     pub fn wait_ended(&self, ids: &[impl AsRef<str>], limit: &str) -> Value {
         let (value, code) = self.wait_all(ids, limit);
         assert!(code == 0 || code == 20, "wait failed ({code}): {value}");
@@ -394,6 +405,7 @@ impl Harness {
     /// Returns once the monitor took `ticks` more ticks, or none runs (nothing of it can fire
     /// any more): "nothing happened again" is then "nothing happened in `ticks` ticks". Fails
     /// after a minute (a hang guard, not a clock).
+    #[track_caller]
     pub fn monitor_ticks_pass(&self, ticks: u64) {
         let from = self.monitor_ticks();
         assert!(
@@ -406,6 +418,7 @@ impl Harness {
 
     /// Returns once the scheduler took `looks` more looks at the queue, or none runs (nothing
     /// of it can start a task any more). Fails after a minute (a hang guard, not a clock).
+    #[track_caller]
     pub fn scheduler_looks_pass(&self, looks: u64) {
         let from = self.scheduler_looks();
         assert!(
@@ -418,16 +431,27 @@ impl Harness {
 
     /// `cuekit --json ARGS` with a hang guard: its output, or a failure naming the command
     /// after `limit`.
+    #[track_caller]
     pub fn bounded(&self, args: &[&str], limit: Duration) -> Output {
         let mut command = self.cuekit();
         command.arg("--json").args(args);
         within(command, limit)
     }
 
+    #[track_caller]
     pub fn status(&self, id: &str) -> Value {
         let (value, code) = self.json(&["status", id]);
         assert_eq!(code, 0, "status failed: {value}");
         value
+    }
+
+    /// `cuekit status ID`, failing the test (at the caller's line) unless the task's status is
+    /// `expected`; the view, for the test's further checks.
+    #[track_caller]
+    pub fn assert_status(&self, id: &str, expected: &str) -> Value {
+        let view = self.status(id);
+        assert_eq!(view["status"], expected, "{view}");
+        view
     }
 
     pub fn task_dir(&self, id: &str) -> PathBuf {
@@ -440,6 +464,7 @@ impl Harness {
     }
 
     /// Polls `condition` until it holds, failing with the task's transcript after `limit`.
+    #[track_caller]
     pub fn wait_until(
         &self,
         id: &str,
@@ -520,6 +545,7 @@ impl Harness {
     }
 
     /// The task's pane: its id (`%N`) and the pid of its first process.
+    #[track_caller]
     pub fn pane(&self, id: &str) -> (String, u32) {
         let target = format!("=cuekit-task-{id}:");
         let output = self.tmux(&["list-panes", "-t", &target, "-F", "#{pane_id} #{pane_pid}"]);
@@ -569,6 +595,7 @@ impl Harness {
 
     /// Waits until session `session`'s pane shows what `condition` looks for, and returns
     /// the screen; fails with the screen after 30 s.
+    #[track_caller]
     pub fn wait_pane(&self, session: &str, what: &str, condition: impl Fn(&str) -> bool) -> String {
         let target = format!("={session}:");
         let start = Instant::now();
@@ -676,6 +703,7 @@ pub fn canned_texts(texts: &[&str]) -> Vec<String> {
 }
 
 /// Asserts a `--json` answer is the refusal `expected` with exit status `status`.
+#[track_caller]
 pub fn assert_refused(answer: &Value, code: i32, expected: &str, status: i32) {
     assert_eq!(
         (answer["error"]["code"].as_str(), code),
@@ -684,12 +712,29 @@ pub fn assert_refused(answer: &Value, code: i32, expected: &str, status: i32) {
     );
 }
 
+/// The ids of the tasks an answer lists under `tasks` (a `team submit`, a race), in order.
+#[track_caller]
+pub fn task_ids(answer: &Value) -> Vec<String> {
+    answer["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tasks in {answer}"))
+        .iter()
+        .map(|task| {
+            task["id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("a task without an id in {answer}"))
+                .to_string()
+        })
+        .collect()
+}
+
 /// How long a wait on something the code records may take before the test fails, saying what
 /// it waited for: generous, so that only a hang fails it, never a slow machine.
-pub const HANG_GUARD: Duration = Duration::from_secs(60);
+pub const HANG_GUARD: Duration = limits::AGENT;
 
 /// Runs `command` to its end with a hang guard: its output, or a failure naming it (killed)
 /// after `limit`.
+#[track_caller]
 pub fn within(mut command: Command, limit: Duration) -> Output {
     let child = command
         .stdin(Stdio::null())
@@ -762,6 +807,7 @@ pub fn needs(what: &str) {
 /// Waits until the install of the tools scripts/test runs in the background is over, when
 /// `CUEKIT_TEST_TOOLS_READY` names the file its exit status goes to: the tests that need no
 /// tool start while it still runs. Fails if it failed, or is not over in ten minutes.
+#[track_caller]
 pub fn tools_ready() {
     needs("the agent CLIs and Python that scripts/test installs into .tools/");
     let Some(ready) = std::env::var_os("CUEKIT_TEST_TOOLS_READY").map(PathBuf::from) else {
@@ -781,6 +827,7 @@ pub fn tools_ready() {
 }
 
 /// The real Gemini CLI installed by scripts/test (or named by CUEKIT_TEST_GEMINI).
+#[track_caller]
 pub fn real_gemini() -> PathBuf {
     tools_ready();
     let path = std::env::var_os("CUEKIT_TEST_GEMINI")
@@ -818,6 +865,7 @@ pub fn tools_root() -> PathBuf {
 }
 
 /// A CLI installed by scripts/test into .tools/ (the real binary, not a stand-in).
+#[track_caller]
 pub fn installed_tool(name: &str) -> PathBuf {
     let path = tools_bin().join(name);
     assert!(
@@ -830,6 +878,7 @@ pub fn installed_tool(name: &str) -> PathBuf {
 
 /// The live processes carrying `CUEKIT_TASK_ID=<id>`, found the way a person would: /proc.
 /// Waits (10 s at most) until no process of task `id` is left, failing with the ones that are.
+#[track_caller]
 pub fn assert_nothing_left(id: &str) {
     assert!(
         poll(Duration::from_secs(10), || processes_of(id).is_empty()),

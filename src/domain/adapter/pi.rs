@@ -1,5 +1,6 @@
 //! pi (the pi coding agent). Flags verified against `pi --help` of
-//! @mariozechner/pi-coding-agent 0.73.1.
+//! @mariozechner/pi-coding-agent 0.73.1; its ACP bridge also with @earendil-works/pi-coding-agent
+//! 1.6.0, the package pi moved to.
 
 use std::time::Duration;
 
@@ -10,11 +11,11 @@ use crate::domain::error::Result;
 use crate::domain::launch::{PROMPT_VARIABLE, single_quote};
 use crate::domain::spec::{Mode, TaskSpec};
 
-/// The bridge `pi-acp` (0.0.24; no `--help`: it speaks ACP on stdio), which runs `pi --mode
-/// rpc` from PATH (`PI_ACP_PI_COMMAND` overrides it). 0.0.24 is the newest that works with pi
-/// 0.73.1: 0.0.34 asks pi for `get_available_thinking_levels`, which 0.73.1 answers without the
-/// request id, so `session/new` never returns once a model is configured (the pi 0.0.34 is
-/// written for, @earendil-works/pi-coding-agent, needs Node >= 22.19). Verified with a
+/// The bridge `pi-acp` (no `--help`: it speaks ACP on stdio), which runs `pi --mode rpc` from
+/// PATH (`PI_ACP_PI_COMMAND` overrides it): 0.0.34 with @earendil-works/pi-coding-agent 1.6.0
+/// (Node >= 22.19), or 0.0.24 with @mariozechner/pi-coding-agent 0.73.1, the newest pi on Node
+/// 20 (0.0.34 asks it for `get_available_thinking_levels`, which 0.73.1 answers without the
+/// request id, so `session/new` never returns once a model is configured). Verified with a
 /// throw-away HOME:
 /// `initialize` answers protocol version 1, `loadSession: true`, the auth method
 /// `pi_terminal_login`; without credentials `session/new` fails with -32000 "Authentication
@@ -30,7 +31,7 @@ static PI_ACP: AcpLaunch = AcpLaunch {
     modes: &[],
     env: &[],
     load_overwrites_same_minute: false,
-    verified: "pi-acp 0.0.24 with @mariozechner/pi-coding-agent 0.73.1 (initialize and session/new without credentials, an offline turn against a local OpenAI-compatible server)",
+    verified: "pi-acp 0.0.34 with @earendil-works/pi-coding-agent 1.6.0, and 0.0.24 with @mariozechner/pi-coding-agent 0.73.1 (initialize and session/new without credentials, an offline turn against a local OpenAI-compatible server)",
 };
 
 pub(super) static PI: Adapter = Adapter {
@@ -56,7 +57,7 @@ pub(super) static PI: Adapter = Adapter {
     sandbox: &PI_SANDBOX,
     own_sandbox_flag: None,
     approval_modes: &[],
-    install_hint: "npm install -g @mariozechner/pi-coding-agent",
+    install_hint: "npm install -g @earendil-works/pi-coding-agent (Node >= 22.19; on older Node: @mariozechner/pi-coding-agent)",
     auth_probe: pi_auth,
     resume_hint: None,
     auth_env: &PI_AUTH_ENV,
