@@ -820,6 +820,9 @@ async fn submit(
     } else {
         Vec::new()
     };
+    // Every field named (tests/integration/structure.rs): the page's form offers the objective,
+    // agent, model, mode and worktree; each option it does not offer says so, so that a new
+    // submit option is a decision here, not a silent default.
     let request = ops::SubmitRequest {
         agent,
         argv,
@@ -830,7 +833,32 @@ async fn submit(
         // A browser asks on the user's behalf, like an MCP client: it may tighten the
         // user's permission policy, never loosen it.
         asked_by: ops::Asker::Delegate,
-        ..ops::SubmitRequest::default()
+        // Not on the form: the user's config and the defaults decide.
+        context: None,
+        constraints: Vec::new(),
+        approval_mode: None,
+        dangerously_skip_permissions: None,
+        // The project serve was started in.
+        cwd: None,
+        timeout: None,
+        stream_events: None,
+        resume_from: None,
+        provider_profile: None,
+        role: None,
+        team: None,
+        // Set by `ops::race` only.
+        race: None,
+        dry_run: false,
+        base: None,
+        branch: None,
+        id: None,
+        once: None,
+        host: None,
+        scheduling: Default::default(),
+        budget: None,
+        sandbox: Default::default(),
+        wake_parent: false,
+        check: None,
     };
     let cwd = app.cwd.clone();
     let outcome = blocking(move || ops::submit(request, &cwd)).await;

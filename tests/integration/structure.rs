@@ -364,6 +364,7 @@ const SUBMIT_CONVERSIONS: &[(&str, &str)] = &[
     ("src/mcp/tools.rs", "the MCP tool's parameters"),
     ("src/ops/team.rs", "a team spec's member"),
     ("src/ops/remote/submit.rs", "the words a host is sent"),
+    ("src/web/routes.rs", "the web page's form"),
 ];
 
 /// The fields of `SubmitRequest`, read from its definition.
@@ -404,6 +405,56 @@ fn submit_literals(code: &str) -> Vec<&str> {
     found
 }
 
+/// What a face's code leaves unsaid of `fields` in its `SubmitRequest` conversions.
+fn unnamed_submit_fields(code: &str, fields: &[String]) -> Vec<String> {
+    // Copies of a request already made (`..member.clone()`) are not conversions.
+    let copies = |literal: &str| {
+        literal.lines().any(|line| {
+            let line = line.trim();
+            line.starts_with("..") && !line.contains("default()")
+        })
+    };
+    let conversions: Vec<&str> = submit_literals(code)
+        .into_iter()
+        .filter(|literal| !copies(literal))
+        .collect();
+    if conversions.is_empty() {
+        return vec!["no SubmitRequest conversion found".to_string()];
+    }
+    let mut missing = Vec::new();
+    for literal in conversions {
+        // The literal's own lines, not those of a struct nested in it (a `Scheduling {…}` may
+        // take the rest of its own fields from a default).
+        let mut depth = 0;
+        let own: String = literal
+            .chars()
+            .filter(|ch| {
+                match ch {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+                depth == 1
+            })
+            .collect();
+        let from_default = own.lines().any(|line| {
+            let line = line.trim();
+            line.starts_with("..") && line.contains("default()")
+        });
+        if from_default {
+            missing.push("fills fields from a default".to_string());
+        }
+        for field in fields {
+            let named =
+                literal.contains(&format!("{field}:")) || literal.contains(&format!("{field},"));
+            if !named {
+                missing.push(format!("`{field}` is not named"));
+            }
+        }
+    }
+    missing
+}
+
 #[test]
 fn every_face_names_every_submit_option() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -413,33 +464,8 @@ fn every_face_names_every_submit_option() {
     for (file, what) in SUBMIT_CONVERSIONS {
         let text = std::fs::read_to_string(root.join(file)).unwrap();
         let code = text.split("#[cfg(test)]").next().unwrap();
-        // Copies of a request already made (`..member.clone()`) are not conversions.
-        let copies = |literal: &str| {
-            literal.lines().any(|line| {
-                let line = line.trim();
-                line.starts_with("..") && !line.contains("default()")
-            })
-        };
-        let conversions: Vec<&str> = submit_literals(code)
-            .into_iter()
-            .filter(|literal| !copies(literal))
-            .collect();
-        if conversions.is_empty() {
-            missing.push(format!(
-                "{file} ({what}): no SubmitRequest conversion found"
-            ));
-        }
-        for literal in conversions {
-            if literal.contains("..SubmitRequest::default()") {
-                missing.push(format!("{file} ({what}): fills fields from a default"));
-            }
-            for field in &fields {
-                let named = literal.contains(&format!("{field}:"))
-                    || literal.contains(&format!("{field},"));
-                if !named {
-                    missing.push(format!("{file} ({what}): `{field}` is not named"));
-                }
-            }
+        for gap in unnamed_submit_fields(code, &fields) {
+            missing.push(format!("{file} ({what}): {gap}"));
         }
     }
     assert!(
@@ -448,4 +474,19 @@ fn every_face_names_every_submit_option() {
          why, rather than `..default()`):\n{}",
         missing.join("\n")
     );
+}
+
+/// The check above catches what it is for: a conversion that fills the rest from a default (as
+/// the web face's did) and one that leaves a field out.
+#[test]
+fn a_seeded_submit_conversion_with_a_default_or_a_missing_field_is_caught() {
+    let fields = vec!["agent".to_string(), "objective".to_string()];
+    let defaulted =
+        "let r = ops::SubmitRequest {\n    agent,\n    ..ops::SubmitRequest::default()\n};";
+    assert_eq!(
+        unnamed_submit_fields(defaulted, &fields),
+        ["fills fields from a default", "`objective` is not named"]
+    );
+    let whole = "let r = SubmitRequest {\n    agent,\n    objective: text,\n};";
+    assert!(unnamed_submit_fields(whole, &fields).is_empty());
 }
