@@ -33,6 +33,9 @@ pub struct Request<'a> {
     pub merge_message: &'a str,
     /// Merge even when the work changes files that run code or set policy ([`review`]).
     pub reviewed: bool,
+    /// The commit the task's passing check ran on: what is merged, whatever the checkout
+    /// holds now (`None`: the work as it is now).
+    pub checked: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -42,13 +45,21 @@ pub struct Merged {
     pub strategy: Strategy,
     /// The commit cuekit made of the task's uncommitted work, if there was any.
     pub work_commit: Option<String>,
-    /// The task branch's tip that went in.
+    /// The task's commit that went in: its branch's tip, or the checked commit when the
+    /// work moved on since its check.
     pub task_tip: String,
     /// The target branch's new head.
     pub head: String,
     /// Files that run code or set policy which the work changed, merged after `--yes`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reviewed: Vec<String>,
+    /// The commit the task's passing check ran on, which is what went in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked_commit: Option<String>,
+    /// The task's work moved on since its check: that later work was not merged (it stays
+    /// in the task's checkout and branch).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub later_work_left: bool,
 }
 
 /// Under cuekit's worktree lock, so two merges into one target never interleave (and no
@@ -100,21 +111,14 @@ pub fn merge(request: &Request) -> Result<Merged> {
     refuse_dirty(&there, &target_worktree)?;
     let work_ref = placed.work_ref();
     let old_tip = request.task.fresh_tip()?;
-    let task_tree = request.task.tree_from(&old_tip)?;
-    let tip_tree = root.line(["rev-parse", &format!("{old_tip}^{{tree}}")])?;
-    let work_commit = if task_tree != tip_tree {
-        Some(root.line([
-            "commit-tree",
-            &task_tree,
-            "-p",
-            &old_tip,
-            "-m",
-            request.work_message,
-        ])?)
-    } else {
-        None
-    };
-    let tip = work_commit.clone().unwrap_or_else(|| old_tip.clone());
+    let (work_commit, tip, later_work_left) = what_goes_in(request, &root, &old_tip)?;
+    if later_work_left && request.strategy == Strategy::Rebase {
+        return Err(Error::new(
+            ErrorCode::InvalidState,
+            "the task's work moved on since its check: a rebase would replay the later work too",
+        )
+        .with_hint("merge without --rebase (the checked commit goes in), or run its check again"));
+    }
     let target_head = there.line(["rev-parse", "--verify", "HEAD"])?;
     if let Some(files) = conflicts(&root, &target_head, &tip)? {
         return Err(conflict_error(&placed.branch, &target, &files));
@@ -138,11 +142,53 @@ pub fn merge(request: &Request) -> Result<Merged> {
         target,
         strategy: request.strategy,
         work_commit,
-        task_tip: root.line(["rev-parse", &work_ref])?,
+        task_tip: tip,
         head: there.line(["rev-parse", "HEAD"])?,
         target_worktree,
         reviewed,
+        checked_commit: request.checked.map(str::to_string),
+        later_work_left,
     })
+}
+
+/// What a merge takes: `(work_commit, tip, later_work_left)`. Without a checked commit, the
+/// work as it is now (its uncommitted part committed on `old_tip`). With one, that commit:
+/// it becomes the branch's (as the commit of the uncommitted work) when the work is still
+/// exactly what was checked; otherwise it goes in alone and the later work stays on the
+/// branch.
+fn what_goes_in(
+    request: &Request,
+    root: &Git,
+    old_tip: &str,
+) -> Result<(Option<String>, String, bool)> {
+    let tree_of = |rev: &str| root.line(["rev-parse", &format!("{rev}^{{tree}}")]);
+    let task_tree = request.task.tree_from(old_tip)?;
+    if let Some(checked) = request.checked {
+        if checked == old_tip {
+            return Ok((None, checked.to_string(), task_tree != tree_of(old_tip)?));
+        }
+        let on_tip = root
+            .line(["rev-parse", &format!("{checked}^")])
+            .ok()
+            .as_deref()
+            == Some(old_tip);
+        if on_tip && tree_of(checked)? == task_tree {
+            return Ok((Some(checked.to_string()), checked.to_string(), false));
+        }
+        return Ok((None, checked.to_string(), true));
+    }
+    let work_commit = if task_tree != tree_of(old_tip)? {
+        Some(super::checked::commit_tree(
+            root,
+            &task_tree,
+            &[old_tip],
+            request.work_message,
+        )?)
+    } else {
+        None
+    };
+    let tip = work_commit.clone().unwrap_or_else(|| old_tip.to_string());
+    Ok((work_commit, tip, false))
 }
 
 /// The paths that differ between two commits, with their new modes.

@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod changes;
+pub mod checked;
 pub mod checkout;
 pub mod cleanup;
 pub mod conflicts;
