@@ -69,6 +69,9 @@ pub fn run(args: &MergeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         print_json(&merged);
         return Ok(0);
     }
+    if let Some(repaired) = &merged.repaired {
+        say(repaired);
+    }
     if let Some(commit) = &merged.work_commit {
         say(&format!(
             "committed the task's uncommitted work as {}",

@@ -1,6 +1,8 @@
 //! Merging a task's branch where the target branch is checked out (never by switching
-//! branches in the task's worktree). Conflicts are found with `merge-tree` before any work tree,
-//! index or branch is touched, so a conflicting merge changes nothing.
+//! branches in the task's worktree). The merge is built with `merge-tree --write-tree` and
+//! `commit-tree` before any work tree, index or branch is touched, so a conflicting merge
+//! changes nothing; it lands by [`super::land`] (the branch by `update-ref`, then the
+//! checkout), so a kill never leaves a merge half-done in the user's checkout.
 
 use std::path::{Path, PathBuf};
 
@@ -60,6 +62,9 @@ pub struct Merged {
     /// in the task's checkout and branch).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub later_work_left: bool,
+    /// What an interrupted merge had left in the target worktree, put right first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repaired: Option<String>,
 }
 
 /// Under cuekit's worktree lock, so two merges into one target never interleave (and no
@@ -108,6 +113,7 @@ pub fn merge(request: &Request) -> Result<Merged> {
             },
         )?;
     let there = Git::new(&target_worktree);
+    let repaired = super::land::repair(&there)?;
     refuse_dirty(&there, &target_worktree)?;
     let work_ref = placed.work_ref();
     let old_tip = request.task.fresh_tip()?;
@@ -119,10 +125,11 @@ pub fn merge(request: &Request) -> Result<Merged> {
         )
         .with_hint("merge without --rebase (the checked commit goes in), or run its check again"));
     }
-    let target_head = there.line(["rev-parse", "--verify", "HEAD"])?;
-    if let Some(files) = conflicts(&root, &target_head, &tip)? {
-        return Err(conflict_error(&placed.branch, &target, &files));
-    }
+    let target_head = root.resolve(&format!("refs/heads/{target}^{{commit}}"))?;
+    let tree = match merged_tree(&root, &target_head, &tip)? {
+        Ok(tree) => tree,
+        Err(files) => return Err(conflict_error(&placed.branch, &target, &files)),
+    };
     let reviewed = review::policy_paths(&changed(&root, &placed.base_commit, &tip)?);
     if !reviewed.is_empty() && !request.reviewed {
         return Err(review::needed(&reviewed));
@@ -131,7 +138,16 @@ pub fn merge(request: &Request) -> Result<Merged> {
         root.run(["update-ref", &work_ref, commit, &old_tip])?;
         follow_index(&request.task);
     }
-    let merged = apply(request, &there, &target, &tip);
+    let merged = apply(
+        request,
+        &there,
+        &Landing {
+            target: &target,
+            target_head: &target_head,
+            tip: &tip,
+            tree: &tree,
+        },
+    );
     if let Err(err) = merged {
         if let Some(commit) = &work_commit {
             restore_branch(&request.task, commit, &old_tip);
@@ -148,6 +164,7 @@ pub fn merge(request: &Request) -> Result<Merged> {
         reviewed,
         checked_commit: request.checked.map(str::to_string),
         later_work_left,
+        repaired,
     })
 }
 
@@ -250,22 +267,24 @@ fn refuse_dirty(there: &Git, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The conflicted files of merging `tip` into `target_head`, or `None` when it merges cleanly.
-fn conflicts(git: &Git, target_head: &str, tip: &str) -> Result<Option<Vec<String>>> {
+/// The tree of merging `tip` into `target_head`, or the conflicted files when it does not
+/// merge cleanly.
+fn merged_tree(
+    git: &Git,
+    target_head: &str,
+    tip: &str,
+) -> Result<std::result::Result<String, Vec<String>>> {
     let output = git.output(args::merge_tree(target_head, tip))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    // The merged tree's id, then the conflicted paths, then an empty field.
+    let mut fields = text.split('\0');
     match output.status.code() {
-        Some(0) => Ok(None),
-        Some(1) => {
-            let text = String::from_utf8_lossy(&output.stdout);
-            // The merged tree's id, then the conflicted paths, then an empty field.
-            let files = text
-                .split('\0')
-                .skip(1)
-                .take_while(|f| !f.is_empty())
-                .map(String::from)
-                .collect();
-            Ok(Some(files))
-        }
+        Some(0) => Ok(Ok(fields.next().unwrap_or_default().trim().to_string())),
+        Some(1) => Ok(Err(fields
+            .skip(1)
+            .take_while(|f| !f.is_empty())
+            .map(String::from)
+            .collect())),
         _ => Err(super::failed(&args::merge_tree(target_head, tip), &output)),
     }
 }
@@ -283,16 +302,44 @@ fn conflict_error(branch: &str, target: &str, files: &[String]) -> Error {
     ))
 }
 
-fn apply(request: &Request, there: &Git, target: &str, tip: &str) -> Result<()> {
+/// A merge built and ready to land: the target branch, its head it was built on, the task's
+/// commit and the merged tree.
+struct Landing<'a> {
+    target: &'a str,
+    target_head: &'a str,
+    tip: &'a str,
+    tree: &'a str,
+}
+
+fn apply(request: &Request, there: &Git, landing: &Landing) -> Result<()> {
+    let root = request.task.root();
+    let Landing {
+        target,
+        target_head,
+        tip,
+        tree,
+    } = *landing;
+    let why = format!("cuekit merge: {}", request.merge_message);
     match request.strategy {
-        Strategy::Merge => run_or_abort(there, args::merge(tip, request.merge_message)),
-        Strategy::Squash => {
-            run_or_abort(there, args::merge_squash(tip))?;
-            if let Err(err) = there.run(["commit", "--quiet", "-m", request.merge_message]) {
-                let _ = there.run(["reset", "--merge"]);
-                return Err(err);
+        Strategy::Merge => {
+            if root.yes(["merge-base", "--is-ancestor", tip, target_head])? {
+                return Ok(());
             }
-            Ok(())
+            let commit = super::checked::commit_tree(
+                &root,
+                tree,
+                &[target_head, tip],
+                request.merge_message,
+            )?;
+            super::land::land(there, target, target_head, &commit, &why)
+        }
+        Strategy::Squash => {
+            if root.line(["rev-parse", &format!("{target_head}^{{tree}}")])? == tree {
+                return Ok(());
+            }
+            let commit =
+                super::checked::commit_tree(&root, tree, &[target_head], request.merge_message)?;
+            super::land::land(there, target, target_head, &commit, &why)
         }
         Strategy::Rebase => {
             if !request.task.placed.path.is_dir() {
@@ -303,31 +350,18 @@ fn apply(request: &Request, there: &Git, target: &str, tip: &str) -> Result<()> 
                 .with_hint("merge without --rebase"));
             }
             let task = request.task.own_git()?;
-            if let Err(err) = task.run(["rebase", "--quiet", target]) {
+            if let Err(err) = task.run(["rebase", "--quiet", target_head]) {
                 let _ = task.run(["rebase", "--abort"]);
                 return Err(Error::new(ErrorCode::MergeConflict, err.message).with_hint(
                     "nothing was changed; rebase by hand in the task's worktree, or merge without --rebase",
                 ));
             }
-            there
-                .run(args::merge_ff_only(&request.task.placed.branch))
-                .map(drop)
-        }
-    }
-}
-
-/// Runs a merge command; if it stops half-way, aborts what it started.
-fn run_or_abort(there: &Git, merge: Vec<std::ffi::OsString>) -> Result<()> {
-    match there.run(&merge) {
-        Ok(_) => Ok(()),
-        Err(err) => {
-            if there
-                .yes(["rev-parse", "--quiet", "--verify", "MERGE_HEAD"])
-                .unwrap_or(false)
-            {
-                let _ = there.run(["merge", "--abort"]);
+            let rebased =
+                root.resolve(&format!("{}^{{commit}}", request.task.placed.work_ref()))?;
+            if rebased == target_head {
+                return Ok(());
             }
-            Err(err)
+            super::land::land(there, target, target_head, &rebased, &why)
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod create;
 pub mod diff;
 pub mod fingerprint;
 pub mod include;
+pub mod land;
 pub mod merge;
 pub mod plan;
 pub mod review;
