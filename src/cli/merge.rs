@@ -26,6 +26,10 @@ pub struct MergeArgs {
     /// For a race (ID is `r_…`): merge this candidate instead of the winner.
     #[arg(long, value_name = "ID")]
     candidate: Option<String>,
+    /// Merge the task's work as it is now, even where it moved on since its passing check
+    /// (by default the commit the check ran on goes in).
+    #[arg(long)]
+    unchecked: bool,
 }
 
 pub fn run(args: &MergeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
@@ -35,6 +39,13 @@ pub fn run(args: &MergeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         _ => Strategy::Merge,
     };
     let merged = if crate::domain::race::is_race_id(&args.id) {
+        if args.unchecked {
+            return Err(crate::domain::error::Error::new(
+                crate::domain::error::ErrorCode::Usage,
+                "--unchecked merges one task's live work: a race merges what its check passed",
+            )
+            .into());
+        }
         ops::merge_race(
             &args.id,
             args.candidate.as_deref(),
@@ -49,6 +60,8 @@ pub fn run(args: &MergeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             "--candidate names a candidate of a race: give the race's id (r_…)",
         )
         .into());
+    } else if args.unchecked {
+        ops::merge_unchecked(&args.id, cwd, strategy, args.into.as_deref(), args.yes)?
     } else {
         ops::merge(&args.id, cwd, strategy, args.into.as_deref(), args.yes)?
     };
@@ -56,10 +69,20 @@ pub fn run(args: &MergeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         print_json(&merged);
         return Ok(0);
     }
+    if let Some(repaired) = &merged.repaired {
+        say(repaired);
+    }
     if let Some(commit) = &merged.work_commit {
         say(&format!(
             "committed the task's uncommitted work as {}",
             &commit[..commit.len().min(12)]
+        ));
+    }
+    if merged.later_work_left {
+        say(&format!(
+            "merged the commit its check passed ({}); the work added since stays on the task's \
+             branch (check it again, or merge it with --unchecked)",
+            merged.task_tip.get(..12).unwrap_or(&merged.task_tip)
         ));
     }
     if !merged.reviewed.is_empty() {

@@ -200,6 +200,9 @@ fn details_below_the_line(task: &TaskView) -> String {
     }
     if let Some(check) = &task.check {
         out.push_str(&format!("\n  check:      {}", check.summary));
+        if check.changed_since_check {
+            out.push_str(" (changed since its check: `merge` takes the checked commit)");
+        }
         if let Some(last) = check.state.verdicts.last() {
             out.push_str(&format!("\n  check log:  {}", last.log));
             if !last.protected_edits.is_empty() {

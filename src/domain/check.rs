@@ -296,6 +296,17 @@ pub struct Verdict {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protected_edits: Vec<ProtectedEdit>,
     pub at: String,
+    /// The commit this check ran on (the child's work as the check read it, kept at
+    /// [`checked_ref`]): what `result`, `diff` and `merge` take once it passed. `None` for a
+    /// verdict of an older cuekit, or one that could not read the work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+/// Where the commit check round `round` of task `task_id` ran on is kept, in the user's
+/// repository (neither `gc` nor a branch's move takes it away).
+pub fn checked_ref(task_id: &str, round: u32) -> String {
+    format!("refs/cuekit/checked/{task_id}/{round}")
 }
 
 impl Verdict {
@@ -333,6 +344,19 @@ impl CheckState {
     /// The round the next check is.
     pub fn next_round(&self) -> u32 {
         self.verdicts.last().map_or(1, |v| v.round + 1)
+    }
+
+    /// The commit the task's passing check ran on: the last passing verdict's, while the
+    /// check stands passed (a later failed check, or a fix round under way, names none).
+    pub fn checked_commit(&self) -> Option<&str> {
+        if self.phase != Phase::Passed {
+            return None;
+        }
+        self.verdicts
+            .iter()
+            .rev()
+            .find(|v| v.passed)
+            .and_then(|v| v.commit.as_deref())
     }
 
     /// Whether a failed check now leaves the child a fix round.
@@ -596,6 +620,7 @@ mod tests {
             error: None,
             log: "checks/1.log".into(),
             started_at: String::new(),
+            commit: None,
             protected_edits: vec![ProtectedEdit {
                 path: "tests/test_a.py".into(),
                 edit: EditKind::Changed,
@@ -642,6 +667,34 @@ mod tests {
         state.fix_rounds = 1;
         assert!(!state.may_fix());
         assert_eq!(state.next_round(), 2);
+    }
+
+    #[test]
+    fn the_checked_commit_is_the_last_passing_verdicts_while_the_check_stands_passed() {
+        let mut state = CheckState::new(1);
+        let passed = |round, commit: &str| Verdict {
+            round,
+            passed: true,
+            exit_code: Some(0),
+            commit: Some(commit.into()),
+            ..verdict()
+        };
+        state.verdicts.push(Verdict {
+            commit: Some("c1".into()),
+            ..verdict()
+        });
+        state.verdicts.push(passed(2, "c2"));
+        assert_eq!(state.checked_commit(), None, "not passed yet");
+        state.phase = Phase::Passed;
+        assert_eq!(state.checked_commit(), Some("c2"));
+        state.verdicts.push(passed(3, "c3"));
+        assert_eq!(state.checked_commit(), Some("c3"));
+        state.phase = Phase::Failed;
+        assert_eq!(state.checked_commit(), None);
+        assert_eq!(
+            checked_ref("t_0123456789ab", 3),
+            "refs/cuekit/checked/t_0123456789ab/3"
+        );
     }
 
     /// Runs the loop for real with stand-ins: an agent that exits 0, a check that asks for one

@@ -93,7 +93,13 @@ pub fn task(mut view: TaskView, detail: Detail) -> Value {
         .flatten();
     view.objective = head(&view.objective, OBJECTIVE_CHARS);
     // A check in one line: round k of N and the verdict (`detail: full` has every verdict).
-    let check = view.check.take().map(|check| check.summary);
+    let check = view.check.take().map(|check| {
+        if check.changed_since_check {
+            format!("{}; changed since its check", check.summary)
+        } else {
+            check.summary
+        }
+    });
     let Value::Object(mut fields) = serde_json::to_value(view).expect("views serialize") else {
         unreachable!("a view is an object")
     };
@@ -132,6 +138,7 @@ mod tests {
         state.phase = crate::domain::check::Phase::Checking;
         view.check = Some(Box::new(crate::ops::CheckView {
             summary: state.summary(),
+            changed_since_check: false,
             state,
         }));
         view.phase = Some("checking".into());

@@ -80,7 +80,7 @@ pub use team::{
 pub use trust::{trust, trust_by_person};
 pub use work::conflicts::{Conflict, Conflicts, conflicts};
 pub use work::diff::{TaskDiff, diff, review_by_names};
-pub use work::merge::merge;
+pub use work::merge::{merge, merge_unchecked};
 // The types an operation takes or answers with, defined where they are kept.
 pub use crate::effects::git::cleanup::KeepReason;
 pub use crate::effects::git::diff::FileDiff as DiffFile;

@@ -187,6 +187,12 @@ fn check_facts(view: &TaskView) -> Vec<(&'static str, String)> {
         return Vec::new();
     };
     let mut facts = vec![("check", check.summary.clone())];
+    if check.changed_since_check {
+        facts.push((
+            "changed",
+            "changed since its check: a merge takes the checked commit".to_string(),
+        ));
+    }
     if let Some(last) = check.state.verdicts.last() {
         let result = if last.passed {
             "passed".to_string()

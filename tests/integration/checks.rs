@@ -989,3 +989,65 @@ fn a_check_whose_monitor_died_is_run_again_by_the_next_monitor() {
     let status = h.status(&id);
     assert_eq!(check_of(&status)["phase"], "passed", "{status}");
 }
+
+/// Issue 42: a process the child left rewrites its work while the check runs on a snapshot.
+/// The verdict names the commit it checked; the task reads "changed since its check"; the
+/// merge carries the checked content, and the later work stays in the task's checkout.
+#[test]
+fn a_leftover_rewriting_the_work_during_the_check_does_not_reach_the_merge() {
+    let h = Harness::new();
+    checked_project(&h);
+    let id = submit_checked_sh(
+        &h,
+        "echo answer=42 > answer.txt; \
+         setsid sh -c 'sleep 1.5; echo answer=41 > answer.txt' </dev/null >/dev/null 2>&1 &",
+        "sleep 3; sh tests/check.sh",
+        &[],
+    );
+    h.wait_ok(&[&id], "60s");
+    let worktree = h.worktree_of(&id);
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("answer.txt")).unwrap(),
+        "answer=41\n",
+        "the leftover rewrote the checkout"
+    );
+    let status = h.status(&id);
+    let check = check_of(&status);
+    assert_eq!(check["phase"], "passed", "{status}");
+    let commit = check["verdicts"][0]["commit"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the verdict names no commit: {status}"))
+        .to_string();
+    let kept = crate::harness::git::git(
+        &h.project,
+        &["rev-parse", &format!("refs/cuekit/checked/{id}/1")],
+    );
+    assert_eq!(kept.trim(), commit);
+    assert_eq!(check["changed_since_check"], true, "{status}");
+    assert!(
+        h.ok(&["status", &id]).contains("changed since its check"),
+        "{}",
+        h.ok(&["status", &id])
+    );
+    // `diff` and `result` show what was checked.
+    let (diff, code) = h.json(&["diff", &id]);
+    assert_eq!(code, 0, "{diff}");
+    assert!(
+        diff["patch"].as_str().unwrap().contains("+answer=42"),
+        "{diff}"
+    );
+    assert_eq!(diff["checked_commit"], commit.as_str(), "{diff}");
+    let (merged, code) = h.json(&["merge", &id, "--yes"]);
+    assert_eq!(code, 0, "{merged}");
+    assert_eq!(merged["later_work_left"], true, "{merged}");
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("answer.txt")).unwrap(),
+        "answer=42\n",
+        "the merge carried the rewritten work: {merged}"
+    );
+    // The later work stays in the task's checkout.
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("answer.txt")).unwrap(),
+        "answer=41\n"
+    );
+}

@@ -233,6 +233,55 @@ fn first_decides_at_the_first_pass_and_cancels_the_others() {
     }
 }
 
+/// Issue 42: a candidate passes with a large change, then a process it left shrinks its work
+/// to a one-line wrong change. The pick weighs the commit each check ran on, so the shrink
+/// wins nothing, and `--merge` puts the honest candidate's checked work on the target.
+#[test]
+fn a_candidate_that_shrinks_its_work_after_passing_does_not_win_on_a_smaller_diff() {
+    let h = Harness::new();
+    checked_project(&h);
+    let claim = h.root().join("claim");
+    // The first to take the claim is the hostile one: 30 extra lines, then a shrink 2 s
+    // after its end. The other waits for the shrink, then passes with 5 extra lines.
+    let script = format!(
+        "if mkdir '{claim}' 2>/dev/null; then \
+           echo answer=42 > answer.txt; seq 1 30 > extra.txt; \
+           setsid sh -c 'sleep 2; echo answer=1 > answer.txt; rm -f extra.txt; \
+             touch {claim}/shrunk' </dev/null >/dev/null 2>&1 & \
+         else \
+           echo answer=42 > answer.txt; seq 1 5 > extra.txt; \
+           i=0; while [ ! -e '{claim}/shrunk' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; \
+           sleep 1; \
+         fi",
+        claim = claim.display()
+    );
+    let (race, ids) = sh_race(&h, &["--best-of", "2", "--merge"], &script);
+    let (waited, code) = h.json(&["wait", &race, "--timeout", "90s"]);
+    assert_eq!(code, 0, "{waited}");
+    assert!(claim.join("shrunk").exists(), "the shrink happened");
+    let (result, _) = h.json(&["result", &race]);
+    assert_eq!(result["state"], "decided", "{result}");
+    let winner = result["pick"]["winner"].as_str().unwrap().to_string();
+    assert_eq!(
+        candidate(&result, &winner)["diff_lines"],
+        6,
+        "the shrunk candidate won: {result}"
+    );
+    let hostile = ids.iter().find(|id| **id != winner).unwrap();
+    // Weighed by the commit its check ran on: 31 lines, not the one it shrank to.
+    assert_eq!(candidate(&result, hostile)["diff_lines"], 31, "{result}");
+    let merged = result["merged"].as_str().unwrap_or_default();
+    assert!(merged.contains("merged into"), "{result}");
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("answer.txt")).unwrap(),
+        "answer=42\n"
+    );
+    // The loser's kept ref is the commit its check passed, not the shrunk work.
+    let kept = kept_ref(&h, &race, hostile).expect("the loser's work is kept");
+    let file = git(&h.project, &["show", &format!("{kept}:answer.txt")]);
+    assert_eq!(file.trim(), "answer=42");
+}
+
 #[test]
 fn a_race_nobody_passes_fails_and_keeps_every_candidate() {
     let h = Harness::new();

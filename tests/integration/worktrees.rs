@@ -851,3 +851,146 @@ fn a_worktree_submit_killed_at_any_instant_leaves_no_worktree_or_branch_behind()
         "worktree folders of no task: {folders:?}"
     );
 }
+
+/// Git's merge state in the user's checkout (what an unfinished `git merge` leaves).
+fn merge_leftovers(repo: &Path) -> Vec<&'static str> {
+    [
+        "MERGE_HEAD",
+        "MERGE_MSG",
+        "AUTO_MERGE",
+        "SQUASH_MSG",
+        "cuekit-landing",
+    ]
+    .into_iter()
+    .filter(|name| repo.join(".git").join(name).exists())
+    .collect()
+}
+
+/// Issue 42: `cuekit merge` killed (SIGKILL) at random instants, twenty times: no merge state
+/// is ever left in the user's checkout, nothing is lost, and the next merge finishes the job.
+#[test]
+fn a_merge_killed_at_any_instant_leaves_no_merge_state_and_the_next_one_works() {
+    let h = Harness::new();
+    project_repo(&h.project, "original line\n");
+    let id = h.submit_worktree_sh(&[], "echo 0 > work-0.txt");
+    h.wait_ok(std::slice::from_ref(&id), "60s");
+    let worktree = h.worktree_of(&id);
+    let started = std::time::Instant::now();
+    h.ok(&["merge", &id]);
+    let full = u64::try_from(started.elapsed().as_millis()).unwrap_or(1000);
+    let mut seed: u64 = 0x42_f00d;
+    for round in 1..=20u32 {
+        std::fs::write(
+            worktree.join(format!("work-{round}.txt")),
+            format!("{round}\n"),
+        )
+        .unwrap();
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let delay = (seed >> 33) % (full + 1);
+        let mut child = h
+            .cuekit()
+            .args(["merge", &id])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = child.kill();
+        let _ = child.wait();
+        // Whatever git the kill orphaned finishes within moments.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let left: Vec<&str> = merge_leftovers(&h.project)
+            .into_iter()
+            .filter(|name| *name != "cuekit-landing")
+            .collect();
+        assert!(
+            left.is_empty(),
+            "round {round} (killed after {delay} ms) left {left:?}"
+        );
+        let (merged, code) = h.json(&["merge", &id]);
+        assert_eq!(code, 0, "round {round} (killed after {delay} ms): {merged}");
+        assert!(merge_leftovers(&h.project).is_empty(), "round {round}");
+        assert_eq!(
+            git(&h.project, &["status", "--porcelain"]),
+            "",
+            "round {round}: the checkout follows its branch"
+        );
+        for k in 0..=round {
+            assert_eq!(
+                std::fs::read_to_string(h.project.join(format!("work-{k}.txt")))
+                    .unwrap_or_default(),
+                format!("{k}\n"),
+                "round {round}: work-{k}.txt"
+            );
+        }
+    }
+}
+
+/// Issue 42: what an interrupted merge left is put right by the next one: cuekit's own
+/// landing cut between the branch's move and the checkout's (by the recovery rule), and an
+/// older cuekit's unfinished `git merge` (MERGE_HEAD, MERGE_MSG) in the user's checkout.
+#[test]
+fn the_next_merge_repairs_what_an_interrupted_merge_left_in_the_checkout() {
+    let h = Harness::new();
+    project_repo(&h.project, "original line\n");
+    let first = h.submit_worktree_sh(&[], "echo a > a.txt && git add a.txt && git commit -qm a");
+    let second = h.submit_worktree_sh(&[], "echo b > b.txt");
+    h.wait_ok(&[&first, &second], "60s");
+    // An older cuekit's `git merge` cut short: its message, MERGE_HEAD, the change staged.
+    git(
+        &h.project,
+        &[
+            "merge",
+            "--no-ff",
+            "--no-commit",
+            "-m",
+            &format!("cuekit task {first}: a"),
+            &branch_of(&h, &first),
+        ],
+    );
+    assert!(merge_leftovers(&h.project).contains(&"MERGE_HEAD"));
+    let (merged, code) = h.json(&["merge", &first]);
+    assert_eq!(code, 0, "{merged}");
+    assert!(
+        merged["repaired"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("older cuekit"),
+        "{merged}"
+    );
+    assert!(merge_leftovers(&h.project).is_empty());
+    assert_eq!(git(&h.project, &["status", "--porcelain"]), "");
+    assert!(h.project.join("a.txt").is_file());
+
+    // cuekit's own landing cut after the branch moved: the branch holds the merge, the
+    // checkout still the old head (the merge shows as staged reversed).
+    let old = git(&h.project, &["rev-parse", "HEAD"]).trim().to_string();
+    std::fs::write(h.project.join("c.txt"), "c\n").unwrap();
+    git(&h.project, &["add", "c.txt"]);
+    git(&h.project, &["commit", "-qm", "c"]);
+    let new = git(&h.project, &["rev-parse", "HEAD"]).trim().to_string();
+    git(&h.project, &["reset", "-q", "--hard", &old]);
+    git(&h.project, &["update-ref", "refs/heads/main", &new, &old]);
+    std::fs::write(
+        h.project.join(".git/cuekit-landing"),
+        format!("refs/heads/main {old} {new}\n"),
+    )
+    .unwrap();
+    assert_ne!(git(&h.project, &["status", "--porcelain"]), "");
+    let (merged, code) = h.json(&["merge", &second]);
+    assert_eq!(code, 0, "{merged}");
+    assert!(
+        merged["repaired"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("interrupted merge"),
+        "{merged}"
+    );
+    assert!(merge_leftovers(&h.project).is_empty());
+    assert_eq!(git(&h.project, &["status", "--porcelain"]), "");
+    for file in ["a.txt", "b.txt", "c.txt"] {
+        assert!(h.project.join(file).is_file(), "{file}");
+    }
+}

@@ -143,19 +143,6 @@ pub fn merge_tree(target: &str, task: &str) -> Vec<OsString> {
     ])
 }
 
-/// The merge commands cuekit runs in the target branch's worktree.
-pub fn merge(commit: &str, message: &str) -> Vec<OsString> {
-    words(&["merge", "--no-edit", "--no-ff", "-m", message, commit])
-}
-
-pub fn merge_squash(commit: &str) -> Vec<OsString> {
-    words(&["merge", "--squash", commit])
-}
-
-pub fn merge_ff_only(commit: &str) -> Vec<OsString> {
-    words(&["merge", "--ff-only", commit])
-}
-
 /// Deletes a branch only if it still points where cuekit inspected it: a commit added since
 /// keeps it.
 pub fn delete_branch_at(branch: &str, expected: &str) -> Vec<OsString> {

@@ -1,6 +1,8 @@
 //! Merging a task's branch where the target branch is checked out (never by switching
-//! branches in the task's worktree). Conflicts are found with `merge-tree` before any work tree,
-//! index or branch is touched, so a conflicting merge changes nothing.
+//! branches in the task's worktree). The merge is built with `merge-tree --write-tree` and
+//! `commit-tree` before any work tree, index or branch is touched, so a conflicting merge
+//! changes nothing; it lands by [`super::land`] (the branch by `update-ref`, then the
+//! checkout), so a kill never leaves a merge half-done in the user's checkout.
 
 use std::path::{Path, PathBuf};
 
@@ -33,6 +35,9 @@ pub struct Request<'a> {
     pub merge_message: &'a str,
     /// Merge even when the work changes files that run code or set policy ([`review`]).
     pub reviewed: bool,
+    /// The commit the task's passing check ran on: what is merged, whatever the checkout
+    /// holds now (`None`: the work as it is now).
+    pub checked: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -42,13 +47,24 @@ pub struct Merged {
     pub strategy: Strategy,
     /// The commit cuekit made of the task's uncommitted work, if there was any.
     pub work_commit: Option<String>,
-    /// The task branch's tip that went in.
+    /// The task's commit that went in: its branch's tip, or the checked commit when the
+    /// work moved on since its check.
     pub task_tip: String,
     /// The target branch's new head.
     pub head: String,
     /// Files that run code or set policy which the work changed, merged after `--yes`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reviewed: Vec<String>,
+    /// The commit the task's passing check ran on, which is what went in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked_commit: Option<String>,
+    /// The task's work moved on since its check: that later work was not merged (it stays
+    /// in the task's checkout and branch).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub later_work_left: bool,
+    /// What an interrupted merge had left in the target worktree, put right first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repaired: Option<String>,
 }
 
 /// Under cuekit's worktree lock, so two merges into one target never interleave (and no
@@ -97,28 +113,23 @@ pub fn merge(request: &Request) -> Result<Merged> {
             },
         )?;
     let there = Git::new(&target_worktree);
+    let repaired = super::land::repair(&there)?;
     refuse_dirty(&there, &target_worktree)?;
     let work_ref = placed.work_ref();
     let old_tip = request.task.fresh_tip()?;
-    let task_tree = request.task.tree_from(&old_tip)?;
-    let tip_tree = root.line(["rev-parse", &format!("{old_tip}^{{tree}}")])?;
-    let work_commit = if task_tree != tip_tree {
-        Some(root.line([
-            "commit-tree",
-            &task_tree,
-            "-p",
-            &old_tip,
-            "-m",
-            request.work_message,
-        ])?)
-    } else {
-        None
-    };
-    let tip = work_commit.clone().unwrap_or_else(|| old_tip.clone());
-    let target_head = there.line(["rev-parse", "--verify", "HEAD"])?;
-    if let Some(files) = conflicts(&root, &target_head, &tip)? {
-        return Err(conflict_error(&placed.branch, &target, &files));
+    let (work_commit, tip, later_work_left) = what_goes_in(request, &root, &old_tip)?;
+    if later_work_left && request.strategy == Strategy::Rebase {
+        return Err(Error::new(
+            ErrorCode::InvalidState,
+            "the task's work moved on since its check: a rebase would replay the later work too",
+        )
+        .with_hint("merge without --rebase (the checked commit goes in), or run its check again"));
     }
+    let target_head = root.resolve(&format!("refs/heads/{target}^{{commit}}"))?;
+    let tree = match merged_tree(&root, &target_head, &tip)? {
+        Ok(tree) => tree,
+        Err(files) => return Err(conflict_error(&placed.branch, &target, &files)),
+    };
     let reviewed = review::policy_paths(&changed(&root, &placed.base_commit, &tip)?);
     if !reviewed.is_empty() && !request.reviewed {
         return Err(review::needed(&reviewed));
@@ -127,7 +138,16 @@ pub fn merge(request: &Request) -> Result<Merged> {
         root.run(["update-ref", &work_ref, commit, &old_tip])?;
         follow_index(&request.task);
     }
-    let merged = apply(request, &there, &target, &tip);
+    let merged = apply(
+        request,
+        &there,
+        &Landing {
+            target: &target,
+            target_head: &target_head,
+            tip: &tip,
+            tree: &tree,
+        },
+    );
     if let Err(err) = merged {
         if let Some(commit) = &work_commit {
             restore_branch(&request.task, commit, &old_tip);
@@ -138,11 +158,54 @@ pub fn merge(request: &Request) -> Result<Merged> {
         target,
         strategy: request.strategy,
         work_commit,
-        task_tip: root.line(["rev-parse", &work_ref])?,
+        task_tip: tip,
         head: there.line(["rev-parse", "HEAD"])?,
         target_worktree,
         reviewed,
+        checked_commit: request.checked.map(str::to_string),
+        later_work_left,
+        repaired,
     })
+}
+
+/// What a merge takes: `(work_commit, tip, later_work_left)`. Without a checked commit, the
+/// work as it is now (its uncommitted part committed on `old_tip`). With one, that commit:
+/// it becomes the branch's (as the commit of the uncommitted work) when the work is still
+/// exactly what was checked; otherwise it goes in alone and the later work stays on the
+/// branch.
+fn what_goes_in(
+    request: &Request,
+    root: &Git,
+    old_tip: &str,
+) -> Result<(Option<String>, String, bool)> {
+    let tree_of = |rev: &str| root.line(["rev-parse", &format!("{rev}^{{tree}}")]);
+    let task_tree = request.task.tree_from(old_tip)?;
+    if let Some(checked) = request.checked {
+        if checked == old_tip {
+            return Ok((None, checked.to_string(), task_tree != tree_of(old_tip)?));
+        }
+        let on_tip = root
+            .line(["rev-parse", &format!("{checked}^")])
+            .ok()
+            .as_deref()
+            == Some(old_tip);
+        if on_tip && tree_of(checked)? == task_tree {
+            return Ok((Some(checked.to_string()), checked.to_string(), false));
+        }
+        return Ok((None, checked.to_string(), true));
+    }
+    let work_commit = if task_tree != tree_of(old_tip)? {
+        Some(super::checked::commit_tree(
+            root,
+            &task_tree,
+            &[old_tip],
+            request.work_message,
+        )?)
+    } else {
+        None
+    };
+    let tip = work_commit.clone().unwrap_or_else(|| old_tip.to_string());
+    Ok((work_commit, tip, false))
 }
 
 /// The paths that differ between two commits, with their new modes.
@@ -204,22 +267,24 @@ fn refuse_dirty(there: &Git, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The conflicted files of merging `tip` into `target_head`, or `None` when it merges cleanly.
-fn conflicts(git: &Git, target_head: &str, tip: &str) -> Result<Option<Vec<String>>> {
+/// The tree of merging `tip` into `target_head`, or the conflicted files when it does not
+/// merge cleanly.
+fn merged_tree(
+    git: &Git,
+    target_head: &str,
+    tip: &str,
+) -> Result<std::result::Result<String, Vec<String>>> {
     let output = git.output(args::merge_tree(target_head, tip))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    // The merged tree's id, then the conflicted paths, then an empty field.
+    let mut fields = text.split('\0');
     match output.status.code() {
-        Some(0) => Ok(None),
-        Some(1) => {
-            let text = String::from_utf8_lossy(&output.stdout);
-            // The merged tree's id, then the conflicted paths, then an empty field.
-            let files = text
-                .split('\0')
-                .skip(1)
-                .take_while(|f| !f.is_empty())
-                .map(String::from)
-                .collect();
-            Ok(Some(files))
-        }
+        Some(0) => Ok(Ok(fields.next().unwrap_or_default().trim().to_string())),
+        Some(1) => Ok(Err(fields
+            .skip(1)
+            .take_while(|f| !f.is_empty())
+            .map(String::from)
+            .collect())),
         _ => Err(super::failed(&args::merge_tree(target_head, tip), &output)),
     }
 }
@@ -237,16 +302,44 @@ fn conflict_error(branch: &str, target: &str, files: &[String]) -> Error {
     ))
 }
 
-fn apply(request: &Request, there: &Git, target: &str, tip: &str) -> Result<()> {
+/// A merge built and ready to land: the target branch, its head it was built on, the task's
+/// commit and the merged tree.
+struct Landing<'a> {
+    target: &'a str,
+    target_head: &'a str,
+    tip: &'a str,
+    tree: &'a str,
+}
+
+fn apply(request: &Request, there: &Git, landing: &Landing) -> Result<()> {
+    let root = request.task.root();
+    let Landing {
+        target,
+        target_head,
+        tip,
+        tree,
+    } = *landing;
+    let why = format!("cuekit merge: {}", request.merge_message);
     match request.strategy {
-        Strategy::Merge => run_or_abort(there, args::merge(tip, request.merge_message)),
-        Strategy::Squash => {
-            run_or_abort(there, args::merge_squash(tip))?;
-            if let Err(err) = there.run(["commit", "--quiet", "-m", request.merge_message]) {
-                let _ = there.run(["reset", "--merge"]);
-                return Err(err);
+        Strategy::Merge => {
+            if root.yes(["merge-base", "--is-ancestor", tip, target_head])? {
+                return Ok(());
             }
-            Ok(())
+            let commit = super::checked::commit_tree(
+                &root,
+                tree,
+                &[target_head, tip],
+                request.merge_message,
+            )?;
+            super::land::land(there, target, target_head, &commit, &why)
+        }
+        Strategy::Squash => {
+            if root.line(["rev-parse", &format!("{target_head}^{{tree}}")])? == tree {
+                return Ok(());
+            }
+            let commit =
+                super::checked::commit_tree(&root, tree, &[target_head], request.merge_message)?;
+            super::land::land(there, target, target_head, &commit, &why)
         }
         Strategy::Rebase => {
             if !request.task.placed.path.is_dir() {
@@ -257,31 +350,18 @@ fn apply(request: &Request, there: &Git, target: &str, tip: &str) -> Result<()> 
                 .with_hint("merge without --rebase"));
             }
             let task = request.task.own_git()?;
-            if let Err(err) = task.run(["rebase", "--quiet", target]) {
+            if let Err(err) = task.run(["rebase", "--quiet", target_head]) {
                 let _ = task.run(["rebase", "--abort"]);
                 return Err(Error::new(ErrorCode::MergeConflict, err.message).with_hint(
                     "nothing was changed; rebase by hand in the task's worktree, or merge without --rebase",
                 ));
             }
-            there
-                .run(args::merge_ff_only(&request.task.placed.branch))
-                .map(drop)
-        }
-    }
-}
-
-/// Runs a merge command; if it stops half-way, aborts what it started.
-fn run_or_abort(there: &Git, merge: Vec<std::ffi::OsString>) -> Result<()> {
-    match there.run(&merge) {
-        Ok(_) => Ok(()),
-        Err(err) => {
-            if there
-                .yes(["rev-parse", "--quiet", "--verify", "MERGE_HEAD"])
-                .unwrap_or(false)
-            {
-                let _ = there.run(["merge", "--abort"]);
+            let rebased =
+                root.resolve(&format!("{}^{{commit}}", request.task.placed.work_ref()))?;
+            if rebased == target_head {
+                return Ok(());
             }
-            Err(err)
+            super::land::land(there, target, target_head, &rebased, &why)
         }
     }
 }

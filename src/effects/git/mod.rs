@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod changes;
+pub mod checked;
 pub mod checkout;
 pub mod cleanup;
 pub mod conflicts;
@@ -11,6 +12,7 @@ pub mod create;
 pub mod diff;
 pub mod fingerprint;
 pub mod include;
+pub mod land;
 pub mod merge;
 pub mod plan;
 pub mod review;

@@ -165,6 +165,7 @@ fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict,
         started_at: String::new(),
         protected_edits: Vec::new(),
         at: String::new(),
+        commit: None,
     };
     let fail = |mut verdict: Verdict, err: Error| {
         let _ = store::append_line(log, format!("cuekit: {}", err.message).as_bytes());
@@ -177,6 +178,7 @@ fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict,
         Err(err) => return fail(verdict, err),
     };
     verdict.protected_edits = scratch.edits.clone();
+    verdict.commit = Some(scratch.commit.clone());
     if !verdict.protected_edits.is_empty() {
         let paths: Vec<String> = verdict
             .protected_edits

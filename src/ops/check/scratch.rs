@@ -20,6 +20,8 @@ pub(super) struct Scratch {
     /// The child's work, protected paths restored: where the check runs.
     pub tree: PathBuf,
     pub edits: Vec<ProtectedEdit>,
+    /// The commit of the work the check reads ([`crate::effects::git::checked`]).
+    pub commit: String,
 }
 
 impl Drop for Scratch {
@@ -64,11 +66,22 @@ fn globs(plan: &CheckPlan, base: &[(String, String)]) -> Vec<String> {
 /// Makes the scratch checkout of `task`'s work for check round `round`.
 pub(super) fn make(task: &Task, plan: &CheckPlan, round: u32) -> Result<Scratch> {
     let worktree = crate::ops::work::diff::worktree_of(task)?;
-    let work = Checkout {
+    let checkout = Checkout {
         placed: worktree,
         scratch: &task.record.task_dir,
-    }
-    .tree()?;
+    };
+    let tip = checkout.tip()?;
+    let work = checkout.tree_from(&tip)?;
+    let commit = crate::effects::git::checked::bind(
+        &checkout.root(),
+        &work,
+        &tip,
+        &check::checked_ref(&task.record.id, round),
+        &format!(
+            "cuekit task {}: the work check round {round} ran on",
+            task.record.id
+        ),
+    )?;
     let git = Git::new(&worktree.repo_root).on_task_tree();
     let base = listing(&git, &worktree.base_commit)?;
     let ours = listing(&git, &work)?;
@@ -89,6 +102,7 @@ pub(super) fn make(task: &Task, plan: &CheckPlan, round: u32) -> Result<Scratch>
         root: root.clone(),
         tree: tree.clone(),
         edits,
+        commit,
     };
     let index = root.join("index");
     let git = Git::over(&worktree.common_dir, &tree, &index);

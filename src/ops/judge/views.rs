@@ -151,6 +151,9 @@ impl Refreshed {
                 let record = &task.record;
                 let mut view = TaskView::from(record);
                 view.diff_stat = crate::ops::work::diff::diff_stat(task);
+                if let Some(check) = view.check.as_mut() {
+                    check.changed_since_check = crate::ops::work::checked::changed_since(task);
+                }
                 view.conflicts = crate::ops::work::conflicts::marks(task);
                 if is_stopping(task) {
                     view.stopping = true;

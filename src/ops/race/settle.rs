@@ -155,7 +155,9 @@ fn decide(race: &str, cwd: &Path) -> Result<()> {
 
 /// What a candidate did, read from the registry (its status and check) and its checkout.
 pub(super) fn candidate(task: &Task) -> Candidate {
-    let stat = crate::ops::work::diff::diff_stat(task);
+    // A candidate that passed is weighed by the commit its check ran on: work it changed
+    // after the check (a shrink, a rewrite) counts for nothing.
+    let stat = crate::ops::work::diff::result_stat(task);
     Candidate {
         diff_lines: stat.as_ref().map(|s| s.insertions + s.deletions),
         files_changed: stat.as_ref().map(|s| s.files as u64),
@@ -190,8 +192,9 @@ fn standing(task: &Task) -> Candidate {
     }
 }
 
-/// Commits a loser's uncommitted work onto its branch, keeps the tip at the race's ref, then
-/// removes its checkout (its branch stays: `merge RACE --candidate` can still take it).
+/// Commits a loser's uncommitted work onto its branch, keeps the commit its passing check ran
+/// on (else that tip) at the race's ref, then removes its checkout (its branch stays: `merge
+/// RACE --candidate` can still take it).
 fn keep_and_remove(task: &Task, race: &str) -> Result<String> {
     let worktree = crate::ops::work::diff::worktree_of(task)?;
     let checkout = Checkout {
@@ -205,8 +208,9 @@ fn keep_and_remove(task: &Task, race: &str) -> Result<String> {
             task.record.id
         ),
     )?;
+    let kept = crate::ops::work::checked::commit(task).unwrap_or(tip);
     let name = kept_ref(race, &task.record.id);
-    Git::new(&worktree.repo_root).run(["update-ref", &name, &tip])?;
+    Git::new(&worktree.repo_root).run(["update-ref", &name, &kept])?;
     crate::effects::git::cleanup::remove_checkout(worktree)?;
     Ok(name)
 }

@@ -8,7 +8,6 @@ use serde::Serialize;
 use super::settle::{candidate, not_a_candidate, settle};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::race::{Candidate, Pick};
-use crate::effects::git::checkout::Checkout;
 use crate::effects::git::merge::{Merged, Strategy};
 use crate::effects::git::{Git, diff};
 use crate::effects::store::race::RaceRecord;
@@ -135,8 +134,9 @@ pub struct CandidatesDiff {
     pub patch: Option<String>,
 }
 
-/// `diff RACE --candidates A,B`: B's work against A's (each read on git's safe paths, from its
-/// checkout, or from its branch once the checkout was removed).
+/// `diff RACE --candidates A,B`: B's work against A's (each the commit its passing check ran
+/// on, else read on git's safe paths from its checkout, or its branch once the checkout was
+/// removed).
 pub fn diff_candidates(
     race: &str,
     from: &str,
@@ -153,13 +153,7 @@ pub fn diff_candidates(
         }
         let task = crate::ops::task::open(id, cwd)?;
         let worktree = crate::ops::work::diff::worktree_of(&task)?;
-        trees.push(
-            Checkout {
-                placed: worktree,
-                scratch: &task.record.task_dir,
-            }
-            .tree()?,
-        );
+        trees.push(crate::ops::work::checked::result_tree(&task)?);
         repo = Some(worktree.repo_root.clone());
     }
     let git = Git::new(repo.expect("two candidates were read"));

@@ -101,6 +101,10 @@ pub struct TaskView {
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct CheckView {
     pub summary: String,
+    /// The work moved on since its passing check: what passed is the checked commit
+    /// (`merge` takes that one), not the checkout as it is now.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub changed_since_check: bool,
     #[serde(flatten)]
     pub state: crate::domain::check::CheckState,
 }
@@ -272,6 +276,7 @@ impl From<&TaskRecord> for TaskView {
             check: record.check.as_ref().map(|state| {
                 Box::new(CheckView {
                     summary: state.summary(),
+                    changed_since_check: false,
                     state: state.clone(),
                 })
             }),

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::effects::git::checkout::Checkout;
 use crate::effects::git::{Git, diff};
-use crate::effects::store::{TaskRecord, WorktreePlacement};
+use crate::effects::store::WorktreePlacement;
 use crate::ops::task::Task;
 use crate::ops::task::route::{Route, route_one};
 
@@ -19,6 +19,10 @@ pub struct TaskDiff {
     pub base_ref: String,
     pub base_commit: String,
     pub worktree: PathBuf,
+    /// The commit the task's passing check ran on, which this diff shows (else the work as
+    /// it is now).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_commit: Option<String>,
     pub stat: diff::DiffStat,
     pub files: Vec<diff::FileDiff>,
     /// The unified diff, unless only the stat was asked for.
@@ -35,7 +39,7 @@ pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
     }
     let task = crate::ops::task::open(task_id, cwd)?;
     let worktree = worktree_of(&task)?;
-    let tree = work_tree(&task.record, worktree)?;
+    let tree = super::checked::result_tree(&task)?;
     let git = Git::new(&worktree.repo_root);
     let files = diff::files(&git, &worktree.base_commit, &tree)?;
     let patch = with_patch
@@ -47,6 +51,7 @@ pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
         base_ref: worktree.base_ref.clone(),
         base_commit: worktree.base_commit.clone(),
         worktree: worktree.path.clone(),
+        checked_commit: super::checked::commit(&task),
         stat: diff::stat(&files),
         files,
         patch,
@@ -65,10 +70,25 @@ pub(crate) fn diff_stat(task: &Task) -> Option<diff::DiffStat> {
     diff::totals(&Git::new(&worktree.repo_root), &worktree.base_commit, &tree).ok()
 }
 
-/// The files a worktree task changed, for its result.
+/// The totals of a worktree task's result, for a race's pick: its checked commit's when it
+/// has one (work added after its check counts for nothing), else the work as it is now.
+pub(crate) fn result_stat(task: &Task) -> Option<diff::DiffStat> {
+    let Some(commit) = super::checked::commit(task) else {
+        return diff_stat(task);
+    };
+    let worktree = task.worktree()?;
+    diff::totals(
+        &Git::new(&worktree.repo_root),
+        &worktree.base_commit,
+        &commit,
+    )
+    .ok()
+}
+
+/// The files a worktree task changed, for its result (its checked commit's, when it has one).
 pub(crate) fn changed_files(task: &Task) -> Option<Vec<diff::FileDiff>> {
     let worktree = task.worktree()?;
-    let tree = work_tree(&task.record, worktree).ok()?;
+    let tree = super::checked::result_tree(task).ok()?;
     diff::files(&Git::new(&worktree.repo_root), &worktree.base_commit, &tree).ok()
 }
 
@@ -80,15 +100,6 @@ pub(crate) fn worktree_of(task: &Task) -> Result<&WorktreePlacement> {
         )
         .with_hint("only tasks submitted with --worktree have a branch to diff, merge or remove")
     })
-}
-
-/// The tree of a worktree task's work, read on git's safe paths ([`crate::effects::git::checkout`]).
-fn work_tree(record: &TaskRecord, worktree: &WorktreePlacement) -> Result<String> {
-    Checkout {
-        placed: worktree,
-        scratch: &record.task_dir,
-    }
-    .tree()
 }
 
 /// The files of a task's diff a merge would ask to have reviewed (they run code or set policy),

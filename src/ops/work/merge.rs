@@ -8,13 +8,36 @@ use crate::effects::git::merge::{self, Merged, Strategy};
 use crate::effects::store::{self, MergeRecord};
 
 /// `reviewed`: the user read the work's changes to files that run code or set policy
-/// (`--yes`); without it such a merge is refused before anything changes.
+/// (`--yes`); without it such a merge is refused before anything changes. A task whose check
+/// passed has the commit that check ran on merged, whatever its checkout holds now.
 pub fn merge(
     task_id: &str,
     cwd: &Path,
     strategy: Strategy,
     into: Option<&str>,
     reviewed: bool,
+) -> Result<Merged> {
+    merge_with(task_id, cwd, strategy, into, reviewed, true)
+}
+
+/// [`merge`] of the work as it is now, later than its check or not (`merge --unchecked`).
+pub fn merge_unchecked(
+    task_id: &str,
+    cwd: &Path,
+    strategy: Strategy,
+    into: Option<&str>,
+    reviewed: bool,
+) -> Result<Merged> {
+    merge_with(task_id, cwd, strategy, into, reviewed, false)
+}
+
+fn merge_with(
+    task_id: &str,
+    cwd: &Path,
+    strategy: Strategy,
+    into: Option<&str>,
+    reviewed: bool,
+    checked: bool,
 ) -> Result<Merged> {
     let task = crate::ops::task::open(task_id, cwd)?;
     let task = crate::ops::judge::refresh(vec![task])?.tasks.remove(0);
@@ -39,7 +62,11 @@ pub fn merge(
         .chars()
         .take(72)
         .collect();
+    let checked = checked
+        .then(|| crate::ops::work::checked::commit(&task))
+        .flatten();
     let merged = merge::merge(&merge::Request {
+        checked: checked.as_deref(),
         task: Checkout {
             placed: worktree,
             scratch: &record.task_dir,

@@ -1,0 +1,55 @@
+//! What a checked task's result is: the commit its passing check ran on, never the checkout
+//! as it is now. Work the child (or a process it left) added after that check is not part of
+//! the checked result: views say "changed since its check", and `result`, `diff`, `merge` and
+//! a race's pick read the checked commit.
+
+use crate::effects::git::checkout::Checkout;
+use crate::effects::git::{Git, checked};
+use crate::effects::store;
+use crate::ops::task::Task;
+
+/// The commit `task`'s passing check ran on, if it has one and the repository holds it (the
+/// registry's check state is the one believed).
+pub(crate) fn commit(task: &Task) -> Option<String> {
+    let worktree = task.worktree()?;
+    let state = store::check_of(&task.record.id).or_else(|| task.record.check.clone())?;
+    let commit = state.checked_commit()?;
+    checked::existing(&Git::new(&worktree.repo_root), commit)
+}
+
+/// The tree of `task`'s result: its checked commit's, else its work as it is now.
+pub(crate) fn result_tree(task: &Task) -> crate::domain::error::Result<String> {
+    let worktree = crate::ops::work::diff::worktree_of(task)?;
+    if let Some(commit) = commit(task) {
+        return Git::new(&worktree.repo_root).line(["rev-parse", &format!("{commit}^{{tree}}")]);
+    }
+    Checkout {
+        placed: worktree,
+        scratch: &task.record.task_dir,
+    }
+    .tree()
+}
+
+/// Whether `task`'s work moved on since its passing check (for a view: the live tree is
+/// read the views' cheap way, [`Checkout::tree_for_view`]). `false` without a checked commit,
+/// or when the work cannot be read.
+pub(crate) fn changed_since(task: &Task) -> bool {
+    let Some(worktree) = task.worktree() else {
+        return false;
+    };
+    // The recorded id is enough here: one that names nothing reads as unchanged.
+    let state = store::check_of(&task.record.id).or_else(|| task.record.check.clone());
+    let Some(commit) = state.as_ref().and_then(|s| s.checked_commit()) else {
+        return false;
+    };
+    if !worktree.path.is_dir() {
+        return false;
+    }
+    let live = Checkout {
+        placed: worktree,
+        scratch: &task.record.task_dir,
+    }
+    .tree_for_view();
+    let checked = Git::new(&worktree.repo_root).line(["rev-parse", &format!("{commit}^{{tree}}")]);
+    matches!((live, checked), (Ok(live), Ok(checked)) if live != checked)
+}
