@@ -11,6 +11,7 @@ pub mod create;
 pub mod diff;
 pub mod fingerprint;
 pub mod include;
+pub mod inventory;
 pub mod merge;
 pub mod plan;
 pub mod review;

@@ -21,6 +21,10 @@ pub struct TaskDiff {
     pub worktree: PathBuf,
     pub stat: diff::DiffStat,
     pub files: Vec<diff::FileDiff>,
+    /// The submodules the child changed: a commit other than the base's, or files that differ
+    /// from their `HEAD` (which no file of the diff shows). A merge refuses them.
+    #[serde(default)]
+    pub submodules: Vec<String>,
     /// The unified diff, unless only the stat was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patch: Option<String>,
@@ -38,6 +42,7 @@ pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
     let tree = work_tree(&task.record, worktree)?;
     let git = Git::new(&worktree.repo_root);
     let files = diff::files(&git, &worktree.base_commit, &tree)?;
+    let submodules = super::submodules::changed(&task, &tree)?;
     let patch = with_patch
         .then(|| diff::patch(&git, &worktree.base_commit, &tree))
         .transpose()?;
@@ -49,6 +54,7 @@ pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
         worktree: worktree.path.clone(),
         stat: diff::stat(&files),
         files,
+        submodules,
         patch,
     })
 }
@@ -83,7 +89,7 @@ pub(crate) fn worktree_of(task: &Task) -> Result<&WorktreePlacement> {
 }
 
 /// The tree of a worktree task's work, read on git's safe paths ([`crate::effects::git::checkout`]).
-fn work_tree(record: &TaskRecord, worktree: &WorktreePlacement) -> Result<String> {
+pub(super) fn work_tree(record: &TaskRecord, worktree: &WorktreePlacement) -> Result<String> {
     Checkout {
         placed: worktree,
         scratch: &record.task_dir,

@@ -30,6 +30,8 @@ pub fn merge(
             record.id
         )));
     }
+    // A submodule's work cannot go with it (issue 43): refused, naming them.
+    super::submodules::refuse_changed(&task)?;
     let objective: String = record
         .spec
         .objective

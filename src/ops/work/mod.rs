@@ -4,3 +4,4 @@
 pub(crate) mod conflicts;
 pub(crate) mod diff;
 pub(crate) mod merge;
+pub(crate) mod submodules;
