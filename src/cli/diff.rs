@@ -30,6 +30,19 @@ pub fn run(args: &DiffArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         &diff.base_commit[..diff.base_commit.len().min(12)]
     );
     show(&diff, diff.patch.as_deref(), &diff.files, &summary, json);
+    if !json {
+        for path in &diff.submodules {
+            let line = format!(
+                "submodule {path}: changed (its commits or files are not in this diff; \
+                 a merge refuses it)"
+            );
+            // With a patch, on stderr: stdout stays exactly the patch.
+            match diff.patch {
+                Some(_) => super::render::say_err(&line),
+                None => say(&line),
+            }
+        }
+    }
     Ok(0)
 }
 

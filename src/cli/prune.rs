@@ -3,7 +3,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::rm::print_removals;
+use super::rm::{exit_status, print_removals};
 use crate::domain::status::Status;
 use crate::ops::{self, PruneFilter};
 
@@ -39,5 +39,5 @@ pub fn run(args: &PruneArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     };
     let removals = ops::prune(cwd, &filter, args.force, args.dry_run)?;
     print_removals(&removals, json);
-    Ok(0)
+    Ok(exit_status(&removals))
 }

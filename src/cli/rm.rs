@@ -21,7 +21,17 @@ pub struct RmArgs {
 pub fn run(args: &RmArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     let removals = ops::remove(&args.ids, cwd, args.force, args.dry_run)?;
     print_removals(&removals, json);
-    Ok(0)
+    Ok(exit_status(&removals))
+}
+
+/// Shared with `prune`: `work_kept` (36) when a task was kept for its work or a doubt (never
+/// for `--dry-run`, which only tells), else 0.
+pub fn exit_status(removals: &[Removal]) -> i32 {
+    if removals.iter().any(|r| r.outcome == RemovalOutcome::Kept) {
+        crate::domain::error::ErrorCode::WorkKept.exit_status()
+    } else {
+        0
+    }
 }
 
 /// Shared with `prune`: one line per task, and why a kept one was kept.

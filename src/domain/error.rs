@@ -49,11 +49,17 @@ pub enum ErrorCode {
     MergeReview,
     /// `cuekit check` ran a task's check and it failed (the verdict is recorded).
     CheckFailed,
+    /// `rm`/`prune` kept a task because its checkout, git dir or submodules hold work nothing
+    /// else keeps (or that could not be inspected); what was removable was removed.
+    WorkKept,
+    /// `cuekit merge` of work that changed submodules (their commits or files): a merge cannot
+    /// carry them yet; nothing was changed.
+    SubmoduleWork,
 }
 
 impl ErrorCode {
     /// Every code, for reading one back from its string (a host's cuekit's JSON error).
-    pub const ALL: [ErrorCode; 28] = [
+    pub const ALL: [ErrorCode; 30] = [
         ErrorCode::Internal,
         ErrorCode::Usage,
         ErrorCode::InvalidInput,
@@ -82,6 +88,8 @@ impl ErrorCode {
         ErrorCode::GitTimedOut,
         ErrorCode::MergeReview,
         ErrorCode::CheckFailed,
+        ErrorCode::WorkKept,
+        ErrorCode::SubmoduleWork,
     ];
 
     pub fn parse(code: &str) -> Option<ErrorCode> {
@@ -120,6 +128,8 @@ impl ErrorCode {
             ErrorCode::GitTimedOut => "git_timed_out",
             ErrorCode::MergeReview => "merge_review",
             ErrorCode::CheckFailed => "check_failed",
+            ErrorCode::WorkKept => "work_kept",
+            ErrorCode::SubmoduleWork => "submodule_work",
         }
     }
 
@@ -154,6 +164,8 @@ impl ErrorCode {
             ErrorCode::GitTimedOut => 33,
             ErrorCode::MergeReview => 34,
             ErrorCode::CheckFailed => 35,
+            ErrorCode::WorkKept => 36,
+            ErrorCode::SubmoduleWork => 37,
         }
     }
 }

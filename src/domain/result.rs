@@ -30,6 +30,9 @@ pub struct TaskResult {
     pub stats: Option<Value>,
     /// `None` when the working directory is not a git work tree (or the run was killed).
     pub files_changed: Option<Vec<ChangedFile>>,
+    /// The submodules a worktree task changed (their commits or files), which a merge refuses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub submodules_changed: Vec<String>,
     pub parse_errors: Vec<ParseError>,
     pub unknown_events: Vec<Value>,
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]

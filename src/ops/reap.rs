@@ -87,7 +87,11 @@ fn undo(pending: Pending) -> Option<String> {
             std::thread::sleep(Duration::from_millis(20));
         }
         crate::effects::process::terminate(making(), crate::effects::process::DEFAULT_GRACE);
-        crate::effects::git::create::remove_abandoned(worktree);
+        // The pane may have started before the submit died: a checkout holding work stays
+        // (`doctor` lists it), whatever is not its work goes.
+        if crate::effects::git::cleanup::abandoned_work(worktree).is_empty() {
+            crate::effects::git::create::remove_abandoned(worktree);
+        }
     }
     // Its slot, anything a queued submit kept for the scheduler, its kept spec and state.
     store::unregister(&placement.id);

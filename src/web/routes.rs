@@ -739,6 +739,11 @@ fn files_text(diff: &ops::TaskDiff) -> String {
             file.deletions.map_or("?".into(), |n| n.to_string())
         ));
     }
+    for path in &diff.submodules {
+        text.push_str(&format!(
+            "submodule {path} changed: its commits or files are not in this diff, and a merge refuses it\n"
+        ));
+    }
     text
 }
 

@@ -23,6 +23,7 @@ mod fanout;
 mod faults;
 mod gemini_real;
 mod hostile_repo;
+mod inventory;
 mod jcode;
 mod launch_quoting;
 mod lifecycle;

@@ -734,6 +734,11 @@ fn nothing_a_sandboxed_child_writes_leads_cuekits_git() {
         for expected in ["committed.txt", "uncommitted.txt", ".gitattributes"] {
             assert!(paths.iter().any(|p| p == expected), "case {n}: {paths:?}");
         }
+        // `lib` became a repository of the child's: a gitlink no merge may carry (issue 43).
+        let (refused, code) = h.json(&["merge", &id, "--yes"]);
+        assert_eq!(code, 37, "case {n}: {refused}");
+        assert!(refused.to_string().contains("lib"), "{refused}");
+        std::fs::remove_dir_all(h.worktree_of(&id).join("lib")).unwrap();
         // A merge is reviewed: `.gitattributes` changed.
         let (refused, code) = h.json(&["merge", &id]);
         assert_eq!(code, 34, "case {n}: {refused}");

@@ -28,6 +28,11 @@ const MAY_OPEN: &[(&str, &str)] = &[
          never the child's index)",
     ),
     (
+        "src/effects/git/inventory.rs",
+        "the names of a task git dir's refs, reflogs and submodule git dirs (their contents read \
+         through the store: no link followed, bounded), and cuekit's own index of a submodule",
+    ),
+    (
         "src/effects/git/fingerprint.rs",
         "the names and `lstat` of a task worktree's entries (never their contents), for the \
          conflict recheck's fingerprint",

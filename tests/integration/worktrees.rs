@@ -185,7 +185,7 @@ fn prune_keeps_work_removes_merged_clean_tasks_and_dry_run_changes_nothing() {
     assert_eq!(state(), before, "--dry-run changed something");
 
     let (pruned, code) = h.json(&["prune"]);
-    assert_eq!(code, 0, "{pruned}");
+    assert_eq!(code, 36, "kept tasks fail a prune (work_kept): {pruned}");
     let (kept, reasons) = outcome(&pruned, &dirty);
     assert_eq!(kept, "kept");
     assert_eq!(reasons[0]["reason"], "uncommitted_changes", "{pruned}");
@@ -207,7 +207,7 @@ fn prune_keeps_work_removes_merged_clean_tasks_and_dry_run_changes_nothing() {
 
     // rm says the same; --force drops the work.
     let (kept, code) = h.json(&["rm", &dirty]);
-    assert_eq!(code, 0, "{kept}");
+    assert_eq!(code, 36, "{kept}");
     assert_eq!(kept[0]["outcome"], "kept");
     let (gone, code) = h.json(&["rm", "--force", &dirty, &unmerged]);
     assert_eq!(code, 0, "{gone}");
@@ -611,7 +611,7 @@ fn a_worktree_that_cannot_be_inspected_is_kept_even_when_forced() {
     std::fs::rename(&git_dir, &hidden).unwrap();
     let (kept, code) = h.json(&["rm", "--force", &id]);
     std::fs::rename(&hidden, &git_dir).unwrap();
-    assert_eq!(code, 0, "{kept}");
+    assert_eq!(code, 36, "a kept task fails the rm (work_kept): {kept}");
     assert_eq!(kept[0]["outcome"], "kept", "{kept}");
     assert_eq!(
         kept[0]["reasons"][0]["reason"], "inspection_failed",
@@ -677,7 +677,7 @@ fn a_live_process_inside_keeps_an_ended_tasks_worktree() {
         .spawn()
         .unwrap();
     let (kept, code) = h.json(&["prune"]);
-    assert_eq!(code, 0, "{kept}");
+    assert_eq!(code, 36, "{kept}");
     assert_eq!(kept[0]["outcome"], "kept", "{kept}");
     assert_eq!(kept[0]["reasons"][0]["reason"], "live_process");
     assert_eq!(kept[0]["reasons"][0]["detail"][0], lingering.id());

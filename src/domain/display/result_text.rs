@@ -83,6 +83,9 @@ pub fn text(result: &TaskResult) -> String {
             let _ = writeln!(out, "  changed:  {} {}", file.status, file.path);
         }
     }
+    for path in &result.submodules_changed {
+        let _ = writeln!(out, "  submodule: {path} changed (a merge refuses it)");
+    }
     let text = result
         .transcript_tail
         .as_deref()

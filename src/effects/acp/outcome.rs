@@ -50,6 +50,7 @@ pub fn result(
             .usage
             .map(|(input, output)| json!({"input_tokens": input, "output_tokens": output, "turns": turns.len()})),
         files_changed,
+        submodules_changed: Vec::new(),
         parse_errors: Vec::new(),
         unknown_events: Vec::new(),
         unknown_fields: serde_json::Map::new(),

@@ -67,7 +67,7 @@ fn upload_pack(git_dir: &Path, objects: &Path) -> Result<String> {
 /// that repository's config): the changed tracked paths come from `diff-files`, with
 /// submodules judged by their `HEAD` alone, the untracked ones from `ls-files`, and
 /// `update-index` takes both.
-fn stage_all(git: &Git) -> Result<()> {
+pub(super) fn stage_all(git: &Git) -> Result<()> {
     let changed = git.run([
         "diff-files",
         "--ignore-submodules=dirty",

@@ -29,6 +29,9 @@ pub enum KeepReason {
     UnmergedCommits(usize),
     LiveProcess(Vec<u32>),
     InspectionFailed(String),
+    /// Work the checkout's git dir or its submodules hold that nothing kept holds
+    /// ([`super::inventory`]).
+    Unsaved(super::inventory::Unsaved),
 }
 
 impl std::fmt::Display for KeepReason {
@@ -38,6 +41,7 @@ impl std::fmt::Display for KeepReason {
             KeepReason::UnmergedCommits(n) => write!(f, "{n} commit(s) not merged into its base"),
             KeepReason::LiveProcess(pids) => write!(f, "live process(es) inside: {pids:?}"),
             KeepReason::InspectionFailed(why) => write!(f, "could not be inspected: {why}"),
+            KeepReason::Unsaved(unsaved) => write!(f, "{unsaved}"),
         }
     }
 }
@@ -47,6 +51,8 @@ pub struct Facts {
     pub dirty: Result<bool>,
     pub unmerged: Result<usize>,
     pub live: Result<Vec<u32>>,
+    /// What else the task's git dir and submodules hold ([`super::inventory`]).
+    pub inventory: Result<Vec<super::inventory::Unsaved>>,
 }
 
 /// Pure: why a worktree must stay. Empty means it may go.
@@ -65,6 +71,10 @@ pub fn keep_reasons(facts: &Facts) -> Vec<KeepReason> {
     match &facts.live {
         Ok(pids) if pids.is_empty() => {}
         Ok(pids) => reasons.push(KeepReason::LiveProcess(pids.clone())),
+        Err(err) => reasons.push(KeepReason::InspectionFailed(err.message.clone())),
+    }
+    match &facts.inventory {
+        Ok(found) => reasons.extend(found.iter().cloned().map(KeepReason::Unsaved)),
         Err(err) => reasons.push(KeepReason::InspectionFailed(err.message.clone())),
     }
     reasons
@@ -99,10 +109,15 @@ pub fn inspect(target: &Target) -> Inspection {
         ])
         .unwrap_or(false)
     });
+    // The checkout's files as a tree, taken once for its own changes and its submodules'.
+    let tree = match (&branch_tip, &unreadable) {
+        (Some(tip), None) if placed.path.exists() => Some(target.task.tree_from(tip)),
+        _ => None,
+    };
     let facts = Facts {
         dirty: match (&branch_tip, unreadable) {
             (_, Some(err)) => Err(err),
-            (Some(tip), None) => dirty(target, tip, still_merged),
+            (Some(tip), None) => dirty(target, tip, tree.as_ref(), still_merged),
             (None, None) => Ok(false),
         },
         unmerged: match &branch_tip {
@@ -110,6 +125,7 @@ pub fn inspect(target: &Target) -> Inspection {
             None => Ok(0),
         },
         live: live_processes(&target.task.placed.path),
+        inventory: take_inventory(target, branch_tip.as_deref(), tree.as_ref(), still_merged),
     };
     Inspection {
         keep: keep_reasons(&facts),
@@ -119,12 +135,17 @@ pub fn inspect(target: &Target) -> Inspection {
 
 /// Work in the checkout that is neither in its tip nor in what cuekit merged of it (a task
 /// repository's merged leftovers live only in the user's repository).
-fn dirty(target: &Target, tip: &str, merged: Option<&MergeRecord>) -> Result<bool> {
-    if !target.task.placed.path.exists() {
+fn dirty(
+    target: &Target,
+    tip: &str,
+    tree: Option<&Result<String>>,
+    merged: Option<&MergeRecord>,
+) -> Result<bool> {
+    let Some(tree) = tree else {
         return Ok(false);
-    }
+    };
+    let tree = tree.clone()?;
     let root = target.task.root();
-    let tree = target.task.tree_from(tip)?;
     let tree_of = |commit: &str| root.line(["rev-parse", &format!("{commit}^{{tree}}")]);
     if tree == tree_of(tip)? {
         return Ok(false);
@@ -133,6 +154,39 @@ fn dirty(target: &Target, tip: &str, merged: Option<&MergeRecord>) -> Result<boo
         Some(merge) => tree != tree_of(&merge.task_tip)?,
         None => true,
     })
+}
+
+/// The inventory of what else the task holds ([`super::inventory`]), against what a removal
+/// keeps: the base (its commit and its branch now), the task's tip (judged by [`unmerged`])
+/// and cuekit's merge of it while that still stands.
+fn take_inventory(
+    target: &Target,
+    tip: Option<&str>,
+    tree: Option<&Result<String>>,
+    merged: Option<&MergeRecord>,
+) -> Result<Vec<super::inventory::Unsaved>> {
+    let placed = target.task.placed;
+    let mut kept = vec![placed.base_commit.clone()];
+    kept.extend(tip.map(str::to_string));
+    kept.extend(merged.map(|merge| merge.task_tip.clone()));
+    kept.extend(placed.base_full_ref.as_deref().and_then(|full| {
+        target
+            .task
+            .root()
+            .resolve(&format!("{full}^{{commit}}"))
+            .ok()
+    }));
+    let tree = match tree {
+        Some(Ok(tree)) => Some(tree.as_str()),
+        // The checkout's own doubt is [`dirty`]'s to report.
+        Some(Err(_)) => return Ok(Vec::new()),
+        None => None,
+    };
+    super::inventory::take(
+        &target.task,
+        tree,
+        &super::inventory::Kept { commits: &kept },
+    )
 }
 
 /// Commits on the branch that neither its base nor cuekit's last merge of it holds. The merge
@@ -212,7 +266,16 @@ pub fn remove(target: &Target, force: bool) -> Result<Cleanup> {
     if placed.own_repo() {
         super::task_repo::remove_placed(placed);
     } else if placed.path.exists() {
-        root.run(args::worktree_remove(&placed.path, force))?;
+        match root.run(args::worktree_remove(&placed.path, force)) {
+            // git refuses any worktree holding a submodule; the inventory above found nothing
+            // of the submodules' own that would be lost.
+            Err(err) if !force && err.message.contains("containing submodules") => {
+                root.run(args::worktree_remove(&placed.path, true))?;
+            }
+            done => {
+                done?;
+            }
+        }
     } else {
         root.run(["worktree", "prune"])?;
     }
@@ -232,6 +295,75 @@ pub fn remove(target: &Target, force: bool) -> Result<Cleanup> {
         worktree: placed.path.clone(),
         branch,
     })
+}
+
+/// Why the checkout of a submit that was cut short must stay (its child may have run before the
+/// submit died): the work [`inspect`] finds, against its base alone. Read with an index of
+/// cuekit's in the data dir (the task's folder is gone by then). A checkout that cannot be
+/// inspected is one the submit left half-made, where no child ran: it goes.
+pub fn abandoned_work(placed: &WorktreePlacement) -> Vec<KeepReason> {
+    if !placed.path.exists() {
+        return Vec::new();
+    }
+    let name = placed.path.file_name().unwrap_or_default();
+    let Some(scratch) = crate::effects::store::data_dir().map(|dir| dir.join("reap").join(name))
+    else {
+        return Vec::new();
+    };
+    if std::fs::create_dir_all(&scratch).is_err() {
+        return Vec::new();
+    }
+    let target = Target {
+        task: Checkout {
+            placed,
+            scratch: &scratch,
+        },
+        merged: None,
+    };
+    let mut keep = inspect(&target).keep;
+    let _ = std::fs::remove_dir_all(&scratch);
+    keep.retain(|reason| !matches!(reason, KeepReason::InspectionFailed(_)));
+    keep
+}
+
+/// [`remove_checkout`] for work kept at `kept` (a race's ref of a loser): the checkout goes
+/// only when its inventory ([`super::inventory`]) finds nothing that `kept` and the base do not
+/// hold — its files, its git dir's refs and reflogs, its submodules. What it found is returned,
+/// and then nothing was removed.
+pub fn remove_saved_checkout(
+    checkout: &Checkout,
+    kept: &str,
+) -> Result<Vec<super::inventory::Unsaved>> {
+    let placed = checkout.placed;
+    let found = {
+        let _lock = super::lock_in(&placed.common_dir)?;
+        let tree = match placed.path.is_dir() {
+            true => Some(checkout.tree_from(kept)?),
+            false => None,
+        };
+        let root = checkout.root();
+        if let Some(tree) = &tree
+            && *tree != root.line(["rev-parse", &format!("{kept}^{{tree}}")])?
+        {
+            // Files changed since the work was kept: they are not in it.
+            return Ok(vec![super::inventory::Unsaved {
+                holder: super::inventory::Holder::Files,
+                name: ".".to_string(),
+                place: placed.path.clone(),
+                commits: None,
+            }]);
+        }
+        let commits = [kept.to_string(), placed.base_commit.clone()];
+        super::inventory::take(
+            checkout,
+            tree.as_deref(),
+            &super::inventory::Kept { commits: &commits },
+        )?
+    };
+    if found.is_empty() {
+        remove_checkout(placed)?;
+    }
+    Ok(found)
 }
 
 /// Removes a task's checkout and nothing else, whatever it holds: its branch (or, for a task
@@ -276,12 +408,14 @@ mod tests {
             dirty: Ok(false),
             unmerged: Ok(0),
             live: Ok(vec![]),
+            inventory: Ok(vec![]),
         };
         assert!(keep_reasons(&clean).is_empty());
         let busy = Facts {
             dirty: Ok(true),
             unmerged: Ok(2),
             live: Ok(vec![42]),
+            inventory: Ok(vec![]),
         };
         assert_eq!(
             keep_reasons(&busy),
@@ -295,6 +429,7 @@ mod tests {
             dirty: Err(Error::new(ErrorCode::Io, "git failed")),
             unmerged: Ok(0),
             live: Ok(vec![]),
+            inventory: Ok(vec![]),
         };
         assert_eq!(
             keep_reasons(&unknown),

@@ -13,6 +13,7 @@ pub mod diff;
 pub mod fingerprint;
 pub mod include;
 pub mod land;
+pub mod inventory;
 pub mod merge;
 pub mod plan;
 pub mod review;

@@ -138,7 +138,17 @@ fn decide(race: &str, cwd: &Path) -> Result<()> {
             .filter(|t| t.record.id != winner && !live.contains(&t.record.id))
         {
             match keep_and_remove(task, race) {
-                Ok(kept) => decision.kept.push(kept),
+                Ok((kept, unsaved)) => {
+                    decision.kept.push(kept);
+                    if !unsaved.is_empty() {
+                        let what: Vec<String> = unsaved.iter().map(ToString::to_string).collect();
+                        decision.problems.push(format!(
+                            "{}: its checkout is kept, it holds what the race's ref does not: {}",
+                            task.record.id,
+                            what.join("; ")
+                        ));
+                    }
+                }
                 Err(err) => decision
                     .problems
                     .push(format!("{}: {}", task.record.id, err.message)),
@@ -194,8 +204,12 @@ fn standing(task: &Task) -> Candidate {
 
 /// Commits a loser's uncommitted work onto its branch, keeps the commit its passing check ran
 /// on (else that tip) at the race's ref, then removes its checkout (its branch stays: `merge
-/// RACE --candidate` can still take it).
-fn keep_and_remove(task: &Task, race: &str) -> Result<String> {
+/// RACE --candidate` can still take it) unless its inventory finds work the branch does not hold
+/// (a submodule's, a side branch's, a stash): that is returned, and the checkout stays.
+fn keep_and_remove(
+    task: &Task,
+    race: &str,
+) -> Result<(String, Vec<crate::effects::git::inventory::Unsaved>)> {
     let worktree = crate::ops::work::diff::worktree_of(task)?;
     let checkout = Checkout {
         placed: worktree,
@@ -211,8 +225,8 @@ fn keep_and_remove(task: &Task, race: &str) -> Result<String> {
     let kept = crate::ops::work::checked::commit(task).unwrap_or(tip);
     let name = kept_ref(race, &task.record.id);
     Git::new(&worktree.repo_root).run(["update-ref", &name, &kept])?;
-    crate::effects::git::cleanup::remove_checkout(worktree)?;
-    Ok(name)
+    let unsaved = crate::effects::git::cleanup::remove_saved_checkout(&checkout, &tip)?;
+    Ok((name, unsaved))
 }
 
 /// `--merge`: the winner into the branch checked out in its repository, unless that

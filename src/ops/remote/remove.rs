@@ -31,7 +31,7 @@ pub(crate) fn remove_on_host(
             request.push("--dry-run".into());
         }
         let reply = connection::call(&host, None, &request, None, FORWARD_DEADLINE)
-            .and_then(|ran| parse_reply::<Vec<Removal>>(&host, &ran));
+            .and_then(|ran| removals_of(&host, &ran));
         match reply {
             Ok(rows) => {
                 // Only the id asked about is forgotten here: ids in a host's reply name files
@@ -54,6 +54,20 @@ pub(crate) fn remove_on_host(
         }
     }
     Ok(removals)
+}
+
+/// A host's `rm` reply: its rows, also when it exits `work_kept` (a task kept there).
+fn removals_of(
+    host: &host_access::Host,
+    ran: &crate::effects::remote::run::Ran,
+) -> Result<Vec<Removal>> {
+    let kept = ErrorCode::WorkKept.exit_status();
+    if ran.status.and_then(|status| status.code()) == Some(kept)
+        && let Ok(rows) = serde_json::from_slice::<Vec<Removal>>(&ran.stdout)
+    {
+        return Ok(rows);
+    }
+    parse_reply::<Vec<Removal>>(host, ran)
 }
 
 /// An error part-way: what was already removed is said with it, not lost.

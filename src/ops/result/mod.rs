@@ -63,6 +63,8 @@ pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
                 })
                 .collect()
         });
+        result.submodules_changed =
+            crate::ops::work::submodules::changed_of(&task).unwrap_or_default();
     }
     Ok(result)
 }

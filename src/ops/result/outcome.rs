@@ -43,6 +43,7 @@ pub fn from_digest(
         errors: digest.errors,
         warnings: digest.warnings,
         files_changed,
+        submodules_changed: Vec::new(),
         parse_errors: digest.parse_errors,
         unknown_events: digest.unknown_events,
         unknown_fields: digest.unknown_fields,

@@ -25,6 +25,10 @@ pub struct TaskDiff {
     pub checked_commit: Option<String>,
     pub stat: diff::DiffStat,
     pub files: Vec<diff::FileDiff>,
+    /// The submodules the child changed: a commit other than the base's, or files that differ
+    /// from their `HEAD` (which no file of the diff shows). A merge refuses them.
+    #[serde(default)]
+    pub submodules: Vec<String>,
     /// The unified diff, unless only the stat was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patch: Option<String>,
@@ -42,6 +46,7 @@ pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
     let tree = super::checked::result_tree(&task)?;
     let git = Git::new(&worktree.repo_root);
     let files = diff::files(&git, &worktree.base_commit, &tree)?;
+    let submodules = super::submodules::changed(&task, &tree)?;
     let patch = with_patch
         .then(|| diff::patch(&git, &worktree.base_commit, &tree))
         .transpose()?;
@@ -54,6 +59,7 @@ pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
         checked_commit: super::checked::commit(&task),
         stat: diff::stat(&files),
         files,
+        submodules,
         patch,
     })
 }
@@ -100,6 +106,15 @@ pub(crate) fn worktree_of(task: &Task) -> Result<&WorktreePlacement> {
         )
         .with_hint("only tasks submitted with --worktree have a branch to diff, merge or remove")
     })
+}
+
+/// The tree of a worktree task's work, read on git's safe paths ([`crate::effects::git::checkout`]).
+pub(super) fn work_tree(record: &TaskRecord, worktree: &WorktreePlacement) -> Result<String> {
+    Checkout {
+        placed: worktree,
+        scratch: &record.task_dir,
+    }
+    .tree()
 }
 
 /// The files of a task's diff a merge would ask to have reviewed (they run code or set policy),

@@ -53,6 +53,8 @@ fn merge_with(
             record.id
         )));
     }
+    // A submodule's work cannot go with it (issue 43): refused, naming them.
+    super::submodules::refuse_changed(&task)?;
     let objective: String = record
         .spec
         .objective

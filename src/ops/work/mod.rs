@@ -5,3 +5,4 @@ pub(crate) mod checked;
 pub(crate) mod conflicts;
 pub(crate) mod diff;
 pub(crate) mod merge;
+pub(crate) mod submodules;

@@ -1,0 +1,274 @@
+//! Nothing of a child's is deleted (issue 43): before `rm`, `prune` or a race's cleanup
+//! removes a checkout, cuekit takes an inventory of what its git dir and submodules hold — a
+//! stash, a side branch, a submodule's commits and files — and keeps what nothing else
+//! keeps, saying what and where (`work_kept`, exit 36). Real git, tmux and /bin/sh; `command`
+//! children doing what the audit's children did.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::harness::Harness;
+use crate::harness::git::{commit_all, git, init_repo, project_repo};
+
+/// git for a child's script: an identity of its own.
+const G: &str = "git -c user.name=c -c user.email=c@x";
+
+/// The project, with a library at `vendor/lib` as a submodule.
+fn project_with_submodule(h: &Harness) {
+    let lib = h.root().join("lib");
+    init_repo(&lib);
+    std::fs::write(lib.join("lib.txt"), "library code\n").unwrap();
+    commit_all(&lib, "lib");
+    project_repo(&h.project, "original line\n");
+    git(
+        &h.project,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            lib.to_str().unwrap(),
+            "vendor/lib",
+        ],
+    );
+    git(&h.project, &["commit", "-qm", "add lib"]);
+}
+
+/// The task's one row of an `rm`/`prune` answer.
+fn row<'a>(answer: &'a Value, id: &str) -> &'a Value {
+    answer
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .find(|r| r["task_id"] == id)
+        .unwrap_or_else(|| panic!("no {id} in {answer}"))
+}
+
+/// The unsaved things a row names: (holder, name).
+fn unsaved(row: &Value) -> Vec<(String, String)> {
+    row["reasons"]
+        .as_array()
+        .map(|reasons| {
+            reasons
+                .iter()
+                .filter(|r| r["reason"] == "unsaved")
+                .map(|r| {
+                    (
+                        r["detail"]["holder"].as_str().unwrap().to_string(),
+                        r["detail"]["name"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `rm ID` keeps the task (exit 36, `kept`), naming `expected` among what it keeps; the
+/// checkout is still there.
+fn rm_keeps(h: &Harness, id: &str, expected: &[(&str, &str)]) -> Value {
+    let worktree = h.worktree_of(id);
+    let (answer, code) = h.json(&["rm", id]);
+    assert_eq!(code, 36, "rm must fail closed: {answer}");
+    let row = row(&answer, id);
+    assert_eq!(row["outcome"], "kept", "{answer}");
+    let found = unsaved(row);
+    for (holder, name) in expected {
+        assert!(
+            found.iter().any(|(h, n)| h == holder && n == name),
+            "{holder} {name} not named in {answer}"
+        );
+    }
+    assert!(worktree.is_dir(), "the checkout was removed: {answer}");
+    assert!(h.task_dir(id).join("task.json").is_file());
+    let text = String::from_utf8_lossy(&h.run(&["rm", id]).stdout).into_owned();
+    for (_, name) in expected {
+        assert!(text.contains(name), "the text does not say {name}: {text}");
+    }
+    answer
+}
+
+fn removed_by_force(h: &Harness, id: &str) {
+    let worktree = h.worktree_of(id);
+    let (gone, code) = h.json(&["rm", "--force", id]);
+    assert_eq!(code, 0, "{gone}");
+    assert_eq!(row(&gone, id)["outcome"], "removed", "{gone}");
+    assert!(!worktree.exists());
+}
+
+/// The audit: a sandboxed task's own repository holding a stash, or a commit on a side
+/// branch, was deleted by `rm` without `--force` (only `HEAD` was inspected). Both kinds of
+/// sandboxed task.
+#[test]
+fn a_sandboxed_tasks_stash_and_side_branch_keep_it() {
+    for kind in [&[][..], &["--worktree"][..]] {
+        let h = Harness::new();
+        project_repo(&h.project, "original line\n");
+        let script = format!(
+            "set -e; echo draft > drafted.txt; {G} add drafted.txt; {G} stash -q; \
+             {G} checkout -q -b side; echo b > side.txt; {G} add side.txt; \
+             {G} commit -qm side; {G} checkout -q -; echo DONE"
+        );
+        let mut extra = vec!["--sandbox", "--mode", "batch"];
+        extra.extend(kind);
+        let id = h.submit_sh(&script, &extra);
+        h.wait_ok(std::slice::from_ref(&id), "60s");
+        assert!(h.transcript(&id).contains("DONE"), "{}", h.transcript(&id));
+        // The checkout itself is clean: only the git dir holds the work.
+        let (diff, code) = h.json(&["diff", &id, "--stat"]);
+        assert_eq!(code, 0, "{diff}");
+        assert_eq!(diff["files"].as_array().unwrap().len(), 0, "{diff}");
+        let (plan, code) = h.json(&["rm", "--dry-run", &id]);
+        assert_eq!(code, 0, "a dry run only tells: {plan}");
+        assert_eq!(row(&plan, &id)["outcome"], "would_keep", "{plan}");
+        rm_keeps(
+            &h,
+            &id,
+            &[("ref", "refs/stash"), ("ref", "refs/heads/side")],
+        );
+        let (pruned, code) = h.json(&["prune"]);
+        assert_eq!(code, 36, "{pruned}");
+        assert_eq!(row(&pruned, &id)["outcome"], "kept", "{pruned}");
+        removed_by_force(&h, &id);
+    }
+}
+
+/// The audit: a child's edits inside a submodule (which cuekit initialises in every
+/// checkout) were invisible — `diff` said nothing changed and `rm` removed them — and so
+/// was a commit it made on a branch of the submodule. Unsandboxed worktrees.
+#[test]
+fn a_submodules_files_and_commits_keep_a_worktree_and_diff_names_it() {
+    let h = Harness::new();
+    project_with_submodule(&h);
+    let edited = h.submit_worktree_sh(&[], "echo edit >> vendor/lib/lib.txt");
+    let committed = h.submit_worktree_sh(
+        &[],
+        &format!(
+            "set -e; cd vendor/lib; {G} checkout -q -b feature; echo n > new.txt; \
+             {G} add new.txt; {G} commit -qm new; {G} checkout -q -"
+        ),
+    );
+    h.wait_ok(&[&edited, &committed], "60s");
+
+    let (diff, code) = h.json(&["diff", &edited]);
+    assert_eq!(code, 0, "{diff}");
+    assert_eq!(
+        diff["submodules"],
+        serde_json::json!(["vendor/lib"]),
+        "{diff}"
+    );
+    let text = h.ok(&["diff", &edited, "--stat"]);
+    assert!(text.contains("vendor/lib"), "{text}");
+    let (result, _) = h.json(&["result", &edited]);
+    assert_eq!(
+        result["submodules_changed"],
+        serde_json::json!(["vendor/lib"]),
+        "{result}"
+    );
+    let (refused, code) = h.json(&["merge", &edited, "--yes"]);
+    assert_eq!(code, 37, "{refused}");
+    assert_eq!(refused["error"]["code"], "submodule_work", "{refused}");
+    assert!(refused.to_string().contains("vendor/lib"), "{refused}");
+
+    rm_keeps(&h, &edited, &[("submodule_changes", "vendor/lib")]);
+    rm_keeps(&h, &committed, &[("submodule_commits", "vendor/lib")]);
+    let lib = h.worktree_of(&committed).join("vendor/lib");
+    assert!(git(&lib, &["branch", "--list", "feature"]).contains("feature"));
+    removed_by_force(&h, &edited);
+    removed_by_force(&h, &committed);
+}
+
+/// The audit: a sandboxed child committed in a submodule and recorded the new commit in its
+/// own history; `merge --yes` said "merged into main" and left a gitlink to a commit that only
+/// the task's repository had, and `rm` deleted it. Now the merge refuses, naming the
+/// submodule, and `rm` keeps the task.
+#[test]
+fn a_submodule_commit_of_a_sandboxed_task_is_neither_merged_nor_removed() {
+    let h = Harness::new();
+    project_with_submodule(&h);
+    let script = format!(
+        "set -e; cd vendor/lib; echo n > new.txt; {G} add new.txt; {G} commit -qm new; \
+         cd ../..; {G} add vendor/lib; {G} commit -qm 'lib moved'; echo DONE"
+    );
+    let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
+    h.wait_ok(std::slice::from_ref(&id), "60s");
+    assert!(h.transcript(&id).contains("DONE"), "{}", h.transcript(&id));
+    let main_before = git(&h.project, &["rev-parse", "main"]);
+    let (refused, code) = h.json(&["merge", &id, "--yes"]);
+    assert_eq!(code, 37, "{refused}");
+    assert!(refused.to_string().contains("vendor/lib"), "{refused}");
+    assert_eq!(git(&h.project, &["rev-parse", "main"]), main_before);
+    rm_keeps(&h, &id, &[("submodule_commits", "vendor/lib")]);
+    removed_by_force(&h, &id);
+}
+
+/// The audit: a race loser's kept ref lacked its submodule edits while its checkout was
+/// removed. Now a loser whose inventory is not empty keeps its checkout, and the race says so.
+#[test]
+fn a_race_loser_with_submodule_work_keeps_its_checkout() {
+    let h = Harness::new();
+    crate::checks::checked_project(&h);
+    let lib = h.root().join("lib");
+    init_repo(&lib);
+    std::fs::write(lib.join("lib.txt"), "library code\n").unwrap();
+    commit_all(&lib, "lib");
+    git(
+        &h.project,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            lib.to_str().unwrap(),
+            "vendor/lib",
+        ],
+    );
+    git(&h.project, &["commit", "-qm", "add lib"]);
+    let script = "echo answer=42 > answer.txt; echo edit >> vendor/lib/lib.txt";
+    let mut args = vec!["submit", "--best-of", "2", "--mode", "batch"];
+    args.extend(["--check", "sh tests/check.sh", "--check-rounds", "0"]);
+    args.extend(crate::harness::sh_task(script, &[]));
+    let (race, code) = h.json(&args);
+    assert_eq!(code, 0, "{race}");
+    let race_id = race["race"].as_str().unwrap().to_string();
+    let (waited, _) = h.json(&["wait", &race_id, "--timeout", "90s"]);
+    let (result, _) = h.json(&["result", &race_id]);
+    assert_eq!(result["state"], "decided", "{waited}\n{result}");
+    let winner = result["pick"]["winner"].as_str().unwrap();
+    let ids: Vec<String> = race["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    let loser = ids.iter().find(|id| *id != winner).unwrap();
+    let checkout = h.worktree_of(loser);
+    assert!(
+        checkout.is_dir(),
+        "the loser's checkout was removed: {result}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("vendor/lib/lib.txt")).unwrap(),
+        "library code\nedit\n"
+    );
+    assert!(
+        result.to_string().contains("vendor/lib"),
+        "the race does not say why: {result}"
+    );
+}
+
+/// A clean, merged task still goes, and a submodule left as the base had it keeps nothing.
+#[test]
+fn a_clean_task_with_an_untouched_submodule_is_removed() {
+    let h = Harness::new();
+    project_with_submodule(&h);
+    let id = h.submit_worktree_sh(&[], "cat vendor/lib/lib.txt");
+    h.wait_ok(std::slice::from_ref(&id), "60s");
+    let worktree = h.worktree_of(&id);
+    let (gone, code) = h.json(&["rm", &id]);
+    assert_eq!(code, 0, "{gone}");
+    assert_eq!(row(&gone, &id)["outcome"], "removed", "{gone}");
+    assert!(!Path::new(&worktree).exists());
+}
