@@ -445,6 +445,9 @@ pub fn strip_controls(text: &str) -> String {
 /// status and the last lines of its output (already [`output_tail`]ed).
 pub fn fix_message(plan: &CheckPlan, verdict: &Verdict, tail: &str) -> String {
     let status = match (verdict.timed_out, verdict.exit_code, &verdict.error) {
+        (false, Some(0), Some(error)) => {
+            format!("exit code 0, not counted: {}", strip_controls(error))
+        }
         (_, _, Some(error)) => format!("it could not run: {}", strip_controls(error)),
         (true, _, _) => format!("it ran past its limit of {} s", plan.timeout_secs),
         (false, Some(code), _) => format!("exit code {code}"),

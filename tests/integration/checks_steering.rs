@@ -195,6 +195,7 @@ fn autotests_false_in_the_manifest_refuses_the_check_and_other_manifest_edits_pa
         "sed -i 's/^edition = \"2021\"$/edition = \"2021\"\\nautotests = false/' Cargo.toml",
     );
     assert_completed(&control);
+    assert_check_failed(&attack);
     let passed = last_verdict(&control);
     assert_eq!(
         passed["review_paths"],
@@ -203,7 +204,11 @@ fn autotests_false_in_the_manifest_refuses_the_check_and_other_manifest_edits_pa
     );
     assert_eq!(passed["tests_ran"], 1, "{passed}");
     assert_eq!(passed["base_tests_ran"], 1, "{passed}");
-    assert_check_failed(&attack);
+    let text = h.ok(&["status", control["id"].as_str().unwrap()]);
+    assert!(
+        text.contains("review:     Cargo.toml (changed; a merge needs --yes)"),
+        "{text}"
+    );
     let verdict = last_verdict(&attack);
     let error = verdict["error"].as_str().unwrap_or_default();
     assert!(error.contains("Cargo.toml: package.autotests"), "{verdict}");
@@ -235,8 +240,8 @@ fn a_pass_that_ran_fewer_tests_than_the_base_is_check_failed_with_both_counts() 
         "sed -i '/def test_add/,$d' calc_test.py",
     );
     assert_completed(&control);
-    assert_eq!(last_verdict(&control)["tests_ran"], 2, "{control}");
     assert_check_failed(&attack);
+    assert_eq!(last_verdict(&control)["tests_ran"], 2, "{control}");
     let verdict = last_verdict(&attack);
     assert_eq!(verdict["tests_ran"], 1, "{verdict}");
     assert_eq!(verdict["base_tests_ran"], 2, "{verdict}");
@@ -245,4 +250,7 @@ fn a_pass_that_ran_fewer_tests_than_the_base_is_check_failed_with_both_counts() 
         error.contains("ran 1 tests where the base ran 2"),
         "{verdict}"
     );
+    let text = h.ok(&["status", attack["id"].as_str().unwrap()]);
+    assert!(text.contains("tests:      1 ran (the base: 2)"), "{text}");
+    assert!(text.contains("exit code 0, not counted"), "{text}");
 }

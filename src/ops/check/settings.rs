@@ -32,8 +32,8 @@ pub(super) fn steering(git: &Git, base: &Listing, ours: &Listing) -> Result<Stee
         return Err(Error::new(
             ErrorCode::CheckFailed,
             format!(
-                "the check did not run: the work changes settings that decide which tests run \
-                 ({}); they are compared with the base's, not restored",
+                "the work changes settings that decide which tests run ({}); they are compared \
+                 with the base's, not restored",
                 changed.join(", ")
             ),
         )
