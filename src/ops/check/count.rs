@@ -37,9 +37,9 @@ fn total(ran: impl Iterator<Item = Option<u64>>) -> Option<u64> {
     ran.flatten().reduce(|a, b| a + b)
 }
 
-/// On a pass: the tests it ran against the base's, the verdict turned into a failure with
-/// both numbers when it ran fewer. A base that cannot be measured leaves the pass as it is
-/// (said in the log).
+/// On a pass whose output reported a test count: the tests it ran against the base's, the
+/// verdict turned into a failure with both numbers when it ran fewer. A base that cannot be
+/// measured leaves the pass as it is (said in the log).
 pub(super) fn judge(
     task: &Task,
     plan: &CheckPlan,
@@ -48,6 +48,10 @@ pub(super) fn judge(
     log: &Path,
 ) {
     verdict.tests_ran = total(ran.iter().map(|r| r.flatten()));
+    // Where no runner reported a count there is nothing to compare, and the base is not run.
+    if verdict.tests_ran.is_none() {
+        return;
+    }
     let base = match base_counts(task, plan) {
         Ok(base) => base,
         Err(err) => {
