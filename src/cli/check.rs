@@ -34,6 +34,7 @@ fn line(outcome: &CheckOutcome) -> String {
         &verdict.error,
     ) {
         (true, ..) => "passed".to_string(),
+        (_, false, Some(0), Some(error)) => format!("failed: exit code 0, not counted: {error}"),
         (_, _, _, Some(error)) => format!("could not run: {error}"),
         (_, true, ..) => "failed: ran past its time limit".to_string(),
         (_, _, Some(code), _) => format!("failed with exit code {code}"),

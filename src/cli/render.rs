@@ -211,6 +211,7 @@ fn details_below_the_line(task: &TaskView) -> String {
                     last.protected_paths().join(", ")
                 ));
             }
+            out.push_str(&verdict_lines(last));
         }
     }
     if let Some(queue) = &task.queue {
@@ -276,6 +277,29 @@ pub fn first_line(text: &str, max_chars: usize) -> String {
     } else {
         line.to_string()
     }
+}
+
+/// A verdict's manifest changes and test counts, for `status ID`.
+fn verdict_lines(verdict: &crate::domain::check::Verdict) -> String {
+    let mut out = String::new();
+    if !verdict.review_paths.is_empty() {
+        out.push_str(&format!(
+            "\n  review:     {} (changed; a merge needs --yes)",
+            verdict.review_paths.join(", ")
+        ));
+    }
+    match (verdict.tests_ran, verdict.base_tests_ran) {
+        (None, None) => {}
+        (ran, base) => {
+            let count = |n: Option<u64>| n.map_or("no count".to_string(), |n| n.to_string());
+            out.push_str(&format!(
+                "\n  tests:      {} ran (the base: {})",
+                count(ran),
+                count(base)
+            ));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

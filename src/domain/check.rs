@@ -107,6 +107,9 @@ impl Ecosystem {
                 "pytest.ini",
                 "tox.ini",
                 "noxfile.py",
+                ".pytest.ini",
+                "pytest.toml",
+                ".pytest.toml",
             ],
             Ecosystem::Node => &[
                 "test/**",
@@ -115,6 +118,10 @@ impl Ecosystem {
                 "jest.config.*",
                 "vitest.config.*",
                 ".mocharc*",
+                ".yarnrc",
+                ".yarnrc.yml",
+                ".pnpmfile.cjs",
+                "bunfig.toml",
             ],
             Ecosystem::Go => &["*_test.go", "testdata/**"],
             Ecosystem::Make => &["Makefile", "makefile", "GNUmakefile"],
@@ -122,10 +129,17 @@ impl Ecosystem {
     }
 }
 
+/// Files that steer an interpreter or a package manager wherever they stand, whatever the
+/// ecosystems found: Python's startup hooks (`sitecustomize.py`, `usercustomize.py`, `*.pth`)
+/// and npm's settings (`.npmrc`: `script-shell`, `node-options`, …).
+pub const RUNNER_HOOKS: &[&str] = &["sitecustomize.py", "usercustomize.py", "*.pth", ".npmrc"];
+
 /// The protected globs of a check without its own `protect`: the test folders and runner
-/// configuration of every ecosystem found, and `tests/**` whatever was found.
+/// configuration of every ecosystem found, and `tests/**`, `test/**` and [`RUNNER_HOOKS`]
+/// whatever was found.
 pub fn default_protect(ecosystems: &[Ecosystem]) -> Vec<String> {
     let mut globs: Vec<String> = vec!["tests/**".into(), "test/**".into()];
+    globs.extend(RUNNER_HOOKS.iter().map(|glob| (*glob).to_string()));
     for ecosystem in ecosystems {
         for glob in ecosystem.protected() {
             if !globs.iter().any(|g| g == glob) {
@@ -295,6 +309,16 @@ pub struct Verdict {
     pub started_at: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protected_edits: Vec<ProtectedEdit>,
+    /// The files the child changed that a merge asks to have reviewed (manifests, build
+    /// scripts, dotfiles: `cuekit merge` takes them only with `--yes`); a pass may rest on them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub review_paths: Vec<String>,
+    /// The tests the check's commands reported running (where a runner reports a count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests_ran: Option<u64>,
+    /// The tests the same commands reported running on the base, measured once per base tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_tests_ran: Option<u64>,
     pub at: String,
     /// The commit this check ran on (the child's work as the check read it, kept at
     /// [`checked_ref`]): what `result`, `diff` and `merge` take once it passed. `None` for a
@@ -445,6 +469,9 @@ pub fn strip_controls(text: &str) -> String {
 /// status and the last lines of its output (already [`output_tail`]ed).
 pub fn fix_message(plan: &CheckPlan, verdict: &Verdict, tail: &str) -> String {
     let status = match (verdict.timed_out, verdict.exit_code, &verdict.error) {
+        (false, Some(0), Some(error)) => {
+            format!("exit code 0, not counted: {}", strip_controls(error))
+        }
         (_, _, Some(error)) => format!("it could not run: {}", strip_controls(error)),
         (true, _, _) => format!("it ran past its limit of {} s", plan.timeout_secs),
         (false, Some(code), _) => format!("exit code {code}"),
@@ -543,6 +570,16 @@ mod tests {
         assert!(is_protected(&python, "conftest.py"));
         assert!(is_protected(&python, "pytest.ini"));
         assert!(!is_protected(&python, "pyproject.toml"));
+        // Runner hooks whatever the ecosystems: npm's settings, Python's startup files.
+        let none = default_protect(&[]);
+        for path in [
+            ".npmrc",
+            "sitecustomize.py",
+            "lib/x.pth",
+            "usercustomize.py",
+        ] {
+            assert!(is_protected(&none, path), "{path}");
+        }
     }
 
     #[test]
@@ -625,6 +662,9 @@ mod tests {
                 path: "tests/test_a.py".into(),
                 edit: EditKind::Changed,
             }],
+            review_paths: Vec::new(),
+            tests_ran: None,
+            base_tests_ran: None,
             at: "2026-01-01T00:00:00Z".into(),
         }
     }

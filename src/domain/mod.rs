@@ -5,6 +5,8 @@ pub mod acp;
 pub mod adapter;
 pub mod attention;
 pub mod check;
+pub mod check_count;
+pub mod check_settings;
 pub mod display;
 pub mod error;
 pub mod events;

@@ -46,6 +46,10 @@ pub struct Candidate {
     /// Its check passed (a checked task completes only then).
     pub passed: bool,
     pub fix_rounds: u32,
+    /// The files of the merge review's classes its last check saw changed (manifests, build
+    /// scripts, dotfiles): a pass that may rest on them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub review_paths: Vec<String>,
     /// Lines added plus lines removed against the base; `None` when it could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff_lines: Option<u64>,
@@ -76,10 +80,14 @@ type Rule = fn(&Candidate, &Candidate) -> Ordering;
 
 /// The rules in the order they are applied, each with the words a reason uses (`{}`: the
 /// runner-up).
-const RULES: [(&str, Rule); 5] = [
+const RULES: [(&str, Rule); 6] = [
     ("passed its check, unlike {}", |a, b| {
         b.passed.cmp(&a.passed)
     }),
+    (
+        "passed without changing a file the merge review covers, unlike {}",
+        |a, b| (!a.review_paths.is_empty()).cmp(&!b.review_paths.is_empty()),
+    ),
     ("fewer fix rounds than {}", |a, b| {
         a.fix_rounds.cmp(&b.fix_rounds)
     }),
@@ -122,8 +130,8 @@ pub struct Pick {
     pub tied_with: Vec<String>,
 }
 
-/// Picks the winner among `candidates` (in submit order): passed beats not passed, then fewer
-/// fix rounds, the smaller diff, fewer tokens, the earlier ending. Only a candidate that
+/// Picks the winner among `candidates` (in submit order): passed beats not passed, then a pass
+/// without files of the merge review's classes beats one with them, then fewer fix rounds, the smaller diff, fewer tokens, the earlier ending. Only a candidate that
 /// passed wins.
 pub fn pick(candidates: &[Candidate]) -> Pick {
     let Some(best) = candidates
@@ -196,6 +204,7 @@ mod tests {
             status: if passed { "completed" } else { "failed" }.into(),
             passed,
             fix_rounds: rounds,
+            review_paths: Vec::new(),
             diff_lines: Some(diff),
             files_changed: Some(1),
             tokens: Some(tokens),
@@ -260,6 +269,27 @@ mod tests {
                 .why
                 .starts_with("ended earlier")
         );
+    }
+
+    #[test]
+    fn a_pass_resting_on_a_manifest_change_is_never_preferred() {
+        let manifest = Candidate {
+            review_paths: vec!["Cargo.toml".into()],
+            ..candidate("t_a", true, 0, 1, 1, "01")
+        };
+        let plain = candidate("t_b", true, 2, 90, 900, "09");
+        let picked = pick(&[manifest.clone(), plain]);
+        assert_eq!(picked.winner.as_deref(), Some("t_b"));
+        assert!(
+            picked
+                .why
+                .starts_with("passed without changing a file the merge review covers, unlike t_a"),
+            "{}",
+            picked.why
+        );
+        // It still wins over a candidate that did not pass.
+        let failed = candidate("t_c", false, 0, 1, 1, "01");
+        assert_eq!(pick(&[failed, manifest]).winner.as_deref(), Some("t_a"));
     }
 
     #[test]

@@ -106,6 +106,7 @@ fn check_failed_hint(record: &TaskRecord, check: &crate::domain::check::CheckSta
             .to_string();
     };
     let result = match (last.timed_out, last.exit_code, &last.error) {
+        (false, Some(0), Some(error)) => format!("exit code 0, not counted: {error}"),
         (_, _, Some(error)) => format!("could not run: {error}"),
         (true, ..) => "ran past its time limit".to_string(),
         (_, Some(code), _) => format!("exit code {code}"),

@@ -15,6 +15,7 @@ mod agents_real;
 mod ai_parent;
 mod antigravity;
 mod checks;
+mod checks_steering;
 mod child_integrity;
 mod cli_extras;
 mod cli_parsing;

@@ -4,8 +4,10 @@
 //! there, the verdict recorded in the registry and, on a failure with rounds left, the fix
 //! message for the child.
 
+mod count;
 mod run;
 mod scratch;
+mod settings;
 mod turn;
 
 use std::time::Duration;

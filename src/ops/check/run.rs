@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::scratch;
+use super::{count, scratch};
 use crate::domain::check::{self, CheckPlan, CheckState, Phase, Verdict};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::effects::check_run::{self, CheckRun};
@@ -164,6 +164,9 @@ fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict,
         log: log.to_string_lossy().into_owned(),
         started_at: String::new(),
         protected_edits: Vec::new(),
+        review_paths: Vec::new(),
+        tests_ran: None,
+        base_tests_ran: None,
         at: String::new(),
         commit: None,
     };
@@ -179,6 +182,7 @@ fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict,
     };
     verdict.protected_edits = scratch.edits.clone();
     verdict.commit = Some(scratch.commit.clone());
+    verdict.review_paths = scratch.review.clone();
     if !verdict.protected_edits.is_empty() {
         let paths: Vec<String> = verdict
             .protected_edits
@@ -197,6 +201,7 @@ fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict,
     let mut tail = Vec::new();
     let marker = format!("{}.{round}.{}", task.record.id, std::process::id());
     let policy = task.sandbox_policy();
+    let mut counts = Vec::new();
     for command in &plan.run {
         // A sandboxed task's check runs in its sandbox policy, over the scratch checkout.
         let sandboxed = crate::ops::sandbox::wrap_check(
@@ -211,6 +216,7 @@ fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict,
             Ok(sandboxed) => sandboxed,
             Err(err) => return fail(verdict, err),
         };
+        let from = count::log_len(log);
         let ran = match check_run::run(&CheckRun {
             command: &sandboxed,
             cwd: &scratch.tree,
@@ -225,12 +231,17 @@ fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict,
         verdict.command = command.clone();
         verdict.exit_code = ran.exit_code;
         verdict.timed_out = ran.timed_out;
+        counts.push(count::reported(log, from, ran.printed));
         tail = ran.tail;
         if ran.exit_code != Some(0) {
             break;
         }
     }
     verdict.passed = verdict.exit_code == Some(0) && !verdict.timed_out;
+    if verdict.passed {
+        drop(scratch);
+        count::judge(task, plan, &mut verdict, &counts, log);
+    }
     verdict.at = crate::effects::clock::now_rfc3339();
     (verdict, tail)
 }

@@ -22,6 +22,8 @@ pub(super) struct Scratch {
     pub edits: Vec<ProtectedEdit>,
     /// The commit of the work the check reads ([`crate::effects::git::checked`]).
     pub commit: String,
+    /// The changed files a merge asks to have reviewed ([`super::settings`]).
+    pub review: Vec<String>,
 }
 
 impl Drop for Scratch {
@@ -86,7 +88,9 @@ pub(super) fn make(task: &Task, plan: &CheckPlan, round: u32) -> Result<Scratch>
     let base = listing(&git, &worktree.base_commit)?;
     let ours = listing(&git, &work)?;
     let globs = globs(plan, &base);
-    let edits = check::protected_edits(&globs, &base, &ours);
+    let mut edits = check::protected_edits(&globs, &base, &ours);
+    let steering = super::settings::steering(&Git::new(&worktree.repo_root), &base, &ours)?;
+    edits.extend(steering.edits);
 
     let data = crate::effects::store::data_dir().ok_or_else(|| {
         Error::new(ErrorCode::Io, "cannot find cuekit's data directory")
@@ -103,12 +107,17 @@ pub(super) fn make(task: &Task, plan: &CheckPlan, round: u32) -> Result<Scratch>
         tree: tree.clone(),
         edits,
         commit,
+        review: steering.review,
     };
     let index = root.join("index");
     let git = Git::over(&worktree.common_dir, &tree, &index);
     git.run(["read-tree", "--end-of-options", &work])?;
     let mut remove = Vec::new();
     for (path, _) in ours.iter().filter(|(p, _)| check::is_protected(&globs, p)) {
+        remove.extend_from_slice(path.as_bytes());
+        remove.push(0);
+    }
+    for path in &steering.remove {
         remove.extend_from_slice(path.as_bytes());
         remove.push(0);
     }
@@ -172,4 +181,30 @@ fn base_scripts(
         path: format!("{} (scripts)", check::SCRIPTS_FILE),
         edit: check::EditKind::Changed,
     }))
+}
+
+/// A scratch checkout of `tree` as it is (no protection: the base's own files), named
+/// `label` in cuekit's data directory: where the base's test count is measured.
+pub(super) fn of_tree(task: &Task, tree: &str, label: &str) -> Result<Scratch> {
+    let worktree = crate::ops::work::diff::worktree_of(task)?;
+    let data = crate::effects::store::data_dir().ok_or_else(|| {
+        Error::new(ErrorCode::Io, "cannot find cuekit's data directory")
+            .with_hint("set HOME (or XDG_DATA_HOME)")
+    })?;
+    let root =
+        data.join("checks")
+            .join(format!("{}-{label}-{}", task.record.id, std::process::id()));
+    crate::effects::check_run::remove_tree(&root);
+    let dir = root.join("tree");
+    std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, err))?;
+    let scratch = Scratch {
+        root: root.clone(),
+        tree: dir.clone(),
+        edits: Vec::new(),
+        review: Vec::new(),
+    };
+    let git = Git::over(&worktree.common_dir, &dir, &root.join("index"));
+    git.run(["read-tree", "--end-of-options", tree])?;
+    git.run(["checkout-index", "--all", "--force"])?;
+    Ok(scratch)
 }

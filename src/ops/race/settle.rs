@@ -191,6 +191,10 @@ fn standing(task: &Task) -> Candidate {
         passed: record.status == Status::Completed
             && check.is_some_and(|c| c.phase == crate::domain::check::Phase::Passed),
         fix_rounds: check.map_or(0, |c| c.fix_rounds),
+        review_paths: check
+            .and_then(|c| c.verdicts.last())
+            .map(|v| v.review_paths.clone())
+            .unwrap_or_default(),
         diff_lines: None,
         files_changed: None,
         tokens: None,

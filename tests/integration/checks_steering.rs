@@ -1,0 +1,256 @@
+//! Checks a child cannot steer (issue 44): the audit's attacks, each a change to a file the
+//! protected globs did not cover, made a failing check pass without fixing the code. Each test
+//! runs the attack beside its control (the honest fix, which must pass) on the same base, with
+//! the real runner: python3's unittest, npm, cargo.
+
+use serde_json::Value;
+
+use crate::harness::Harness;
+use crate::harness::git::{commit_all, project_repo};
+
+/// A batch `sh -c SCRIPT` child in its own worktree, checked by `check`, no fix round.
+fn submit(h: &Harness, script: &str, check: &str) -> String {
+    h.submit_worktree_sh(&["--check", check, "--check-rounds", "0"], script)
+}
+
+/// The control and the attack, each to its end: their statuses.
+fn control_and_attack(h: &Harness, check: &str, control: &str, attack: &str) -> (Value, Value) {
+    let control = submit(h, control, check);
+    let attack = submit(h, attack, check);
+    let _ = h.wait_all(&[&control, &attack], "180s");
+    (h.status(&control), h.status(&attack))
+}
+
+fn last_verdict(status: &Value) -> &Value {
+    let verdicts = status["check"]["verdicts"].as_array().expect("verdicts");
+    verdicts.last().expect("a verdict")
+}
+
+fn edits(verdict: &Value) -> Vec<(String, String)> {
+    verdict["protected_edits"]
+        .as_array()
+        .map(|edits| {
+            edits
+                .iter()
+                .map(|e| {
+                    (
+                        e["path"].as_str().unwrap_or_default().to_string(),
+                        e["edit"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn assert_completed(status: &Value) {
+    assert_eq!(status["status"], "completed", "the control: {status}");
+    assert_eq!(last_verdict(status)["passed"], true, "{status}");
+}
+
+fn assert_check_failed(status: &Value) {
+    assert_eq!(status["status"], "failed", "the attack: {status}");
+    assert_eq!(status["reason"], "check_failed", "the attack: {status}");
+}
+
+/// A Python project whose `add` subtracts, tested by unittest under `tests/`.
+fn python_project(h: &Harness) {
+    project_repo(&h.project, "shared\n");
+    std::fs::write(
+        h.project.join("calc.py"),
+        "def add(a, b):\n    return a - b\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(h.project.join("tests")).unwrap();
+    std::fs::write(h.project.join("tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        h.project.join("tests/test_calc.py"),
+        "import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    \
+         def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n    \
+         def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n",
+    )
+    .unwrap();
+    commit_all(&h.project, "a python project");
+}
+
+const PYTHON_FIX: &str = "printf 'def add(a, b):\\n    return a + b\\n' > calc.py";
+
+/// `python3 -m unittest` puts the checkout first on `sys.path`: a top-level `unittest/` that
+/// exits 0 used to be the runner. Now it is left out of the check's tree and named.
+#[test]
+fn a_top_level_package_shadowing_unittest_is_removed_from_the_check_and_named() {
+    let h = Harness::new();
+    python_project(&h);
+    let (control, attack) = control_and_attack(
+        &h,
+        "python3 -m unittest discover -s tests -t .",
+        PYTHON_FIX,
+        "mkdir unittest && echo 'raise SystemExit(0)' > unittest/__init__.py && \
+         echo 'raise SystemExit(0)' > unittest/__main__.py",
+    );
+    assert_completed(&control);
+    assert_check_failed(&attack);
+    let verdict = last_verdict(&attack);
+    assert!(
+        edits(verdict).contains(&(
+            "unittest/ (shadows Python's unittest)".to_string(),
+            "added".to_string()
+        )),
+        "{verdict}"
+    );
+    // The child's own checkout keeps its files; only the check's tree left them out.
+    assert!(
+        h.worktree_of(attack["id"].as_str().unwrap())
+            .join("unittest/__main__.py")
+            .exists()
+    );
+}
+
+/// npm reads the project's `.npmrc`: `script-shell=/bin/true` turned `npm test` into a pass.
+#[test]
+fn an_npmrc_that_replaces_the_script_shell_is_set_aside() {
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    std::fs::write(
+        h.project.join("package.json"),
+        "{\"name\": \"p\", \"version\": \"1.0.0\", \"scripts\": {\"test\": \"node tests/test.js\"}}\n",
+    )
+    .unwrap();
+    std::fs::write(h.project.join("lib.js"), "exports.add = (a, b) => a - b;\n").unwrap();
+    std::fs::create_dir_all(h.project.join("tests")).unwrap();
+    std::fs::write(
+        h.project.join("tests/test.js"),
+        "const assert = require('assert');\nconst { add } = require('../lib');\n\
+         assert.strictEqual(add(2, 3), 5);\nconsole.log('ok');\n",
+    )
+    .unwrap();
+    commit_all(&h.project, "a node project");
+    let (control, attack) = control_and_attack(
+        &h,
+        "npm_config_update_notifier=false npm test",
+        "echo 'exports.add = (a, b) => a + b;' > lib.js",
+        "echo 'script-shell=/bin/true' > .npmrc",
+    );
+    assert_completed(&control);
+    assert_check_failed(&attack);
+    let verdict = last_verdict(&attack);
+    assert_eq!(
+        edits(verdict),
+        [(".npmrc".to_string(), "added".to_string())],
+        "{verdict}"
+    );
+    assert_eq!(
+        verdict["review_paths"],
+        serde_json::json!([".npmrc"]),
+        "{verdict}"
+    );
+}
+
+/// `cargo test` as the test's own toolchain runs it, building in the check's tree.
+fn cargo_check() -> String {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let rustup = std::env::var("RUSTUP_HOME").unwrap_or_else(|_| format!("{home}/.rustup"));
+    let cargo = std::env::var("CARGO_HOME").unwrap_or_else(|_| format!("{home}/.cargo"));
+    format!(
+        "RUSTUP_HOME='{rustup}' CARGO_HOME='{cargo}' CARGO_TARGET_DIR=target cargo test --offline -q"
+    )
+}
+
+/// A crate whose `add` subtracts, tested under `tests/`.
+fn rust_project(h: &Harness) {
+    project_repo(&h.project, "shared\n");
+    std::fs::write(
+        h.project.join("Cargo.toml"),
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(h.project.join("src")).unwrap();
+    std::fs::create_dir_all(h.project.join("tests")).unwrap();
+    std::fs::write(
+        h.project.join("src/lib.rs"),
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        h.project.join("tests/it.rs"),
+        "#[test]\nfn adds() {\n    assert_eq!(calc::add(2, 3), 5);\n}\n",
+    )
+    .unwrap();
+    std::fs::write(h.project.join(".gitignore"), ".cuekit/\ntarget/\n").unwrap();
+    commit_all(&h.project, "a rust project");
+}
+
+/// `autotests = false` left `cargo test` nothing to run (`0 passed; 0 failed`): a manifest
+/// whose test settings differ from the base's now refuses the check, with the reason. The
+/// control changes its manifest too (a description), which is free, and listed for review.
+#[test]
+fn autotests_false_in_the_manifest_refuses_the_check_and_other_manifest_edits_pass() {
+    let h = Harness::new();
+    rust_project(&h);
+    let (control, attack) = control_and_attack(
+        &h,
+        &cargo_check(),
+        "sed -i 's/a - b/a + b/' src/lib.rs && \
+         sed -i 's/^edition = \"2021\"$/edition = \"2021\"\\ndescription = \"adds\"/' Cargo.toml",
+        "sed -i 's/^edition = \"2021\"$/edition = \"2021\"\\nautotests = false/' Cargo.toml",
+    );
+    assert_completed(&control);
+    assert_check_failed(&attack);
+    let passed = last_verdict(&control);
+    assert_eq!(
+        passed["review_paths"],
+        serde_json::json!(["Cargo.toml"]),
+        "{passed}"
+    );
+    assert_eq!(passed["tests_ran"], 1, "{passed}");
+    assert_eq!(passed["base_tests_ran"], 1, "{passed}");
+    let text = h.ok(&["status", control["id"].as_str().unwrap()]);
+    assert!(
+        text.contains("review:     Cargo.toml (changed; a merge needs --yes)"),
+        "{text}"
+    );
+    let verdict = last_verdict(&attack);
+    let error = verdict["error"].as_str().unwrap_or_default();
+    assert!(error.contains("Cargo.toml: package.autotests"), "{verdict}");
+}
+
+/// Unit tests outside the protected folders are the child's to edit: a pass that ran fewer
+/// tests than the base is `check_failed` with the two numbers.
+#[test]
+fn a_pass_that_ran_fewer_tests_than_the_base_is_check_failed_with_both_counts() {
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    std::fs::write(
+        h.project.join("calc.py"),
+        "def add(a, b):\n    return a - b\n",
+    )
+    .unwrap();
+    std::fs::write(
+        h.project.join("calc_test.py"),
+        "import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    \
+         def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n\n    \
+         def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+    )
+    .unwrap();
+    commit_all(&h.project, "tests beside the code");
+    let (control, attack) = control_and_attack(
+        &h,
+        "python3 -m unittest discover -p '*_test.py'",
+        PYTHON_FIX,
+        "sed -i '/def test_add/,$d' calc_test.py",
+    );
+    assert_completed(&control);
+    assert_check_failed(&attack);
+    assert_eq!(last_verdict(&control)["tests_ran"], 2, "{control}");
+    let verdict = last_verdict(&attack);
+    assert_eq!(verdict["tests_ran"], 1, "{verdict}");
+    assert_eq!(verdict["base_tests_ran"], 2, "{verdict}");
+    let error = verdict["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("ran 1 tests where the base ran 2"),
+        "{verdict}"
+    );
+    let text = h.ok(&["status", attack["id"].as_str().unwrap()]);
+    assert!(text.contains("tests:      1 ran (the base: 2)"), "{text}");
+    assert!(text.contains("exit code 0, not counted"), "{text}");
+}
