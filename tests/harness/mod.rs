@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod git;
+pub mod net;
 pub mod ssh_host;
 
 use std::path::{Path, PathBuf};
