@@ -238,7 +238,8 @@ pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
     let mut words: Vec<String> = stack
         .map(crate::domain::sandbox_net::supervisor_words)
         .unwrap_or_default();
-    if let Some(cuekit) = &plan.scope {
+    // A namespace of its own has its own abstract sockets: the scope is for a shared network.
+    if let Some(cuekit) = plan.scope.as_ref().filter(|_| stack.is_none()) {
         words.extend([
             cuekit.to_string_lossy().into_owned(),
             SCOPE_COMMAND.to_string(),

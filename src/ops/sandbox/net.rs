@@ -296,14 +296,9 @@ fn wait_ready(ready: &OwnedFd) -> bool {
     }
 }
 
-/// slirp4netns ended: its exit descriptor is closed already; killed if it lingers.
+/// slirp4netns ended with the task: it keeps nothing to save, so it is killed rather than
+/// waited for (its exit descriptor, closed already, ends it where this process cannot).
 fn end(stack: &mut Child) {
-    for _ in 0..50 {
-        if matches!(stack.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
     let _ = stack.kill();
     let _ = stack.wait();
 }
