@@ -119,7 +119,7 @@ fn main() {
             ms(a),
             ms(b),
             if b >= a { "+" } else { "-" },
-            ms(if b >= a { b - a } else { a - b })
+            ms(b.abs_diff(a))
         );
     };
     println!("a sandbox's own network (slirp4netns), median of {RUNS}; target ≤ 30 ms added:");
