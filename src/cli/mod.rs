@@ -188,6 +188,18 @@ enum Command {
         #[arg(last = true, required = true)]
         command: Vec<std::ffi::OsString>,
     },
+    /// Internal: runs a sandbox's bubblewrap in a network namespace of its own, slirp4netns
+    /// attached before the child runs.
+    #[command(name = "__net", hide = true)]
+    Net {
+        #[arg(long)]
+        slirp: PathBuf,
+        /// slirp4netns's own sandbox and seccomp filter.
+        #[arg(long)]
+        confined: bool,
+        #[arg(last = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Internal: ends a task's processes and session, detached from its caller.
     #[command(name = "__stop", hide = true)]
     Stop {
@@ -299,6 +311,11 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
             crate::ops::run_scoped(command)?;
             Ok(0)
         }
+        Command::Net {
+            slirp,
+            confined,
+            command,
+        } => Ok(crate::ops::run_net(slirp, *confined, command)?),
         Command::Retry { id } => {
             let view = crate::ops::retry(id, &cwd)?;
             if json {

@@ -17,6 +17,7 @@ pub mod race;
 pub mod report;
 pub mod result;
 pub mod sandbox;
+pub mod sandbox_net;
 pub mod spec;
 pub mod status;
 pub mod steer;

@@ -188,6 +188,10 @@ pub struct Plan {
     /// …`): no connection to an abstract unix socket of the machine's (an X server, a session
     /// bus), which a sandbox that keeps the network would otherwise reach.
     pub scope: Option<PathBuf>,
+    /// The user-mode stack that gives a sandbox with the network a namespace of its own
+    /// (`domain::sandbox_net`); `None` where there is none: the sandbox then shares the
+    /// machine's network.
+    pub stack: Option<crate::domain::sandbox_net::Stack>,
 }
 
 /// The hidden command that applies the scope ([`Plan::scope`]) and runs the rest of its words.
@@ -230,14 +234,18 @@ pub const REPORT_DROP_VARIABLE: &str = "CUEKIT_REPORT_DROP";
 pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
     // `--cap-drop ALL`: bubblewrap run by root keeps every capability otherwise, and a child
     // with CAP_SYS_ADMIN unmounts what hides HOME and remounts `/` writable.
-    let mut words: Vec<String> = match &plan.scope {
-        Some(cuekit) => vec![
+    let stack = plan.stack.as_ref().filter(|_| plan.network == Network::On);
+    let mut words: Vec<String> = stack
+        .map(crate::domain::sandbox_net::supervisor_words)
+        .unwrap_or_default();
+    // A namespace of its own has its own abstract sockets: the scope is for a shared network.
+    if let Some(cuekit) = plan.scope.as_ref().filter(|_| stack.is_none()) {
+        words.extend([
             cuekit.to_string_lossy().into_owned(),
             SCOPE_COMMAND.to_string(),
             "--".to_string(),
-        ],
-        None => Vec::new(),
-    };
+        ]);
+    }
     words.extend(
         [
             bwrap,
@@ -270,6 +278,10 @@ pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
             Mount::Masked(p) => words.extend(["--ro-bind".into(), "/dev/null".into(), path(p)]),
             Mount::Bound { from, to } => words.extend(["--bind".into(), path(from), path(to)]),
         }
+    }
+    // After the mounts: the resolver is shown over a file a hidden root (`/run`) may hold.
+    if let Some(stack) = stack {
+        words.extend(crate::domain::sandbox_net::bwrap_net_words(stack));
     }
     for name in UNSET {
         words.extend(["--unsetenv".to_string(), name.to_string()]);
@@ -461,6 +473,7 @@ mod tests {
             setenv: vec![(REPORT_DROP_VARIABLE.into(), "/d".into())],
             new_session: true,
             scope: None,
+            stack: None,
         }
     }
 

@@ -296,6 +296,38 @@ pub fn is_alive(pid: u32) -> bool {
     read_stat(pid).is_some_and(|stat| !stat.zombie)
 }
 
+/// The network namespace of `pid`, held open (so it stays the one whatever the process does
+/// next), and the user namespace that owns it when that is not this process's own: what a
+/// helper must join to configure it (bubblewrap's child may since have moved on into a user
+/// namespace nested in that one).
+pub fn network_namespace(
+    pid: u32,
+) -> std::io::Result<(std::os::fd::OwnedFd, Option<std::os::fd::OwnedFd>)> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::fs::MetadataExt;
+    /// `NS_GET_USERNS`: `_IO(0xb7, 0x1)`.
+    const NS_GET_USERNS: libc::c_ulong = 0xb701;
+    let net: OwnedFd = std::fs::File::open(format!("/proc/{pid}/ns/net"))?.into();
+    // SAFETY: an ioctl on a descriptor of ours that returns a new descriptor or -1.
+    let owner = unsafe { libc::ioctl(net.as_raw_fd(), NS_GET_USERNS) };
+    if owner < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `owner` is a fresh descriptor the ioctl made for us.
+    let owner = unsafe { OwnedFd::from_raw_fd(owner) };
+    let ours = std::fs::metadata("/proc/self/ns/user")?.ino();
+    let theirs = std::fs::File::from(owner.try_clone()?).metadata()?.ino();
+    Ok((net, (ours != theirs).then_some(owner)))
+}
+
+/// Whether the network namespace of `pid` has its loopback up with `127.0.0.1` (the kernel
+/// routes an address of an interface only once it is up): what bubblewrap's `--unshare-net`
+/// sets up in its child before anything else may configure the namespace.
+pub fn loopback_is_up(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/net/fib_trie"))
+        .is_ok_and(|trie| trie.contains("127.0.0.1"))
+}
+
 fn signal(pids: &BTreeSet<u32>, sig: libc::c_int) {
     let groups: BTreeSet<u32> = pids
         .iter()

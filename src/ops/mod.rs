@@ -67,7 +67,9 @@ pub use report::report;
 pub use result::outcome::{RESULT_FILE, TaskResult, written_final_text};
 pub use result::result;
 pub(crate) use sandbox::scope as sandbox_scope;
-pub use sandbox::{SandboxRequest, probe as probe_sandbox, run_scoped};
+pub use sandbox::{
+    SandboxRequest, network_stack, probe as probe_sandbox, probe_stack, run_net, run_scoped,
+};
 pub use schedule::{QueueSummary, Scheduling, queue_summary, retry, start_due};
 pub use steer::{SessionControl, SteerReceipt, steer, steer_control};
 pub use submit::{Asker, CheckRequest, SubmitOutcome, SubmitRequest, submit};

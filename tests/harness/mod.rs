@@ -6,6 +6,7 @@
 
 pub mod git;
 pub mod limits;
+pub mod net;
 pub mod ssh_host;
 
 use std::path::{Path, PathBuf};

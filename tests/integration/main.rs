@@ -34,6 +34,7 @@ mod races;
 mod remote;
 mod results;
 mod sandbox;
+mod sandbox_net;
 mod sandbox_reach;
 mod scheduler;
 mod setup;

@@ -32,7 +32,11 @@ pub(super) fn keystroke_check() -> Check {
 pub(super) fn sandbox_check(config: &Config) -> Check {
     let configured = config.sandbox().mode == crate::domain::sandbox::SandboxMode::Bwrap;
     match crate::ops::probe_sandbox() {
-        Ok(bwrap) if crate::ops::sandbox_scope().is_none() => Check::new(
+        // With a stack, a sandbox's abstract sockets are its own namespace's.
+        Ok(bwrap)
+            if crate::ops::sandbox_scope().is_none() && crate::ops::network_stack().is_err() =>
+        {
+            Check::new(
             "sandbox",
             Level::Warn,
             format!(
@@ -40,7 +44,8 @@ pub(super) fn sandbox_check(config: &Config) -> Check {
                 bwrap.display()
             ),
         )
-        .next("submit such tasks with --no-network, or use Linux 6.12 or later"),
+        .next("submit such tasks with --no-network, install slirp4netns, or use Linux 6.12 or later")
+        }
         Ok(bwrap) => Check::new(
             "sandbox",
             Level::Ok,
@@ -58,4 +63,52 @@ pub(super) fn sandbox_check(config: &Config) -> Check {
             }
         }
     }
+}
+
+/// Which network stack a sandbox that keeps its network gets here, and whether it comes up:
+/// without one, such a sandbox shares the machine's network (its loopback services, a port it
+/// binds). Also whether this machine has IPv6 loopback, where an unsandboxed child can listen
+/// beside a service bound to IPv4 alone.
+pub(super) fn network_check(config: &Config) -> Option<Check> {
+    let bwrap = crate::ops::probe_sandbox().ok()?;
+    let name = "sandbox network";
+    let configured = config.sandbox().mode == crate::domain::sandbox::SandboxMode::Bwrap;
+    let ipv6 = if std::net::TcpListener::bind("[::1]:0").is_ok() {
+        "this machine has IPv6 loopback (::1)"
+    } else {
+        "this machine has no IPv6 loopback"
+    };
+    let stack = match crate::ops::network_stack() {
+        Ok(stack) => stack,
+        Err(why) => {
+            let level = if configured { Level::Fail } else { Level::Warn };
+            return Some(Check::new(name, level, format!("{why}; {ipv6}")).next(
+                "apt install slirp4netns (Debian/Ubuntu), dnf install slirp4netns (Fedora)",
+            ));
+        }
+    };
+    let confined = if stack.confined {
+        "its own sandbox and seccomp filter on"
+    } else {
+        "unconfined (its sandbox needs root here)"
+    };
+    Some(match crate::ops::probe_stack(&bwrap, &stack) {
+        Ok(()) => Check::new(
+            name,
+            Level::Ok,
+            format!(
+                "{} gives each sandbox with the network a namespace of its own, with no way to \
+                 this machine's loopback ({confined}); {ipv6}",
+                stack.slirp.display()
+            ),
+        ),
+        Err(said) => Check::new(
+            name,
+            if configured { Level::Fail } else { Level::Warn },
+            format!("{} does not come up here: {said}", stack.slirp.display()),
+        )
+        .next(
+            "sandboxed tasks with the network fail (sandbox_failed); submit them with --no-network",
+        ),
+    })
 }

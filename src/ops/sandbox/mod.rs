@@ -8,13 +8,15 @@ use std::process::{Command, Stdio};
 
 use crate::domain::adapter::{Adapter, LaunchCommand};
 use crate::domain::error::{Error, ErrorCode, Result};
-use crate::domain::sandbox::{self, Network, Policy, SandboxMode};
+use crate::domain::sandbox::{self, Network, Plan, Policy, SandboxMode};
 use crate::domain::spec::Mode;
 use crate::effects::config::Config;
 use crate::effects::store::WorktreePlacement;
 
+mod net;
 mod plan;
 
+pub use net::{probe_stack, run_net, stack as network_stack};
 pub(crate) use plan::{check_work_dir, scope};
 
 /// What a submit asks of the sandbox (`--sandbox`, `--no-network`, MCP `sandbox`, `network`).
@@ -239,11 +241,8 @@ pub(crate) fn wrap(
         }
         SandboxMode::Bwrap => {
             let bwrap = probe()?;
-            let plan = plan::plan(policy, subject)?;
             let mut launch = launch;
-            launch
-                .warnings
-                .extend(plan::unscoped_warning(&plan).map(String::from));
+            let plan = with_stack(plan::plan(policy, subject)?, &mut launch.warnings);
             let words = sandbox::bwrap_words(&bwrap.to_string_lossy(), &plan);
             let filter = keystroke_filter()?;
             let command = match launch.agent_at {
@@ -292,9 +291,26 @@ pub(crate) fn wrap_check(
         tmux_socket,
         server_first: false,
     };
-    let plan = plan::plan(policy, &subject)?;
+    let plan = with_stack(plan::plan(policy, &subject)?, &mut Vec::new());
     let words = sandbox::bwrap_words(&bwrap.to_string_lossy(), &plan);
     sandbox::wrap_command(command, &words, keystroke_filter()?.as_deref())
+}
+
+/// The plan with the network stack of this machine, when the task keeps its network: a
+/// namespace of its own, whose abstract sockets are its own too. Without a stack the sandbox
+/// shares the machine's network, and `warnings` say what that leaves open.
+fn with_stack(mut plan: Plan, warnings: &mut Vec<String>) -> Plan {
+    if plan.network == Network::Off {
+        return plan;
+    }
+    match net::stack() {
+        Ok(stack) => plan.stack = Some(stack),
+        Err(why) => {
+            warnings.push(why.to_string());
+            warnings.extend(plan::unscoped_warning(&plan).map(String::from));
+        }
+    }
+    plan
 }
 
 /// The file holding [`sandbox::keystroke_filter`] (in cuekit's data dir, written once), or

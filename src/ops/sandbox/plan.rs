@@ -91,6 +91,7 @@ pub(crate) fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
         ],
         new_session: subject.mode != Mode::Interactive,
         scope: scope(),
+        stack: None,
     })
 }
 

@@ -1,0 +1,320 @@
+//! A sandbox's own network: the user-mode stack found on this machine (slirp4netns), the
+//! generated resolver, and `cuekit __net`, the supervisor that runs bubblewrap with the stack
+//! attached before the child runs and ends the stack with it. The words are
+//! `domain::sandbox_net`'s.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use super::unavailable;
+use crate::domain::error::Result;
+use crate::domain::sandbox_net::{self as net, Stack};
+
+/// How long slirp4netns may take to bring the interface up before the task fails.
+const READY_WITHIN: Duration = Duration::from_secs(10);
+
+/// The stack a sandbox with the network gets here, or why there is none (said on the task).
+pub fn stack() -> std::result::Result<Stack, &'static str> {
+    let slirp = crate::effects::which::find_on_path("slirp4netns").ok_or(
+        "slirp4netns is not installed, so this sandboxed child shares the machine's network: \
+         it reaches services on this machine's loopback (databases, `cuekit serve`) and a port \
+         it binds is the machine's; install slirp4netns (Debian/Ubuntu: apt install \
+         slirp4netns), or add --no-network",
+    )?;
+    let cuekit = std::env::current_exe()
+        .map_err(|_| "cuekit cannot find its own program to supervise the sandbox's network")?;
+    let resolv = resolver().map_err(|_| "cannot write the sandbox's resolv.conf")?;
+    Ok(Stack {
+        cuekit,
+        slirp,
+        resolv,
+        // Its sandbox joins the namespace's owner as root (`setegid(0)`), which bubblewrap's
+        // user namespace for an unprivileged user does not map.
+        // SAFETY: geteuid reads this process's credentials.
+        confined: unsafe { libc::geteuid() } == 0,
+    })
+}
+
+/// The generated `resolv.conf` (in cuekit's data dir, written once) and where the machine's
+/// `/etc/resolv.conf` leads; `None` where it has none.
+fn resolver() -> Result<Option<(PathBuf, PathBuf)>> {
+    let etc = Path::new("/etc/resolv.conf");
+    let Ok(shown_at) = etc.canonicalize() else {
+        return Ok(None);
+    };
+    let path = crate::effects::store::data_dir()
+        .ok_or_else(|| unavailable("no data directory for the sandbox's resolver", "set HOME"))?
+        .join("sandbox-resolv.conf");
+    let wanted = net::RESOLV_CONF.as_bytes();
+    if crate::effects::store::read_small(&path).ok().as_deref() != Some(wanted) {
+        if let Some(dir) = path.parent() {
+            crate::effects::store::create_private_dir(dir)?;
+        }
+        crate::effects::store::write_atomic(&path, wanted)?;
+    }
+    Ok(Some((path, shown_at)))
+}
+
+/// Whether the stack comes up here: bubblewrap's probe run in a namespace of its own, under
+/// the supervisor (`doctor`). `Err` carries what failed, in the words of whatever said it.
+pub fn probe_stack(bwrap: &Path, stack: &Stack) -> std::result::Result<(), String> {
+    let words = net::probe_words(&bwrap.to_string_lossy(), stack);
+    let output = Command::new(&words[0])
+        .args(&words[1..])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|err| format!("{}: {err}", words[0]))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    Err(String::from_utf8_lossy(&output.stderr).trim().to_string())
+}
+
+fn failed(what: impl std::fmt::Display) -> crate::domain::error::Error {
+    unavailable(
+        format!("the sandbox's network did not come up: {what}"),
+        "run `cuekit doctor`; --no-network runs the task without one",
+    )
+}
+
+/// A pipe whose ends are close-on-exec and lie above the descriptors handed to children.
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(failed(std::io::Error::last_os_error()));
+    }
+    let lift = |fd: RawFd| -> Result<OwnedFd> {
+        // SAFETY: `fd` was just made by pipe2 and is owned here alone.
+        let low = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor, owned by the OwnedFd below.
+        let high = unsafe { libc::fcntl(low.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
+        if high < 0 {
+            return Err(failed(std::io::Error::last_os_error()));
+        }
+        // SAFETY: `high` is a fresh descriptor of ours.
+        Ok(unsafe { OwnedFd::from_raw_fd(high) })
+    };
+    Ok((lift(fds[0])?, lift(fds[1])?))
+}
+
+/// Gives the child each `from` as descriptor `to` (open across exec), in `pre_exec`: all
+/// copied above the targets first, so that no source is overwritten by another's target.
+fn hand_over(command: &mut Command, pairs: Vec<(RawFd, RawFd)>) {
+    // SAFETY: only fcntl and dup2, async-signal-safe, between fork and exec, on a fixed array.
+    unsafe {
+        command.pre_exec(move || {
+            let mut lifted = [0 as RawFd; 8];
+            for (at, (from, _)) in pairs.iter().enumerate().take(lifted.len()) {
+                lifted[at] = libc::fcntl(*from, libc::F_DUPFD_CLOEXEC, 64);
+                if lifted[at] < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (at, (_, to)) in pairs.iter().enumerate().take(lifted.len()) {
+                if libc::dup2(lifted[at], *to) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// `cuekit __net --slirp SLIRP -- [cuekit __scope --] bwrap …`: starts bubblewrap, which makes
+/// the namespace and holds the child; attaches slirp4netns to it; lets the child run once the
+/// interface is up; waits for bubblewrap and ends slirp4netns. Returns bubblewrap's status
+/// (a signal that ended it is raised again here); an error when the stack never came up, the
+/// child then never having run.
+pub fn run_net(slirp: &Path, confined: bool, command: &[OsString]) -> Result<i32> {
+    let (program, args) = command.split_first().ok_or_else(|| {
+        crate::domain::error::Error::invalid_input("__net needs a command after --")
+    })?;
+    let (info_read, info_write) = pipe()?;
+    let (block_read, block_write) = pipe()?;
+    let mut bwrap = Command::new(program);
+    bwrap.args(args);
+    hand_over(
+        &mut bwrap,
+        vec![
+            (info_write.as_raw_fd(), net::INFO_FD),
+            (block_read.as_raw_fd(), net::BLOCK_FD),
+        ],
+    );
+    let mut child = bwrap.spawn().map_err(failed)?;
+    drop((info_write, block_read));
+    let mut info = String::new();
+    let _ = std::fs::File::from(info_read).read_to_string(&mut info);
+    // bubblewrap failed before it made the namespace: its own words say why.
+    let Some(pid) = net::child_pid(&info) else {
+        drop(block_write);
+        return Ok(status_code(child.wait().map_err(failed)?));
+    };
+    let attached = attach_to(slirp, pid, confined);
+    let Ok((mut stack, exit_write)) = attached else {
+        // Never run unattached: the child first, which closing the block would release.
+        // SAFETY: a signal to the sandbox's first process, which this run made.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        let _ = child.kill();
+        let _ = child.wait();
+        drop(block_write);
+        return Err(attached.err().unwrap_or_else(|| failed("slirp4netns")));
+    };
+    if release(&block_write).is_err() {
+        let _ = child.kill();
+    }
+    drop(block_write);
+    let status = child.wait().map_err(failed)?;
+    drop(exit_write);
+    end(&mut stack);
+    Ok(status_code(status))
+}
+
+/// One byte to bubblewrap's `--block-fd`: the child may run.
+fn release(fd: &OwnedFd) -> std::io::Result<()> {
+    // SAFETY: writes one byte from a live buffer to a descriptor of ours.
+    let written = unsafe { libc::write(fd.as_raw_fd(), b"1".as_ptr().cast(), 1) };
+    if written == 1 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// slirp4netns attached to the network namespace of bubblewrap's child `pid`, once bubblewrap
+/// has set up its loopback; confined where that works here.
+fn attach_to(slirp: &Path, pid: u32, confined: bool) -> Result<(Child, OwnedFd)> {
+    let (netns, userns) = crate::effects::process::network_namespace(pid)
+        .map_err(|err| failed(format!("the namespace of {pid}: {err}")))?;
+    // bubblewrap's child sets up the namespace's loopback itself: slirp4netns configuring the
+    // namespace meanwhile makes that fail now and then.
+    let set_up = std::time::Instant::now();
+    while !crate::effects::process::loopback_is_up(pid)
+        && crate::effects::process::is_alive(pid)
+        && set_up.elapsed() < READY_WITHIN
+    {
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    let target = Target {
+        netns: &netns,
+        userns: userns.as_ref(),
+    };
+    // slirp4netns's own sandbox and filter where they work here; without them where not.
+    attach(slirp, &target, confined).or_else(|err| {
+        if confined {
+            attach(slirp, &target, false)
+        } else {
+            Err(err)
+        }
+    })
+}
+
+/// The namespace slirp4netns configures, held open, and its owner to join, if not ours.
+struct Target<'a> {
+    netns: &'a OwnedFd,
+    userns: Option<&'a OwnedFd>,
+}
+
+/// slirp4netns attached to the target and its interface up, with the descriptor whose
+/// closing ends it; its complaint when it does not come up.
+fn attach(slirp: &Path, target: &Target, confined: bool) -> Result<(Child, OwnedFd)> {
+    let (ready_read, ready_write) = pipe()?;
+    let (exit_read, exit_write) = pipe()?;
+    let argv = net::slirp_argv(slirp, target.userns.is_some(), confined);
+    let mut command = Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut pairs = vec![
+        (ready_write.as_raw_fd(), net::SLIRP_READY_FD),
+        (exit_read.as_raw_fd(), net::SLIRP_EXIT_FD),
+        (target.netns.as_raw_fd(), net::SLIRP_NETNS_FD),
+    ];
+    pairs.extend(
+        target
+            .userns
+            .map(|userns| (userns.as_raw_fd(), net::SLIRP_USERNS_FD)),
+    );
+    hand_over(&mut command, pairs);
+    let mut stack = command
+        .spawn()
+        .map_err(|err| failed(format!("{}: {err}", slirp.display())))?;
+    drop((ready_write, exit_read));
+    // Its words, kept for a failure; drained so it never blocks on them.
+    let said = stack.stderr.take().map(|mut stderr| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = (&mut stderr).take(64 * 1024).read_to_end(&mut text);
+            let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    });
+    if wait_ready(&ready_read) {
+        return Ok((stack, exit_write));
+    }
+    drop(exit_write);
+    let _ = stack.kill();
+    let _ = stack.wait();
+    let words = said
+        .and_then(|thread| thread.join().ok())
+        .unwrap_or_default();
+    Err(failed(format!(
+        "slirp4netns did not configure the namespace: {}",
+        words.trim()
+    )))
+}
+
+/// Whether slirp4netns wrote that it is ready within [`READY_WITHIN`] (it closing the pipe, or
+/// saying anything else, is not).
+fn wait_ready(ready: &OwnedFd) -> bool {
+    let mut poll = libc::pollfd {
+        fd: ready.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let limit = libc::c_int::try_from(READY_WITHIN.as_millis()).unwrap_or(libc::c_int::MAX);
+    loop {
+        // SAFETY: one pollfd, alive for the call.
+        let polled = unsafe { libc::poll(&mut poll, 1, limit) };
+        if polled < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        if polled <= 0 {
+            return false;
+        }
+        let mut byte = [0u8; 1];
+        // SAFETY: reads at most one byte into a live buffer.
+        let read = unsafe { libc::read(ready.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
+        return read == 1 && net::came_ready(&byte);
+    }
+}
+
+/// slirp4netns ended with the task: it keeps nothing to save, so it is killed rather than
+/// waited for (its exit descriptor, closed already, ends it where this process cannot).
+fn end(stack: &mut Child) {
+    let _ = stack.kill();
+    let _ = stack.wait();
+}
+
+/// The status to exit with: bubblewrap's code, or its signal raised again on this process
+/// (128 + the signal should that not end it).
+fn status_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        return code;
+    }
+    let signal = status.signal().unwrap_or(libc::SIGKILL);
+    // SAFETY: the default action of the signal that ended the child, raised on ourselves.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+    128 + signal
+}
