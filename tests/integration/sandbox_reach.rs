@@ -266,3 +266,67 @@ fn list_is_empty(h: &Harness) -> bool {
     let (list, _) = h.json(&["list"]);
     list["tasks"].as_array().is_none_or(Vec::is_empty)
 }
+
+/// Another project's task records, prompts and transcripts are out of a sandboxed child's
+/// reach wherever that project lies: one outside HOME and /tmp (as under `/srv` or `/opt`) is
+/// under no root a sandbox hides by itself; the registry knows it.
+#[test]
+fn a_sandboxed_child_reads_no_other_projects_records_outside_home() {
+    let out = outside();
+    let other = out.path().join("srv-project");
+    std::fs::create_dir_all(&other).unwrap();
+    let h = Harness::new();
+    let theirs = h.submit(&crate::harness::sh_task(
+        "echo OTHER-PROJECT-TRANSCRIPT",
+        &["--cwd", other.to_str().unwrap(), "--mode", "batch"],
+    ));
+    h.wait_ok(&[&theirs], "60s");
+    let records = other.canonicalize().unwrap().join(".cuekit/tasks");
+    let their_dir = records.join(&theirs);
+    let transcript = std::fs::read_to_string(their_dir.join("transcript.txt")).unwrap();
+    assert!(
+        transcript.contains("OTHER-PROJECT-TRANSCRIPT"),
+        "{transcript}"
+    );
+    let script = format!(
+        "cat '{dir}/transcript.txt' '{dir}/prompt.txt' '{dir}/task.json' > seen-other 2>&1; \
+         ls '{records}' > seen-list 2>&1; echo done",
+        dir = their_dir.display(),
+        records = records.display()
+    );
+    let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
+    h.wait_ok(&[&id], "60s");
+    let read = seen(&h, "seen-other");
+    assert!(!read.contains("OTHER-PROJECT"), "{read}");
+    assert!(!read.contains("created_at"), "{read}");
+    let listed = seen(&h, "seen-list");
+    assert!(!listed.contains(&theirs), "{listed}");
+}
+
+/// The submitter's environment for a pane is never written into a project's `.cuekit/`, where
+/// a child could read it before the pane deletes it: at the moment tmux is asked for the
+/// pane, the task folder holds no `env.sh`, and the pane still gets the variable.
+#[test]
+fn no_submitters_environment_waits_in_a_task_folder() {
+    let h = Harness::new();
+    let (shim_dir, calls) = h.tmux_shim(&format!(
+        "$(cat '{}'/.cuekit/tasks/*/env.sh 2>/dev/null)",
+        h.project.display()
+    ));
+    let path = format!(
+        "{}:{}:{}",
+        shim_dir.display(),
+        h.bin.display(),
+        std::env::var("PATH").unwrap()
+    );
+    let h = h
+        .env("PATH", &path)
+        .env("SIBLING_SECRET_TOKEN", "WAITING-SECRET");
+    let id = h.submit_sh("echo \"got=$SIBLING_SECRET_TOKEN\"", &["--mode", "batch"]);
+    h.wait_ok(&[&id], "60s");
+    assert!(h.transcript(&id).contains("got=WAITING-SECRET"));
+    let logged = std::fs::read_to_string(&calls).unwrap();
+    assert!(!logged.is_empty(), "the shim was not used");
+    assert!(!logged.contains("WAITING-SECRET"), "{logged}");
+    assert!(!h.data_dir().join(format!("tasks/{id}.env.sh")).exists());
+}
