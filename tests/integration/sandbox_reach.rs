@@ -330,3 +330,52 @@ fn no_submitters_environment_waits_in_a_task_folder() {
     assert!(!logged.contains("WAITING-SECRET"), "{logged}");
     assert!(!h.data_dir().join(format!("tasks/{id}.env.sh")).exists());
 }
+
+/// A child that floods its report drop delays no timeout: each look records a bounded batch of
+/// its reports, so the first look after its 3 s `--timeout` is due records the ending, having
+/// taken a batch at most (every report taken first, the ending would wait for all of them,
+/// thousands recorded past the timeout). The flood is written from here, as the child would
+/// write it, to have it all there well within the 3 s on a loaded machine.
+#[test]
+fn a_flood_of_dropped_reports_delays_no_timeout() {
+    const FLOOD: usize = 5000;
+    // A batch each for the monitor, the `wait` and the `status` that may look at once, and
+    // one more.
+    const PAST_DUE: usize = 4 * 16;
+    let h = Harness::new();
+    let id = h.submit_sh(
+        "sleep 600",
+        &["--sandbox", "--mode", "batch", "--timeout", "3s"],
+    );
+    let drop = h.data_dir().join("drop").join(&id);
+    for i in 0..FLOOD {
+        std::fs::write(
+            drop.join(format!("{i:020}-1.json")),
+            format!("{{\"kind\":\"progress\",\"message\":\"flood {i}\"}}"),
+        )
+        .unwrap();
+    }
+    let ended = h.wait_ended(&[&id], "120s");
+    let status = h.status(&id);
+    assert_eq!(status["status"], "timed_out", "{ended}\n{status}");
+    let started = status["started_at"]
+        .as_str()
+        .or(status["created_at"].as_str())
+        .unwrap();
+    let due = humantime::parse_rfc3339(started).unwrap() + std::time::Duration::from_secs(3);
+    let events = std::fs::read_to_string(h.task_dir(&id).join("events.jsonl")).unwrap();
+    let reports: Vec<serde_json::Value> = events
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| event["seq"].is_u64() && event["at"].is_string())
+        .collect();
+    let past_due = reports
+        .iter()
+        .filter(|report| humantime::parse_rfc3339(report["at"].as_str().unwrap()).unwrap() > due)
+        .count();
+    assert!(
+        !reports.is_empty() && past_due <= PAST_DUE,
+        "{past_due} of {} reports recorded were recorded after the timeout was due",
+        reports.len()
+    );
+}
