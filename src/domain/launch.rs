@@ -20,7 +20,8 @@ const END_MARKER: &str = "\\033]9999;cuekit:end\\007";
 pub const PROMPT_FILE: &str = "prompt.txt";
 pub const PROMPT_VARIABLE: &str = "cuekit_prompt";
 
-/// The submitter's environment, read and deleted by `launch.sh` as its first act.
+/// The submitter's environment, read and deleted by `launch.sh` as its first act. It lies in
+/// cuekit's data dir (`tasks/<id>.env.sh`), which every sandbox hides, never in a task folder.
 pub const ENV_FILE: &str = "env.sh";
 
 /// Variables that describe the submitting shell or terminal rather than the task's world.
@@ -138,19 +139,21 @@ pub const SETUP_FAILED_FILE: &str = "setup-failed";
 /// through the event filter, or as the ACP client). With `setup`
 /// (`worktree.setup`), that command runs first under `/bin/sh -c`, its output in the pane; if it
 /// fails the agent is skipped, its status becomes the task's and [`SETUP_FAILED_FILE`] is
-/// written.
+/// written. `env_file` is where the submitter's environment waits (see [`ENV_FILE`]).
+#[allow(clippy::too_many_arguments)]
 pub fn render_launch_script(
     task_id: &str,
     agent_command: &str,
     unset_env: &[&str],
     task_dir: &Path,
+    env_file: &Path,
     runner: Runner,
     gate: StartGate,
     setup: Option<&str>,
 ) -> Result<String> {
     let sentinel = quote_path(&task_dir.join(EXIT_CODE_FILE))?;
     let sentinel_tmp = quote_path(&task_dir.join(format!("{EXIT_CODE_FILE}.tmp")))?;
-    let env_file = quote_path(&task_dir.join(ENV_FILE))?;
+    let env_file = quote_path(env_file)?;
     let prompt_file = quote_path(&task_dir.join(PROMPT_FILE))?;
     let (registered, pending) = (quote_path(gate.registered)?, quote_path(gate.pending)?);
     let mut script = format!(
@@ -269,6 +272,7 @@ mod tests {
             "gemini 'x'",
             &["CI"],
             Path::new("/tmp/a b"),
+            Path::new("/d/tasks/t_0.env.sh"),
             Runner::Plain,
             gate(),
             None,
@@ -279,7 +283,7 @@ mod tests {
             "#!/bin/sh\n# cuekit task t_0: generated at submit, kept as a record.\n\
              for cuekit_v in $(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p'); do \
              case $cuekit_v in TERM) ;; *) unset \"$cuekit_v\" 2>/dev/null ;; esac; done\n\
-             if [ -f '/tmp/a b/env.sh' ]; then . '/tmp/a b/env.sh'; rm -f '/tmp/a b/env.sh'; fi\n\
+             if [ -f '/d/tasks/t_0.env.sh' ]; then . '/d/tasks/t_0.env.sh'; rm -f '/d/tasks/t_0.env.sh'; fi\n\
              while [ ! -e '/d/tasks/t_0' ]; do [ -e '/d/pending/t_0' ] || [ -e '/d/tasks/t_0' ] || exit 125; sleep 0.01; done\n\
              cuekit_prompt='/tmp/a b/prompt.txt'\n\
              unset CI\n(\ngemini 'x'\n)\ncuekit_code=$?\n\
@@ -317,6 +321,7 @@ mod tests {
             "echo from-the-agent; exit 7",
             &[],
             &task,
+            &task.join(ENV_FILE),
             Runner::Filtered(&filter),
             StartGate {
                 registered: &registered,
@@ -345,6 +350,7 @@ mod tests {
             "agent",
             &[],
             Path::new("/d"),
+            Path::new("/d/env.sh"),
             Runner::Plain,
             gate(),
             Some("npm ci && echo 'ok'"),

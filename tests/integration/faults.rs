@@ -756,7 +756,7 @@ impl Drop for Tmpfs {
 /// after the disk is filled, it would free the room the test means to take away.
 fn panes_started(h: &Harness, ids: &[&str]) {
     for id in ids {
-        let env = h.task_dir(id).join("env.sh");
+        let env = registry(h).join(format!("tasks/{id}.env.sh"));
         h.wait_until(id, "its launch to read env.sh", HANG_GUARD, || {
             !env.exists()
         });

@@ -427,9 +427,10 @@ fn the_pane_gets_the_submitters_environment_without_secrets_on_argv() {
             .contains(&format!("key=sekrit-value task={id}"))
     );
     assert!(
-        !h.task_dir(&id).join("env.sh").exists(),
+        !h.data_dir().join(format!("tasks/{id}.env.sh")).exists(),
         "the env file is deleted once read"
     );
+    assert!(!h.task_dir(&id).join("env.sh").exists());
     let launch = std::fs::read_to_string(h.task_dir(&id).join("launch.sh")).unwrap();
     assert!(!launch.contains("sekrit"));
 }

@@ -266,3 +266,116 @@ fn list_is_empty(h: &Harness) -> bool {
     let (list, _) = h.json(&["list"]);
     list["tasks"].as_array().is_none_or(Vec::is_empty)
 }
+
+/// Another project's task records, prompts and transcripts are out of a sandboxed child's
+/// reach wherever that project lies: one outside HOME and /tmp (as under `/srv` or `/opt`) is
+/// under no root a sandbox hides by itself; the registry knows it.
+#[test]
+fn a_sandboxed_child_reads_no_other_projects_records_outside_home() {
+    let out = outside();
+    let other = out.path().join("srv-project");
+    std::fs::create_dir_all(&other).unwrap();
+    let h = Harness::new();
+    let theirs = h.submit(&crate::harness::sh_task(
+        "echo OTHER-PROJECT-TRANSCRIPT",
+        &["--cwd", other.to_str().unwrap(), "--mode", "batch"],
+    ));
+    h.wait_ok(&[&theirs], "60s");
+    let records = other.canonicalize().unwrap().join(".cuekit/tasks");
+    let their_dir = records.join(&theirs);
+    let transcript = std::fs::read_to_string(their_dir.join("transcript.txt")).unwrap();
+    assert!(
+        transcript.contains("OTHER-PROJECT-TRANSCRIPT"),
+        "{transcript}"
+    );
+    let script = format!(
+        "cat '{dir}/transcript.txt' '{dir}/prompt.txt' '{dir}/task.json' > seen-other 2>&1; \
+         ls '{records}' > seen-list 2>&1; echo done",
+        dir = their_dir.display(),
+        records = records.display()
+    );
+    let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
+    h.wait_ok(&[&id], "60s");
+    let read = seen(&h, "seen-other");
+    assert!(!read.contains("OTHER-PROJECT"), "{read}");
+    assert!(!read.contains("created_at"), "{read}");
+    let listed = seen(&h, "seen-list");
+    assert!(!listed.contains(&theirs), "{listed}");
+}
+
+/// The submitter's environment for a pane is never written into a project's `.cuekit/`, where
+/// a child could read it before the pane deletes it: at the moment tmux is asked for the
+/// pane, the task folder holds no `env.sh`, and the pane still gets the variable.
+#[test]
+fn no_submitters_environment_waits_in_a_task_folder() {
+    let h = Harness::new();
+    let (shim_dir, calls) = h.tmux_shim(&format!(
+        "$(cat '{}'/.cuekit/tasks/*/env.sh 2>/dev/null)",
+        h.project.display()
+    ));
+    let path = format!(
+        "{}:{}:{}",
+        shim_dir.display(),
+        h.bin.display(),
+        std::env::var("PATH").unwrap()
+    );
+    let h = h
+        .env("PATH", &path)
+        .env("SIBLING_SECRET_TOKEN", "WAITING-SECRET");
+    let id = h.submit_sh("echo \"got=$SIBLING_SECRET_TOKEN\"", &["--mode", "batch"]);
+    h.wait_ok(&[&id], "60s");
+    assert!(h.transcript(&id).contains("got=WAITING-SECRET"));
+    let logged = std::fs::read_to_string(&calls).unwrap();
+    assert!(!logged.is_empty(), "the shim was not used");
+    assert!(!logged.contains("WAITING-SECRET"), "{logged}");
+    assert!(!h.data_dir().join(format!("tasks/{id}.env.sh")).exists());
+}
+
+/// A child that floods its report drop delays no timeout: each look records a bounded batch of
+/// its reports, so the first look after its 3 s `--timeout` is due records the ending, having
+/// taken a batch at most (every report taken first, the ending would wait for all of them,
+/// thousands recorded past the timeout). The flood is written from here, as the child would
+/// write it, to have it all there well within the 3 s on a loaded machine.
+#[test]
+fn a_flood_of_dropped_reports_delays_no_timeout() {
+    const FLOOD: usize = 5000;
+    // A batch each for the monitor, the `wait` and the `status` that may look at once, and
+    // one more.
+    const PAST_DUE: usize = 4 * 16;
+    let h = Harness::new();
+    let id = h.submit_sh(
+        "sleep 600",
+        &["--sandbox", "--mode", "batch", "--timeout", "3s"],
+    );
+    let drop = h.data_dir().join("drop").join(&id);
+    for i in 0..FLOOD {
+        std::fs::write(
+            drop.join(format!("{i:020}-1.json")),
+            format!("{{\"kind\":\"progress\",\"message\":\"flood {i}\"}}"),
+        )
+        .unwrap();
+    }
+    let ended = h.wait_ended(&[&id], "120s");
+    let status = h.status(&id);
+    assert_eq!(status["status"], "timed_out", "{ended}\n{status}");
+    let started = status["started_at"]
+        .as_str()
+        .or(status["created_at"].as_str())
+        .unwrap();
+    let due = humantime::parse_rfc3339(started).unwrap() + std::time::Duration::from_secs(3);
+    let events = std::fs::read_to_string(h.task_dir(&id).join("events.jsonl")).unwrap();
+    let reports: Vec<serde_json::Value> = events
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| event["seq"].is_u64() && event["at"].is_string())
+        .collect();
+    let past_due = reports
+        .iter()
+        .filter(|report| humantime::parse_rfc3339(report["at"].as_str().unwrap()).unwrap() > due)
+        .count();
+    assert!(
+        !reports.is_empty() && past_due <= PAST_DUE,
+        "{past_due} of {} reports recorded were recorded after the timeout was due",
+        reports.len()
+    );
+}

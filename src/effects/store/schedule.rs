@@ -8,7 +8,8 @@
 //!   attempts), written at submit for a task that is queued or may be retried;
 //! - `tasks/<id>.launch`: the `launch.sh` of the task's next start (owner-only, so nothing a
 //!   project holds is ever run by the scheduler), and `tasks/<id>.env`, the submitter's
-//!   environment, copied into the task's folder at each start;
+//!   environment, copied to `tasks/<id>.env.sh` (the pane's, read and deleted by `launch.sh`)
+//!   at each start;
 //! - `tasks/<id>.go`: the gate of a scheduled start: the pane starts the agent once it exists,
 //!   which is once the record says `running`;
 //! - `queue/<id>`: present while the task waits to start (empty);
@@ -181,6 +182,14 @@ pub fn launch_path(task_id: &str) -> Option<PathBuf> {
 
 pub fn env_path(task_id: &str) -> Option<PathBuf> {
     registry_file(task_id, "env")
+}
+
+/// `tasks/<id>.env.sh`: the submitter's environment for the pane's next start, which
+/// `launch.sh` reads and deletes as its first act. Kept in the data dir, never in a task
+/// folder: every sandbox hides the data dir, while a project's `.cuekit/` lies where a child
+/// of another project, or one of this project unsandboxed, could read it.
+pub fn pane_env_path(task_id: &str) -> Option<PathBuf> {
+    registry_file(task_id, "env.sh")
 }
 
 pub fn go_path(task_id: &str) -> Option<PathBuf> {
@@ -411,9 +420,14 @@ pub fn forget(task_id: &str) {
     free_slot(task_id);
     drop_claim(task_id);
     close_gate(task_id);
-    for path in [plan_path(task_id), launch_path(task_id), env_path(task_id)]
-        .into_iter()
-        .flatten()
+    for path in [
+        plan_path(task_id),
+        launch_path(task_id),
+        env_path(task_id),
+        pane_env_path(task_id),
+    ]
+    .into_iter()
+    .flatten()
     {
         let _ = std::fs::remove_file(path);
     }

@@ -76,6 +76,7 @@ pub(crate) fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
     mounts.extend(work_mounts(policy, subject)?);
     mounts.push(Mount::Writable(drop.clone()));
     mounts.extend(outside_mounts(&hidden, subject));
+    mounts.extend(other_records(&hidden, &mounts, subject));
     Ok(Plan {
         hidden,
         mounts,
@@ -245,6 +246,30 @@ fn work_mounts(policy: &Policy, subject: &Subject) -> Result<Vec<Mount>> {
         }
     }
     Ok(mounts)
+}
+
+/// The records of every other project cuekit has tasks in (task records, prompts,
+/// transcripts, and an `env.sh` an older cuekit left), hidden wherever they lie: the hidden
+/// roots cover those in HOME or /tmp, not a project under `/srv` or `/opt`. One that a mount
+/// shows again (a work dir, `sandbox.read`) is hidden too; the task's own is already hidden but
+/// for its own folder, which comes after it.
+fn other_records(hidden: &[PathBuf], mounts: &[Mount], subject: &Subject) -> Vec<Mount> {
+    let own =
+        store::projects::records_dir_of(subject.task_dir).and_then(|dir| dir.canonicalize().ok());
+    let shown = |dir: &Path| {
+        mounts.iter().any(|mount| match mount {
+            Mount::Writable(path) | Mount::ReadOnly(path) => dir.starts_with(path),
+            Mount::Bound { to, .. } => dir.starts_with(to),
+            Mount::Private(_) | Mount::Masked(_) => false,
+        })
+    };
+    store::projects::task_records_dirs()
+        .into_iter()
+        .filter(|dir| own.as_ref() != Some(dir))
+        .filter(|dir| !is_hidden(hidden, dir) || shown(dir))
+        .map(Mount::Private)
+        .filter(|hide| !mounts.contains(hide))
+        .collect()
 }
 
 /// What the hidden roots took that every program needs (the resolver's file), and the sockets

@@ -95,8 +95,8 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
                 .with_hint("submit the task again"),
             )
         })?;
-    crate::ops::submit::prepare::write_private(
-        &record.task_dir.join(crate::domain::launch::ENV_FILE),
+    schedule::write_private(
+        &schedule::pane_env_path(&id).expect("a task id names a path"),
         &env,
     )
     .map_err(abandon)?;

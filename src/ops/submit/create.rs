@@ -9,7 +9,7 @@ use super::admit::Scheduled;
 use super::check::{Checked, write_new};
 use crate::domain::adapter;
 use crate::domain::error::{Error, Result};
-use crate::domain::launch::{ENV_FILE, StartGate};
+use crate::domain::launch::StartGate;
 use crate::domain::spec::{Mode, TaskSpec};
 use crate::domain::status::Status;
 use crate::effects::config::Config;
@@ -191,7 +191,9 @@ fn write_task_files(
     )?;
     store::keep_spec(id, spec)?;
     let env_file = env_file_text(id, adapter, config, bubblewrapped);
-    let env_path = task_dir.join(ENV_FILE);
+    // In the data dir, which every sandbox hides: a task folder lies in a project's
+    // `.cuekit/`, where a child could read it before the pane deletes it.
+    let env_path = schedule::pane_env_path(id).expect("the pending entry was written");
     // A task started now waits for its registry entry; a queued one for the scheduler's gate.
     let registered = store::registry_dir()
         .expect("the pending entry was written")
@@ -222,7 +224,7 @@ fn write_task_files(
         Scheduled::No | Scheduled::Retried => {
             let script_path = task_dir.join(store::LAUNCH_FILE);
             write_private(&script_path, script.as_bytes())?;
-            write_private(&env_path, env_file.as_bytes())?;
+            schedule::write_private(&env_path, env_file.as_bytes())?;
             script_path
         }
         Scheduled::Queued => {

@@ -38,11 +38,14 @@ pub(crate) fn launch_script(
     } else {
         None
     };
+    let env_file = store::schedule::pane_env_path(id)
+        .ok_or_else(|| Error::invalid_input(format!("{id} is not a task id")))?;
     render_launch_script(
         id,
         command,
         unset_env,
         task_dir,
+        &env_file,
         match (mode, event_filter.as_deref()) {
             (Mode::Acp, _) => Runner::Client,
             (_, Some(filter)) => Runner::Filtered(filter),
