@@ -4,6 +4,7 @@
 pub mod acp;
 pub mod adapter;
 pub mod attention;
+pub mod chat;
 pub mod check;
 pub mod check_count;
 pub mod check_settings;
