@@ -202,6 +202,8 @@ pub(super) fn of_tree(task: &Task, tree: &str, label: &str) -> Result<Scratch> {
         tree: dir.clone(),
         edits: Vec::new(),
         review: Vec::new(),
+        // The base's tree, run only for its test count: no verdict names it.
+        commit: tree.to_string(),
     };
     let git = Git::over(&worktree.common_dir, &dir, &root.join("index"));
     git.run(["read-tree", "--end-of-options", tree])?;

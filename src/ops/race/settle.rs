@@ -226,7 +226,7 @@ fn keep_and_remove(
             task.record.id
         ),
     )?;
-    let kept = crate::ops::work::checked::commit(task).unwrap_or(tip);
+    let kept = crate::ops::work::checked::commit(task).unwrap_or_else(|| tip.clone());
     let name = kept_ref(race, &task.record.id);
     Git::new(&worktree.repo_root).run(["update-ref", &name, &kept])?;
     let unsaved = crate::effects::git::cleanup::remove_saved_checkout(&checkout, &tip)?;

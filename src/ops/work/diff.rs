@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::effects::git::checkout::Checkout;
 use crate::effects::git::{Git, diff};
-use crate::effects::store::WorktreePlacement;
+use crate::effects::store::{TaskRecord, WorktreePlacement};
 use crate::ops::task::Task;
 use crate::ops::task::route::{Route, route_one};
 
