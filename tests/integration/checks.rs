@@ -1079,11 +1079,17 @@ fn an_acp_childs_leftover_rewriting_the_work_during_the_check_does_not_reach_the
     // command runs), then rewrites the work.
     let started = std::env::temp_dir().join(format!("cuekit-42-acp-{}", std::process::id()));
     let _ = std::fs::remove_file(&started);
+    let _ = std::fs::remove_file(format!("{}.detached", started.display()));
+    // The tool's shell waits until the leftover left its process group (a tool that ends
+    // the group at once would otherwise kill it before `setsid` ran).
+    let detached = format!("{}.detached", started.display());
     let leftover = format!(
         "echo answer=42 > answer.txt; \
-         setsid sh -c 'i=0; while [ ! -e {m} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \
-         echo answer=41 > answer.txt' </dev/null >/dev/null 2>&1 &",
-        m = started.display()
+         setsid sh -c 'touch {d}; i=0; while [ ! -e {m} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \
+         echo answer=41 > answer.txt' </dev/null >/dev/null 2>&1 & \
+         while [ ! -e {d} ]; do sleep 0.05; done",
+        m = started.display(),
+        d = detached,
     );
     let h = gemini_by_run(
         Harness::new(),
@@ -1138,4 +1144,6 @@ fn an_acp_childs_leftover_rewriting_the_work_during_the_check_does_not_reach_the
         "answer=42\n",
         "the merge carried the rewritten work: {merged}"
     );
+    let _ = std::fs::remove_file(&started);
+    let _ = std::fs::remove_file(format!("{}.detached", started.display()));
 }
