@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::harness::git::{commit_all, project_repo};
-use crate::harness::{Harness, MODEL, canned_shell_call, canned_text, write_executable};
+use crate::harness::{Harness, MODEL, canned_shell_call, canned_text, poll, write_executable};
 
 /// The project's own test: prints noise, escape sequences, then passes only when
 /// `answer.txt` says `answer=42`.
@@ -990,6 +990,17 @@ fn a_check_whose_monitor_died_is_run_again_by_the_next_monitor() {
     assert_eq!(check_of(&status)["phase"], "passed", "{status}");
 }
 
+/// A check that says it began (`started`), waits until the child's leftover rewrote the
+/// checkout (at most 30 s), then runs the project's test on its snapshot.
+fn rewritten_during_check(h: &Harness, started: &Path) -> String {
+    format!(
+        "touch '{m}'; i=0; while ! grep -qs answer=41 '{wt}'/*/answer.txt && [ $i -lt 300 ]; \
+         do sleep 0.1; i=$((i+1)); done; sh tests/check.sh",
+        m = started.display(),
+        wt = h.project.with_extension("worktrees").display()
+    )
+}
+
 /// Issue 42: a process the child left rewrites its work while the check runs on a snapshot.
 /// The verdict names the commit it checked; the task reads "changed since its check"; the
 /// merge carries the checked content, and the later work stays in the task's checkout.
@@ -997,11 +1008,18 @@ fn a_check_whose_monitor_died_is_run_again_by_the_next_monitor() {
 fn a_leftover_rewriting_the_work_during_the_check_does_not_reach_the_merge() {
     let h = Harness::new();
     checked_project(&h);
+    // The leftover waits for the check to have begun (its snapshot is taken before the
+    // command runs), then rewrites the work.
+    let started = h.root().join("check-started");
     let id = submit_checked_sh(
         &h,
-        "echo answer=42 > answer.txt; \
-         setsid sh -c 'sleep 1.5; echo answer=41 > answer.txt' </dev/null >/dev/null 2>&1 &",
-        "sleep 3; sh tests/check.sh",
+        &format!(
+            "echo answer=42 > answer.txt; \
+             setsid sh -c 'i=0; while [ ! -e {m} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \
+             echo answer=41 > answer.txt' </dev/null >/dev/null 2>&1 &",
+            m = started.display()
+        ),
+        &rewritten_during_check(&h, &started),
         &[],
     );
     h.wait_ok(&[&id], "60s");
@@ -1050,4 +1068,82 @@ fn a_leftover_rewriting_the_work_during_the_check_does_not_reach_the_merge() {
         std::fs::read_to_string(worktree.join("answer.txt")).unwrap(),
         "answer=41\n"
     );
+}
+
+/// Issue 42, the ACP case: the real Gemini CLI's shell tool leaves a process that rewrites
+/// `answer.txt` after `end_turn`, while the check runs on its snapshot. The task completes on
+/// the checked work, and `merge` carries that, not the rewrite.
+#[test]
+fn an_acp_childs_leftover_rewriting_the_work_during_the_check_does_not_reach_the_merge() {
+    // The leftover waits for the check to have begun (its snapshot is taken before the
+    // command runs), then rewrites the work.
+    let started = std::env::temp_dir().join(format!("cuekit-42-acp-{}", std::process::id()));
+    let _ = std::fs::remove_file(&started);
+    let _ = std::fs::remove_file(format!("{}.detached", started.display()));
+    // The tool's shell waits until the leftover left its process group (a tool that ends
+    // the group at once would otherwise kill it before `setsid` ran).
+    let detached = format!("{}.detached", started.display());
+    let leftover = format!(
+        "echo answer=42 > answer.txt; \
+         setsid sh -c 'touch {d}; i=0; while [ ! -e {m} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \
+         echo answer=41 > answer.txt' </dev/null >/dev/null 2>&1 & \
+         while [ ! -e {d} ]; do sleep 0.05; done",
+        m = started.display(),
+        d = detached,
+    );
+    let h = gemini_by_run(
+        Harness::new(),
+        &[vec![canned_shell_call(&leftover), canned_text("Done.")]],
+    );
+    checked_project(&h);
+    let check = rewritten_during_check(&h, &started);
+    let id = h.submit(&[
+        "--worktree",
+        "--mode",
+        "acp",
+        "--once",
+        "--model",
+        MODEL,
+        "--check",
+        &check,
+        "--check-rounds",
+        "0",
+        "Write the answer into answer.txt",
+    ]);
+    let (waited, code) = h.wait_all(&[&id], "120s");
+    assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
+    let worktree = h.worktree_of(&id);
+    assert!(
+        poll(Duration::from_secs(10), || {
+            std::fs::read_to_string(worktree.join("answer.txt")).unwrap_or_default()
+                == "answer=41\n"
+        }),
+        "the leftover rewrote the checkout: {:?} (marker there: {})\n{}\n{}",
+        std::fs::read_to_string(worktree.join("answer.txt")),
+        started.exists(),
+        h.transcript(&id),
+        String::from_utf8_lossy(
+            &std::process::Command::new("ps")
+                .args(["-eo", "pid,pgid,sid,args"])
+                .output()
+                .unwrap()
+                .stdout
+        )
+        .lines()
+        .filter(|l| l.contains("answer=41"))
+        .collect::<Vec<_>>()
+        .join("\n")
+    );
+    let status = h.status(&id);
+    assert_eq!(check_of(&status)["phase"], "passed", "{status}");
+    assert_eq!(check_of(&status)["changed_since_check"], true, "{status}");
+    let (merged, code) = h.json(&["merge", &id, "--yes"]);
+    assert_eq!(code, 0, "{merged}");
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("answer.txt")).unwrap(),
+        "answer=42\n",
+        "the merge carried the rewritten work: {merged}"
+    );
+    let _ = std::fs::remove_file(&started);
+    let _ = std::fs::remove_file(format!("{}.detached", started.display()));
 }

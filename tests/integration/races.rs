@@ -241,21 +241,41 @@ fn a_candidate_that_shrinks_its_work_after_passing_does_not_win_on_a_smaller_dif
     let h = Harness::new();
     checked_project(&h);
     let claim = h.root().join("claim");
-    // The first to take the claim is the hostile one: 30 extra lines, then a shrink 2 s
-    // after its end. The other waits for the shrink, then passes with 5 extra lines.
+    // The first to take the claim is the hostile one: 30 extra lines, then a shrink once its
+    // check began (the check's snapshot is taken before its command runs). The other waits
+    // for the shrink, then passes with 5 extra lines.
+    let started = h.root().join("check-started");
     let script = format!(
-        "if mkdir '{claim}' 2>/dev/null; then \
-           echo answer=42 > answer.txt; seq 1 30 > extra.txt; \
-           setsid sh -c 'sleep 2; echo answer=1 > answer.txt; rm -f extra.txt; \
-             touch {claim}/shrunk' </dev/null >/dev/null 2>&1 & \
-         else \
-           echo answer=42 > answer.txt; seq 1 5 > extra.txt; \
-           i=0; while [ ! -e '{claim}/shrunk' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; \
-           sleep 1; \
+        "if mkdir '{claim}' 2>/dev/null; then \\
+           echo answer=42 > answer.txt; seq 1 30 > extra.txt; \\
+           setsid sh -c 'i=0; while [ ! -e {started} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \\
+             echo answer=1 > answer.txt; rm -f extra.txt; touch {claim}/shrunk' \\
+             </dev/null >/dev/null 2>&1 & \\
+         else \\
+           echo answer=42 > answer.txt; seq 1 5 > extra.txt; \\
+           i=0; while [ ! -e '{claim}/shrunk' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \\
          fi",
-        claim = claim.display()
+        claim = claim.display(),
+        started = started.display(),
     );
-    let (race, ids) = sh_race(&h, &["--best-of", "2", "--merge"], &script);
+    let check = format!("touch '{}'; sh tests/check.sh", started.display());
+    let (race, ids) = submit_race(
+        &h,
+        &crate::harness::sh_task(
+            &script,
+            &[
+                "--best-of",
+                "2",
+                "--merge",
+                "--mode",
+                "batch",
+                "--check",
+                &check,
+                "--check-rounds",
+                "0",
+            ],
+        ),
+    );
     let (waited, code) = h.json(&["wait", &race, "--timeout", "90s"]);
     assert_eq!(code, 0, "{waited}");
     assert!(claim.join("shrunk").exists(), "the shrink happened");
