@@ -26,6 +26,8 @@ const REPO: &str = "inventory.git";
 /// How deep submodules are followed, and how many entries a git dir's folders may hold.
 const MAX_DEPTH: usize = 8;
 const MAX_ENTRIES: usize = 100_000;
+/// The most commits of a reflog compared with the kept ones by their changes.
+const PATCH_LIMIT: usize = 50;
 /// The most a reflog file is read of.
 const REFLOG_LIMIT: u64 = 64 * 1024 * 1024;
 
@@ -335,23 +337,81 @@ impl Inventory {
         if tips.is_empty() {
             return Ok(0);
         }
+        let count = self.rev_list(&["--count"], tips, kept)?;
+        count
+            .trim()
+            .parse()
+            .map_err(|_| doubt(format!("git rev-list answered '{}'", count.trim())))
+    }
+
+    /// `git rev-list OPTIONS` of `tips` not reachable from `not`, the commits on stdin.
+    fn rev_list(
+        &self,
+        options: &[&str],
+        tips: &BTreeSet<String>,
+        not: &BTreeSet<String>,
+    ) -> Result<String> {
         let mut input = String::new();
         for tip in tips {
             input.push_str(tip);
             input.push('\n');
         }
-        for commit in kept {
+        for commit in not {
             input.push('^');
             input.push_str(commit);
             input.push('\n');
         }
-        let words = ["rev-list", "--count", "--ignore-missing", "--stdin"];
-        let words: Vec<std::ffi::OsString> = words.iter().map(Into::into).collect();
-        let count = self.git.run_with(&words, &[], input.as_bytes())?;
-        count
-            .trim()
-            .parse()
-            .map_err(|_| doubt(format!("git rev-list answered '{}'", count.trim())))
+        let mut words: Vec<std::ffi::OsString> = vec!["rev-list".into()];
+        words.extend(options.iter().map(Into::into));
+        words.extend(["--ignore-missing".into(), "--stdin".into()]);
+        self.git.run_with(&words, &[], input.as_bytes())
+    }
+
+    /// The stable patch ids of `commits` (merges and empty commits have none).
+    fn patch_ids(&self, commits: &str) -> Result<BTreeSet<String>> {
+        if commits.trim().is_empty() {
+            return Ok(BTreeSet::new());
+        }
+        let diff = ["diff-tree", "--stdin", "-p", "--no-color", "--no-ext-diff"];
+        let diff: Vec<std::ffi::OsString> = diff.iter().map(Into::into).collect();
+        let patches = self.git.run_with(&diff, &[], commits.as_bytes())?;
+        let ids = ["patch-id", "--stable"];
+        let ids: Vec<std::ffi::OsString> = ids.iter().map(Into::into).collect();
+        let listed = self.git.run_with(&ids, &[], patches.as_bytes())?;
+        Ok(listed
+            .lines()
+            .filter_map(|line| line.split(' ').next())
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// [`Inventory::unsaved`] for a reflog's tips, less the commits whose change `kept`
+    /// already holds as a copy of its own (what cuekit's `merge --rebase` replaced in the
+    /// task's worktree). At most [`PATCH_LIMIT`] commits are compared; more count as unsaved.
+    fn unsaved_changes(
+        &self,
+        tips: &BTreeSet<String>,
+        with_refs: &BTreeSet<String>,
+        kept: &[String],
+    ) -> Result<usize> {
+        let listed = self.rev_list(&[], tips, with_refs)?;
+        let commits: Vec<&str> = listed.lines().filter(|l| !l.is_empty()).collect();
+        if commits.is_empty() || commits.len() > PATCH_LIMIT || kept.is_empty() {
+            return Ok(commits.len());
+        }
+        let kept: BTreeSet<String> = kept.iter().cloned().collect();
+        // What the kept commits hold beyond the history the unsaved ones share with them.
+        let shared: BTreeSet<String> = commits.iter().map(|c| c.to_string()).collect();
+        let theirs = self.rev_list(&["--max-count=1000"], &kept, &shared)?;
+        let saved = self.patch_ids(&theirs)?;
+        let mut unsaved = 0;
+        for commit in commits {
+            let ids = self.patch_ids(&format!("{commit}\n"))?;
+            if ids.is_empty() || !ids.is_subset(&saved) {
+                unsaved += 1;
+            }
+        }
+        Ok(unsaved)
     }
 
     /// The task git dir's refs and reflogs (a worktree's admin dir holds only its `HEAD`, its
@@ -385,7 +445,7 @@ impl Inventory {
         let mut with_refs = kept_set.clone();
         with_refs.extend(all);
         for (name, path) in &reflogs {
-            let commits = self.unsaved(&reflog_tips(path)?, &with_refs)?;
+            let commits = self.unsaved_changes(&reflog_tips(path)?, &with_refs, kept.commits)?;
             if commits > 0 {
                 found.push(unsaved(Holder::Reflog, name, git_dir, Some(commits)));
             }
