@@ -122,9 +122,11 @@ pub fn take(checkout: &Checkout, tree: Option<&str>, kept: &Kept) -> Result<Vec<
     if has_dir {
         found.extend(repo.own_refs(&git_dir, placed.own_repo(), kept)?);
     }
-    let base_links = repo.gitlinks_of(&placed.base_commit)?;
-    for module in &modules {
-        found.extend(repo.module_commits(module, &base_links)?);
+    if !modules.is_empty() {
+        let base_links = repo.gitlinks_of(&placed.base_commit)?;
+        for module in &modules {
+            found.extend(repo.module_commits(module, &base_links)?);
+        }
     }
     if let Some(tree) = tree.filter(|_| placed.path.is_dir()) {
         repo.submodule_changes(&placed.path, "", tree, 0, &mut found)?;
@@ -310,10 +312,7 @@ impl Inventory {
     ) -> Result<Inventory> {
         let dir = scratch.join(REPO);
         if !dir.join("HEAD").is_file() {
-            let init = ["init", "--quiet", "--bare", "--template="];
-            let mut words: Vec<std::ffi::OsString> = init.iter().map(Into::into).collect();
-            words.push(dir.as_os_str().to_owned());
-            Git::new(scratch).run(&words)?;
+            make_bare(&dir)?;
         }
         let mut alternates = vec![placed.common_dir.join("objects")];
         alternates.extend(git_dir.map(|dir| dir.join("objects")));
@@ -418,21 +417,25 @@ impl Inventory {
     /// own refs and their reflogs: its branches live in the user's repository, which stays).
     fn own_refs(&self, git_dir: &Path, own: bool, kept: &Kept) -> Result<Vec<Unsaved>> {
         let mut kept_set: BTreeSet<String> = kept.commits.iter().cloned().collect();
+        let mut found = Vec::new();
+        let refs = refs_in(git_dir, own)?;
+        let all: BTreeSet<String> = refs.iter().map(|(_, id)| id.clone()).collect();
+        let mut tips = all.clone();
+        let reflogs = files_under(git_dir, "logs")?;
+        for (_, path) in &reflogs {
+            tips.extend(reflog_tips(path)?);
+        }
+        // One question in the common case: nothing beyond what the removal keeps.
+        if self.unsaved(&tips, &kept_set)? == 0 {
+            return Ok(found);
+        }
         if !own {
             // The user's repository stays: whatever its refs hold is kept.
             let listed = self.root.run(["for-each-ref", "--format=%(objectname)"])?;
             kept_set.extend(listed.lines().map(str::to_string));
-        }
-        let mut found = Vec::new();
-        let refs = refs_in(git_dir, own)?;
-        let all: BTreeSet<String> = refs.iter().map(|(_, id)| id.clone()).collect();
-        let mut logs = BTreeSet::new();
-        let reflogs = files_under(git_dir, "logs")?;
-        for (_, path) in &reflogs {
-            logs.extend(reflog_tips(path)?);
-        }
-        if self.unsaved(&all, &kept_set)? + self.unsaved(&logs, &kept_set)? == 0 {
-            return Ok(found);
+            if self.unsaved(&tips, &kept_set)? == 0 {
+                return Ok(found);
+            }
         }
         // Something is unsaved: named ref by ref, then reflog by reflog.
         for (name, id) in &refs {
@@ -547,6 +550,21 @@ impl Inventory {
         }
         Ok(())
     }
+}
+
+/// A bare repository with nothing but what git needs to read objects, made without a git
+/// process (an `init` costs one on every first inventory of a task).
+fn make_bare(dir: &Path) -> Result<()> {
+    for sub in ["objects/info", "refs/heads", "refs/tags"] {
+        let path = dir.join(sub);
+        std::fs::create_dir_all(&path).map_err(|err| Error::io("create", &path, err))?;
+    }
+    crate::effects::store::write_atomic(
+        &dir.join("config"),
+        b"[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
+    )?;
+    // Written last: a folder without it is made again.
+    crate::effects::store::write_atomic(&dir.join("HEAD"), b"ref: refs/heads/main\n")
 }
 
 fn unsaved(holder: Holder, name: &str, place: &Path, commits: Option<usize>) -> Unsaved {
