@@ -272,3 +272,33 @@ fn a_clean_task_with_an_untouched_submodule_is_removed() {
     assert_eq!(row(&gone, &id)["outcome"], "removed", "{gone}");
     assert!(!Path::new(&worktree).exists());
 }
+
+/// cuekit's own `merge --rebase` rewrites the task's commits in its worktree: the commits it
+/// replaced (in the worktree's `HEAD` reflog) are in the target as their rebased copies, and
+/// the task goes; one the child amended away itself is kept.
+#[test]
+fn a_rebased_task_goes_and_an_amended_away_commit_keeps_one() {
+    let h = Harness::new();
+    project_repo(&h.project, "original line\n");
+    let rebased = h.submit_worktree_sh(
+        &[],
+        &format!("echo a > a.txt && {G} add a.txt && {G} commit -qm 'task a'"),
+    );
+    let amended = h.submit_worktree_sh(
+        &[],
+        &format!(
+            "echo first > c.txt && {G} add c.txt && {G} commit -qm first && \
+             {G} reset -q --hard HEAD~1"
+        ),
+    );
+    h.wait_ok(&[&rebased, &amended], "60s");
+    std::fs::write(h.project.join("b.txt"), "b\n").unwrap();
+    commit_all(&h.project, "meanwhile on main");
+    let (merged, code) = h.json(&["merge", &rebased, "--rebase"]);
+    assert_eq!(code, 0, "{merged}");
+    let (gone, code) = h.json(&["rm", &rebased]);
+    assert_eq!(code, 0, "{gone}");
+    assert_eq!(row(&gone, &rebased)["outcome"], "removed", "{gone}");
+    rm_keeps(&h, &amended, &[("reflog", "logs/HEAD")]);
+    removed_by_force(&h, &amended);
+}

@@ -26,6 +26,8 @@ const REPO: &str = "inventory.git";
 /// How deep submodules are followed, and how many entries a git dir's folders may hold.
 const MAX_DEPTH: usize = 8;
 const MAX_ENTRIES: usize = 100_000;
+/// The most commits of a reflog compared with the kept ones by their changes.
+const PATCH_LIMIT: usize = 50;
 /// The most a reflog file is read of.
 const REFLOG_LIMIT: u64 = 64 * 1024 * 1024;
 
@@ -120,9 +122,11 @@ pub fn take(checkout: &Checkout, tree: Option<&str>, kept: &Kept) -> Result<Vec<
     if has_dir {
         found.extend(repo.own_refs(&git_dir, placed.own_repo(), kept)?);
     }
-    let base_links = repo.gitlinks_of(&placed.base_commit)?;
-    for module in &modules {
-        found.extend(repo.module_commits(module, &base_links)?);
+    if !modules.is_empty() {
+        let base_links = repo.gitlinks_of(&placed.base_commit)?;
+        for module in &modules {
+            found.extend(repo.module_commits(module, &base_links)?);
+        }
     }
     if let Some(tree) = tree.filter(|_| placed.path.is_dir()) {
         repo.submodule_changes(&placed.path, "", tree, 0, &mut found)?;
@@ -308,10 +312,7 @@ impl Inventory {
     ) -> Result<Inventory> {
         let dir = scratch.join(REPO);
         if !dir.join("HEAD").is_file() {
-            let init = ["init", "--quiet", "--bare", "--template="];
-            let mut words: Vec<std::ffi::OsString> = init.iter().map(Into::into).collect();
-            words.push(dir.as_os_str().to_owned());
-            Git::new(scratch).run(&words)?;
+            make_bare(&dir)?;
         }
         let mut alternates = vec![placed.common_dir.join("objects")];
         alternates.extend(git_dir.map(|dir| dir.join("objects")));
@@ -335,44 +336,106 @@ impl Inventory {
         if tips.is_empty() {
             return Ok(0);
         }
-        let mut input = String::new();
-        for tip in tips {
-            input.push_str(tip);
-            input.push('\n');
-        }
-        for commit in kept {
-            input.push('^');
-            input.push_str(commit);
-            input.push('\n');
-        }
-        let words = ["rev-list", "--count", "--ignore-missing", "--stdin"];
-        let words: Vec<std::ffi::OsString> = words.iter().map(Into::into).collect();
-        let count = self.git.run_with(&words, &[], input.as_bytes())?;
+        let count = self.rev_list(&["--count"], tips, kept)?;
         count
             .trim()
             .parse()
             .map_err(|_| doubt(format!("git rev-list answered '{}'", count.trim())))
     }
 
+    /// `git rev-list OPTIONS` of `tips` not reachable from `not`, the commits on stdin.
+    fn rev_list(
+        &self,
+        options: &[&str],
+        tips: &BTreeSet<String>,
+        not: &BTreeSet<String>,
+    ) -> Result<String> {
+        let mut input = String::new();
+        for tip in tips {
+            input.push_str(tip);
+            input.push('\n');
+        }
+        for commit in not {
+            input.push('^');
+            input.push_str(commit);
+            input.push('\n');
+        }
+        let mut words: Vec<std::ffi::OsString> = vec!["rev-list".into()];
+        words.extend(options.iter().map(Into::into));
+        words.extend(["--ignore-missing".into(), "--stdin".into()]);
+        self.git.run_with(&words, &[], input.as_bytes())
+    }
+
+    /// The stable patch ids of `commits` (merges and empty commits have none).
+    fn patch_ids(&self, commits: &str) -> Result<BTreeSet<String>> {
+        if commits.trim().is_empty() {
+            return Ok(BTreeSet::new());
+        }
+        let diff = ["diff-tree", "--stdin", "-p", "--no-color", "--no-ext-diff"];
+        let diff: Vec<std::ffi::OsString> = diff.iter().map(Into::into).collect();
+        let patches = self.git.run_with(&diff, &[], commits.as_bytes())?;
+        let ids = ["patch-id", "--stable"];
+        let ids: Vec<std::ffi::OsString> = ids.iter().map(Into::into).collect();
+        let listed = self.git.run_with(&ids, &[], patches.as_bytes())?;
+        Ok(listed
+            .lines()
+            .filter_map(|line| line.split(' ').next())
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// [`Inventory::unsaved`] for a reflog's tips, less the commits whose change `kept`
+    /// already holds as a copy of its own (what cuekit's `merge --rebase` replaced in the
+    /// task's worktree). At most [`PATCH_LIMIT`] commits are compared; more count as unsaved.
+    fn unsaved_changes(
+        &self,
+        tips: &BTreeSet<String>,
+        with_refs: &BTreeSet<String>,
+        kept: &[String],
+    ) -> Result<usize> {
+        let listed = self.rev_list(&[], tips, with_refs)?;
+        let commits: Vec<&str> = listed.lines().filter(|l| !l.is_empty()).collect();
+        if commits.is_empty() || commits.len() > PATCH_LIMIT || kept.is_empty() {
+            return Ok(commits.len());
+        }
+        let kept: BTreeSet<String> = kept.iter().cloned().collect();
+        // What the kept commits hold beyond the history the unsaved ones share with them.
+        let shared: BTreeSet<String> = commits.iter().map(|c| c.to_string()).collect();
+        let theirs = self.rev_list(&["--max-count=1000"], &kept, &shared)?;
+        let saved = self.patch_ids(&theirs)?;
+        let mut unsaved = 0;
+        for commit in commits {
+            let ids = self.patch_ids(&format!("{commit}\n"))?;
+            if ids.is_empty() || !ids.is_subset(&saved) {
+                unsaved += 1;
+            }
+        }
+        Ok(unsaved)
+    }
+
     /// The task git dir's refs and reflogs (a worktree's admin dir holds only its `HEAD`, its
     /// own refs and their reflogs: its branches live in the user's repository, which stays).
     fn own_refs(&self, git_dir: &Path, own: bool, kept: &Kept) -> Result<Vec<Unsaved>> {
         let mut kept_set: BTreeSet<String> = kept.commits.iter().cloned().collect();
+        let mut found = Vec::new();
+        let refs = refs_in(git_dir, own)?;
+        let all: BTreeSet<String> = refs.iter().map(|(_, id)| id.clone()).collect();
+        let mut tips = all.clone();
+        let reflogs = files_under(git_dir, "logs")?;
+        for (_, path) in &reflogs {
+            tips.extend(reflog_tips(path)?);
+        }
+        // One question in the common case: nothing beyond what the removal keeps.
+        if self.unsaved(&tips, &kept_set)? == 0 {
+            return Ok(found);
+        }
         if !own {
             // The user's repository stays: whatever its refs hold is kept.
             let listed = self.root.run(["for-each-ref", "--format=%(objectname)"])?;
             kept_set.extend(listed.lines().map(str::to_string));
-        }
-        let mut found = Vec::new();
-        let refs = refs_in(git_dir, own)?;
-        let all: BTreeSet<String> = refs.iter().map(|(_, id)| id.clone()).collect();
-        let mut logs = BTreeSet::new();
-        let reflogs = files_under(git_dir, "logs")?;
-        for (_, path) in &reflogs {
-            logs.extend(reflog_tips(path)?);
-        }
-        if self.unsaved(&all, &kept_set)? + self.unsaved(&logs, &kept_set)? == 0 {
-            return Ok(found);
+            if self.unsaved(&tips, &kept_set)? == 0 {
+                return Ok(found);
+            }
         }
         // Something is unsaved: named ref by ref, then reflog by reflog.
         for (name, id) in &refs {
@@ -385,7 +448,7 @@ impl Inventory {
         let mut with_refs = kept_set.clone();
         with_refs.extend(all);
         for (name, path) in &reflogs {
-            let commits = self.unsaved(&reflog_tips(path)?, &with_refs)?;
+            let commits = self.unsaved_changes(&reflog_tips(path)?, &with_refs, kept.commits)?;
             if commits > 0 {
                 found.push(unsaved(Holder::Reflog, name, git_dir, Some(commits)));
             }
@@ -487,6 +550,21 @@ impl Inventory {
         }
         Ok(())
     }
+}
+
+/// A bare repository with nothing but what git needs to read objects, made without a git
+/// process (an `init` costs one on every first inventory of a task).
+fn make_bare(dir: &Path) -> Result<()> {
+    for sub in ["objects/info", "refs/heads", "refs/tags"] {
+        let path = dir.join(sub);
+        std::fs::create_dir_all(&path).map_err(|err| Error::io("create", &path, err))?;
+    }
+    crate::effects::store::write_atomic(
+        &dir.join("config"),
+        b"[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
+    )?;
+    // Written last: a folder without it is made again.
+    crate::effects::store::write_atomic(&dir.join("HEAD"), b"ref: refs/heads/main\n")
 }
 
 fn unsaved(holder: Holder, name: &str, place: &Path, commits: Option<usize>) -> Unsaved {
