@@ -253,6 +253,8 @@ fn a_pass_that_ran_fewer_tests_than_the_base_is_check_failed_with_both_counts() 
     let text = h.ok(&["status", attack["id"].as_str().unwrap()]);
     assert!(text.contains("tests:      1 ran (the base: 2)"), "{text}");
     assert!(text.contains("exit code 0, not counted"), "{text}");
+    let result = h.ok(&["result", attack["id"].as_str().unwrap()]);
+    assert!(result.contains("tests: 1 ran (the base: 2)"), "{result}");
 }
 
 /// Two candidates pass the same check; the one whose work also changes a file of the merge
