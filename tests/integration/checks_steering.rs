@@ -209,6 +209,12 @@ fn autotests_false_in_the_manifest_refuses_the_check_and_other_manifest_edits_pa
         text.contains("review:     Cargo.toml (changed; a merge needs --yes)"),
         "{text}"
     );
+    // `cuekit check ID` says the same in its line.
+    let line = h.ok(&["check", control["id"].as_str().unwrap()]);
+    assert!(
+        line.contains("changed, for review: Cargo.toml; tests: 1 ran (the base: 1)"),
+        "{line}"
+    );
     let verdict = last_verdict(&attack);
     let error = verdict["error"].as_str().unwrap_or_default();
     assert!(error.contains("Cargo.toml: package.autotests"), "{verdict}");
