@@ -108,9 +108,11 @@ fn figures(label: &str, bench: &Sandbox, fix: &str, check: &str) {
         second.push(took(&checked(bench, fix, check)));
     }
     let (first, second) = (median(first), median(second));
+    let count = |n: Option<u64>| n.map_or("no count".to_string(), |n| n.to_string());
     println!(
-        "{label} (medians of {SAMPLES} bases; tests ran {:?}, on the base {:?}):",
-        ran.0, ran.1
+        "{label} (medians of {SAMPLES} bases; tests ran {}, on the base {}):",
+        count(ran.0),
+        count(ran.1)
     );
     println!(
         "  check of the first task on a base (measures it)  {}",

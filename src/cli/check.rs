@@ -53,6 +53,15 @@ fn line(outcome: &CheckOutcome) -> String {
             verdict.protected_paths().join(", ")
         ));
     }
+    if !verdict.review_paths.is_empty() {
+        line.push_str(&format!(
+            "; changed, for review: {}",
+            verdict.review_paths.join(", ")
+        ));
+    }
+    if let (Some(ran), Some(base)) = (verdict.tests_ran, verdict.base_tests_ran) {
+        line.push_str(&format!("; tests: {ran} ran (the base: {base})"));
+    }
     if outcome.fix_round {
         line.push_str("; the child gets a fix round");
     }

@@ -38,7 +38,11 @@ pub fn changed_settings(path: &str, base: &str, work: &str) -> Vec<String> {
             changed.push(format!("{path}: {key}"));
         }
     }
-    for key in work.keys().filter(|k| !base.contains_key(*k)) {
+    // A target the base has not (`[[bin]] new.test`) is the child's to add.
+    for key in work
+        .keys()
+        .filter(|k| !base.contains_key(*k) && !k.contains("]] "))
+    {
         if !work[key].is_null() && !setting_kept(key, &J::Null, &work[key]) {
             changed.push(format!("{path}: {key}"));
         }
@@ -80,12 +84,11 @@ fn cargo_settings(text: &str) -> Option<Settings> {
         take(format!("package.{key}"), package.and_then(|p| p.get(key)));
     }
     let lib = table("lib");
-    for key in ["test", "harness", "doctest", "path", "crate-type"] {
+    for key in ["test", "harness", "doctest"] {
         take(format!("lib.{key}"), lib.and_then(|l| l.get(key)));
     }
-    for targets in ["test", "bench", "example"] {
-        take(format!("[[{targets}]]"), root.get(targets));
-    }
+    // A test target's path and harness decide what runs: the table as a whole.
+    take("[[test]]".into(), root.get("test"));
     let workspace = table("workspace");
     for key in ["members", "default-members", "exclude"] {
         take(
@@ -93,21 +96,15 @@ fn cargo_settings(text: &str) -> Option<Settings> {
             workspace.and_then(|w| w.get(key)),
         );
     }
-    // A binary's own unit tests: its `test` and `harness`, by name.
-    if let Some(bins) = root
-        .get("bin")
-        .map(canon_item)
-        .and_then(|b| b.as_array().cloned())
-    {
-        for bin in bins {
-            let name = bin
-                .get("name")
-                .and_then(J::as_str)
-                .unwrap_or("?")
-                .to_string();
+    // A binary's, an example's or a bench's own tests: its `test` and `harness`, by name (a
+    // new target is the child's to add).
+    for kind in ["bin", "example", "bench"] {
+        let targets = root.get(kind).map(canon_item);
+        for target in targets.as_ref().and_then(J::as_array).into_iter().flatten() {
+            let name = target.get("name").and_then(J::as_str).unwrap_or("?");
             for key in ["test", "harness"] {
-                let value = bin.get(key).cloned().unwrap_or(J::Null);
-                out.insert(format!("[[bin]] {name}.{key}"), value);
+                let value = target.get(key).cloned().unwrap_or(J::Null);
+                out.insert(format!("[[{kind}]] {name}.{key}"), value);
             }
         }
     }
@@ -337,6 +334,10 @@ mod tests {
             changed_settings("crates/b/Cargo.toml", bins, no_test),
             ["crates/b/Cargo.toml: [[bin]] b.test"]
         );
+        // A new target, and a lib turned into a cdylib, are the child's.
+        let new_example = "[package]\nname = \"p\"\n[lib]\ncrate-type = [\"cdylib\"]\n\
+                           [[bin]]\nname = \"b\"\n[[example]]\nname = \"e\"\ntest = false\n";
+        assert!(changed_settings("Cargo.toml", bins, new_example).is_empty());
         // Workspace members may be added, not dropped.
         let ws = "[workspace]\nmembers = [\"a\", \"b\"]\n";
         let more = "[workspace]\nmembers = [\"a\", \"b\", \"c\"]\n";

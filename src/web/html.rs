@@ -205,6 +205,15 @@ fn check_facts(view: &TaskView) -> Vec<(&'static str, String)> {
         if !last.protected_edits.is_empty() {
             facts.push(("protected edits", last.protected_paths().join(", ")));
         }
+        if !last.review_paths.is_empty() {
+            facts.push(("changed, for review", last.review_paths.join(", ")));
+        }
+        if let (Some(ran), Some(base)) = (last.tests_ran, last.base_tests_ran) {
+            facts.push(("tests", format!("{ran} ran (the base: {base})")));
+        }
+        if let Some(error) = &last.error {
+            facts.push(("check said", error.clone()));
+        }
     }
     facts
 }

@@ -209,6 +209,12 @@ fn autotests_false_in_the_manifest_refuses_the_check_and_other_manifest_edits_pa
         text.contains("review:     Cargo.toml (changed; a merge needs --yes)"),
         "{text}"
     );
+    // `cuekit check ID` says the same in its line.
+    let line = h.ok(&["check", control["id"].as_str().unwrap()]);
+    assert!(
+        line.contains("changed, for review: Cargo.toml; tests: 1 ran (the base: 1)"),
+        "{line}"
+    );
     let verdict = last_verdict(&attack);
     let error = verdict["error"].as_str().unwrap_or_default();
     assert!(error.contains("Cargo.toml: package.autotests"), "{verdict}");
@@ -253,4 +259,66 @@ fn a_pass_that_ran_fewer_tests_than_the_base_is_check_failed_with_both_counts() 
     let text = h.ok(&["status", attack["id"].as_str().unwrap()]);
     assert!(text.contains("tests:      1 ran (the base: 2)"), "{text}");
     assert!(text.contains("exit code 0, not counted"), "{text}");
+    let result = h.ok(&["result", attack["id"].as_str().unwrap()]);
+    assert!(result.contains("tests: 1 ran (the base: 2)"), "{result}");
+}
+
+/// Two candidates pass the same check; the one whose work also changes a file of the merge
+/// review's classes (a dotfile) has the smaller diff, which used to win it the race. A pass
+/// that may rest on such a change is never preferred.
+#[test]
+fn a_race_never_prefers_a_pass_that_rests_on_a_manifest_change() {
+    let h = Harness::new();
+    crate::checks::checked_project(&h);
+    let claim = h.root().join("claim");
+    let script = format!(
+        "echo answer=42 > answer.txt; if mkdir '{}' 2>/dev/null; then \
+         echo 'python 3.11' > .tool-versions; else seq 1 50 > notes.txt; fi",
+        claim.display()
+    );
+    let args = [
+        "--best-of",
+        "2",
+        "--mode",
+        "batch",
+        "--check",
+        "sh tests/check.sh",
+        "--check-rounds",
+        "0",
+    ];
+    let mut submit = vec!["submit"];
+    let task = crate::harness::sh_task(&script, &args);
+    submit.extend(task.iter().copied());
+    let (value, code) = h.json(&submit);
+    assert_eq!(code, 0, "{value}");
+    let race = value["race"].as_str().unwrap().to_string();
+    let ids: Vec<String> = value["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    let (waited, code) = h.json(&["wait", &race, "--timeout", "120s"]);
+    assert_eq!(code, 0, "{waited}");
+    let (result, _) = h.json(&["result", &race]);
+    let manifest = ids
+        .iter()
+        .find(|id| h.worktree_of(id).join(".tool-versions").exists())
+        .or_else(|| {
+            // A loser's checkout is removed once its work is kept: read the verdicts instead.
+            ids.iter().find(|id| {
+                last_verdict(&h.status(id))["review_paths"] == serde_json::json!([".tool-versions"])
+            })
+        })
+        .unwrap_or_else(|| panic!("no candidate changed .tool-versions: {result}"))
+        .clone();
+    let winner = result["pick"]["winner"].as_str().unwrap_or_default();
+    assert_ne!(winner, manifest, "{result}");
+    let why = result["pick"]["why"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with(&format!(
+            "passed without changing a file the merge review covers, unlike {manifest}"
+        )),
+        "{result}"
+    );
 }

@@ -37,6 +37,16 @@ pub fn text(result: &TaskResult) -> String {
             for edit in &verdict.protected_edits {
                 let _ = writeln!(out, "            protected, restored: {}", edit.path);
             }
+            if !verdict.review_paths.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "            changed, for review: {}",
+                    verdict.review_paths.join(", ")
+                );
+            }
+            if let (Some(ran), Some(base)) = (verdict.tests_ran, verdict.base_tests_ran) {
+                let _ = writeln!(out, "            tests: {ran} ran (the base: {base})");
+            }
         }
     }
     for (n, attempt) in result.attempts.iter().enumerate() {

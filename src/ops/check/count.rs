@@ -149,6 +149,8 @@ fn measure(task: &Task, plan: &CheckPlan, tree: &str, log: &Path) -> Result<Base
         };
         ran.push(count);
     }
+    // Only the counts are kept: a log per base tree would pile up with nobody to prune it.
+    let _ = std::fs::remove_file(log);
     Ok(BaseCounts {
         tree: tree.to_string(),
         commands: plan.run.clone(),
