@@ -148,3 +148,28 @@ fn no_network_reaches_nothing_at_all() {
     h.json(&["wait", &id, "--timeout", "60s"]);
     assert_reach(&h.transcript(&id), &targets);
 }
+
+/// A stack that does not come up (a slirp4netns that fails) ends the task `sandbox_failed`
+/// before its child ran: never in a namespace without its way out, never without the namespace.
+#[test]
+fn a_stack_that_fails_ends_the_task_before_its_child_runs() {
+    let h = Harness::new();
+    crate::harness::write_executable(
+        &h.bin.join("slirp4netns"),
+        "#!/bin/sh\necho 'slirp4netns: cannot configure' >&2\nexit 1\n",
+    );
+    let id = h.submit_sh(
+        "echo AGENT-RAN; touch ran.txt",
+        &["--sandbox", "--mode", "batch"],
+    );
+    let (waited, _) = h.json(&["wait", &id, "--timeout", "60s"]);
+    let view = &waited["tasks"][0];
+    let said = h.transcript(&id);
+    assert_eq!(view["status"], "failed", "{waited}\n{said}");
+    assert_eq!(view["reason"], "sandbox_failed", "{waited}\n{said}");
+    assert!(!said.contains("AGENT-RAN"), "{said}");
+    assert!(
+        said.contains("cannot configure"),
+        "slirp4netns's own words: {said}"
+    );
+}
