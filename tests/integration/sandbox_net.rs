@@ -173,3 +173,79 @@ fn a_stack_that_fails_ends_the_task_before_its_child_runs() {
         "slirp4netns's own words: {said}"
     );
 }
+
+/// A PATH of links to every program on this one but slirp4netns.
+fn path_without_slirp(h: &Harness) -> String {
+    let folder = h.root().join("noslirp");
+    std::fs::create_dir_all(&folder).unwrap();
+    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            if name != "slirp4netns" && !folder.join(&name).exists() {
+                let _ = std::os::unix::fs::symlink(entry.path(), folder.join(&name));
+            }
+        }
+    }
+    format!("{}:{}", h.bin.display(), folder.display())
+}
+
+/// `doctor` names the stack and runs it; without slirp4netns it warns, and a sandboxed submit
+/// that keeps its network says what sharing the machine's leaves open.
+#[test]
+fn doctor_and_the_submit_say_which_stack_there_is() {
+    let h = Harness::new();
+    let doctor = |path: Option<&str>| {
+        let mut command = h.cuekit();
+        if let Some(path) = path {
+            command.env("PATH", path);
+        }
+        let output = command.arg("doctor").output().unwrap();
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .find(|line| line.contains("sandbox network"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let with = doctor(None);
+    assert!(
+        with.starts_with("ok") && with.contains("slirp4netns") && with.contains("loopback"),
+        "{with}"
+    );
+    let without_path = path_without_slirp(&h);
+    let without = doctor(Some(&without_path));
+    assert!(
+        without.starts_with("warn") && without.contains("not installed"),
+        "{without}"
+    );
+    let output = h
+        .cuekit()
+        .env("PATH", &without_path)
+        .args(["--json", "submit"])
+        .args(crate::harness::sh_task(
+            "true",
+            &["--sandbox", "--mode", "batch"],
+        ))
+        .output()
+        .unwrap();
+    let said: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        said["warnings"]
+            .to_string()
+            .contains("slirp4netns is not installed"),
+        "{said}"
+    );
+    let (with_stack, _) = h.json(&sh_args());
+    assert!(
+        !with_stack["warnings"].to_string().contains("slirp4netns"),
+        "{with_stack}"
+    );
+}
+
+fn sh_args() -> Vec<&'static str> {
+    let mut args = vec!["submit"];
+    args.extend(crate::harness::sh_task(
+        "true",
+        &["--sandbox", "--mode", "batch"],
+    ));
+    args
+}
