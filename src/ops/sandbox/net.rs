@@ -171,11 +171,13 @@ pub fn run_net(slirp: &Path, confined: bool, command: &[OsString]) -> Result<i32
         drop(block_write);
         return Ok(status_code(child.wait().map_err(failed)?));
     };
+    // Held from now on, so that a signal reaches this process and never one that took its pid.
+    let handle = ProcessHandle::open(pid);
     let attached = attach_to(slirp, pid, confined);
     let Ok((mut stack, exit_write)) = attached else {
-        // Never run unattached: the child first, which closing the block would release.
-        // SAFETY: a signal to the sandbox's first process, which this run made.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        // Never run unattached: the child first, which closing the block would release (its
+        // parent's death does not end it once it changed its credentials in its namespace).
+        handle.kill();
         let _ = child.kill();
         let _ = child.wait();
         drop(block_write);
@@ -189,6 +191,49 @@ pub fn run_net(slirp: &Path, confined: bool, command: &[OsString]) -> Result<i32
     drop(exit_write);
     end(&mut stack);
     Ok(status_code(status))
+}
+
+/// bubblewrap's child, by a pidfd where the kernel has them (Linux 5.3), else by its pid.
+enum ProcessHandle {
+    Fd(OwnedFd),
+    Pid(u32),
+    /// Gone already: nothing to signal.
+    Gone,
+}
+
+impl ProcessHandle {
+    fn open(pid: u32) -> ProcessHandle {
+        // SAFETY: pidfd_open returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        match RawFd::try_from(fd) {
+            // SAFETY: a fresh descriptor the kernel made for us.
+            Ok(fd) if fd >= 0 => ProcessHandle::Fd(unsafe { OwnedFd::from_raw_fd(fd) }),
+            _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) => {
+                ProcessHandle::Pid(pid)
+            }
+            _ => ProcessHandle::Gone,
+        }
+    }
+
+    fn kill(&self) {
+        match self {
+            // SAFETY: a signal sent through a pidfd of ours, no siginfo.
+            ProcessHandle::Fd(fd) => unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                );
+            },
+            // SAFETY: a signal to the sandbox's first process, which this run made.
+            ProcessHandle::Pid(pid) => unsafe {
+                libc::kill(*pid as libc::pid_t, libc::SIGKILL);
+            },
+            ProcessHandle::Gone => {}
+        }
+    }
 }
 
 /// One byte to bubblewrap's `--block-fd`: the child may run.
