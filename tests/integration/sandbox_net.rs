@@ -249,3 +249,22 @@ fn sh_args() -> Vec<&'static str> {
     ));
     args
 }
+
+/// A cancelled task's stack ends with it: no slirp4netns of it is left.
+#[test]
+fn a_cancelled_tasks_stack_ends_with_it() {
+    let h = Harness::new();
+    let id = h.submit_sh("echo UP; sleep 600", &["--sandbox", "--mode", "batch"]);
+    h.wait_until(&id, "the child", HANG_GUARD, || {
+        h.transcript(&id).contains("UP")
+    });
+    let marker = format!("CUEKIT_TASK_ID={id}");
+    assert!(
+        !stack_processes(&marker).is_empty(),
+        "no slirp4netns ran for the task"
+    );
+    h.ok(&["cancel", &id]);
+    h.wait_until(&id, "its slirp4netns to end", HANG_GUARD, || {
+        stack_processes(&marker).is_empty()
+    });
+}
