@@ -322,10 +322,12 @@ pub fn network_namespace(
 
 /// Whether the network namespace of `pid` has its loopback up with `127.0.0.1` (the kernel
 /// routes an address of an interface only once it is up): what bubblewrap's `--unshare-net`
-/// sets up in its child before anything else may configure the namespace.
-pub fn loopback_is_up(pid: u32) -> bool {
+/// sets up in its child before anything else may configure the namespace. `None` when /proc
+/// does not say (the process is gone, or hidden from this user).
+pub fn loopback_is_up(pid: u32) -> Option<bool> {
     std::fs::read_to_string(format!("/proc/{pid}/net/fib_trie"))
-        .is_ok_and(|trie| trie.contains("127.0.0.1"))
+        .ok()
+        .map(|trie| trie.contains("127.0.0.1"))
 }
 
 fn signal(pids: &BTreeSet<u32>, sig: libc::c_int) {

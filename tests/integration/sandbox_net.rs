@@ -148,3 +148,123 @@ fn no_network_reaches_nothing_at_all() {
     h.json(&["wait", &id, "--timeout", "60s"]);
     assert_reach(&h.transcript(&id), &targets);
 }
+
+/// A stack that does not come up (a slirp4netns that fails) ends the task `sandbox_failed`
+/// before its child ran: never in a namespace without its way out, never without the namespace.
+#[test]
+fn a_stack_that_fails_ends_the_task_before_its_child_runs() {
+    let h = Harness::new();
+    crate::harness::write_executable(
+        &h.bin.join("slirp4netns"),
+        "#!/bin/sh\necho 'slirp4netns: cannot configure' >&2\nexit 1\n",
+    );
+    let id = h.submit_sh(
+        "echo AGENT-RAN; touch ran.txt",
+        &["--sandbox", "--mode", "batch"],
+    );
+    let (waited, _) = h.json(&["wait", &id, "--timeout", "60s"]);
+    let view = &waited["tasks"][0];
+    let said = h.transcript(&id);
+    assert_eq!(view["status"], "failed", "{waited}\n{said}");
+    assert_eq!(view["reason"], "sandbox_failed", "{waited}\n{said}");
+    assert!(!said.contains("AGENT-RAN"), "{said}");
+    assert!(
+        said.contains("cannot configure"),
+        "slirp4netns's own words: {said}"
+    );
+}
+
+/// A PATH of links to every program on this one but slirp4netns.
+fn path_without_slirp(h: &Harness) -> String {
+    let folder = h.root().join("noslirp");
+    std::fs::create_dir_all(&folder).unwrap();
+    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            if name != "slirp4netns" && !folder.join(&name).exists() {
+                let _ = std::os::unix::fs::symlink(entry.path(), folder.join(&name));
+            }
+        }
+    }
+    format!("{}:{}", h.bin.display(), folder.display())
+}
+
+/// `doctor` names the stack and runs it; without slirp4netns it warns, and a sandboxed submit
+/// that keeps its network says what sharing the machine's leaves open.
+#[test]
+fn doctor_and_the_submit_say_which_stack_there_is() {
+    let h = Harness::new();
+    let doctor = |path: Option<&str>| {
+        let mut command = h.cuekit();
+        if let Some(path) = path {
+            command.env("PATH", path);
+        }
+        let output = command.arg("doctor").output().unwrap();
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .find(|line| line.contains("sandbox network"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let with = doctor(None);
+    assert!(
+        with.starts_with("ok") && with.contains("slirp4netns") && with.contains("loopback"),
+        "{with}"
+    );
+    let without_path = path_without_slirp(&h);
+    let without = doctor(Some(&without_path));
+    assert!(
+        without.starts_with("warn") && without.contains("not installed"),
+        "{without}"
+    );
+    let output = h
+        .cuekit()
+        .env("PATH", &without_path)
+        .args(["--json", "submit"])
+        .args(crate::harness::sh_task(
+            "true",
+            &["--sandbox", "--mode", "batch"],
+        ))
+        .output()
+        .unwrap();
+    let said: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        said["warnings"]
+            .to_string()
+            .contains("slirp4netns is not installed"),
+        "{said}"
+    );
+    let (with_stack, _) = h.json(&sh_args());
+    assert!(
+        !with_stack["warnings"].to_string().contains("slirp4netns"),
+        "{with_stack}"
+    );
+}
+
+fn sh_args() -> Vec<&'static str> {
+    let mut args = vec!["submit"];
+    args.extend(crate::harness::sh_task(
+        "true",
+        &["--sandbox", "--mode", "batch"],
+    ));
+    args
+}
+
+/// A cancelled task's stack ends with it: no slirp4netns of it is left.
+#[test]
+fn a_cancelled_tasks_stack_ends_with_it() {
+    let h = Harness::new();
+    let id = h.submit_sh("echo UP; sleep 600", &["--sandbox", "--mode", "batch"]);
+    h.wait_until(&id, "the child", HANG_GUARD, || {
+        h.transcript(&id).contains("UP")
+    });
+    let marker = format!("CUEKIT_TASK_ID={id}");
+    assert!(
+        !stack_processes(&marker).is_empty(),
+        "no slirp4netns ran for the task"
+    );
+    h.ok(&["cancel", &id]);
+    h.wait_until(&id, "its slirp4netns to end", HANG_GUARD, || {
+        stack_processes(&marker).is_empty()
+    });
+}

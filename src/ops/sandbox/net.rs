@@ -20,6 +20,13 @@ const READY_WITHIN: Duration = Duration::from_secs(10);
 
 /// The stack a sandbox with the network gets here, or why there is none (said on the task).
 pub fn stack() -> std::result::Result<Stack, &'static str> {
+    if setuid_bwrap() {
+        return Err(
+            "a setuid bubblewrap makes the namespace as root, where slirp4netns run by you cannot \
+             join it, so this sandboxed child shares the machine's network: it reaches services \
+             on this machine's loopback and a port it binds is the machine's; add --no-network",
+        );
+    }
     let slirp = crate::effects::which::find_on_path("slirp4netns").ok_or(
         "slirp4netns is not installed, so this sandboxed child shares the machine's network: \
          it reaches services on this machine's loopback (databases, `cuekit serve`) and a port \
@@ -38,6 +45,15 @@ pub fn stack() -> std::result::Result<Stack, &'static str> {
         // SAFETY: geteuid reads this process's credentials.
         confined: unsafe { libc::geteuid() } == 0,
     })
+}
+
+/// Whether the bubblewrap on PATH is setuid root (old distributions without unprivileged user
+/// namespaces): its namespaces belong to root.
+fn setuid_bwrap() -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    crate::effects::which::find_on_path("bwrap")
+        .and_then(|bwrap| std::fs::metadata(bwrap).ok())
+        .is_some_and(|meta| meta.permissions().mode() & 0o4000 != 0)
 }
 
 /// The generated `resolv.conf` (in cuekit's data dir, written once) and where the machine's
@@ -155,11 +171,13 @@ pub fn run_net(slirp: &Path, confined: bool, command: &[OsString]) -> Result<i32
         drop(block_write);
         return Ok(status_code(child.wait().map_err(failed)?));
     };
+    // Held from now on, so that a signal reaches this process and never one that took its pid.
+    let handle = ProcessHandle::open(pid);
     let attached = attach_to(slirp, pid, confined);
     let Ok((mut stack, exit_write)) = attached else {
-        // Never run unattached: the child first, which closing the block would release.
-        // SAFETY: a signal to the sandbox's first process, which this run made.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        // Never run unattached: the child first, which closing the block would release (its
+        // parent's death does not end it once it changed its credentials in its namespace).
+        handle.kill();
         let _ = child.kill();
         let _ = child.wait();
         drop(block_write);
@@ -175,10 +193,61 @@ pub fn run_net(slirp: &Path, confined: bool, command: &[OsString]) -> Result<i32
     Ok(status_code(status))
 }
 
+/// bubblewrap's child, by a pidfd where the kernel has them (Linux 5.3), else by its pid.
+enum ProcessHandle {
+    Fd(OwnedFd),
+    Pid(u32),
+    /// Gone already: nothing to signal.
+    Gone,
+}
+
+impl ProcessHandle {
+    fn open(pid: u32) -> ProcessHandle {
+        // SAFETY: pidfd_open returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        match RawFd::try_from(fd) {
+            // SAFETY: a fresh descriptor the kernel made for us.
+            Ok(fd) if fd >= 0 => ProcessHandle::Fd(unsafe { OwnedFd::from_raw_fd(fd) }),
+            _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) => {
+                ProcessHandle::Pid(pid)
+            }
+            _ => ProcessHandle::Gone,
+        }
+    }
+
+    fn kill(&self) {
+        match self {
+            // SAFETY: a signal sent through a pidfd of ours, no siginfo.
+            ProcessHandle::Fd(fd) => unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                );
+            },
+            // SAFETY: a signal to the sandbox's first process, which this run made.
+            ProcessHandle::Pid(pid) => unsafe {
+                libc::kill(*pid as libc::pid_t, libc::SIGKILL);
+            },
+            ProcessHandle::Gone => {}
+        }
+    }
+}
+
 /// One byte to bubblewrap's `--block-fd`: the child may run.
 fn release(fd: &OwnedFd) -> std::io::Result<()> {
-    // SAFETY: writes one byte from a live buffer to a descriptor of ours.
-    let written = unsafe { libc::write(fd.as_raw_fd(), b"1".as_ptr().cast(), 1) };
+    // A bubblewrap that died meanwhile closed the other end: an error here, not SIGPIPE (the
+    // CLI restores its default), so that its own status is the one reported.
+    // SAFETY: the disposition of SIGPIPE swapped around one write of one byte from a live
+    // buffer to a descriptor of ours, and put back.
+    let written = unsafe {
+        let before = libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        let written = libc::write(fd.as_raw_fd(), b"1".as_ptr().cast(), 1);
+        libc::signal(libc::SIGPIPE, before);
+        written
+    };
     if written == 1 {
         Ok(())
     } else {
@@ -194,7 +263,7 @@ fn attach_to(slirp: &Path, pid: u32, confined: bool) -> Result<(Child, OwnedFd)>
     // bubblewrap's child sets up the namespace's loopback itself: slirp4netns configuring the
     // namespace meanwhile makes that fail now and then.
     let set_up = std::time::Instant::now();
-    while !crate::effects::process::loopback_is_up(pid)
+    while crate::effects::process::loopback_is_up(pid) == Some(false)
         && crate::effects::process::is_alive(pid)
         && set_up.elapsed() < READY_WITHIN
     {
