@@ -408,22 +408,68 @@ fn read_text(words: &[String], file: Option<&PathBuf>, what: &str) -> Result<Str
         (Some(path), []) => read_utf8(path, &format!("the {what}")),
         (None, [dash]) if dash == "-" => {
             let mut bytes = Vec::new();
-            std::io::stdin().read_to_end(&mut bytes).map_err(|err| {
-                Error::new(
-                    ErrorCode::Io,
-                    format!("cannot read the {what} from stdin: {err}"),
-                )
-            })?;
+            std::io::stdin()
+                .take(TEXT_LIMIT + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|err| {
+                    Error::new(
+                        ErrorCode::Io,
+                        format!("cannot read the {what} from stdin: {err}"),
+                    )
+                })?;
+            if bytes.len() as u64 > TEXT_LIMIT {
+                return Err(too_large(&format!("the {what} on stdin")));
+            }
             utf8(bytes, &format!("the {what} on stdin"))
         }
         (None, words) => Ok(words.join(" ")),
     }
 }
 
-/// A file that must hold text (an objective, a message, a team spec).
+/// The most a text the user names (`--file`, `-` for stdin) may hold: more is no prompt or
+/// message, and reading on would grow without end (`--file /dev/zero`).
+const TEXT_LIMIT: u64 = 4 * 1024 * 1024;
+
+fn too_large(what: &str) -> Error {
+    Error::invalid_input(format!(
+        "{what} holds more than the {TEXT_LIMIT} bytes cuekit reads of a text"
+    ))
+    .with_hint("shorten it, or name the file in the text for the agent to read")
+}
+
+/// A file that must hold text (an objective, a message): a regular file (a FIFO or a device
+/// is refused at once, never waited on or read without end), up to [`TEXT_LIMIT`] bytes.
 fn read_utf8(path: &Path, what: &str) -> Result<String, Error> {
-    let bytes = std::fs::read(path).map_err(|err| Error::io("read", path, err))?;
-    utf8(bytes, &format!("{what} in {}", path.display()))
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|err| Error::io("read", path, err))?;
+    let meta = file
+        .metadata()
+        .map_err(|err| Error::io("read", path, err))?;
+    let whose = format!("{what} in {}", path.display());
+    if !meta.is_file() {
+        return Err(Error::invalid_input(format!(
+            "{} is not a regular file (a FIFO, a device or a folder): cuekit reads {what} only \
+             from a file",
+            path.display()
+        ))
+        .with_hint("save the text into a file first, or give it on stdin with `-`"));
+    }
+    if meta.len() > TEXT_LIMIT {
+        return Err(too_large(&whose));
+    }
+    let mut bytes = Vec::new();
+    file.take(TEXT_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| Error::io("read", path, err))?;
+    if bytes.len() as u64 > TEXT_LIMIT {
+        return Err(too_large(&whose));
+    }
+    utf8(bytes, &whose)
 }
 
 /// Bytes that are not UTF-8 are a bad value, not a failed read: prompts, messages and records

@@ -219,3 +219,64 @@ fn an_objective_message_or_spec_that_is_not_utf8_is_invalid_input() {
         std::fs::read_to_string(h.task_dir(&running).join("events.jsonl")).unwrap_or_default();
     assert!(!events.contains("\"type\":\"steer\""), "{events}");
 }
+
+/// A file the user names for a text (`--file`, a team's `--spec`) is read only when it is a
+/// regular file, up to a limit: a FIFO or a device (`/dev/zero`, which grew a submit to 9 GB)
+/// is refused at once with a stable code, and so is a text past 4 MiB, from a file or stdin.
+#[test]
+fn a_named_file_is_a_bounded_regular_file_never_a_fifo_or_device() {
+    let h = Harness::new();
+    let fifo = h.root().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let big = h.root().join("big.txt");
+    std::fs::write(&big, vec![b'a'; 4 * 1024 * 1024 + 1]).unwrap();
+    let (fifo, big) = (fifo.to_str().unwrap(), big.to_str().unwrap());
+    let refused: [(&[&str], &str, i32); 6] = [
+        (&["submit", "--file", "/dev/zero"], "invalid_input", 3),
+        (&["submit", "--file", fifo], "invalid_input", 3),
+        (
+            &["steer", "t_000000000001", "--file", fifo],
+            "invalid_input",
+            3,
+        ),
+        (&["submit", "--file", big], "invalid_input", 3),
+        (
+            &["team", "submit", "crew", "--spec", fifo],
+            "unsafe_project_data",
+            29,
+        ),
+        (
+            &["team", "submit", "crew", "--spec", "/dev/zero"],
+            "unsafe_project_data",
+            29,
+        ),
+    ];
+    for (args, expected, status) in refused {
+        let output = h.bounded(args, crate::harness::HANG_GUARD);
+        let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+        crate::harness::assert_refused(&answer, output.status.code().unwrap(), expected, status);
+    }
+    // Stdin without end is cut at the limit too.
+    let mut endless = h
+        .cuekit()
+        .args(["--json", "submit", "-"])
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ended = crate::harness::poll(crate::harness::HANG_GUARD, || {
+        endless.try_wait().unwrap().is_some()
+    });
+    if !ended {
+        let _ = endless.kill();
+    }
+    assert!(ended, "submit - read /dev/zero without end");
+    let output = endless.wait_with_output().unwrap();
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    crate::harness::assert_refused(&answer, output.status.code().unwrap(), "invalid_input", 3);
+    nothing_recorded(&h);
+}

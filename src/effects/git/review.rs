@@ -82,6 +82,17 @@ const NAMES: &[&str] = &[
     "configure",
     "opencode.json",
     "opencode.jsonc",
+    // Build and CI files a second blind review merged unasked (issue 47).
+    "Jenkinsfile",
+    "Package.swift",
+    "Podfile",
+    "mix.exs",
+    "build.zig",
+    "Makefile.PL",
+    "Build.PL",
+    // Python runs these at every start, from any folder on its path.
+    "sitecustomize.py",
+    "usercustomize.py",
     // Instructions an agent started there later reads as its own.
     "GEMINI.md",
     "CLAUDE.md",
@@ -97,6 +108,13 @@ const BEGINNINGS: &[(&str, &[&str])] = &[
     ("constraints", &[".txt"]),
     ("Dockerfile", &[]),
     ("docker-compose", &[]),
+    // Task runners and test runners whose file is a program (`gulpfile.babel.js`, …).
+    ("gulpfile.", &[]),
+    ("Gulpfile.", &[]),
+    ("Gruntfile.", &[]),
+    ("gruntfile.", &[]),
+    ("karma.conf.", &[]),
+    ("azure-pipelines", &[".yml", ".yaml"]),
 ];
 
 /// Name endings of tool configs that are programs themselves (`vite.config.ts`, …).
@@ -115,6 +133,9 @@ const ENDINGS: &[&str] = &[
     ".csproj",
     ".props",
     ".targets",
+    ".gemspec",
+    // A Python path file's `import` lines run at every interpreter start.
+    ".pth",
 ];
 
 /// One changed path, with its mode after the change (`None`: deleted).
@@ -260,6 +281,36 @@ mod tests {
             assert_eq!(policy_paths(&[file(path)]), [path], "{path}");
         }
         assert!(policy_paths(&[file("docs/requirements.md")]).is_empty());
+    }
+
+    /// One test each for the files a second blind review merged unasked (issue 47).
+    macro_rules! picked_out {
+        ($($test:ident: $path:literal,)*) => {$(
+            #[test]
+            fn $test() {
+                let changed = Changed {
+                    path: $path.to_string(),
+                    mode: Some("100644".into()),
+                };
+                assert_eq!(policy_paths(&[changed]), [$path]);
+            }
+        )*};
+    }
+
+    picked_out! {
+        a_gulpfile_is_picked_out: "web/gulpfile.js",
+        a_gruntfile_is_picked_out: "Gruntfile.js",
+        a_karma_config_is_picked_out: "test/karma.conf.js",
+        a_jenkinsfile_is_picked_out: "Jenkinsfile",
+        azure_pipelines_are_picked_out: "azure-pipelines.yml",
+        a_swift_package_is_picked_out: "Package.swift",
+        a_gemspec_is_picked_out: "gems/tool/tool.gemspec",
+        a_podfile_is_picked_out: "ios/Podfile",
+        a_mix_project_is_picked_out: "mix.exs",
+        a_zig_build_is_picked_out: "build.zig",
+        a_perl_makefile_is_picked_out: "Makefile.PL",
+        a_sitecustomize_is_picked_out: "lib/sitecustomize.py",
+        a_python_path_file_is_picked_out: "site-packages/evil.pth",
     }
 
     #[test]
