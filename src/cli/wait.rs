@@ -21,11 +21,13 @@ pub struct WaitArgs {
     /// Give up after this long (exit status 21).
     #[arg(long, value_parser = super::parse_duration)]
     timeout: Option<Duration>,
-    /// `ended` (default); `input-required`: also return when a child waits on a human
-    /// (a login, trust or permission screen, or idle at its prompt after a turn); `report`:
-    /// also return when a child makes a `cuekit report` after the wait began.
-    #[arg(long, default_value = "ended", value_parser = ["ended", "input-required", "report"])]
-    until: String,
+    /// `turn` (default): return when each task has ended or its child's turn has (it idles at
+    /// its prompt, its answer ready for `cuekit result`), saying on stderr what a child on a
+    /// dialog waits for; `ended`: only when the tasks have ended; `input-required`: also when
+    /// a child waits on a human (a login, trust or permission screen, or idle at its prompt);
+    /// `report`: also when a child makes a `cuekit report` after the wait began.
+    #[arg(long, value_parser = ["turn", "ended", "input-required", "report"])]
+    until: Option<String>,
 }
 
 pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
@@ -37,10 +39,11 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         task_ids,
         any: args.any,
         timeout: args.timeout,
-        until: match args.until.as_str() {
-            "input-required" => WaitUntil::InputRequired,
-            "report" => WaitUntil::Report,
-            _ => WaitUntil::Ended,
+        until: match args.until.as_deref() {
+            Some("input-required") => WaitUntil::InputRequired,
+            Some("report") => WaitUntil::Report,
+            Some("ended") => WaitUntil::Ended,
+            _ => WaitUntil::Turn,
         },
     };
     // The live line goes to stderr, and only to a person watching it.
@@ -54,6 +57,12 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         WaitNews::Tick(_) => {}
         WaitNews::HostUnreachable(err) => {
             super::render::say_err(&format!("cuekit: {}; still waiting", err.message));
+        }
+        WaitNews::WaitsOnHuman(view) => {
+            if shown {
+                eprint!("\r\x1b[K");
+            }
+            super::render::say_err(&waits_on_human_line(view));
         }
     };
     let outcome = ops::wait_watching(&request, cwd, &mut watch);
@@ -85,6 +94,18 @@ pub fn run(args: &WaitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
     } else {
         ErrorCode::TaskFailed.exit_status()
     })
+}
+
+/// `cuekit: t_… waits on a human (permission_prompt): <hint>; still waiting for its turn to end`
+fn waits_on_human_line(view: &crate::ops::TaskView) -> String {
+    format!(
+        "cuekit: {} waits on a human ({}): {}; still waiting for its turn to end",
+        view.id,
+        view.reason.as_deref().unwrap_or("input_required"),
+        view.hint
+            .as_deref()
+            .unwrap_or("`cuekit attach` it and answer")
+    )
 }
 
 /// `waiting 42s · 2 running, 1 ended · last activity 3s ago`

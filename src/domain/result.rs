@@ -40,6 +40,10 @@ pub struct TaskResult {
     /// For tasks without an event stream: the end of the readable transcript.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript_tail: Option<String>,
+    /// An interactive child's own session record (Gemini's chat file) that its answer, tool
+    /// calls and tokens were read from: the child's words, not cuekit's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_record: Option<std::path::PathBuf>,
     /// Everything the child said with `cuekit report`, oldest first.
     #[serde(default)]
     pub reports: Vec<Report>,

@@ -31,6 +31,10 @@ pub enum WaitUntil {
     InputRequired,
     /// The task has ended or its child made a report since the wait began.
     Report,
+    /// The task has ended, or its child's turn has: it idles at its prompt (an interactive
+    /// or ACP child) and its answer can be read. A child on a dialog (a permission, login or
+    /// trust screen) is still in its turn: the wait says what it waits on and goes on.
+    Turn,
 }
 
 impl WaitUntil {
@@ -40,6 +44,7 @@ impl WaitUntil {
             WaitUntil::Ended => "ended",
             WaitUntil::InputRequired => "input-required",
             WaitUntil::Report => "report",
+            WaitUntil::Turn => "turn",
         }
     }
 }
@@ -79,6 +84,9 @@ pub enum WaitNews<'a> {
     Tick(&'a WaitTick),
     /// The tasks' host did not answer: the wait asks again, never taking it for an ending.
     HostUnreachable(&'a Error),
+    /// A child in its turn waits on a human (a dialog: its reason and hint say which), told
+    /// once each time it starts to; the wait goes on (`--until turn`).
+    WaitsOnHuman(&'a TaskView),
 }
 
 pub fn wait(request: &WaitRequest, cwd: &Path) -> Result<WaitOutcome> {
@@ -139,9 +147,11 @@ fn wait_for_tasks(
     // that showed it.
     let mut attention_since: Vec<Option<(Instant, Option<u64>)>> =
         vec![None; request.task_ids.len()];
+    // The dialog each task was last told to wait on (`--until turn`).
+    let mut told: Vec<Option<String>> = vec![None; request.task_ids.len()];
     loop {
         let (views, screens) = match request.until {
-            WaitUntil::InputRequired => {
+            WaitUntil::InputRequired | WaitUntil::Turn => {
                 let (views, screens) = refreshed.views_and_screens(None);
                 (Some(views), screens)
             }
@@ -166,7 +176,7 @@ fn wait_for_tasks(
             .filter(|(i, record)| {
                 let needs_human = views
                     .as_ref()
-                    .is_some_and(|v| v[*i].status == Status::InputRequired);
+                    .is_some_and(|v| turn_over(request.until, &v[*i]));
                 let since = &mut attention_since[*i];
                 *since = match *since {
                     Some((at, screen)) if needs_human && screen == shown[*i] => Some((at, screen)),
@@ -197,6 +207,9 @@ fn wait_for_tasks(
                 unreachable: None,
             });
         }
+        if let Some(views) = views.as_ref().filter(|_| request.until == WaitUntil::Turn) {
+            tell_dialogs(views, &mut told, watch);
+        }
         watch(WaitNews::Tick(&tick(&refreshed, started)));
         wait_for_change(
             &refreshed,
@@ -209,6 +222,31 @@ fn wait_for_tasks(
         let tasks = reload(&refreshed.tasks)?;
         super::judge::look_after(&tasks);
         refreshed = refresh(tasks)?;
+    }
+}
+
+/// Whether a task's view ends a wait of `until` that is not an ending: `input-required`
+/// takes any wait on a human, `turn` only a child idle at its prompt.
+fn turn_over(until: WaitUntil, view: &TaskView) -> bool {
+    let idle = crate::domain::attention::Attention::IdleAtPrompt.as_str();
+    match until {
+        WaitUntil::InputRequired => view.status == Status::InputRequired,
+        WaitUntil::Turn => {
+            view.status == Status::InputRequired && view.reason.as_deref() == Some(idle)
+        }
+        WaitUntil::Ended | WaitUntil::Report => false,
+    }
+}
+
+/// Tells `watch` of each task that has come to wait on a dialog since the last look.
+fn tell_dialogs(views: &[TaskView], told: &mut [Option<String>], watch: &mut dyn FnMut(WaitNews)) {
+    for (view, told) in views.iter().zip(told.iter_mut()) {
+        let dialog = (view.status == Status::InputRequired && !turn_over(WaitUntil::Turn, view))
+            .then(|| view.reason.clone().unwrap_or_default());
+        if dialog.is_some() && dialog != *told {
+            watch(WaitNews::WaitsOnHuman(view));
+        }
+        *told = dialog;
     }
 }
 

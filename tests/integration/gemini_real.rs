@@ -175,3 +175,111 @@ fn a_one_mebibyte_prompt_reaches_batch_gemini_whole() {
         );
     }
 }
+
+/// The canned replies of tests/fixtures/gemini/tool-call.jsonl: a shell call that writes f.txt
+/// (run, `-y`), then the answer "Done: wrote f.txt.".
+fn tool_call_replies() -> Vec<String> {
+    include_str!("../fixtures/gemini/tool-call.jsonl")
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// The chat file the real CLI keeps for a session: under `~/.gemini/tmp/<project>/chats/`.
+fn chat_files(h: &Harness) -> Vec<std::path::PathBuf> {
+    let tmp = h.home.join(".gemini/tmp");
+    let mut files = Vec::new();
+    for project in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+        let chats = project.path().join("chats");
+        for file in std::fs::read_dir(&chats).into_iter().flatten().flatten() {
+            files.push(file.path());
+        }
+    }
+    files
+}
+
+#[test]
+fn an_interactive_result_is_the_childs_answer_from_its_own_chat_never_through_a_link() {
+    let h = Harness::new().with_real_gemini(&tool_call_replies());
+    let id = h.submit(&["--model", MODEL, "Write hi to f.txt"]);
+    let (waited, code) = h.json(&["wait", &id, "--until", "input-required", "--timeout", "90s"]);
+    assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
+    let (result, code) = h.json(&["result", &id]);
+    assert_eq!(code, 0, "{result}");
+    assert_eq!(result["final_text"], "Done: wrote f.txt.", "{result}");
+    assert_eq!(result["status"], "input_required", "{result}");
+    assert_eq!(result["reason"], "idle_at_prompt", "{result}");
+    assert_eq!(result["agent_session_id"], id.as_str());
+    assert_eq!(result["tool_calls"][0]["name"], "run_shell_command");
+    assert_eq!(
+        result["tool_calls"][0]["parameters"]["command"],
+        "echo hi > f.txt"
+    );
+    assert_eq!(result["tool_calls"][0]["status"], "success");
+    assert_eq!(result["stats"]["total_tokens"], 30, "{result}");
+    assert_eq!(result["model"], MODEL);
+    let record = result["session_record"].as_str().unwrap().to_string();
+    assert!(record.ends_with(".jsonl"), "{record}");
+    assert!(result.get("transcript_tail").is_none(), "{result}");
+    let text = h.ok(&["result", &id]);
+    assert!(
+        text.contains("the child's answer:\nDone: wrote f.txt."),
+        "{text}"
+    );
+    assert!(text.contains("tool:     run_shell_command"), "{text}");
+    assert!(
+        !text.contains("Tips for getting started"),
+        "no TUI in the answer: {text}"
+    );
+
+    // A chat file that is a link is not followed: the readable log stands in.
+    let (cancelled, code) = h.json(&["cancel", &id]);
+    assert_eq!(code, 0, "{cancelled}");
+    let files = chat_files(&h);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let forged = h.root().join("forged.jsonl");
+    let chat = std::fs::read_to_string(&files[0]).unwrap();
+    std::fs::write(&forged, chat.replace("Done: wrote f.txt.", "FORGED ANSWER")).unwrap();
+    std::fs::remove_file(&files[0]).unwrap();
+    std::os::unix::fs::symlink(&forged, &files[0]).unwrap();
+    let (result, code) = h.json(&["result", &id]);
+    assert_eq!(code, 0, "{result}");
+    assert!(!result.to_string().contains("FORGED ANSWER"), "{result}");
+    assert!(result.get("session_record").is_none(), "{result}");
+    assert!(result["transcript_tail"].is_string(), "{result}");
+}
+
+#[test]
+fn the_readmes_quick_start_waits_for_the_answer_and_prints_it() {
+    let h = Harness::new().with_real_gemini(&canned_texts(&["Quick start canned answer."]));
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_cuekit"), h.bin.join("cuekit")).unwrap();
+    let readme = include_str!("../../README.md");
+    let line = readme
+        .lines()
+        .find(|line| line.starts_with("cuekit wait t_") && line.contains("&& cuekit result"))
+        .expect("the README's quick start waits, then prints the result");
+    let id = h.submit(&["--model", MODEL, "Say something"]);
+    let written_id = line.split_whitespace().nth(2).unwrap();
+    let command = line.replace(written_id, &id);
+    // The lines as written (their comment included); a hang guard around them, nothing else.
+    let output = h
+        .program(std::path::Path::new("timeout"))
+        .args(["120", "sh", "-c", &command])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "`{command}` exited {:?}\n{stdout}\n{}\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr),
+        h.screen(&id)
+    );
+    assert!(
+        stdout.contains("the child's answer:\nQuick start canned answer."),
+        "{stdout}"
+    );
+    // `--until ended` keeps its meaning: the idle child has not ended.
+    let (waited, code) = h.json(&["wait", &id, "--until", "ended", "--timeout", "2s"]);
+    assert_eq!(code, 21, "{waited}");
+}

@@ -79,13 +79,18 @@ pub fn text(result: &TaskResult) -> String {
     }
     if let Some(stats) = &result.stats {
         let n = |key: &str| stats.get(key).and_then(|v| v.as_u64()).unwrap_or(0);
+        // A session record counts tokens but not time.
+        let took = stats
+            .get("duration_ms")
+            .and_then(|v| v.as_u64())
+            .map(|ms| format!(" in {ms} ms"))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "  tokens:   {} ({} in, {} out) in {} ms",
+            "  tokens:   {} ({} in, {} out){took}",
             n("total_tokens"),
             n("input_tokens"),
             n("output_tokens"),
-            n("duration_ms")
         );
     }
     if let Some(files) = &result.files_changed {
@@ -95,6 +100,9 @@ pub fn text(result: &TaskResult) -> String {
     }
     for path in &result.submodules_changed {
         let _ = writeln!(out, "  submodule: {path} changed (a merge refuses it)");
+    }
+    if let Some(record) = &result.session_record {
+        let _ = writeln!(out, "  record:   {}", record.display());
     }
     let text = result
         .transcript_tail
@@ -110,7 +118,10 @@ pub fn text(result: &TaskResult) -> String {
             report.message
         );
     }
-    if !text.is_empty() {
+    if !text.is_empty() && result.session_record.is_some() {
+        // The child's words, as its own session record holds them.
+        let _ = writeln!(out, "\nthe child's answer:\n{text}");
+    } else if !text.is_empty() {
         let _ = writeln!(out, "\n{text}");
     }
     out.trim_end().to_string()

@@ -55,6 +55,7 @@ pub fn result(
         unknown_events: Vec::new(),
         unknown_fields: serde_json::Map::new(),
         transcript_tail: None,
+        session_record: None,
         reports: Vec::new(),
         turns: turns.clone(),
         attempts: Vec::new(),

@@ -203,6 +203,40 @@ impl Root {
     }
 }
 
+impl Root {
+    /// The file at `relative` opened for a streamed read, following no link at any level (the
+    /// last included): a regular file of this user's under the root, with its size. `None`
+    /// when there is none. For a file another program keeps and a child can write (an agent's
+    /// session record), read by the caller within a bound of its own.
+    pub fn open_unlinked(&self, relative: &Path) -> Result<Option<(std::fs::File, u64)>> {
+        let path = self.prove_no_links(relative)?;
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(refused(
+                    &path,
+                    "it is a symbolic link, and cuekit follows none",
+                ));
+            }
+            Err(err) => return Err(Error::io("read", &path, err)),
+        };
+        self.check_inside(&path, &opened_path(&file, &path))?;
+        let meta = file
+            .metadata()
+            .map_err(|err| Error::io("read", &path, err))?;
+        if !meta.is_file() {
+            return Err(refused(&path, "it is not a regular file"));
+        }
+        check_owner(&meta, &path)?;
+        Ok(Some((file, meta.len())))
+    }
+}
+
 /// A relative path of plain names only: no root, no `.` games, no `..`.
 pub fn plain_relative(relative: &Path) -> Result<&Path> {
     let plain = !relative.as_os_str().is_empty()

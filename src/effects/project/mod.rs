@@ -17,5 +17,6 @@
 pub mod files;
 pub mod gitmodules;
 pub mod names;
+pub mod session_record;
 
 pub use files::Root;

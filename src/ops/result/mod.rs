@@ -2,6 +2,7 @@
 //! Written by the event filter when an event stream ends; built on demand from the record,
 //! the events and the transcript otherwise (a killed run, or a task without a stream).
 
+mod chat;
 pub(crate) mod outcome;
 
 use std::path::Path;
@@ -29,19 +30,28 @@ pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
         return crate::ops::remote::reply(&host, &words, None, cwd);
     }
     let task = crate::ops::task::open(task_id, cwd)?;
-    let task = crate::ops::judge::refresh(vec![task])?.tasks.remove(0);
+    let mut refreshed = crate::ops::judge::refresh(vec![task])?;
+    // How it stands now, its screen read: a child idle at its prompt is `input_required`.
+    let now = refreshed.views().remove(0);
+    let task = refreshed.tasks.remove(0);
     let record = &task.record;
     let mut result = match read_written(record) {
         Some(result) => result,
         None if record.event_stream => {
             from_digest(&record.id, read_events(record)?, record.exit_code, None)
         }
-        None => plain_result(record)?,
+        None => match chat::from_session_record(record) {
+            Some(result) => result,
+            None => plain_result(record)?,
+        },
     };
     if record.status.is_terminal() {
         result.status = record.status;
         result.reason = record.reason.clone();
         result.exit_code = record.exit_code.or(result.exit_code);
+    } else if now.status == Status::InputRequired {
+        result.status = now.status;
+        result.reason = now.reason;
     } else {
         result.status = Status::Running;
     }

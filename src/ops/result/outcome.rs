@@ -48,6 +48,7 @@ pub fn from_digest(
         unknown_events: digest.unknown_events,
         unknown_fields: digest.unknown_fields,
         transcript_tail: None,
+        session_record: None,
         reports: Vec::new(),
         turns: Vec::new(),
         attempts: Vec::new(),

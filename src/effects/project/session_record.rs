@@ -1,0 +1,125 @@
+//! An agent's own session record, found and read as data a child can write: the Gemini CLI's
+//! chat file for the session id cuekit chose. Every step goes through [`Root`]: the folder
+//! listings are proven inside the agent's folder, the file is opened following no link at any
+//! level, as a regular file of this user's, and read streamed within [`CHAT_READ_LIMIT`] (a
+//! longer chat is read from its end, where the answer is).
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use super::files::Root;
+use crate::domain::chat::{
+    ChatDigest, GeminiChat, gemini_chat_file_matches, gemini_chat_session,
+    gemini_project_short_name,
+};
+use crate::domain::error::{Error, Result};
+
+/// The most of one chat file read: its last bytes when it is longer.
+pub const CHAT_READ_LIMIT: u64 = 64 * 1024 * 1024;
+/// Project folders under `tmp/` looked through for the chat when `projects.json` does not name
+/// the project (a sandboxed child's `projects.json` does not survive its sandbox).
+const FOLDERS_LIMIT: usize = 1024;
+/// The first line of a chat file (its header) is read up to this.
+const HEADER_LIMIT: u64 = 64 * 1024;
+
+/// Where a Gemini child kept its sessions.
+#[derive(Debug, Clone)]
+pub struct GeminiPlaces {
+    /// The folder that holds the project folders (`~/.gemini/tmp`, or the task's own state).
+    pub tmp: PathBuf,
+    /// `~/.gemini/projects.json`, naming each project's folder, where there is one.
+    pub projects: Option<PathBuf>,
+}
+
+/// The chat file found for a session and what it says.
+#[derive(Debug, Clone)]
+pub struct FoundChat {
+    pub path: PathBuf,
+    pub digest: ChatDigest,
+}
+
+/// The chat of session `session_id`, kept for the project at `cwd`: the file named for the
+/// session's first 8 characters whose first line names the whole id (the latest such file).
+/// `None` when there is none.
+pub fn gemini_chat(
+    places: &GeminiPlaces,
+    cwd: &Path,
+    session_id: &str,
+) -> Result<Option<FoundChat>> {
+    let (Some(parent), Some(tmp_name)) = (places.tmp.parent(), places.tmp.file_name()) else {
+        return Ok(None);
+    };
+    if !places.tmp.is_dir() {
+        return Ok(None);
+    }
+    let root = Root::new(parent)?;
+    let tmp = Path::new(tmp_name);
+    let named = places
+        .projects
+        .as_deref()
+        .and_then(|path| project_short_name(path, cwd));
+    let mut folders: Vec<PathBuf> = named.into_iter().map(PathBuf::from).collect();
+    folders.extend(
+        root.list(tmp)?
+            .into_iter()
+            .take(FOLDERS_LIMIT)
+            .map(PathBuf::from),
+    );
+    for folder in folders {
+        let chats = tmp.join(&folder).join("chats");
+        let Ok(names) = root.list(&chats) else {
+            continue;
+        };
+        let mut matching: Vec<String> = names
+            .into_iter()
+            .filter_map(|name| name.into_string().ok())
+            .filter(|name| gemini_chat_file_matches(name, session_id))
+            .collect();
+        matching.sort();
+        for name in matching.iter().rev() {
+            let relative = chats.join(name);
+            if let Some(digest) = read_if_session(&root, &relative, session_id)? {
+                return Ok(Some(FoundChat {
+                    path: root.path().join(relative),
+                    digest,
+                }));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The project's folder name from `projects.json`, read as project data (a child may have
+/// written it).
+fn project_short_name(path: &Path, cwd: &Path) -> Option<String> {
+    let bytes = super::files::read_named(path).ok()?;
+    gemini_project_short_name(&bytes, cwd.to_str()?)
+}
+
+/// The chat at `relative`, folded, if its first line names `session_id`.
+fn read_if_session(root: &Root, relative: &Path, session_id: &str) -> Result<Option<ChatDigest>> {
+    let Some((mut file, len)) = root.open_unlinked(relative)? else {
+        return Ok(None);
+    };
+    let path = root.path().join(relative);
+    let mut head = Vec::new();
+    (&mut file)
+        .take(HEADER_LIMIT)
+        .read_to_end(&mut head)
+        .map_err(|err| Error::io("read", &path, err))?;
+    let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    if gemini_chat_session(first).as_deref() != Some(session_id) {
+        return Ok(None);
+    }
+    let from = len.saturating_sub(CHAT_READ_LIMIT);
+    file.seek(SeekFrom::Start(from))
+        .map_err(|err| Error::io("read", &path, err))?;
+    let mut chat = GeminiChat::default();
+    crate::effects::store::for_each_line(file.take(CHAT_READ_LIMIT), |line| {
+        chat.push_line(line);
+    })
+    .map_err(|err| Error::io("read", &path, err))?;
+    let mut digest = chat.finish();
+    digest.session_id = Some(session_id.to_string());
+    Ok(Some(digest))
+}
