@@ -56,6 +56,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Start a task: render the prompt, launch the agent in a new tmux session.
+    #[command(after_help = submit::EXAMPLES)]
     Submit(Box<submit::SubmitArgs>),
     /// Show the status of tasks (or a team's summary with --team).
     Status {
@@ -147,6 +148,10 @@ enum Command {
         /// Repair what is safe to repair: create directories, add the .gitignore entry.
         #[arg(long)]
         fix: bool,
+        /// Check every agent (default: the default agent, those a config file sets
+        /// `adapters.<kind>` for, and those of your tasks).
+        #[arg(long)]
+        all: bool,
     },
     /// Every task on one screen: look, steer, stop or review each with one key.
     Top {
@@ -274,7 +279,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Host(command) => hosts::host(command, &cwd, json),
         Command::Config => setup::config(&cwd, json),
         Command::Init { force, agent } => setup::init(&cwd, *force, agent.as_deref(), json),
-        Command::Doctor { fix } => setup::doctor(&cwd, *fix, json),
+        Command::Doctor { fix, all } => setup::doctor(&cwd, *fix, *all, json),
         Command::Top { all, refresh } => {
             if *refresh < Duration::from_millis(100) {
                 return Err(Error::invalid_input("--refresh must be at least 100ms")

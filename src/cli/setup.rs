@@ -94,10 +94,10 @@ pub fn init(cwd: &Path, force: bool, agent: Option<&str>, json: bool) -> anyhow:
 }
 
 /// Exit status 1 when any check failed, 0 otherwise (warnings included).
-pub fn doctor(cwd: &Path, fix: bool, json: bool) -> anyhow::Result<i32> {
+pub fn doctor(cwd: &Path, fix: bool, all: bool, json: bool) -> anyhow::Result<i32> {
     // Submits that were cut short are undone first, so what is left to report is real.
     let undone = ops::reap_orphans();
-    let mut checks = doctor::doctor(cwd, fix);
+    let mut checks = doctor::doctor(cwd, fix, all);
     if !undone.is_empty() {
         checks.push(doctor::Check::new(
             "interrupted submits",

@@ -199,6 +199,9 @@ async fn serve(
                 "(no QR code for a Unix socket: the tunnel names the URL)".to_string()
             };
             let _ = writeln!(out, "{drawn}");
+            if let Some(note) = loopback_note(url) {
+                let _ = writeln!(out, "{note}");
+            }
         }
         let _ = out.flush();
     };
@@ -262,6 +265,24 @@ async fn serve(
 }
 
 /// `text` as a QR code drawn with half blocks, light on dark as a terminal shows it.
+/// What `--qr` says under a code for a loopback URL: a phone scanning it opens its own
+/// loopback, never this machine; how to reach this one instead (docs/guides/web.md).
+fn loopback_note(url: &str) -> Option<String> {
+    let host = url.split_once("://")?.1;
+    let loopback =
+        host.starts_with("127.") || host.starts_with("[::1]") || host.starts_with("localhost");
+    loopback.then(|| {
+        let port = host.rsplit_once(':').map_or("8377", |(_, port)| port);
+        format!(
+            "note: {url} is a loopback address: a phone that scans this code opens itself, not this \
+             machine. Tunnel to it (`ssh -N -L {port}:127.0.0.1:{port} you@this-machine`, then open \
+             http://localhost:{port}/pair there; or `tailscale serve --bg {port}` with \
+             --public-host NAME), or serve a LAN address over TLS (--bind 0.0.0.0:{port} \
+             --tls-cert F --tls-key F); see docs/guides/web.md"
+        )
+    })
+}
+
 fn qr_code(text: &str) -> String {
     use qrcode::render::unicode::Dense1x2;
     match qrcode::QrCode::new(text.as_bytes()) {
@@ -332,6 +353,15 @@ mod tests {
         assert!(unix.allows("localhost:9999"));
         assert!(unix.allows("127.0.0.1"));
         assert!(!unix.allows("evil.example:9999"));
+    }
+
+    #[test]
+    fn a_loopback_url_gets_a_note_that_a_phone_cannot_reach_it() {
+        let note = loopback_note("http://127.0.0.1:8377").unwrap();
+        assert!(note.contains("a phone") && note.contains("ssh -N -L 8377:127.0.0.1:8377"));
+        assert!(loopback_note("http://[::1]:9000").unwrap().contains("9000"));
+        assert_eq!(loopback_note("https://192.168.1.5:8377"), None);
+        assert_eq!(loopback_note("unix:/run/user/1000/cuekit.sock"), None);
     }
 
     #[test]

@@ -260,7 +260,7 @@ fn approval_modes_replace_the_bypass_and_doctor_names_the_installer() {
         "AGY_CLI_DISABLE_AUTO_UPDATE=true agy --mode accept-edits --add-dir=\"$(pwd -P)\" -i='x'"
     );
     let h = Harness::new();
-    let (checks, _) = h.json(&["doctor"]);
+    let (checks, _) = h.json(&["doctor", "--all"]);
     let binary = checks
         .as_array()
         .unwrap()

@@ -22,6 +22,7 @@ mod cli_parsing;
 mod conflicts;
 mod fanout;
 mod faults;
+mod first_contact;
 mod gemini_real;
 mod hostile_repo;
 mod inventory;

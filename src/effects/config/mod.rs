@@ -586,6 +586,14 @@ impl Config {
         })
     }
 
+    /// The agents some config file has an `adapters.<kind>` entry for.
+    pub fn configured_agents(&self) -> std::collections::BTreeSet<String> {
+        self.layers
+            .iter()
+            .flat_map(|(_, file)| file.adapters.keys().cloned())
+            .collect()
+    }
+
     /// The agent's binary (a project file's only when trusted: [`class`]).
     pub fn bin(&self, kind: &str) -> Option<Setting<String>> {
         self.pick(|f| f.adapters.get(kind)?.bin.clone())

@@ -11,12 +11,52 @@ use crate::effects::config::Config;
 
 use super::{Check, Level};
 
-/// Each agent's binary and version (probed in parallel, each under a timeout) and its auth.
-pub(super) fn agent_checks(config: &Config) -> Vec<Check> {
+/// Each agent's binary and version (probed in parallel, each under a timeout) and its auth:
+/// every agent with `all`, else only those in use ([`agents_in_use`]), then one line naming
+/// how many were left out.
+pub(super) fn agent_checks(config: &Config, all: bool) -> Vec<Check> {
     let default_agent = config.agent().value;
-    let probes: Vec<_> = ADAPTERS
+    let in_use = agents_in_use(config);
+    let (shown, left): (Vec<&Adapter>, Vec<&Adapter>) = ADAPTERS
         .iter()
         .filter(|adapter| !adapter.runs_argv)
+        .partition(|adapter| all || in_use.contains(adapter.kind()));
+    let mut checks = probe_agents(config, &default_agent, shown);
+    if !left.is_empty() {
+        let names: Vec<&str> = left.iter().map(|adapter| adapter.kind()).collect();
+        checks.push(
+            Check::new(
+                "other agents",
+                Level::Ok,
+                format!(
+                    "not checked (none of your config files or tasks uses them): {}",
+                    names.join(", ")
+                ),
+            )
+            .next("`cuekit doctor --all` checks every agent"),
+        );
+    }
+    checks
+}
+
+/// The agents a person uses: the default agent (`defaults.agent`, else the built-in one), every
+/// agent a config file sets `adapters.<kind>` for, and the agent of each task in the registry.
+fn agents_in_use(config: &Config) -> std::collections::BTreeSet<String> {
+    let mut kinds = config.configured_agents();
+    kinds.insert(config.agent().value);
+    for id in crate::effects::store::registered_ids().unwrap_or_default() {
+        if let Ok(Some(placement)) = crate::effects::store::placement(&id)
+            && let Some(facts) = placement.facts
+        {
+            kinds.insert(facts.agent);
+        }
+    }
+    kinds
+}
+
+fn probe_agents(config: &Config, default_agent: &str, shown: Vec<&Adapter>) -> Vec<Check> {
+    let probes: Vec<_> = shown
+        .into_iter()
         .map(|adapter| {
             let bin = config
                 .bin(adapter.kind())

@@ -71,7 +71,9 @@ impl Check {
     }
 }
 
-pub fn doctor(cwd: &Path, fix: bool) -> Vec<Check> {
+/// `all`: every agent's binary and login; else only the agents in use (the default agent,
+/// those a config file sets `adapters.<kind>` for, those of tasks in the registry).
+pub fn doctor(cwd: &Path, fix: bool, all: bool) -> Vec<Check> {
     let mut checks = Vec::new();
     let config = match Config::load(cwd) {
         Ok(config) => {
@@ -118,7 +120,7 @@ pub fn doctor(cwd: &Path, fix: bool) -> Vec<Check> {
     if let Ok(socket) = socket.resolve() {
         checks.push(orphan_check(&socket, fix));
     }
-    checks.extend(agent_checks(&config));
+    checks.extend(agent_checks(&config, all));
     checks.extend(queue_check());
     checks.extend(environment_checks());
     checks.extend(storage_checks(cwd, fix));

@@ -62,7 +62,8 @@ pub(super) enum Identified {
 pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
     let request = &resolved.request;
     let config = &resolved.config;
-    let use_worktree = use_worktree(request, config)?;
+    let use_worktree =
+        use_worktree(request, config)? || check_makes_worktree(request, &resolved.cwd, config)?;
     let digest = request_digest(request, &resolved.cwd);
     let id = match request.id.clone() {
         Some(id) => match chosen_id(id, &resolved.cwd, &digest)? {
@@ -230,6 +231,17 @@ fn use_worktree(request: &SubmitRequest, config: &Config) -> Result<bool> {
         config.refuse_untrusted_worktree()?;
     }
     Ok(use_worktree)
+}
+
+/// `--check` without `--worktree` in a git repository: a check runs on a checkout of the
+/// task's own, so the task gets one rather than a refusal (`--no-worktree` still refuses, and
+/// so does a folder outside git, where there is no base to check against).
+fn check_makes_worktree(request: &SubmitRequest, cwd: &Path, config: &Config) -> Result<bool> {
+    if request.check.is_none() || request.worktree == Some(false) || git::toplevel(cwd).is_none() {
+        return Ok(false);
+    }
+    config.refuse_untrusted_worktree()?;
+    Ok(true)
 }
 
 /// What a task's check depends on, besides the request and its config.
