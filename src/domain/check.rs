@@ -481,7 +481,9 @@ pub fn fix_message(plan: &CheckPlan, verdict: &Verdict, tail: &str) -> String {
         "cuekit checked your work and the check failed (check round {} of {}). Fix the code so \
          the check passes, then finish as before. The test files and the test-runner \
          configuration are restored from the base before each check, so changing them does \
-         not change the verdict.\n\nCommand: {}\nResult: {status}\n",
+         not change the verdict; a new module named like a standard one is left out, a \
+         manifest's changed test settings refuse the check, and a pass that runs fewer tests \
+         than the base does not count.\n\nCommand: {}\nResult: {status}\n",
         verdict.round,
         plan.rounds + 1,
         strip_controls(&verdict.command),
