@@ -31,9 +31,9 @@ pub enum WaitUntil {
     InputRequired,
     /// The task has ended or its child made a report since the wait began.
     Report,
-    /// The task has ended, or its child's turn has: it idles at its prompt (an interactive
-    /// or ACP child) and its answer can be read. A child on a dialog (a permission, login or
-    /// trust screen) is still in its turn: the wait says what it waits on and goes on.
+    /// The task has ended, or its interactive child's turn has: it idles at its prompt and its
+    /// answer can be read. A child on a dialog (a permission, login or trust screen) is still
+    /// in its turn: the wait says what it waits on and goes on. Batch and ACP tasks: `Ended`.
     Turn,
 }
 
@@ -232,7 +232,9 @@ fn turn_over(until: WaitUntil, view: &TaskView) -> bool {
     match until {
         WaitUntil::InputRequired => view.status == Status::InputRequired,
         WaitUntil::Turn => {
-            view.status == Status::InputRequired && view.reason.as_deref() == Some(idle)
+            view.mode == Some(crate::domain::spec::Mode::Interactive)
+                && view.status == Status::InputRequired
+                && view.reason.as_deref() == Some(idle)
         }
         WaitUntil::Ended | WaitUntil::Report => false,
     }
@@ -241,8 +243,11 @@ fn turn_over(until: WaitUntil, view: &TaskView) -> bool {
 /// Tells `watch` of each task that has come to wait on a dialog since the last look.
 fn tell_dialogs(views: &[TaskView], told: &mut [Option<String>], watch: &mut dyn FnMut(WaitNews)) {
     for (view, told) in views.iter().zip(told.iter_mut()) {
-        let dialog = (view.status == Status::InputRequired && !turn_over(WaitUntil::Turn, view))
-            .then(|| view.reason.clone().unwrap_or_default());
+        let interactive = view.mode == Some(crate::domain::spec::Mode::Interactive);
+        let dialog = (interactive
+            && view.status == Status::InputRequired
+            && !turn_over(WaitUntil::Turn, view))
+        .then(|| view.reason.clone().unwrap_or_default());
         if dialog.is_some() && dialog != *told {
             watch(WaitNews::WaitsOnHuman(view));
         }

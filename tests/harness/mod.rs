@@ -260,10 +260,11 @@ impl Harness {
         self.submit_sh(script, &["--mode", "batch"])
     }
 
-    /// `cuekit wait IDS… --timeout LIMIT`: its answer and exit status, whatever they are.
+    /// `cuekit wait IDS… --until ended --timeout LIMIT`: its answer and exit status, whatever
+    /// they are (the endings: an interactive child idle after its turn does not end it).
     #[track_caller]
     pub fn wait_all(&self, ids: &[impl AsRef<str>], limit: &str) -> (Value, i32) {
-        let mut args = vec!["wait"];
+        let mut args = vec!["wait", "--until", "ended"];
         args.extend(ids.iter().map(AsRef::as_ref));
         args.extend(["--timeout", limit]);
         self.json(&args)

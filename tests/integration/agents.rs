@@ -69,7 +69,7 @@ fn every_agent_runs_interactively_takes_a_steer_and_quits() {
                 .contains("reply to: -second, with 'quotes'")
         });
         h.ok(&["steer", &id, "/quit"]);
-        let (waited, code) = h.json(&["wait", &id, "--timeout", "10s"]);
+        let (waited, code) = h.json(&["wait", &id, "--until", "ended", "--timeout", "10s"]);
         assert_eq!(code, 0, "{kind}: {waited}");
     }
 }

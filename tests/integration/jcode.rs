@@ -89,7 +89,7 @@ fn interactive_answers_the_prompt_takes_a_steer_and_cleans_only_its_own_marker()
 
     let (receipt, code) = h.json(&["steer", &id, "/quit"]);
     assert_eq!(code, 0, "{receipt}");
-    let (waited, code) = h.json(&["wait", &id, "--timeout", "20s"]);
+    let (waited, code) = h.json(&["wait", &id, "--until", "ended", "--timeout", "20s"]);
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
     let status = h.status(&id);
     assert_eq!(

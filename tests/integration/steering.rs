@@ -80,7 +80,7 @@ fn single_and_multi_line_messages_each_arrive_as_one_turn() {
 
     let (receipt, _) = h.json(&["steer", &id, "/quit"]);
     assert_eq!(receipt["receipt"], "submitted");
-    let (waited, code) = h.json(&["wait", &id, "--timeout", "30s"]);
+    let (waited, code) = h.json(&["wait", &id, "--until", "ended", "--timeout", "30s"]);
     assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
     assert_eq!(h.status(&id)["status"], "completed");
     let events = std::fs::read_to_string(h.task_dir(&id).join("events.jsonl")).unwrap();
@@ -341,7 +341,7 @@ fn a_child_that_reads_its_keys_late_still_takes_the_message_once() {
         (Some("submitted"), 0),
         "{receipt}"
     );
-    let (waited, code) = h.json(&["wait", &id, "--timeout", "30s"]);
+    let (waited, code) = h.json(&["wait", &id, "--until", "ended", "--timeout", "30s"]);
     assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
     assert_eq!(h.status(&id)["status"], "completed");
 }
