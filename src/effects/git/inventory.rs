@@ -150,11 +150,14 @@ pub fn changed_submodules(checkout: &Checkout, tree: &str) -> Result<Vec<String>
         .map(|(path, _)| path.clone())
         .collect();
     if placed.path.is_dir() && !now.is_empty() {
-        let modules = match checkout.git_dir().filter(|dir| is_real_dir(dir)) {
+        let git_dir = checkout.git_dir().filter(|dir| is_real_dir(dir));
+        let modules = match &git_dir {
             Some(dir) => module_dirs(&dir.join("modules"), 0)?,
             None => Vec::new(),
         };
-        let repo = Inventory::open(checkout.scratch, placed, None, &modules)?;
+        // The same alternates as a removal's inventory writes: one running beside this one
+        // (`rm` while `result` reads) never finds the task's objects taken away.
+        let repo = Inventory::open(checkout.scratch, placed, git_dir.as_deref(), &modules)?;
         let mut found = Vec::new();
         repo.submodule_changes(&placed.path, "", tree, 0, &mut found)?;
         changed.extend(found.into_iter().map(|unsaved| unsaved.name));
@@ -200,6 +203,7 @@ fn module_dirs(modules: &Path, depth: usize) -> Result<Vec<PathBuf>> {
             }
         }
     }
+    found.sort();
     Ok(found)
 }
 
