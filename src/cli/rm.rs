@@ -74,6 +74,16 @@ pub fn print_removals(removals: &[Removal], json: bool) {
             "  hint: merge or commit the work (`cuekit merge <id>`), or pass --force to drop it"
         );
     }
+    if work
+        .iter()
+        .any(|reason| matches!(reason, KeepReason::Unsaved(_)))
+    {
+        println!(
+            "  hint: a ref, reflog or submodule named above holds commits or files only there: \
+             save what you want from the place named (fetch it as from any repository you did \
+             not make), or pass --force to drop it"
+        );
+    }
     if !doubts.is_empty() {
         println!(
             "  hint: a worktree could not be inspected, so it was kept: repair the repository \

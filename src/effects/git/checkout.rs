@@ -94,7 +94,7 @@ pub(super) fn stage_all(git: &Git) -> Result<()> {
 /// Copies cuekit's kept index, its modification time with it: git trusts an entry's stat
 /// data only for a file older than the index, and a copy dated now would make a file
 /// rewritten in the second the index was written (same size) read as unchanged.
-fn copy_index(kept: &Path, index: &Path) -> bool {
+pub(super) fn copy_index(kept: &Path, index: &Path) -> bool {
     let Ok(modified) = std::fs::symlink_metadata(kept).and_then(|m| m.modified()) else {
         return false;
     };

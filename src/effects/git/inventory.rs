@@ -150,11 +150,14 @@ pub fn changed_submodules(checkout: &Checkout, tree: &str) -> Result<Vec<String>
         .map(|(path, _)| path.clone())
         .collect();
     if placed.path.is_dir() && !now.is_empty() {
-        let modules = match checkout.git_dir().filter(|dir| is_real_dir(dir)) {
+        let git_dir = checkout.git_dir().filter(|dir| is_real_dir(dir));
+        let modules = match &git_dir {
             Some(dir) => module_dirs(&dir.join("modules"), 0)?,
             None => Vec::new(),
         };
-        let repo = Inventory::open(checkout.scratch, placed, None, &modules)?;
+        // The same alternates as a removal's inventory writes: one running beside this one
+        // (`rm` while `result` reads) never finds the task's objects taken away.
+        let repo = Inventory::open(checkout.scratch, placed, git_dir.as_deref(), &modules)?;
         let mut found = Vec::new();
         repo.submodule_changes(&placed.path, "", tree, 0, &mut found)?;
         changed.extend(found.into_iter().map(|unsaved| unsaved.name));
@@ -200,6 +203,7 @@ fn module_dirs(modules: &Path, depth: usize) -> Result<Vec<PathBuf>> {
             }
         }
     }
+    found.sort();
     Ok(found)
 }
 
@@ -504,6 +508,41 @@ impl Inventory {
         Ok((commits > 0).then(|| unsaved(Holder::SubmoduleCommits, &name, module, Some(commits))))
     }
 
+    /// The tree of a submodule's files at `folder`, staged over its `HEAD` `commit` with an
+    /// index of cuekit's. The index is kept per submodule (with the commit it was read from),
+    /// so a later look hashes only the files that changed since; each call works on a copy of
+    /// its own, put back when done, as [`super::checkout`] does with the checkout's.
+    fn stage(&self, shown: &str, folder: &Path, commit: &str) -> Result<String> {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        shown.hash(&mut hasher);
+        let name = format!("index-{:016x}", hasher.finish());
+        let kept = self.dir.join(&name);
+        let tip = self.dir.join(format!("{name}-tip"));
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let index = self
+            .dir
+            .join(format!("{name}.{}.{call}", std::process::id()));
+        let seeded = crate::effects::store::read_small(&tip).ok();
+        let reuse = seeded.as_deref() == Some(commit.as_bytes())
+            && super::checkout::copy_index(&kept, &index);
+        let over = Git::over(&self.dir, folder, &index);
+        let staged = (|| {
+            if !reuse {
+                over.run(["read-tree", commit])?;
+            }
+            super::checkout::stage_all(&over)?;
+            over.line(["write-tree"])
+        })();
+        if staged.is_ok() && std::fs::rename(&index, &kept).is_ok() && !reuse {
+            let _ = crate::effects::store::write_atomic(&tip, commit.as_bytes());
+        } else {
+            let _ = std::fs::remove_file(&index);
+        }
+        staged
+    }
+
     /// The submodules of `tree` (at `prefix` in the checkout) whose files differ from their
     /// `HEAD`, nested ones in turn.
     fn submodule_changes(
@@ -523,14 +562,7 @@ impl Inventory {
             if !is_real_dir(&folder) || is_empty_dir(&folder) {
                 continue;
             }
-            let index = self.dir.join(format!("index.{}", std::process::id()));
-            let over = Git::over(&self.dir, &folder, &index);
-            let staged = (|| {
-                over.run(["read-tree", &commit])?;
-                super::checkout::stage_all(&over)?;
-                over.line(["write-tree"])
-            })();
-            let _ = std::fs::remove_file(&index);
+            let staged = self.stage(&shown, &folder, &commit);
             // A commit none of the task's submodule repositories holds (a folder made a
             // repository by hand, a git dir the child moved), or files git could not read:
             // nothing proves it saved.
