@@ -2,7 +2,9 @@
 //! `submit` to the child's first output in its transcript (bubblewrap's namespaces and mounts
 //! are made in the pane, after `submit` returned); then, in a 500-file repository, a sandboxed
 //! task's repository of its own against a plain git worktree: `submit --sandbox --worktree`
-//! next to `submit --worktree`, and `diff` of each. Asserts nothing about time. Run with
+//! next to `submit --worktree`, and `diff` of each; last, the monitor's tick while a sandboxed
+//! child floods its report drop, and how late its `--timeout` is recorded. Asserts nothing
+//! about time. Run with
 //! `cargo bench --bench sandbox`: real tmux on a private socket, real bubblewrap, `--agent
 //! command` children that print one line and sleep.
 
@@ -71,6 +73,7 @@ fn main() {
         ms(first_boxed.saturating_sub(first_plain))
     );
     own_repository();
+    drop_flood();
 }
 
 /// Tracked files of the repository the task-repository figures are taken in.
@@ -149,4 +152,74 @@ fn probe_command() -> std::process::Command {
     let mut command = std::process::Command::new("bwrap");
     command.args(cuekit::domain::sandbox::PROBE);
     command
+}
+
+/// Reports a flooding child drops: far more than looks take before its timeout.
+const FLOOD: usize = 5000;
+
+/// Its `--timeout`: long enough for the flood to be written first on a loaded machine.
+const FLOOD_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A sandboxed child's drop flooded with reports: the monitor's ticks while the flood waits
+/// (each takes a bounded batch), how late the child's `--timeout` is recorded, how many reports
+/// were taken by then, and what a `list` costs meanwhile.
+fn drop_flood() {
+    let bench = Sandbox::new("flood", &[]);
+    let h = &bench.harness;
+    let id = h.submit_sh(
+        "sleep 600",
+        &["--sandbox", "--mode", "batch", "--timeout", "20s"],
+    );
+    let started = Instant::now();
+    let drop = h.data_dir().join("drop").join(&id);
+    for i in 0..FLOOD {
+        std::fs::write(
+            drop.join(format!("{i:020}-1.json")),
+            format!("{{\"kind\":\"progress\",\"message\":\"flood {i}\"}}"),
+        )
+        .unwrap();
+    }
+    let flooded = started.elapsed();
+    let list = measure(bench.cuekit(&["list"]));
+    let record = h.task_dir(&id).join("task.json");
+    let (mut ticks, mut last) = (Vec::new(), h.monitor_ticks());
+    let mut at = Instant::now();
+    let ended = loop {
+        let now = h.monitor_ticks();
+        if now > last {
+            ticks.push(at.elapsed() / (now - last) as u32);
+            (last, at) = (now, Instant::now());
+        }
+        let text = std::fs::read_to_string(&record).unwrap_or_default();
+        if text.contains("\"timed_out\"") {
+            break started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "never timed out"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let left = std::fs::read_dir(&drop).map_or(0, |entries| entries.count());
+    let longest = ticks.iter().max().copied().unwrap_or_default();
+    println!(
+        "report drop flooded with {FLOOD} reports (written in {}):",
+        ms(flooded)
+    );
+    println!(
+        "  monitor tick under the flood     {} median, {} longest ({} ticks)",
+        ms(if ticks.is_empty() {
+            Duration::ZERO
+        } else {
+            median(ticks.clone())
+        }),
+        ms(longest),
+        ticks.len()
+    );
+    println!("  `list` under the flood           {}", ms(list));
+    println!(
+        "  20 s --timeout recorded          {} late ({} reports taken, {left} left)",
+        ms(ended.saturating_sub(FLOOD_TIMEOUT)),
+        FLOOD - left
+    );
 }

@@ -45,10 +45,47 @@ pub fn tail_screen(task_id: &str, cwd: &Path, lines: usize) -> Result<Vec<String
     tail_of(task_id, cwd, lines, Form::Coloured)
 }
 
+/// The most of a transcript's end a tail reads: a tail (a task page's screen, `logs --tail`)
+/// costs the same for a transcript of 193 MB as for one of 4 MiB.
+const TAIL_WINDOW: u64 = 4 * 1024 * 1024;
+
 fn tail_of(task_id: &str, cwd: &Path, lines: usize, form: Form) -> Result<Vec<String>> {
+    let record = super::task::open(task_id, cwd)?.record;
+    let path = crate::effects::store::transcript_path(&record);
+    let mut file =
+        crate::effects::store::open_own(&path).map_err(|err| Error::io("open", &path, err))?;
+    let size = file
+        .metadata()
+        .map_err(|err| Error::io("read", &path, err))?
+        .len();
     let mut tail = Tail::new(lines);
-    read_form(&super::task::open(task_id, cwd)?.record, form, &mut tail)?;
+    let mut sink = Sink::new(&mut tail, form, screen_height(&record));
+    if size > TAIL_WINDOW {
+        skip_to_window(&mut file, size - TAIL_WINDOW, &path)?;
+    }
+    copy_available(&mut file, &mut sink, &path)?;
+    sink.finish()
+        .map_err(|err| Error::io("write", &path, err))?;
     Ok(tail.finish())
+}
+
+/// Seeks to `from`, then past the end of the line it falls in (within one chunk): the tail
+/// starts on a whole line.
+fn skip_to_window(file: &mut File, from: u64, path: &Path) -> Result<()> {
+    use std::io::{Seek, SeekFrom};
+    file.seek(SeekFrom::Start(from))
+        .map_err(|err| Error::io("read", path, err))?;
+    let mut buffer = vec![0; CHUNK];
+    let read = file
+        .read(&mut buffer)
+        .map_err(|err| Error::io("read", path, err))?;
+    let start = buffer[..read]
+        .iter()
+        .position(|byte| *byte == b'\n')
+        .map_or(0, |at| at + 1);
+    file.seek(SeekFrom::Start(from + start as u64))
+        .map_err(|err| Error::io("read", path, err))?;
+    Ok(())
 }
 
 /// A host's `cuekit logs` words for this task.

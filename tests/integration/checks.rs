@@ -1146,4 +1146,27 @@ fn an_acp_childs_leftover_rewriting_the_work_during_the_check_does_not_reach_the
     );
     let _ = std::fs::remove_file(&started);
     let _ = std::fs::remove_file(format!("{}.detached", started.display()));
+
+/// A sandboxed task's check passes when the user's HOME is a git repository: the scratch
+/// checkout lies in cuekit's data dir, inside that repository, which is hidden whole and none
+/// of the work's (it was refused as an in-place sandbox in an unreadable repository).
+#[test]
+fn a_sandboxed_check_passes_under_a_home_kept_in_git() {
+    let h = Harness::new();
+    checked_project(&h);
+    crate::harness::git::git(&h.home, &["init", "-q"]);
+    let id = submit_checked_sh(
+        &h,
+        "echo answer=42 > answer.txt",
+        "sh tests/check.sh",
+        &["--sandbox"],
+    );
+    let (waited, code) = h.wait_all(&[&id], "60s");
+    assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
+    assert_eq!(
+        h.status(&id)["check"]["phase"],
+        "passed",
+        "{}",
+        h.status(&id)
+    );
 }

@@ -345,3 +345,30 @@ fn control_characters_in_records_and_reports_never_reach_the_terminal_raw() {
         assert_no_raw_controls(&format!("{args:?}"), &h.run(args));
     }
 }
+
+/// A tail (`logs --tail`, what a task page shows) reads a bounded end of the transcript,
+/// whatever its size: here 64 GiB of zeros (a sparse file) before the last lines, which a
+/// tail read from the start would take minutes over.
+#[test]
+fn a_tail_reads_a_bounded_end_of_a_huge_transcript() {
+    use std::os::unix::fs::FileExt;
+    let h = Harness::new();
+    let id = h.submit(&sh_task("echo done", &["--mode", "batch"]));
+    h.wait_ok(&[&id], "60s");
+    let transcript = h.task_dir(&id).join("transcript.txt");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&transcript)
+        .unwrap();
+    let huge = 64 * 1024 * 1024 * 1024_u64;
+    file.set_len(huge).unwrap();
+    file.write_all_at(b"\nFIRST-OF-THE-END\nLAST-LINE\n", huge)
+        .unwrap();
+    let output = h.bounded(&["logs", &id, "--tail", "2"], crate::harness::HANG_GUARD);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        text.contains("FIRST-OF-THE-END") && text.contains("LAST-LINE"),
+        "{text}"
+    );
+}

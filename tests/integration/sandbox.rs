@@ -1102,3 +1102,44 @@ fn a_repository_never_chooses_what_is_copied_into_a_sandbox() {
     assert!(open_saw.contains("AWS_SECRET"), "{open_saw}");
     assert!(!open_saw.contains(&earlier), "{open_saw}");
 }
+
+/// A checkout that starts from a sandboxed task's work holds what that child wrote: a task
+/// based on it (`--base-from`) without `--sandbox` is sandboxed too, so the child's rewritten
+/// setup script runs inside; asked to run unsandboxed, the submit is refused with the list a
+/// merge of that work would ask to have reviewed, and nothing starts.
+#[test]
+fn a_task_based_on_a_sandboxed_tasks_work_inherits_its_sandbox() {
+    let h = Harness::new();
+    project_repo(&h.project, "original\n");
+    std::fs::write(h.project.join("setup.sh"), "echo SETUP-RAN\n").unwrap();
+    crate::harness::git::commit_all(&h.project, "setup");
+    h.user_config("worktree:\n  setup: sh ./setup.sh\n");
+    let escaped = h.home.join("ESCAPED-VIA-SETUP");
+    let first = h.submit_sh(
+        &format!(
+            "printf 'echo SETUP-RAN; touch {}\\n' > setup.sh; printf 'all:\\n\\ttrue\\n' > Makefile",
+            escaped.display()
+        ),
+        &["--sandbox", "--worktree", "--mode", "batch"],
+    );
+    h.ok(&["wait", &first, "--timeout", "60s"]);
+    let mut unsandboxed = vec!["submit", "--sandbox=none", "--base-from", &first];
+    unsandboxed.extend(sh_task("echo AGENT-RAN", &["--mode", "batch"]));
+    let (answer, code) = h.json(&unsandboxed);
+    crate::harness::assert_refused(&answer, code, "merge_review", 34);
+    let said = answer["error"]["message"].as_str().unwrap();
+    assert!(said.contains("Makefile"), "{answer}");
+    let second = h.submit_sh(
+        "echo AGENT-RAN",
+        &["--base-from", &first, "--mode", "batch"],
+    );
+    h.ok(&["wait", &second, "--timeout", "60s"]);
+    let transcript = h.transcript(&second);
+    assert!(
+        transcript.contains("SETUP-RAN") && transcript.contains("AGENT-RAN"),
+        "{transcript}"
+    );
+    assert!(!escaped.exists(), "the child's setup ran outside a sandbox");
+    let (listed, _) = h.json(&["list"]);
+    assert_eq!(listed.as_array().map(Vec::len), Some(2), "{listed}");
+}

@@ -350,12 +350,27 @@ fn own_repo_mounts(worktree: &WorktreePlacement) -> Result<Vec<Mount>> {
 }
 
 /// Refuses an in-place sandbox in a folder of a git repository cuekit did not take for one
-/// (git could not read it): its `.git` would be the child's to rewrite.
+/// (git could not read it): its `.git` would be the child's to rewrite. A folder of cuekit's
+/// own data dir (a check's scratch checkout) is looked at only up to the data dir: a
+/// repository above it (a HOME kept in git) is none of the work's, and hidden whole.
 fn refuse_in_place_repository(work_dir: &Path) -> Result<()> {
-    match work_dir
-        .ancestors()
-        .find(|dir| dir.join(".git").symlink_metadata().is_ok())
-    {
+    let data = store::data_dir().and_then(|dir| dir.canonicalize().ok());
+    let real = work_dir.canonicalize().ok();
+    let in_data = data
+        .as_ref()
+        .filter(|data| real.as_ref().is_some_and(|real| real.starts_with(data)));
+    let found = match (in_data, &real) {
+        (Some(data), Some(real)) => real
+            .ancestors()
+            .take_while(|dir| dir.starts_with(data))
+            .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+            .map(Path::to_path_buf),
+        _ => work_dir
+            .ancestors()
+            .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+            .map(Path::to_path_buf),
+    };
+    match found.as_deref() {
         None => Ok(()),
         Some(repo) => Err(unavailable(
             format!(

@@ -439,6 +439,7 @@ fn take_base_from(mut request: SubmitRequest, cwd: &Path) -> Result<SubmitReques
         .with_hint("name a task submitted with --worktree"));
     };
     request.worktree = Some(true);
+    inherit_sandbox(&mut request, &source, &from)?;
     if source.record.status.is_terminal() {
         tip_of(&source, &worktree)?;
         request.base = Some(worktree.base_name());
@@ -447,6 +448,58 @@ fn take_base_from(mut request: SubmitRequest, cwd: &Path) -> Result<SubmitReques
         request.scheduling.after.push(from);
     }
     Ok(request)
+}
+
+/// A checkout that starts from a sandboxed task's work holds what that child wrote (a
+/// `Makefile` target `worktree.setup` runs, a hook, a tool's config): the task built on it is
+/// sandboxed too, its setup and its agent inside. Asked to run it otherwise (`--sandbox=none`,
+/// `--sandbox=agent`), the submit is refused with what a merge of that work would ask to have
+/// reviewed: once merged after review, the work is the user's to build on.
+fn inherit_sandbox(
+    request: &mut SubmitRequest,
+    source: &crate::ops::task::Task,
+    from: &str,
+) -> Result<()> {
+    use crate::domain::sandbox::SandboxMode;
+    if !source.in_bubblewrap() {
+        return Ok(());
+    }
+    match request.sandbox.mode {
+        None | Some(SandboxMode::Bwrap) => {
+            request.sandbox.mode = Some(SandboxMode::Bwrap);
+            Ok(())
+        }
+        Some(_) => {
+            let review = crate::ops::work::diff::changed_files(source)
+                .map(|files| {
+                    let changed: Vec<crate::effects::git::review::Changed> = files
+                        .iter()
+                        .map(|file| crate::effects::git::review::Changed {
+                            path: file.path.clone(),
+                            mode: (file.status != "D").then(|| "100644".to_string()),
+                        })
+                        .collect();
+                    crate::effects::git::review::policy_paths(&changed)
+                })
+                .unwrap_or_default();
+            let listed = if review.is_empty() {
+                "its work".to_string()
+            } else {
+                format!("its work ({})", review.join(", "))
+            };
+            Err(Error::new(
+                ErrorCode::MergeReview,
+                format!(
+                    "--base-from: task {from} ran in a sandbox, and {listed} would run \
+                     unsandboxed in this task's checkout: its worktree.setup and its agent"
+                ),
+            )
+            .with_hint(format!(
+                "submit it with --sandbox, or read the work (`cuekit diff {from}`), merge it \
+                 (`cuekit merge {from} --yes`) and submit from there"
+            )))
+        }
+    }
 }
 
 /// The agent session of an earlier task, for `--resume-from`.
