@@ -14,6 +14,7 @@ pub mod events;
 pub mod launch;
 pub mod pane;
 pub mod parent;
+pub mod permission_screen;
 pub mod race;
 pub mod report;
 pub mod result;

@@ -283,3 +283,40 @@ fn the_readmes_quick_start_waits_for_the_answer_and_prints_it() {
     let (waited, code) = h.json(&["wait", &id, "--until", "ended", "--timeout", "2s"]);
     assert_eq!(code, 21, "{waited}");
 }
+
+#[test]
+fn a_permission_prompt_is_said_by_status_and_by_a_wait_that_goes_on() {
+    let h = Harness::new().with_real_gemini(&tool_call_replies());
+    let id = h.submit(&[
+        "--model",
+        MODEL,
+        "--no-skip-permissions",
+        "--sandbox=none",
+        "Write hi to f.txt",
+    ]);
+    let (waited, code) = h.json(&["wait", &id, "--until", "input-required", "--timeout", "90s"]);
+    assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
+    assert_eq!(
+        waited["tasks"][0]["reason"],
+        "permission_prompt",
+        "{}",
+        h.screen(&id)
+    );
+    let status = h.ok(&["status", &id]);
+    assert!(
+        status
+            .contains("it asks: Allow execution of [Shell]? (Shell echo hi > f.txt) 1. Allow once"),
+        "{status}"
+    );
+    // The default wait is for the turn's end: a dialog does not end it, it is said.
+    let output = h.run(&["wait", &id, "--timeout", "3s"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(21), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{id} waits on a human (permission_prompt): it asks: Allow execution"
+        )),
+        "{stderr}"
+    );
+    assert!(!h.project.join("f.txt").exists());
+}

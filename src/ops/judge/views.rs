@@ -197,6 +197,10 @@ impl Refreshed {
                     view.reason = Some(attention.as_str().to_string());
                     view.hint = Some(rules.hint(attention).to_string());
                     if attention == attention::Attention::PermissionPrompt {
+                        // What it asks, read from its screen, before what to do about it.
+                        if let Some(asked) = crate::domain::permission_screen::asked(screen) {
+                            view.hint = view.hint.take().map(|hint| format!("it asks: {asked}; {hint}"));
+                        }
                         advise_unsandboxed(task, &mut view);
                     }
                 }
