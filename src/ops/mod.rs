@@ -77,7 +77,7 @@ pub use team::{
     TeamResult, TeamSubmitted, TeamSummary, team_ids, team_list, team_result, team_status,
     team_steer, team_submit,
 };
-pub use trust::{trust, trust_by_person};
+pub use trust::{TrustPreview, trust, trust_by_person};
 pub use work::conflicts::{Conflict, Conflicts, conflicts};
 pub use work::diff::{TaskDiff, diff, review_by_names};
 pub use work::merge::merge;
