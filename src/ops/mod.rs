@@ -41,7 +41,7 @@ pub use crate::domain::report::ReportRequest;
 pub use crate::effects::config::{Entry as ConfigEntry, Source as ConfigSource};
 pub use crate::effects::process::DEFAULT_GRACE;
 pub use acp::{Approval, approve, approve_by};
-pub use attach::{attach, attach_and_return, attach_opens_popup};
+pub use attach::{AttachEnd, attach, attach_and_return, attach_opens_popup};
 pub use background::monitor::run_monitor;
 pub use background::scheduler::run_scheduler;
 pub use background::stopper::run_stopper;

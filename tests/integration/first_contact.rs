@@ -338,3 +338,52 @@ fn trust_shows_the_keys_that_run_code_and_asks() {
     assert!(trusted, "{shown}");
     assert_eq!(trust_state(&h), "trusted");
 }
+
+/// Attaches in a real terminal of the test's tmux server (`cuekit ARGS` in session `person`),
+/// checks the task's status line, detaches with the prefix and `d`, and returns what the
+/// terminal shows then.
+fn attach_and_detach(h: &Harness, person: &str, args: &str, id: impl Fn() -> String) -> String {
+    h.in_terminal(person, args, (200, 30), false);
+    let shown = h.wait_pane(person, "the task's status line", |s| {
+        s.contains("attached-child") && s.contains("detach: C-b d]")
+    });
+    let id = id();
+    assert!(
+        shown.contains(&format!("[cuekit {id}, detach: C-b d]")),
+        "{shown}"
+    );
+    let target = format!("={person}:");
+    h.tmux(&["send-keys", "-t", &target, "C-b", "d"]);
+    h.wait_pane(person, "the terminal after detaching", |s| {
+        s.contains("exited with")
+    })
+}
+
+#[test]
+fn attach_names_the_task_and_its_detach_key_and_says_how_to_come_back() {
+    let h = Harness::new();
+    let only_task = || {
+        let (list, _) = h.json(&["list"]);
+        list[0]["id"].as_str().unwrap().to_string()
+    };
+    let shown = attach_and_detach(
+        &h,
+        "person",
+        "submit --attach --agent command -- sh -c 'echo attached-child; sleep 600'",
+        only_task,
+    );
+    let id = only_task();
+    assert!(
+        shown.contains(&format!("`cuekit attach {id}` comes back"))
+            && shown.contains("exited with 0"),
+        "{shown}"
+    );
+    // `cuekit attach` does the same.
+    let shown = attach_and_detach(&h, "again", &format!("attach {id}"), only_task);
+    assert!(
+        shown.contains(&format!("`cuekit attach {id}` comes back"))
+            && shown.contains("exited with 0"),
+        "{shown}"
+    );
+    h.ok(&["cancel", &id]);
+}
