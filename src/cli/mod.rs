@@ -3,6 +3,7 @@
 
 mod acp;
 mod approve;
+mod attach;
 mod cancel;
 mod check;
 mod conflicts;
@@ -257,7 +258,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
             team: Some(team), ..
         } => status::team_status(team, &cwd, json),
         Command::List { all, team } => status::list(*all, team.as_deref(), &cwd, json),
-        Command::Attach { id } => Ok(crate::ops::attach(id, &cwd)?),
+        Command::Attach { id } => attach::run(id, &cwd),
         Command::Logs(args) => logs::run(args, &cwd),
         Command::Steer(args) => steer::run(args, &cwd, json),
         Command::Approve(args) => approve::run(args, &cwd, json),

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::render::{print_json, say};
+use super::render::{print_json, say, say_err};
 use crate::domain::adapter::ADAPTERS;
 use crate::ops;
 use crate::ops::doctor::{self, Level};
@@ -137,16 +137,59 @@ pub struct TrustArgs {
     /// Withdraw the trust instead.
     #[arg(long)]
     revoke: bool,
+    /// Trust without asking (what it trusts is still shown).
+    #[arg(long, short = 'y')]
+    yes: bool,
 }
 
 pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
-    let (path, state) = ops::trust_by_person(args.file.as_deref(), args.revoke, cwd)?;
+    let yes = args.yes;
+    let mut confirm = |preview: &ops::TrustPreview| {
+        show_trust_preview(preview);
+        yes || ask("Trust it as it is now? [y/N] ")
+    };
+    let (path, state) = ops::trust_by_person(args.file.as_deref(), args.revoke, cwd, &mut confirm)?;
     if json {
         print_json(&serde_json::json!({"file": path, "state": state}));
     } else {
         say(&format!("{}: {state}", path.display()));
     }
     Ok(0)
+}
+
+/// What `cuekit trust` would make apply, on stderr (stdout stays the answer, text or JSON).
+fn show_trust_preview(preview: &ops::TrustPreview) {
+    let file = preview.file.display();
+    match (&preview.text, preview.keys.is_empty()) {
+        (Some(text), _) => {
+            say_err(&format!(
+                "{file} is a team spec: trusting it lets its members run as written:\n{text}"
+            ));
+        }
+        (None, true) => say_err(&format!(
+            "{file} sets no key that runs code or places files: trusting it changes nothing that runs"
+        )),
+        (None, false) => {
+            say_err(&format!(
+                "{file}: trusting it lets these keys apply (they run code or place files):"
+            ));
+            for (key, value) in &preview.keys {
+                say_err(&format!("  {key}: {value}"));
+            }
+        }
+    }
+}
+
+/// Asks on stderr and reads one answer from stdin: yes only for `y` or `yes`.
+fn ask(question: &str) -> bool {
+    use std::io::Write;
+    eprint!("{question}");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    if std::io::stdin().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
 /// A configured host as `doctor` sees it: `cuekit hosts`' report, and a warning where the

@@ -392,7 +392,7 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         print_text(&outcome);
     }
     if let (true, SubmitOutcome::Submitted(task)) = (args.attach, &outcome) {
-        return Ok(ops::attach(&task.id, cwd)?);
+        return super::attach::run(&task.id, cwd);
     }
     Ok(0)
 }

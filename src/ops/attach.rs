@@ -1,4 +1,3 @@
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -6,21 +5,61 @@ use crate::domain::error::{Error, ErrorCode, Result};
 use crate::effects::tmux::{Socket, args};
 use crate::ops::task::route::{Route, route_one};
 
-/// Replaces this process with `tmux attach` on the task's server and session: it returns only
-/// when that fails. A host's task is attached over ssh (the host's `cuekit attach`, on a
+/// How an attach ended, for the line a face prints after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttachEnd {
+    /// The person detached; the task's session is still there (`cuekit attach` comes back).
+    Detached,
+    /// The task's session is gone: it ended while attached.
+    Ended,
+    /// A host's task, attached over ssh: its exit status.
+    Host(i32),
+}
+
+/// Runs `tmux attach` on the task's server and session, on this terminal, and returns when the
+/// person detaches (or the task's session ends). The task's status line names the task and the
+/// detach key first. A host's task is attached over ssh (the host's `cuekit attach`, on a
 /// terminal of its own there), and its exit status returned when the person detaches.
-pub fn attach(task_id: &str, cwd: &Path) -> Result<i32> {
+pub fn attach(task_id: &str, cwd: &Path) -> Result<AttachEnd> {
     if let Route::Host(host) = route_one(task_id)? {
-        return on_host(&host, task_id, cwd);
+        return on_host(&host, task_id, cwd).map(AttachEnd::Host);
     }
     let (socket, session) = live_session(task_id, cwd)?;
-    let err = Command::new(crate::effects::tmux::binary())
+    label(&socket, &session, task_id);
+    let status = Command::new(crate::effects::tmux::binary())
         .args(socket.args())
         .args(args::attach(&session))
         // Attaching from inside another tmux is what the user asked for here.
         .env_remove("TMUX")
-        .exec();
-    Err(cannot_run(err))
+        .status()
+        .map_err(cannot_run)?;
+    if !status.success() {
+        return Err(Error::new(
+            ErrorCode::TmuxFailed,
+            format!("tmux attach for task {task_id} ended with {status}"),
+        ));
+    }
+    Ok(if live_session(task_id, cwd).is_ok() {
+        AttachEnd::Detached
+    } else {
+        AttachEnd::Ended
+    })
+}
+
+/// The task session's status line says which task it is and how to leave it:
+/// `[cuekit t_…, detach: C-b d]`. Best effort: a status line is no reason to refuse an attach.
+fn label(socket: &Socket, session: &str, task_id: &str) {
+    let tmux = crate::effects::tmux::Tmux::new(socket.clone());
+    let prefix = tmux
+        .run(&args::prefix_key())
+        .map(|key| key.trim().to_string())
+        .ok()
+        .filter(|key| !key.is_empty() && key != "None")
+        .unwrap_or_else(|| "C-b".to_string());
+    let _ = tmux.run(&args::label_session(
+        session,
+        &format!("[cuekit {task_id}, detach: {prefix} d] "),
+    ));
 }
 
 /// Attaches this terminal to the task and returns when the person detaches (a dashboard comes
@@ -32,6 +71,7 @@ pub fn attach_and_return(task_id: &str, cwd: &Path) -> Result<()> {
         return on_host(&host, task_id, cwd).map(|_| ());
     }
     let (socket, session) = live_session(task_id, cwd)?;
+    label(&socket, &session, task_id);
     let mut command = Command::new(crate::effects::tmux::binary());
     if in_users_tmux() {
         let tmux =

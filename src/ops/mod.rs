@@ -41,7 +41,7 @@ pub use crate::domain::report::ReportRequest;
 pub use crate::effects::config::{Entry as ConfigEntry, Source as ConfigSource};
 pub use crate::effects::process::DEFAULT_GRACE;
 pub use acp::{Approval, approve, approve_by};
-pub use attach::{attach, attach_and_return, attach_opens_popup};
+pub use attach::{AttachEnd, attach, attach_and_return, attach_opens_popup};
 pub use background::monitor::run_monitor;
 pub use background::scheduler::run_scheduler;
 pub use background::stopper::run_stopper;
@@ -79,7 +79,7 @@ pub use team::{
     TeamResult, TeamSubmitted, TeamSummary, team_ids, team_list, team_result, team_status,
     team_steer, team_submit,
 };
-pub use trust::{trust, trust_by_person};
+pub use trust::{TrustPreview, trust, trust_by_person};
 pub use work::conflicts::{Conflict, Conflicts, conflicts};
 pub use work::diff::{TaskDiff, diff, review_by_names};
 pub use work::merge::{merge, merge_unchecked};

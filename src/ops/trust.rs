@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+
 use crate::domain::error::{Error, ErrorCode, Result};
 
 /// Trusts `file` as it is now; returns its absolute path. Only a file that parses can be
@@ -11,6 +13,26 @@ use crate::domain::error::{Error, ErrorCode, Result};
 /// a team spec (whose members may run the command agent). A broken one is refused with its
 /// location, as a config file.
 pub fn trust(file: &Path) -> Result<PathBuf> {
+    let (bytes, _) = read_checked(file)?;
+    crate::effects::trust::trust(file, &bytes)
+}
+
+/// What trusting a file makes apply, shown before a person decides.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrustPreview {
+    pub file: PathBuf,
+    /// `config` or `team spec`.
+    pub kind: &'static str,
+    /// A config file's keys that run code or place files, each with its value (as YAML on one
+    /// line): what its trust makes apply. Empty when it sets none.
+    pub keys: Vec<(String, String)>,
+    /// A team spec's whole text: each member runs as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// The file's bytes, read once, and whether they are a config file (else a team spec).
+fn read_checked(file: &Path) -> Result<(Vec<u8>, bool)> {
     let bytes = crate::effects::project::files::read_named(file)?;
     let text = std::str::from_utf8(&bytes).map_err(|_| {
         Error::invalid_input(format!("{} is not UTF-8 text", file.display()))
@@ -45,18 +67,58 @@ pub fn trust(file: &Path) -> Result<PathBuf> {
                 config_error
             });
         }
+        return Ok((bytes, false));
     }
-    crate::effects::trust::trust(file, &bytes)
+    Ok((bytes, true))
+}
+
+/// The preview of `bytes`, read and checked as `file` by [`read_checked`].
+fn preview(file: &Path, bytes: &[u8], is_config: bool) -> TrustPreview {
+    let text = String::from_utf8_lossy(bytes).into_owned();
+    if !is_config {
+        return TrustPreview {
+            file: file.to_path_buf(),
+            kind: "team spec",
+            keys: Vec::new(),
+            text: Some(text),
+        };
+    }
+    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap_or_default();
+    let (_, withheld) = crate::effects::config::class::sift(value.clone(), false);
+    let keys = withheld
+        .iter()
+        .filter(|w| w.needs_trust())
+        .map(|w| (w.key.clone(), value_at(&value, &w.key)))
+        .collect();
+    TrustPreview {
+        file: file.to_path_buf(),
+        kind: "config",
+        keys,
+        text: None,
+    }
+}
+
+/// The value at a dotted key, as YAML on one line.
+fn value_at(root: &serde_yaml_ng::Value, key: &str) -> String {
+    let found = key.split('.').try_fold(root, |value, name| value.get(name));
+    match found {
+        Some(value) => serde_json::to_string(value).unwrap_or_else(|_| "(set)".into()),
+        None => "(set)".into(),
+    }
 }
 
 /// `cuekit trust [FILE] [--revoke]`, as a person runs it: refused inside a task's pane (its
 /// ancestry says so, whatever its environment) and away from a terminal, since trust is a
 /// person's decision. `file` defaults to the project's config file, found from `cwd` upwards.
 /// Returns the file's path and the state it is left in.
+///
+/// Before trusting, `confirm` is shown what the trust makes apply ([`TrustPreview`]) and says
+/// whether the person agrees; the bytes it was shown are the bytes trusted.
 pub fn trust_by_person(
     file: Option<&Path>,
     revoke: bool,
     cwd: &Path,
+    confirm: &mut dyn FnMut(&TrustPreview) -> bool,
 ) -> Result<(PathBuf, &'static str)> {
     // A child agent may run shell commands: trust is the person's, not the task's. Its own
     // environment can be cleared (`env -u CUEKIT_TASK_ID`); its ancestry cannot.
@@ -92,10 +154,16 @@ pub fn trust_by_person(
             .with_hint("name the file: `cuekit trust PATH`")
         })?,
     };
-    let (path, state) = if revoke {
-        (crate::effects::trust::revoke(&file)?, "untrusted")
-    } else {
-        (trust(&file)?, "trusted")
-    };
-    Ok((path, state))
+    if revoke {
+        return Ok((crate::effects::trust::revoke(&file)?, "untrusted"));
+    }
+    let (bytes, is_config) = read_checked(&file)?;
+    if !confirm(&preview(&file, &bytes, is_config)) {
+        return Err(Error::new(
+            ErrorCode::InvalidState,
+            format!("{} is not trusted: the answer was no", file.display()),
+        )
+        .with_hint("read the file, then run `cuekit trust` again and answer y (or pass --yes)"));
+    }
+    Ok((crate::effects::trust::trust(&file, &bytes)?, "trusted"))
 }

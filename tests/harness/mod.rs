@@ -184,7 +184,7 @@ impl Harness {
     /// succeeds.
     #[track_caller]
     pub fn trust(&self, args: &[&str]) {
-        let mut line = format!("'{}' trust", env!("CARGO_BIN_EXE_cuekit"));
+        let mut line = format!("'{}' trust --yes", env!("CARGO_BIN_EXE_cuekit"));
         for arg in args {
             line.push_str(&format!(" '{}'", arg.replace('\'', "'\\''")));
         }

@@ -247,3 +247,143 @@ fn serve_qr_on_loopback_says_a_phone_cannot_reach_it_and_how_to_tunnel() {
         "no note after the code: {printed:?}"
     );
 }
+
+/// The config entries whose value comes from the project's `.cuekit.yaml`, trust aside.
+fn set_by_project_file(h: &Harness) -> Vec<String> {
+    let (config, code) = h.json(&["config"]);
+    assert_eq!(code, 0, "{config}");
+    config
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| entry["key"] != "trust")
+        .filter(|entry| entry["source"].to_string().contains(".cuekit.yaml"))
+        .map(|entry| format!("{}={}", entry["key"], entry["value"]))
+        .collect()
+}
+
+#[test]
+fn init_writes_only_what_differs_from_the_defaults() {
+    let h = Harness::new();
+    let (outcome, code) = h.json(&["init"]);
+    assert_eq!(code, 0, "{outcome}");
+    assert_eq!(set_by_project_file(&h), Vec::<String>::new());
+    let written = std::fs::read_to_string(h.project.join(".cuekit.yaml")).unwrap();
+    assert!(!written.contains("batch worktree tasks only"), "{written}");
+    let (outcome, code) = h.json(&["init", "--force", "--agent", "antigravity"]);
+    assert_eq!(code, 0, "{outcome}");
+    assert_eq!(
+        set_by_project_file(&h),
+        vec![r#""defaults.agent"="antigravity""#.to_string()]
+    );
+}
+
+/// `cuekit trust` at a terminal (`script` makes one), answering `answer`.
+fn trust_answering(h: &Harness, answer: &str) -> (bool, String) {
+    use std::io::Write;
+    let line = format!("'{}' trust", env!("CARGO_BIN_EXE_cuekit"));
+    let mut script = h.program(std::path::Path::new("script"));
+    script
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = script.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answer.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+fn trust_state(h: &Harness) -> String {
+    let (config, _) = h.json(&["config"]);
+    let value = &config[0]["value"];
+    value["state"]
+        .as_str()
+        .or(value.as_str())
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn trust_shows_the_keys_that_run_code_and_asks() {
+    let h = Harness::new();
+    std::fs::write(
+        h.project.join(".cuekit.yaml"),
+        "hooks:\n  on_end: \"echo ended\"\ncheck:\n  run: [\"make test\"]\ndefaults:\n  timeout: 30m\n",
+    )
+    .unwrap();
+    let (trusted, shown) = trust_answering(&h, "n\n");
+    assert!(!trusted, "{shown}");
+    assert!(
+        shown.contains("hooks.on_end: \"echo ended\"")
+            && shown.contains("check.run: [\"make test\"]")
+            && shown.contains("[y/N]")
+            && !shown.contains("defaults.timeout"),
+        "{shown}"
+    );
+    assert_eq!(trust_state(&h), "untrusted");
+    let (trusted, shown) = trust_answering(&h, "y\n");
+    assert!(trusted, "{shown}");
+    assert_eq!(trust_state(&h), "trusted");
+}
+
+/// Attaches in a real terminal of the test's tmux server (`cuekit ARGS` in session `person`),
+/// checks the task's status line, detaches with the prefix and `d`, and returns what the
+/// terminal shows then.
+fn attach_and_detach(h: &Harness, person: &str, args: &str, id: impl Fn() -> String) -> String {
+    h.in_terminal(person, args, (200, 30), false);
+    let shown = h.wait_pane(person, "the task's status line", |s| {
+        s.contains("attached-child") && s.contains("detach: C-b d]")
+    });
+    let id = id();
+    assert!(
+        shown.contains(&format!("[cuekit {id}, detach: C-b d]")),
+        "{shown}"
+    );
+    let target = format!("={person}:");
+    h.tmux(&["send-keys", "-t", &target, "C-b", "d"]);
+    h.wait_pane(person, "the terminal after detaching", |s| {
+        s.contains("exited with")
+    })
+}
+
+#[test]
+fn attach_names_the_task_and_its_detach_key_and_says_how_to_come_back() {
+    let h = Harness::new();
+    let only_task = || {
+        let (list, _) = h.json(&["list"]);
+        list[0]["id"].as_str().unwrap().to_string()
+    };
+    let shown = attach_and_detach(
+        &h,
+        "person",
+        "submit --attach --agent command -- sh -c 'echo attached-child; sleep 600'",
+        only_task,
+    );
+    let id = only_task();
+    assert!(
+        shown.contains(&format!("`cuekit attach {id}` comes back"))
+            && shown.contains("exited with 0"),
+        "{shown}"
+    );
+    // `cuekit attach` does the same.
+    let shown = attach_and_detach(&h, "again", &format!("attach {id}"), only_task);
+    assert!(
+        shown.contains(&format!("`cuekit attach {id}` comes back"))
+            && shown.contains("exited with 0"),
+        "{shown}"
+    );
+    h.ok(&["cancel", &id]);
+}

@@ -218,6 +218,34 @@ pub fn attach(session: &str) -> Argv {
     ]])
 }
 
+/// The server's prefix key (`C-b` unless changed), as `show-options` prints it.
+pub fn prefix_key() -> Argv {
+    Argv::new([vec!["show-options", "-gv", "prefix"]])
+}
+
+/// A task session's status line, left side: `label` (a format: `#` doubled), long enough to
+/// show it whole. Set on that session only.
+pub fn label_session(session: &str, label: &str) -> Argv {
+    // `set-option -t` takes a pane: the session's, by its exact name.
+    let target = format!("={session}:");
+    Argv::new([
+        vec![
+            "set-option".to_string(),
+            "-t".into(),
+            target.clone(),
+            "status-left".into(),
+            label.replace('#', "##"),
+        ],
+        vec![
+            "set-option".to_string(),
+            "-t".into(),
+            target,
+            "status-left-length".into(),
+            "100".into(),
+        ],
+    ])
+}
+
 /// A popup on the user's own tmux (the one `$TMUX` names) running `command`, a shell command
 /// line, closed when it exits: how a dashboard inside the user's tmux shows a task's session.
 pub fn popup(command: &str) -> Argv {
