@@ -1146,6 +1146,7 @@ fn an_acp_childs_leftover_rewriting_the_work_during_the_check_does_not_reach_the
     );
     let _ = std::fs::remove_file(&started);
     let _ = std::fs::remove_file(format!("{}.detached", started.display()));
+}
 
 /// A sandboxed task's check passes when the user's HOME is a git repository: the scratch
 /// checkout lies in cuekit's data dir, inside that repository, which is hidden whole and none
