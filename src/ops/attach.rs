@@ -25,7 +25,7 @@ pub fn attach(task_id: &str, cwd: &Path) -> Result<AttachEnd> {
         return on_host(&host, task_id, cwd).map(AttachEnd::Host);
     }
     let (socket, session) = live_session(task_id, cwd)?;
-    label(&socket, &session, task_id);
+    label(&socket, &session, task_id, in_users_tmux());
     let status = Command::new(crate::effects::tmux::binary())
         .args(socket.args())
         .args(args::attach(&session))
@@ -47,18 +47,37 @@ pub fn attach(task_id: &str, cwd: &Path) -> Result<AttachEnd> {
 }
 
 /// The task session's status line says which task it is and how to leave it:
-/// `[cuekit t_…, detach: C-b d]`. Best effort: a status line is no reason to refuse an attach.
-fn label(socket: &Socket, session: &str, task_id: &str) {
+/// `[cuekit t_…, detach: C-b d]`. A client `nested` in the user's own tmux whose prefix is the
+/// same key gets that key first from the outer tmux, which sends it on when pressed twice (its
+/// default `send-prefix` binding): `C-b C-b d`. Best effort: a status line is no reason to
+/// refuse an attach.
+fn label(socket: &Socket, session: &str, task_id: &str, nested: bool) {
+    let key = |output: Result<String>| {
+        output
+            .map(|key| key.trim().to_string())
+            .ok()
+            .filter(|key| !key.is_empty() && key != "None")
+    };
     let tmux = crate::effects::tmux::Tmux::new(socket.clone());
-    let prefix = tmux
-        .run(&args::prefix_key())
-        .map(|key| key.trim().to_string())
-        .ok()
-        .filter(|key| !key.is_empty() && key != "None")
-        .unwrap_or_else(|| "C-b".to_string());
+    let prefix = key(tmux.run(&args::prefix_key())).unwrap_or_else(|| "C-b".to_string());
+    let outer = nested
+        .then(|| {
+            Command::new(crate::effects::tmux::binary())
+                .args(args::prefix_key())
+                .output()
+                .ok()
+                .filter(|out| out.status.success())
+                .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        })
+        .flatten();
+    let detach = if outer.is_some_and(|outer| outer.trim() == prefix) {
+        format!("{prefix} {prefix} d")
+    } else {
+        format!("{prefix} d")
+    };
     let _ = tmux.run(&args::label_session(
         session,
-        &format!("[cuekit {task_id}, detach: {prefix} d] "),
+        &format!("[cuekit {task_id}, detach: {detach}] "),
     ));
 }
 
@@ -71,7 +90,7 @@ pub fn attach_and_return(task_id: &str, cwd: &Path) -> Result<()> {
         return on_host(&host, task_id, cwd).map(|_| ());
     }
     let (socket, session) = live_session(task_id, cwd)?;
-    label(&socket, &session, task_id);
+    label(&socket, &session, task_id, false);
     let mut command = Command::new(crate::effects::tmux::binary());
     if in_users_tmux() {
         let tmux =

@@ -387,3 +387,28 @@ fn attach_names_the_task_and_its_detach_key_and_says_how_to_come_back() {
     );
     h.ok(&["cancel", &id]);
 }
+
+#[test]
+fn attach_from_inside_tmux_names_the_prefix_twice_when_the_outer_tmux_shares_it() {
+    let h = Harness::new();
+    let id = h.submit_sh("echo attached-child; sleep 600", &[]);
+    // Inside the user's tmux (here the test's server, whose prefix is also C-b): the outer
+    // tmux takes the first C-b, so the way out of the task is C-b C-b d.
+    h.in_terminal("person", &format!("attach {id}"), (200, 30), true);
+    let shown = h.wait_pane("person", "the task's status line", |s| {
+        s.contains("attached-child") && s.contains(", detach: ")
+    });
+    assert!(
+        shown.contains(&format!("[cuekit {id}, detach: C-b C-b d]")),
+        "{shown}"
+    );
+    h.tmux(&["send-keys", "-t", "=person:", "C-b", "d"]);
+    let shown = h.wait_pane("person", "the terminal after detaching", |s| {
+        s.contains("exited with")
+    });
+    assert!(
+        shown.contains(&format!("`cuekit attach {id}` comes back")),
+        "{shown}"
+    );
+    h.ok(&["cancel", &id]);
+}
