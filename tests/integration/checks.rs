@@ -439,10 +439,13 @@ fn a_fix_round_that_cannot_reach_the_same_child_is_refused_before_anything_start
             .contains("--check-rounds 0"),
         "{refused}"
     );
+    // In a git repository `--check` makes the task's own worktree (issue 51); asked not to,
+    // the check has no checkout to read, and says so.
     let (refused, code) = h.json(&[
         "submit",
         "--mode",
         "batch",
+        "--no-worktree",
         "--agent",
         "command",
         "--check",
