@@ -609,7 +609,7 @@ impl Harness {
                 return shown;
             }
             assert!(
-                start.elapsed() < Duration::from_secs(30),
+                start.elapsed() < limits::TASK,
                 "never saw {what}; the screen:\n{shown}"
             );
             std::thread::sleep(Duration::from_millis(50));
@@ -883,7 +883,7 @@ pub fn installed_tool(name: &str) -> PathBuf {
 #[track_caller]
 pub fn assert_nothing_left(id: &str) {
     assert!(
-        poll(Duration::from_secs(10), || processes_of(id).is_empty()),
+        poll(limits::SHORT, || processes_of(id).is_empty()),
         "processes of {id} left running: {:?}",
         processes_of(id)
     );

@@ -5,6 +5,7 @@
 //! openssh-server (scripts/test installs it); without sshd it fails, saying so.
 #![allow(dead_code)]
 
+use super::limits;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -196,7 +197,7 @@ impl SshHost {
         let start = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             assert!(
-                start.elapsed() < Duration::from_secs(10),
+                start.elapsed() < limits::SHORT,
                 "sshd did not listen: {}",
                 std::fs::read_to_string(self.path("sshd.log")).unwrap_or_default()
             );

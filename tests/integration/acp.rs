@@ -3,6 +3,7 @@
 //! over the protocol, the status is the protocol's, and nothing outlives a cancel or a killed
 //! client. Real tmux on a private socket, real /bin/sh.
 
+use crate::harness::limits;
 use std::time::Duration;
 
 use crate::harness::{
@@ -13,7 +14,7 @@ use serde_json::Value;
 /// Waits until the task's status satisfies `done`; its status.
 fn wait_status(h: &Harness, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
     let mut last = Value::Null;
-    let ok = poll(Duration::from_secs(60), || {
+    let ok = poll(limits::AGENT, || {
         last = h.status(id);
         done(&last)
     });
@@ -93,7 +94,7 @@ fn a_permission_is_answered_by_the_parent_and_steers_go_over_the_protocol() {
         "{receipt}"
     );
     assert_eq!(receipt["delivery"], "protocol");
-    assert!(poll(Duration::from_secs(30), || h
+    assert!(poll(limits::TASK, || h
         .ok(&["logs", &id])
         .contains("The second answer.")));
     wait_status(&h, &id, "the second turn's end", |v| {
@@ -118,12 +119,12 @@ fn a_permission_is_answered_by_the_parent_and_steers_go_over_the_protocol() {
         reason(v) == Some("permission_prompt")
     });
     h.ok(&["approve", &id, "--allow"]);
-    assert!(poll(Duration::from_secs(20), || { common_sleeping(&id) }));
+    assert!(poll(limits::TASK, || { common_sleeping(&id) }));
     let (cancelled, code) = h.json(&["cancel", &id]);
     assert_eq!(code, 0, "{cancelled}");
     assert_eq!(h.status(&id)["status"], "cancelled");
     assert!(
-        poll(Duration::from_secs(10), || processes_of(&id).is_empty()),
+        poll(limits::SHORT, || processes_of(&id).is_empty()),
         "left running: {:?}",
         processes_of(&id)
     );
@@ -153,7 +154,7 @@ fn a_child_cannot_answer_its_own_requests_or_steer_itself() {
     let h = Harness::new().with_real_gemini(&[shell_call(probe), canned_text("done")]);
     // With the bypass the first request is allowed by cuekit itself (and recorded).
     let id = h.submit(&["--mode", "acp", "--model", MODEL, "--once", "probe"]);
-    let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
     let probe = std::fs::read_to_string(h.project.join("probe.txt")).unwrap();
     assert_eq!(probe, "approve-exit=30\nsteer-exit=30\n");
@@ -167,7 +168,7 @@ fn a_child_cannot_answer_its_own_requests_or_steer_itself() {
 fn once_completes_after_the_first_turn() {
     let h = Harness::new().with_real_gemini(&[canned_text("All done.")]);
     let id = h.submit(&["--mode", "acp", "--model", MODEL, "--once", "Say done"]);
-    let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
     let status = h.status(&id);
     assert_eq!(
@@ -212,7 +213,7 @@ fn a_client_killed_at_any_instant_leaves_no_agent_and_no_false_completion() {
                     .is_ok_and(|cmd| cmd.split(|b| *b == 0).any(|w| w == b"__acp"))
             })
         };
-        assert!(poll(Duration::from_secs(10), || client().is_some()));
+        assert!(poll(limits::SHORT, || client().is_some()));
         std::thread::sleep(Duration::from_millis(delay));
         if let Some(client) = client() {
             unsafe_kill(client);
@@ -221,7 +222,7 @@ fn a_client_killed_at_any_instant_leaves_no_agent_and_no_false_completion() {
         let status = h.status(&id);
         assert_ne!(status["status"], "completed", "delay {delay}: {waited}");
         assert!(
-            poll(Duration::from_secs(10), || processes_of(&id).is_empty()),
+            poll(limits::SHORT, || processes_of(&id).is_empty()),
             "delay {delay}: left running {:?}",
             processes_of(&id)
         );
@@ -247,7 +248,7 @@ fn resume_from_an_acp_task_loads_its_session() {
         "--once",
         "Remember the word tangerine",
     ]);
-    let (waited, code) = h.json(&["wait", &first, "--timeout", "60s"]);
+    let (waited, code) = h.json(&["wait", &first, "--timeout", &limits::arg(limits::AGENT)]);
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(&first));
     let session = h.json(&["result", &first]).0["agent_session_id"]
         .as_str()
@@ -320,7 +321,7 @@ fn other_agents_without_credentials_end_auth_missing_too() {
             h.transcript(&id)
         );
         assert!(
-            poll(Duration::from_secs(10), || processes_of(&id).is_empty()),
+            poll(limits::SHORT, || processes_of(&id).is_empty()),
             "{kind}: left running: {:?}",
             processes_of(&id)
         );

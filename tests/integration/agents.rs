@@ -1,7 +1,7 @@
 //! Every adapter through the real runtime (tmux, /bin/sh, transcript, sentinel, steering): a
 //! stand-in for each CLI that parses argv as the real one does (tests/fixtures/fake-agent).
 
-use std::time::Duration;
+use crate::harness::limits;
 
 use crate::harness::Harness;
 use crate::harness::sh_task;
@@ -53,7 +53,7 @@ fn every_agent_runs_interactively_takes_a_steer_and_quits() {
     for (kind, binary) in AGENTS {
         let h = with_fake(binary);
         let id = h.submit(&["--agent", kind, "first question"]);
-        h.wait_until(&id, "the first reply", Duration::from_secs(10), || {
+        h.wait_until(&id, "the first reply", limits::SHORT, || {
             h.screen(&id).contains("Type your message")
                 && h.transcript(&id)
                     .contains(&format!("FAKE-{binary} mode=interactive"))
@@ -64,12 +64,19 @@ fn every_agent_runs_interactively_takes_a_steer_and_quits() {
             (Some("submitted"), 0),
             "{kind}: {receipt}"
         );
-        h.wait_until(&id, "the steered reply", Duration::from_secs(10), || {
+        h.wait_until(&id, "the steered reply", limits::SHORT, || {
             h.ok(&["logs", &id])
                 .contains("reply to: -second, with 'quotes'")
         });
         h.ok(&["steer", &id, "/quit"]);
-        let (waited, code) = h.json(&["wait", &id, "--until", "ended", "--timeout", "10s"]);
+        let (waited, code) = h.json(&[
+            "wait",
+            &id,
+            "--until",
+            "ended",
+            "--timeout",
+            &limits::arg(limits::SHORT),
+        ]);
         assert_eq!(code, 0, "{kind}: {waited}");
     }
 }
@@ -203,12 +210,12 @@ fn any_command_runs_with_the_same_runtime() {
         "-c",
         "printf 'ready\\n> '; read line; echo \"got $line\"",
     ]);
-    h.wait_until(&id, "the prompt", Duration::from_secs(10), || {
+    h.wait_until(&id, "the prompt", limits::SHORT, || {
         h.screen(&id).contains("ready")
     });
     let (receipt, _) = h.json(&["steer", &id, "hello there"]);
     assert_eq!(receipt["receipt"], "submitted", "{receipt}");
-    let (_, code) = h.json(&["wait", &id, "--timeout", "10s"]);
+    let (_, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::SHORT)]);
     assert_eq!(code, 0);
     assert!(h.ok(&["logs", &id]).contains("got hello there"));
     let (error, code) = h.json(&[

@@ -1,7 +1,7 @@
 //! Real agent CLIs that start offline without credentials (installed by scripts/test): cuekit
 //! must see that they wait on a login screen rather than report them running forever.
 
-use std::time::Duration;
+use crate::harness::limits;
 
 use crate::harness::{Harness, installed_tool, poll};
 
@@ -11,13 +11,19 @@ fn a_real_cli_on_its_login_screen_is_input_required_and_blocks_steering() {
         let h = Harness::new();
         std::os::unix::fs::symlink(installed_tool(binary), h.bin.join(binary)).unwrap();
         let id = h.submit(&["--agent", kind, "hello"]);
-        let (waited, code) =
-            h.json(&["wait", &id, "--until", "input-required", "--timeout", "60s"]);
+        let (waited, code) = h.json(&[
+            "wait",
+            &id,
+            "--until",
+            "input-required",
+            "--timeout",
+            &limits::arg(limits::AGENT),
+        ]);
         assert_eq!(code, 0, "{kind}: {waited}\n{}", h.screen(&id));
         // Codex draws its prompt for a moment before it finds there is no login (longer on a
         // loaded machine): that look is `idle_at_prompt`; the login screen follows.
         let mut task = waited["tasks"][0].clone();
-        poll(Duration::from_secs(60), || {
+        poll(limits::AGENT, || {
             task = h.status(&id);
             task["reason"] == "auth_required"
         });

@@ -2,8 +2,8 @@
 //! steering, the event filter), with a stand-in for agy (tests/fixtures/fake-agy): agy installs
 //! from Google's site and cannot run here.
 
+use crate::harness::limits;
 use std::path::Path;
-use std::time::Duration;
 
 use crate::harness::Harness;
 
@@ -29,7 +29,7 @@ fn argv(path: &Path) -> Vec<String> {
 }
 
 fn wait(h: &Harness, id: &str) -> i32 {
-    let (waited, code) = h.json(&["wait", id, "--timeout", "30s"]);
+    let (waited, code) = h.json(&["wait", id, "--timeout", &limits::arg(limits::TASK)]);
     assert!(code == 0 || code == 20, "{waited}\n{}", h.transcript(id));
     code
 }
@@ -51,8 +51,7 @@ fn batch_reads_agys_stream_into_the_result_and_resumes_its_conversation() {
         prompt,
     ]);
     assert_eq!(wait(&h, &id), 0);
-    let status = h.status(&id);
-    assert_eq!(status["status"], "completed", "{status}");
+    h.assert_status(&id, "completed");
     assert_eq!(
         argv(&argv_file),
         [
@@ -145,7 +144,7 @@ fn not_signed_in_fails_headless_and_shows_the_sign_in_screen_interactively() {
     assert!(h.ok(&["logs", &batch]).contains("authentication timed out"));
 
     let id = h.submit(&["--agent", "antigravity", "hello"]);
-    h.wait_until(&id, "the sign-in screen", Duration::from_secs(20), || {
+    h.wait_until(&id, "the sign-in screen", limits::TASK, || {
         h.status(&id)["reason"] == "auth_required"
     });
     let status = h.status(&id);
@@ -170,7 +169,7 @@ fn interactive_asks_approval_takes_a_steer_with_receipt_and_exits_with_its_resum
         "--",
         "-first RUN: don't \"stop\" $HOME",
     ]);
-    h.wait_until(&id, "the approval", Duration::from_secs(20), || {
+    h.wait_until(&id, "the approval", limits::TASK, || {
         h.status(&id)["reason"] == "permission_prompt"
     });
     assert_eq!(h.status(&id)["status"], "input_required");
@@ -187,7 +186,7 @@ fn interactive_asks_approval_takes_a_steer_with_receipt_and_exits_with_its_resum
     // The user answers it (as after `cuekit attach`): one key.
     let (pane, _) = h.pane(&id);
     assert!(h.tmux(&["send-keys", "-t", &pane, "y"]).status.success());
-    h.wait_until(&id, "the first answer", Duration::from_secs(20), || {
+    h.wait_until(&id, "the first answer", limits::TASK, || {
         h.status(&id)["reason"] == "idle_at_prompt"
     });
     assert!(h.screen(&id).contains("● Bash(echo ran)"));
@@ -198,7 +197,7 @@ fn interactive_asks_approval_takes_a_steer_with_receipt_and_exits_with_its_resum
         (Some("submitted"), 0),
         "{receipt}"
     );
-    h.wait_until(&id, "the second answer", Duration::from_secs(20), || {
+    h.wait_until(&id, "the second answer", limits::TASK, || {
         h.screen(&id)
             .contains("AGY-REPLY 2: and a 'second' message")
     });
@@ -231,7 +230,7 @@ fn interactive_asks_approval_takes_a_steer_with_receipt_and_exits_with_its_resum
 fn a_busy_interactive_task_is_cancelled_with_its_processes() {
     let h = with_fake_agy(true).env("FAKE_AGY_SLEEP", "60");
     let id = h.submit(&["--agent", "antigravity", "work for a minute"]);
-    h.wait_until(&id, "the busy screen", Duration::from_secs(20), || {
+    h.wait_until(&id, "the busy screen", limits::TASK, || {
         h.screen(&id).contains("esc to cancel")
     });
     assert_eq!(h.status(&id)["status"], "running");
@@ -326,17 +325,14 @@ fn acp_mode_asks_the_parent_and_steers_over_the_protocol() {
         "--no-skip-permissions",
         "RUN: the build",
     ]);
-    h.wait_until(
-        &id,
-        "the permission request",
-        Duration::from_secs(20),
-        || reason(&h, &id).as_deref() == Some("permission_prompt"),
-    );
+    h.wait_until(&id, "the permission request", limits::TASK, || {
+        reason(&h, &id).as_deref() == Some("permission_prompt")
+    });
     let asking = h.status(&id);
     assert_eq!(asking["request"]["tool"]["title"], "echo ran", "{asking}");
     let (approved, code) = h.json(&["approve", &id, "--allow"]);
     assert_eq!(code, 0, "{approved}");
-    h.wait_until(&id, "the end of the turn", Duration::from_secs(20), || {
+    h.wait_until(&id, "the end of the turn", limits::TASK, || {
         reason(&h, &id).as_deref() == Some("idle_at_prompt")
     });
     let (receipt, code) = h.json(&["steer", &id, "and 'then'"]);
@@ -349,15 +345,12 @@ fn acp_mode_asks_the_parent_and_steers_over_the_protocol() {
         (Some("submitted"), Some("protocol"), 0),
         "{receipt}"
     );
-    h.wait_until(&id, "the second answer", Duration::from_secs(20), || {
+    h.wait_until(&id, "the second answer", limits::TASK, || {
         h.ok(&["logs", &id]).contains("AGY-ACP-REPLY 2: and 'then'")
     });
-    h.wait_until(
-        &id,
-        "the second turn's end",
-        Duration::from_secs(20),
-        || reason(&h, &id).as_deref() == Some("idle_at_prompt"),
-    );
+    h.wait_until(&id, "the second turn's end", limits::TASK, || {
+        reason(&h, &id).as_deref() == Some("idle_at_prompt")
+    });
     let (result, _) = h.json(&["result", &id]);
     assert_eq!(result["turns"].as_array().unwrap().len(), 2, "{result}");
     assert_eq!(result["final_text"], "AGY-ACP-REPLY 2: and 'then'");

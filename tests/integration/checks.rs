@@ -2,8 +2,8 @@
 //! paths are restored from the base, with real git, real tmux, real /bin/sh, and the real
 //! Gemini CLI offline (canned replies, a file per run) where the child's behaviour matters.
 
+use crate::harness::limits;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -106,8 +106,7 @@ fn a_gemini_batch_child_gets_its_failure_and_completes_after_one_fix_round() {
     let id = submit_checked_gemini(&h, &[]);
     let (waited, code) = h.wait_all(&[&id], "120s");
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
-    let status = h.status(&id);
-    assert_eq!(status["status"], "completed", "{status}");
+    let status = h.assert_status(&id, "completed");
     let check = check_of(&status);
     assert_eq!(check["phase"], "passed", "{status}");
     assert_eq!(check["fix_rounds"], 1);
@@ -264,9 +263,8 @@ fn a_passing_check_completes_the_task_and_the_right_work_passes_on_the_base_test
     let h = Harness::new();
     checked_project(&h);
     let id = submit_checked_sh(&h, "echo answer=42 > answer.txt", "sh tests/check.sh", &[]);
-    h.wait_ok(&[&id], "60s");
-    let status = h.status(&id);
-    assert_eq!(status["status"], "completed", "{status}");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let status = h.assert_status(&id, "completed");
     assert_eq!(check_of(&status)["phase"], "passed", "{status}");
     // `cuekit check ID` runs it again on demand and records the verdict.
     let (again, code) = h.json(&["check", &id]);
@@ -330,7 +328,7 @@ fn a_check_that_leaves_a_daemon_has_it_ended_and_a_flood_is_bounded() {
         daemon.display()
     );
     let id = submit_checked_sh(&h, "echo answer=42 > answer.txt", &check, &[]);
-    h.wait_ok(&[&id], "60s");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     assert!(!alive(&daemon), "the check's daemon outlived it");
     let status = h.status(&id);
     let log: PathBuf = check_of(&status)["verdicts"][0]["log"]
@@ -358,9 +356,11 @@ fn a_dependent_starts_only_after_the_pass_and_fails_with_a_failed_check() {
     let look = format!("cuekit --json status {passes} > '{}'", seen.display());
     let after_pass = h.submit_sh(&look, &["--mode", "batch", "--after", &passes]);
     let after_fail = h.submit_sh("true", &["--mode", "batch", "--after", &fails]);
-    h.wait_ended(&[&passes, &fails, &after_pass, &after_fail], "120s");
-    let dependent = h.status(&after_pass);
-    assert_eq!(dependent["status"], "completed", "{dependent}");
+    h.wait_ended(
+        &[&passes, &fails, &after_pass, &after_fail],
+        &limits::arg(limits::LONG),
+    );
+    h.assert_status(&after_pass, "completed");
     let seen: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
     assert_eq!(
         (seen["status"].as_str(), seen["check"]["phase"].as_str()),
@@ -408,7 +408,7 @@ fn a_repositorys_own_check_runs_nothing_until_the_project_is_trusted() {
     // Trusted by the user, it is the task's check.
     h.trust(&[]);
     let id = h.submit(&submit);
-    h.wait_ok(&[&id], "60s");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     assert!(planted.exists(), "the trusted check did not run");
     assert_eq!(h.status(&id)["check"]["phase"], "passed");
 }
@@ -664,7 +664,7 @@ fn checks_wait_for_a_slot_under_limits_checks() {
     let ids: Vec<String> = (0..2)
         .map(|_| submit_checked_sh(&h, "true", &check, &[]))
         .collect();
-    h.wait_ok(&ids, "60s");
+    h.wait_ok(&ids, &limits::arg(limits::AGENT));
     assert_eq!(
         std::fs::read_to_string(&trace).unwrap(),
         "start\nend\nstart\nend\n",
@@ -693,7 +693,7 @@ fn a_team_members_check_needs_the_spec_trusted_and_then_checks_its_work() {
     let (submitted, code) = h.json(&["team", "submit", "crew", "--spec", spec]);
     assert_eq!(code, 0, "{submitted}");
     let id = submitted["tasks"][0]["id"].as_str().unwrap().to_string();
-    h.wait_ok(&[&id], "120s");
+    h.wait_ok(&[&id], &limits::arg(limits::LONG));
     let status = h.status(&id);
     assert_eq!(check_of(&status)["phase"], "passed", "{status}");
 }
@@ -724,7 +724,7 @@ fn a_done_report_of_a_checked_child_does_not_start_its_dependent() {
         &format!("touch '{}'", ran.display()),
         &["--mode", "batch", "--after", &id],
     );
-    h.wait_ended(&[&id, &dependent], "120s");
+    h.wait_ended(&[&id, &dependent], &limits::arg(limits::LONG));
     let status = h.status(&id);
     assert_eq!(status["reason"], "check_failed", "{status}");
     assert_eq!(status["last_report"]["kind"], "done", "{status}");
@@ -951,7 +951,7 @@ fn a_users_role_carries_a_check_and_a_projects_role_check_is_not_used() {
         "{submitted}"
     );
     let id = submitted["id"].as_str().unwrap();
-    h.wait_ok(&[id], "60s");
+    h.wait_ok(&[id], &limits::arg(limits::AGENT));
     assert!(h.status(id)["check"].is_null());
 }
 
@@ -977,12 +977,9 @@ fn a_check_whose_monitor_died_is_run_again_by_the_next_monitor() {
         &check,
         "Write the answer into answer.txt",
     ]);
-    h.wait_until(
-        &id,
-        "the first check to start",
-        Duration::from_secs(90),
-        || first.exists(),
-    );
+    h.wait_until(&id, "the first check to start", limits::LONG, || {
+        first.exists()
+    });
     for monitor in h.monitors() {
         // SAFETY: kill takes a pid and a signal and touches no memory.
         unsafe { libc::kill(monitor as libc::pid_t, libc::SIGKILL) };
@@ -1025,7 +1022,7 @@ fn a_leftover_rewriting_the_work_during_the_check_does_not_reach_the_merge() {
         &rewritten_during_check(&h, &started),
         &[],
     );
-    h.wait_ok(&[&id], "60s");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     let worktree = h.worktree_of(&id);
     assert_eq!(
         std::fs::read_to_string(worktree.join("answer.txt")).unwrap(),
@@ -1117,7 +1114,7 @@ fn an_acp_childs_leftover_rewriting_the_work_during_the_check_does_not_reach_the
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
     let worktree = h.worktree_of(&id);
     assert!(
-        poll(Duration::from_secs(10), || {
+        poll(limits::SHORT, || {
             std::fs::read_to_string(worktree.join("answer.txt")).unwrap_or_default()
                 == "answer=41\n"
         }),

@@ -3,6 +3,7 @@
 //! runs the attack beside its control (the honest fix, which must pass) on the same base, with
 //! the real runner: python3's unittest, npm, cargo.
 
+use crate::harness::limits;
 use serde_json::Value;
 
 use crate::harness::Harness;
@@ -298,7 +299,7 @@ fn a_race_never_prefers_a_pass_that_rests_on_a_manifest_change() {
         .iter()
         .map(|c| c["id"].as_str().unwrap().to_string())
         .collect();
-    let (waited, code) = h.json(&["wait", &race, "--timeout", "120s"]);
+    let (waited, code) = h.json(&["wait", &race, "--timeout", &limits::arg(limits::LONG)]);
     assert_eq!(code, 0, "{waited}");
     let (result, _) = h.json(&["result", &race]);
     let manifest = ids

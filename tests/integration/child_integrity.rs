@@ -3,8 +3,8 @@
 //! the audit saw one do, through real tmux (a private socket per test), real /bin/sh and, where
 //! the behaviour is an agent's, the real Gemini CLI (offline, canned replies).
 
+use crate::harness::limits;
 use std::path::Path;
-use std::time::Duration;
 
 use crate::harness::{Harness, MODEL, canned_shell_call, canned_text, poll};
 use serde_json::Value;
@@ -14,12 +14,9 @@ use serde_json::Value;
 const HOLD: &str = "while [ ! -e release ]; do sleep 0.05; done";
 
 fn wait_for_file(h: &Harness, id: &str, path: &Path) {
-    h.wait_until(
-        id,
-        &format!("{}", path.display()),
-        Duration::from_secs(30),
-        || path.exists(),
-    );
+    h.wait_until(id, &format!("{}", path.display()), limits::TASK, || {
+        path.exists()
+    });
 }
 
 /// M1: the child writes `cuekit_exit=0` into its own `exit-code` and kills its own tmux session
@@ -110,8 +107,7 @@ fn a_rewritten_record_never_ends_a_task() {
         forged.contains("\"status\": \"completed\""),
         "the forgery did not take: {forged}"
     );
-    let view = h.status(&forger);
-    assert_eq!(view["status"], "running", "{view}");
+    h.assert_status(&forger, "running");
     // A wait on it does not end on the forged record (it runs until it is released).
     let (waited, code) = h.json(&["wait", &forger, "--timeout", "1s"]);
     assert_ne!(code, 0, "{waited}");
@@ -155,7 +151,7 @@ fn a_tasks_environment_names_no_tmux_server_or_pane() {
     for mode in ["interactive", "batch"] {
         let file = format!("env-{mode}.txt");
         let id = h.submit_sh(&format!("env > {file}; {nested}"), &["--mode", mode]);
-        let (waited, code) = h.json(&["wait", &id, "--timeout", "30s"]);
+        let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::TASK)]);
         assert_eq!(code, 0, "{waited}");
         let env = std::fs::read_to_string(h.project.join(&file)).unwrap();
         let names: Vec<&str> = env
@@ -171,7 +167,7 @@ fn a_tasks_environment_names_no_tmux_server_or_pane() {
         let grandchild = submitted["id"]
             .as_str()
             .unwrap_or_else(|| panic!("{submitted}"));
-        let (waited, code) = h.json(&["wait", grandchild, "--timeout", "30s"]);
+        let (waited, code) = h.json(&["wait", grandchild, "--timeout", &limits::arg(limits::TASK)]);
         assert_eq!(code, 0, "{waited}");
         let hint = waited["tasks"][0]["attach_hint"]
             .as_str()
@@ -229,7 +225,7 @@ fn a_process_the_task_left_behind_cannot_answer_its_requests() {
     ]);
     let asking = |what: &str| {
         let mut last = Value::Null;
-        let seen = poll(Duration::from_secs(60), || {
+        let seen = poll(limits::AGENT, || {
             last = h.status(&id);
             last["reason"] == "permission_prompt"
                 && last["request"]["tool"]["title"]
@@ -250,9 +246,7 @@ fn a_process_the_task_left_behind_cannot_answer_its_requests() {
 
     std::fs::write(h.project.join("go"), "").unwrap();
     let read = |name: &str| std::fs::read_to_string(h.project.join(name)).unwrap_or_default();
-    let done = poll(Duration::from_secs(30), || {
-        h.project.join("rogue-done").exists()
-    });
+    let done = poll(limits::TASK, || h.project.join("rogue-done").exists());
     assert!(
         done,
         "the rogue never finished (started: {}); its socket call: {:?}; its approve: {:?}\n{}",
@@ -308,7 +302,7 @@ fn a_parent_is_woken_with_cuekits_words_never_the_childs() {
     std::fs::write(h.project.join("release"), "").unwrap();
     let events = h.task_dir(CHILD).join("events.jsonl");
     let mut woken = Vec::new();
-    let seen = poll(Duration::from_secs(90), || {
+    let seen = poll(limits::LONG, || {
         woken = std::fs::read_to_string(&events)
             .unwrap_or_default()
             .lines()
@@ -366,11 +360,11 @@ fn a_parent_that_is_a_task_answers_its_childs_requests() {
          '{cuekit}' --json approve {CHILD} --allow > approved.json; echo \"exit=$?\" >> approved.json"
     );
     let id = h.submit_sh(&parent, &[]);
-    let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
     let approved = std::fs::read_to_string(h.project.join("approved.json")).unwrap();
     assert!(approved.ends_with("exit=0\n"), "{approved}");
-    let (waited, code) = h.json(&["wait", CHILD, "--timeout", "60s"]);
+    let (waited, code) = h.json(&["wait", CHILD, "--timeout", &limits::arg(limits::AGENT)]);
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(CHILD));
     assert_eq!(
         std::fs::read_to_string(h.project.join("allowed.txt")).unwrap(),
@@ -403,7 +397,7 @@ fn a_done_report_written_into_the_record_meets_no_dependency() {
     assert_eq!(h.status(&dependent)["status"], "queued");
     assert!(!h.project.join("dependent-ran").exists());
     std::fs::write(h.project.join("release"), "").unwrap();
-    h.wait_ended(&[&forger, &dependent], "60s");
+    h.wait_ended(&[&forger, &dependent], &limits::arg(limits::AGENT));
     assert_eq!(h.status(&dependent)["reason"], "dependency_failed");
 }
 
@@ -437,14 +431,14 @@ fn a_retry_never_takes_the_spec_its_child_rewrote() {
         "default",
         "do it",
     ]);
-    h.wait_ended(&[&id], "60s");
+    h.wait_ended(&[&id], &limits::arg(limits::AGENT));
     let record = std::fs::read_to_string(h.task_dir(&id).join("task.json")).unwrap();
     assert!(
         record.contains("yolo"),
         "the forgery did not take: {record}"
     );
     h.ok(&["retry", &id]);
-    h.wait_ended(&[&id], "60s");
+    h.wait_ended(&[&id], &limits::arg(limits::AGENT));
     let argv = std::fs::read_to_string(&log).unwrap();
     let runs: Vec<&str> = argv.lines().collect();
     assert_eq!(runs.len(), 2, "{argv}");
@@ -476,7 +470,7 @@ fn a_lock_file_swapped_for_a_fifo_or_a_link_hangs_nothing() {
     wait_for_file(&h, &fifo, &h.project.join("swapped-fifo"));
     wait_for_file(&h, &link, &h.project.join("swapped-link"));
     for id in [&fifo, &link] {
-        let output = h.bounded(&["cancel", id], Duration::from_secs(30));
+        let output = h.bounded(&["cancel", id], limits::TASK);
         assert!(output.status.success(), "{output:?}");
         assert_eq!(h.status(id)["status"], "cancelled");
     }

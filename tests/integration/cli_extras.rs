@@ -3,6 +3,7 @@
 //! `submit --attach`.
 
 use crate::harness::Harness;
+use crate::harness::limits;
 use crate::harness::sh_task;
 
 fn stdout_of(output: &std::process::Output) -> String {
@@ -271,7 +272,7 @@ fn control_characters_in_records_and_reports_never_reach_the_terminal_raw() {
     args.push(EVIL);
     let reporter = h.submit(&args);
     for id in [&asked, &reporter] {
-        let (waited, code) = h.json(&["wait", id, "--timeout", "30s"]);
+        let (waited, code) = h.json(&["wait", id, "--timeout", &limits::arg(limits::TASK)]);
         assert_eq!(code, 0, "{waited}");
     }
     // A record the registry does not know, planted by a repository with its own objective.
@@ -354,7 +355,7 @@ fn a_tail_reads_a_bounded_end_of_a_huge_transcript() {
     use std::os::unix::fs::FileExt;
     let h = Harness::new();
     let id = h.submit(&sh_task("echo done", &["--mode", "batch"]));
-    h.wait_ok(&[&id], "60s");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     let transcript = h.task_dir(&id).join("transcript.txt");
     let file = std::fs::OpenOptions::new()
         .write(true)

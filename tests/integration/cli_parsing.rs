@@ -3,11 +3,11 @@
 //! goes after `--`. And input that cannot be a task (not UTF-8) is refused with
 //! `invalid_input` before anything is recorded.
 
+use crate::harness::limits;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::{Output, Stdio};
-use std::time::Duration;
 
 use crate::harness::Harness;
 use crate::harness::git::git;
@@ -70,7 +70,7 @@ fn a_flag_after_the_objective_is_a_flag() {
         "true",
         "--worktree",
     ]);
-    let (_, code) = h.json(&["wait", &id, "--timeout", "30s"]);
+    let (_, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::TASK)]);
     assert_eq!(code, 0);
     let status = h.status(&id);
     assert_eq!(status["branch"], format!("cuekit/{id}"), "{status}");
@@ -124,7 +124,7 @@ fn text_starting_with_a_dash_goes_after_a_double_dash() {
     let id = h.submit(&[
         "--agent", "command", "--mode", "batch", "--", "printf", "%s|", "-a", "--", "--json", "-",
     ]);
-    let (_, code) = h.json(&["wait", &id, "--timeout", "30s"]);
+    let (_, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::TASK)]);
     assert_eq!(code, 0);
     assert!(
         h.ok(&["logs", &id]).contains("-a|--|--json|-|"),
@@ -192,7 +192,7 @@ fn an_objective_message_or_spec_that_is_not_utf8_is_invalid_input() {
     std::fs::write(&file, bad).unwrap();
     let file = file.to_str().unwrap();
     let running = h.submit(&["hello"]);
-    h.wait_until(&running, "the prompt", Duration::from_secs(10), || {
+    h.wait_until(&running, "the prompt", limits::SHORT, || {
         h.screen(&running).contains("Type your message")
     });
     let from_file: [&[&str]; 3] = [

@@ -1,8 +1,8 @@
 //! Conflicts between worktree children, seen before the merge: real git, real tmux on a private
 //! socket, real /bin/sh, `--agent command` children that edit like an agent would.
 
+use crate::harness::limits;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::harness::git::{commit_all, git, project_repo};
 use crate::harness::{Harness, poll};
@@ -56,7 +56,7 @@ fn two_children_editing_one_place_conflict_and_a_third_elsewhere_does_not() {
     let a = h.submit_worktree_sh(&[], &replace("one", "from a"));
     let b = h.submit_worktree_sh(&[], &replace("one", "from b"));
     let c = h.submit_worktree_sh(&[], &replace("seven", "from c"));
-    h.wait_ok(&[&a, &b, &c], "60s");
+    h.wait_ok(&[&a, &b, &c], &limits::arg(limits::AGENT));
     let found = conflicts(&h);
     assert_eq!(pairs(&found), [sorted(&a, &b)], "{found}");
     let conflict = &found["conflicts"][0];
@@ -120,7 +120,7 @@ fn a_child_conflicts_with_a_commit_made_meanwhile_on_its_target_committed_or_unt
         ),
     );
     let untracked = h.submit_worktree_sh(&[], "printf 'child version\\n' > notes.txt");
-    h.wait_ok(&[&committed, &untracked], "60s");
+    h.wait_ok(&[&committed, &untracked], &limits::arg(limits::AGENT));
     assert_eq!(pairs(&conflicts(&h)), Vec::<(String, String)>::new());
 
     // Meanwhile, main moves on: the same line, and a file of the same name.
@@ -163,7 +163,7 @@ fn uncommitted_edits_and_untracked_files_count_between_children() {
     project_repo(&h.project, LINES);
     let a = h.submit_worktree_sh(&[], "printf 'a\\n' > added.txt");
     let b = h.submit_worktree_sh(&[], "printf 'b\\n' > added.txt");
-    h.wait_ok(&[&a, &b], "60s");
+    h.wait_ok(&[&a, &b], &limits::arg(limits::AGENT));
     let found = conflicts(&h);
     assert_eq!(pairs(&found), [sorted(&a, &b)], "{found}");
     assert_eq!(found["conflicts"][0]["files"][0]["reason"], "add/add");
@@ -201,7 +201,7 @@ fn a_check_modifies_no_work_tree_and_no_index() {
         ),
     );
     let b = h.submit_worktree_sh(&[], &replace("one", "y"));
-    h.wait_ok(&[&a, &b], "60s");
+    h.wait_ok(&[&a, &b], &limits::arg(limits::AGENT));
     let dirs = vec![h.project.clone(), h.worktree_of(&a), h.worktree_of(&b)];
     let before = untouched(&dirs);
     assert!(before[1].0.contains("new.txt"), "{before:?}");
@@ -240,7 +240,7 @@ fn the_monitor_announces_a_new_conflict_once_and_runs_the_hook() {
             .collect()
     };
     assert!(
-        poll(Duration::from_secs(30), || !transitions().is_empty()),
+        poll(limits::TASK, || !transitions().is_empty()),
         "no conflict announced"
     );
     let announced = transitions();
@@ -270,16 +270,16 @@ fn the_monitor_announces_a_new_conflict_once_and_runs_the_hook() {
             .map(|v| v["tree"].as_str().unwrap_or("").to_string())
             .unwrap_or_default()
     };
-    assert!(poll(Duration::from_secs(30), || !tree().is_empty()));
+    assert!(poll(limits::TASK, || !tree().is_empty()));
     let first_tree = tree();
     std::fs::write(&go, "").unwrap();
     assert!(
-        poll(Duration::from_secs(30), || tree() != first_tree),
+        poll(limits::TASK, || tree() != first_tree),
         "the third child's edit was never checked"
     );
     assert_eq!(transitions().len(), 1, "{:?}", transitions());
     assert!(
-        poll(Duration::from_secs(30), || std::fs::read_to_string(&log)
+        poll(limits::TASK, || std::fs::read_to_string(&log)
             .is_ok_and(|l| l.lines().count() == 1)),
         "the hook did not run"
     );

@@ -2,7 +2,7 @@
 //! cuekit binary, real tmux on a private socket, real /bin/sh; the fake Gemini only to see the
 //! argv a role produces.
 
-use std::time::Duration;
+use crate::harness::limits;
 
 use crate::harness::sh_task;
 use crate::harness::{HANG_GUARD, Harness, poll, write_executable};
@@ -175,12 +175,9 @@ fn a_task_submitted_with_a_role_gets_the_instructions_in_its_real_launch() {
     let argv_file = h.root().join("argv");
     let h = h.env("FAKE_GEMINI_ARGV", argv_file.to_str().unwrap());
     let id = h.submit(&["--role", "tester", "--team", "qa", "Test the parser"]);
-    h.wait_until(
-        &id,
-        "the fake gemini's argv",
-        Duration::from_secs(10),
-        || argv_file.exists() && !std::fs::read(&argv_file).unwrap().is_empty(),
-    );
+    h.wait_until(&id, "the fake gemini's argv", limits::SHORT, || {
+        argv_file.exists() && !std::fs::read(&argv_file).unwrap().is_empty()
+    });
     let argv = std::fs::read(&argv_file).unwrap();
     let argv: Vec<&str> = std::str::from_utf8(&argv)
         .unwrap()
@@ -402,15 +399,10 @@ fn team_submit_starts_every_member_and_steer_reaches_each_interactive_one() {
     h.trust(&[spec.to_str().unwrap()]);
     let (submitted, code) = h.json(&["team", "submit", "pair", "--spec", spec.to_str().unwrap()]);
     assert_eq!(code, 0, "{submitted}");
-    let members: Vec<String> = submitted["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["id"].as_str().unwrap().to_string())
-        .collect();
+    let members = crate::harness::task_ids(&submitted);
     assert_eq!(members.len(), 3, "{submitted}");
     for id in &members[..2] {
-        h.wait_until(id, "the prompt", Duration::from_secs(10), || {
+        h.wait_until(id, "the prompt", limits::SHORT, || {
             h.screen(id).contains("ready")
         });
     }
@@ -426,7 +418,13 @@ fn team_submit_starts_every_member_and_steer_reaches_each_interactive_one() {
         assert_eq!(receipt["task_id"], id.as_str());
         assert_eq!(receipt["receipt"], "submitted", "{receipt}");
     }
-    let (waited, code) = h.json(&["wait", &members[0], &members[1], "--timeout", "10s"]);
+    let (waited, code) = h.json(&[
+        "wait",
+        &members[0],
+        &members[1],
+        "--timeout",
+        &limits::arg(limits::SHORT),
+    ]);
     assert_eq!(code, 0, "{waited}");
     assert!(h.transcript(&members[1]).contains("got hello team"));
     h.ok(&["cancel", "--team", "pair"]);
@@ -627,7 +625,7 @@ fn a_child_finds_cuekit_when_the_parent_ran_it_by_its_full_path() {
     let id: Value = serde_json::from_str(&id).unwrap();
     let id = id["id"].as_str().unwrap().to_string();
     // The report may come before any wait could begin: read it off the status.
-    h.wait_until(&id, "the report", Duration::from_secs(20), || {
+    h.wait_until(&id, "the report", limits::TASK, || {
         h.status(&id)["last_report"]["message"] == "found it"
     });
     h.ok(&["cancel", &id]);
@@ -695,7 +693,7 @@ fn a_real_gemini_child_reports_blocked_through_its_shell_tool() {
             .as_millis()
     );
 
-    let (ended, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+    let (ended, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
     assert_eq!(code, 0, "{ended}\n{}", h.transcript(&id));
     let status = h.status(&id);
     assert_eq!(
@@ -750,12 +748,7 @@ fn a_team_spec_puts_each_member_in_its_own_worktree() {
     h.trust(&[spec.to_str().unwrap()]);
     let (submitted, code) = h.json(&["team", "submit", "wt", "--spec", spec.to_str().unwrap()]);
     assert_eq!(code, 0, "{submitted}");
-    let ids: Vec<String> = submitted["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["id"].as_str().unwrap().to_string())
-        .collect();
+    let ids = crate::harness::task_ids(&submitted);
     h.json(&["wait", "--team", "wt", "--timeout", "20s"]);
     for (id, text) in ids.iter().zip(["one", "two"]) {
         let status = h.status(id);

@@ -2,6 +2,7 @@
 //! submit killed at any instant, a tmux server killed under live children, a broken socket,
 //! corrupt files, huge prompts, odd bytes. Real tmux on a private socket, real /bin/sh.
 
+use crate::harness::limits;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -354,7 +355,7 @@ fn cancelling_a_task_that_already_ended_records_its_real_ending() {
     let h = Harness::new();
     let id = h.submit_sh("exit 3", &[]);
     let sentinel = h.task_dir(&id).join("exit-code");
-    assert!(poll(Duration::from_secs(10), || sentinel.exists()));
+    assert!(poll(limits::SHORT, || sentinel.exists()));
     let (views, code) = h.json(&["cancel", &id]);
     assert_eq!(code, 0, "{views}");
     assert_eq!(views[0]["status"], "failed", "{views}");
@@ -365,7 +366,7 @@ fn cancelling_a_task_that_already_ended_records_its_real_ending() {
 fn cancel_ends_processes_that_outlived_their_tmux_server() {
     let h = Harness::new();
     let id = h.submit_sh(STUBBORN, &[]);
-    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    assert!(poll(limits::SHORT, || processes_of(&id).len() >= 3));
     let (_, pane_pid) = h.pane(&id);
     h.tmux(&["kill-server"]);
     // The pane's shell dies with the server; the stubborn child and grandchild do not.
@@ -376,8 +377,7 @@ fn cancel_ends_processes_that_outlived_their_tmux_server() {
     let survivors = processes_of(&id);
     assert!(survivors.len() >= 2, "{survivors:?}");
 
-    let view = h.status(&id);
-    assert_eq!(view["status"], "failed", "{view}");
+    let view = h.assert_status(&id, "failed");
     assert_eq!(view["reason"], "pane_disappeared");
     let mut shown: Vec<u64> = view["survivors"]
         .as_array()
@@ -400,11 +400,11 @@ fn cancel_ends_processes_that_outlived_their_tmux_server() {
 fn a_timeout_ends_survivors_of_a_killed_server_with_nobody_waiting() {
     let h = Harness::new();
     let id = h.submit_sh(STUBBORN, &["--timeout", "3s"]);
-    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    assert!(poll(limits::SHORT, || processes_of(&id).len() >= 3));
     h.tmux(&["kill-server"]);
     // Nobody calls cuekit: the timeout alone must end what is left.
     assert!(
-        poll(Duration::from_secs(15), || processes_of(&id).is_empty()),
+        poll(limits::TASK, || processes_of(&id).is_empty()),
         "survivors: {:?}",
         processes_of(&id)
     );
@@ -414,7 +414,7 @@ fn a_timeout_ends_survivors_of_a_killed_server_with_nobody_waiting() {
 fn a_timeout_holds_when_the_task_directory_was_deleted() {
     let h = Harness::new();
     let id = h.submit_sh(STUBBORN, &["--timeout", "3s"]);
-    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    assert!(poll(limits::SHORT, || processes_of(&id).len() >= 3));
     // What `git clean -fdx` run by the agent does to cuekit's files (again if the monitor
     // wrote into the directory meanwhile).
     let dir = h.task_dir(&id);
@@ -430,11 +430,11 @@ fn a_timeout_holds_when_the_task_directory_was_deleted() {
     );
     assert_eq!(view["reason"], "store_corrupt");
     assert!(
-        poll(Duration::from_secs(15), || processes_of(&id).is_empty()),
+        poll(limits::TASK, || processes_of(&id).is_empty()),
         "survivors: {:?}",
         processes_of(&id)
     );
-    assert!(poll(Duration::from_secs(10), || !sessions(&h)
+    assert!(poll(limits::SHORT, || !sessions(&h)
         .contains(&format!("cuekit-task-{id}"))));
 }
 
@@ -442,7 +442,7 @@ fn a_timeout_holds_when_the_task_directory_was_deleted() {
 fn cancel_ends_a_task_whose_directory_was_deleted() {
     let h = Harness::new();
     let id = h.submit_sh(STUBBORN, &[]);
-    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    assert!(poll(limits::SHORT, || processes_of(&id).len() >= 3));
     let dir = h.task_dir(&id);
     assert!(poll(Duration::from_secs(5), || {
         let _ = std::fs::remove_dir_all(&dir);
@@ -473,13 +473,13 @@ fn a_task_cancels_itself_from_inside_its_own_pane() {
             .ok()
             .and_then(|text| serde_json::from_str::<Value>(&text).ok())
     };
-    assert!(poll(Duration::from_secs(15), || answer().is_some()));
+    assert!(poll(limits::TASK, || answer().is_some()));
     let answer = answer().unwrap();
     assert_eq!(answer[0]["id"], id.as_str(), "{answer}");
     assert_eq!(answer[0]["status"], "cancelled", "{answer}");
     assert_eq!(h.status(&id)["status"], "cancelled");
     assert!(
-        poll(Duration::from_secs(10), || processes_of(&id).is_empty()),
+        poll(limits::SHORT, || processes_of(&id).is_empty()),
         "survivors: {:?}",
         processes_of(&id)
     );
@@ -681,7 +681,7 @@ fn tasks_on_two_servers_with_the_same_pane_id_are_judged_by_their_own_screens() 
             .unwrap()
     };
     let mut last = Value::Null;
-    let judged = poll(Duration::from_secs(10), || {
+    let judged = poll(limits::SHORT, || {
         last = h.json(&["list", "--all"]).0;
         status_of(&last, &waiting).0 == "input_required"
             && h.transcript(&busy).contains("esc to cancel")
@@ -904,8 +904,7 @@ fn a_task_that_succeeds_on_a_full_disk_is_recorded_completed() {
         (Some("completed"), Some(0)),
         "{record}"
     );
-    let view = h.status(&id);
-    assert_eq!(view["status"], "completed", "{view}");
+    let view = h.assert_status(&id, "completed");
     assert_eq!(view["warnings"], json!([]), "{view}");
 }
 
@@ -933,7 +932,7 @@ impl Drop for Unreachable {
 fn a_deleted_tmux_socket_is_never_taken_for_an_ending() {
     let h = Harness::new();
     let id = h.submit_sh(STUBBORN, &[]);
-    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    assert!(poll(limits::SHORT, || processes_of(&id).len() >= 3));
     let server: u32 = String::from_utf8_lossy(&h.tmux(&["display-message", "-p", "#{pid}"]).stdout)
         .trim()
         .parse()
@@ -987,7 +986,7 @@ fn a_deleted_tmux_socket_is_never_taken_for_an_ending() {
 fn a_timeout_holds_when_the_tmux_socket_was_deleted() {
     let h = Harness::new();
     let id = h.submit_sh(STUBBORN, &["--timeout", "3s"]);
-    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    assert!(poll(limits::SHORT, || processes_of(&id).len() >= 3));
     let server: u32 = String::from_utf8_lossy(&h.tmux(&["display-message", "-p", "#{pid}"]).stdout)
         .trim()
         .parse()
@@ -1003,7 +1002,7 @@ fn a_timeout_holds_when_the_tmux_socket_was_deleted() {
     ))
     .unwrap();
     assert!(
-        poll(Duration::from_secs(20), || processes_of(&id).is_empty()),
+        poll(limits::TASK, || processes_of(&id).is_empty()),
         "survivors: {:?}",
         processes_of(&id)
     );
@@ -1029,7 +1028,7 @@ fn a_cancel_cut_short_at_any_instant_is_finished_by_someone() {
     let h = Harness::new();
     let ids: Vec<String> = (0..12).map(|_| h.submit_sh(STUBBORN, &[])).collect();
     for id in &ids {
-        assert!(poll(Duration::from_secs(10), || processes_of(id).len() >= 3));
+        assert!(poll(limits::SHORT, || processes_of(id).len() >= 3));
     }
     let signals = [libc::SIGKILL, libc::SIGTERM, libc::SIGHUP];
     let mut seed: u64 = 0xcafe_f00d;
@@ -1050,8 +1049,7 @@ fn a_cancel_cut_short_at_any_instant_is_finished_by_someone() {
             std::thread::sleep(delay);
         } else {
             assert!(
-                poll(Duration::from_secs(10), || record_of(&h, id)["status"]
-                    == "cancelled"),
+                poll(limits::SHORT, || record_of(&h, id)["status"] == "cancelled"),
                 "{}",
                 record_of(&h, id)
             );
@@ -1072,7 +1070,7 @@ fn a_cancel_cut_short_at_any_instant_is_finished_by_someone() {
     let session = |id: &str| format!("cuekit-task-{id}");
     for id in &ids {
         let mut last = Value::Null;
-        let finished = poll(Duration::from_secs(30), || {
+        let finished = poll(limits::TASK, || {
             let view = h.status(id);
             // Read before the processes: a stop that is over stays over.
             let plain = view["status"] == "cancelled" && view.get("stopping").is_none();
@@ -1100,16 +1098,14 @@ fn a_cancel_cut_short_at_any_instant_is_finished_by_someone() {
 fn rm_after_a_cancel_cut_short_finishes_the_stop_first() {
     let h = Harness::new();
     let id = h.submit_sh(STUBBORN, &[]);
-    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    assert!(poll(limits::SHORT, || processes_of(&id).len() >= 3));
     let mut cancel = h
         .cuekit()
         .args(["cancel", &id, "--grace", "4s"])
         .spawn()
         .unwrap();
-    assert!(poll(
-        Duration::from_secs(10),
-        || record_of(&h, &id)["status"] == "cancelled"
-    ));
+    assert!(poll(limits::SHORT, || record_of(&h, &id)["status"]
+        == "cancelled"));
     unsafe { libc::kill(cancel.id() as i32, libc::SIGKILL) };
     let _ = cancel.wait();
     let (removed, code) = h.json(&["rm", &id]);
@@ -1128,12 +1124,10 @@ fn rm_after_a_cancel_cut_short_finishes_the_stop_first() {
 fn the_monitor_finishes_a_stop_whose_cancel_and_stopper_were_killed() {
     let h = Harness::new();
     let id = h.submit_sh(STUBBORN, &[]);
-    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    assert!(poll(limits::SHORT, || processes_of(&id).len() >= 3));
     let mut cancel = h.cuekit().args(["cancel", &id]).spawn().unwrap();
-    assert!(poll(
-        Duration::from_secs(10),
-        || record_of(&h, &id)["status"] == "cancelled"
-    ));
+    assert!(poll(limits::SHORT, || record_of(&h, &id)["status"]
+        == "cancelled"));
     let stoppers: Vec<u32> = std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
@@ -1149,13 +1143,12 @@ fn the_monitor_finishes_a_stop_whose_cancel_and_stopper_were_killed() {
     }
     let _ = cancel.wait();
     assert!(
-        poll(Duration::from_secs(30), || processes_of(&id).is_empty()
+        poll(limits::TASK, || processes_of(&id).is_empty()
             && !sessions(&h).contains(&format!("cuekit-task-{id}"))),
         "survivors: {:?}",
         processes_of(&id)
     );
-    let view = h.status(&id);
-    assert_eq!(view["status"], "cancelled", "{view}");
+    let view = h.assert_status(&id, "cancelled");
     assert!(view.get("stopping").is_none(), "{view}");
 }
 
@@ -1195,10 +1188,8 @@ fn a_wait_keeps_the_ending_of_a_task_removed_while_it_waits() {
             "the wait stopped refreshing"
         );
     };
-    assert!(poll(
-        Duration::from_secs(10),
-        || record_of(&h, &done)["status"] == "completed"
-    ));
+    assert!(poll(limits::SHORT, || record_of(&h, &done)["status"]
+        == "completed"));
     // Past a full refresh of the wait's, so it has seen the ending.
     two_more_refreshes();
     let (removed, code) = h.json(&["rm", &done]);
@@ -1317,7 +1308,7 @@ fn rm_finishes_what_a_killed_rm_left() {
     let partial = h.submit_sh("exit 0", &[]);
     let live = h.submit_sh("sleep 600", &[]);
     h.json(&["wait", &whole, &partial, "--timeout", "10s"]);
-    assert!(poll(Duration::from_secs(10), || processes_of(&live).len() == 2));
+    assert!(poll(limits::SHORT, || processes_of(&live).len() == 2));
     std::fs::remove_dir_all(h.task_dir(&whole)).unwrap();
     std::fs::remove_file(h.task_dir(&partial).join("task.json")).unwrap();
     std::fs::remove_dir_all(h.task_dir(&live)).unwrap();
@@ -1382,7 +1373,7 @@ fn rm_killed_at_any_instant_is_finished_by_the_next_rm() {
 fn a_cancel_on_record_whose_pane_still_runs_is_finished() {
     let h = Harness::new();
     let id = h.submit_sh(STUBBORN, &[]);
-    assert!(poll(Duration::from_secs(10), || processes_of(&id).len() >= 3));
+    assert!(poll(limits::SHORT, || processes_of(&id).len() >= 3));
     let path = h.task_dir(&id).join("task.json");
     let mut record = record_of(&h, &id);
     record["status"] = json!("cancelled");
@@ -1397,7 +1388,7 @@ fn a_cancel_on_record_whose_pane_still_runs_is_finished() {
     lifecycle["ended_at"] = json!("2026-01-01T00:00:00Z");
     std::fs::write(&state, lifecycle.to_string()).unwrap();
     let mut last = Value::Null;
-    let finished = poll(Duration::from_secs(20), || {
+    let finished = poll(limits::TASK, || {
         let view = h.status(&id);
         let plain = view.get("stopping").is_none();
         let alive = processes_of(&id);

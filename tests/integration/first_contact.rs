@@ -2,6 +2,7 @@
 //! --help` is grouped with examples, `doctor` checks the agents in use, `--check` makes its own
 //! worktree in a git repository, and `serve --qr` on loopback says a phone cannot reach it.
 
+use crate::harness::limits;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
@@ -173,7 +174,7 @@ fn a_check_in_a_git_repository_makes_its_own_worktree() {
             "0",
         ],
     );
-    h.wait_ok(&[&id], "60s");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     // The work is in the task's own worktree, never in the user's checkout.
     let worktree = h.worktree_of(&id);
     assert_ne!(worktree, h.project);

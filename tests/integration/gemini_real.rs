@@ -1,7 +1,7 @@
 //! The real Gemini CLI (@google/gemini-cli 0.61.0, installed by scripts/test), run fully
 //! offline with canned model replies, in real tmux.
 
-use std::time::Duration;
+use crate::harness::limits;
 
 use crate::harness::canned_texts;
 use crate::harness::{Harness, MODEL};
@@ -18,7 +18,14 @@ fn interactive_task_shows_the_first_reply_and_quits_completed_even_under_ci() {
     let id = h.submit(&["--model", MODEL, "Say hello"]);
     // As a parent would: wait until the child needs it. (A slash command typed the moment the
     // TUI first draws can reach the model as chat text: its commands load a little later.)
-    let (waited, code) = h.json(&["wait", &id, "--until", "input-required", "--timeout", "60s"]);
+    let (waited, code) = h.json(&[
+        "wait",
+        &id,
+        "--until",
+        "input-required",
+        "--timeout",
+        &limits::arg(limits::AGENT),
+    ]);
     assert_eq!(code, 0, "{waited}");
     assert!(
         h.ok(&["logs", &id])
@@ -100,7 +107,7 @@ fn missing_auth_fails_with_41_and_a_hint() {
 fn cancel_ends_the_whole_tree_and_is_never_read_as_success() {
     let h = Harness::new().with_real_gemini(&canned_texts(&["Ready."]));
     let id = h.submit(&["--model", MODEL, "Wait for instructions"]);
-    h.wait_until(&id, "the TUI", Duration::from_secs(60), || {
+    h.wait_until(&id, "the TUI", limits::AGENT, || {
         h.screen(&id).contains("Type your message")
     });
     let (_, pane_pid) = h.pane(&id);

@@ -3,6 +3,7 @@
 //! it can write (its own record) must run no code and reach nothing outside the project. Real
 //! git, real tmux, real /bin/sh; each test names the audit's defect it holds shut.
 
+use crate::harness::limits;
 use std::process::{Command, Stdio};
 
 use crate::harness::Harness;
@@ -540,9 +541,7 @@ fn a_fifo_in_place_of_a_record_never_blocks_a_listing() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let ended = crate::harness::poll(std::time::Duration::from_secs(20), || {
-        child.try_wait().unwrap().is_some()
-    });
+    let ended = crate::harness::poll(limits::TASK, || child.try_wait().unwrap().is_some());
     if !ended {
         let _ = child.kill();
     }

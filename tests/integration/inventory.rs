@@ -4,6 +4,7 @@
 //! keeps, saying what and where (`work_kept`, exit 36). Real git, tmux and /bin/sh; `command`
 //! children doing what the audit's children did.
 
+use crate::harness::limits;
 use std::path::Path;
 
 use serde_json::Value;
@@ -113,7 +114,7 @@ fn a_sandboxed_tasks_stash_and_side_branch_keep_it() {
         let mut extra = vec!["--sandbox", "--mode", "batch"];
         extra.extend(kind);
         let id = h.submit_sh(&script, &extra);
-        h.wait_ok(std::slice::from_ref(&id), "60s");
+        h.wait_ok(std::slice::from_ref(&id), &limits::arg(limits::AGENT));
         assert!(h.transcript(&id).contains("DONE"), "{}", h.transcript(&id));
         // The checkout itself is clean: only the git dir holds the work.
         let (diff, code) = h.json(&["diff", &id, "--stat"]);
@@ -149,7 +150,7 @@ fn a_submodules_files_and_commits_keep_a_worktree_and_diff_names_it() {
              {G} add new.txt; {G} commit -qm new; {G} checkout -q -"
         ),
     );
-    h.wait_ok(&[&edited, &committed], "60s");
+    h.wait_ok(&[&edited, &committed], &limits::arg(limits::AGENT));
 
     let (diff, code) = h.json(&["diff", &edited]);
     assert_eq!(code, 0, "{diff}");
@@ -192,7 +193,7 @@ fn a_submodule_commit_of_a_sandboxed_task_is_neither_merged_nor_removed() {
          cd ../..; {G} add vendor/lib; {G} commit -qm 'lib moved'; echo DONE"
     );
     let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
-    h.wait_ok(std::slice::from_ref(&id), "60s");
+    h.wait_ok(std::slice::from_ref(&id), &limits::arg(limits::AGENT));
     assert!(h.transcript(&id).contains("DONE"), "{}", h.transcript(&id));
     let main_before = git(&h.project, &["rev-parse", "main"]);
     let (refused, code) = h.json(&["merge", &id, "--yes"]);
@@ -265,7 +266,7 @@ fn a_clean_task_with_an_untouched_submodule_is_removed() {
     let h = Harness::new();
     project_with_submodule(&h);
     let id = h.submit_worktree_sh(&[], "cat vendor/lib/lib.txt");
-    h.wait_ok(std::slice::from_ref(&id), "60s");
+    h.wait_ok(std::slice::from_ref(&id), &limits::arg(limits::AGENT));
     let worktree = h.worktree_of(&id);
     let (gone, code) = h.json(&["rm", &id]);
     assert_eq!(code, 0, "{gone}");
@@ -291,7 +292,7 @@ fn a_rebased_task_goes_and_an_amended_away_commit_keeps_one() {
              {G} reset -q --hard HEAD~1"
         ),
     );
-    h.wait_ok(&[&rebased, &amended], "60s");
+    h.wait_ok(&[&rebased, &amended], &limits::arg(limits::AGENT));
     std::fs::write(h.project.join("b.txt"), "b\n").unwrap();
     commit_all(&h.project, "meanwhile on main");
     let (merged, code) = h.json(&["merge", &rebased, "--rebase"]);

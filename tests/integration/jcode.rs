@@ -1,8 +1,8 @@
 //! The jcode adapter through the real runtime (tmux, /bin/sh, transcript, sentinel, steering),
 //! with a stand-in for jcode (tests/fixtures/fake-jcode): jcode is on no package registry here.
 
+use crate::harness::limits;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::harness::Harness;
 
@@ -65,7 +65,7 @@ fn interactive_answers_the_prompt_takes_a_steer_and_cleans_only_its_own_marker()
     ]);
     // The rendered prompt (objective, then a Constraints section) arrives as one turn.
     let first = format!("JCODE-REPLY 1: {objective}  Constraints: - keep it short");
-    h.wait_until(&id, "the first answer", Duration::from_secs(20), || {
+    h.wait_until(&id, "the first answer", limits::TASK, || {
         h.transcript(&id).contains(&first)
     });
     assert!(!h.transcript(&id).contains("JCODE-REPLY 2"));
@@ -82,7 +82,7 @@ fn interactive_answers_the_prompt_takes_a_steer_and_cleans_only_its_own_marker()
         (Some("submitted"), 0),
         "{receipt}"
     );
-    h.wait_until(&id, "the second answer", Duration::from_secs(20), || {
+    h.wait_until(&id, "the second answer", limits::TASK, || {
         h.transcript(&id)
             .contains("JCODE-REPLY 2: and a 'second' message")
     });
@@ -122,7 +122,7 @@ fn interactive_answers_the_prompt_takes_a_steer_and_cleans_only_its_own_marker()
 fn a_cancelled_repl_leaves_no_marker_of_its_own_either() {
     let h = with_fake_jcode();
     let id = h.submit(&["--agent", "jcode", "wait for me"]);
-    h.wait_until(&id, "the first answer", Duration::from_secs(20), || {
+    h.wait_until(&id, "the first answer", limits::TASK, || {
         h.transcript(&id).contains("JCODE-REPLY 1: wait for me")
     });
     let own = own_markers(&h);
@@ -130,10 +130,8 @@ fn a_cancelled_repl_leaves_no_marker_of_its_own_either() {
     let (cancelled, code) = h.json(&["cancel", &id]);
     assert_eq!(code, 0, "{cancelled}");
     assert_eq!(h.status(&id)["status"], "cancelled");
-    h.wait_until(&id, "the REPL to end", Duration::from_secs(10), || {
-        !alive(&own[0].1)
-    });
-    h.wait_until(&id, "the marker cleanup", Duration::from_secs(10), || {
+    h.wait_until(&id, "the REPL to end", limits::SHORT, || !alive(&own[0].1));
+    h.wait_until(&id, "the marker cleanup", limits::SHORT, || {
         own_markers(&h).is_empty()
     });
 }

@@ -2,7 +2,7 @@
 //! socket, real /bin/sh, and the fake Gemini CLI for exit codes and output the real CLI
 //! cannot produce on demand.
 
-use std::time::Duration;
+use crate::harness::limits;
 
 use crate::harness::Harness;
 use crate::harness::{HANG_GUARD, within};
@@ -79,13 +79,13 @@ fn an_agent_killed_by_sigkill_fails_with_137() {
 fn interactive_task_is_steered_and_quits() {
     let h = Harness::new().with_fake_gemini();
     let id = h.submit(&["first question"]);
-    h.wait_until(&id, "the first reply", Duration::from_secs(10), || {
+    h.wait_until(&id, "the first reply", limits::SHORT, || {
         h.transcript(&id).contains("Type your message")
     });
     assert!(h.transcript(&id).contains("mode=interactive"));
     let (receipt, code) = h.json(&["steer", &id, "second -question with 'quotes' and $(dollar)"]);
     assert_eq!(code, 0, "{receipt}");
-    h.wait_until(&id, "the steered reply", Duration::from_secs(10), || {
+    h.wait_until(&id, "the steered reply", limits::SHORT, || {
         h.transcript(&id)
             .contains("reply to: second -question with 'quotes' and $(dollar)")
     });
@@ -113,7 +113,7 @@ fn interactive_stays_interactive_under_ci_true() {
     // CI=true makes the Gemini CLI run a positional prompt headless; launch.sh clears it.
     let h = Harness::new().with_fake_gemini().env("CI", "true");
     let id = h.submit(&["hello"]);
-    h.wait_until(&id, "start", Duration::from_secs(10), || {
+    h.wait_until(&id, "start", limits::SHORT, || {
         h.transcript(&id).contains("FAKE-GEMINI-START")
     });
     assert!(
@@ -135,7 +135,7 @@ fn timeout_stops_the_task_and_marks_it_timed_out() {
     let id = h.submit(&["--mode", "batch", "--timeout", "1s", "slow"]);
     // Nobody waits: the watchdog alone must enforce the deadline. The agent would run 60 s:
     // within 30 s only the deadline can have ended it (a hang guard, not a clock).
-    h.wait_until(&id, "timed_out", Duration::from_secs(30), || {
+    h.wait_until(&id, "timed_out", limits::TASK, || {
         let record = std::fs::read_to_string(h.task_dir(&id).join("task.json")).unwrap();
         record.contains("\"timed_out\"")
     });
@@ -143,15 +143,10 @@ fn timeout_stops_the_task_and_marks_it_timed_out() {
     assert_eq!(status["status"], "timed_out");
     assert_eq!(status["reason"], "timeout");
     // The ending is recorded first; the process tree and the session go right after.
-    h.wait_until(
-        &id,
-        "the session to be cleaned up",
-        Duration::from_secs(10),
-        || {
-            let panes = h.tmux(&["list-panes", "-a", "-F", "#{session_name}"]);
-            !String::from_utf8_lossy(&panes.stdout).contains(&id)
-        },
-    );
+    h.wait_until(&id, "the session to be cleaned up", limits::SHORT, || {
+        let panes = h.tmux(&["list-panes", "-a", "-F", "#{session_name}"]);
+        !String::from_utf8_lossy(&panes.stdout).contains(&id)
+    });
 }
 
 #[test]

@@ -3,12 +3,12 @@
 //! binary. Python is `.tools/venv/bin/python` (scripts/test installs the SDK there) or
 //! `CUEKIT_TEST_PYTHON`.
 
+use crate::harness::limits;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::Duration;
 
 use crate::harness::git::git;
 use crate::harness::{Harness, MODEL, canned_text};
@@ -372,14 +372,14 @@ fn an_interactive_task_from_submit_to_result_with_the_fake() {
     assert_eq!(waited["timed_out"], true, "{waited}");
     assert!(waited["hint"].as_str().unwrap().contains("call wait again"));
 
-    h.wait_until(&id, "the prompt", Duration::from_secs(10), || {
+    h.wait_until(&id, "the prompt", limits::SHORT, || {
         h.screen(&id).contains("Type your message")
     });
     let receipt = client.ok("steer_task", json!({"id": id, "message": "second message"}));
     assert_eq!(receipt["receipt"], "submitted", "{receipt}");
     assert_eq!(receipt["task_id"], id.as_str());
     assert_eq!(receipt["delivery"], "typed");
-    h.wait_until(&id, "the reply", Duration::from_secs(10), || {
+    h.wait_until(&id, "the reply", limits::SHORT, || {
         h.ok(&["logs", &id]).contains("reply to: second message")
     });
     let snapshot = client.ok("get_task_snapshot", json!({"id": id, "lines": 3}));
@@ -570,7 +570,7 @@ fn a_team_with_a_role_is_followed_through_team_parameters() {
         .collect();
     assert_eq!(listed, members);
     for id in &members {
-        h.wait_until(id, "the prompt", Duration::from_secs(10), || {
+        h.wait_until(id, "the prompt", limits::SHORT, || {
             h.screen(id).contains("Type your message")
         });
     }
@@ -631,7 +631,7 @@ fn an_interactive_gemini_task_is_steered_and_read_over_mcp() {
         json!({"id": id, "message": "Second question"}),
     );
     assert_eq!(receipt["receipt"], "submitted", "{receipt}");
-    h.wait_until(&id, "the second answer", Duration::from_secs(60), || {
+    h.wait_until(&id, "the second answer", limits::AGENT, || {
         h.ok(&["logs", &id]).contains("Answer two.")
     });
     client.wait(until_input);
@@ -722,7 +722,7 @@ fn several_servers_in_one_project_never_corrupt_a_record() {
                 // Everybody polls everybody's tasks while each server ends its own: the first
                 // one with /quit (completes), the rest with a cancel.
                 for id in &mine {
-                    h.wait_until(id, "the prompt", Duration::from_secs(20), || {
+                    h.wait_until(id, "the prompt", limits::TASK, || {
                         h.screen(id).contains("Type your message")
                     });
                 }

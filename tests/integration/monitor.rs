@@ -2,6 +2,7 @@
 //! notifications), timeouts with nobody waiting, and its cost per tick. Real tmux on a private
 //! socket, real /bin/sh, the real Gemini CLI where the screen matters.
 
+use crate::harness::limits;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -59,9 +60,11 @@ fn every_kind_of_ending_fires_on_end_exactly_once() {
         (&timed_out, "timed_out"),
     ];
     assert!(
-        poll(Duration::from_secs(20), || expected.iter().all(
-            |(id, _)| lines_of(&log, id).iter().any(|l| l.starts_with("end"))
-        )),
+        poll(limits::TASK, || expected.iter().all(|(id, _)| lines_of(
+            &log, id
+        )
+        .iter()
+        .any(|l| l.starts_with("end")))),
         "{}",
         std::fs::read_to_string(&log).unwrap_or_default()
     );
@@ -97,7 +100,7 @@ fn every_kind_of_ending_fires_on_end_exactly_once() {
         "{listed}"
     );
     // Once nothing runs, the monitor ends itself.
-    assert!(poll(Duration::from_secs(10), || h.monitors().is_empty()));
+    assert!(poll(limits::SHORT, || h.monitors().is_empty()));
 }
 
 #[test]
@@ -105,21 +108,21 @@ fn an_ending_while_no_monitor_ran_is_announced_once() {
     let h = Harness::new();
     let log = logging_hooks(&h, "");
     let id = h.submit_sh("sleep 2", &[]);
-    assert!(poll(Duration::from_secs(10), || !h.monitors().is_empty()));
-    assert!(poll(Duration::from_secs(10), || !lines_of(&log, &id).is_empty()));
+    assert!(poll(limits::SHORT, || !h.monitors().is_empty()));
+    assert!(poll(limits::SHORT, || !lines_of(&log, &id).is_empty()));
     for pid in h.monitors() {
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }
     assert!(poll(Duration::from_secs(5), || h.monitors().is_empty()));
     // The task ends with no monitor running; the next cuekit call that meets it starts one.
-    assert!(poll(Duration::from_secs(10), || h
+    assert!(poll(limits::SHORT, || h
         .task_dir(&id)
         .join("exit-code")
         .exists()));
     // Its pane is dead too: the call below meets an ending, not a running task.
     let target = format!("=cuekit-task-{id}:");
     assert!(
-        poll(Duration::from_secs(10), || {
+        poll(limits::SHORT, || {
             let dead = h.tmux(&["list-panes", "-t", &target, "-F", "#{pane_dead}"]);
             !dead.status.success() || String::from_utf8_lossy(&dead.stdout).trim() == "1"
         }),
@@ -127,7 +130,7 @@ fn an_ending_while_no_monitor_ran_is_announced_once() {
     );
     h.status(&id);
     assert!(
-        poll(Duration::from_secs(10), || lines_of(&log, &id)
+        poll(limits::SHORT, || lines_of(&log, &id)
             .iter()
             .any(|l| l.starts_with("end"))),
         "{:?}",
@@ -175,7 +178,7 @@ fn a_dialog_that_holds_fires_once_and_one_that_flickers_never_fires() {
     let held = steady.submit(&["x"]);
     let flickering = flicker.submit(&["x"]);
     assert!(
-        poll(Duration::from_secs(15), || lines_of(&steady_log, &held)
+        poll(limits::TASK, || lines_of(&steady_log, &held)
             .iter()
             .any(|l| l.starts_with("input"))),
         "{:?}",
@@ -223,11 +226,7 @@ fn a_hook_that_hangs_or_fails_delays_nothing_and_is_logged() {
             .filter(|v| v["type"] == "cuekit_hook")
             .collect()
     };
-    assert!(
-        poll(Duration::from_secs(20), || hooks().len() == 2),
-        "{:?}",
-        hooks()
-    );
+    assert!(poll(limits::TASK, || hooks().len() == 2), "{:?}", hooks());
     let logged = hooks();
     // on_end ran and was logged while on_start still hung: the hang delayed nothing.
     assert_eq!(logged[0]["hook"], "on_end", "{logged:?}");
@@ -247,7 +246,7 @@ fn timeouts_hold_with_nobody_waiting_and_one_monitor_for_the_server() {
     assert_eq!(h.monitors().len(), 1, "one monitor per server");
     // No process per task: nothing else of cuekit runs but the monitor.
     assert!(
-        poll(Duration::from_secs(20), || ids
+        poll(limits::TASK, || ids
             .iter()
             .all(|id| record_status(&h, id) == "timed_out")),
         "{:?}",
@@ -351,9 +350,7 @@ fn a_transition_is_announced_on_the_submitters_tmux_client() {
         &attach,
     ]);
     assert!(
-        poll(Duration::from_secs(10), || !user(&["list-clients"])
-            .stdout
-            .is_empty()),
+        poll(limits::SHORT, || !user(&["list-clients"]).stdout.is_empty()),
         "the viewer never attached"
     );
     let out = h
@@ -381,7 +378,7 @@ fn a_transition_is_announced_on_the_submitters_tmux_client() {
             .into_owned()
     };
     assert!(
-        poll(Duration::from_secs(15), || screen()
+        poll(limits::TASK, || screen()
             .contains(&format!("cuekit {id}: completed"))),
         "{}",
         screen()
@@ -397,7 +394,7 @@ fn a_real_gemini_login_screen_fires_on_input_required_once() {
     let log = logging_hooks(&h, "");
     let id = h.submit(&["--model", MODEL, "hello"]);
     assert!(
-        poll(Duration::from_secs(60), || lines_of(&log, &id)
+        poll(limits::AGENT, || lines_of(&log, &id)
             .iter()
             .any(|l| l.starts_with("input"))),
         "{:?}\n{}",
@@ -428,7 +425,7 @@ fn a_real_gemini_turn_fires_idle_and_again_after_a_steer() {
             .count()
     };
     assert!(
-        poll(Duration::from_secs(60), || idles() == 1),
+        poll(limits::AGENT, || idles() == 1),
         "{:?}\n{}",
         lines_of(&log, &id),
         h.screen(&id)
@@ -436,7 +433,7 @@ fn a_real_gemini_turn_fires_idle_and_again_after_a_steer() {
     let receipt = h.ok(&["steer", &id, "and once more"]);
     assert!(receipt.contains("submitted"), "{receipt}");
     assert!(
-        poll(Duration::from_secs(60), || idles() == 2),
+        poll(limits::AGENT, || idles() == 2),
         "{:?}\n{}",
         lines_of(&log, &id),
         h.screen(&id)
@@ -459,7 +456,7 @@ fn a_monitor_whose_records_or_data_vanish_ends_itself() {
         !dir.exists()
     }));
     assert!(
-        poll(Duration::from_secs(10), || h.monitors().is_empty()),
+        poll(limits::SHORT, || h.monitors().is_empty()),
         "the monitor stayed for a task it cannot judge: {:?}",
         h.monitors()
     );
@@ -473,7 +470,7 @@ fn a_monitor_whose_records_or_data_vanish_ends_itself() {
         !data.exists()
     }));
     assert!(
-        poll(Duration::from_secs(10), || h.monitors().is_empty()),
+        poll(limits::SHORT, || h.monitors().is_empty()),
         "the monitor outlived its data directory: {:?}",
         h.monitors()
     );
@@ -503,11 +500,9 @@ fn a_task_shorter_than_the_monitors_first_look_still_gets_its_start() {
     let log = logging_hooks(&h, "");
     let ids: Vec<String> = (0..10).map(|_| h.submit_sh("exit 0", &[])).collect();
     assert!(
-        poll(Duration::from_secs(30), || ids.iter().all(|id| lines_of(
-            &log, id
-        )
-        .iter()
-        .any(|l| l.starts_with("end")))),
+        poll(limits::TASK, || ids.iter().all(|id| lines_of(&log, id)
+            .iter()
+            .any(|l| l.starts_with("end")))),
         "{}",
         std::fs::read_to_string(&log).unwrap_or_default()
     );

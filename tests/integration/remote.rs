@@ -4,6 +4,7 @@
 //! the hosts; host keys are checked against a known_hosts file written from the host keys.
 //! scripts/test installs openssh-server; a machine without it fails here, saying so.
 
+use crate::harness::limits;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -80,7 +81,7 @@ fn a_task_on_a_host_is_submitted_followed_steered_and_cancelled() {
         1,
         "a warm status starts exactly one ssh"
     );
-    let (waited, code) = h.json(&["wait", &batch, "--timeout", "60s"]);
+    let (waited, code) = h.json(&["wait", &batch, "--timeout", &limits::arg(limits::AGENT)]);
     assert_eq!(code, 0, "{waited}");
     assert_eq!(waited["tasks"][0]["status"], "completed");
     // The host's rows are read back typed, so they name their host as `status` does.
@@ -140,7 +141,7 @@ fn a_task_on_a_host_is_submitted_followed_steered_and_cancelled() {
         .contains("got:it's $(not run)")
     {
         assert!(
-            start.elapsed() < Duration::from_secs(30),
+            start.elapsed() < limits::TASK,
             "{}",
             h.ok(&["logs", &interactive])
         );
@@ -212,7 +213,7 @@ fn a_sandboxed_task_on_a_host_runs_in_the_hosts_bubblewrap() {
              echo made > made.txt && echo WORK-WRITTEN",
         ],
     );
-    let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
     assert_eq!(code, 0, "{waited}");
     let logs = h.ok(&["logs", &id]);
     assert!(
@@ -514,7 +515,7 @@ fn arguments_reach_the_host_exactly_through_sshd_and_its_shell() {
             let mut args = vec!["--mode", "batch", "--", "sh", "-c", &script, "sh"];
             args.extend(words.iter().map(String::as_str));
             let id = submit_on(&h, "alpha", &args);
-            let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+            let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
             prop_assert_eq!(code, 0, "{}", waited);
             let written = std::fs::read(alpha.home().join(&out)).unwrap();
             let expected: Vec<u8> = words
@@ -568,7 +569,7 @@ fn a_hosts_worktree_task_is_diffed_by_its_host() {
             "echo new > added.txt",
         ],
     );
-    let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
     assert_eq!(code, 0, "{waited}");
 
     let patch = h.ok(&["diff", &id]);
@@ -904,7 +905,7 @@ fn a_task_for_any_host_goes_to_the_first_with_a_free_slot() {
     let third = submit_on(&h, "beta,alpha", &["--", "sh", "-c", "sleep 600"]);
     assert_eq!(host_of(&h, &third), "alpha");
     assert!(
-        started.elapsed() < Duration::from_secs(30),
+        started.elapsed() < limits::TASK,
         "a lost host was waited on"
     );
     let refused = try_submit_on(&h, "beta,gamma", &["--", "true"]);

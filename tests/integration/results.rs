@@ -1,7 +1,7 @@
 //! Structured results from the Gemini CLI's event stream: the real CLI, offline, with canned
 //! replies; its tool calls really run.
 
-use std::time::Duration;
+use crate::harness::limits;
 
 use crate::harness::git::git;
 use crate::harness::{Harness, MODEL, canned_text};
@@ -43,7 +43,7 @@ fn a_run_with_a_tool_call_yields_a_full_result() {
     let h = Harness::new().with_real_gemini(&replies);
     git(&h.project, &["init", "-q"]);
     let id = h.submit(&["--mode", "batch", "--model", MODEL, "Create f.txt"]);
-    let (waited, code) = h.json(&["wait", &id, "--timeout", "60s"]);
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
     assert_eq!(
         std::fs::read_to_string(h.project.join("f.txt")).unwrap(),
@@ -117,7 +117,7 @@ fn a_model_error_fails_the_task_with_the_error() {
 fn cancelling_mid_run_is_cancelled_never_success_and_progress_shows_the_tool_call() {
     let h = Harness::new().with_real_gemini(&fixture("slow-tool.jsonl"));
     let id = h.submit(&["--mode", "batch", "--model", MODEL, "Wait a while"]);
-    h.wait_until(&id, "the slow tool call", Duration::from_secs(60), || {
+    h.wait_until(&id, "the slow tool call", limits::AGENT, || {
         h.status(&id)["progress"]["tool_calls"].as_u64() == Some(1)
     });
     let status = h.status(&id);
@@ -141,7 +141,7 @@ fn a_resumed_task_continues_the_earlier_conversation() {
         MODEL,
         "Remember the word PINEAPPLE",
     ]);
-    let (_, code) = h.json(&["wait", &first, "--timeout", "60s"]);
+    let (_, code) = h.json(&["wait", &first, "--timeout", &limits::arg(limits::AGENT)]);
     assert_eq!(code, 0, "{}", h.transcript(&first));
     let session = result(&h, &first)["agent_session_id"]
         .as_str()

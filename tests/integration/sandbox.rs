@@ -3,6 +3,7 @@
 //! `command` child run as an unprivileged throw-away user, where bubblewrap needs a user
 //! namespace (as root it does not, and the failures real users meet would not show).
 
+use crate::harness::limits;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -98,7 +99,7 @@ fn a_sandboxed_gemini_child_writes_its_worktree_and_nothing_else() {
         sleep
     });
     let outside_pid = outside.0.id();
-    assert!(crate::harness::poll(Duration::from_secs(10), || {
+    assert!(crate::harness::poll(limits::SHORT, || {
         agent_socket.exists()
     }));
     let tmux_socket = format!("/tmp/tmux-{}/{}", unsafe { libc::geteuid() }, h.socket);
@@ -216,7 +217,7 @@ fn a_sandboxed_gemini_child_writes_its_worktree_and_nothing_else() {
     );
     // The report, dropped inside, is on record.
     assert!(
-        crate::harness::poll(Duration::from_secs(10), || {
+        crate::harness::poll(limits::SHORT, || {
             h.status(id)["last_report"]["message"] == "from inside the sandbox"
         }),
         "{}",
@@ -504,7 +505,7 @@ fn a_sandboxed_interactive_child_is_steered_and_cancelled() {
         crate::harness::MODEL,
         "Answer twice",
     ]);
-    let ok = crate::harness::poll(Duration::from_secs(60), || {
+    let ok = crate::harness::poll(limits::AGENT, || {
         h.status(&id)["status"] == "input_required"
     });
     assert!(ok, "{}\n{}", h.status(&id), h.screen(&id));
@@ -512,9 +513,7 @@ fn a_sandboxed_interactive_child_is_steered_and_cancelled() {
     assert_eq!(code, 0, "{receipt}");
     assert_eq!(receipt["receipt"], "submitted", "{receipt}");
     assert!(
-        crate::harness::poll(Duration::from_secs(30), || h
-            .screen(&id)
-            .contains("Second answer.")),
+        crate::harness::poll(limits::TASK, || h.screen(&id).contains("Second answer.")),
         "{}",
         h.screen(&id)
     );
@@ -546,7 +545,7 @@ fn in_acp_mode_the_sandbox_wraps_the_agent_not_the_client() {
         "Answer",
     ]);
     assert!(
-        crate::harness::poll(Duration::from_secs(60), || {
+        crate::harness::poll(limits::AGENT, || {
             h.ok(&["logs", &id]).contains("First answer.")
         }),
         "{}",
@@ -574,7 +573,7 @@ fn in_acp_mode_the_sandbox_wraps_the_agent_not_the_client() {
     assert_eq!(code, 0, "{receipt}");
     assert_eq!(receipt["receipt"], "submitted", "{receipt}");
     assert!(
-        crate::harness::poll(Duration::from_secs(30), || h
+        crate::harness::poll(limits::TASK, || h
             .ok(&["logs", &id])
             .contains("Second answer.")),
         "{}",
@@ -624,10 +623,8 @@ fn a_sandboxed_task_times_out_with_nothing_left() {
     let (waited, _) = h.json(&["wait", &id, "--timeout", "60s"]);
     assert_eq!(waited["tasks"][0]["status"], "timed_out", "{waited}");
     assert!(
-        crate::harness::poll(Duration::from_secs(15), || crate::harness::processes_of(
-            &id
-        )
-        .is_empty()),
+        crate::harness::poll(limits::TASK, || crate::harness::processes_of(&id)
+            .is_empty()),
         "left running: {:?}",
         crate::harness::processes_of(&id)
     );
@@ -670,7 +667,7 @@ fn read_every_way(h: &Harness, id: &str) -> String {
         vec!["result", id],
         vec!["conflicts"],
     ] {
-        let out = h.bounded(&args, Duration::from_secs(60));
+        let out = h.bounded(&args, limits::AGENT);
         said += &String::from_utf8_lossy(&out.stdout);
         said += &String::from_utf8_lossy(&out.stderr);
     }
@@ -886,7 +883,7 @@ fn fifos_in_a_childs_tree_never_hang_cuekit() {
         .unwrap();
     assert!(made.success());
     let started = std::time::Instant::now();
-    let diff = h.bounded(&["diff", &id], Duration::from_secs(30));
+    let diff = h.bounded(&["diff", &id], limits::TASK);
     assert_eq!(diff.status.code(), Some(33), "{diff:?}");
     assert!(String::from_utf8_lossy(&diff.stdout).contains("git_timed_out"));
     eprintln!("diff past a FIFO .gitignore: {:?}", started.elapsed());
@@ -900,7 +897,7 @@ fn fifos_in_a_childs_tree_never_hang_cuekit() {
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || done.send(look.output().unwrap()));
     let status = finished
-        .recv_timeout(Duration::from_secs(20))
+        .recv_timeout(limits::TASK)
         .expect("a view ran git past a FIFO again");
     assert!(status.status.success(), "{status:?}");
     assert!(!said.is_empty());

@@ -5,6 +5,7 @@
 //! `.git` of repositories below an in-place work dir. Each child is a `command` task run in
 //! bubblewrap on real tmux; what it reached it writes into its work dir.
 
+use crate::harness::limits;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener};
 use std::path::{Path, PathBuf};
@@ -69,7 +70,7 @@ fn cuekits_socket_data_and_runtime_dirs_are_out_of_reach_wherever_they_lie() {
         config.display()
     );
     let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
-    h.wait_ok(&[&id], "60s");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     assert!(
         !escaped.exists(),
         "the child ran a command through cuekit's tmux server"
@@ -103,7 +104,7 @@ fn a_path_folder_above_cuekits_data_does_not_bring_it_back() {
     let h = h.env("PATH", &path);
     let script = format!("ls '{}/share/cuekit' > seen-data 2>&1", local.display());
     let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
-    h.wait_ended(&[&id], "60s");
+    h.wait_ended(&[&id], &limits::arg(limits::AGENT));
     assert!(h.data_dir().join("tasks").is_dir());
     let data_seen = seen(&h, "seen-data");
     assert!(!data_seen.contains("tasks"), "{data_seen}");
@@ -125,7 +126,7 @@ fn an_in_place_child_reads_no_other_tasks_records() {
     let script = "cat .cuekit/tasks/t_00000000000a/env.sh > seen-sibling 2>&1; \
                   ls .cuekit/tasks/$CUEKIT_TASK_ID > seen-own 2>&1";
     let id = h.submit_sh(script, &["--sandbox", "--mode", "batch"]);
-    h.wait_ok(&[&id], "60s");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     assert!(!seen(&h, "seen-sibling").contains("SIBLING-SECRET"));
     let own = seen(&h, "seen-own");
     assert!(own.contains("prompt"), "{own}");
@@ -144,14 +145,14 @@ fn the_submitters_secrets_in_variables_stay_out_of_the_sandbox() {
         .env("GIT_AUTHOR_NAME", "Kept Author")
         .env("CUEKIT_TEST_MARKER", "KEPT");
     let id = h.submit_sh("env > seen-env", &["--sandbox", "--mode", "batch"]);
-    h.wait_ok(&[&id], "60s");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     let env = seen(&h, "seen-env");
     assert!(env.contains("CUEKIT_TEST_MARKER=KEPT"), "{env}");
     assert!(env.contains("GIT_AUTHOR_NAME=Kept Author"), "{env}");
     assert!(!env.contains("LEAKED"), "{env}");
     // Without the sandbox the task has the submitter's whole environment, as always.
     let open = h.submit_sh("env > seen-open", &["--mode", "batch"]);
-    h.wait_ok(&[&open], "60s");
+    h.wait_ok(&[&open], &limits::arg(limits::AGENT));
     assert!(seen(&h, "seen-open").contains("LEAKED-GH"));
 }
 
@@ -169,7 +170,7 @@ fn a_sandbox_with_the_network_cannot_reach_the_machines_abstract_sockets() {
          except OSError as e: print(\"REFUSED\", e)' > seen-socket 2>&1"
     );
     let id = h.submit_sh(&probe, &["--sandbox", "--mode", "batch"]);
-    h.wait_ok(&[&id], "60s");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     let said = seen(&h, "seen-socket");
     assert!(said.contains("REFUSED"), "{said}");
     // The same probe outside the sandbox reaches it: the listener was there.
@@ -177,7 +178,7 @@ fn a_sandbox_with_the_network_cannot_reach_the_machines_abstract_sockets() {
         &probe.replace("seen-socket", "seen-open"),
         &["--mode", "batch"],
     );
-    h.wait_ok(&[&open], "60s");
+    h.wait_ok(&[&open], &limits::arg(limits::AGENT));
     assert!(seen(&h, "seen-open").contains("CONNECTED"));
     drop(listener);
 }
@@ -202,7 +203,7 @@ fn a_sandboxed_agents_state_is_the_tasks_own() {
     std::fs::write(conversations.join("c.json"), "OTHER-CONVERSATION").unwrap();
     std::fs::write(h.home.join(".gemini/antigravity-cli/settings.json"), "{}").unwrap();
     let id = h.submit(&["--agent", "gemini", "--mode", "batch", "--sandbox", "do it"]);
-    h.wait_ok(&[&id], "60s");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     assert!(
         !h.home.join(".gemini/tmp/other/memory/MEMORY.md").exists(),
         "the child wrote into the user's own Gemini memory"
@@ -280,7 +281,7 @@ fn a_sandboxed_child_reads_no_other_projects_records_outside_home() {
         "echo OTHER-PROJECT-TRANSCRIPT",
         &["--cwd", other.to_str().unwrap(), "--mode", "batch"],
     ));
-    h.wait_ok(&[&theirs], "60s");
+    h.wait_ok(&[&theirs], &limits::arg(limits::AGENT));
     let records = other.canonicalize().unwrap().join(".cuekit/tasks");
     let their_dir = records.join(&theirs);
     let transcript = std::fs::read_to_string(their_dir.join("transcript.txt")).unwrap();
@@ -295,7 +296,7 @@ fn a_sandboxed_child_reads_no_other_projects_records_outside_home() {
         records = records.display()
     );
     let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
-    h.wait_ok(&[&id], "60s");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     let read = seen(&h, "seen-other");
     assert!(!read.contains("OTHER-PROJECT"), "{read}");
     assert!(!read.contains("created_at"), "{read}");
@@ -323,7 +324,7 @@ fn no_submitters_environment_waits_in_a_task_folder() {
         .env("PATH", &path)
         .env("SIBLING_SECRET_TOKEN", "WAITING-SECRET");
     let id = h.submit_sh("echo \"got=$SIBLING_SECRET_TOKEN\"", &["--mode", "batch"]);
-    h.wait_ok(&[&id], "60s");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     assert!(h.transcript(&id).contains("got=WAITING-SECRET"));
     let logged = std::fs::read_to_string(&calls).unwrap();
     assert!(!logged.is_empty(), "the shim was not used");
@@ -355,7 +356,7 @@ fn a_flood_of_dropped_reports_delays_no_timeout() {
         )
         .unwrap();
     }
-    let ended = h.wait_ended(&[&id], "120s");
+    let ended = h.wait_ended(&[&id], &limits::arg(limits::LONG));
     let status = h.status(&id);
     assert_eq!(status["status"], "timed_out", "{ended}\n{status}");
     let started = status["started_at"]

@@ -3,6 +3,7 @@
 //! and a killed scheduler, dependencies, the queue's cancel/rm/wait, retries that resume the
 //! agent's session, and recovery after the tmux server died.
 
+use crate::harness::limits;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -108,16 +109,14 @@ fn twenty_tasks_under_running_three_start_once_each_with_racing_submitters_and_a
     assert_eq!(ids.len(), 20);
     // The scheduler is killed while tasks still wait; the next cuekit call starts another.
     assert!(
-        poll(Duration::from_secs(10), || !h
-            .processes("__scheduler")
-            .is_empty()),
+        poll(limits::SHORT, || !h.processes("__scheduler").is_empty()),
         "no scheduler ran while tasks waited"
     );
     for pid in h.processes("__scheduler") {
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }
     std::fs::write(&gate, "").unwrap();
-    let waited = h.wait_ended(&ids, "120s");
+    let waited = h.wait_ended(&ids, &limits::arg(limits::LONG));
     let (most, looks) = sampler.finish();
     for task in waited["tasks"].as_array().unwrap() {
         assert_eq!(task["status"], "completed", "{task}");
@@ -170,12 +169,14 @@ fn queued_tasks_start_in_priority_order_then_submit_order() {
     let middle = task("middle", &["--priority", "1"]);
     let negative = task("negative", &["--priority=-2"]);
     let also_middle = task("also_middle", &["--priority", "1"]);
-    let status = h.status(&high);
-    assert_eq!(status["status"], "queued", "{status}");
+    let status = h.assert_status(&high, "queued");
     assert_eq!(status["queue"]["place"], 1, "{status}");
     assert_eq!(status["queue"]["limit"], "running 1/1", "{status}");
     std::fs::write(&gate, "").unwrap();
-    h.wait_ended(&[blocker, low, high, middle, negative, also_middle], "60s");
+    h.wait_ended(
+        &[blocker, low, high, middle, negative, also_middle],
+        &limits::arg(limits::AGENT),
+    );
     assert_eq!(
         starts(&log),
         [
@@ -210,13 +211,15 @@ fn a_chain_runs_in_order_and_a_failing_head_cancels_the_rest_unless_after_ended(
     let a = h.submit_sh(&after_gate(&gate, &step("a", 0)), &[]);
     let b = h.submit_sh(&step("b", 0), &["--after", &a]);
     let c = h.submit_sh(&step("c", 0), &["--after", &b]);
-    let queued = h.status(&c);
-    assert_eq!(queued["status"], "queued", "{queued}");
+    let queued = h.assert_status(&c, "queued");
     assert_eq!(queued["queue"]["waiting_for"][0], b.as_str(), "{queued}");
     // Without a mode, a task that waits on others runs to its end by itself.
     assert_eq!(queued["mode"], "batch", "{queued}");
     std::fs::write(&gate, "").unwrap();
-    let waited = h.wait_ended(&[a.clone(), b.clone(), c.clone()], "60s");
+    let waited = h.wait_ended(
+        &[a.clone(), b.clone(), c.clone()],
+        &limits::arg(limits::AGENT),
+    );
     for task in waited["tasks"].as_array().unwrap() {
         assert_eq!(task["status"], "completed", "{task}");
     }
@@ -229,7 +232,10 @@ fn a_chain_runs_in_order_and_a_failing_head_cancels_the_rest_unless_after_ended(
     let z = h.submit_sh(&step("z", 0), &["--after", &y]);
     let w = h.submit_sh(&step("w", 0), &["--after", &x, "--after-ended"]);
     std::fs::write(&gate, "").unwrap();
-    let waited = h.wait_ended(&[x.clone(), y.clone(), z.clone(), w.clone()], "60s");
+    let waited = h.wait_ended(
+        &[x.clone(), y.clone(), z.clone(), w.clone()],
+        &limits::arg(limits::AGENT),
+    );
     let by_id: HashMap<String, serde_json::Value> = waited["tasks"]
         .as_array()
         .unwrap()
@@ -263,7 +269,7 @@ fn a_done_report_meets_a_dependency_on_an_interactive_task() {
         &format!("echo after >> '{}'", log.display()),
         &["--after", &interactive],
     );
-    let (waited, code) = h.json(&["wait", &after, "--timeout", "30s"]);
+    let (waited, code) = h.json(&["wait", &after, "--timeout", &limits::arg(limits::TASK)]);
     assert_eq!(code, 0, "{waited}");
     assert_eq!(starts(&log), ["after"]);
     assert_eq!(h.status(&interactive)["status"], "running");
@@ -306,10 +312,10 @@ fn a_queued_task_cancelled_or_removed_never_starts_and_bad_dependencies_are_refu
     std::fs::write(&gate, "").unwrap();
 
     // `wait` on a queued task waits through its start to its end.
-    let (waited, code) = h.json(&["wait", &waited_on, "--timeout", "60s"]);
+    let (waited, code) = h.json(&["wait", &waited_on, "--timeout", &limits::arg(limits::AGENT)]);
     assert_eq!(code, 0, "{waited}");
     assert_eq!(waited["tasks"][0]["status"], "completed", "{waited}");
-    h.wait_ended(&[blocker, now], "30s");
+    h.wait_ended(&[blocker, now], &limits::arg(limits::TASK));
     let started = starts(&log);
     assert!(!started.contains(&"cancelled".to_string()), "{started:?}");
     assert!(!started.contains(&"removed".to_string()), "{started:?}");
@@ -359,14 +365,9 @@ fn a_team_spec_is_a_pipeline_under_its_max_parallel() {
     h.trust(&[spec.to_str().unwrap()]);
     let (submitted, code) = h.json(&["team", "submit", "crew", "--spec", spec.to_str().unwrap()]);
     assert_eq!(code, 0, "{submitted}");
-    let ids: Vec<String> = submitted["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["id"].as_str().unwrap().to_string())
-        .collect();
+    let ids = crate::harness::task_ids(&submitted);
     assert_eq!(ids.len(), 4);
-    let waited = h.wait_ended(&ids, "60s");
+    let waited = h.wait_ended(&ids, &limits::arg(limits::AGENT));
     for task in waited["tasks"].as_array().unwrap() {
         assert_eq!(task["status"], "completed", "{task}");
     }
@@ -405,8 +406,7 @@ fn context_from_a_running_task_waits_for_it_and_takes_its_answer() {
         &implementer,
         "Review the answer",
     ]);
-    let queued = h.status(&reviewer);
-    assert_eq!(queued["status"], "queued", "{queued}");
+    let queued = h.assert_status(&reviewer, "queued");
     assert_eq!(queued["mode"], "batch", "{queued}");
     let waited = h.wait_ended(&[implementer.clone(), reviewer.clone()], "90s");
     for task in waited["tasks"].as_array().unwrap() {
@@ -462,7 +462,7 @@ fn a_budget_stops_a_child_and_is_refused_where_no_usage_is_reported() {
     }
     assert_eq!(h.status(&batch)["exit_code"], 0, "the run itself succeeded");
     assert!(
-        poll(Duration::from_secs(10), || processes_of(&acp).is_empty()),
+        poll(limits::SHORT, || processes_of(&acp).is_empty()),
         "the ACP child's processes outlived its budget: {:?}",
         processes_of(&acp)
     );
@@ -506,10 +506,12 @@ fn base_from_starts_a_worktree_from_another_tasks_work_once_it_completed() {
         &format!("cat feature.txt >> '{}'", log.display()),
         &["--base-from", &implementer],
     );
-    let queued = h.status(&tester);
-    assert_eq!(queued["status"], "queued", "{queued}");
+    let queued = h.assert_status(&tester, "queued");
     assert!(queued["worktree"].is_null(), "made at its start: {queued}");
-    let waited = h.wait_ended(&[implementer.clone(), tester.clone()], "60s");
+    let waited = h.wait_ended(
+        &[implementer.clone(), tester.clone()],
+        &limits::arg(limits::AGENT),
+    );
     for task in waited["tasks"].as_array().unwrap() {
         assert_eq!(task["status"], "completed", "{task}");
     }
@@ -540,7 +542,7 @@ fn base_from_starts_a_worktree_from_another_tasks_work_once_it_completed() {
         &format!("cat feature.txt >> '{}'", log.display()),
         &["--base-from", &implementer],
     );
-    h.wait_ended(std::slice::from_ref(&again), "60s");
+    h.wait_ended(std::slice::from_ref(&again), &limits::arg(limits::AGENT));
     assert_eq!(
         std::fs::read_to_string(&log).unwrap(),
         "implemented\nimplemented\n"
@@ -577,12 +579,7 @@ fn a_team_budget_spans_its_members() {
     .unwrap();
     let (submitted, code) = h.json(&["team", "submit", "crew", "--spec", spec.to_str().unwrap()]);
     assert_eq!(code, 0, "{submitted}");
-    let ids: Vec<String> = submitted["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["id"].as_str().unwrap().to_string())
-        .collect();
+    let ids = crate::harness::task_ids(&submitted);
     let waited = h.wait_ended(&ids, "90s");
     let statuses: Vec<(String, String)> = waited["tasks"]
         .as_array()
@@ -627,11 +624,11 @@ fn a_forged_queued_record_never_runs_a_task_twice() {
     let script = |name: &str| format!("echo {name} >> '{}'; sleep 0.3", log.display());
     let first = h.submit_sh(&script("first"), &["--mode", "batch"]);
     let second = h.submit_sh(&script("second"), &["--mode", "batch"]);
-    h.wait_ended(&[first, second.clone()], "30s");
+    h.wait_ended(&[first, second.clone()], &limits::arg(limits::TASK));
     forge_queued(&h, &second);
     // Any look starts the scheduler; a new queued task makes it look at the queue.
     let third = h.submit_sh(&script("third"), &["--mode", "batch"]);
-    h.wait_ended(std::slice::from_ref(&third), "30s");
+    h.wait_ended(std::slice::from_ref(&third), &limits::arg(limits::TASK));
     h.ok(&["list"]);
     h.scheduler_looks_pass(2);
     assert_eq!(starts(&log), ["first", "second", "third"]);
@@ -643,7 +640,7 @@ fn a_forged_queued_record_never_runs_a_task_twice() {
     forge_queued(&h, &cancelled);
     h.ok(&["cancel", &blocker]);
     let last = h.submit_sh(&script("last"), &["--mode", "batch"]);
-    h.wait_ended(std::slice::from_ref(&last), "30s");
+    h.wait_ended(std::slice::from_ref(&last), &limits::arg(limits::TASK));
     h.scheduler_looks_pass(2);
     assert_eq!(starts(&log), ["first", "second", "third", "last"]);
 }
@@ -747,7 +744,7 @@ fn a_rate_limited_gemini_attempt_is_retried_after_its_backoff_resuming_its_sessi
         "2",
         "Write the report",
     ]);
-    let (waited, code) = h.json(&["wait", &id, "--timeout", "120s"]);
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::LONG)]);
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
     let status = h.status(&id);
     let task = &status;
@@ -819,14 +816,14 @@ fn after_the_tmux_server_is_killed_running_gemini_tasks_with_a_retry_policy_cont
         .map(|n| h.submit(&["--model", MODEL, &format!("Task number {n}")]))
         .collect();
     for id in &ids {
-        h.wait_until(id, "the first reply", Duration::from_secs(90), || {
+        h.wait_until(id, "the first reply", limits::LONG, || {
             h.transcript(id).contains("Ready.")
         });
     }
     let killed = h.tmux(&["kill-server"]);
     assert!(killed.status.success());
     for id in &ids {
-        h.wait_until(id, "a second attempt", Duration::from_secs(90), || {
+        h.wait_until(id, "a second attempt", limits::LONG, || {
             let task = &h.status(id);
             (task["status"] == "running" || task["status"] == "input_required")
                 && task["queue"]["attempt"] == 2

@@ -2,6 +2,7 @@
 //! the real Gemini CLI (offline, canned replies) where it can show the case, the fake
 //! otherwise.
 
+use crate::harness::limits;
 use std::time::Duration;
 
 use crate::harness::canned_texts;
@@ -9,7 +10,14 @@ use crate::harness::sh_task;
 use crate::harness::{Harness, MODEL, canned_text};
 
 fn wait_input_required(h: &Harness, id: &str) -> serde_json::Value {
-    let (waited, code) = h.json(&["wait", id, "--until", "input-required", "--timeout", "60s"]);
+    let (waited, code) = h.json(&[
+        "wait",
+        id,
+        "--until",
+        "input-required",
+        "--timeout",
+        &limits::arg(limits::AGENT),
+    ]);
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(id));
     waited["tasks"][0].clone()
 }
@@ -80,7 +88,14 @@ fn single_and_multi_line_messages_each_arrive_as_one_turn() {
 
     let (receipt, _) = h.json(&["steer", &id, "/quit"]);
     assert_eq!(receipt["receipt"], "submitted");
-    let (waited, code) = h.json(&["wait", &id, "--until", "ended", "--timeout", "30s"]);
+    let (waited, code) = h.json(&[
+        "wait",
+        &id,
+        "--until",
+        "ended",
+        "--timeout",
+        &limits::arg(limits::TASK),
+    ]);
     assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
     assert_eq!(h.status(&id)["status"], "completed");
     let events = std::fs::read_to_string(h.task_dir(&id).join("events.jsonl")).unwrap();
@@ -152,7 +167,7 @@ fn text_that_stays_in_the_input_is_typed_not_submitted() {
         .with_fake_gemini()
         .env("FAKE_GEMINI_SWALLOW_ENTER", "1");
     let id = h.submit(&["hello"]);
-    h.wait_until(&id, "the prompt", Duration::from_secs(10), || {
+    h.wait_until(&id, "the prompt", limits::SHORT, || {
         h.screen(&id).contains("Type your message")
     });
     let (receipt, code) = h.json(&["steer", &id, "this never submits"]);
@@ -168,7 +183,7 @@ fn text_that_stays_in_the_input_is_typed_not_submitted() {
 fn parallel_steers_never_interleave_and_copy_mode_is_left_first() {
     let h = Harness::new().with_fake_gemini();
     let id = h.submit(&["hello"]);
-    h.wait_until(&id, "the prompt", Duration::from_secs(10), || {
+    h.wait_until(&id, "the prompt", limits::SHORT, || {
         h.screen(&id).contains("Type your message")
     });
     let (pane, _) = h.pane(&id);
@@ -216,7 +231,7 @@ fn steering_rejections_have_stable_codes() {
     // The message from stdin and from a file.
     let file = h.root().join("message.txt");
     std::fs::write(&file, "from a file\n").unwrap();
-    h.wait_until(&id, "the prompt", Duration::from_secs(10), || {
+    h.wait_until(&id, "the prompt", limits::SHORT, || {
         h.screen(&id).contains("Type your message")
     });
     assert_eq!(
@@ -225,7 +240,7 @@ fn steering_rejections_have_stable_codes() {
             .code(),
         Some(0)
     );
-    h.wait_until(&id, "the reply", Duration::from_secs(10), || {
+    h.wait_until(&id, "the reply", limits::SHORT, || {
         h.ok(&["logs", &id]).contains("reply to: from a file")
     });
 }
@@ -242,7 +257,7 @@ fn line_recorder(h: &Harness) -> (String, std::path::PathBuf) {
         r#"printf 'ready\n> '; while IFS= read -r line; do printf '%s\n' "$line" >> "$0"; printf '> '; done"#,
         got.to_str().unwrap(),
     ]);
-    h.wait_until(&id, "the prompt", Duration::from_secs(10), || {
+    h.wait_until(&id, "the prompt", limits::SHORT, || {
         h.screen(&id).contains("ready")
     });
     (id, got)
@@ -258,7 +273,7 @@ fn a_steer_ending_in_a_semicolon_arrives_byte_exact() {
         h.json(&["steer", &id, message]);
         sent.push_str(message);
         sent.push('\n');
-        h.wait_until(&id, message, Duration::from_secs(10), || {
+        h.wait_until(&id, message, limits::SHORT, || {
             std::fs::read_to_string(&got)
                 .is_ok_and(|text| text.lines().count() == sent.lines().count())
         });
@@ -283,7 +298,7 @@ fn a_task_whose_directory_ends_in_a_semicolon_starts_there() {
     );
     assert_eq!(code, 0, "{task}");
     let id = task["id"].as_str().unwrap();
-    let (waited, code) = h.json(&["wait", id, "--timeout", "30s"]);
+    let (waited, code) = h.json(&["wait", id, "--timeout", &limits::arg(limits::TASK)]);
     assert_eq!(code, 0, "{waited}");
     assert_eq!(
         std::fs::read_to_string(dir.join("pwd.txt")).unwrap(),
@@ -301,16 +316,12 @@ fn a_steers_flags_count_anywhere_and_text_starting_with_a_dash_goes_after_a_doub
     let receipt: serde_json::Value =
         serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("not JSON: {output:?}"));
     assert_eq!(receipt["task_id"], id.as_str(), "{receipt}");
-    h.wait_until(&id, "hello", Duration::from_secs(10), || {
-        lines() == "hello\n"
-    });
+    h.wait_until(&id, "hello", limits::SHORT, || lines() == "hello\n");
     // A misspelt flag is refused, and nothing is typed.
     let (error, code) = h.json(&["steer", &id, "oops", "--jsn"]);
     assert_eq!((error["error"]["code"].as_str(), code), (Some("usage"), 2));
     h.json(&["steer", &id, "--", "-x", "--json"]);
-    h.wait_until(&id, "-x", Duration::from_secs(10), || {
-        lines().lines().count() == 2
-    });
+    h.wait_until(&id, "-x", limits::SHORT, || lines().lines().count() == 2);
     assert_eq!(lines(), "hello\n-x --json\n");
 }
 
@@ -341,7 +352,14 @@ fn a_child_that_reads_its_keys_late_still_takes_the_message_once() {
         (Some("submitted"), 0),
         "{receipt}"
     );
-    let (waited, code) = h.json(&["wait", &id, "--until", "ended", "--timeout", "30s"]);
+    let (waited, code) = h.json(&[
+        "wait",
+        &id,
+        "--until",
+        "ended",
+        "--timeout",
+        &limits::arg(limits::TASK),
+    ]);
     assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
     assert_eq!(h.status(&id)["status"], "completed");
 }

@@ -2,6 +2,7 @@
 //! submitted from outside, keys go in with `send-keys` and the screen is read back with
 //! `capture-pane`.
 
+use crate::harness::limits;
 use std::time::{Duration, Instant};
 
 use crate::harness::{Harness, MODEL, canned_text};
@@ -153,7 +154,7 @@ fn a_child_waiting_on_a_human_moves_to_the_top_and_a_steer_reaches_it_once() {
     wait_screen(&h, "the receipt", |s| {
         s.contains(&format!("steer {id}: submitted"))
     });
-    h.wait_until(&id, "the second answer", Duration::from_secs(60), || {
+    h.wait_until(&id, "the second answer", limits::AGENT, || {
         h.transcript(&id).contains("Answer two.")
     });
     let (pane, _) = h.pane(&id);
@@ -210,7 +211,7 @@ impl Client {
     }
 
     fn wait_screen(&self, what: &str, condition: impl Fn(&str) -> bool) -> String {
-        self.shows(Duration::from_secs(30), &condition)
+        self.shows(limits::TASK, &condition)
             .unwrap_or_else(|shown| panic!("the terminal never showed {what}:\n{shown}"))
     }
 
@@ -260,12 +261,12 @@ fn inside_the_users_tmux_attach_opens_a_popup_and_detaching_closes_it() {
         s.lines()
             .any(|line| line.contains('│') && line.contains("popup-child"))
     };
-    let shown = match terminal.shows(Duration::from_secs(10), &popup) {
+    let shown = match terminal.shows(limits::SHORT, &popup) {
         Ok(shown) => shown,
         Err(first) => {
             key(&h, "Enter");
             terminal
-                .shows(Duration::from_secs(30), &popup)
+                .shows(limits::TASK, &popup)
                 .unwrap_or_else(|shown| {
                     panic!("no popup after two Enters:\n{first}\nthen:\n{shown}")
                 })
@@ -345,7 +346,7 @@ fn an_acp_tasks_permission_request_is_answered_from_top() {
     );
     keys(&h, "y");
     wait_screen(&h, "the answer", |s| s.contains(&format!("{id}: Allow")));
-    h.wait_until(&id, "the tool's file", Duration::from_secs(30), || {
+    h.wait_until(&id, "the tool's file", limits::TASK, || {
         h.project.join("t.txt").exists()
     });
     wait_screen(&h, "the turn's end in its row", |s| {

@@ -3,9 +3,9 @@
 //! Real binary, real tmux (a private server per test), real /bin/sh; each test names the audit's
 //! defect it holds shut.
 
+use crate::harness::limits;
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use crate::harness::assert_refused;
 use crate::harness::{HANG_GUARD, Harness};
@@ -18,7 +18,7 @@ fn write(path: &Path, text: &str) {
 
 /// The argv the fake Gemini CLI was started with (it writes it NUL-separated), once it has.
 fn argv_of_fake_gemini(h: &Harness, id: &str, file: &Path) -> Vec<String> {
-    h.wait_until(id, "the agent to start", Duration::from_secs(30), || {
+    h.wait_until(id, "the agent to start", limits::TASK, || {
         std::fs::metadata(file).is_ok_and(|m| m.len() > 0)
     });
     std::fs::read_to_string(file)
@@ -198,7 +198,7 @@ fn cancel_on_a_full_disk_ends_the_task_and_records_it_once_there_is_room() {
     // The project (and so the task's folder and record) on a small filesystem of its own.
     let disk = Tmpfs::mount(&h.project, "4m");
     let id = h.submit_sh("sleep 600", &[]);
-    h.wait_until(&id, "the task's sleep", Duration::from_secs(30), || {
+    h.wait_until(&id, "the task's sleep", limits::TASK, || {
         crate::harness::runs(&id, "sleep 600")
     });
     let filler = disk.fill();
@@ -306,7 +306,7 @@ fn fifos_swapped_into_a_drop_folder_never_block_the_monitor() {
     let h = Harness::new();
     h.user_config("monitor:\n  interval: 100ms\n");
     let id = h.submit_sh("sleep 600", &["--sandbox", "--timeout", "20s"]);
-    h.wait_until(&id, "the task's sleep", Duration::from_secs(30), || {
+    h.wait_until(&id, "the task's sleep", limits::TASK, || {
         crate::harness::runs(&id, "sleep 600")
     });
     let drop = h.home.join(".local/share/cuekit/drop").join(&id);
@@ -338,7 +338,7 @@ fn fifos_swapped_into_a_drop_folder_never_block_the_monitor() {
             round
         })
     };
-    let ended = crate::harness::poll(Duration::from_secs(60), || {
+    let ended = crate::harness::poll(limits::AGENT, || {
         crate::harness::processes_of(&id).is_empty()
     });
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -348,8 +348,7 @@ fn fifos_swapped_into_a_drop_folder_never_block_the_monitor() {
         ended,
         "the task outlived its 20s timeout by 40s: the monitor is blocked"
     );
-    let status = h.status(&id);
-    assert_eq!(status["status"], "timed_out", "{status}");
+    h.assert_status(&id, "timed_out");
 }
 
 /// Audit L4: child-written files were read whole: a 573 MB `task.json` cost each `list` its
@@ -429,7 +428,7 @@ fn a_monitor_whose_tmux_server_is_gone_exits() {
             .collect::<Vec<u32>>()
     };
     assert!(
-        crate::harness::poll(Duration::from_secs(20), || !monitors().is_empty()),
+        crate::harness::poll(limits::TASK, || !monitors().is_empty()),
         "no monitor started"
     );
     // The child makes its record unreadable (past the limit, or not JSON at all).
@@ -437,7 +436,7 @@ fn a_monitor_whose_tmux_server_is_gone_exits() {
     h.tmux(&["kill-server"]);
     crate::harness::assert_nothing_left(&id);
     assert!(
-        crate::harness::poll(Duration::from_secs(30), || monitors().is_empty()),
+        crate::harness::poll(limits::TASK, || monitors().is_empty()),
         "the monitor outlived its tmux server: {:?}",
         monitors()
     );
@@ -564,7 +563,7 @@ fn the_first_look_after_killed_submits_leaves_no_session_behind() {
         .spawn()
         .unwrap();
     assert!(
-        crate::harness::poll(Duration::from_secs(20), || marks.join("asking").exists()),
+        crate::harness::poll(limits::TASK, || marks.join("asking").exists()),
         "the submit never asked tmux for its session"
     );
     submit.kill().unwrap();
@@ -580,11 +579,8 @@ fn the_first_look_after_killed_submits_leaves_no_session_behind() {
     // cuekit's clients name the server by its path (the wrapper, then the real tmux).
     let socket = format!("/tmp/tmux-{}/{}", unsafe { libc::getuid() }, h.socket);
     assert!(
-        crate::harness::poll(Duration::from_secs(20), || processes_with(&[
-            &socket,
-            "new-session"
-        ])
-        .is_empty()),
+        crate::harness::poll(limits::TASK, || processes_with(&[&socket, "new-session"])
+            .is_empty()),
         "a client is left: {:?}",
         processes_with(&[&socket, "new-session"])
     );

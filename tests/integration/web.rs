@@ -6,6 +6,7 @@
 //! plain HTTP with a small std client; TLS with a self-signed certificate (openssl) in Chromium.
 //! Screenshots at 390×844 go to target/web-screenshots/.
 
+use crate::harness::limits;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
@@ -115,16 +116,12 @@ fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &s
     let (mut stream, host): (Box<dyn ReadWrite>, &str) = match addr.strip_prefix("unix:") {
         Some(socket) => {
             let stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
-            stream
-                .set_read_timeout(Some(Duration::from_secs(60)))
-                .unwrap();
+            stream.set_read_timeout(Some(limits::AGENT)).unwrap();
             (Box::new(stream), "localhost")
         }
         None => {
             let stream = TcpStream::connect(addr).unwrap();
-            stream
-                .set_read_timeout(Some(Duration::from_secs(60)))
-                .unwrap();
+            stream.set_read_timeout(Some(limits::AGENT)).unwrap();
             (Box::new(stream), addr)
         }
     };
@@ -267,7 +264,7 @@ async fn browser_with(self_signed: bool) -> Browser {
         .process_group(0)
         .spawn()
         .unwrap();
-    let ready = poll(Duration::from_secs(20), || {
+    let ready = poll(limits::TASK, || {
         TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
     assert!(ready, "chromedriver never listened on {port}");
@@ -319,7 +316,7 @@ async fn wait_text(client: &Client, text: &str) -> String {
             return body;
         }
         assert!(
-            start.elapsed() < Duration::from_secs(30),
+            start.elapsed() < limits::TASK,
             "the page never showed {text:?}; it shows:\n{body}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -435,10 +432,10 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
         ),
         &[],
     );
-    h.wait_until(&gemini, "the first answer", Duration::from_secs(60), || {
+    h.wait_until(&gemini, "the first answer", limits::AGENT, || {
         h.transcript(&gemini).contains("window.__xss='screen'")
     });
-    h.wait_until(&printer, "its report", Duration::from_secs(30), || {
+    h.wait_until(&printer, "its report", limits::TASK, || {
         h.status(&printer)["last_report"]["message"].is_string()
     });
     let s = serve(&h, &[]);
@@ -452,7 +449,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
         for id in [&gemini, &printer, &other, &talker] {
             client
                 .wait()
-                .at_most(Duration::from_secs(30))
+                .at_most(limits::TASK)
                 .for_element(Locator::Css(&format!("li.task[data-id='{id}']")))
                 .await
                 .unwrap();
@@ -522,7 +519,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
         h.wait_until(
             &gemini,
             "the steered answer",
-            Duration::from_secs(60),
+            limits::AGENT,
             || h.transcript(&gemini).contains("The second answer."),
         );
 
@@ -559,7 +556,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
                 break;
             }
             assert!(
-                start.elapsed() < Duration::from_secs(30),
+                start.elapsed() < limits::TASK,
                 "the list never showed {other} cancelled (it shows {row})"
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -611,7 +608,7 @@ fn a_permission_request_is_allowed_from_the_page_with_a_second_confirmation() {
                 break;
             }
             assert!(
-                start.elapsed() < Duration::from_secs(60),
+                start.elapsed() < limits::AGENT,
                 "no permission request shown:\n{}",
                 h.transcript(&id)
             );
@@ -631,7 +628,7 @@ fn a_permission_request_is_allowed_from_the_page_with_a_second_confirmation() {
         let _ = browser.client.clone().unwrap().close().await;
     });
     assert!(
-        poll(Duration::from_secs(30), || h.project.join("f.txt").exists()),
+        poll(limits::TASK, || h.project.join("f.txt").exists()),
         "the allowed tool never ran"
     );
     let events = std::fs::read_to_string(h.task_dir(&id).join("events.jsonl")).unwrap();
@@ -676,7 +673,7 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
             .strip_prefix("/t/")
             .unwrap_or_else(|| panic!("the submit led to {path}"))
             .to_string();
-        h.wait_until(&id, "its ending", Duration::from_secs(30), || {
+        h.wait_until(&id, "its ending", limits::TASK, || {
             h.status(&id)["status"] == "completed"
         });
         client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
@@ -684,7 +681,7 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
         // event brings the merge link.
         client
             .wait()
-            .at_most(Duration::from_secs(30))
+            .at_most(limits::TASK)
             .for_element(Locator::Id("merge"))
             .await
             .unwrap();
@@ -756,7 +753,7 @@ fn over_tls_the_pages_are_served_and_the_session_cookie_is_secure() {
         pair_in_browser(client, &s, "tls-phone").await;
         client
             .wait()
-            .at_most(Duration::from_secs(30))
+            .at_most(limits::TASK)
             .for_element(Locator::Css(&format!("li.task[data-id='{id}']")))
             .await
             .unwrap();
@@ -1008,14 +1005,14 @@ fn a_task_on_a_remote_host_is_on_the_list_and_has_its_page() {
     let cookie = format!("ck_session={}", session.expect("paired"));
     // The hosts are asked in a thread of their own: the row joins the list a refresh later.
     let mut list = String::new();
-    let listed = poll(Duration::from_secs(30), || {
+    let listed = poll(limits::TASK, || {
         list = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "").body;
         list.contains(&format!("data-id=\"{on_alpha}\""))
     });
     assert!(listed, "{list}");
     assert!(list.contains(&format!("data-id=\"{local}\"")), "{list}");
     let mut page = String::new();
-    let shown = poll(Duration::from_secs(30), || {
+    let shown = poll(limits::TASK, || {
         page = http(
             &s.addr,
             "GET",
@@ -1037,7 +1034,7 @@ fn on_a_unix_socket_the_list_filters_and_an_idle_session_expires() {
     let h = Harness::new();
     let running = h.submit_sh("sleep 600", &[]);
     let done = h.submit_batch_sh("exit 0");
-    h.wait_ok(&[&done], "60s");
+    h.wait_ok(&[&done], &limits::arg(limits::AGENT));
     let socket = h.root().join("web.sock");
     let s = serve_on(&h, &format!("unix:{}", socket.display()), &[]);
     assert_eq!(s.addr, format!("unix:{}", socket.display()));
@@ -1118,7 +1115,7 @@ fn a_failed_task_is_retried_from_the_page_and_completes() {
     );
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert!(reply.body.contains("Retried"), "{}", reply.body);
-    let done = h.wait_ok(&[&id], "60s");
+    let done = h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     assert_eq!(done["tasks"][0]["status"], "completed", "{done}");
     assert!(h.ok(&["logs", &id]).contains("second-try"));
 }

@@ -1,6 +1,7 @@
 //! Tasks in their own git worktrees: real git, real tmux, real /bin/sh, and `--agent command`
 //! children that edit, commit or fail like an agent would.
 
+use crate::harness::limits;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -873,7 +874,7 @@ fn a_merge_killed_at_any_instant_leaves_no_merge_state_and_the_next_one_works() 
     let h = Harness::new();
     project_repo(&h.project, "original line\n");
     let id = h.submit_worktree_sh(&[], "echo 0 > work-0.txt");
-    h.wait_ok(std::slice::from_ref(&id), "60s");
+    h.wait_ok(std::slice::from_ref(&id), &limits::arg(limits::AGENT));
     let worktree = h.worktree_of(&id);
     let started = std::time::Instant::now();
     h.ok(&["merge", &id]);
@@ -937,7 +938,7 @@ fn the_next_merge_repairs_what_an_interrupted_merge_left_in_the_checkout() {
     project_repo(&h.project, "original line\n");
     let first = h.submit_worktree_sh(&[], "echo a > a.txt && git add a.txt && git commit -qm a");
     let second = h.submit_worktree_sh(&[], "echo b > b.txt");
-    h.wait_ok(&[&first, &second], "60s");
+    h.wait_ok(&[&first, &second], &limits::arg(limits::AGENT));
     // An older cuekit's `git merge` cut short: its message, MERGE_HEAD, the change staged.
     git(
         &h.project,
