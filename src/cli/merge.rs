@@ -91,6 +91,15 @@ pub fn run(args: &MergeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             merged.reviewed.join(", ")
         ));
     }
+    if merged.already_merged {
+        say(&format!(
+            "nothing to merge: {} in {} already holds this task's work (still at {})",
+            merged.target,
+            merged.target_worktree.display(),
+            &merged.head[..merged.head.len().min(12)]
+        ));
+        return Ok(0);
+    }
     say(&format!(
         "merged into {} in {} (now at {})",
         merged.target,

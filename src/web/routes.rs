@@ -765,6 +765,12 @@ async fn merge(State(app): Shared, Action { id, form, .. }: Action) -> Response 
     run_on_task(&app, &id, "Merged", move |id, cwd| {
         let strategy = ops::MergeStrategy::Merge;
         let merged = ops::merge(id, cwd, strategy, None, reviewed)?;
+        if merged.already_merged {
+            return Ok(format!(
+                "nothing to merge: {} already holds {id}'s work (still {})",
+                merged.target, merged.head
+            ));
+        }
         Ok(format!(
             "{id} merged into {} (now {})",
             merged.target, merged.head

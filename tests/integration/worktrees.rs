@@ -995,3 +995,28 @@ fn the_next_merge_repairs_what_an_interrupted_merge_left_in_the_checkout() {
         assert!(h.project.join(file).is_file(), "{file}");
     }
 }
+
+/// Issue 51: merging a task's work a second time changes nothing and says so, instead of
+/// "merged into main" again.
+#[test]
+fn a_second_merge_of_the_same_work_says_nothing_was_left_to_merge() {
+    let h = Harness::new();
+    project_repo(&h.project, "original line\n");
+    let id = h.submit_worktree_sh(&[], "echo fix > fix.txt");
+    h.wait_ok(&[&id], &limits::arg(limits::TASK));
+    let first = h.ok(&["merge", &id]);
+    assert!(first.contains("merged into main"), "{first}");
+    let head = git(&h.project, &["rev-parse", "HEAD"]);
+    let second = h.ok(&["merge", &id]);
+    assert!(
+        second.contains("nothing to merge") && !second.contains("merged into"),
+        "{second}"
+    );
+    assert_eq!(git(&h.project, &["rev-parse", "HEAD"]), head);
+    let (again, code) = h.json(&["merge", &id]);
+    assert_eq!(
+        (code, &again["already_merged"]),
+        (0, &Value::Bool(true)),
+        "{again}"
+    );
+}

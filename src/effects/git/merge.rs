@@ -65,6 +65,9 @@ pub struct Merged {
     /// What an interrupted merge had left in the target worktree, put right first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repaired: Option<String>,
+    /// The target already held this work (merged before): nothing moved.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub already_merged: bool,
 }
 
 /// Under cuekit's worktree lock, so two merges into one target never interleave (and no
@@ -154,12 +157,14 @@ pub fn merge(request: &Request) -> Result<Merged> {
         }
         return Err(err);
     }
+    let head = there.line(["rev-parse", "HEAD"])?;
     Ok(Merged {
+        already_merged: head == target_head,
         target,
         strategy: request.strategy,
         work_commit,
         task_tip: tip,
-        head: there.line(["rev-parse", "HEAD"])?,
+        head,
         target_worktree,
         reviewed,
         checked_commit: request.checked.map(str::to_string),

@@ -41,13 +41,7 @@ impl Root {
         let Some((file, path)) = self.open_inside(relative, 0)? else {
             return Ok(None);
         };
-        let meta = file
-            .metadata()
-            .map_err(|err| Error::io("read", &path, err))?;
-        if !meta.is_file() {
-            return Err(refused(&path, "it is not a regular file"));
-        }
-        check_owner(&meta, &path)?;
+        let meta = regular_and_owned(&file, &path)?;
         if meta.len() > FILE_LIMIT {
             return Err(refused(
                 &path,
@@ -226,13 +220,7 @@ impl Root {
             Err(err) => return Err(Error::io("read", &path, err)),
         };
         self.check_inside(&path, &opened_path(&file, &path))?;
-        let meta = file
-            .metadata()
-            .map_err(|err| Error::io("read", &path, err))?;
-        if !meta.is_file() {
-            return Err(refused(&path, "it is not a regular file"));
-        }
-        check_owner(&meta, &path)?;
+        let meta = regular_and_owned(&file, &path)?;
         Ok(Some((file, meta.len())))
     }
 }
@@ -290,6 +278,19 @@ fn opened_path(file: &std::fs::File, path: &Path) -> PathBuf {
 
 /// A file of another user's (a shared `/tmp`, a world-writable parent) is nobody's word to this
 /// user; root's own files (a system checkout) are accepted.
+/// The metadata of an opened project file, refused unless it is a regular file of this user's
+/// (or root's).
+fn regular_and_owned(file: &std::fs::File, path: &Path) -> Result<std::fs::Metadata> {
+    let meta = file
+        .metadata()
+        .map_err(|err| Error::io("read", path, err))?;
+    if !meta.is_file() {
+        return Err(refused(path, "it is not a regular file"));
+    }
+    check_owner(&meta, path)?;
+    Ok(meta)
+}
+
 fn check_owner(meta: &std::fs::Metadata, path: &Path) -> Result<()> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };

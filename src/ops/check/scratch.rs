@@ -92,16 +92,7 @@ pub(super) fn make(task: &Task, plan: &CheckPlan, round: u32) -> Result<Scratch>
     let steering = super::settings::steering(&Git::new(&worktree.repo_root), &base, &ours)?;
     edits.extend(steering.edits);
 
-    let data = crate::effects::store::data_dir().ok_or_else(|| {
-        Error::new(ErrorCode::Io, "cannot find cuekit's data directory")
-            .with_hint("set HOME (or XDG_DATA_HOME)")
-    })?;
-    let root =
-        data.join("checks")
-            .join(format!("{}-{round}-{}", task.record.id, std::process::id()));
-    crate::effects::check_run::remove_tree(&root);
-    let tree = root.join("tree");
-    std::fs::create_dir_all(&tree).map_err(|err| Error::io("create", &tree, err))?;
+    let (root, tree) = fresh_root(task, &round.to_string())?;
     let scratch = Scratch {
         root: root.clone(),
         tree: tree.clone(),
@@ -187,16 +178,7 @@ fn base_scripts(
 /// `label` in cuekit's data directory: where the base's test count is measured.
 pub(super) fn of_tree(task: &Task, tree: &str, label: &str) -> Result<Scratch> {
     let worktree = crate::ops::work::diff::worktree_of(task)?;
-    let data = crate::effects::store::data_dir().ok_or_else(|| {
-        Error::new(ErrorCode::Io, "cannot find cuekit's data directory")
-            .with_hint("set HOME (or XDG_DATA_HOME)")
-    })?;
-    let root =
-        data.join("checks")
-            .join(format!("{}-{label}-{}", task.record.id, std::process::id()));
-    crate::effects::check_run::remove_tree(&root);
-    let dir = root.join("tree");
-    std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, err))?;
+    let (root, dir) = fresh_root(task, label)?;
     let scratch = Scratch {
         root: root.clone(),
         tree: dir.clone(),
@@ -209,4 +191,20 @@ pub(super) fn of_tree(task: &Task, tree: &str, label: &str) -> Result<Scratch> {
     git.run(["read-tree", "--end-of-options", tree])?;
     git.run(["checkout-index", "--all", "--force"])?;
     Ok(scratch)
+}
+
+/// A scratch checkout's folder in cuekit's data directory (named by the task, `label` and this
+/// process, anything left there before removed) and its empty `tree/`.
+fn fresh_root(task: &Task, label: &str) -> Result<(PathBuf, PathBuf)> {
+    let data = crate::effects::store::data_dir().ok_or_else(|| {
+        Error::new(ErrorCode::Io, "cannot find cuekit's data directory")
+            .with_hint("set HOME (or XDG_DATA_HOME)")
+    })?;
+    let root =
+        data.join("checks")
+            .join(format!("{}-{label}-{}", task.record.id, std::process::id()));
+    crate::effects::check_run::remove_tree(&root);
+    let tree = root.join("tree");
+    std::fs::create_dir_all(&tree).map_err(|err| Error::io("create", &tree, err))?;
+    Ok((root, tree))
 }
