@@ -4,7 +4,7 @@
 //! ran fewer tests than the base is no pass.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
@@ -12,7 +12,6 @@ use super::scratch;
 use crate::domain::check::{CheckPlan, LOG_LIMIT, Verdict};
 use crate::domain::check_count::{self, BaseCounts};
 use crate::domain::error::{Error, ErrorCode, Result};
-use crate::effects::check_run::{self, CheckRun};
 use crate::effects::git::Git;
 use crate::effects::store;
 use crate::ops::task::Task;
@@ -125,23 +124,9 @@ fn measure(task: &Task, plan: &CheckPlan, tree: &str, log: &Path) -> Result<Base
     let policy = task.sandbox_policy();
     let mut ran = Vec::new();
     for command in &plan.run {
-        let sandboxed = crate::ops::sandbox::wrap_check(
-            &policy,
-            &task.record.id,
-            &task.placement.task_dir,
-            &scratch.tree,
-            Path::new(&task.placement.socket.0),
-            command,
-        )?;
         let from = log_len(log);
-        let done = check_run::run(&CheckRun {
-            command: &sandboxed,
-            cwd: &scratch.tree,
-            timeout: Duration::from_secs(plan.timeout_secs),
-            log,
-            log_limit: LOG_LIMIT,
-            marker: &marker,
-        })?;
+        let done =
+            super::run::run_command(task, &policy, &scratch.tree, plan, command, log, &marker)?;
         let count = if done.timed_out {
             None
         } else {

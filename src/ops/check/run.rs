@@ -203,28 +203,8 @@ fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict,
     let policy = task.sandbox_policy();
     let mut counts = Vec::new();
     for command in &plan.run {
-        // A sandboxed task's check runs in its sandbox policy, over the scratch checkout.
-        let sandboxed = crate::ops::sandbox::wrap_check(
-            &policy,
-            &task.record.id,
-            &task.placement.task_dir,
-            &scratch.tree,
-            std::path::Path::new(&task.placement.socket.0),
-            command,
-        );
-        let sandboxed = match sandboxed {
-            Ok(sandboxed) => sandboxed,
-            Err(err) => return fail(verdict, err),
-        };
         let from = count::log_len(log);
-        let ran = match check_run::run(&CheckRun {
-            command: &sandboxed,
-            cwd: &scratch.tree,
-            timeout: Duration::from_secs(plan.timeout_secs),
-            log,
-            log_limit: check::LOG_LIMIT,
-            marker: &marker,
-        }) {
+        let ran = match run_command(task, &policy, &scratch.tree, plan, command, log, &marker) {
             Ok(ran) => ran,
             Err(err) => return fail(verdict, err),
         };
@@ -244,4 +224,34 @@ fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict,
     }
     verdict.at = crate::effects::clock::now_rfc3339();
     (verdict, tail)
+}
+
+/// Runs one of the check's commands over a scratch checkout (`tree`), in the task's sandbox
+/// policy when it has one, its output appended to `log`: for a round's check and for the
+/// base's test count alike.
+pub(super) fn run_command(
+    task: &Task,
+    policy: &crate::domain::sandbox::Policy,
+    tree: &Path,
+    plan: &CheckPlan,
+    command: &str,
+    log: &Path,
+    marker: &str,
+) -> Result<check_run::Ran> {
+    let sandboxed = crate::ops::sandbox::wrap_check(
+        policy,
+        &task.record.id,
+        &task.placement.task_dir,
+        tree,
+        Path::new(&task.placement.socket.0),
+        command,
+    )?;
+    check_run::run(&CheckRun {
+        command: &sandboxed,
+        cwd: tree,
+        timeout: Duration::from_secs(plan.timeout_secs),
+        log,
+        log_limit: check::LOG_LIMIT,
+        marker,
+    })
 }
