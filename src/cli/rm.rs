@@ -62,6 +62,11 @@ pub fn print_removals(removals: &[Removal], json: bool) {
         for reason in &removal.reasons {
             say(&format!("  because of {reason}"));
         }
+        for name in &removal.kept_refs {
+            say(&format!(
+                "  kept its check's commit at {name}: nothing merged it (`git update-ref -d {name}` drops it)"
+            ));
+        }
     }
     let reasons = removals
         .iter()

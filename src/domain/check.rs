@@ -330,7 +330,12 @@ pub struct Verdict {
 /// Where the commit check round `round` of task `task_id` ran on is kept, in the user's
 /// repository (neither `gc` nor a branch's move takes it away).
 pub fn checked_ref(task_id: &str, round: u32) -> String {
-    format!("refs/cuekit/checked/{task_id}/{round}")
+    format!("{}{round}", checked_refs(task_id))
+}
+
+/// The folder of refs [`checked_ref`] writes for `task_id`, every round's.
+pub fn checked_refs(task_id: &str) -> String {
+    format!("refs/cuekit/checked/{task_id}/")
 }
 
 impl Verdict {

@@ -1,5 +1,5 @@
 //! Typed errors with stable codes. The code string and the process exit status of each
-//! code are public API (README "Exit codes"): scripts and AI parents branch on them.
+//! code are public API (docs/reference.md "Exit codes"): scripts and AI parents branch on them.
 
 use serde::Serialize;
 

@@ -16,7 +16,7 @@ pub const TYPED_WINDOW: Duration = Duration::from_secs(3);
 /// treat fast typing as a paste anyway.
 const MAX_TYPED_BYTES: usize = 512;
 
-/// What happened to a steering message. Each has its own exit status (README, "Exit codes").
+/// What happened to a steering message. Each has its own exit status (docs/reference.md, "Exit codes").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Receipt {

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::task::{Found, Task};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::status::Status;
+use crate::effects::git::checked;
 use crate::effects::git::cleanup::{self, Cleanup, KeepReason};
 use crate::effects::store::{self, TaskRecord};
 use crate::effects::tmux::{Tmux, args};
@@ -36,6 +37,10 @@ pub struct Removal {
     pub branch: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasons: Vec<KeepReason>,
+    /// The refs of check commits that nothing merged, left in the user's repository
+    /// (`git update-ref -d` drops one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept_refs: Vec<String>,
 }
 
 impl Removal {
@@ -51,6 +56,7 @@ impl Removal {
             worktree: None,
             branch: None,
             reasons: Vec::new(),
+            kept_refs: Vec::new(),
         }
     }
 }
@@ -270,6 +276,9 @@ fn remove_one(task: &Task, force: bool, dry_run: bool) -> Result<Removal> {
             }
             Ok(Cleanup::Removed { branch, .. }) => removal.branch = branch,
         }
+        let root = crate::effects::git::Git::new(&worktree.repo_root);
+        let merged_head = merged.as_ref().map(|merge| merge.head.as_str());
+        removal.kept_refs = checked::forget(&root, &record.id, merged_head, force)?;
     }
     if dry_run {
         return Ok(removal);

@@ -1070,6 +1070,53 @@ fn a_leftover_rewriting_the_work_during_the_check_does_not_reach_the_merge() {
     );
 }
 
+/// The refs of a task's check commits go with the task: `rm` after the merge drops the ones
+/// the merge holds, `rm --force` every one; neither is left to pin objects for ever.
+#[test]
+fn removing_a_checked_task_drops_its_check_commits_refs() {
+    let h = Harness::new();
+    checked_project(&h);
+    let checked_refs = |id: &str| {
+        crate::harness::git::git(
+            &h.project,
+            &[
+                "for-each-ref",
+                "--format=%(refname)",
+                &format!("refs/cuekit/checked/{id}/"),
+            ],
+        )
+    };
+    let merged = submit_checked_sh(&h, "echo answer=42 > answer.txt", "sh tests/check.sh", &[]);
+    let unmerged = submit_checked_sh(&h, "echo answer=42 > answer.txt", "sh tests/check.sh", &[]);
+    h.wait_ok(&[&merged, &unmerged], &limits::arg(limits::AGENT));
+    for id in [&merged, &unmerged] {
+        assert_eq!(
+            checked_refs(id).trim(),
+            format!("refs/cuekit/checked/{id}/1")
+        );
+    }
+    let (out, code) = h.json(&["merge", &merged, "--yes"]);
+    assert_eq!(code, 0, "{out}");
+    let (out, code) = h.json(&["rm", &merged]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        checked_refs(&merged),
+        "",
+        "the merged task's check ref stayed: {out}"
+    );
+    // Unmerged, a plain rm keeps the task (its branch holds work), refs and all.
+    let (out, code) = h.json(&["rm", &unmerged]);
+    assert_eq!(code, 36, "{out}");
+    assert_ne!(checked_refs(&unmerged), "");
+    let (out, code) = h.json(&["rm", &unmerged, "--force"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        checked_refs(&unmerged),
+        "",
+        "rm --force left the check ref: {out}"
+    );
+}
+
 /// Issue 42, the ACP case: the real Gemini CLI's shell tool leaves a process that rewrites
 /// `answer.txt` after `end_turn`, while the check runs on its snapshot. The task completes on
 /// the checked work, and `merge` carries that, not the rewrite.

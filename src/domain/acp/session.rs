@@ -13,7 +13,7 @@ use super::policy::{Decision, ToolKind, decide};
 use super::protocol::{self, Incoming, PermissionOption, RpcError, ToolCall, Update};
 use super::render;
 
-/// The client's exit statuses (README "ACP tasks"): the task's exit code.
+/// The client's exit statuses (docs/guides/acp.md): the task's exit code.
 pub mod exit {
     /// The session ended as asked (`--once`, `steer --end`, the agent's own quiet exit).
     pub const DONE: i32 = 0;

@@ -74,3 +74,34 @@ pub fn bind(root: &Git, tree: &str, tip: &str, name: &str, message: &str) -> Res
 pub fn existing(root: &Git, commit: &str) -> Option<String> {
     root.resolve(&format!("{commit}^{{commit}}")).ok()
 }
+
+/// Drops the refs of a removed task's check commits (`refs/cuekit/checked/<id>/…`) that hold
+/// nothing of their own: each whose commit `merged_head` (the target's head after the task's
+/// merge) contains, or every one with `force`. A check commit nothing merged may hold files the
+/// checkout no longer has: its ref stays, and is returned for the caller to name.
+pub fn forget(
+    root: &Git,
+    task_id: &str,
+    merged_head: Option<&str>,
+    force: bool,
+) -> Result<Vec<String>> {
+    let prefix = crate::domain::check::checked_refs(task_id);
+    let listed = root.run(["for-each-ref", "--format=%(refname) %(objectname)", &prefix])?;
+    let mut kept = Vec::new();
+    for line in listed.lines() {
+        let Some((name, commit)) = line.split_once(' ') else {
+            continue;
+        };
+        let saved = force
+            || match merged_head {
+                Some(head) => root.yes(["merge-base", "--is-ancestor", commit, head])?,
+                None => false,
+            };
+        if saved {
+            root.run(["update-ref", "-d", name, commit])?;
+        } else {
+            kept.push(name.to_string());
+        }
+    }
+    Ok(kept)
+}
