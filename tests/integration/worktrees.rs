@@ -1020,3 +1020,52 @@ fn a_second_merge_of_the_same_work_says_nothing_was_left_to_merge() {
         "{again}"
     );
 }
+
+/// The checkouts' folder (`{repo}.worktrees`, a sibling of the repository) made first by
+/// another user in a shared folder: its owner could swap a task's checkout for a tree of their
+/// own, which `merge` would land. A folder others can write to is refused at submit, and one
+/// that turns another user's after the submit is refused by `diff` and `merge`.
+#[test]
+fn a_checkouts_folder_another_user_can_change_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    let folder = h.project.with_extension("worktrees");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = h.run(&[
+        "submit",
+        "--agent",
+        "command",
+        "--worktree",
+        "--mode",
+        "batch",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(29), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("others can write to it"), "{said}");
+    assert!(
+        said.contains("worktree.dir"),
+        "the hint names the way out: {said}"
+    );
+    // Made by cuekit (no folder there): writable by this user alone, whatever the umask.
+    std::fs::remove_dir(&folder).unwrap();
+    let id = h.submit_worktree_sh(&[], "echo mine > work.txt");
+    h.wait_ok(&[&id], &limits::arg(limits::TASK));
+    let mode = std::fs::metadata(&folder).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o755, "{mode:o}");
+    let (diff, code) = h.json(&["diff", &id]);
+    assert_eq!(code, 0, "{diff}");
+    // Another user takes the folder over (here: it becomes theirs).
+    std::os::unix::fs::chown(&folder, Some(65534), Some(65534)).unwrap();
+    for verb in ["diff", "merge"] {
+        let (out, code) = h.json(&[verb, &id, "--yes"][..if verb == "diff" { 2 } else { 3 }]);
+        assert_eq!(code, 29, "{verb}: {out}");
+    }
+    assert!(
+        !h.project.join("work.txt").exists(),
+        "the merge went ahead in a folder another user owns"
+    );
+}

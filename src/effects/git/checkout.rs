@@ -232,6 +232,9 @@ impl Checkout<'_> {
         if !self.placed.path.is_dir() {
             return self.root().line(["rev-parse", &format!("{tip}^{{tree}}")]);
         }
+        // Its folder is proved each time: a folder another user could rename entries in would
+        // let them hand in a tree of their own as the task's work.
+        super::place::prove_checkout(&self.placed.path)?;
         // A copy of cuekit's index per process and call (its stat cache kept), put back when
         // done: two looks at once (two processes, or two threads of the monitor: a tick's view
         // and a task's check) never share an index lock.

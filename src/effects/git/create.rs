@@ -227,14 +227,15 @@ pub fn create(plan: &Plan, includes: &Includes) -> Result<()> {
     }
     let git = Git::new(&plan.repo_root);
     if let Some(parent) = plan.path.parent() {
-        std::fs::create_dir_all(parent).map_err(|err| Error::io("create", parent, err))?;
+        super::place::make_folder(parent)?;
     }
     {
         let lock = super::lock_in(&plan.common_dir)?;
         let add = args::worktree_add(&plan.path, &plan.branch, &plan.base_commit);
         git.run_holding(&add, &lock)?;
     }
-    let populated = super::submodules::init(&plan.path, &plan.repo_root)
+    let populated = super::place::prove_checkout(&plan.path)
+        .and_then(|()| super::submodules::init(&plan.path, &plan.repo_root))
         .and_then(|()| bring_over(&plan.repo_root, &plan.path, includes));
     if let Err(err) = populated {
         remove_created(plan);

@@ -15,6 +15,7 @@ pub mod include;
 pub mod inventory;
 pub mod land;
 pub mod merge;
+pub mod place;
 pub mod plan;
 pub mod review;
 pub mod submodules;
