@@ -91,8 +91,8 @@ impl Ecosystem {
     fn protected(self) -> &'static [&'static str] {
         match self {
             Ecosystem::Rust => &[
-                "tests/**",
-                "benches/**",
+                "**/tests/**",
+                "**/benches/**",
                 "build.rs",
                 ".cargo/config.toml",
                 ".cargo/config",
@@ -101,8 +101,8 @@ impl Ecosystem {
                 ".config/nextest.toml",
             ],
             Ecosystem::Python => &[
-                "tests/**",
-                "test/**",
+                "**/tests/**",
+                "**/test/**",
                 "conftest.py",
                 "pytest.ini",
                 "tox.ini",
@@ -112,9 +112,9 @@ impl Ecosystem {
                 ".pytest.toml",
             ],
             Ecosystem::Node => &[
-                "test/**",
-                "tests/**",
-                "__tests__/**",
+                "**/test/**",
+                "**/tests/**",
+                "**/__tests__/**",
                 "jest.config.*",
                 "vitest.config.*",
                 ".mocharc*",
@@ -123,22 +123,32 @@ impl Ecosystem {
                 ".pnpmfile.cjs",
                 "bunfig.toml",
             ],
-            Ecosystem::Go => &["*_test.go", "testdata/**"],
+            Ecosystem::Go => &["*_test.go", "**/testdata/**"],
             Ecosystem::Make => &["Makefile", "makefile", "GNUmakefile"],
         }
     }
 }
 
 /// Files that steer an interpreter or a package manager wherever they stand, whatever the
-/// ecosystems found: Python's startup hooks (`sitecustomize.py`, `usercustomize.py`, `*.pth`)
-/// and npm's settings (`.npmrc`: `script-shell`, `node-options`, …).
-pub const RUNNER_HOOKS: &[&str] = &["sitecustomize.py", "usercustomize.py", "*.pth", ".npmrc"];
+/// ecosystems found: Python's startup hooks (`sitecustomize.py`, `usercustomize.py`, `*.pth`),
+/// distributions' metadata (their entry points load pytest plugins), and npm's settings (`.npmrc`: `script-shell`, `node-options`, …).
+pub const RUNNER_HOOKS: &[&str] = &[
+    "sitecustomize.py",
+    "usercustomize.py",
+    "*.pth",
+    // A distribution's metadata on the path: its `entry_points.txt` names pytest plugins
+    // (`[pytest11]`) that pytest loads by itself.
+    "*.dist-info",
+    "*.egg-info",
+    "*.egg-link",
+    ".npmrc",
+];
 
 /// The protected globs of a check without its own `protect`: the test folders and runner
-/// configuration of every ecosystem found, and `tests/**`, `test/**` and [`RUNNER_HOOKS`]
-/// whatever was found.
+/// configuration of every ecosystem found, and the `tests/` and `test/` folders at any depth
+/// (a package's own, a workspace member's) and [`RUNNER_HOOKS`] whatever was found.
 pub fn default_protect(ecosystems: &[Ecosystem]) -> Vec<String> {
-    let mut globs: Vec<String> = vec!["tests/**".into(), "test/**".into()];
+    let mut globs: Vec<String> = vec!["**/tests/**".into(), "**/test/**".into()];
     globs.extend(RUNNER_HOOKS.iter().map(|glob| (*glob).to_string()));
     for ecosystem in ecosystems {
         for glob in ecosystem.protected() {
@@ -569,13 +579,23 @@ mod tests {
         let found = Ecosystem::detect(["Cargo.toml", "src", "Makefile", "README.md"]);
         assert_eq!(found, vec![Ecosystem::Rust, Ecosystem::Make]);
         let globs = default_protect(&found);
-        for path in ["tests/it.rs", "build.rs", ".cargo/config.toml", "Makefile"] {
+        for path in [
+            "tests/it.rs",
+            "crates/core/tests/it.rs",
+            "crates/core/benches/b.rs",
+            "build.rs",
+            ".cargo/config.toml",
+            "Makefile",
+        ] {
             assert!(is_protected(&globs, path), "{path}");
         }
         assert!(!is_protected(&globs, "src/lib.rs"));
+        assert!(!is_protected(&globs, "src/tests.rs"));
         let python = default_protect(&Ecosystem::detect(["pyproject.toml"]));
         assert!(is_protected(&python, "conftest.py"));
         assert!(is_protected(&python, "pytest.ini"));
+        // A package's own tests (Django's app/tests/), not only the root's.
+        assert!(is_protected(&python, "app/tests/test_core.py"));
         assert!(!is_protected(&python, "pyproject.toml"));
         // Runner hooks whatever the ecosystems: npm's settings, Python's startup files.
         let none = default_protect(&[]);
@@ -584,6 +604,9 @@ mod tests {
             "sitecustomize.py",
             "lib/x.pth",
             "usercustomize.py",
+            "calc_helpers-1.0.dist-info/entry_points.txt",
+            "old.egg-info/entry_points.txt",
+            "pkg.egg-link",
         ] {
             assert!(is_protected(&none, path), "{path}");
         }

@@ -50,6 +50,14 @@ pub fn changed_settings(path: &str, base: &str, work: &str) -> Vec<String> {
     changed
 }
 
+/// Whether a manifest the base has not is compared with an empty one. pytest's files are:
+/// a new `pyproject.toml` or `setup.cfg` with a pytest section steers the runner (`addopts =
+/// "-p plugin"`). A new `Cargo.toml` is not: it is a new crate, whose targets are the child's.
+pub fn compared_when_new(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(name, "pyproject.toml" | "setup.cfg")
+}
+
 /// Whether the child's value of a setting keeps what the base's decides. Workspace members
 /// may be added (an honest task adds a crate), never dropped.
 fn setting_kept(key: &str, base: &J, work: &J) -> bool {
@@ -348,6 +356,19 @@ mod tests {
             ["Cargo.toml: workspace.members"]
         );
         assert!(changed_settings("Cargo.toml", base, "not [toml").is_empty());
+    }
+
+    #[test]
+    fn a_new_pytest_file_is_compared_with_an_empty_one() {
+        let new = "[tool.pytest.ini_options]\naddopts = \"-p evilplug\"\n";
+        assert!(compared_when_new("pyproject.toml"));
+        assert!(compared_when_new("pkg/setup.cfg"));
+        assert!(!compared_when_new("crates/new/Cargo.toml"));
+        assert_eq!(
+            changed_settings("pyproject.toml", "", new),
+            vec!["pyproject.toml: tool.pytest".to_string()]
+        );
+        assert!(changed_settings("pyproject.toml", "", "[project]\nname = \"x\"\n").is_empty());
     }
 
     #[test]

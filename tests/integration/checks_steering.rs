@@ -323,3 +323,40 @@ fn a_race_never_prefers_a_pass_that_rests_on_a_manifest_change() {
         "{result}"
     );
 }
+
+/// A package's own `tests/` (Django's `app/tests/`, a workspace member's): protected as the
+/// root's is. The child that rewrites the assertion instead of the code no longer passes, and
+/// the verdict names the edit.
+#[test]
+fn a_nested_tests_folder_is_protected_like_the_root_one() {
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    std::fs::create_dir_all(h.project.join("app/tests")).unwrap();
+    std::fs::write(h.project.join("app/__init__.py"), "").unwrap();
+    std::fs::write(h.project.join("app/tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        h.project.join("app/calc.py"),
+        "def add(a, b):\n    return a - b\n",
+    )
+    .unwrap();
+    std::fs::write(
+        h.project.join("app/tests/test_calc.py"),
+        "import unittest\nfrom app.calc import add\n\n\nclass T(unittest.TestCase):\n    \
+         def test_add(self):\n        self.assertEqual(add(2, 2), 4)\n",
+    )
+    .unwrap();
+    commit_all(&h.project, "a package with its own tests");
+    let (control, attack) = control_and_attack(
+        &h,
+        "python3 -m unittest discover -s app -t .",
+        "printf 'def add(a, b):\\n    return a + b\\n' > app/calc.py",
+        "sed -i 's/self.assertEqual(add(2, 2), 4)/self.assertTrue(True)/' app/tests/test_calc.py",
+    );
+    assert_completed(&control);
+    assert_check_failed(&attack);
+    assert!(
+        edits(last_verdict(&attack))
+            .contains(&("app/tests/test_calc.py".to_string(), "changed".to_string())),
+        "{attack}"
+    );
+}

@@ -73,18 +73,23 @@ fn changed_settings(git: &Git, base: &Listing, ours: &Listing) -> Result<Vec<Str
     let read = |oid: &str| git.run(["cat-file", "blob", "--end-of-options", oid]);
     let mut changed = Vec::new();
     for (path, info) in ours.iter().filter(|(p, _)| check_settings::has_settings(p)) {
-        let Some(base_info) = find(base, path) else {
+        let Some(our_oid) = blob(info) else {
             continue;
         };
-        if base_info == info {
-            continue;
-        }
-        let (Some(base_oid), Some(our_oid)) = (blob(base_info), blob(info)) else {
-            continue;
+        // A manifest the base has not is compared with an empty one: a new `pyproject.toml`
+        // bringing `[tool.pytest.ini_options]` changes the runner as much as an edit would.
+        let base_text = match find(base, path) {
+            Some(base_info) if base_info == info => continue,
+            Some(base_info) => match blob(base_info) {
+                Some(base_oid) => read(&base_oid)?,
+                None => continue,
+            },
+            None if check_settings::compared_when_new(path) => String::new(),
+            None => continue,
         };
         changed.extend(check_settings::changed_settings(
             path,
-            &read(&base_oid)?,
+            &base_text,
             &read(&our_oid)?,
         ));
     }
