@@ -398,6 +398,12 @@ impl CheckState {
             .and_then(|v| v.commit.as_deref())
     }
 
+    /// The last verdict that passed, whatever came after it (a failed re-check): what a plain
+    /// `merge` or a `--base-from` may still take.
+    pub fn last_pass(&self) -> Option<&Verdict> {
+        self.verdicts.iter().rev().find(|v| v.passed)
+    }
+
     /// Whether a failed check now leaves the child a fix round.
     pub fn may_fix(&self) -> bool {
         self.fix_rounds < self.rounds

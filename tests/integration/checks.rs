@@ -1117,6 +1117,62 @@ fn removing_a_checked_task_drops_its_check_commits_refs() {
     );
 }
 
+/// A passing check, then a process the child left breaks the work, and a re-check fails: the
+/// commit that passed is still the only checked work. A plain `merge` and a `--base-from` take
+/// it, never the failing tree; a checked task that never passed is refused without
+/// `--unchecked`.
+#[test]
+fn after_a_failed_recheck_merge_and_base_from_take_the_commit_that_passed() {
+    let h = Harness::new();
+    checked_project(&h);
+    let started = h.root().join("check-started");
+    let id = submit_checked_sh(
+        &h,
+        &format!(
+            "echo answer=42 > answer.txt; \
+             setsid sh -c 'i=0; while [ ! -e {m} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \
+             echo answer=41 > answer.txt' </dev/null >/dev/null 2>&1 &",
+            m = started.display()
+        ),
+        &rewritten_during_check(&h, &started),
+        &[],
+    );
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let (out, code) = h.json(&["check", &id]);
+    assert_eq!(code, 35, "the re-check of the rewritten work fails: {out}");
+    let next = h.submit_sh(
+        "cat answer.txt > seen.txt",
+        &["--base-from", &id, "--mode", "batch"],
+    );
+    h.wait_ok(&[&next], &limits::arg(limits::TASK));
+    assert_eq!(
+        std::fs::read_to_string(h.worktree_of(&next).join("seen.txt")).unwrap(),
+        "answer=42\n",
+        "--base-from started on the work that failed its re-check"
+    );
+    let (merged, code) = h.json(&["merge", &id, "--yes"]);
+    assert_eq!(code, 0, "{merged}");
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("answer.txt")).unwrap(),
+        "answer=42\n",
+        "the merge took the tree that failed its re-check: {merged}"
+    );
+    // Never passed: refused, and `--unchecked` takes it as it is.
+    let failed = submit_checked_sh(&h, "echo answer=40 > answer.txt", "sh tests/check.sh", &[]);
+    let _ = h.wait_all(&[&failed], &limits::arg(limits::AGENT));
+    let (out, code) = h.json(&["merge", &failed, "--yes"]);
+    assert_eq!(code, 35, "{out}");
+    assert!(
+        out["error"]["hint"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("--unchecked"),
+        "{out}"
+    );
+    let (out, code) = h.json(&["merge", &failed, "--yes", "--unchecked"]);
+    assert_eq!(code, 0, "{out}");
+}
+
 /// Issue 42, the ACP case: the real Gemini CLI's shell tool leaves a process that rewrites
 /// `answer.txt` after `end_turn`, while the check runs on its snapshot. The task completes on
 /// the checked work, and `merge` carries that, not the rewrite.

@@ -165,9 +165,10 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
     Ok(true)
 }
 
-/// The worktree of a task that starts from another's branch tip (`--base-from`): that task's
-/// uncommitted work is committed onto its branch, and this task's worktree is made from the
-/// tip, now; the registry and the record then name it.
+/// The worktree of a task that starts from another's work (`--base-from`): its checked commit,
+/// or its branch tip with its uncommitted work committed onto it
+/// ([`crate::ops::submit::prepare::base_from`]), made now; the registry and the record then
+/// name it.
 fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Config) -> Result<()> {
     config.refuse_untrusted_worktree()?;
     let source = crate::ops::task::open(from, Path::new("/"))?;
@@ -176,12 +177,12 @@ fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Con
             "--base-from: task {from} has no worktree of its own"
         )));
     };
-    crate::ops::submit::prepare::tip_of(&source, &source_tree)?;
+    let base = crate::ops::submit::prepare::base_from(&source, &source_tree)?;
     let id = task.record.id.clone();
     let planned = crate::effects::git::create::plan(&crate::effects::git::create::Request {
         cwd: &task.record.cwd,
         task_id: &id,
-        base: Some(&source_tree.base_name()),
+        base: Some(&base),
         branch,
         dir_template: &config.worktree_dir().value,
         branch_prefix: &config.branch_prefix().value,

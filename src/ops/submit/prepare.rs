@@ -154,11 +154,22 @@ pub(crate) fn includes(config: &Config, sandboxed: bool) -> git::include::Includ
     }
 }
 
-/// The branch tip of a worktree task, its uncommitted work committed onto it first.
-pub(crate) fn tip_of(
+/// Where a task built on `task`'s work (`--base-from`) starts: the commit its last passing
+/// check ran on for a checked task (what `merge` would take; its later work is not checked
+/// work), else its branch tip with its uncommitted work committed onto it first.
+pub(crate) fn base_from(
     task: &crate::ops::task::Task,
     worktree: &store::WorktreePlacement,
 ) -> Result<String> {
+    if let Some(commit) = crate::ops::work::checked::taken_commit(task)? {
+        return Ok(commit);
+    }
+    tip_of(task, worktree)?;
+    Ok(worktree.base_name())
+}
+
+/// The branch tip of a worktree task, its uncommitted work committed onto it first.
+fn tip_of(task: &crate::ops::task::Task, worktree: &store::WorktreePlacement) -> Result<String> {
     git::merge::commit_work(
         &git::checkout::Checkout {
             placed: worktree,

@@ -11,7 +11,7 @@ use crate::effects::config::{Autonomy, Config, Permissions, Setting};
 use crate::effects::role::{Role, Roles};
 use crate::effects::store::TaskRecord;
 use crate::effects::store::schedule::Plan;
-use crate::ops::submit::prepare::{tip_of, with_answer_of};
+use crate::ops::submit::prepare::{base_from, with_answer_of};
 
 /// The request resolved: what runs, where, in which mode.
 pub(super) struct Resolved {
@@ -418,7 +418,8 @@ fn fail_closed(spec: &mut TaskSpec, adapter: &adapter::Adapter) -> Option<String
 }
 
 /// `--base-from`: the task runs in a worktree of its own that starts from another worktree
-/// task's branch tip, that task's uncommitted work committed first. From an ended task it is
+/// task's work: the commit its last passing check ran on for a checked task, else its branch
+/// tip, its uncommitted work committed first ([`base_from`]). From an ended task it is
 /// made now; from one still running (or queued), once that one completed (it becomes a
 /// dependency) and this one starts.
 fn take_base_from(mut request: SubmitRequest, cwd: &Path) -> Result<SubmitRequest> {
@@ -441,8 +442,7 @@ fn take_base_from(mut request: SubmitRequest, cwd: &Path) -> Result<SubmitReques
     request.worktree = Some(true);
     inherit_sandbox(&mut request, &source, &from)?;
     if source.record.status.is_terminal() {
-        tip_of(&source, &worktree)?;
-        request.base = Some(worktree.base_name());
+        request.base = Some(base_from(&source, &worktree)?);
         request.scheduling.base_from = None;
     } else if !request.scheduling.after.contains(&from) {
         request.scheduling.after.push(from);

@@ -3,6 +3,7 @@
 //! the checked result: views say "changed since its check", and `result`, `diff`, `merge` and
 //! a race's pick read the checked commit.
 
+use crate::domain::error::{Error, ErrorCode, Result};
 use crate::effects::git::checkout::Checkout;
 use crate::effects::git::{Git, checked};
 use crate::effects::store;
@@ -17,8 +18,40 @@ pub(crate) fn commit(task: &Task) -> Option<String> {
     checked::existing(&Git::new(&worktree.repo_root), commit)
 }
 
+/// What a plain `merge` (or a `--base-from`) of `task` takes: `None` for a task without a
+/// check, or one whose pass names no commit (an older cuekit's verdict): its work as it is;
+/// else the commit of its last passing verdict — even after a re-check failed, the commit that
+/// passed is the only checked work there is. A checked task that never passed is refused:
+/// only `merge --unchecked` takes work no passing verdict names.
+pub(crate) fn taken_commit(task: &Task) -> Result<Option<String>> {
+    let Some(worktree) = task.worktree() else {
+        return Ok(None);
+    };
+    let Some(state) = store::check_of(&task.record.id).or_else(|| task.record.check.clone()) else {
+        return Ok(None);
+    };
+    let id = &task.record.id;
+    match state.last_pass() {
+        Some(verdict) => Ok(verdict
+            .commit
+            .as_deref()
+            .and_then(|commit| checked::existing(&Git::new(&worktree.repo_root), commit))),
+        None => Err(Error::new(
+            ErrorCode::CheckFailed,
+            format!(
+                "task {id}'s check never passed ({}): only work a passing check names is taken",
+                state.summary()
+            ),
+        )
+        .with_hint(format!(
+            "check it again once fixed (`cuekit check {id}`), or take the work as it is with \
+             `cuekit merge {id} --unchecked`"
+        ))),
+    }
+}
+
 /// The tree of `task`'s result: its checked commit's, else its work as it is now.
-pub(crate) fn result_tree(task: &Task) -> crate::domain::error::Result<String> {
+pub(crate) fn result_tree(task: &Task) -> Result<String> {
     let worktree = crate::ops::work::diff::worktree_of(task)?;
     if let Some(commit) = commit(task) {
         return Git::new(&worktree.repo_root).line(["rev-parse", &format!("{commit}^{{tree}}")]);

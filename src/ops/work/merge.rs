@@ -64,9 +64,10 @@ fn merge_with(
         .chars()
         .take(72)
         .collect();
-    let checked = checked
-        .then(|| crate::ops::work::checked::commit(&task))
-        .flatten();
+    let checked = match checked {
+        true => crate::ops::work::checked::taken_commit(&task)?,
+        false => None,
+    };
     let merged = merge::merge(&merge::Request {
         checked: checked.as_deref(),
         task: Checkout {
