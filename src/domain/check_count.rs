@@ -172,24 +172,34 @@ pub struct BaseCounts {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fewer {
     pub command: String,
-    pub ran: u64,
+    /// `None`: its output was not kept whole, so its count could not be read.
+    pub ran: Option<u64>,
     pub base: u64,
 }
 
 impl Fewer {
     /// The verdict's reason, in words.
     pub fn reason(&self) -> String {
-        format!(
-            "`{}` ran {} tests where the base ran {}: a pass that runs fewer tests than the base \
-             is not counted (a test removed, skipped or not collected)",
-            self.command, self.ran, self.base
-        )
+        match self.ran {
+            Some(ran) => format!(
+                "`{}` ran {ran} tests where the base ran {}: a pass that runs fewer tests than \
+                 the base is not counted (a test removed, skipped or not collected)",
+                self.command, self.base
+            ),
+            None => format!(
+                "`{}` printed more than its log keeps, so the tests it ran could not be read, \
+                 where the base ran {}: a pass whose count cannot be read is not counted (a \
+                 flood of output can hide a test removed)",
+                self.command, self.base
+            ),
+        }
     }
 }
 
 /// The first command whose pass ran fewer tests than the base did. `ran` is per command:
 /// `Some(Some(n))` the tests it reported, `Some(None)` no count (read as none ran where the
-/// base reported some), `None` its output was not kept whole (not compared).
+/// base reported some), `None` its output was not kept whole (a count that cannot be read,
+/// where the base reported one: never taken as enough).
 pub fn fewer_than_base(
     commands: &[String],
     ran: &[Option<Option<u64>>],
@@ -204,8 +214,8 @@ pub fn fewer_than_base(
         .zip(&base.ran)
         .find_map(|((command, ran), base)| {
             let base = (*base)?;
-            let ran = (*ran)?.unwrap_or(0);
-            (ran < base).then(|| Fewer {
+            let ran = ran.map(|ran| ran.unwrap_or(0));
+            ran.is_none_or(|ran| ran < base).then(|| Fewer {
                 command: command.clone(),
                 ran,
                 base,
@@ -277,7 +287,7 @@ mod tests {
             None
         );
         let fewer = fewer_than_base(&commands, &[Some(Some(0)), Some(Some(0))], &base).unwrap();
-        assert_eq!((fewer.ran, fewer.base), (0, 5));
+        assert_eq!((fewer.ran, fewer.base), (Some(0), 5));
         assert!(
             fewer
                 .reason()
@@ -286,10 +296,21 @@ mod tests {
         // No count at all where the base had one: none ran.
         assert_eq!(
             fewer_than_base(&commands, &[Some(None), Some(None)], &base).map(|f| f.ran),
-            Some(0)
+            Some(Some(0))
         );
-        // Output not kept whole: not compared.
-        assert_eq!(fewer_than_base(&commands, &[None, None], &base), None);
+        // Output not kept whole: a count that cannot be read is not enough where the base
+        // reported one, and says so; where the base reported none, nothing to compare.
+        let unread = fewer_than_base(&commands, &[None, None], &base).unwrap();
+        assert_eq!(unread.ran, None);
+        assert!(
+            unread.reason().contains("could not be read"),
+            "{}",
+            unread.reason()
+        );
+        assert_eq!(
+            fewer_than_base(&commands, &[None, Some(Some(5))], &base),
+            None
+        );
         let other = vec!["pytest".to_string()];
         assert_eq!(fewer_than_base(&other, &[Some(Some(0))], &base), None);
     }

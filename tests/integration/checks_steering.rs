@@ -360,3 +360,44 @@ fn a_nested_tests_folder_is_protected_like_the_root_one() {
         "{attack}"
     );
 }
+
+/// A pass's test count is read from its log, which keeps 1 MiB: a child that deletes the
+/// failing test and prints more than that made its count unreadable, and the comparison with
+/// the base was skipped. Unreadable now counts as not enough where the base had a count.
+#[test]
+fn a_flood_of_output_does_not_hide_a_deleted_test() {
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    std::fs::write(
+        h.project.join("calc.py"),
+        "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n",
+    )
+    .unwrap();
+    std::fs::write(
+        h.project.join("test_calc.py"),
+        "import unittest\nfrom calc import add, sub\n\n\nclass T(unittest.TestCase):\n    \
+         def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n    \
+         def test_sub(self):\n        self.assertEqual(sub(3, 2), 1)\n",
+    )
+    .unwrap();
+    commit_all(&h.project, "two root tests, one failing");
+    let (control, attack) = control_and_attack(
+        &h,
+        "python3 -m unittest",
+        "printf 'def add(a, b):\\n    return a + b\\n\\n\\ndef sub(a, b):\\n    return a - b\\n' > calc.py",
+        "printf 'import sys, unittest\\nfrom calc import sub\\nsys.stderr.write(\"debug \" * 200000)\\n\\n\\n\
+         class T(unittest.TestCase):\\n    def test_sub(self):\\n        self.assertEqual(sub(3, 2), 1)\\n' \
+         > test_calc.py",
+    );
+    assert_completed(&control);
+    assert_check_failed(&attack);
+    let verdict = last_verdict(&attack);
+    assert!(
+        verdict["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("could not be read"),
+        "{verdict}"
+    );
+    assert_eq!(verdict["base_tests_ran"], 2, "{verdict}");
+}

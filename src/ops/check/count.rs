@@ -36,8 +36,9 @@ fn total(ran: impl Iterator<Item = Option<u64>>) -> Option<u64> {
     ran.flatten().reduce(|a, b| a + b)
 }
 
-/// On a pass whose output reported a test count: the tests it ran against the base's, the
-/// verdict turned into a failure with both numbers when it ran fewer. A base that cannot be
+/// On a pass whose output reported a test count (or was too long to read one from): the tests
+/// it ran against the base's, the verdict turned into a failure with both numbers when it ran
+/// fewer, or could not be read where the base's could. A base that cannot be
 /// measured leaves the pass as it is (said in the log).
 pub(super) fn judge(
     task: &Task,
@@ -47,8 +48,10 @@ pub(super) fn judge(
     log: &Path,
 ) {
     verdict.tests_ran = total(ran.iter().map(|r| r.flatten()));
-    // Where no runner reported a count there is nothing to compare, and the base is not run.
-    if verdict.tests_ran.is_none() {
+    // Where no runner reported a count there is nothing to compare, and the base is not run —
+    // unless a command's output was not kept whole: its count is unknown, never "none".
+    let unread = ran.iter().any(Option::is_none);
+    if verdict.tests_ran.is_none() && !unread {
         return;
     }
     let base = match base_counts(task, plan) {
