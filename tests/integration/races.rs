@@ -355,3 +355,48 @@ fn a_race_needs_a_check_and_starts_nothing_without_one() {
     let (one, code) = h.json(&["submit", "--best-of", "1", "--check", "true", "x"]);
     assert_refused(&one, code, "invalid_input", 3);
 }
+
+/// A loser that left a job running in its checkout (a build, a server) keeps the checkout when
+/// the race is decided, as `rm` would: the job's output would have nowhere to go. The race
+/// says why.
+#[test]
+fn a_losers_checkout_with_a_process_working_in_it_is_kept() {
+    let h = Harness::new();
+    checked_project(&h);
+    let claim = h.root().join("claim");
+    let script = format!(
+        "if mkdir '{claim}' 2>/dev/null; then \
+           echo answer=42 > answer.txt; seq 1 30 > extra.txt; \
+           setsid sh -c 'sleep 60' </dev/null >/dev/null 2>&1 & \
+         else echo answer=42 > answer.txt; fi",
+        claim = claim.display(),
+    );
+    let (race, ids) = sh_race(&h, &["--best-of", "2"], &script);
+    let (waited, code) = h.json(&["wait", &race, "--timeout", "90s"]);
+    assert_eq!(code, 0, "{waited}");
+    let (result, _) = h.json(&["result", &race]);
+    let winner = result["pick"]["winner"].as_str().unwrap().to_string();
+    let loser = ids.iter().find(|id| **id != winner).unwrap();
+    let checkout = h.worktree_of(loser);
+    let kept = checkout.is_dir();
+    // The job (whatever works in the checkout) is ended either way, so that it outlives
+    // nothing.
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if std::fs::read_link(format!("/proc/{pid}/cwd"))
+            .is_ok_and(|cwd| cwd.starts_with(&checkout))
+        {
+            let _ = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+        }
+    }
+    assert!(
+        kept,
+        "the loser's checkout went with its job running in it: {result}"
+    );
+    let problems = result["problems"].to_string();
+    assert!(problems.contains("works in"), "{result}");
+}

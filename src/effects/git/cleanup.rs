@@ -328,13 +328,27 @@ pub fn abandoned_work(placed: &WorktreePlacement) -> Vec<KeepReason> {
 
 /// [`remove_checkout`] for work kept at `kept` (a race's ref of a loser): the checkout goes
 /// only when its inventory ([`super::inventory`]) finds nothing that `kept` and the base do not
-/// hold — its files, its git dir's refs and reflogs, its submodules. What it found is returned,
-/// and then nothing was removed.
+/// hold — its files, its git dir's refs and reflogs, its submodules — and no process works in
+/// it. What it found is returned, and then nothing was removed.
 pub fn remove_saved_checkout(
     checkout: &Checkout,
     kept: &str,
 ) -> Result<Vec<super::inventory::Unsaved>> {
     let placed = checkout.placed;
+    // A process still working there (a build, a server the child started) keeps it, as it
+    // keeps a worktree from `rm`.
+    let working: Vec<super::inventory::Unsaved> = live_processes(&placed.path)?
+        .into_iter()
+        .map(|pid| super::inventory::Unsaved {
+            holder: super::inventory::Holder::Process,
+            name: pid.to_string(),
+            place: placed.path.clone(),
+            commits: None,
+        })
+        .collect();
+    if !working.is_empty() {
+        return Ok(working);
+    }
     let found = {
         let _lock = super::lock_in(&placed.common_dir)?;
         let tree = match placed.path.is_dir() {

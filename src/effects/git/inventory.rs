@@ -45,6 +45,9 @@ pub enum Holder {
     SubmoduleChanges,
     /// The checkout's own files, changed since its work was kept.
     Files,
+    /// A process working in the checkout (its working directory inside): what it writes
+    /// next would have nowhere to go.
+    Process,
 }
 
 /// One thing a removal would lose: what holds it, its name and where it lives.
@@ -86,6 +89,7 @@ impl std::fmt::Display for Unsaved {
                 self.name
             ),
             Holder::Files => write!(f, "files in {place} changed since its work was kept"),
+            Holder::Process => write!(f, "process {} works in {place}", self.name),
         }
     }
 }
