@@ -4,6 +4,7 @@
 //! or a face.
 
 pub mod acp;
+pub mod bounded;
 pub mod check_run;
 pub mod clock;
 pub mod config;
