@@ -64,9 +64,10 @@ pub enum Group {
     /// A group of its own, killed only at the deadline: what the program started in the
     /// background may outlive it (a hook's `notify-send &`).
     OwnOutlived,
-    /// This process's group (a relayed command that must stay in the terminal's foreground):
-    /// only the program itself is killed at the deadline.
-    Terminal,
+    /// This process's group (a relayed command that must stay in the terminal's foreground, a
+    /// run a cancel of the caller's group must end too): only the program itself is killed at
+    /// the deadline.
+    Caller,
 }
 
 /// A stream's bytes: the first `head` and last `tail` bytes the program wrote, and how many it
@@ -381,7 +382,7 @@ impl Bounded {
                 None => command.env_remove(name),
             };
         }
-        if self.group != Group::Terminal {
+        if self.group != Group::Caller {
             command.process_group(0);
         }
         if let Some(fd) = self.keep_open {
@@ -510,7 +511,7 @@ impl Running {
             (Group::Own, _) | (Group::OwnOutlived, false) => unsafe {
                 libc::killpg(pid, libc::SIGKILL);
             },
-            (Group::Terminal, false) => unsafe {
+            (Group::Caller, false) => unsafe {
                 libc::kill(pid, libc::SIGKILL);
             },
             _ => {}
@@ -544,7 +545,7 @@ impl Drop for Running {
     /// reaped.
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() {
-            if self.group == Group::Terminal {
+            if self.group == Group::Caller {
                 let _ = self.child.kill();
             } else {
                 // SAFETY: as in finish; the leader is not reaped yet.

@@ -16,6 +16,7 @@ pub mod project;
 pub mod remote;
 pub mod role;
 pub mod scope;
+pub mod spawn;
 pub mod store;
 pub mod team;
 pub mod tmux;
