@@ -649,6 +649,20 @@ fn keep(kept: &mut Kept, mut bytes: &[u8], head: usize, tail: usize) {
 mod tests {
     use super::*;
 
+    /// The pid written in `file`, and whether it died within two seconds.
+    fn ends_soon(file: &Path) -> (u32, bool) {
+        let pid: u32 = std::fs::read_to_string(file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let gone = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            !crate::effects::process::is_alive(pid)
+        });
+        (pid, gone)
+    }
+
     fn zombies_of_this_process() -> Vec<u32> {
         crate::effects::process::zombie_children(std::process::id())
     }
@@ -711,15 +725,7 @@ mod tests {
         };
         assert_eq!(ran.stdout.bytes(), b"started\n");
         assert!(ran.status.is_none());
-        let pid: u32 = std::fs::read_to_string(&pids)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let gone = (0..200).any(|_| {
-            std::thread::sleep(Duration::from_millis(10));
-            !crate::effects::process::is_alive(pid)
-        });
+        let (pid, gone) = ends_soon(&pids);
         assert!(gone, "{pid} outlived the deadline");
     }
 
@@ -736,15 +742,7 @@ mod tests {
         let ran = running.finish();
         assert_eq!(ran.code(), Some(0));
         assert!(!zombies_of_this_process().contains(&leader));
-        let pid: u32 = std::fs::read_to_string(&pids)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let gone = (0..200).any(|_| {
-            std::thread::sleep(Duration::from_millis(10));
-            !crate::effects::process::is_alive(pid)
-        });
+        let (pid, gone) = ends_soon(&pids);
         assert!(gone, "the background {pid} outlived its group's end");
     }
 
