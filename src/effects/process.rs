@@ -149,6 +149,26 @@ pub fn carrying(name: &str, value: &str) -> BTreeSet<u32> {
         .collect()
 }
 
+/// The live processes (not this one) whose environment holds an entry `NAME=<prefix>…`: a
+/// check's processes by their task (`CUEKIT_CHECK=<id>.`), whatever round and runner.
+pub fn carrying_prefix(name: &str, prefix: &str) -> BTreeSet<u32> {
+    let me = std::process::id();
+    let marker = format!("{name}={prefix}");
+    all_processes()
+        .iter()
+        .filter(|p| p.pid != me && !p.zombie && carries_prefix(p.pid, marker.as_bytes()))
+        .map(|p| p.pid)
+        .collect()
+}
+
+fn carries_prefix(pid: u32, marker: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+        environ
+            .split(|&b| b == 0)
+            .any(|entry| entry.starts_with(marker))
+    })
+}
+
 /// Set in the environment of hook commands: they carry a task's id but are not part of it.
 pub const HOOK_VARIABLE: &str = "CUEKIT_HOOK";
 
