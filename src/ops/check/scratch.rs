@@ -205,7 +205,7 @@ pub(super) fn remove_left(task: &Task) {
             continue;
         };
         let runner = rest
-            .split_once('-')
+            .rsplit_once('-')
             .filter(|(label, _)| !label.is_empty())
             .and_then(|(_, pid)| pid.parse::<u32>().ok());
         if runner.is_some_and(|pid| !crate::effects::process::is_alive(pid)) {
