@@ -55,11 +55,17 @@ pub enum ErrorCode {
     /// `cuekit merge` of work that changed submodules (their commits or files): a merge cannot
     /// carry them yet; nothing was changed.
     SubmoduleWork,
+    /// A program cuekit ran (a probe, a notifier, a hook's shell) outlived its deadline and
+    /// was killed with its process group (`effects::bounded`).
+    ProcessTimedOut,
+    /// A program cuekit ran printed more than the output it keeps, and its whole output was
+    /// needed (`effects::bounded`).
+    ProcessOutputTooLarge,
 }
 
 impl ErrorCode {
     /// Every code, for reading one back from its string (a host's cuekit's JSON error).
-    pub const ALL: [ErrorCode; 30] = [
+    pub const ALL: [ErrorCode; 32] = [
         ErrorCode::Internal,
         ErrorCode::Usage,
         ErrorCode::InvalidInput,
@@ -90,6 +96,8 @@ impl ErrorCode {
         ErrorCode::CheckFailed,
         ErrorCode::WorkKept,
         ErrorCode::SubmoduleWork,
+        ErrorCode::ProcessTimedOut,
+        ErrorCode::ProcessOutputTooLarge,
     ];
 
     pub fn parse(code: &str) -> Option<ErrorCode> {
@@ -130,6 +138,8 @@ impl ErrorCode {
             ErrorCode::CheckFailed => "check_failed",
             ErrorCode::WorkKept => "work_kept",
             ErrorCode::SubmoduleWork => "submodule_work",
+            ErrorCode::ProcessTimedOut => "process_timed_out",
+            ErrorCode::ProcessOutputTooLarge => "process_output_too_large",
         }
     }
 
@@ -166,6 +176,8 @@ impl ErrorCode {
             ErrorCode::CheckFailed => 35,
             ErrorCode::WorkKept => 36,
             ErrorCode::SubmoduleWork => 37,
+            ErrorCode::ProcessTimedOut => 38,
+            ErrorCode::ProcessOutputTooLarge => 39,
         }
     }
 }

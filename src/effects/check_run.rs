@@ -4,13 +4,12 @@
 //! that carries its marker in its environment (a daemon that left the group): a check leaves
 //! nothing running.
 
-use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::domain::error::{Error, Result};
+use crate::effects::bounded::{Bounded, RunError, Sink};
 
 /// The variable every process of a check carries (`<task id>.<round>.<pid>`).
 pub const CHECK_VARIABLE: &str = "CUEKIT_CHECK";
@@ -53,73 +52,34 @@ pub fn run(check: &CheckRun) -> Result<Ran> {
         .open(check.log)
         .map_err(|err| Error::io("open", check.log, err))?;
     let _ = writeln!(log, "$ {}", check.command);
-    let (reader, writer) = std::io::pipe().map_err(|err| Error::io("pipe", check.log, err))?;
-    let writer_too = writer
-        .try_clone()
-        .map_err(|err| Error::io("pipe", check.log, err))?;
-    let mut child = Command::new("/bin/sh")
-        .arg("-c")
-        .arg(check.command)
-        .current_dir(check.cwd)
-        .env(CHECK_VARIABLE, check.marker)
-        .stdin(Stdio::null())
-        .stdout(writer)
-        .stderr(writer_too)
-        .process_group(0)
-        .spawn()
-        .map_err(|err| Error::io("run /bin/sh for", check.cwd, err))?;
-    let group = child.id() as libc::pid_t;
-    let (read_done, output) = std::sync::mpsc::channel();
-    let limit = check.log_limit;
-    let log_for_reader = log
-        .try_clone()
-        .map_err(|err| Error::io("open", check.log, err))?;
-    std::thread::spawn(move || {
-        let _ = read_done.send(copy_bounded(reader, log_for_reader, limit));
-    });
-    // The shell's end is waited for without reaping it: its pid, and so its group's id, stays
-    // taken until the group was killed, never another's by then.
-    let (exited, ended) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        // SAFETY: waitid on our own child with WNOWAIT only reads its state.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let waited = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                group as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        let _ = exited.send(waited);
-    });
-    let timed_out = ended.recv_timeout(check.timeout).is_err();
-    // The group first, then every process carrying the marker, wherever it went.
-    // SAFETY: a plain syscall on the command's own group, whose leader is not reaped yet.
-    unsafe { libc::killpg(group, libc::SIGKILL) };
-    let status = child.wait().ok();
-    let left = crate::effects::process::carrying(CHECK_VARIABLE, check.marker);
-    let leftovers = left.len();
-    crate::effects::process::terminate(left, Duration::from_millis(200));
-    // Everything that held the pipe is gone, so the reader ends; a process that could not be
-    // killed would keep it open, and is not waited for.
-    let (printed, tail) = output
-        .recv_timeout(Duration::from_secs(5))
-        .unwrap_or((0, Vec::new()));
-    let exit_code = (!timed_out)
-        .then(|| {
-            status.and_then(|s| {
-                s.code()
-                    .or_else(|| std::os::unix::process::ExitStatusExt::signal(&s).map(|n| 128 + n))
-            })
-        })
-        .flatten();
-    let dropped = printed.saturating_sub(limit);
+    let kept_in_log = usize::try_from(check.log_limit).unwrap_or(usize::MAX);
+    let ran = Bounded::shell(check.command, check.timeout)
+        .cwd(check.cwd)
+        .mark(CHECK_VARIABLE, check.marker)
+        .stdout(Sink::Capture)
+        .stderr(Sink::Stdout)
+        .keep(kept_in_log, TAIL_KEPT)
+        .run();
+    let (ran, timed_out) = match ran {
+        Ok(ran) => (ran, false),
+        Err(RunError::TimedOut { ran, .. }) => (*ran, true),
+        Err(RunError::Start { source, .. }) => {
+            return Err(Error::io("run /bin/sh for", check.cwd, source));
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let printed = ran.stdout.total;
+    let _ = log.write_all(&ran.stdout.head);
+    let everything = ran.stdout.bytes();
+    let tail = everything[everything.len().saturating_sub(TAIL_KEPT)..].to_vec();
+    let exit_code = ran.code();
+    let dropped = printed.saturating_sub(check.log_limit);
     let end = match (timed_out, exit_code) {
         (true, _) => format!("ran past its limit of {} s", check.timeout.as_secs()),
         (false, Some(code)) => format!("exit code {code}"),
         (false, None) => "status unknown".to_string(),
     };
+    let leftovers = ran.leftovers;
     let _ = writeln!(
         log,
         "\n[cuekit: {end}; {printed} bytes printed, {dropped} not kept; {leftovers} processes left behind ended]"
@@ -138,40 +98,13 @@ pub fn remove_tree(root: &Path) {
     if std::fs::remove_dir_all(root).is_ok() || !root.exists() {
         return;
     }
-    let _ = Command::new("chmod")
+    let _ = Bounded::new("chmod", Duration::from_secs(60))
         .args(["-R", "u+rwx", "--"])
         .arg(root)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+        .stdout(Sink::Null)
+        .stderr(Sink::Null)
+        .run();
     let _ = std::fs::remove_dir_all(root);
-}
-
-/// Copies `from` into `log` up to `limit` bytes, counts the rest and keeps the last bytes.
-fn copy_bounded(mut from: impl Read, mut log: std::fs::File, limit: u64) -> (u64, Vec<u8>) {
-    let mut printed = 0u64;
-    let mut tail: Vec<u8> = Vec::new();
-    let mut buffer = [0u8; 16 * 1024];
-    loop {
-        let read = match from.read(&mut buffer) {
-            Ok(0) | Err(_) => break,
-            Ok(read) => read,
-        };
-        let room = limit.saturating_sub(printed) as usize;
-        if room > 0 {
-            let _ = log.write_all(&buffer[..read.min(room)]);
-        }
-        printed += read as u64;
-        tail.extend_from_slice(&buffer[..read]);
-        if tail.len() > 2 * TAIL_KEPT {
-            tail.drain(..tail.len() - TAIL_KEPT);
-        }
-    }
-    if tail.len() > TAIL_KEPT {
-        tail.drain(..tail.len() - TAIL_KEPT);
-    }
-    (printed, tail)
 }
 
 #[cfg(test)]

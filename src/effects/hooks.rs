@@ -4,14 +4,13 @@
 //! kill at the limit) is appended to the task's `events.jsonl`. A failing or hanging hook changes
 //! nothing about the task.
 
-use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+
+use crate::effects::bounded::{Bounded, Group, Input, RunError};
 
 /// Output kept per hook in the log; the rest is counted, not kept.
 const OUTPUT_KEPT: usize = 8 * 1024;
@@ -67,100 +66,33 @@ fn execute(run: &HookRun) -> HookOutcome {
         elapsed_ms: started.elapsed().as_millis() as u64,
         at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
     };
-    let spawned = Command::new("/bin/sh")
-        .arg("-c")
-        .arg(&run.command)
-        .current_dir(&run.cwd)
+    let command = Bounded::shell(&run.command, run.timeout)
+        .cwd(&run.cwd)
         .envs(run.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own group, so the time limit ends whatever it started too.
-        .process_group(0)
-        .spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
+        .stdin(Input::Bytes(run.stdin.clone()))
+        .keep(OUTPUT_KEPT, 0)
+        // Its own group, so the time limit ends whatever it started too; what it leaves in the
+        // background when it ends in time may go on.
+        .group(Group::OwnOutlived);
+    let (ran, timed_out) = match command.run() {
+        Ok(ran) => (ran, false),
+        Err(RunError::TimedOut { ran, .. }) => (*ran, true),
         Err(err) => {
-            return outcome(
-                None,
-                false,
-                format!("cannot run /bin/sh: {err}").into_bytes(),
-                false,
-            );
-        }
-    };
-    let stdin = child.stdin.take();
-    let input = run.stdin.clone();
-    // A hook that never reads its stdin must not block anything.
-    std::thread::spawn(move || {
-        if let Some(mut stdin) = stdin {
-            let _ = stdin.write_all(&input);
-        }
-    });
-    let readers = [
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|mut stream| {
-        std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            let mut total = 0usize;
-            let mut buffer = [0u8; 4096];
-            while let Ok(read) = stream.read(&mut buffer) {
-                if read == 0 {
-                    break;
-                }
-                total += read;
-                let room = OUTPUT_KEPT.saturating_sub(kept.len());
-                kept.extend_from_slice(&buffer[..read.min(room)]);
-            }
-            (kept, total)
-        })
-    })
-    .collect::<Vec<_>>();
-    let deadline = started + run.timeout;
-    let (exit_code, timed_out) = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break (status.code().or(status.signal_code()), false),
-            Ok(None) if Instant::now() >= deadline => {
-                unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
-                let _ = child.wait();
-                break (None, true);
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(_) => break (None, false),
+            let why = match err {
+                RunError::Start { source, .. } => format!("cannot run /bin/sh: {source}"),
+                other => other.to_string(),
+            };
+            return outcome(None, false, why.into_bytes(), false);
         }
     };
     let mut output = Vec::new();
-    let mut total = 0;
-    for reader in readers {
-        if let Ok((kept, count)) = reader.join() {
-            let room = OUTPUT_KEPT.saturating_sub(output.len());
-            output.extend_from_slice(&kept[..kept.len().min(room)]);
-            total += count;
-        }
+    for kept in [&ran.stdout, &ran.stderr] {
+        let room = OUTPUT_KEPT.saturating_sub(output.len());
+        output.extend_from_slice(&kept.head[..kept.head.len().min(room)]);
     }
-    let truncated = total > output.len();
-    outcome(exit_code, timed_out, output, truncated)
-}
-
-trait SignalCode {
-    fn signal_code(&self) -> Option<i32>;
-}
-
-impl SignalCode for std::process::ExitStatus {
-    /// A hook killed by a signal reads as 128 + the signal, as a shell reports it.
-    fn signal_code(&self) -> Option<i32> {
-        std::os::unix::process::ExitStatusExt::signal(self).map(|signal| 128 + signal)
-    }
+    let total = ran.stdout.total + ran.stderr.total;
+    let truncated = total > output.len() as u64;
+    outcome(ran.code(), timed_out, output, truncated)
 }
 
 #[cfg(test)]

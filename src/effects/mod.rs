@@ -4,6 +4,7 @@
 //! or a face.
 
 pub mod acp;
+pub mod bounded;
 pub mod check_run;
 pub mod clock;
 pub mod config;
@@ -15,6 +16,7 @@ pub mod project;
 pub mod remote;
 pub mod role;
 pub mod scope;
+pub mod spawn;
 pub mod store;
 pub mod team;
 pub mod tmux;

@@ -2,12 +2,12 @@
 //! client, a terminal bell there, or a desktop notification. Best effort, each under a short
 //! time limit: a notification that cannot be delivered is skipped, never retried in a storm.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 pub use crate::domain::task::SubmittedFrom;
+use crate::effects::bounded::{Bounded, RunError, Sink};
 use crate::effects::config::NotifyChannel;
 use crate::effects::tmux::args;
 
@@ -56,12 +56,14 @@ pub fn announce(
     let mut done = Vec::new();
     for channel in channels {
         let sent = match (channel, from) {
-            (NotifyChannel::Tmux, Some(from)) => run(Command::new(crate::effects::tmux::binary())
-                .args(["-S", &from.socket])
-                .args(args::show_message(
-                    &from.pane,
-                    &format!("{title}: {message}"),
-                ))),
+            (NotifyChannel::Tmux, Some(from)) => {
+                run(Bounded::new(crate::effects::tmux::binary(), LIMIT)
+                    .args(["-S", &from.socket])
+                    .args(args::show_message(
+                        &from.pane,
+                        &format!("{title}: {message}"),
+                    )))
+            }
             (NotifyChannel::Bell, Some(from)) => bell(from),
             (NotifyChannel::Desktop, _) => desktop(title, message),
             // Typed by `ops::wake` for the tasks that asked, logged as `cuekit_wake`.
@@ -79,14 +81,15 @@ pub fn announce(
 /// A bell in the submitter's pane: BEL written to its terminal, which tmux turns into the
 /// client's bell.
 fn bell(from: &SubmittedFrom) -> Result<(), String> {
-    let output = Command::new(crate::effects::tmux::binary())
+    let output = Bounded::new(crate::effects::tmux::binary(), LIMIT)
         .args(["-S", &from.socket])
         .args(args::pane_tty(&from.pane))
-        .stdin(Stdio::null())
-        .output()
+        .run()
         .map_err(|err| err.to_string())?;
-    let tty = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    if !output.status.success() || !tty.starts_with("/dev/") {
+    let tty = String::from_utf8_lossy(&output.stdout.bytes())
+        .trim()
+        .to_string();
+    if !output.success() || !tty.starts_with("/dev/") {
         return Err("the submitter's pane is gone".into());
     }
     std::fs::OpenOptions::new()
@@ -112,7 +115,7 @@ pub fn session_bus() -> Result<(), String> {
 fn desktop(title: &str, message: &str) -> Result<(), String> {
     session_bus()?;
     let quote = |text: &str| format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"));
-    run(Command::new("gdbus").args([
+    run(Bounded::new("gdbus", LIMIT).args([
         "call",
         "--session",
         "--dest",
@@ -133,25 +136,19 @@ fn desktop(title: &str, message: &str) -> Result<(), String> {
 }
 
 /// Runs a notifier with the time limit; it is killed past it.
-fn run(command: &mut Command) -> Result<(), String> {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|err| err.to_string())?;
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => return Err(format!("exit {status}")),
-            Ok(None) if started.elapsed() >= LIMIT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err("timed out".into());
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(err) => return Err(err.to_string()),
-        }
+fn run(command: Bounded) -> Result<(), String> {
+    let ran = command
+        .stdout(Sink::Null)
+        .stderr(Sink::Null)
+        .run()
+        .map_err(|err| match err {
+            RunError::TimedOut { .. } => "timed out".to_string(),
+            RunError::Start { source, .. } => source.to_string(),
+            other => other.to_string(),
+        })?;
+    match ran.status {
+        Some(status) if status.success() => Ok(()),
+        Some(status) => Err(format!("exit {status}")),
+        None => Err("status unknown".into()),
     }
 }

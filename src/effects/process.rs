@@ -140,13 +140,31 @@ pub fn task_processes(task_id: &str, leader: Option<GroupLeader>) -> BTreeSet<u3
 
 /// The live processes (not this one) whose environment holds the entry `NAME=value`.
 pub fn carrying(name: &str, value: &str) -> BTreeSet<u32> {
+    carrying_where(format!("{name}={value}").as_bytes(), carries)
+}
+
+/// The live processes (not this one) for which `holds(pid, marker)`.
+fn carrying_where(marker: &[u8], holds: fn(u32, &[u8]) -> bool) -> BTreeSet<u32> {
     let me = std::process::id();
-    let marker = format!("{name}={value}");
     all_processes()
         .iter()
-        .filter(|p| p.pid != me && !p.zombie && carries(p.pid, marker.as_bytes()))
+        .filter(|p| p.pid != me && !p.zombie && holds(p.pid, marker))
         .map(|p| p.pid)
         .collect()
+}
+
+/// The live processes (not this one) whose environment holds an entry `NAME=<prefix>…`: a
+/// check's processes by their task (`CUEKIT_CHECK=<id>.`), whatever round and runner.
+pub fn carrying_prefix(name: &str, prefix: &str) -> BTreeSet<u32> {
+    carrying_where(format!("{name}={prefix}").as_bytes(), carries_prefix)
+}
+
+fn carries_prefix(pid: u32, marker: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+        environ
+            .split(|&b| b == 0)
+            .any(|entry| entry.starts_with(marker))
+    })
 }
 
 /// Set in the environment of hook commands: they carry a task's id but are not part of it.

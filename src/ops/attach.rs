@@ -1,6 +1,9 @@
 use std::path::Path;
 use std::process::Command;
 
+/// How long the outer tmux may take to name its prefix key.
+const PREFIX_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::effects::tmux::{Socket, args};
 use crate::ops::task::route::{Route, route_one};
@@ -62,12 +65,12 @@ fn label(socket: &Socket, session: &str, task_id: &str, nested: bool) {
     let prefix = key(tmux.run(&args::prefix_key())).unwrap_or_else(|| "C-b".to_string());
     let outer = nested
         .then(|| {
-            Command::new(crate::effects::tmux::binary())
+            crate::effects::bounded::Bounded::new(crate::effects::tmux::binary(), PREFIX_WITHIN)
                 .args(args::prefix_key())
-                .output()
+                .run()
                 .ok()
-                .filter(|out| out.status.success())
-                .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+                .filter(|out| out.success())
+                .map(|out| String::from_utf8_lossy(&out.stdout.bytes()).into_owned())
         })
         .flatten();
     let detach = if outer.is_some_and(|outer| outer.trim() == prefix) {

@@ -40,6 +40,7 @@ mod work;
 pub use crate::domain::report::ReportRequest;
 pub use crate::effects::config::{Entry as ConfigEntry, Source as ConfigSource};
 pub use crate::effects::process::DEFAULT_GRACE;
+pub use crate::effects::spawn::page;
 pub use acp::{Approval, approve, approve_by};
 pub use attach::{AttachEnd, attach, attach_and_return, attach_opens_popup};
 pub use background::monitor::run_monitor;

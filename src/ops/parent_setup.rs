@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::domain::error::{Error, ErrorCode};
 use crate::domain::parent::{Client, client_config, extension, install, snippet};
+use crate::effects::bounded::{Bounded, RunError};
 
 /// This cuekit binary's real path, which a client's config names.
 pub fn this_binary() -> Result<std::path::PathBuf, Error> {
@@ -121,27 +122,30 @@ pub fn install(
     Ok(serde_json::json!({"file": file, "changed": true, "backup": backup}))
 }
 
+/// How long `claude mcp add-json` may take.
+const CLAUDE_ADD_WITHIN: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Claude Code owns its user file at run time: the entry goes through its own command.
 fn claude_add(config: &serde_json::Value, project: bool) -> Result<serde_json::Value, Error> {
     let entry = config["mcpServers"]["cuekit"].to_string();
     let scope = if project { "project" } else { "user" };
-    let output = std::process::Command::new("claude")
+    let output = Bounded::new("claude", CLAUDE_ADD_WITHIN)
         .args(["mcp", "add-json", "-s", scope, "cuekit", &entry])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|err| {
-            Error::new(
+        .run()
+        .map_err(|err| match err {
+            RunError::Start { source, .. } => Error::new(
                 ErrorCode::AgentNotFound,
-                format!("cannot run `claude mcp add-json`: {err}"),
+                format!("cannot run `claude mcp add-json`: {source}"),
             )
             .with_hint(
                 "install Claude Code, or add the entry `cuekit mcp config --client claude` prints",
-            )
+            ),
+            other => other.into(),
         })?;
-    if !output.status.success() {
+    if !output.success() {
         return Err(Error::invalid_input(format!(
             "`claude mcp add-json` refused: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
+            String::from_utf8_lossy(&output.stderr.bytes()).trim()
         ))
         .with_hint("`claude mcp remove cuekit -s SCOPE` first to replace an entry"));
     }

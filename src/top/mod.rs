@@ -19,7 +19,6 @@ use view::{table_rows, view};
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -293,16 +292,7 @@ fn page(write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
         .filter(|p| !p.trim().is_empty())
         .unwrap_or_else(|| "less".into());
     // $PAGER is a command line the user wrote for their shell (`less -R`), as git runs it.
-    let mut child = Command::new("/bin/sh")
-        .arg("-c")
-        .arg(&pager)
-        .stdin(Stdio::piped())
-        .spawn()
-        .map_err(|err| Error::new(ErrorCode::Io, format!("cannot run {pager}: {err}")))?;
-    let mut stdin = child.stdin.take().expect("stdin was piped");
-    let written = write(&mut stdin);
-    drop(stdin);
-    let _ = child.wait();
+    let written = ops::page(&pager, write);
     match written {
         // The pager quitting before the end is the person's choice.
         Err(err) if err.message.contains("Broken pipe") => Ok(()),

@@ -317,6 +317,57 @@ fn a_check_that_never_ends_is_killed_at_its_limit_with_its_process_group() {
     assert!(!alive(&pids), "the check's process outlived it");
 }
 
+/// Issue 47: the check's runner (`__check --from-launch`) killed with SIGKILL mid-check. The
+/// next look ends the check's processes (they carry `CUEKIT_CHECK=<id>.…`), removes its
+/// scratch checkout, and moves the phase on from `checking`, with a verdict saying why.
+#[test]
+fn a_killed_check_runners_processes_and_scratch_are_reaped_by_the_next_look() {
+    let h = Harness::new();
+    checked_project(&h);
+    let pids = h.root().join("check.pid");
+    let check = format!("sleep 300 & echo $! > '{}'; wait", pids.display());
+    let id = submit_checked_sh(&h, "echo answer=42 > answer.txt", &check, &[]);
+    h.wait_until(&id, "the check's command to start", limits::AGENT, || {
+        std::fs::read_to_string(&pids).is_ok_and(|pid| pid.ends_with('\n'))
+    });
+    let runners = cuekit::effects::process::clients_with_arguments(&["__check", &id]);
+    assert!(!runners.is_empty(), "no check runner for {id}");
+    for runner in runners {
+        // SAFETY: kill takes a pid and a signal and touches no memory.
+        unsafe { libc::kill(runner as libc::pid_t, libc::SIGKILL) };
+    }
+    let scratch = || {
+        std::fs::read_dir(h.data_dir().join("checks"))
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| {
+                        e.file_name()
+                            .to_string_lossy()
+                            .starts_with(&format!("{id}-"))
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    h.wait_until(
+        &id,
+        "the killed runner's check reaped",
+        limits::TASK,
+        || {
+            let status = h.status(&id);
+            check_of(&status)["phase"] != "checking" && !alive(&pids) && scratch() == 0
+        },
+    );
+    let status = h.status(&id);
+    assert_eq!(check_of(&status)["phase"], "failed", "{status}");
+    assert_eq!(
+        check_of(&status)["verdicts"][0]["error"],
+        "the check's runner was killed",
+        "{status}"
+    );
+}
+
 #[test]
 fn a_check_that_leaves_a_daemon_has_it_ended_and_a_flood_is_bounded() {
     let h = Harness::new();

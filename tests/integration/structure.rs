@@ -98,6 +98,21 @@ const OPENERS: &[&str] = &[
     "fs::copy(",
 ];
 
+/// A file's code before its unit tests: the first `#[cfg(test)]` on an inline module (one on
+/// another item, `mod fixtures;`, is not their start).
+fn before_unit_tests(text: &str) -> &str {
+    let mut from = 0;
+    while let Some(at) = text[from..].find("#[cfg(test)]") {
+        let start = from + at;
+        let next = text[start..].lines().nth(1).unwrap_or_default();
+        if next.starts_with("mod ") && next.trim_end().ends_with('{') {
+            return &text[..start];
+        }
+        from = start + 1;
+    }
+    text
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
@@ -112,7 +127,16 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// Every code line (before a file's unit tests, comments left out) of the files under `dir`
 /// that names one of `words`, as `path:line: text`, but in the files `allowed` lists.
 fn lines_naming(dir: &str, words: &[&str], allowed: &[(&str, &str)]) -> Vec<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    lines_naming_under(Path::new(env!("CARGO_MANIFEST_DIR")), dir, words, allowed)
+}
+
+/// [`lines_naming`] in the tree at `root`.
+fn lines_naming_under(
+    root: &Path,
+    dir: &str,
+    words: &[&str],
+    allowed: &[(&str, &str)],
+) -> Vec<String> {
     let mut files = Vec::new();
     rust_files(&root.join(dir), &mut files);
     let mut found = Vec::new();
@@ -130,7 +154,7 @@ fn lines_naming(dir: &str, words: &[&str], allowed: &[(&str, &str)]) -> Vec<Stri
         }
         let text = std::fs::read_to_string(&file).unwrap();
         // Unit tests make their own files.
-        let code = text.split("#[cfg(test)]").next().unwrap();
+        let code = before_unit_tests(&text);
         for (index, line) in code.lines().enumerate() {
             let line = line.split("//").next().unwrap_or_default();
             if words.iter().any(|word| line.contains(word)) {
@@ -155,8 +179,13 @@ fn only_the_door_and_named_modules_open_files() {
 #[test]
 fn every_module_named_still_opens_files() {
     // A stale entry would let a later change open files there unseen.
+    still_named(MAY_OPEN, OPENERS, "opens no file any more");
+}
+
+/// Fails on an entry of `list` whose files name none of `words` before their unit tests.
+fn still_named(list: &[(&str, &str)], words: &[&str], stale: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for (prefix, why) in MAY_OPEN {
+    for (prefix, why) in list {
         let path = root.join(prefix);
         let mut files = Vec::new();
         if path.is_dir() {
@@ -164,12 +193,12 @@ fn every_module_named_still_opens_files() {
         } else {
             files.push(path.clone());
         }
-        let opens = files.iter().any(|file| {
+        let does = files.iter().any(|file| {
             let text = std::fs::read_to_string(file).unwrap();
-            let code = text.split("#[cfg(test)]").next().unwrap().to_string();
-            OPENERS.iter().any(|opener| code.contains(opener))
+            let code = before_unit_tests(&text).to_string();
+            words.iter().any(|word| code.contains(word))
         });
-        assert!(opens, "{prefix} ({why}) opens no file any more: drop it");
+        assert!(does, "{prefix} ({why}) {stale}: drop it");
     }
 }
 
@@ -494,4 +523,159 @@ fn a_seeded_submit_conversion_with_a_default_or_a_missing_field_is_caught() {
     );
     let whole = "let r = SubmitRequest {\n    agent,\n    objective: text,\n};";
     assert!(unnamed_submit_fields(whole, &fields).is_empty());
+}
+
+/// What starts a process: a `std::process::Command` made, spawned or exec'd, or given a
+/// `pre_exec`.
+const STARTS: &[&str] = &[
+    "Command::new",
+    "process::Command",
+    ".spawn()",
+    ".exec()",
+    "CommandExt",
+];
+
+/// The files that may start a process, and why. Every other start goes through the bounded
+/// runner (`crate::effects::bounded::Bounded`: deadline, bounded output, its group killed
+/// before the reap) or `crate::effects::spawn`.
+const MAY_START: &[(&str, &str)] = &[
+    (
+        "src/effects/bounded.rs",
+        "the bounded runner: every program cuekit starts and waits for",
+    ),
+    (
+        "src/effects/spawn.rs",
+        "the starts that are not waited for within a deadline: a detached worker, exec, the \
+         user's pager, a supervised child handed descriptors (the sandbox's network)",
+    ),
+    (
+        "src/effects/tmux/mod.rs",
+        "the only place that runs tmux: a local server's answer, started and collected apart \
+         (`Pending`)",
+    ),
+    (
+        "src/effects/acp/client.rs",
+        "the ACP agent: a long-lived child of the client in the pane, killed with it \
+         (PR_SET_PDEATHSIG)",
+    ),
+    (
+        "src/ops/attach.rs",
+        "`attach` hands this terminal to tmux until the person detaches",
+    ),
+];
+
+/// What calls the C library directly.
+const LIBC: &[&str] = &["libc::"];
+
+/// The files that may call libc, and why.
+const MAY_CALL_LIBC: &[(&str, &str)] = &[
+    (
+        "src/effects/bounded.rs",
+        "waitid(WNOWAIT) and killpg: a group killed before its leader is reaped",
+    ),
+    (
+        "src/effects/spawn.rs",
+        "descriptors handed to a supervised child (fcntl, dup2 in pre_exec)",
+    ),
+    (
+        "src/effects/process.rs",
+        "signals to process trees and groups, a namespace's owner (ioctl)",
+    ),
+    (
+        "src/effects/scope.rs",
+        "landlock's abstract-socket scope (syscall, prctl)",
+    ),
+    (
+        "src/effects/project/",
+        "open flags (O_NOFOLLOW, O_NONBLOCK, O_NOCTTY) and the owner check (geteuid)",
+    ),
+    (
+        "src/effects/store/",
+        "open flags of cuekit's own files (O_NOFOLLOW, O_NONBLOCK, O_NOCTTY)",
+    ),
+    (
+        "src/effects/git/include.rs",
+        "open flags of a file copied from a checkout (O_NOFOLLOW, O_NONBLOCK)",
+    ),
+    (
+        "src/effects/tmux/",
+        "the user's id, in tmux's socket folder",
+    ),
+    (
+        "src/effects/acp/",
+        "the client's terminal and process group, its signals, its peer's credentials",
+    ),
+    (
+        "src/ops/sandbox/net.rs",
+        "the network supervisor: pipes, pidfds, poll, a signal raised again (issue 45 edits it)",
+    ),
+    (
+        "src/ops/background/",
+        "a worker's own session (setsid) and SIGPIPE",
+    ),
+    (
+        "src/ops/judge/stop.rs",
+        "this process's group, never signalled with a task's",
+    ),
+    ("src/ops/reap.rs", "a killed submit's leftover git ended"),
+    ("src/cli/mod.rs", "SIGPIPE, a named file's open flags"),
+    ("src/top/mod.rs", "SIGPIPE while a pager reads"),
+];
+
+#[test]
+fn only_the_runner_and_named_modules_start_processes() {
+    let unexplained = lines_naming("src", STARTS, MAY_START);
+    assert!(
+        unexplained.is_empty(),
+        "these start a process outside the runner; run it through \
+         crate::effects::bounded::Bounded (or crate::effects::spawn for a start that is not \
+         waited for), or add the file to MAY_START with why:\n{}",
+        unexplained.join("\n")
+    );
+}
+
+#[test]
+fn only_named_modules_call_libc() {
+    let unexplained = lines_naming("src", LIBC, MAY_CALL_LIBC);
+    assert!(
+        unexplained.is_empty(),
+        "these call libc outside the files named; move the call into src/effects/, or add the \
+         file to MAY_CALL_LIBC with why:\n{}",
+        unexplained.join("\n")
+    );
+}
+
+#[test]
+fn every_file_named_still_starts_a_process_or_calls_libc() {
+    // A stale entry would let a later change start processes or call libc there unseen.
+    still_named(MAY_START, STARTS, "starts no process any more");
+    still_named(MAY_CALL_LIBC, LIBC, "calls libc no more");
+}
+
+#[test]
+fn a_seeded_process_start_or_libc_call_is_caught() {
+    let tree = tempfile::tempdir().unwrap();
+    let write = |relative: &str, text: &str| {
+        let path = tree.path().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    let sneaky = "pub fn go() {\n    let _ = std::process::Command::new(\"sh\").output();\n    \
+                  unsafe { libc::kill(1, 0) };\n}\n";
+    write("src/ops/sneaky.rs", sneaky);
+    write("src/effects/bounded.rs", sneaky);
+    write(
+        "src/ops/tested.rs",
+        "#[cfg(test)]\nmod tests {\n    fn t() { std::process::Command::new(\"sh\"); }\n}\n",
+    );
+    let started = lines_naming_under(tree.path(), "src", STARTS, MAY_START);
+    assert_eq!(
+        started,
+        ["src/ops/sneaky.rs:2: let _ = std::process::Command::new(\"sh\").output();"]
+    );
+    let called = lines_naming_under(tree.path(), "src", LIBC, MAY_CALL_LIBC);
+    assert_eq!(
+        called,
+        ["src/ops/sneaky.rs:3: unsafe { libc::kill(1, 0) };"]
+    );
 }

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use super::control::{self, Answer, Reply, Request};
 use crate::domain::acp::session::{Action, Checked, Session, Settings, Shown};
 use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::bounded::{Bounded, Group, Sink};
 use crate::effects::store;
 
 /// `acp.json` in the task directory: the session as status shows it.
@@ -465,23 +466,25 @@ impl Output {
 /// group (a cancel ends it with the session); the fix message is read from the task
 /// directory, where the check wrote it.
 fn run_check(task_id: &str, task_dir: &Path, editor: &Editor) -> Checked {
-    let ran = std::env::current_exe().and_then(|cuekit| {
-        Command::new(cuekit)
+    // No deadline of its own: the check holds its commands to the check's time limit.
+    let ran = std::env::current_exe().ok().and_then(|cuekit| {
+        Bounded::new(cuekit, Duration::MAX)
+            .unlimited()
             .args(["__check", "--from-launch", task_id])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
+            .stdout(Sink::Null)
+            .group(Group::Caller)
+            .run()
+            .ok()
     });
-    let Ok(ran) = ran else {
+    let Some(ran) = ran else {
         editor.print(&crate::domain::acp::render::failure(
             "the check could not run",
         ));
         return Checked::Failed;
     };
-    let said = String::from_utf8_lossy(&ran.stderr);
+    let said = String::from_utf8_lossy(&ran.stderr.bytes()).into_owned();
     editor.print(&crate::domain::acp::render::note(said.trim()));
-    match ran.status.code() {
+    match ran.status.and_then(|status| status.code()) {
         Some(0) => Checked::Passed,
         Some(crate::domain::check::FIX_ROUND_EXIT) => {
             store::read_small(&task_dir.join(crate::domain::check::FIX_FILE))

@@ -24,10 +24,11 @@ pub mod worktrees;
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::bounded::{Bounded, Input, RunError};
 
 /// The environment entry that marks the git processes a submit runs for task `id`: a submit
 /// killed mid-way leaves them running, and its undo (`ops::reap`) waits for them to end before
@@ -137,7 +138,7 @@ impl Git {
         &self.dir
     }
 
-    fn command<I, S>(&self, args: I) -> Command
+    fn command<I, S>(&self, args: I) -> Bounded
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -151,7 +152,7 @@ impl Git {
     /// (`evil/HEAD`, `evil/config`) would be found as the repository and its `core.fsmonitor`
     /// run. `safe.bareRepository=explicit` finds only the work tree's own repository, and no
     /// fsmonitor runs for cuekit's calls.
-    fn command_with<I, S>(&self, args: I, extra: &[(String, OsString)]) -> Command
+    fn command_with<I, S>(&self, args: I, extra: &[(String, OsString)]) -> Bounded
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -165,8 +166,7 @@ impl Git {
             ("submodule.recurse".to_string(), OsString::from("false")),
         ];
         config.extend(extra.iter().cloned());
-        let mut command = Command::new("git");
-        command
+        let command = Bounded::new("git", self.deadline)
             .arg("-C")
             .arg(&self.dir)
             .args(&self.global)
@@ -178,13 +178,11 @@ impl Git {
             // Never wait on an editor or a credential prompt: nobody is at this terminal.
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_EDITOR", "true")
-            .stdin(Stdio::null());
-        SUBMITTING.with(|marked| {
-            if let Some(id) = marked.borrow().as_deref() {
-                command.env(SUBMITTING_VARIABLE, id);
-            }
-        });
-        command
+            .keep(OUTPUT_KEPT / 2, OUTPUT_KEPT / 2);
+        SUBMITTING.with(|marked| match marked.borrow().as_deref() {
+            Some(id) => command.env(SUBMITTING_VARIABLE, id),
+            None => command,
+        })
     }
 
     /// Runs git and returns its output whatever the exit status; `Err` only if git cannot run.
@@ -201,10 +199,7 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut command = self.command(args);
-        for (name, value) in env {
-            command.env(name, value);
-        }
+        let command = self.command(args).envs(env.iter().copied());
         finish(command, None, self.deadline)
     }
 
@@ -247,19 +242,7 @@ impl Git {
     /// descriptor stays close-on-exec in this process.
     pub fn run_holding(&self, args: &[OsString], lock: &std::fs::File) -> Result<String> {
         use std::os::fd::AsRawFd;
-        use std::os::unix::process::CommandExt;
-        let fd = lock.as_raw_fd();
-        let mut command = self.command(args);
-        // SAFETY: only fcntl, async-signal-safe, runs between fork and exec; it changes the
-        // child's copy of the descriptor table.
-        unsafe {
-            command.pre_exec(move || {
-                if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        let command = self.command(args).keep_open(lock.as_raw_fd());
         let output = finish(command, None, self.deadline)?;
         if !output.status.success() {
             return Err(failed(args, &output));
@@ -302,58 +285,41 @@ impl Git {
 /// The empty tree's id, which every repository knows without holding it.
 pub const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
-/// Runs `command` (stdin from `input`, else nothing) in a process group of its own and kills
-/// the group when it outlives [`deadline`]: `git_timed_out`, never a hang.
-fn finish(mut command: Command, input: Option<Vec<u8>>, limit: Duration) -> Result<Output> {
-    use std::io::Write;
-    use std::os::unix::process::CommandExt;
-    command
-        .process_group(0)
-        .stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().map_err(cannot_run)?;
-    let pid = child.id() as libc::pid_t;
-    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
-        // Written from a thread: git may fill its stdout before it has read all of stdin.
-        std::thread::spawn(move || stdin.write_all(&input));
-    }
-    let (done, ended) = std::sync::mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let output = child.wait_with_output();
-        let _ = done.send(());
-        output
+/// What git may print on each stream before a call fails (`process_output_too_large`) rather
+/// than answer with part of it.
+const OUTPUT_KEPT: usize = 256 * 1024 * 1024;
+
+/// Runs `command` (stdin from `input`, else nothing) through the bounded runner, in a process
+/// group of its own killed when git ends or outlives [`deadline`]: `git_timed_out`, never a
+/// hang.
+fn finish(command: Bounded, input: Option<Vec<u8>>, limit: Duration) -> Result<Output> {
+    let command = command.deadline(limit).stdin(match input {
+        Some(bytes) => Input::Bytes(bytes),
+        None => Input::Closed,
     });
-    match ended.recv_timeout(limit) {
-        Ok(()) => waiter
-            .join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("git's waiter panicked")))
-            .map_err(cannot_run),
-        Err(_) => {
-            // SAFETY: a plain syscall; the group is git's own (process_group(0) above) and
-            // its leader is not reaped yet (the waiter has not answered).
-            unsafe { libc::killpg(pid, libc::SIGKILL) };
-            let program = command
-                .get_args()
-                .map(|a| a.to_string_lossy())
-                .collect::<Vec<_>>();
-            Err(Error::new(
-                ErrorCode::GitTimedOut,
-                format!(
-                    "git timed out after {:.1} s (`git {}`): the work there is unknown",
-                    limit.as_secs_f64(),
-                    program.join(" ")
-                ),
-            )
-            .with_hint(
-                "something in that tree makes git wait (a FIFO where a file belongs?); \
-                 CUEKIT_GIT_TIMEOUT sets the deadline in seconds",
-            ))
+    let cap = command.cap();
+    match command.run() {
+        Ok(ran) => {
+            let stdout = ran.stdout.whole(&ran.command, cap)?;
+            Ok(Output {
+                status: ran.status.expect("a run that ended has a status"),
+                stdout,
+                stderr: ran.stderr.bytes(),
+            })
         }
+        Err(RunError::TimedOut { command, .. }) => Err(Error::new(
+            ErrorCode::GitTimedOut,
+            format!(
+                "git timed out after {:.1} s (`{command}`): the work there is unknown",
+                limit.as_secs_f64(),
+            ),
+        )
+        .with_hint(
+            "something in that tree makes git wait (a FIFO where a file belongs?); \
+             CUEKIT_GIT_TIMEOUT sets the deadline in seconds",
+        )),
+        Err(RunError::Start { source, .. }) => Err(cannot_run(source)),
+        Err(err) => Err(err.into()),
     }
 }
 
@@ -406,12 +372,13 @@ mod tests {
     fn a_call_past_its_deadline_is_killed_with_its_whole_group() {
         let dir = tempfile::tempdir().unwrap();
         let pid_file = dir.path().join("pid");
-        let mut command = Command::new("sh");
         // A grandchild in the same group, holding stdout: the deadline must end it too.
-        command.arg("-c").arg(format!(
-            "sleep 30 & echo $! > '{}'; wait",
-            pid_file.display()
-        ));
+        let command = Bounded::new("sh", Duration::from_secs(300))
+            .arg("-c")
+            .arg(format!(
+                "sleep 30 & echo $! > '{}'; wait",
+                pid_file.display()
+            ));
         let started = std::time::Instant::now();
         let err = finish(command, None, Duration::from_millis(300)).unwrap_err();
         assert_eq!(err.code, ErrorCode::GitTimedOut);
@@ -437,8 +404,7 @@ mod tests {
 
     #[test]
     fn a_call_within_its_deadline_answers_with_its_input() {
-        let mut command = Command::new("cat");
-        command.stdin(Stdio::piped());
+        let command = Bounded::new("cat", Duration::from_secs(300));
         let out = finish(command, Some(b"hello".to_vec()), Duration::from_secs(10)).unwrap();
         assert_eq!(out.stdout, b"hello");
     }

@@ -4,10 +4,11 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use crate::domain::error::{Error, ErrorCode, Result};
+use crate::effects::bounded::{self, Bounded, Group, Input, RunError, Sink};
 
 /// What one ssh call gave back.
 #[derive(Debug)]
@@ -42,24 +43,27 @@ pub fn capture(argv: &[String], stdin: Option<&[u8]>, deadline: Duration) -> Res
             file.write_all(bytes)
                 .and_then(|()| file.rewind())
                 .map_err(|err| Error::new(ErrorCode::Io, format!("cannot buffer input: {err}")))?;
-            Stdio::from(file)
+            Input::File(file)
         }
-        None => Stdio::null(),
+        None => Input::Closed,
     };
-    capture_from(argv, input, deadline)
+    run_capturing(argv, input, deadline)
 }
 
 /// [`capture`], reading stdin from `input` (a file to copy, say).
-pub fn capture_from(argv: &[String], input: Stdio, deadline: Duration) -> Result<Ran> {
+pub fn capture_from(argv: &[String], input: File, deadline: Duration) -> Result<Ran> {
+    run_capturing(argv, Input::File(input), deadline)
+}
+
+fn run_capturing(argv: &[String], input: Input, deadline: Duration) -> Result<Ran> {
     let mut stdout = scratch()?;
     let mut stderr = scratch()?;
-    let child = command(argv)
+    let ran = command(argv, deadline)
         .stdin(input)
-        .stdout(clone(&stdout)?)
-        .stderr(clone(&stderr)?)
-        .spawn()
-        .map_err(|err| spawn_error(&argv[0], err))?;
-    let status = wait_until(child, Instant::now() + deadline)?;
+        .stdout(Sink::File(clone(&stdout)?))
+        .stderr(Sink::File(clone(&stderr)?))
+        .run();
+    let status = ended(argv, ran)?;
     Ok(Ran {
         status,
         stdout: read_back(&mut stdout),
@@ -67,22 +71,33 @@ pub fn capture_from(argv: &[String], input: Stdio, deadline: Duration) -> Result
     })
 }
 
-/// Runs `argv` on this terminal (stdin, stdout, stderr inherited): a relayed command or an
-/// interactive attach. `None` when `deadline` passed and ssh was killed.
-pub fn relay(argv: &[String], deadline: Option<Duration>) -> Result<Option<ExitStatus>> {
-    let child = command(argv)
-        .spawn()
-        .map_err(|err| spawn_error(&argv[0], err))?;
-    match deadline {
-        Some(deadline) => wait_until(child, Instant::now() + deadline),
-        None => {
-            let mut child = child;
-            child
-                .wait()
-                .map(Some)
-                .map_err(|err| spawn_error(&argv[0], err))
-        }
+/// The status of a run that ended, `None` for one killed at its deadline.
+fn ended(
+    argv: &[String],
+    ran: std::result::Result<bounded::Ran, RunError>,
+) -> Result<Option<ExitStatus>> {
+    match ran {
+        Ok(ran) => Ok(ran.status),
+        Err(RunError::TimedOut { .. }) => Ok(None),
+        Err(RunError::Start { source, .. }) => Err(spawn_error(&argv[0], source)),
+        Err(err) => Err(err.into()),
     }
+}
+
+/// Runs `argv` on this terminal (stdin, stdout, stderr inherited, in the terminal's process
+/// group): a relayed command or an interactive attach. `None` when `deadline` passed and ssh
+/// was killed.
+pub fn relay(argv: &[String], deadline: Option<Duration>) -> Result<Option<ExitStatus>> {
+    let command = command(argv, deadline.unwrap_or(Duration::MAX))
+        .stdin(Input::Terminal)
+        .stdout(Sink::Terminal)
+        .stderr(Sink::Terminal)
+        .group(Group::Caller);
+    let command = match deadline {
+        Some(_) => command,
+        None => command.unlimited(),
+    };
+    ended(argv, command.run())
 }
 
 /// Runs `argv` until it ends, with no deadline (a followed log, a wait without a timeout: a
@@ -93,34 +108,37 @@ pub fn relay(argv: &[String], deadline: Option<Duration>) -> Result<Option<ExitS
 pub fn stream(argv: &[String], out: &mut dyn Write) -> Result<Ran> {
     let stdout = scratch()?;
     let mut stderr = scratch()?;
-    let mut child = command(argv)
-        .stdin(Stdio::null())
-        .stdout(clone(&stdout)?)
-        .stderr(clone(&stderr)?)
-        .spawn()
-        .map_err(|err| spawn_error(&argv[0], err))?;
+    let mut running = command(argv, Duration::MAX)
+        .unlimited()
+        .stdout(Sink::File(clone(&stdout)?))
+        .stderr(Sink::File(clone(&stderr)?))
+        .start()
+        .map_err(|err| match err {
+            RunError::Start { source, .. } => spawn_error(&argv[0], source),
+            other => other.into(),
+        })?;
     let started = Instant::now();
     let mut pause = FINE_PAUSE;
     let mut copied = 0;
     loop {
-        let exited = child.try_wait().map_err(|err| spawn_error("ssh", err))?;
+        let exited = running.wait_for(pause);
         // Read after the exit is seen, so the last bytes are copied too.
         if let Err(err) = copy_from(&stdout, &mut copied, out) {
-            let _ = child.kill();
-            let _ = child.wait();
+            // Dropped unfinished: its group is killed and it is reaped.
+            drop(running);
             return Err(Error::new(
                 ErrorCode::Io,
                 format!("cannot write the output: {err}"),
             ));
         }
-        if let Some(status) = exited {
+        if exited {
+            let ran = running.finish();
             return Ok(Ran {
-                status: Some(status),
+                status: ran.status,
                 stdout: Vec::new(),
                 stderr: String::from_utf8_lossy(&read_back(&mut stderr)).into_owned(),
             });
         }
-        std::thread::sleep(pause);
         if started.elapsed() >= FINE_POLLING {
             pause = (pause * 2).min(Duration::from_millis(20));
         }
@@ -146,36 +164,17 @@ fn copy_from(file: &File, offset: &mut u64, out: &mut dyn Write) -> std::io::Res
     Ok(())
 }
 
-fn command(argv: &[String]) -> Command {
-    let mut command = Command::new(&argv[0]);
-    command.args(&argv[1..]);
-    command
+/// ssh in a group of its own, killed at the deadline; what it leaves in the background when
+/// it ends in time (the connection's master, `ControlPersist`) goes on.
+fn command(argv: &[String], deadline: Duration) -> Bounded {
+    Bounded::new(&argv[0], deadline)
+        .args(&argv[1..])
+        .group(Group::OwnOutlived)
 }
 
-/// Polls until `child` exits, or kills it at `deadline`. A warm call over the multiplexed
-/// connection takes a few milliseconds, so the first [`FINE_POLLING`] is polled every half
-/// millisecond (an exit is seen at once, not at the next step of a backoff); a call that lasts
-/// longer (a wait, a followed log) is polled ever more rarely, up to every 20 ms.
-fn wait_until(mut child: Child, deadline: Instant) -> Result<Option<ExitStatus>> {
-    let started = Instant::now();
-    let mut pause = FINE_PAUSE;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(Some(status)),
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Ok(None);
-            }
-            Ok(None) => std::thread::sleep(pause),
-            Err(err) => return Err(spawn_error("ssh", err)),
-        }
-        if started.elapsed() >= FINE_POLLING {
-            pause = (pause * 2).min(Duration::from_millis(20));
-        }
-    }
-}
-
+/// A warm call over the multiplexed connection takes a few milliseconds, so a streamed call's
+/// first [`FINE_POLLING`] copies its output every half millisecond; a call that lasts longer (a
+/// followed log) ever more rarely, up to every 20 ms.
 const FINE_PAUSE: Duration = Duration::from_micros(500);
 const FINE_POLLING: Duration = Duration::from_millis(250);
 
@@ -197,9 +196,8 @@ fn scratch() -> Result<File> {
     Ok(file)
 }
 
-fn clone(file: &File) -> Result<Stdio> {
+fn clone(file: &File) -> Result<File> {
     file.try_clone()
-        .map(Stdio::from)
         .map_err(|err| Error::new(ErrorCode::Io, format!("cannot duplicate a file: {err}")))
 }
 

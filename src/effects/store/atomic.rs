@@ -283,6 +283,18 @@ pub fn remove_stale_tmps(dir: &Path) {
     }
 }
 
+/// The names in one of cuekit's own folders (none when it cannot be read).
+pub fn names_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|entry| entry.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Whether `path` was last modified more than `secs` seconds ago.
 pub fn older_than(path: &Path, secs: u64) -> bool {
     std::fs::metadata(path)

@@ -13,8 +13,8 @@ pub mod transitions;
 
 pub use atomic::{
     LINE_LIMIT, SMALL_LIMIT, Staged, append_line, create_private_dir, create_private_leaf,
-    for_each_line, open_own, open_own_for_writing, read_limited, read_small, remove_stale_tmps,
-    stage, write_atomic,
+    for_each_line, names_in, open_own, open_own_for_writing, read_limited, read_small,
+    remove_stale_tmps, stage, write_atomic,
 };
 pub use record::{
     TaskRecord, TmuxPlacement, WorktreeRecord, load, load_task, lock_file, lock_file_try,

@@ -8,7 +8,6 @@
 
 use std::fs::File;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
 use crate::domain::transition::screen_hash;
@@ -42,15 +41,13 @@ fn spawn_detached(words: &[&str]) {
     let Ok(exe) = std::env::current_exe() else {
         return;
     };
-    let _ = std::process::Command::new(exe)
-        .args(words)
-        .env_remove(crate::effects::process::TASK_ID_VARIABLE)
-        .current_dir("/")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .process_group(0)
-        .spawn();
+    let args: Vec<std::ffi::OsString> = words.iter().map(Into::into).collect();
+    let _ = crate::effects::spawn::detached(
+        &exe,
+        &args,
+        &[(crate::effects::process::TASK_ID_VARIABLE, None)],
+        Some(Path::new("/")),
+    );
 }
 
 /// Starts the server's monitor unless one runs. Costs an open and a non-blocking lock attempt.

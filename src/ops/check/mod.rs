@@ -17,6 +17,7 @@ use crate::domain::check::{self, CheckPlan};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::spec::{Mode, TaskSpec};
 
+pub(crate) use run::reap_killed_runner;
 pub use run::{CheckOutcome, check_from_launch, check_now};
 pub(crate) use turn::{abandoned, after_turn};
 

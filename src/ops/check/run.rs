@@ -151,10 +151,9 @@ pub(super) fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<
     })
 }
 
-/// One round: the scratch checkout, then each command until one fails. Returns the verdict
-/// and the last bytes of the deciding command's output.
-fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict, Vec<u8>) {
-    let mut verdict = Verdict {
+/// A round's verdict before anything ran: failed, at its last command.
+fn unfinished(plan: &CheckPlan, round: u32, log: &Path) -> Verdict {
+    Verdict {
         round,
         passed: false,
         command: plan.run.last().cloned().unwrap_or_default(),
@@ -169,7 +168,60 @@ fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict,
         base_tests_ran: None,
         at: String::new(),
         commit: None,
+    }
+}
+
+/// What a check runner killed mid-check (`kill -9`, a monitor or `__check` that died) left:
+/// its commands' processes, wherever they went (each carries `CUEKIT_CHECK=<id>.…`), and its
+/// scratch checkouts are ended and removed, under the task's check lock (so no new check starts
+/// meanwhile). The phase moves on: `failed`, with a verdict saying so — but for a running
+/// interactive child, whose monitor checks its work again (`turn::abandoned`).
+pub(crate) fn reap_killed_runner(task: &Task) {
+    let id = &task.record.id;
+    let Ok(Some(_lock)) = store::lock_file_try(&check_lock(task)) else {
+        return;
     };
+    let Some(mut state) = store::check_of(id) else {
+        return;
+    };
+    if state.phase != Phase::Checking {
+        return;
+    }
+    let left =
+        crate::effects::process::carrying_prefix(check_run::CHECK_VARIABLE, &format!("{id}."));
+    crate::effects::process::terminate(left, Duration::from_millis(200));
+    scratch::remove_left(task);
+    let running = !crate::ops::task::reread(&task.placement)
+        .map_or(task.record.status, |record| record.status)
+        .is_terminal();
+    if running && task.record.mode == crate::domain::spec::Mode::Interactive {
+        return;
+    }
+    let Ok(plan) = plan_of(task) else {
+        return;
+    };
+    let round = state.next_round();
+    let log = task
+        .placement
+        .task_dir
+        .join("checks")
+        .join(format!("{round}.log"));
+    let mut verdict = unfinished(&plan, round, &log);
+    verdict.error = Some(KILLED.to_string());
+    verdict.at = crate::effects::clock::now_rfc3339();
+    let _ = store::append_line(&log, format!("cuekit: {KILLED}").as_bytes());
+    state.verdicts.push(verdict);
+    state.phase = Phase::Failed;
+    let _ = save(task, &state);
+}
+
+/// The verdict of a check whose runner was killed.
+const KILLED: &str = "the check's runner was killed";
+
+/// One round: the scratch checkout, then each command until one fails. Returns the verdict
+/// and the last bytes of the deciding command's output.
+fn run_round(task: &Task, plan: &CheckPlan, round: u32, log: &Path) -> (Verdict, Vec<u8>) {
+    let mut verdict = unfinished(plan, round, log);
     let fail = |mut verdict: Verdict, err: Error| {
         let _ = store::append_line(log, format!("cuekit: {}", err.message).as_bytes());
         verdict.error = Some(err.message);

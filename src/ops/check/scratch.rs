@@ -193,6 +193,27 @@ pub(super) fn of_tree(task: &Task, tree: &str, label: &str) -> Result<Scratch> {
     Ok(scratch)
 }
 
+/// Removes the scratch checkouts of `task`'s checks whose runner is gone (`<id>-<label>-<pid>`
+/// with that pid dead): what a killed runner left.
+pub(super) fn remove_left(task: &Task) {
+    let Some(dir) = crate::effects::store::data_dir().map(|data| data.join("checks")) else {
+        return;
+    };
+    let prefix = format!("{}-", task.record.id);
+    for name in crate::effects::store::names_in(&dir) {
+        let Some(rest) = name.strip_prefix(&prefix) else {
+            continue;
+        };
+        let runner = rest
+            .rsplit_once('-')
+            .filter(|(label, _)| !label.is_empty())
+            .and_then(|(_, pid)| pid.parse::<u32>().ok());
+        if runner.is_some_and(|pid| !crate::effects::process::is_alive(pid)) {
+            crate::effects::check_run::remove_tree(&dir.join(&name));
+        }
+    }
+}
+
 /// A scratch checkout's folder in cuekit's data directory (named by the task, `label` and this
 /// process, anything left there before removed) and its empty `tree/`.
 fn fresh_root(task: &Task, label: &str) -> Result<(PathBuf, PathBuf)> {

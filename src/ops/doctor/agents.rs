@@ -1,12 +1,9 @@
 //! Each agent: its binary, its version (probed under a timeout) and its credentials.
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use crate::domain::adapter::{ADAPTERS, Adapter, AuthProbe, VERSION_TIMEOUT};
+use crate::effects::bounded::{Bounded, RunError, Sink};
 use crate::effects::config::Config;
 
 use super::{Check, Level};
@@ -114,38 +111,22 @@ pub(super) fn auth_check(adapter: &Adapter) -> Check {
 
 /// `<bin> --version`, killed (with its process group) if it does not answer in time.
 pub(super) fn probe_version(path: &Path) -> Result<String, String> {
-    let mut child = Command::new(path)
+    let ran = Bounded::new(path, VERSION_TIMEOUT)
         .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|err| format!("cannot run: {err}"))?;
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                let mut out = String::new();
-                let _ = child.stdout.take().expect("piped").read_to_string(&mut out);
-                let version = out.lines().next().unwrap_or("").trim().to_string();
-                return if status.success() && !version.is_empty() {
-                    Ok(version)
-                } else {
-                    Err(format!("failed ({status})"))
-                };
+        .stderr(Sink::Null)
+        .run()
+        .map_err(|err| match err {
+            RunError::TimedOut { .. } => {
+                format!("did not answer within {}s", VERSION_TIMEOUT.as_secs())
             }
-            Ok(None) if started.elapsed() < VERSION_TIMEOUT => {
-                std::thread::sleep(Duration::from_millis(20))
-            }
-            _ => {
-                unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
-                let _ = child.wait();
-                return Err(format!(
-                    "did not answer within {}s",
-                    VERSION_TIMEOUT.as_secs()
-                ));
-            }
-        }
+            RunError::Start { source, .. } => format!("cannot run: {source}"),
+            other => other.to_string(),
+        })?;
+    let out = String::from_utf8_lossy(&ran.stdout.bytes()).into_owned();
+    let version = out.lines().next().unwrap_or("").trim().to_string();
+    match ran.status {
+        Some(status) if status.success() && !version.is_empty() => Ok(version),
+        Some(status) => Err(format!("failed ({status})")),
+        None => Err("failed".to_string()),
     }
 }

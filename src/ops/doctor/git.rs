@@ -1,8 +1,8 @@
 //! git: a version that reads task repositories safely, and worktrees no task knows.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
+use crate::domain::adapter::VERSION_TIMEOUT;
 use crate::effects::config::Config;
 use crate::effects::store;
 
@@ -29,13 +29,16 @@ pub(super) fn patch_level(text: &str) -> (u32, u32, u32) {
 }
 
 pub(super) fn git_check() -> Check {
-    let version = std::process::Command::new("git")
+    let version = crate::effects::bounded::Bounded::new("git", VERSION_TIMEOUT)
         .arg("--version")
-        .stdin(Stdio::null())
-        .output()
+        .run()
         .ok()
-        .filter(|out| out.status.success())
-        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string());
+        .filter(|out| out.success())
+        .map(|out| {
+            String::from_utf8_lossy(&out.stdout.bytes())
+                .trim()
+                .to_string()
+        });
     match version {
         None => Check::new("git", Level::Warn, "git is not installed")
             .next("install git to run tasks in their own worktrees (--worktree)"),

@@ -1,7 +1,9 @@
 //! tmux: its version, the socket's path, and sessions of cuekit's server that no task owns.
 
 use std::path::PathBuf;
-use std::process::Command;
+
+use crate::domain::adapter::VERSION_TIMEOUT;
+use crate::effects::bounded::Bounded;
 
 use crate::effects::store;
 use crate::effects::tmux::Socket;
@@ -21,10 +23,14 @@ pub(super) fn tmux_checks(socket: &Socket) -> Vec<Check> {
                 .next("install tmux 3.2 or newer, e.g. `apt-get install tmux`"),
         ];
     };
-    let version = Command::new(&path)
+    let version = Bounded::new(&path, VERSION_TIMEOUT)
         .arg("-V")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .run()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout.bytes())
+                .trim()
+                .to_string()
+        })
         .unwrap_or_default();
     let mut checks = vec![match parse_version(&version) {
         Some(found) if found >= MIN_TMUX => Check::new(
@@ -57,14 +63,14 @@ pub(super) fn tmux_checks(socket: &Socket) -> Vec<Check> {
         .next("use a shorter CUEKIT_TMUX_SOCKET or TMUX_TMPDIR")
     } else {
         let [flag, name] = socket.args();
-        let listed = Command::new(&path)
+        let listed = Bounded::new(&path, VERSION_TIMEOUT)
             .arg(flag)
             .arg(name)
             .args(["list-sessions", "-F", "#{session_name}"])
-            .output();
+            .run();
         match listed {
-            Ok(out) if out.status.success() => {
-                let sessions = String::from_utf8_lossy(&out.stdout)
+            Ok(out) if out.success() => {
+                let sessions = String::from_utf8_lossy(&out.stdout.bytes())
                     .lines()
                     .filter(|s| s.starts_with("cuekit-task-"))
                     .count();
@@ -78,7 +84,7 @@ pub(super) fn tmux_checks(socket: &Socket) -> Vec<Check> {
                 )
             }
             Ok(out) => {
-                let stderr = String::from_utf8_lossy(&out.stderr);
+                let stderr = String::from_utf8_lossy(&out.stderr.bytes()).into_owned();
                 if stderr.contains("no server running") || stderr.contains("error connecting") {
                     Check::new(
                         "tmux server",
@@ -97,11 +103,7 @@ pub(super) fn tmux_checks(socket: &Socket) -> Vec<Check> {
                     .next("remove a stale socket file, or set CUEKIT_TMUX_SOCKET to another name")
                 }
             }
-            Err(err) => Check::new(
-                "tmux server",
-                Level::Fail,
-                format!("cannot run tmux: {err}"),
-            ),
+            Err(err) => Check::new("tmux server", Level::Fail, err.to_string()),
         }
     });
     checks

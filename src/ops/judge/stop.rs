@@ -84,24 +84,20 @@ pub(crate) const STOP_GRACE_VARIABLE: &str = "CUEKIT_STOP_GRACE_MS";
 /// for that process to exit), or that may be killed before they are done (the stopper waits on
 /// their claim, and goes on where they left off).
 pub(crate) fn stop_in_background(task: &Task, after: Option<u32>, grace: Option<Duration>) {
-    use std::os::unix::process::CommandExt;
     let Ok(exe) = std::env::current_exe() else {
         return;
     };
-    let mut command = std::process::Command::new(exe);
-    command.arg("__stop").arg(&task.record.id);
+    let mut args = vec!["__stop".into(), (&task.record.id).into()];
     if let Some(pid) = after {
-        command.arg("--after").arg(pid.to_string());
+        args.extend(["--after".into(), pid.to_string().into()]);
     }
+    let mut env = vec![(crate::effects::process::TASK_ID_VARIABLE, None)];
     if let Some(grace) = grace {
-        command.env(STOP_GRACE_VARIABLE, grace.as_millis().to_string());
+        env.push((
+            STOP_GRACE_VARIABLE,
+            Some(grace.as_millis().to_string().into()),
+        ));
     }
-    let _ = command
-        .env_remove(crate::effects::process::TASK_ID_VARIABLE)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        // A session of its own: neither the task's group nor the caller's.
-        .process_group(0)
-        .spawn();
+    // A group of its own: neither the task's group nor the caller's.
+    let _ = crate::effects::spawn::detached(&exe, &args, &env, None);
 }

@@ -45,7 +45,7 @@ pub fn host_install(name: &str, cwd: &Path) -> Result<Installed> {
     let binary = std::fs::File::open(&exe).map_err(|err| Error::io("read", &exe, err))?;
     connection::live_master(&host);
     let argv = ssh_argv(&host, &args::install_line(&path)?, false);
-    let ran = crate::effects::remote::run::capture_from(&argv, binary.into(), INSTALL_DEADLINE)?;
+    let ran = crate::effects::remote::run::capture_from(&argv, binary, INSTALL_DEADLINE)?;
     if ran.unreachable() {
         return Err(connection::unreachable(&host, &ran.why(INSTALL_DEADLINE)));
     }

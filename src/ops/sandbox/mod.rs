@@ -4,7 +4,6 @@
 //! submit and handed to the pure builder in `domain::sandbox`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use crate::domain::adapter::{Adapter, LaunchCommand};
 use crate::domain::error::{Error, ErrorCode, Result};
@@ -141,6 +140,9 @@ fn unavailable(why: impl Into<String>, hint: impl Into<String>) -> Error {
     Error::new(ErrorCode::SandboxUnavailable, why.into()).with_hint(hint.into())
 }
 
+/// How long bubblewrap's probe may take.
+const PROBE_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Whether bubblewrap is here and can make its namespaces for this user, as a sandbox needs
 /// them: `Err` names the cause.
 pub fn probe() -> Result<PathBuf> {
@@ -150,15 +152,21 @@ pub fn probe() -> Result<PathBuf> {
             "install it (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap), or submit without --sandbox",
         )
     })?;
-    let output = Command::new(&bwrap)
+    let output = crate::effects::bounded::Bounded::new(&bwrap, PROBE_WITHIN)
         .args(sandbox::PROBE)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|err| unavailable(format!("bwrap cannot run: {err}"), "check its install"))?;
-    if output.status.success() {
+        .run()
+        .map_err(|err| match err {
+            crate::effects::bounded::RunError::Start { source, .. } => {
+                unavailable(format!("bwrap cannot run: {source}"), "check its install")
+            }
+            other => unavailable(other.to_string(), "check its install"),
+        })?;
+    if output.success() {
         return Ok(bwrap);
     }
-    let said = String::from_utf8_lossy(&output.stderr).trim().to_string();
+    let said = String::from_utf8_lossy(&output.stderr.bytes())
+        .trim()
+        .to_string();
     let hint = if said.contains("uid map")
         || said.contains("user namespace")
         || said.contains("Operation not permitted")
@@ -180,7 +188,6 @@ pub fn probe() -> Result<PathBuf> {
 /// and becomes the command. Returns only when either fails: the launch then finds no status
 /// from bubblewrap, and the task ends `sandbox_failed`, never unscoped.
 pub fn run_scoped(command: &[std::ffi::OsString]) -> Result<()> {
-    use std::os::unix::process::CommandExt;
     let failed = |what: &str, err: std::io::Error| {
         unavailable(
             format!("the sandbox's socket scope: {what}: {err}"),
@@ -191,7 +198,7 @@ pub fn run_scoped(command: &[std::ffi::OsString]) -> Result<()> {
         .split_first()
         .ok_or_else(|| Error::invalid_input("__scope needs a command after --"))?;
     crate::effects::scope::enter().map_err(|err| failed("landlock", err))?;
-    let err = Command::new(program).args(args).exec();
+    let err = crate::effects::spawn::become_program(program, args);
     Err(failed("exec", err))
 }
 

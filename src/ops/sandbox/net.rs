@@ -6,9 +6,8 @@
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus};
 use std::time::Duration;
 
 use super::unavailable;
@@ -80,15 +79,21 @@ fn resolver() -> Result<Option<(PathBuf, PathBuf)>> {
 /// the supervisor (`doctor`). `Err` carries what failed, in the words of whatever said it.
 pub fn probe_stack(bwrap: &Path, stack: &Stack) -> std::result::Result<(), String> {
     let words = net::probe_words(&bwrap.to_string_lossy(), stack);
-    let output = Command::new(&words[0])
+    let output = crate::effects::bounded::Bounded::new(&words[0], 3 * READY_WITHIN)
         .args(&words[1..])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|err| format!("{}: {err}", words[0]))?;
-    if output.status.success() {
+        .run()
+        .map_err(|err| match err {
+            crate::effects::bounded::RunError::Start { source, .. } => {
+                format!("{}: {source}", words[0])
+            }
+            other => other.to_string(),
+        })?;
+    if output.success() {
         return Ok(());
     }
-    Err(String::from_utf8_lossy(&output.stderr).trim().to_string())
+    Err(String::from_utf8_lossy(&output.stderr.bytes())
+        .trim()
+        .to_string())
 }
 
 fn failed(what: impl std::fmt::Display) -> crate::domain::error::Error {
@@ -119,29 +124,6 @@ fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     Ok((lift(fds[0])?, lift(fds[1])?))
 }
 
-/// Gives the child each `from` as descriptor `to` (open across exec), in `pre_exec`: all
-/// copied above the targets first, so that no source is overwritten by another's target.
-fn hand_over(command: &mut Command, pairs: Vec<(RawFd, RawFd)>) {
-    // SAFETY: only fcntl and dup2, async-signal-safe, between fork and exec, on a fixed array.
-    unsafe {
-        command.pre_exec(move || {
-            let mut lifted = [0 as RawFd; 8];
-            for (at, (from, _)) in pairs.iter().enumerate().take(lifted.len()) {
-                lifted[at] = libc::fcntl(*from, libc::F_DUPFD_CLOEXEC, 64);
-                if lifted[at] < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            for (at, (_, to)) in pairs.iter().enumerate().take(lifted.len()) {
-                if libc::dup2(lifted[at], *to) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
-}
-
 /// `cuekit __net --slirp SLIRP -- [cuekit __scope --] bwrap …`: starts bubblewrap, which makes
 /// the namespace and holds the child; attaches slirp4netns to it; lets the child run once the
 /// interface is up; waits for bubblewrap and ends slirp4netns. Returns bubblewrap's status
@@ -153,16 +135,19 @@ pub fn run_net(slirp: &Path, confined: bool, command: &[OsString]) -> Result<i32
     })?;
     let (info_read, info_write) = pipe()?;
     let (block_read, block_write) = pipe()?;
-    let mut bwrap = Command::new(program);
-    bwrap.args(args);
-    hand_over(
-        &mut bwrap,
+    let argv: Vec<OsString> = std::iter::once(program.clone())
+        .chain(args.iter().cloned())
+        .collect();
+    let mut child = crate::effects::spawn::handing_over(
+        &argv,
         vec![
             (info_write.as_raw_fd(), net::INFO_FD),
             (block_read.as_raw_fd(), net::BLOCK_FD),
         ],
-    );
-    let mut child = bwrap.spawn().map_err(failed)?;
+        true,
+        false,
+    )
+    .map_err(failed)?;
     drop((info_write, block_read));
     let mut info = String::new();
     let _ = std::fs::File::from(info_read).read_to_string(&mut info);
@@ -295,12 +280,7 @@ fn attach(slirp: &Path, target: &Target, confined: bool) -> Result<(Child, Owned
     let (ready_read, ready_write) = pipe()?;
     let (exit_read, exit_write) = pipe()?;
     let argv = net::slirp_argv(slirp, target.userns.is_some(), confined);
-    let mut command = Command::new(&argv[0]);
-    command
-        .args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
     let mut pairs = vec![
         (ready_write.as_raw_fd(), net::SLIRP_READY_FD),
         (exit_read.as_raw_fd(), net::SLIRP_EXIT_FD),
@@ -311,9 +291,7 @@ fn attach(slirp: &Path, target: &Target, confined: bool) -> Result<(Child, Owned
             .userns
             .map(|userns| (userns.as_raw_fd(), net::SLIRP_USERNS_FD)),
     );
-    hand_over(&mut command, pairs);
-    let mut stack = command
-        .spawn()
+    let mut stack = crate::effects::spawn::handing_over(&argv, pairs, false, true)
         .map_err(|err| failed(format!("{}: {err}", slirp.display())))?;
     drop((ready_write, exit_read));
     // Its words, kept for a failure; drained so it never blocks on them.
