@@ -59,6 +59,20 @@ pub fn hand_over_tree(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A task's prompt shown to its sandboxed child of root's: the file handed to the sandbox's uid
+/// and the task folder it lies in passable and listable (`0755`; the folders above it,
+/// `.cuekit/` and `tasks/`, stay the user's alone, so nobody outside the sandbox passes them).
+/// Every other file there stays root's own, unreadable to the child.
+pub fn show_prompt(task_dir: &Path, prompt: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if !is_root() {
+        return Ok(());
+    }
+    hand_over(prompt)?;
+    std::fs::set_permissions(task_dir, std::fs::Permissions::from_mode(0o755))
+        .map_err(|err| Error::io("chmod", task_dir, err))
+}
+
 /// Who reads a task's git dir for cuekit: the sandbox's identity when cuekit is root and the
 /// git dir is the sandbox's (git refuses a repository of another owner, and upload-pack then
 /// reads only what the child itself could); `None`: cuekit's own user.
