@@ -141,3 +141,20 @@ fn as_root_an_in_place_sandbox_says_its_child_cannot_write_the_folder() {
     assert!(said.contains("65534") && said.contains("REFUSED"), "{said}");
     assert_eq!(std::fs::metadata(&h.project).unwrap().uid(), 0);
 }
+
+/// As root, `doctor` says who a sandboxed child is.
+#[test]
+fn as_root_doctor_names_the_sandboxs_user() {
+    needs_root();
+    let h = Harness::new();
+    let output = h.cuekit().arg("doctor").output().unwrap();
+    let said = String::from_utf8_lossy(&output.stdout).into_owned();
+    let line = said
+        .lines()
+        .find(|line| line.contains("sandbox user"))
+        .unwrap_or_else(|| panic!("no sandbox user line:\n{said}"));
+    assert!(
+        line.starts_with("ok") && line.contains("uid 65534") && line.contains("setpriv"),
+        "{line}"
+    );
+}
