@@ -41,16 +41,21 @@ pub fn hand_over(path: &Path) -> Result<()> {
 }
 
 /// `root` and everything under it to the sandbox's uid, when cuekit is root: for a tree cuekit
-/// has just made (a checkout, a git dir, a scratch checkout), before any child ran in it.
+/// has just made (a checkout, a git dir, a scratch checkout), before any child ran in it. A
+/// file with more than one link is left as it is: its inode is shared with a file elsewhere (a
+/// submodule's objects are hard-linked from your checkout's), which the child must not own.
 pub fn hand_over_tree(root: &Path) -> Result<()> {
     if !is_root() {
         return Ok(());
     }
     let mut pending = vec![root.to_path_buf()];
     while let Some(path) = pending.pop() {
+        let meta = std::fs::symlink_metadata(&path).map_err(|err| Error::io("read", &path, err))?;
+        if meta.is_file() && meta.nlink() > 1 {
+            continue;
+        }
         hand_over(&path)?;
-        let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir());
-        if !is_dir {
+        if !meta.is_dir() {
             continue;
         }
         let entries = std::fs::read_dir(&path).map_err(|err| Error::io("read", &path, err))?;

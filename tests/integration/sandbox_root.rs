@@ -158,3 +158,27 @@ fn as_root_doctor_names_the_sandboxs_user() {
         "{line}"
     );
 }
+
+/// The hand-over of a tree cuekit made changes the tree's own entries and nothing they lead
+/// to: a link is changed itself, never its target; a file hard-linked from elsewhere (a
+/// submodule's objects) stays root's.
+#[test]
+fn as_root_the_hand_over_never_follows_a_link_or_takes_a_shared_file() {
+    needs_root();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("roots.txt");
+    std::fs::write(&target, "root's").unwrap();
+    let tree = tempfile::tempdir().unwrap();
+    let root = tree.path();
+    std::fs::create_dir_all(root.join("a/b")).unwrap();
+    std::fs::write(root.join("a/b/own.txt"), "x").unwrap();
+    std::os::unix::fs::symlink(&target, root.join("a/link")).unwrap();
+    std::fs::hard_link(&target, root.join("a/b/shared.txt")).unwrap();
+    cuekit::effects::owner::hand_over_tree(root).unwrap();
+    let uid = |path: &std::path::Path| std::fs::symlink_metadata(path).unwrap().uid();
+    for own in ["", "a", "a/b", "a/b/own.txt", "a/link"] {
+        assert_eq!(uid(&root.join(own)), 65534, "{own}");
+    }
+    assert_eq!(uid(&target), 0, "the link's target was handed over");
+    assert_eq!(uid(&root.join("a/b/shared.txt")), 0, "a shared inode was");
+}
