@@ -20,6 +20,7 @@ pub mod report;
 pub mod result;
 pub mod sandbox;
 pub mod sandbox_net;
+pub mod sandbox_user;
 pub mod spec;
 pub mod status;
 pub mod steer;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::error::Result;
 use crate::domain::launch::single_quote;
+use crate::domain::sandbox_user::{Opener, RunAs, cap_words, drop_words, perms_words};
 
 /// How a task is isolated, weakest first: a policy a project file or an MCP argument may only
 /// raise.
@@ -192,6 +193,9 @@ pub struct Plan {
     /// (`domain::sandbox_net`); `None` where there is none: the sandbox then shares the
     /// machine's network.
     pub stack: Option<crate::domain::sandbox_net::Stack>,
+    /// The unprivileged identity the child takes when cuekit runs as root
+    /// (`domain::sandbox_user`); `None`: it runs as the user who runs cuekit.
+    pub run_as: Option<RunAs>,
 }
 
 /// The hidden command that applies the scope ([`Plan::scope`]) and runs the rest of its words.
@@ -233,7 +237,8 @@ pub const REPORT_DROP_VARIABLE: &str = "CUEKIT_REPORT_DROP";
 /// The bubblewrap words before the command (`bwrap … --`).
 pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
     // `--cap-drop ALL`: bubblewrap run by root keeps every capability otherwise, and a child
-    // with CAP_SYS_ADMIN unmounts what hides HOME and remounts `/` writable.
+    // with CAP_SYS_ADMIN unmounts what hides HOME and remounts `/` writable. A child that
+    // drops to another uid keeps only what the drop needs, until it drops.
     let stack = plan.stack.as_ref().filter(|_| plan.network == Network::On);
     let mut words: Vec<String> = stack
         .map(crate::domain::sandbox_net::supervisor_words)
@@ -246,12 +251,10 @@ pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
             "--".to_string(),
         ]);
     }
+    words.extend([bwrap, "--die-with-parent"].map(String::from));
+    words.extend(cap_words(plan.run_as.as_ref()));
     words.extend(
         [
-            bwrap,
-            "--die-with-parent",
-            "--cap-drop",
-            "ALL",
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
@@ -267,20 +270,44 @@ pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
     }
     let path = |p: &Path| p.to_string_lossy().into_owned();
     words.extend(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"].map(String::from));
+    // A private directory is the child's to write, and the folders that lead to what it is
+    // shown passable: open to it when it is not their owner (`domain::sandbox_user`).
+    let perms = perms_words(plan.run_as.as_ref());
+    let mut opener = plan.run_as.as_ref().map(|_| Opener::default());
+    let mut open = |dest: &Path, private: bool| {
+        opener
+            .as_mut()
+            .map(|opener| opener.before(dest, private))
+            .unwrap_or_default()
+    };
     for root in &plan.hidden {
+        words.extend(open(root, true));
+        words.extend(perms.iter().cloned());
         words.extend(["--tmpfs".to_string(), path(root)]);
     }
     for mount in &plan.mounts {
+        let (dest, private) = match mount {
+            Mount::ReadOnly(p) | Mount::Writable(p) | Mount::Masked(p) => (p, false),
+            Mount::Private(p) => (p, true),
+            Mount::Bound { to, .. } => (to, false),
+        };
+        words.extend(open(dest, private));
         match mount {
             Mount::ReadOnly(p) => words.extend(["--ro-bind".into(), path(p), path(p)]),
             Mount::Writable(p) => words.extend(["--bind".into(), path(p), path(p)]),
-            Mount::Private(p) => words.extend(["--tmpfs".into(), path(p)]),
+            Mount::Private(p) => {
+                words.extend(perms.iter().cloned());
+                words.extend(["--tmpfs".into(), path(p)]);
+            }
             Mount::Masked(p) => words.extend(["--ro-bind".into(), "/dev/null".into(), path(p)]),
             Mount::Bound { from, to } => words.extend(["--bind".into(), path(from), path(to)]),
         }
     }
     // After the mounts: the resolver is shown over a file a hidden root (`/run`) may hold.
     if let Some(stack) = stack {
+        if let Some((_, shown_at)) = &stack.resolv {
+            words.extend(open(shown_at, false));
+        }
         words.extend(crate::domain::sandbox_net::bwrap_net_words(stack));
     }
     for name in UNSET {
@@ -293,42 +320,60 @@ pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
     words
 }
 
+/// The words after bubblewrap's `--`, before the command: the drop to the plan's unprivileged
+/// identity (`setpriv … --`), or none.
+pub fn inner_words(plan: &Plan) -> Vec<String> {
+    drop_words(plan.run_as.as_ref())
+}
+
 /// The command a fetch from a task repository runs as its upload side (`git fetch
 /// --upload-pack=…`): `git upload-pack` inside bubblewrap, which sees the machine read-only with
 /// HOME, `/tmp`, `/var/tmp` and `/run` hidden, and shows again only the task's git dir and the
 /// user's objects its alternates borrow, read-only, with no network. A `commondir`, an alternate
 /// or a link the child wrote in its git dir then leads only where the child itself could read:
-/// never to another repository of the user's. git appends the repository's path.
+/// never to another repository of the user's. `run_as`: the git dir's owner, when that is the
+/// sandbox's uid and cuekit runs as root (upload-pack reads it as the child could, and git's
+/// ownership check passes). git appends the repository's path.
 pub fn upload_pack_command(
     bwrap: &str,
     hidden: &[PathBuf],
     git_dir: &Path,
     objects: &Path,
+    run_as: Option<&RunAs>,
 ) -> Result<String> {
     let path = |p: &Path| p.to_string_lossy().into_owned();
-    let mut words: Vec<String> = [
-        bwrap,
-        "--die-with-parent",
-        "--cap-drop",
-        "ALL",
-        "--unshare-all",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut words: Vec<String> = vec![bwrap.to_string(), "--die-with-parent".to_string()];
+    words.extend(cap_words(run_as));
+    // Every namespace; but the user namespace a root's bubblewrap would make maps root alone,
+    // and the drop to another uid then fails.
+    let unshare: &[&str] = match run_as {
+        None => &["--unshare-all"],
+        Some(_) => &[
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+        ],
+    };
+    words.extend(unshare.iter().map(|w| w.to_string()));
+    words.extend(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"].map(String::from));
+    let mut opener = Opener::default();
+    let mut open = |dest: &Path, private: bool| match run_as {
+        Some(_) => opener.before(dest, private),
+        None => Vec::new(),
+    };
     for root in hidden {
+        words.extend(open(root, true));
         words.extend(["--tmpfs".to_string(), path(root)]);
     }
     for shown in [git_dir, objects] {
+        words.extend(open(shown, false));
         words.extend(["--ro-bind".to_string(), path(shown), path(shown)]);
     }
-    words.extend(["--", "git", "upload-pack"].map(String::from));
+    words.push("--".to_string());
+    words.extend(drop_words(run_as));
+    words.extend(["git", "upload-pack"].map(String::from));
     let quoted: Result<Vec<String>> = words.iter().map(|w| single_quote(w)).collect();
     Ok(quoted?.join(" "))
 }
@@ -343,35 +388,43 @@ pub fn came_up(status: &str) -> bool {
     status.contains("\"exit-code\"")
 }
 
-/// A shell launch command (interactive, batch) run inside the sandbox: `bwrap … -- /bin/sh -c
-/// 'COMMAND'`, its status to [`STATUS_FILE`] in `task_dir`. The prompt's variable is exported
-/// so the inner shell reads it. With `seccomp` (a file holding [`keystroke_filter`]) the agent
-/// runs under that filter: an interactive agent keeps the pane's terminal, and must not push
-/// keystrokes into it.
+/// A shell launch command (interactive, batch) run inside the sandbox: `bwrap … -- [INNER…]
+/// /bin/sh -c 'COMMAND'`, its status to [`STATUS_FILE`] in `task_dir`. The prompt's variable
+/// is exported so the inner shell reads it. With `seccomp` (a file holding
+/// [`keystroke_filter`]) the agent runs under that filter: an interactive agent keeps the
+/// pane's terminal, and must not push keystrokes into it. `inner`: [`inner_words`].
 pub fn wrap_shell(
     command: &str,
     words: &[String],
+    inner: &[String],
     task_dir: &Path,
     seccomp: Option<&Path>,
 ) -> Result<String> {
     let status = task_dir.join(STATUS_FILE);
     Ok(
         format!("export {}; ", crate::domain::launch::PROMPT_VARIABLE)
-            + &shell_line(command, words, Some(&status), seccomp)?,
+            + &shell_line(command, words, inner, Some(&status), seccomp)?,
     )
 }
 
-/// A plain shell command run inside the sandbox (`worktree.setup`): `bwrap … -- /bin/sh -c
-/// 'COMMAND'`, under the keystroke filter when there is one. Its exit status is the command's.
-pub fn wrap_command(command: &str, words: &[String], seccomp: Option<&Path>) -> Result<String> {
-    shell_line(command, words, None, seccomp)
+/// A plain shell command run inside the sandbox (`worktree.setup`): `bwrap … -- [INNER…]
+/// /bin/sh -c 'COMMAND'`, under the keystroke filter when there is one. Its exit status is the
+/// command's.
+pub fn wrap_command(
+    command: &str,
+    words: &[String],
+    inner: &[String],
+    seccomp: Option<&Path>,
+) -> Result<String> {
+    shell_line(command, words, inner, None, seccomp)
 }
 
-/// `bwrap WORDS… [--seccomp 8] [--json-status-fd 9] -- /bin/sh -c 'COMMAND' [9>STATUS]
-/// [8<FILTER]`, every word quoted.
+/// `bwrap WORDS… [--seccomp 8] [--json-status-fd 9] -- [INNER…] /bin/sh -c 'COMMAND'
+/// [9>STATUS] [8<FILTER]`, every word quoted.
 fn shell_line(
     command: &str,
     words: &[String],
+    inner: &[String],
     status: Option<&Path>,
     seccomp: Option<&Path>,
 ) -> Result<String> {
@@ -387,7 +440,12 @@ fn shell_line(
     if status.is_some() {
         line += "--json-status-fd 9 ";
     }
-    line += &format!("-- /bin/sh -c {}", single_quote(command)?);
+    line += "-- ";
+    for word in inner {
+        line += &single_quote(word)?;
+        line.push(' ');
+    }
+    line += &format!("/bin/sh -c {}", single_quote(command)?);
     if let Some(status) = status {
         line += &format!(" 9>{}", quote_path(status)?);
     }
@@ -442,8 +500,14 @@ pub fn keystroke_filter() -> Option<Vec<u8>> {
 }
 
 /// An ACP launch (`cuekit __acp … -- AGENT …`) with bubblewrap around the agent, not the
-/// client: the words go in at `agent_at`, where the agent's program starts.
-pub fn wrap_agent_words(command: &str, agent_at: usize, words: &[String]) -> Result<String> {
+/// client: the words go in at `agent_at`, where the agent's program starts, `inner`
+/// ([`inner_words`]) after bubblewrap's `--`.
+pub fn wrap_agent_words(
+    command: &str,
+    agent_at: usize,
+    words: &[String],
+    inner: &[String],
+) -> Result<String> {
     let (client, agent) = command.split_at(agent_at);
     let mut wrapped = client.to_string();
     for word in words {
@@ -451,6 +515,10 @@ pub fn wrap_agent_words(command: &str, agent_at: usize, words: &[String]) -> Res
         wrapped.push(' ');
     }
     wrapped += "-- ";
+    for word in inner {
+        wrapped += &single_quote(word)?;
+        wrapped.push(' ');
+    }
     wrapped += agent;
     Ok(wrapped)
 }
@@ -474,6 +542,7 @@ mod tests {
             new_session: true,
             scope: None,
             stack: None,
+            run_as: None,
         }
     }
 
@@ -618,11 +687,44 @@ mod tests {
     }
 
     #[test]
+    fn a_child_of_roots_runs_dropped_to_the_sandboxs_uid_in_directories_open_to_it() {
+        let mut plan = plan();
+        plan.mounts.push(Mount::Private("/home/u/.gemini".into()));
+        plan.run_as = Some(RunAs::unprivileged("/usr/bin/setpriv".into()));
+        let words = bwrap_words("bwrap", &plan);
+        let at = |needle: &[&str]| words.windows(needle.len()).position(|w| w == needle);
+        assert!(at(&["--cap-add", "CAP_SETUID"]).is_some(), "{words:?}");
+        // Every private directory it gets is open to it; nothing else changes.
+        for dir in ["/tmp", "/home/u", "/run", "/home/u/.gemini"] {
+            assert!(
+                at(&["--perms", "1777", "--tmpfs", dir]).is_some(),
+                "{dir}: {words:?}"
+            );
+        }
+        let inner = inner_words(&plan);
+        let line = wrap_command("id -u", &words, &inner, None).unwrap();
+        assert!(
+            line.contains(
+                "-- '/usr/bin/setpriv' '--reuid=65534' '--regid=65534' '--clear-groups' \
+                 '--inh-caps=-all' '--bounding-set=-all' '--no-new-privs' '--' /bin/sh -c 'id -u'"
+            ),
+            "{line}"
+        );
+        let acp = wrap_agent_words("c -- 'gemini'", 5, &words, &inner).unwrap();
+        assert!(acp.ends_with("'--no-new-privs' '--' 'gemini'"), "{acp}");
+        // Run as the user, nothing of it.
+        let own = bwrap_words("bwrap", &super::tests::plan());
+        assert!(!own.iter().any(|w| w == "--perms" || w == "--cap-add"));
+        assert!(inner_words(&super::tests::plan()).is_empty());
+    }
+
+    #[test]
     fn a_shell_command_runs_quoted_inside() {
         let words = vec!["bwrap".to_string(), "--chdir".into(), "/w/it's".into()];
         let wrapped = wrap_shell(
             "'gemini' -p \"$(cat \"$cuekit_prompt\")\"",
             &words,
+            &[],
             Path::new("/t"),
             None,
         )
@@ -631,7 +733,8 @@ mod tests {
             wrapped,
             "export cuekit_prompt; 'bwrap' '--chdir' '/w/it'\\''s' --json-status-fd 9 -- /bin/sh -c ''\\''gemini'\\'' -p \"$(cat \"$cuekit_prompt\")\"' 9>'/t/sandbox-status'"
         );
-        let filtered = wrap_shell("x", &words, Path::new("/t"), Some(Path::new("/d/f'1"))).unwrap();
+        let filtered =
+            wrap_shell("x", &words, &[], Path::new("/t"), Some(Path::new("/d/f'1"))).unwrap();
         assert!(
             filtered.ends_with("--seccomp 8 --json-status-fd 9 -- /bin/sh -c 'x' 9>'/t/sandbox-status' 8<'/d/f'\\''1'"),
             "{filtered}"
@@ -642,7 +745,7 @@ mod tests {
     fn a_setup_command_runs_quoted_inside() {
         let words = vec!["bwrap".to_string(), "--chdir".into(), "/w".into()];
         assert_eq!(
-            wrap_command("npm ci && echo 'ok'", &words, Some(Path::new("/d/f"))).unwrap(),
+            wrap_command("npm ci && echo 'ok'", &words, &[], Some(Path::new("/d/f"))).unwrap(),
             "'bwrap' '--chdir' '/w' --seccomp 8 -- /bin/sh -c 'npm ci && echo '\\''ok'\\''' 8<'/d/f'"
         );
     }
@@ -696,7 +799,7 @@ mod tests {
         let command = "'cuekit' __acp --prompt-file \"$cuekit_prompt\" -- 'gemini' --acp";
         let at = command.find("'gemini'").unwrap();
         let wrapped =
-            wrap_agent_words(command, at, &["bwrap".into(), "--unshare-pid".into()]).unwrap();
+            wrap_agent_words(command, at, &["bwrap".into(), "--unshare-pid".into()], &[]).unwrap();
         assert_eq!(
             wrapped,
             "'cuekit' __acp --prompt-file \"$cuekit_prompt\" -- 'bwrap' '--unshare-pid' -- 'gemini' --acp"
@@ -710,6 +813,7 @@ mod tests {
             &hidden_roots(Path::new("/home/u"), &[]),
             Path::new("/home/u/.local/share/cuekit/repos/t_1.git"),
             Path::new("/home/u/src/p/.git/objects"),
+            None,
         )
         .unwrap();
         let words = shlex_words(&command);
@@ -721,6 +825,22 @@ mod tests {
             !command.contains("'--bind'"),
             "nothing is writable: {command}"
         );
+        // Root reads a repository of the sandbox's uid as that uid.
+        let dropped = upload_pack_command(
+            "bwrap",
+            &[],
+            Path::new("/r/t_1.git"),
+            Path::new("/p/.git/objects"),
+            Some(&RunAs::unprivileged("/usr/bin/setpriv".into())),
+        )
+        .unwrap();
+        assert!(
+            dropped.ends_with("'--no-new-privs' '--' 'git' 'upload-pack'"),
+            "{dropped}"
+        );
+        assert!(dropped.contains("'--cap-add' 'CAP_SETUID'"), "{dropped}");
+        assert!(!dropped.contains("--unshare-all"), "{dropped}");
+        assert!(dropped.contains("'--unshare-net'"), "{dropped}");
     }
 
     /// The words of a command of single-quoted words (as [`single_quote`] makes them).

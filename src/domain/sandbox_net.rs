@@ -236,6 +236,7 @@ mod tests {
             new_session: true,
             scope: Some("/usr/bin/cuekit".into()),
             stack: Some(stack()),
+            run_as: None,
         }
     }
 

@@ -294,6 +294,17 @@ impl Harness {
         std::fs::write(dir.join("config.yaml"), text).unwrap();
     }
 
+    /// The project folder given to the sandbox's uid (65534) when the tests run as root, as
+    /// an in-place sandbox's warning asks: a sandboxed child of root's runs as that uid, and
+    /// cuekit never gives the user's folder away itself. Nothing for any other user.
+    pub fn project_for_sandbox(&self) {
+        if std::fs::metadata("/proc/self")
+            .is_ok_and(|meta| std::os::unix::fs::MetadataExt::uid(&meta) == 0)
+        {
+            std::os::unix::fs::chown(&self.project, Some(65534), Some(65534)).unwrap();
+        }
+    }
+
     /// A worktree task's worktree, as `status` names it.
     pub fn worktree_of(&self, id: &str) -> PathBuf {
         PathBuf::from(self.status(id)["worktree"].as_str().unwrap())

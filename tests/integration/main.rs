@@ -37,6 +37,7 @@ mod results;
 mod sandbox;
 mod sandbox_net;
 mod sandbox_reach;
+mod sandbox_root;
 mod scheduler;
 mod setup;
 mod steering;

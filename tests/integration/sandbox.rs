@@ -15,12 +15,12 @@ use crate::harness::{Harness, canned_shell_call, canned_text};
 use serde_json::Value;
 
 /// Each attempt as one shell command that prints `RESULT-<name> <its exit status>`.
-fn attempt(name: &str, command: &str) -> String {
+pub(crate) fn attempt(name: &str, command: &str) -> String {
     format!("({command}) >/dev/null 2>&1; echo \"RESULT-{name} $?\"")
 }
 
 /// The exit status each attempt printed, by name, from a transcript.
-fn results(transcript: &str, names: &[&str]) -> Vec<(String, Option<i32>)> {
+pub(crate) fn results(transcript: &str, names: &[&str]) -> Vec<(String, Option<i32>)> {
     names
         .iter()
         .map(|name| {

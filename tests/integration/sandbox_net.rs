@@ -126,13 +126,23 @@ fn an_unprivileged_users_sandboxed_child_has_a_network_of_its_own() {
     let script = format!(
         "mkdir -p ~/proj && cd ~/proj && cuekit submit --id t_5a4db0c0a001 --sandbox --agent command \
          --mode batch -- sh -c {} && cuekit wait t_5a4db0c0a001 --timeout 60s; \
-         cuekit logs t_5a4db0c0a001",
-        crate::sandbox::shell_quote(&reach_script(&targets.tried))
+         cuekit logs t_5a4db0c0a001; echo \"SUBMITTER-UID $(id -u)\"",
+        crate::sandbox::shell_quote(&format!(
+            "echo \"CHILD-UID $(id -u)\"; {}",
+            reach_script(&targets.tried)
+        ))
     );
     let ran = crate::sandbox::run_as(&user, &script);
     let said =
         String::from_utf8_lossy(&ran.stdout).into_owned() + &String::from_utf8_lossy(&ran.stderr);
     assert_reach(&said, &targets);
+    // The drop to the sandbox's uid is root's alone: this user's child is this user.
+    let uid_of = |marker: &str| {
+        said.lines()
+            .find_map(|line| line.trim().strip_prefix(marker).map(str::to_string))
+            .unwrap_or_else(|| panic!("no {marker}:\n{said}"))
+    };
+    assert_eq!(uid_of("CHILD-UID "), uid_of("SUBMITTER-UID "), "{said}");
 }
 
 /// `--no-network` stays bubblewrap's empty namespace: not even the outside address.

@@ -116,6 +116,7 @@ fn a_path_folder_above_cuekits_data_does_not_bring_it_back() {
 #[test]
 fn an_in_place_child_reads_no_other_tasks_records() {
     let h = Harness::new();
+    h.project_for_sandbox();
     let sibling = h.project.join(".cuekit/tasks/t_00000000000a");
     std::fs::create_dir_all(&sibling).unwrap();
     std::fs::write(
@@ -144,6 +145,7 @@ fn the_submitters_secrets_in_variables_stay_out_of_the_sandbox() {
         .env("DATABASE_URL", "postgres://app:LEAKED-URL@db/app")
         .env("GIT_AUTHOR_NAME", "Kept Author")
         .env("CUEKIT_TEST_MARKER", "KEPT");
+    h.project_for_sandbox();
     let id = h.submit_sh("env > seen-env", &["--sandbox", "--mode", "batch"]);
     h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     let env = seen(&h, "seen-env");
@@ -164,6 +166,7 @@ fn a_sandbox_with_the_network_cannot_reach_the_machines_abstract_sockets() {
     let listener =
         UnixListener::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes()).unwrap()).unwrap();
     let h = Harness::new();
+    h.project_for_sandbox();
     let probe = format!(
         "/usr/bin/python3 -c 'import socket\ns = socket.socket(socket.AF_UNIX)\n\
          try:\n    s.connect(\"\\0{name}\"); print(\"CONNECTED\")\n\
@@ -188,6 +191,7 @@ fn a_sandbox_with_the_network_cannot_reach_the_machines_abstract_sockets() {
 #[test]
 fn a_sandboxed_agents_state_is_the_tasks_own() {
     let h = Harness::new().env("GEMINI_API_KEY", "offline-test-key");
+    h.project_for_sandbox();
     write_executable(
         &h.bin.join("gemini"),
         "#!/bin/sh\nmkdir -p \"$HOME/.gemini/tmp/other/memory\" && \

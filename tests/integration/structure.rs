@@ -15,6 +15,11 @@ const MAY_OPEN: &[(&str, &str)] = &[
     ),
     ("src/effects/process.rs", "the kernel's /proc"),
     (
+        "src/effects/owner.rs",
+        "the names in a tree cuekit just made for a sandboxed child of root's (its checkout, its \
+         git dir, a check's scratch), each handed to the sandbox's uid without following a link",
+    ),
+    (
         "src/effects/git/cleanup.rs",
         "the kernel's /proc (processes inside a worktree)",
     ),

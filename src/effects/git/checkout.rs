@@ -59,7 +59,14 @@ fn upload_pack(git_dir: &Path, objects: &Path) -> Result<String> {
         .ok_or_else(|| refused("HOME is not a directory"))?;
     let hidden =
         crate::domain::sandbox::hidden_roots(&home, &crate::effects::store::private_dirs());
-    crate::domain::sandbox::upload_pack_command(&bwrap.to_string_lossy(), &hidden, git_dir, objects)
+    let reader = crate::effects::owner::reader_of(git_dir);
+    crate::domain::sandbox::upload_pack_command(
+        &bwrap.to_string_lossy(),
+        &hidden,
+        git_dir,
+        objects,
+        reader.as_ref(),
+    )
 }
 
 /// Stages every change in the work tree, as `git add --all` would, without ever starting git

@@ -50,7 +50,10 @@ pub struct Layout<'a> {
 pub fn create(plan: &Layout, task_id: &str, git_dir: &Path, includes: &Includes) -> Result<()> {
     let made = make(plan, task_id, git_dir).and_then(|()| {
         super::submodules::init(plan.path, plan.repo_root)?;
-        bring_over(plan.repo_root, plan.path, includes).map(drop)
+        bring_over(plan.repo_root, plan.path, includes)?;
+        // A sandboxed child of root's runs as the sandbox's uid: its repository is its own.
+        crate::effects::owner::hand_over_tree(plan.path)?;
+        crate::effects::owner::hand_over_tree(git_dir)
     });
     if let Err(err) = made {
         remove(plan.repo_root, plan.path, git_dir, task_id);

@@ -26,7 +26,7 @@ use git::git_check;
 use git::worktree_check;
 use queue::queue_check;
 use sandbox::keystroke_check;
-use sandbox::{network_check, sandbox_check};
+use sandbox::{identity_check, network_check, sandbox_check};
 use storage::storage_checks;
 use tmux::orphan_check;
 use tmux::tmux_checks;
@@ -104,6 +104,7 @@ pub fn doctor(cwd: &Path, fix: bool, all: bool) -> Vec<Check> {
             }
             checks.push(sandbox_check(&config));
             checks.extend(network_check(&config));
+            checks.extend(identity_check(&config));
             checks.push(keystroke_check());
             config
         }

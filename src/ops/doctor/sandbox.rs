@@ -40,7 +40,9 @@ pub(super) fn sandbox_check(config: &Config) -> Check {
             "sandbox",
             Level::Warn,
             format!(
-                "{} makes its namespaces here (--sandbox works), but this kernel (before Linux                  6.12) or a setuid bubblewrap cannot keep a sandbox that has the network from                  the machine's abstract unix sockets (an X server, a session bus)",
+                "{} makes its namespaces here (--sandbox works), but this kernel (before Linux \
+                 6.12) or a setuid bubblewrap cannot keep a sandbox that has the network from \
+                 the machine's abstract unix sockets (an X server, a session bus)",
                 bwrap.display()
             ),
         )
@@ -63,6 +65,40 @@ pub(super) fn sandbox_check(config: &Config) -> Check {
             }
         }
     }
+}
+
+/// Who a sandboxed child is when cuekit runs as root: the sandbox's unprivileged uid, dropped
+/// to by `setpriv` (`domain::sandbox_user`); without `setpriv` a sandboxed submit is refused.
+/// Nothing to say for any other user (the child is that user).
+pub(super) fn identity_check(config: &Config) -> Option<Check> {
+    if !crate::effects::owner::is_root() {
+        return None;
+    }
+    let name = "sandbox user";
+    let uid = crate::domain::sandbox_user::SANDBOX_UID;
+    Some(match crate::effects::owner::sandbox_identity() {
+        Ok(run_as) => Check::new(
+            name,
+            Level::Ok,
+            format!(
+                "cuekit runs as root: a sandboxed child runs as uid {uid} (nobody), dropped by {} \
+                 with no capability left; its checkout is handed to that uid, an in-place work \
+                 dir must be writable by it",
+                run_as
+                    .map(|r| r.setpriv.display().to_string())
+                    .unwrap_or_default()
+            ),
+        ),
+        Err(why) => {
+            let configured = config.sandbox().mode == crate::domain::sandbox::SandboxMode::Bwrap;
+            Check::new(
+                name,
+                if configured { Level::Fail } else { Level::Warn },
+                format!("{why}: a sandboxed submit is refused"),
+            )
+            .next("install util-linux (setpriv), or run cuekit as an unprivileged user")
+        }
+    })
 }
 
 /// Which network stack a sandbox that keeps its network gets here, and whether it comes up:

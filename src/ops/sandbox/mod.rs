@@ -250,13 +250,18 @@ pub(crate) fn wrap(
             let bwrap = probe()?;
             let mut launch = launch;
             let plan = with_stack(plan::plan(policy, subject)?, &mut launch.warnings);
+            launch
+                .warnings
+                .extend(plan::unwritable_warning(&plan, subject));
             let words = sandbox::bwrap_words(&bwrap.to_string_lossy(), &plan);
+            let inner = sandbox::inner_words(&plan);
             let filter = keystroke_filter()?;
             let command = match launch.agent_at {
-                Some(at) => sandbox::wrap_agent_words(&launch.command, at, &words)?,
+                Some(at) => sandbox::wrap_agent_words(&launch.command, at, &words, &inner)?,
                 None => sandbox::wrap_shell(
                     &launch.command,
                     &words,
+                    &inner,
                     subject.task_dir,
                     filter.as_deref(),
                 )?,
@@ -264,7 +269,7 @@ pub(crate) fn wrap(
             // `worktree.setup` runs on the task's checkout, which may hold another child's
             // work (`--base-from`): inside the same sandbox as the agent.
             let setup = setup
-                .map(|setup| sandbox::wrap_command(&setup, &words, filter.as_deref()))
+                .map(|setup| sandbox::wrap_command(&setup, &words, &inner, filter.as_deref()))
                 .transpose()?;
             Ok((LaunchCommand { command, ..launch }, setup))
         }
@@ -299,8 +304,13 @@ pub(crate) fn wrap_check(
         server_first: false,
     };
     let plan = with_stack(plan::plan(policy, &subject)?, &mut Vec::new());
+    // The scratch checkout was made just now, for this run: the child's to write.
+    if plan.run_as.is_some() {
+        crate::effects::owner::hand_over_tree(scratch)?;
+    }
     let words = sandbox::bwrap_words(&bwrap.to_string_lossy(), &plan);
-    sandbox::wrap_command(command, &words, keystroke_filter()?.as_deref())
+    let inner = sandbox::inner_words(&plan);
+    sandbox::wrap_command(command, &words, &inner, keystroke_filter()?.as_deref())
 }
 
 /// The plan with the network stack of this machine, when the task keeps its network: a

@@ -11,7 +11,7 @@ use std::process::{Child, ExitStatus};
 use std::time::Duration;
 
 use super::unavailable;
-use crate::domain::error::Result;
+use crate::domain::error::{Error, Result};
 use crate::domain::sandbox_net::{self as net, Stack};
 
 /// How long slirp4netns may take to bring the interface up before the task fails.
@@ -72,7 +72,21 @@ fn resolver() -> Result<Option<(PathBuf, PathBuf)>> {
         }
         crate::effects::store::write_atomic(&path, wanted)?;
     }
+    // Readable by a child of another uid (a child of root's runs as the sandbox's): nothing
+    // secret in it.
+    open_to_all(&path)?;
     Ok(Some((path, shown_at)))
+}
+
+/// `path` readable by anybody (`0644`), when it is not already.
+fn open_to_all(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).map_err(|err| Error::io("read", path, err))?;
+    if meta.permissions().mode() & 0o777 == 0o644 {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
+        .map_err(|err| Error::io("chmod", path, err))
 }
 
 /// Whether the stack comes up here: bubblewrap's probe run in a namespace of its own, under

@@ -69,6 +69,8 @@ pub(crate) fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
     let drop = store::drop_dir(subject.id)
         .ok_or_else(|| unavailable("no data directory for the report drop", "set HOME"))?;
     store::create_private_dir(&drop)?;
+    let run_as = run_as()?;
+    crate::effects::owner::hand_over(&drop)?;
     let hidden = sandbox::hidden_roots(&home, &store::private_dirs());
     refuse_unsafe_work_dir(&hidden, subject.work_dir)?;
     let mut mounts = program_mounts(&hidden, subject);
@@ -93,6 +95,18 @@ pub(crate) fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
         new_session: subject.mode != Mode::Interactive,
         scope: scope(),
         stack: None,
+        run_as,
+    })
+}
+
+/// Who the child runs as: the sandbox's unprivileged uid when cuekit is root (never root,
+/// which owns `/etc/shadow`), else cuekit's own user.
+fn run_as() -> Result<Option<crate::domain::sandbox_user::RunAs>> {
+    crate::effects::owner::sandbox_identity().map_err(|why| {
+        unavailable(
+            why,
+            "install util-linux (setpriv), or run cuekit as an unprivileged user",
+        )
     })
 }
 
@@ -107,6 +121,29 @@ pub(crate) fn scope() -> Option<PathBuf> {
         return None;
     }
     std::env::current_exe().ok()
+}
+
+/// What a sandboxed child of root's cannot do in an in-place work dir (no checkout of its own,
+/// which cuekit hands to the sandbox's uid): the folder is the user's, and cuekit never changes
+/// its owner. `None` when the child runs as the user, or may write it.
+pub(crate) fn unwritable_warning(plan: &Plan, subject: &Subject) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let run_as = plan.run_as.as_ref()?;
+    if subject.worktree.is_some() {
+        return None;
+    }
+    let meta = std::fs::metadata(subject.work_dir).ok()?;
+    let writable = meta.uid() == run_as.uid || meta.mode() & 0o002 != 0;
+    (!writable).then(|| {
+        format!(
+            "cuekit runs as root, so this sandboxed child runs as uid {} (nobody), which cannot \
+             write {}: submit from a git repository (the task gets a checkout of its own, \
+             handed to that uid), or give the folder to uid {}",
+            run_as.uid,
+            subject.work_dir.display(),
+            run_as.uid
+        )
+    })
 }
 
 /// What a sandbox without the scope leaves open, said on the task (`None` when nothing is).
@@ -170,6 +207,7 @@ fn agent_mounts(home: &Path, subject: &Subject) -> Result<Vec<Mount>> {
     for (at, state) in needs.state.iter().enumerate() {
         let (from, to) = (own.join(at.to_string()), home.join(state));
         store::create_private_dir(&from)?;
+        crate::effects::owner::hand_over(&from)?;
         std::fs::create_dir_all(&to).map_err(|err| Error::io("create", &to, err))?;
         mounts.push(Mount::Bound { from, to });
     }

@@ -310,10 +310,14 @@ fn rescript(
     let dir = &record.task_dir;
     let adapter = adapter::lookup(&record.spec.agent_kind)?;
     if !adapter.runs_argv {
+        let prompt_file = dir.join(crate::domain::launch::PROMPT_FILE);
         crate::ops::submit::prepare::write_private(
-            &dir.join(crate::domain::launch::PROMPT_FILE),
+            &prompt_file,
             crate::domain::spec::render_prompt(spec).as_bytes(),
         )?;
+        if task.in_bubblewrap() {
+            crate::effects::owner::show_prompt(dir, &prompt_file)?;
+        }
     }
     let bin = config
         .bin(adapter.kind())

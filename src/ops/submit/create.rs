@@ -185,10 +185,11 @@ fn write_task_files(
     } else {
         crate::domain::spec::render_prompt(spec)
     };
-    write_private(
-        &task_dir.join(crate::domain::launch::PROMPT_FILE),
-        prompt.as_bytes(),
-    )?;
+    let prompt_file = task_dir.join(crate::domain::launch::PROMPT_FILE);
+    write_private(&prompt_file, prompt.as_bytes())?;
+    if bubblewrapped {
+        crate::effects::owner::show_prompt(task_dir, &prompt_file)?;
+    }
     store::keep_spec(id, spec)?;
     let env_file = env_file_text(id, adapter, config, bubblewrapped);
     // In the data dir, which every sandbox hides: a task folder lies in a project's
