@@ -10,6 +10,7 @@ pub mod config;
 pub mod git;
 pub mod hooks;
 pub mod notify;
+pub mod outbound;
 pub mod process;
 pub mod project;
 pub mod remote;
