@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// One request as the server read it; header names lower-cased.
 #[derive(Debug, Clone)]
@@ -16,6 +16,8 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
     pub at: Instant,
+    /// The wall clock at arrival (to compare with a time cuekit wrote).
+    pub received: SystemTime,
 }
 
 impl Request {
@@ -125,6 +127,7 @@ fn serve(stream: TcpStream, answer: Answer, kept: &Mutex<Vec<Request>>) {
             headers,
             body,
             at: Instant::now(),
+            received: SystemTime::now(),
         });
         kept.len()
     };
