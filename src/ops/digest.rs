@@ -131,6 +131,16 @@ pub fn send_now(from: SystemTime, cwd: &Path) -> Result<DigestReport> {
 /// registry (a second monitor seeing the same state claims the same key). Called beside the
 /// monitor's tick after an ending.
 pub fn on_drain() -> Vec<JoinHandle<()>> {
+    // Only a channel that takes digests makes the registry worth reading.
+    let outbound = Outbound::user();
+    let takes = |channel: &crate::ops::background::outbound::Channel| {
+        channel
+            .on()
+            .is_some_and(|on| on.contains(&notice::On::Event(Event::Digest)))
+    };
+    if !outbound.channels.iter().any(takes) {
+        return Vec::new();
+    }
     let Ok(ids) = store::registered_ids() else {
         return Vec::new();
     };
@@ -148,10 +158,6 @@ pub fn on_drain() -> Vec<JoinHandle<()>> {
         ));
     }
     if state.is_empty() || store::schedule::any_queued() {
-        return Vec::new();
-    }
-    let outbound = Outbound::user();
-    if outbound.channels.is_empty() {
         return Vec::new();
     }
     let Ok(report) = digest(

@@ -445,3 +445,45 @@ fn the_digest_counts_what_ended_and_goes_out_once_when_the_queue_drains() {
     assert!(again.contains("not sent"), "{again}");
     assert_eq!(server.requests().len(), drained + 1);
 }
+
+#[test]
+fn failed_checks_and_a_race_decided_are_announced_once_each() {
+    let server = Server::start(Answer::Ok);
+    let h = Harness::new();
+    crate::checks::checked_project(&h);
+    h.user_config(&format!(
+        "notify:\n  channels:\n    races:\n      webhook: {}/r\n      notify_on: [check_failed, race_decided]\n",
+        server.origin
+    ));
+    let args = sh_task(
+        "echo answer=1 > answer.txt",
+        &[
+            "--best-of",
+            "2",
+            "--mode",
+            "batch",
+            "--check",
+            "sh tests/check.sh",
+            "--check-rounds",
+            "0",
+        ],
+    );
+    let mut all = vec!["submit"];
+    all.extend_from_slice(&args);
+    let (value, code) = h.json(&all);
+    assert_eq!(code, 0, "{value}");
+    let race = value["race"].as_str().unwrap().to_string();
+    let (waited, _) = h.json(&["wait", &race, "--timeout", "60s"]);
+    assert!(server.wait_for(3, limits::TASK), "{waited}");
+    h.monitor_ticks_pass(3);
+    let notices: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    let of = |event: &str| notices.iter().filter(|n| n["event"] == event).count();
+    assert_eq!(of("check_failed"), 2, "{notices:?}");
+    assert_eq!(of("race_decided"), 1, "{notices:?}");
+    let decided = notices
+        .iter()
+        .find(|n| n["event"] == "race_decided")
+        .unwrap();
+    assert_eq!(decided["task_id"], race.as_str());
+    assert_eq!(decided["status"], "no_winner");
+}
