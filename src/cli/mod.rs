@@ -8,6 +8,7 @@ mod cancel;
 mod check;
 mod conflicts;
 mod diff;
+mod digest;
 mod events;
 mod extras;
 mod hosts;
@@ -109,6 +110,11 @@ enum Command {
     Cancel(cancel::CancelArgs),
     /// Transitions of this project's tasks (or all), as the monitor announced them.
     Events(events::EventsArgs),
+    /// What ended (by status, checked or not), what waits on you, what conflicts: since the
+    /// last digest (or --since); --send also sends it to your notify channels.
+    Digest(digest::DigestArgs),
+    /// Stop (or with --off, resume) a task's notices to webhook, Slack, Discord, ntfy.
+    Mute(digest::MuteArgs),
     /// A worktree task's work against its base: commits, uncommitted and untracked changes.
     Diff(diff::DiffArgs),
     /// Which worktree tasks' work would conflict with each other or with their target branch.
@@ -267,6 +273,8 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
         Command::Wait(args) => wait::run(args, &cwd, json),
         Command::Cancel(args) => cancel::run(args, &cwd, json),
         Command::Events(args) => events::run(args, &cwd, json),
+        Command::Digest(args) => digest::run(args, &cwd, json),
+        Command::Mute(args) => digest::mute(args, json),
         Command::Diff(args) => diff::run(args, &cwd, json),
         Command::Conflicts(args) => conflicts::run(args, &cwd, json),
         Command::Merge(args) => merge::run(args, &cwd, json),

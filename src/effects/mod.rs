@@ -11,6 +11,7 @@ pub mod config;
 pub mod git;
 pub mod hooks;
 pub mod notify;
+pub mod outbound;
 pub mod owner;
 pub mod process;
 pub mod project;

@@ -13,12 +13,14 @@ mod board;
 mod cancel;
 pub(crate) mod check;
 mod config_view;
+mod digest;
 pub mod doctor;
 mod events;
 mod init;
 mod judge;
 mod list;
 mod logs;
+mod mute;
 pub mod parent_setup;
 mod race;
 mod reap;
@@ -51,11 +53,13 @@ pub use board::{Board, BoardRow, Preview, attention_order, board, host_board};
 pub use cancel::cancel;
 pub use check::{CheckOutcome, check_from_launch, check_now};
 pub use config_view::config_entries;
+pub use digest::{DigestReport, digest, send_now as send_digest, since as digest_since};
 pub use events::{EventScope, events, next_events};
 pub use init::{InitOutcome, init};
 pub use judge::ScreenCache;
 pub use list::{list, status};
 pub use logs::{follow_logs, read_logs, tail_logs, tail_screen};
+pub use mute::mute;
 pub use race::{
     CandidatesDiff, MAX_CANDIDATES, RaceRequest, RaceResult, RaceSubmitted, diff_candidates,
     merge_race, race_result, submit_race,

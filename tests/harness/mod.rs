@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod git;
+pub mod http;
 pub mod limits;
 pub mod net;
 pub mod ssh_host;

@@ -31,6 +31,7 @@ mod launch_quoting;
 mod lifecycle;
 mod mcp;
 mod monitor;
+mod notifications;
 mod races;
 mod remote;
 mod results;

@@ -197,10 +197,32 @@ pub const KEYS: &[KeyRule] = &[
         KeyClass::RunsCode,
         "trusted project file only: it says what the child's check trusts",
     ),
+    // `notify: [tmux]` (the list form) has no rule of its own: a list is kept whole, as
+    // `notify.local` is.
     key(
-        "notify",
+        "notify.local",
         KeyClass::Plain,
         "channels to the submitter only: tmux, bell, desktop; parent from the user's file only",
+    ),
+    key(
+        "notify.channels",
+        KeyClass::UserOnly,
+        "webhook, Slack, Discord, ntfy: a project file could send your tasks to its server",
+    ),
+    key(
+        "notify.quiet_hours",
+        KeyClass::UserOnly,
+        "when your channels stay quiet",
+    ),
+    key(
+        "notify.digest_at",
+        KeyClass::UserOnly,
+        "when your digest goes out",
+    ),
+    key(
+        "notify.public_origin",
+        KeyClass::UserOnly,
+        "where your notices' links lead",
     ),
     key("notify_on", KeyClass::Plain, "statuses"),
     key(
@@ -594,7 +616,7 @@ mod tests {
         worktree:\n  dir: d/{id}\n  branch_prefix: p/\n  copy: [a]\n  symlink: [b]\n  setup: s\n\
         monitor:\n  interval: 1s\n  dwell: 1s\n\
         hooks:\n  on_start: a\n  on_end: b\n  on_input_required: c\n  on_change: d\n  on_conflict: e\n  timeout: 1s\n\
-        notify: [tmux]\nnotify_on: [failed]\nhosts:\n  h:\n    ssh: x\nacp:\n  permissions:\n    read: allow\n\
+        notify:\n  local: [tmux]\n  channels:\n    c:\n      webhook: https://x\n  quiet_hours: 22:00-07:00\n  digest_at: '07:30'\n  public_origin: https://x\nnotify_on: [failed]\nhosts:\n  h:\n    ssh: x\nacp:\n  permissions:\n    read: allow\n\
         limits:\n  running: 2\n  agents:\n    gemini: 1\n  hosts:\n    h: 1\n  checks: 1\n\
         retry:\n  max: 1\n  on: [rate_limited]\n  backoff:\n    first: 1s\n    max: 2s\n\
         sandbox:\n  mode: bwrap\n  network: off\n  read: [~/r]\n  write: [/w]\n\

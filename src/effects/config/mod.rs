@@ -26,7 +26,8 @@ pub use class::{Autonomy, KeyClass, Withheld};
 pub use entries::Entry;
 pub use schema::{
     AdapterConfig, ConfigFile, Defaults, DurationText, HooksConfig, HostConfig, MonitorConfig,
-    NotifyChannel, NotifyOn, Permissions, TmuxConfig, WorktreeConfig,
+    NotifyChannel, NotifyFile, NotifyOn, NotifySettings, NtfyChannel, Permissions, SendChannel,
+    TmuxConfig, WorktreeConfig,
 };
 
 use crate::domain::adapter::Adapter;
@@ -747,8 +748,18 @@ impl Config {
     }
 
     pub fn notify(&self) -> Setting<Vec<NotifyChannel>> {
-        self.pick(|f| f.notify.clone())
+        self.pick(|f| f.notify.as_ref().and_then(NotifyFile::local))
             .unwrap_or_else(|| built_in(vec![NotifyChannel::Tmux]))
+    }
+
+    /// `notify:`'s channels beyond this machine and their times, from the user's own file only
+    /// (a project file's are withheld by their class, and never read here either: a project
+    /// must not send your tasks to its server).
+    pub fn user_notify(&self) -> Option<schema::NotifySettings> {
+        self.layers
+            .iter()
+            .filter(|(source, _)| !matches!(source, Source::Project(_)))
+            .find_map(|(_, file)| file.notify.as_ref()?.settings().cloned())
     }
 
     pub fn notify_on(&self) -> Setting<Vec<NotifyOn>> {

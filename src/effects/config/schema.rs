@@ -28,8 +28,9 @@ pub struct ConfigFile {
     pub monitor: MonitorConfig,
     #[serde(default)]
     pub hooks: HooksConfig,
-    /// Where transitions are announced: `tmux`, `desktop`, `bell`.
-    pub notify: Option<Vec<NotifyChannel>>,
+    /// Where transitions are announced: a list of this machine's channels (`tmux`, `desktop`,
+    /// `bell`, `parent`), or a mapping that also names channels beyond it (issue 53).
+    pub notify: Option<NotifyFile>,
     /// Which new statuses are announced.
     pub notify_on: Option<Vec<NotifyOn>>,
     /// Other machines tasks can run on. The user's file only: a host names where code runs.
@@ -181,6 +182,95 @@ pub enum NotifyChannel {
     /// One line typed into the submitting agent's pane as a new message when a task ends or
     /// waits on a human (`--wake-parent`); from the user's file only.
     Parent,
+}
+
+/// `notify:` as written: `[tmux, desktop]`, or a mapping (`local`, `channels`, `quiet_hours`,
+/// `digest_at`, `public_origin`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotifyFile {
+    Local(Vec<NotifyChannel>),
+    Full(Box<NotifySettings>),
+}
+
+impl<'de> Deserialize<'de> for NotifyFile {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let value = serde_yaml_ng::Value::deserialize(deserializer)?;
+        if value.is_sequence() {
+            return serde_yaml_ng::from_value(value)
+                .map(NotifyFile::Local)
+                .map_err(|err| D::Error::custom(format!("notify: {err}")));
+        }
+        serde_yaml_ng::from_value(value)
+            .map(|settings| NotifyFile::Full(Box::new(settings)))
+            .map_err(|err| D::Error::custom(format!("notify: {err}")))
+    }
+}
+
+impl NotifyFile {
+    /// This machine's channels it names.
+    pub fn local(&self) -> Option<Vec<NotifyChannel>> {
+        match self {
+            NotifyFile::Local(list) => Some(list.clone()),
+            NotifyFile::Full(settings) => settings.local.clone(),
+        }
+    }
+
+    pub fn settings(&self) -> Option<&NotifySettings> {
+        match self {
+            NotifyFile::Local(_) => None,
+            NotifyFile::Full(settings) => Some(settings),
+        }
+    }
+}
+
+/// `notify:`'s mapping form. Everything but `local` is the user's own file's only.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifySettings {
+    pub local: Option<Vec<NotifyChannel>>,
+    /// Channels beyond this machine, by a name of the user's.
+    #[serde(default)]
+    pub channels: BTreeMap<String, SendChannel>,
+    /// `HH:MM-HH:MM` (local time): nothing is sent then; the digest tells.
+    pub quiet_hours: Option<String>,
+    /// `HH:MM` (local time): the digest goes out then (at the first monitor tick or
+    /// `cuekit digest --send` after it).
+    pub digest_at: Option<String>,
+    /// The origin `cuekit serve` is reached at from elsewhere (`https://box.example.ts.net`):
+    /// a notice links to the task's page there.
+    pub public_origin: Option<String>,
+}
+
+/// One outbound channel: exactly one of `webhook`, `slack`, `discord`, `ntfy`.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendChannel {
+    /// A URL that gets cuekit's JSON.
+    pub webhook: Option<String>,
+    /// A Slack incoming webhook's URL.
+    pub slack: Option<String>,
+    /// A Discord webhook's URL.
+    pub discord: Option<String>,
+    pub ntfy: Option<NtfyChannel>,
+    /// Which events (`input_required`, `input_required:<kind>`, `ended`, `check_failed`,
+    /// `race_decided`, `digest`); all of them when unset.
+    pub notify_on: Option<Vec<String>>,
+    /// Whether the child's report (bounded, cleaned) goes with an ending.
+    #[serde(default)]
+    pub include_report: bool,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NtfyChannel {
+    /// `https://ntfy.sh` unless set.
+    pub server: Option<String>,
+    pub topic: String,
+    /// An access token, written here…
+    pub token: Option<String>,
+    /// …or the name of the variable that holds it.
+    pub token_env: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -348,7 +438,105 @@ pub fn parse(text: &str, path: &Path) -> Result<ConfigFile> {
     }
     check_option_values(&file, text, path)?;
     check_retry_reasons(&file, text, path)?;
+    check_notify(&file, text, path)?;
     Ok(file)
+}
+
+/// `notify:`'s channels: each names one service by an http(s) URL (ntfy: a server URL and a
+/// plain topic), its `notify_on` words are known ones, and the times read as times.
+fn check_notify(file: &ConfigFile, text: &str, path: &Path) -> Result<()> {
+    use crate::domain::notice::{On, QuietHours, parse_clock};
+    let Some(settings) = file.notify.as_ref().and_then(NotifyFile::settings) else {
+        return Ok(());
+    };
+    let line = |key: &str| line_of_key(text, "notify:", key);
+    let url = |u: &str| {
+        (u.starts_with("https://") || u.starts_with("http://"))
+            && !u.chars().any(|c| c.is_whitespace() || c.is_control())
+    };
+    for (name, channel) in &settings.channels {
+        let fail = |why: String| {
+            Err(invalid(
+                path,
+                line(name),
+                5,
+                format!("notify.channels.{name}: {why}"),
+            ))
+        };
+        let named_ok = !name.is_empty()
+            && name.len() <= 40
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !named_ok {
+            return fail("a channel's name is letters, digits, `_` and `-`".into());
+        }
+        let urls = [&channel.webhook, &channel.slack, &channel.discord];
+        let kinds =
+            urls.iter().filter(|u| u.is_some()).count() + usize::from(channel.ntfy.is_some());
+        if kinds != 1 {
+            return fail("name exactly one of webhook, slack, discord, ntfy".into());
+        }
+        if urls.iter().flat_map(|u| u.as_deref()).any(|u| !url(u)) {
+            return fail("the URL must start with https:// (or http://)".into());
+        }
+        if let Some(ntfy) = &channel.ntfy {
+            let topic_ok = !ntfy.topic.is_empty()
+                && ntfy.topic.len() <= 64
+                && ntfy
+                    .topic
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !topic_ok {
+                return fail("ntfy.topic is 1 to 64 letters, digits, `_` or `-`".into());
+            }
+            if ntfy.server.as_deref().is_some_and(|s| !url(s)) {
+                return fail("ntfy.server must start with https:// (or http://)".into());
+            }
+        }
+        if let Some(word) = channel
+            .notify_on
+            .iter()
+            .flatten()
+            .find(|w| On::parse(w).is_none())
+        {
+            return fail(format!(
+                "notify_on: unknown `{word}`, expected input_required, input_required:<kind>, \
+                 ended, check_failed, race_decided or digest"
+            ));
+        }
+    }
+    if let Some(quiet) = &settings.quiet_hours
+        && QuietHours::parse(quiet).is_none()
+    {
+        return Err(invalid(
+            path,
+            line("quiet_hours"),
+            3,
+            "notify.quiet_hours: `HH:MM-HH:MM`, e.g. 22:00-07:00".into(),
+        ));
+    }
+    if let Some(at) = &settings.digest_at
+        && parse_clock(at).is_none()
+    {
+        return Err(invalid(
+            path,
+            line("digest_at"),
+            3,
+            "notify.digest_at: `HH:MM`, e.g. 07:30".into(),
+        ));
+    }
+    if let Some(origin) = &settings.public_origin
+        && !url(origin)
+    {
+        return Err(invalid(
+            path,
+            line("public_origin"),
+            3,
+            "notify.public_origin: an https:// origin".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Values that become one word of an agent's command line (a model, an approval mode, a

@@ -4,6 +4,7 @@
 mod atomic;
 pub mod conflicts;
 pub mod intent;
+pub mod notified;
 pub mod projects;
 pub mod race;
 mod record;

@@ -5,6 +5,7 @@
 
 pub(crate) mod monitor;
 pub(crate) mod monitor_lock;
+pub(crate) mod outbound;
 pub(crate) mod scheduler;
 mod scheduler_watch;
 pub(crate) mod stopper;

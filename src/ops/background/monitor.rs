@@ -51,6 +51,8 @@ pub fn run_monitor(socket: &str) -> Result<()> {
         .value
         .max(Duration::from_millis(100));
     let dwell = user.monitor_dwell().value;
+    let digest_at = crate::ops::background::outbound::Outbound::of(&user).digest_at;
+    let mut digest_day = String::new();
     let mut monitor = Monitor {
         socket,
         dwell,
@@ -77,6 +79,10 @@ pub fn run_monitor(socket: &str) -> Result<()> {
             true
         });
         record_tick(&path);
+        if let Some(at) = digest_at {
+            let sends = crate::ops::digest::when_due(at, &mut digest_day);
+            monitor.hooks.extend(sends);
+        }
         monitor.hooks.retain(|hook| !hook.is_finished());
         if !watching && monitor.hooks.is_empty() {
             return Ok(());
@@ -421,8 +427,10 @@ impl Monitor {
             let _ = store::save_announced(&record.id, &after);
             watched.announced = after;
         }
+        // The wait's screen is part of a transition's id (`notice::transition_id`).
+        let wait_screen = watched.announced.last_wait.as_ref().map(|(_, hash)| *hash);
         for transition in &announce {
-            self.hooks.extend(deliver(task, transition));
+            self.hooks.extend(deliver(task, transition, wait_screen));
         }
         // An interactive child with a check, idle at its prompt after a turn: its check now,
         // beside the tick (the fix message or the quit follows it). So too, once, a check left
@@ -530,7 +538,7 @@ fn unix_now() -> u64 {
 
 /// Records the transition (transitions log, the task's `events.jsonl`) and starts its hooks and
 /// notifications; returns their threads.
-fn deliver(task: &Task, transition: &Transition) -> Vec<JoinHandle<()>> {
+fn deliver(task: &Task, transition: &Transition, wait_screen: Option<u64>) -> Vec<JoinHandle<()>> {
     let record = &task.record;
     let event = record_transition(record, transition, None);
     let events_file = record.task_dir.join(store::EVENTS_FILE);
@@ -543,9 +551,27 @@ fn deliver(task: &Task, transition: &Transition) -> Vec<JoinHandle<()>> {
         let candidate = task.clone();
         threads.push(std::thread::spawn(move || {
             crate::ops::race::on_ending(&candidate);
+            let sends = crate::ops::background::outbound::race_decided(&candidate)
+                .into_iter()
+                .chain(crate::ops::digest::on_drain());
+            for sending in sends.collect::<Vec<_>>() {
+                let _ = sending.join();
+            }
         }));
     }
-    let Ok(config) = Config::load(&record.cwd) else {
+    let loaded = Config::load(&record.cwd);
+    // The channels beyond this machine are the user's own: a broken project file stops none.
+    let user = loaded.as_ref().map_or_else(
+        |_| Config::load(Path::new("/")).unwrap_or_default(),
+        |_| Config::default(),
+    );
+    threads.extend(crate::ops::background::outbound::on_transition(
+        task,
+        transition,
+        wait_screen,
+        loaded.as_ref().unwrap_or(&user),
+    ));
+    let Ok(config) = loaded else {
         return threads;
     };
     let hooks = config.hooks();

@@ -126,7 +126,7 @@ const OWN_REASONS: &[&str] = &[
 
 /// `reason` as the word of the closed set it belongs to (cuekit's own, a screen's, a passing
 /// fault's, an adapter's documented exit reason); `None` for anything else.
-fn known_reason(reason: &str) -> Option<&'static str> {
+pub(crate) fn known_reason(reason: &str) -> Option<&'static str> {
     use crate::domain::attention::Attention;
     let screens = [
         Attention::AuthRequired,

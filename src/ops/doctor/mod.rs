@@ -8,6 +8,7 @@
 mod agents;
 mod environment;
 mod git;
+mod outbound;
 mod queue;
 mod sandbox;
 mod storage;
@@ -102,6 +103,7 @@ pub fn doctor(cwd: &Path, fix: bool, all: bool) -> Vec<Check> {
                         .next("run cuekit inside a desktop session, or drop `desktop` from notify"),
                 });
             }
+            checks.extend(outbound::outbound_check(&config));
             checks.push(sandbox_check(&config));
             checks.extend(network_check(&config));
             checks.extend(identity_check(&config));
