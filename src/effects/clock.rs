@@ -8,8 +8,11 @@ pub fn now_rfc3339() -> String {
 /// C library's time zone says (`TZ`, `/etc/localtime`): quiet hours and the digest's hour are the
 /// user's.
 pub fn local_now() -> (u32, String) {
+    // SAFETY: time() with a null pointer only returns the time.
     let now = unsafe { libc::time(std::ptr::null_mut()) };
+    // SAFETY: tm is plain data; all zeroes is a valid value that localtime_r overwrites.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals of the right types (the re-entrant call).
     if unsafe { libc::localtime_r(&now, &mut tm) }.is_null() {
         return (0, String::new());
     }

@@ -12,8 +12,7 @@ use crate::domain::sandbox_user::{RunAs, SANDBOX_GID, SANDBOX_UID};
 
 /// Whether cuekit runs as root (its effective uid).
 pub fn is_root() -> bool {
-    // SAFETY: geteuid reads this process's credentials.
-    unsafe { libc::geteuid() == 0 }
+    crate::effects::process::euid() == 0
 }
 
 /// The identity a sandboxed child takes here: the sandbox's uid when cuekit is root (`Err`

@@ -404,6 +404,12 @@ fn live(tree: &mut BTreeSet<u32>) -> BTreeSet<u32> {
     tree.iter().copied().filter(|&pid| is_alive(pid)).collect()
 }
 
+/// This process's effective user id: whose files cuekit's are.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::process::CommandExt;

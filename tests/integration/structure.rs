@@ -575,6 +575,10 @@ const LIBC: &[&str] = &["libc::"];
 /// The files that may call libc, and why.
 const MAY_CALL_LIBC: &[(&str, &str)] = &[
     (
+        "src/effects/clock.rs",
+        "the local time of day (time, localtime_r: the C library's time zone)",
+    ),
+    (
         "src/effects/bounded.rs",
         "waitid(WNOWAIT) and killpg: a group killed before its leader is reaped",
     ),

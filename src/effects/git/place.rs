@@ -46,15 +46,15 @@ fn prove(folder: &Path, checkout: Option<&Path>) -> Result<()> {
     if !meta.is_dir() {
         return Err(refused(folder, "it is not a folder (a link, or a file)"));
     }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = crate::effects::process::euid();
     if meta.uid() != me && meta.uid() != 0 {
         return Err(refused(
             folder,
             &format!("it belongs to another user (uid {})", meta.uid()),
         ));
     }
-    let sticky = meta.mode() & libc::S_ISVTX != 0;
+    // The sticky bit: only an entry's owner may rename or remove it.
+    let sticky = meta.mode() & 0o1000 != 0;
     if meta.mode() & 0o022 != 0 && !sticky {
         return Err(refused(folder, "others can write to it"));
     }
