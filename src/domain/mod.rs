@@ -16,6 +16,7 @@ pub mod pane;
 pub mod parent;
 pub mod permission_screen;
 pub mod race;
+pub mod recap;
 pub mod report;
 pub mod result;
 pub mod sandbox;
