@@ -11,6 +11,7 @@ pub mod check_settings;
 pub mod display;
 pub mod error;
 pub mod events;
+pub mod failover;
 pub mod launch;
 pub mod pane;
 pub mod parent;

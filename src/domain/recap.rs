@@ -99,11 +99,23 @@ pub fn render(input: &RecapInput) -> String {
     out
 }
 
+/// `text` with the objective's first line (as an agent's log echoes its prompt) said once
+/// only, above: the next agent reads its task once.
+fn once(text: &str, objective: &str) -> String {
+    let first = objective.lines().next().unwrap_or_default().trim();
+    let first = &first[..floor(first, 200)];
+    if first.len() < 12 {
+        return text.to_string();
+    }
+    text.replace(first, "[the task, as above]")
+}
+
 /// The notes' quoted lines, at most `room` bytes.
 fn notes(input: &RecapInput, room: usize) -> String {
     let mut sections: Vec<(&str, String)> = Vec::new();
     if let Some(answer) = input.last_answer.filter(|a| !a.trim().is_empty()) {
-        sections.push(("Its last answer:", clean_tail(answer, ANSWER_BYTES)));
+        let answer = clean_tail(answer, ANSWER_BYTES);
+        sections.push(("Its last answer:", once(&answer, input.objective)));
     }
     if !input.reports.is_empty() {
         let skip = input.reports.len().saturating_sub(REPORTS_KEPT);
@@ -147,7 +159,11 @@ fn notes(input: &RecapInput, room: usize) -> String {
         let lines = clean_tail(log, left).lines().count().max(1);
         let budget = left.saturating_sub(title.len() + 4 + 4 * lines);
         let mut body = String::new();
-        push_quoted(&mut body, title, &clean_tail(log, budget));
+        push_quoted(
+            &mut body,
+            title,
+            &once(&clean_tail(log, budget), input.objective),
+        );
         let body = body.split_once('\n').map_or("", |(_, body)| body);
         out.push_str("| ");
         out.push_str(title);
@@ -456,6 +472,29 @@ mod tests {
         assert!(!recap.contains("#496 progress"), "only the last four");
         assert!(recap.ends_with("do only the task above.\n"));
         assert_eq!(recap.lines().filter(|l| *l == NOTES_END).count(), 1);
+    }
+
+    #[test]
+    fn the_objective_echoed_by_the_log_is_said_once() {
+        let recap = render(&RecapInput {
+            objective: "Write the release notes into NOTES.txt",
+            previous_agent: "gemini",
+            ended: "rate_limited",
+            last_answer: Some("Working on: Write the release notes into NOTES.txt"),
+            log_tail: "> [user] Write the release notes into NOTES.txt…\nDrafted.",
+            ..RecapInput::default()
+        });
+        assert_eq!(
+            recap
+                .matches("Write the release notes into NOTES.txt")
+                .count(),
+            1,
+            "{recap}"
+        );
+        assert!(
+            recap.contains("|   > [user] [the task, as above]…"),
+            "{recap}"
+        );
     }
 
     #[test]

@@ -256,6 +256,12 @@ pub struct SubmitTaskParams {
     /// Default: the user's `retry` config.
     #[serde(default)]
     pub retry: Option<u32>,
+    /// Agents ("K" or "K:MODEL") the task goes on with, in order, when an attempt ends
+    /// rate_limited and its retries on its agent are spent (or its reset is further off than
+    /// the user's `retry.fallback_after`): the next runs in the same work dir, told a recap.
+    /// Default: the user's `retry.fallback`.
+    #[serde(default)]
+    pub fallback: Option<Vec<String>>,
     /// "brief" (default): what a parent acts on — id, status, reason, hint, exit code, team,
     /// a pending permission request, the queue place and attempts, the start of an ended
     /// task's answer. "full": the whole view (paths, launch command, capabilities, attach
@@ -646,6 +652,10 @@ impl CuekitServer {
                     team_max: None,
                     context_from: params.context_from,
                     base_from: params.base_from,
+                    fallback: params
+                        .fallback
+                        .map(|list| ops::parse_fallback(&list.join(",")))
+                        .transpose()?,
                 },
             };
             if let Some(best_of) = params.best_of {

@@ -70,7 +70,7 @@ pub(crate) use sandbox::scope as sandbox_scope;
 pub use sandbox::{
     SandboxRequest, network_stack, probe as probe_sandbox, probe_stack, run_net, run_scoped,
 };
-pub use schedule::{QueueSummary, Scheduling, queue_summary, retry, start_due};
+pub use schedule::{QueueSummary, Scheduling, parse_fallback, queue_summary, retry, start_due};
 pub use steer::{SessionControl, SteerReceipt, steer, steer_control};
 pub use submit::{Asker, CheckRequest, SubmitOutcome, SubmitRequest, submit};
 pub use task::route::finishes_without_caller;
