@@ -244,3 +244,81 @@ fn without_a_fallback_a_rate_limited_task_waits_on_its_agent_as_before() {
         1
     );
 }
+
+/// `cuekit handoff`: a running Gemini attempt is ended (its file stays) and opencode takes the
+/// task over, told the recap and the user's message.
+#[test]
+fn a_running_task_handed_off_goes_on_with_the_other_agent_told_the_recap_and_the_message() {
+    tools_ready();
+    let stand_in = StandIn::start("Took over after the hand-off.");
+    let h = opencode_at(
+        Harness::new().env("GEMINI_API_KEY", "offline-test-key"),
+        &stand_in,
+    );
+    crate::harness::git::project_repo(&h.project, "shared");
+    // Gemini drafts the file, then works on (a long sleep) until it is handed off.
+    let real = real_gemini();
+    let file = h.root().join("canned.jsonl");
+    std::fs::write(
+        &file,
+        [
+            canned_shell_call("echo 'first draft' > NOTES.txt"),
+            canned_text("Drafted NOTES.txt."),
+        ]
+        .join("\n")
+            + "\n",
+    )
+    .unwrap();
+    write_executable(
+        &h.bin.join("gemini"),
+        &format!(
+            "#!/bin/sh\n'{}' --fake-responses-non-strict '{}' \"$@\"\nexec sleep 300\n",
+            real.display(),
+            file.display()
+        ),
+    );
+    h.gemini_api_key_auth();
+    let id = h.submit(&["--mode", "batch", "--model", MODEL, "--worktree", OBJECTIVE]);
+    h.wait_until(&id, "gemini's first answer", limits::LONG, || {
+        h.transcript(&id).contains("Drafted NOTES.txt.")
+    });
+    let (view, code) = h.json(&[
+        "handoff",
+        &id,
+        "--agent",
+        "opencode",
+        "--model",
+        "mock/mock-model",
+        "--",
+        "Keep the draft; polish the wording.",
+    ]);
+    assert_eq!(code, 0, "{view}");
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::LONG)]);
+    let task = h.status(&id);
+    assert_eq!(code, 0, "{waited}\n{task}\n{}", h.transcript(&id));
+    assert_eq!(task["agent_kind"], "opencode", "{task}");
+    assert_eq!(task["queue"]["attempts"][0]["agent"], "gemini", "{task}");
+    assert_eq!(
+        task["queue"]["attempts"][0]["reason"], "handed_off",
+        "{task}"
+    );
+    let bodies = stand_in.bodies();
+    let recap = bodies
+        .iter()
+        .find(|b| b.contains("END OF THE PREVIOUS AGENT'S NOTES"))
+        .unwrap_or_else(|| panic!("no request carried the recap: {bodies:?}"));
+    assert_eq!(recap.matches(OBJECTIVE).count(), 1, "{recap}");
+    for part in [
+        "handed off by the user",
+        "Keep the draft; polish the wording.",
+        "NOTES.txt +1 -0",
+    ] {
+        assert!(recap.contains(part), "{part:?} missing from {recap}");
+    }
+    // The first agent's uncommitted work stayed in the one worktree.
+    let worktree = task["worktree"].as_str().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(std::path::Path::new(worktree).join("NOTES.txt")).unwrap(),
+        "first draft\n"
+    );
+}

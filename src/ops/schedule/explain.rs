@@ -78,7 +78,7 @@ fn attempt_line(plan: &Plan, agent: &str, of: Option<usize>) -> Option<String> {
     ))
 }
 
-pub(super) fn explain_one(record: &store::TaskRecord) -> Option<Box<QueueView>> {
+pub(crate) fn explain_one(record: &store::TaskRecord) -> Option<Box<QueueView>> {
     let mut views = [TaskView::from(record)];
     explain(&mut views, true);
     let [view] = views;

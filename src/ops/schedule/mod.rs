@@ -29,8 +29,8 @@ use crate::effects::store::{self, schedule, schedule::Plan};
 use crate::effects::tmux::{Tmux, args};
 use crate::ops::task::view::QueueView;
 
-pub(crate) use explain::explain;
 pub use explain::{QueueSummary, queue_summary};
+pub(crate) use explain::{explain, explain_one};
 pub use retry::retry;
 pub(crate) use start::gate_paths;
 
