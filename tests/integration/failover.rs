@@ -322,3 +322,48 @@ fn a_running_task_handed_off_goes_on_with_the_other_agent_told_the_recap_and_the
         "first draft\n"
     );
 }
+
+/// A project file's `retry.fallback` never applies (an agent choice runs with the user's
+/// credentials and bypass): it is named in the warnings and the task has no fallback, while the
+/// user's own `retry.fallback` gives every task one.
+#[test]
+fn a_project_files_fallback_is_ignored_with_a_warning_and_the_users_applies() {
+    let h = Harness::new().with_fake_gemini();
+    std::fs::write(
+        h.project.join(".cuekit.yaml"),
+        "retry:\n  max: 0\n  fallback: [codex]\n  fallback_after: 1s\n",
+    )
+    .unwrap();
+    let (answer, code) = h.json(&["submit", "--mode", "batch", "Do it"]);
+    assert_eq!(code, 0, "{answer}");
+    let warnings = answer["warnings"].to_string();
+    assert!(
+        warnings.contains("retry") && warnings.contains("ignored"),
+        "{answer}"
+    );
+    let id = answer["id"].as_str().unwrap().to_string();
+    let task = h.status(&id);
+    assert!(task["queue"].is_null(), "{task}");
+    std::fs::remove_file(h.project.join(".cuekit.yaml")).unwrap();
+    h.user_config("retry:\n  max: 0\n  fallback: [opencode]\n");
+    let id = h.submit(&["--mode", "batch", "Do it again"]);
+    let task = h.status(&id);
+    assert_eq!(task["queue"]["attempts_max"], 2, "{task}");
+    assert!(
+        task["queue"]["line"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("attempt 1 of 2: gemini")),
+        "{task}"
+    );
+}
+
+/// `--fallback` names agents cuekit knows, never the `command` agent.
+#[test]
+fn a_fallback_naming_no_known_agent_is_refused() {
+    let h = Harness::new().with_fake_gemini();
+    for bad in ["nope", "command", "codex:"] {
+        let (answer, code) = h.json(&["submit", "--fallback", bad, "Do it"]);
+        assert_eq!(code, 3, "{bad}: {answer}");
+        assert_eq!(answer["error"]["code"], "invalid_input", "{bad}: {answer}");
+    }
+}
