@@ -367,3 +367,42 @@ fn a_fallback_naming_no_known_agent_is_refused() {
         assert_eq!(answer["error"]["code"], "invalid_input", "{bad}: {answer}");
     }
 }
+
+/// A task that asks for approvals is sandboxed for them (Gemini's sandbox is verified): its
+/// rate limit never hands it to an agent the sandbox has not verified. It ends, saying why.
+#[test]
+fn a_sandboxed_approvals_task_never_falls_back_to_an_unverified_agent() {
+    let h = Harness::new();
+    write_executable(
+        &h.bin.join("gemini"),
+        "#!/bin/sh\necho '[API Error: {\"error\":{\"code\":429,\"message\":\"Resource has been exhausted (e.g. check quota). Please retry in 1s.\",\"status\":\"RESOURCE_EXHAUSTED\"}}]' >&2\nexit 1\n",
+    );
+    let (answer, code) = h.json(&[
+        "submit",
+        "--mode",
+        "batch",
+        "--no-skip-permissions",
+        "--fallback",
+        "opencode",
+        OBJECTIVE,
+    ]);
+    assert_eq!(code, 0, "{answer}");
+    assert!(
+        answer["warnings"].to_string().contains("sandboxed"),
+        "{answer}"
+    );
+    let id = answer["id"].as_str().unwrap().to_string();
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::TASK)]);
+    assert_eq!(code, 20, "{waited}\n{}", h.transcript(&id));
+    let task = h.status(&id);
+    assert_eq!(task["status"], "failed", "{task}");
+    assert_eq!(task["reason"], "rate_limited", "{task}");
+    assert_eq!(task["agent_kind"], "gemini", "{task}");
+    assert!(
+        task["hint"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("fails closed"),
+        "{task}"
+    );
+}
