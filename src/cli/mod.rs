@@ -11,6 +11,7 @@ mod diff;
 mod digest;
 mod events;
 mod extras;
+mod handoff;
 mod hosts;
 mod logs;
 mod mcp;
@@ -101,6 +102,9 @@ enum Command {
         #[arg(value_name = "ID", add = task_ids())]
         id: String,
     },
+    /// Hand a running task to another agent: its attempt ends (its work stays) and the next
+    /// runs on `--agent K`, told a recap of the work so far and your message.
+    Handoff(handoff::HandoffArgs),
     /// Run a task's check (`submit --check`) on its work now and record the verdict (exit 35,
     /// check_failed, when it fails).
     Check(check::CheckArgs),
@@ -330,6 +334,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<i32> {
             confined,
             command,
         } => Ok(crate::ops::run_net(slirp, *confined, command)?),
+        Command::Handoff(args) => handoff::run(args, &cwd, json),
         Command::Retry { id } => {
             let view = crate::ops::retry(id, &cwd)?;
             if json {

@@ -173,7 +173,14 @@ fn queue_lines(queue: &crate::ops::QueueView) -> String {
         } else {
             format!(" (ended before: {})", ended.join(", "))
         };
-        out.push_str(&format!("\n  attempt:    {}{of}{ended}", queue.attempt));
+        match queue
+            .line
+            .as_deref()
+            .and_then(|l| l.strip_prefix("attempt "))
+        {
+            Some(line) => out.push_str(&format!("\n  attempt:    {line}{ended}")),
+            None => out.push_str(&format!("\n  attempt:    {}{of}{ended}", queue.attempt)),
+        }
     }
     out
 }

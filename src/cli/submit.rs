@@ -163,6 +163,13 @@ pub struct SubmitArgs {
     #[arg(long, value_name = "N")]
     #[arg(help_heading = ENDS)]
     retry: Option<u32>,
+    /// When an attempt ends rate_limited and its retries on its agent are spent (or its reset
+    /// is further off than `retry.fallback_after`, default 10m), go on with the next of these
+    /// agents in the same work dir, told a recap of the work so far (default: `retry.fallback`
+    /// in your config).
+    #[arg(long, value_name = "K[:MODEL],…")]
+    #[arg(help_heading = ENDS)]
+    fallback: Option<String>,
     /// Stop the task (failed, budget_exceeded) once its agent reports more tokens than this
     /// (batch with its event stream, or acp: the modes that report usage).
     #[arg(long, value_name = "N")]
@@ -363,6 +370,11 @@ pub fn run(args: &SubmitArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             team_max: None,
             context_from: args.context_from.clone(),
             base_from: args.base_from.clone(),
+            fallback: args
+                .fallback
+                .as_deref()
+                .map(ops::parse_fallback)
+                .transpose()?,
         },
     };
     if let Some(best_of) = args.best_of {

@@ -71,7 +71,7 @@ pub struct ChangedFile {
 }
 
 /// One start of a task and how it ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attempt {
     pub started_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,4 +80,12 @@ pub struct Attempt {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// The agent (and model) this attempt ran, where a failover or a hand-off changed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// When the agent said its limit resets (HH:MM UTC), for an attempt ended rate_limited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resets: Option<String>,
 }

@@ -44,6 +44,9 @@ pub struct TeamMember {
     /// The member's check (`submit --check`): code of the spec's own, so the spec must be
     /// trusted.
     pub check: Option<TeamCheck>,
+    /// The agents (`K` or `K:MODEL`) the member goes on with when its agent is rate limited
+    /// (see `submit --fallback`).
+    pub fallback: Option<Vec<String>>,
 }
 
 /// A member's `check: {run, rounds, timeout, protect}`.

@@ -256,6 +256,12 @@ pub struct SubmitTaskParams {
     /// Default: the user's `retry` config.
     #[serde(default)]
     pub retry: Option<u32>,
+    /// Agents ("K" or "K:MODEL") the task goes on with, in order, when an attempt ends
+    /// rate_limited and its retries on its agent are spent (or its reset is further off than
+    /// the user's `retry.fallback_after`): the next runs in the same work dir, told a recap.
+    /// Default: the user's `retry.fallback`.
+    #[serde(default)]
+    pub fallback: Option<Vec<String>>,
     /// "brief" (default): what a parent acts on — id, status, reason, hint, exit code, team,
     /// a pending permission request, the queue place and attempts, the start of an ended
     /// task's answer. "full": the whole view (paths, launch command, capabilities, attach
@@ -270,6 +276,22 @@ pub struct RetryParams {
     /// Task id of an ended task (`t_` and 12 hex digits).
     #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
     pub id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffParams {
+    /// Task id of a running task (`t_` and 12 hex digits).
+    #[schemars(regex(pattern = r"^t_[0-9a-f]{12}$"))]
+    pub id: String,
+    /// The agent that takes the task over ("codex", "claude-code", …).
+    pub agent: String,
+    /// Its model (else its default).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Words for the next agent, after the recap of the work so far.
+    #[serde(default)]
+    pub message: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -646,6 +668,10 @@ impl CuekitServer {
                     team_max: None,
                     context_from: params.context_from,
                     base_from: params.base_from,
+                    fallback: params
+                        .fallback
+                        .map(|list| ops::parse_fallback(&list.join(",")))
+                        .transpose()?,
                 },
             };
             if let Some(best_of) = params.best_of {
@@ -965,6 +991,37 @@ impl CuekitServer {
         let cwd = self.cwd.clone();
         blocking(move || {
             let view = ops::retry(&params.id, &cwd)?;
+            Ok(json!({"task": brief::task(view, Detail::Brief)}))
+        })
+        .await
+    }
+
+    #[tool(
+        name = "handoff_task",
+        description = "Hand a running task to another agent: its current attempt ends (its uncommitted work stays in the work dir) and the next attempt runs on `agent` in the same work dir, told a recap of the work so far (the objective, the last answer, reports, the last check, the files git says changed, the end of the log) and `message`. The task keeps its id, check, budget and dependents. Returns the task, queued for that attempt.",
+        annotations(
+            title = "Hand a task off",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn handoff_task(
+        &self,
+        Parameters(params): Parameters<HandoffParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = self.cwd.clone();
+        blocking(move || {
+            let view = ops::handoff(
+                &ops::HandoffRequest {
+                    id: params.id,
+                    agent: params.agent,
+                    model: params.model,
+                    message: params.message,
+                },
+                &cwd,
+            )?;
             Ok(json!({"task": brief::task(view, Detail::Brief)}))
         })
         .await

@@ -16,6 +16,7 @@ mod config_view;
 mod digest;
 pub mod doctor;
 mod events;
+mod handoff;
 mod init;
 mod judge;
 mod list;
@@ -55,6 +56,7 @@ pub use check::{CheckOutcome, check_from_launch, check_now};
 pub use config_view::config_entries;
 pub use digest::{DigestReport, digest, send_now as send_digest, since as digest_since};
 pub use events::{EventScope, events, next_events};
+pub use handoff::{HandoffRequest, handoff};
 pub use init::{InitOutcome, init};
 pub use judge::ScreenCache;
 pub use list::{list, status};
@@ -75,7 +77,7 @@ pub(crate) use sandbox::scope as sandbox_scope;
 pub use sandbox::{
     SandboxRequest, network_stack, probe as probe_sandbox, probe_stack, run_net, run_scoped,
 };
-pub use schedule::{QueueSummary, Scheduling, queue_summary, retry, start_due};
+pub use schedule::{QueueSummary, Scheduling, parse_fallback, queue_summary, retry, start_due};
 pub use steer::{SessionControl, SteerReceipt, steer, steer_control};
 pub use submit::{Asker, CheckRequest, SubmitOutcome, SubmitRequest, submit};
 pub use task::route::finishes_without_caller;

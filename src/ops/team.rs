@@ -201,6 +201,18 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
                 .map_err(|err| member_error(err, index, &[]))
         })
         .collect::<Result<Vec<_>>>()?;
+    let fallbacks = members
+        .iter()
+        .enumerate()
+        .map(|(index, member)| {
+            member
+                .fallback
+                .as_ref()
+                .map(|list| super::schedule::parse_fallback(&list.join(",")))
+                .transpose()
+                .map_err(|err| member_error(err, index, &[]))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let names: Vec<String> = members.iter().filter_map(|m| m.name.clone()).collect();
     let links: Vec<Links> = members
         .iter()
@@ -214,7 +226,8 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
     let members: Vec<SubmitRequest> = members
         .into_iter()
         .zip(dirs)
-        .map(|(member, dir)| SubmitRequest {
+        .zip(fallbacks)
+        .map(|((member, dir), fallback)| SubmitRequest {
             agent: member.agent,
             objective: member.objective,
             context: member.context,
@@ -240,6 +253,7 @@ pub fn team_submit(name: &str, spec: &TeamSpec, cwd: &Path) -> Result<TeamSubmit
             asked_by: super::submit::Asker::Delegate,
             scheduling: super::schedule::Scheduling {
                 team_max: max_parallel,
+                fallback,
                 ..Default::default()
             },
             budget: team_budget.clone(),

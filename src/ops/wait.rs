@@ -262,6 +262,19 @@ fn reload(tasks: &[Task]) -> Result<Vec<Task>> {
     tasks
         .iter()
         .map(|task| match super::task::reread(&task.placement) {
+            // Another attempt may run another agent (a failover, a hand-off): its placement is
+            // the registry's now.
+            Ok(record) if record.started_at != task.record.started_at => {
+                let placement = store::placement(&task.record.id)
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| task.placement.clone());
+                Ok(Task {
+                    pane: store::pane_start(&task.record.id).or_else(|| task.pane.clone()),
+                    record: super::task::reread(&placement).unwrap_or(record),
+                    placement,
+                })
+            }
             // The pane too: a retried task starts each attempt in a pane of its own.
             Ok(record) => Ok(Task {
                 pane: store::pane_start(&task.record.id).or_else(|| task.pane.clone()),

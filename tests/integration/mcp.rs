@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 static NEXT_LOG: AtomicUsize = AtomicUsize::new(0);
 
 /// Sorted: the names are public API.
-const TOOLS: [&str; 15] = [
+const TOOLS: [&str; 16] = [
     "answer_permission",
     "cancel_tasks",
     "get_conflicts",
@@ -25,6 +25,7 @@ const TOOLS: [&str; 15] = [
     "get_task_diff",
     "get_task_result",
     "get_task_snapshot",
+    "handoff_task",
     "list",
     "merge_task",
     "next_event",

@@ -258,7 +258,7 @@ pub const KEYS: &[KeyRule] = &[
     key(
         "retry",
         KeyClass::UserOnly,
-        "each attempt spends your quota: only your own file retries tasks by default",
+        "each attempt spends your quota: only your own file retries tasks by default; its `fallback` picks agents that run with your credentials and bypass, so only yours fails a task over",
     ),
     key(
         "sandbox.mode",

@@ -579,6 +579,28 @@ impl Config {
         })
     }
 
+    /// The user's `retry.fallback` (a project file's `retry` never applies: [`class`]) and
+    /// `retry.fallback_after`. An entry that names no agent cuekit knows is left out.
+    pub fn fallback(&self) -> (Vec<crate::domain::failover::Fallback>, Duration) {
+        let Some(retry) = self.pick(|f| f.retry.clone()).map(|s| s.value) else {
+            return (Vec::new(), crate::domain::failover::DEFAULT_AFTER);
+        };
+        let known: Vec<&str> = crate::domain::adapter::ADAPTERS
+            .iter()
+            .map(|a| a.kind())
+            .collect();
+        let list = retry.fallback.unwrap_or_default().join(",");
+        let fallback = if list.trim().is_empty() {
+            Vec::new()
+        } else {
+            crate::domain::failover::parse_list(&list, &known).unwrap_or_default()
+        };
+        let after = retry
+            .fallback_after
+            .map_or(crate::domain::failover::DEFAULT_AFTER, |d| d.0);
+        (fallback, after)
+    }
+
     pub fn provider_profile(&self, kind: &str) -> Option<Setting<String>> {
         self.pick(|f| {
             f.adapters

@@ -102,6 +102,11 @@ pub struct RetryConfig {
     pub on: Option<Vec<String>>,
     #[serde(default)]
     pub backoff: BackoffConfig,
+    /// The agents a rate-limited task goes on with (`K[:MODEL]` each), when the task's submit
+    /// names none (`--fallback`).
+    pub fallback: Option<Vec<String>>,
+    /// A reset further off than this is not waited for: the task fails over (default 10m).
+    pub fallback_after: Option<DurationText>,
 }
 
 fn default_retry_max() -> u32 {

@@ -125,6 +125,38 @@ pub struct Plan {
     /// No attempt starts before this time (a retry's backoff).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_before: Option<String>,
+    /// The agents a rate-limited task goes on with, in order (`--fallback`, the user's
+    /// `retry.fallback`), and how many of them earlier failovers used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallback: Vec<crate::domain::failover::Fallback>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fallback_used: usize,
+    /// A reset further off than this many seconds is not waited for (`retry.fallback_after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_after: Option<u64>,
+    /// The next start runs another agent, told the recap (a failover or a hand-off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch: Option<Switch>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// A start on another agent than the last attempt's, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Switch {
+    pub agent: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The agent (and model) of the attempt that ended, and its ending.
+    pub from: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_model: Option<String>,
+    pub reason: String,
+    /// The hand-off's message from the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// What a slot's holder is, for counting against the caps.

@@ -109,6 +109,9 @@ struct Watched {
     ending_stuck: Option<Option<String>>,
     /// Its check, left `checking` by a runner that died, was started again (once).
     rechecked: bool,
+    /// The attempt whose placement this is: a later attempt may run another agent (a
+    /// failover, a hand-off), so its placement is read again.
+    attempt: Option<String>,
 }
 
 #[derive(Clone)]
@@ -143,12 +146,23 @@ impl Monitor {
         let mut trusted = Vec::new();
         let mut unreadable = Vec::new();
         let mut untrusted = Vec::new();
-        for (id, watched) in &self.watched {
+        for (id, watched) in &mut self.watched {
             // Announced queued and still waiting: a stat, not a read (hundreds may wait).
             if watched.announced.status == Some(Status::Queued) && store::schedule::is_queued(id) {
                 continue;
             }
-            match found_for(watched.placement.clone()) {
+            let mut found = found_for(watched.placement.clone());
+            if let Found::Trusted(task) = &found
+                && task.record.started_at != watched.attempt
+            {
+                // Another attempt: its agent, session and stream are the registry's now.
+                watched.attempt = task.record.started_at.clone();
+                if let Ok(Some(fresh)) = store::placement(id) {
+                    watched.placement = fresh;
+                    found = found_for(watched.placement.clone());
+                }
+            }
+            match found {
                 Found::Trusted(task) => trusted.push(*task),
                 Found::Unreadable { pane, .. } => unreadable.push((id.clone(), pane)),
                 Found::Untrusted { .. } => untrusted.push(id.clone()),
@@ -298,6 +312,7 @@ impl Monitor {
                     swept: false,
                     ending_stuck: None,
                     rechecked: false,
+                    attempt: None,
                 },
             );
         }

@@ -6,8 +6,10 @@ use std::time::{Duration, SystemTime};
 
 use crate::domain::adapter::{self, Adapter};
 use crate::domain::error::Result;
+use crate::domain::failover;
 use crate::domain::status::{Ending, Status};
 use crate::effects::store::{self, schedule};
+use crate::ops::schedule::switch;
 use crate::ops::task::Task;
 
 /// An ending that names a passing fault is that fault: the agent's final error, or the end of
@@ -77,13 +79,8 @@ pub(crate) fn transcript_end(record: &store::TaskRecord) -> String {
 pub(crate) fn requeue(task: &Task, ending: &Ending) -> Option<Result<Task>> {
     let id = &task.record.id;
     let mut plan = schedule::plan(id)?;
-    let policy = plan.retry.clone()?;
     let reason = ending.reason.as_deref()?;
-    if ending.status != Status::Failed || !policy.on.iter().any(|on| on == reason) {
-        return None;
-    }
-    let started = plan.attempts.len().max(1);
-    if started > policy.max as usize {
+    if ending.status != Status::Failed {
         return None;
     }
     // A look at an attempt another has followed since: not this attempt's ending to count
@@ -91,6 +88,18 @@ pub(crate) fn requeue(task: &Task, ending: &Ending) -> Option<Result<Task>> {
     if store::lifecycle(id).is_some_and(|now| now.started_at != task.record.started_at) {
         return None;
     }
+    let retry_left = plan.retry.as_ref().is_some_and(|policy| {
+        policy.on.iter().any(|on| on == reason)
+            && attempts_on_agent(&plan, &task.record.spec.agent_kind) <= policy.max as usize
+    });
+    if let Some(decided) = fail_over(task, &plan, ending, reason, retry_left) {
+        return decided;
+    }
+    let policy = plan.retry.clone()?;
+    if !retry_left {
+        return None;
+    }
+    let started = plan.attempts.len().max(1);
     let now = crate::effects::clock::now_rfc3339();
     if plan.attempts.is_empty() {
         plan.attempts.push(schedule::Attempt {
@@ -98,6 +107,7 @@ pub(crate) fn requeue(task: &Task, ending: &Ending) -> Option<Result<Task>> {
             ended_at: None,
             reason: None,
             exit_code: None,
+            ..Default::default()
         });
     }
     if let Some(last) = plan.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
@@ -110,7 +120,7 @@ pub(crate) fn requeue(task: &Task, ending: &Ending) -> Option<Result<Task>> {
     let at = SystemTime::now() + wait;
     plan.not_before = Some(humantime::format_rfc3339_seconds(at).to_string());
     let next = started + 1;
-    let of = policy.max as usize + 1;
+    let of = failover::attempts_max(Some(policy.max), plan.fallback.len()).unwrap_or(next);
     Some((|| {
         schedule::save_plan(id, &plan)?;
         schedule::enqueue(id)?;
@@ -136,6 +146,78 @@ pub(crate) fn requeue(task: &Task, ending: &Ending) -> Option<Result<Task>> {
         crate::ops::background::monitor_lock::ensure_scheduler();
         Ok(task)
     })())
+}
+
+/// The attempts made on `agent` since the task last changed agents (at least 1).
+fn attempts_on_agent(plan: &schedule::Plan, agent: &str) -> usize {
+    plan.attempts
+        .iter()
+        .rev()
+        .take_while(|a| a.agent.as_deref().is_none_or(|a| a == agent))
+        .count()
+        .max(1)
+}
+
+/// A rate-limited attempt of a task with a fallback left: the next attempt on the next agent
+/// (`Some`), or the task's ending when that agent may not take it (fails closed). `None`: the
+/// retry policy decides as before.
+fn fail_over(
+    task: &Task,
+    plan: &schedule::Plan,
+    ending: &Ending,
+    reason: &str,
+    retry_left: bool,
+) -> Option<Option<Result<Task>>> {
+    let reset = ending.hint.as_deref().and_then(asked_wait);
+    let facts = failover::Facts {
+        reason,
+        reset,
+        retry_left,
+        fallback_after: plan
+            .fallback_after
+            .map_or(failover::DEFAULT_AFTER, Duration::from_secs),
+        fallbacks: &plan.fallback,
+        used: plan.fallback_used,
+    };
+    let agent = task.record.spec.agent_kind.clone();
+    match failover::decide(&facts, |next| switch::may_take(task, next)) {
+        failover::Decision::NotMine | failover::Decision::Retry => None,
+        failover::Decision::Refused(index) => {
+            let next = &plan.fallback[index];
+            let ending = Ending {
+                hint: Some(format!(
+                    "{agent} was {}; its fallback {next} did not take over: the task asks for                      approvals in a sandbox, which is verified for {} only (fails closed).                      `cuekit retry <id>` tries {agent} again",
+                    reason.replace('_', " "),
+                    crate::ops::sandbox::VERIFIED_AGENTS.join(", ")
+                )),
+                ..ending.clone()
+            };
+            Some(Some(super::ending::record_ending(task.clone(), ending)))
+        }
+        failover::Decision::Failover(index) => {
+            let mut plan = plan.clone();
+            plan.fallback_used = index + 1;
+            let next = plan.fallback[index].clone();
+            let done = plan.attempts.len().max(1);
+            let of =
+                failover::attempts_max(plan.retry.as_ref().map(|r| r.max), plan.fallback.len())
+                    .map(|of| format!(" of {of}"))
+                    .unwrap_or_default();
+            let resets = reset
+                .map(|wait| format!(" (it asked to wait {})", humantime::format_duration(wait)))
+                .unwrap_or_default();
+            let hint = format!(
+                "attempt {done}{of} ended {reason} on {agent}{resets}; attempt {} goes on with                  {next} in the same work dir, told a recap",
+                done + 1
+            );
+            let ended = switch::Ended {
+                reason,
+                exit_code: ending.exit_code,
+                reset,
+            };
+            Some(switch::queue_switch(task, plan, &ended, &next, None, &hint).transpose())
+        }
+    }
 }
 
 /// The wait named in a hint this module wrote ("it asked to wait 38s").

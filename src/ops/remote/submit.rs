@@ -204,6 +204,7 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
         team_max: _,
         context_from: _,
         base_from: _,
+        fallback,
     } = scheduling;
     let mut out = words(&["--json", "submit"]);
     let mut value = |flag: &str, value: Option<String>| {
@@ -249,6 +250,16 @@ pub fn submit_words(request: &SubmitRequest) -> (Vec<String>, Option<Vec<u8>>) {
     // The host's own scheduler and judge hold these.
     value("priority", (*priority != 0).then(|| priority.to_string()));
     value("retry", retry.map(|n| n.to_string()));
+    // The host's scheduler fails over among the host's agents.
+    value(
+        "fallback",
+        fallback.as_ref().map(|list| {
+            list.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        }),
+    );
     let budget = budget.as_ref();
     value(
         "max-tokens",

@@ -28,10 +28,14 @@ pub(crate) fn explain(views: &mut [TaskView], attempts: bool) {
         let mut shown = QueueView {
             priority: plan.priority,
             attempt: plan.attempts.len(),
-            attempts_max: plan.retry.as_ref().map(|r| r.max as usize + 1),
+            attempts_max: crate::domain::failover::attempts_max(
+                plan.retry.as_ref().map(|r| r.max),
+                plan.fallback.len(),
+            ),
             attempts: plan.attempts.clone(),
             ..QueueView::default()
         };
+        shown.line = attempt_line(&plan, &view.agent_kind, shown.attempts_max);
         if view.status == Status::Queued {
             shown.place = order.iter().position(|id| *id == view.id).map(|p| p + 1);
             shown.waiting_for = unfinished_dependencies(&plan);
@@ -44,7 +48,37 @@ pub(crate) fn explain(views: &mut [TaskView], attempts: bool) {
     }
 }
 
-pub(super) fn explain_one(record: &store::TaskRecord) -> Option<Box<QueueView>> {
+/// The running attempt (or the one a queued task waits to start) as a line, with the agent
+/// and ending of the attempt before it.
+fn attempt_line(plan: &Plan, agent: &str, of: Option<usize>) -> Option<String> {
+    let last = plan.attempts.last()?;
+    let (number, agent, before) = if last.ended_at.is_some() {
+        let next = plan.switch.as_ref().map_or(agent, |s| s.agent.as_str());
+        (plan.attempts.len() + 1, next, Some(last))
+    } else {
+        let before = plan
+            .attempts
+            .len()
+            .checked_sub(2)
+            .map(|i| &plan.attempts[i]);
+        (
+            plan.attempts.len(),
+            last.agent.as_deref().unwrap_or(agent),
+            before,
+        )
+    };
+    let after =
+        before.and_then(|b| Some((b.agent.as_deref().unwrap_or(agent), b.reason.as_deref()?)));
+    Some(crate::domain::failover::attempt_line(
+        number,
+        of,
+        agent,
+        after,
+        before.and_then(|b| b.resets.as_deref()),
+    ))
+}
+
+pub(crate) fn explain_one(record: &store::TaskRecord) -> Option<Box<QueueView>> {
     let mut views = [TaskView::from(record)];
     explain(&mut views, true);
     let [view] = views;

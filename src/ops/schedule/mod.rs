@@ -14,6 +14,7 @@
 mod explain;
 mod retry;
 mod start;
+pub(crate) mod switch;
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
@@ -28,8 +29,8 @@ use crate::effects::store::{self, schedule, schedule::Plan};
 use crate::effects::tmux::{Tmux, args};
 use crate::ops::task::view::QueueView;
 
-pub(crate) use explain::explain;
 pub use explain::{QueueSummary, queue_summary};
+pub(crate) use explain::{explain, explain_one};
 pub use retry::retry;
 pub(crate) use start::gate_paths;
 
@@ -54,6 +55,18 @@ pub struct Scheduling {
     /// `--base-from`: a worktree task whose branch tip (its uncommitted work committed first)
     /// this task's worktree starts from, made when this task starts.
     pub base_from: Option<String>,
+    /// `--fallback K[:MODEL],…`: the agents a rate-limited task goes on with (else the user's
+    /// `retry.fallback`; never a project file's).
+    pub fallback: Option<Vec<crate::domain::failover::Fallback>>,
+}
+
+/// `--fallback K[:MODEL],…` (MCP `fallback`, a team member's `fallback`) as a list.
+pub fn parse_fallback(text: &str) -> Result<Vec<crate::domain::failover::Fallback>> {
+    let known: Vec<&str> = crate::domain::adapter::ADAPTERS
+        .iter()
+        .map(|a| a.kind())
+        .collect();
+    crate::domain::failover::parse_list(text, &known)
 }
 
 /// The plan of a new task, or `None` when nothing about it concerns the scheduler. Every
@@ -98,8 +111,11 @@ pub(crate) fn plan_for(asked: &Scheduling, config: &Config) -> Result<Option<Pla
         None => config.retry().filter(|policy| policy.max > 0),
     };
     let limits = config.limits();
+    let (fallback, fallback_after) = config.fallback();
+    let fallback = asked.fallback.clone().unwrap_or(fallback);
     if asked.after.is_empty()
         && retry.is_none()
+        && fallback.is_empty()
         && asked.team_max.is_none()
         && limits.is_empty()
         && asked.context_from.is_none()
@@ -123,6 +139,10 @@ pub(crate) fn plan_for(asked: &Scheduling, config: &Config) -> Result<Option<Pla
         branch: None,
         closed: false,
         not_before: None,
+        fallback_after: (!fallback.is_empty()).then_some(fallback_after.as_secs()),
+        fallback,
+        fallback_used: 0,
+        switch: None,
     }))
 }
 

@@ -50,6 +50,7 @@ pub fn retry(task_id: &str, cwd: &Path) -> Result<TaskView> {
             ended_at: record.ended_at.clone(),
             reason: record.reason.clone(),
             exit_code: record.exit_code,
+            ..Default::default()
         }],
         ..Plan::default()
     });

@@ -69,7 +69,10 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
     let attempt = plan.attempts.len() + 1;
     let config = Config::load(&task.record.cwd).map_err(abandon)?;
     if attempt > 1 {
-        prepare_again(&task, &config).map_err(abandon)?;
+        match plan.switch.take() {
+            Some(switch) => prepare_switch(&task, &switch, &config).map_err(abandon)?,
+            None => prepare_again(&task, &config).map_err(abandon)?,
+        }
     } else {
         if let Some(from) = &plan.base_from {
             make_worktree(&mut task, from, plan.branch.as_deref(), &config).map_err(abandon)?;
@@ -154,6 +157,9 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
         ended_at: None,
         reason: None,
         exit_code: None,
+        agent: Some(task.record.spec.agent_kind.clone()),
+        model: task.record.spec.model.clone(),
+        ..Default::default()
     });
     plan.not_before = None;
     // The record says running: a lost plan write costs an attempt's count, never a second run.
@@ -252,16 +258,7 @@ fn prepare_again(task: &Task, config: &Config) -> Result<()> {
     let record = &task.record;
     let dir = &record.task_dir;
     let n = schedule::plan(&record.id).map_or(1, |plan| plan.attempts.len());
-    for name in [
-        crate::domain::launch::EXIT_CODE_FILE,
-        crate::domain::launch::SETUP_FAILED_FILE,
-        crate::domain::launch::AGENT_EXIT_FILE,
-    ] {
-        let _ = std::fs::remove_file(dir.join(name));
-    }
-    for name in [crate::ops::result::outcome::RESULT_FILE, store::EVENTS_FILE] {
-        let _ = std::fs::rename(dir.join(name), dir.join(format!("attempt-{n}.{name}")));
-    }
+    set_aside(dir, n);
     let adapter = adapter::lookup(&record.spec.agent_kind)?;
     let mut spec = record.spec.clone();
     let session = resumable(record, adapter);
@@ -283,6 +280,85 @@ fn prepare_again(task: &Task, config: &Config) -> Result<()> {
         if resumed {
             record.resumed_from = Some(record.id.clone());
         }
+    })
+}
+
+/// The earlier attempt's ending files removed, its result and events kept as `attempt-N.*`.
+fn set_aside(dir: &Path, n: usize) {
+    for name in [
+        crate::domain::launch::EXIT_CODE_FILE,
+        crate::domain::launch::SETUP_FAILED_FILE,
+        crate::domain::launch::AGENT_EXIT_FILE,
+    ] {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+    for name in [crate::ops::result::outcome::RESULT_FILE, store::EVENTS_FILE] {
+        let _ = std::fs::rename(dir.join(name), dir.join(format!("attempt-{n}.{name}")));
+    }
+}
+
+/// The files of an attempt on another agent (a failover, a hand-off): its prompt is the recap
+/// (the objective once, the previous agent's notes), its session a new one of its agent's, its
+/// sandbox re-planned for it, its check the task's (fix rounds where the new agent can take
+/// them in batch).
+fn prepare_switch(task: &Task, switch: &schedule::Switch, config: &Config) -> Result<()> {
+    let record = &task.record;
+    let dir = &record.task_dir;
+    let n = schedule::plan(&record.id).map_or(1, |plan| plan.attempts.len());
+    // Read before the earlier attempt's result is set aside.
+    let recap = super::switch::recap_of(task, switch);
+    set_aside(dir, n);
+    let _ = std::fs::rename(
+        dir.join(crate::domain::launch::PROMPT_FILE),
+        dir.join(format!(
+            "attempt-{n}.{}",
+            crate::domain::launch::PROMPT_FILE
+        )),
+    );
+    let adapter = adapter::lookup(&record.spec.agent_kind)?;
+    let mut spec = record.spec.clone();
+    spec.objective = recap;
+    spec.context = None;
+    spec.resume_session = None;
+    spec.session_id = Some(record.id.clone());
+    crate::ops::submit::fail_closed(&mut spec, adapter);
+    let bin = config
+        .bin(adapter.kind())
+        .map_or_else(|| adapter.default_bin.to_string(), |s| s.value);
+    let client =
+        std::env::current_exe().map_err(|err| Error::io("find", Path::new("cuekit"), err))?;
+    let probe = adapter.launch(
+        &spec,
+        record.mode,
+        &bin,
+        &adapter::shell_word_for_bin(&client.to_string_lossy())?,
+    )?;
+    let session = probe
+        .command
+        .contains("--session-id")
+        .then(|| record.id.clone());
+    let mut task = task.clone();
+    if let Some(facts) = task.placement.facts.as_mut() {
+        facts.agent_session_id = session.clone();
+        if session.is_none()
+            && let Some(check) = facts.check.as_mut()
+        {
+            // No session of this agent's to give a fix round to: the check runs once.
+            check.rounds = 0;
+        }
+    }
+    super::switch::record_session(&record.id, session.as_deref(), probe.event_stream)?;
+    if let Some(facts) = task.placement.facts.as_mut() {
+        facts.event_stream = Some(probe.event_stream);
+    }
+    let event_stream = probe.event_stream;
+    let (agent, model) = (spec.agent_kind.clone(), spec.model.clone());
+    rescript(&task, &spec, config, |record| {
+        record.resumed_from = None;
+        record.agent_session_id = session;
+        record.spec.agent_kind = agent;
+        record.spec.model = model;
+        record.event_stream = event_stream;
     })
 }
 

@@ -21,7 +21,7 @@ pub(super) fn admit(checked: &Checked) -> Result<Admitted> {
     )?;
     let scheduled = match (&admission, &resolved.plan) {
         (Admission::Queue(..), _) => Scheduled::Queued,
-        (_, Some(plan)) if plan.retry.is_some() => Scheduled::Retried,
+        (_, Some(plan)) if plan.retry.is_some() || !plan.fallback.is_empty() => Scheduled::Retried,
         _ => Scheduled::No,
     };
     Ok(Admitted {

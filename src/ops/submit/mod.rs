@@ -27,6 +27,7 @@ use crate::ops::schedule::Admission;
 use check::Identified;
 use create::Undo;
 pub use request::{Asker, CheckRequest, SubmitOutcome, SubmitRequest};
+pub(crate) use resolve::fail_closed;
 
 /// Starts a task here, or with `request.host` on that host (see `remote::submit_on_host`). A
 /// relative `cwd` is the caller's: here under `caller_cwd`, on a host as the host takes it.

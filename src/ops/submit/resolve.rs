@@ -404,7 +404,7 @@ fn take_context_from(mut request: SubmitRequest, cwd: &Path) -> Result<SubmitReq
 /// An approval mode the agent cannot express (it has none, or not that one) is never dropped
 /// into its full bypass: the task runs with its bypass off instead, and the warning says so.
 /// (`yolo` asks for the bypass itself.)
-fn fail_closed(spec: &mut TaskSpec, adapter: &adapter::Adapter) -> Option<String> {
+pub(crate) fn fail_closed(spec: &mut TaskSpec, adapter: &adapter::Adapter) -> Option<String> {
     let asked = spec.approval_mode.clone()?;
     if asked == "yolo" || adapter.approval_modes.contains(&asked.as_str()) || adapter.runs_argv {
         return None;

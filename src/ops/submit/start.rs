@@ -44,6 +44,9 @@ pub(super) fn start(
             ended_at: None,
             reason: None,
             exit_code: None,
+            agent: Some(resolved.spec.agent_kind.clone()),
+            model: resolved.spec.model.clone(),
+            ..Default::default()
         });
         schedule::save_plan(id, &plan).map_err(|err| undo.undo(err))?;
     }

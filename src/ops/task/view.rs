@@ -307,6 +307,10 @@ pub struct QueueView {
     pub attempts_max: Option<usize>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<crate::effects::store::schedule::Attempt>,
+    /// The attempt as a line: `attempt 3 of 4: codex, after gemini rate_limited, resets 02:40`
+    /// (for a queued task, the attempt it waits to start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<String>,
 }
 
 fn is_zero(n: &usize) -> bool {

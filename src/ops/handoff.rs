@@ -1,0 +1,116 @@
+//! `cuekit handoff ID --agent K [--model M] [message]` (MCP `handoff_task`): the running
+//! attempt ends gracefully (its uncommitted work stays in the work dir) and the next attempt
+//! runs on agent K, told the recap and the user's message. Built on the failover's switch
+//! (`schedule::switch`), so it carries over what a failover carries over.
+
+use std::path::Path;
+
+use crate::domain::error::{Error, ErrorCode, Result};
+use crate::domain::failover::Fallback;
+use crate::effects::store::{schedule, schedule::Plan};
+use crate::ops::schedule::switch;
+use crate::ops::task::view::TaskView;
+
+/// What a hand-off asks, from every face.
+#[derive(Debug, Clone, Default)]
+pub struct HandoffRequest {
+    pub id: String,
+    pub agent: String,
+    pub model: Option<String>,
+    /// The user's words for the next agent, after the recap.
+    pub message: Option<String>,
+}
+
+/// Hands a running task to another agent: queued for its next attempt on `agent`, its
+/// current attempt's processes ended (SIGTERM, then SIGKILL after the grace).
+pub fn handoff(request: &HandoffRequest, cwd: &Path) -> Result<TaskView> {
+    let task = crate::ops::task::open(&request.id, cwd)?;
+    if task.placement.host.is_some() {
+        return Err(Error::invalid_input(format!(
+            "task {} runs on a host: hand it off there",
+            request.id
+        )));
+    }
+    let word = match &request.model {
+        Some(model) => format!("{}:{model}", request.agent),
+        None => request.agent.clone(),
+    };
+    let next: Fallback = crate::ops::schedule::parse_fallback(&word)
+        .map_err(|err| Error::invalid_input(err.message.replace("--fallback", "--agent")))?
+        .remove(0);
+    if !switch::may_take(&task, &next) {
+        return Err(Error::new(
+            ErrorCode::SandboxUnavailable,
+            format!(
+                "task {} asks for approvals in a sandbox verified for {} only: {} may not take it",
+                request.id,
+                crate::ops::sandbox::VERIFIED_AGENTS.join(", "),
+                next.agent
+            ),
+        )
+        .with_hint("hand it to a verified agent, or cancel it and submit anew"));
+    }
+    let record = &task.record;
+    let plan = schedule::plan(&record.id).unwrap_or_else(|| Plan {
+        queued_at: record.created_at.clone(),
+        attempts: vec![schedule::Attempt {
+            started_at: record
+                .started_at
+                .clone()
+                .unwrap_or(record.created_at.clone()),
+            agent: Some(record.spec.agent_kind.clone()),
+            model: record.spec.model.clone(),
+            ..Default::default()
+        }],
+        ..Plan::default()
+    });
+    // A task submitted without a plan kept no environment for a later start: this call's.
+    let env_path = schedule::env_path(&record.id).expect("a task id names a path");
+    if !env_path.exists() {
+        let config = crate::effects::config::Config::load(&record.cwd)?;
+        let adapter = crate::domain::adapter::lookup(&next.agent)?;
+        let env = crate::ops::submit::prepare::env_file_text(
+            &record.id,
+            adapter,
+            &config,
+            task.in_bubblewrap(),
+        );
+        schedule::write_private(&env_path, env.as_bytes())?;
+    }
+    let n = plan.attempts.len().max(1);
+    let hint = format!(
+        "attempt {n} handed off by the user from {} to {next}; attempt {} starts once its \
+         processes are gone, told a recap",
+        record.spec.agent_kind,
+        n + 1
+    );
+    let ended = switch::Ended {
+        reason: "handed_off",
+        exit_code: None,
+        reset: None,
+    };
+    let Some(queued) =
+        switch::queue_switch(&task, plan, &ended, &next, request.message.clone(), &hint)?
+    else {
+        return Err(Error::new(
+            ErrorCode::InvalidState,
+            format!(
+                "task {} is {}: only a running task is handed off",
+                request.id,
+                record.status.as_str()
+            ),
+        )
+        .with_hint("`cuekit retry ID` starts an ended task again; a queued one waits its turn"));
+    };
+    crate::ops::judge::end_processes(
+        &task.placement,
+        task.pane.as_ref(),
+        None,
+        crate::effects::process::DEFAULT_GRACE,
+    );
+    let _ = crate::ops::schedule::start_due();
+    let record = crate::ops::task::reread(&queued.placement).unwrap_or(queued.record);
+    let mut view = TaskView::from(&record);
+    view.queue = crate::ops::schedule::explain_one(&record);
+    Ok(view)
+}

@@ -1,0 +1,205 @@
+//! A task going on with another agent (a failover on a rate limit, a hand-off): the attempt's
+//! ending is recorded in the plan, the registry names the new agent (so its per-agent limit
+//! holds the start back), and the next start, in the same work dir, tells the new agent the
+//! recap ([`crate::domain::recap`]) instead of the prompt. What carries over: the work dir,
+//! the check and its rounds, the budget, the dependents (they wait on the task, which has not
+//! ended), and the sandbox, re-planned for the new agent at its start.
+
+use std::time::{Duration, SystemTime};
+
+use crate::domain::error::Result;
+use crate::domain::failover::Fallback;
+use crate::domain::recap::{self, ChangedFile, RecapInput};
+use crate::domain::status::Status;
+use crate::effects::store::{self, schedule, schedule::Plan, schedule::Switch};
+use crate::ops::task::Task;
+
+/// How the attempt that ends is recorded.
+pub(crate) struct Ended<'a> {
+    pub reason: &'a str,
+    pub exit_code: Option<i32>,
+    /// The wait the agent asked for (its limit's reset), if it named one.
+    pub reset: Option<Duration>,
+}
+
+/// Whether `next` may take over `task`: a task that asks for approvals inside a sandbox goes
+/// only to an agent whose sandbox needs are verified (else it fails closed).
+pub(crate) fn may_take(task: &Task, next: &Fallback) -> bool {
+    let spec = store::kept_spec(&task.record.id).unwrap_or_else(|_| task.record.spec.clone());
+    let sandboxed = task
+        .placement
+        .facts
+        .as_ref()
+        .and_then(|facts| facts.sandbox.as_ref())
+        .is_some_and(|policy| policy.mode == crate::domain::sandbox::SandboxMode::Bwrap);
+    !(sandboxed
+        && crate::ops::sandbox::asks_for_approvals(&spec)
+        && !crate::ops::sandbox::VERIFIED_AGENTS.contains(&next.agent.as_str()))
+}
+
+/// Queues the task's next attempt on `next`: the running attempt's ending goes into the plan,
+/// the record says `queued` (with `hint`), the registry and the kept spec name the new agent.
+/// `Ok(None)`: the look was at an attempt another has followed since (nothing is written).
+pub(crate) fn queue_switch(
+    task: &Task,
+    mut plan: Plan,
+    ended: &Ended,
+    next: &Fallback,
+    message: Option<String>,
+    hint: &str,
+) -> Result<Option<Task>> {
+    let id = &task.record.id;
+    let now = crate::effects::clock::now_rfc3339();
+    let resets = ended.reset.map(|wait| {
+        let at = humantime::format_rfc3339_seconds(SystemTime::now() + wait).to_string();
+        at.get(11..16).unwrap_or(&at).to_string()
+    });
+    let from = task.record.spec.agent_kind.clone();
+    let from_model = task.record.spec.model.clone();
+    if plan.attempts.is_empty() {
+        plan.attempts.push(schedule::Attempt {
+            started_at: task.record.created_at.clone(),
+            agent: Some(from.clone()),
+            model: from_model.clone(),
+            ..Default::default()
+        });
+    }
+    if let Some(last) = plan.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
+        last.ended_at = Some(now);
+        last.reason = Some(ended.reason.to_string());
+        last.exit_code = ended.exit_code;
+        last.resets = resets;
+        last.agent.get_or_insert_with(|| from.clone());
+    }
+    plan.not_before = None;
+    plan.switch = Some(Switch {
+        agent: next.agent.clone(),
+        model: next.model.clone(),
+        from,
+        from_model,
+        reason: ended.reason.to_string(),
+        message,
+    });
+    let mut queued = false;
+    let record = store::update(&task.placement.task_dir, |record| {
+        if record.status != Status::Running || record.started_at != task.record.started_at {
+            return Ok(false);
+        }
+        record.status = Status::Queued;
+        record.reason = Some(ended.reason.to_string());
+        record.exit_code = ended.exit_code;
+        record.hint = Some(hint.to_string());
+        record.spec.agent_kind = next.agent.clone();
+        record.spec.model = next.model.clone();
+        queued = true;
+        Ok(true)
+    })?;
+    if !queued {
+        return Ok(None);
+    }
+    name_agent(task, next)?;
+    schedule::save_plan(id, &plan)?;
+    schedule::enqueue(id)?;
+    schedule::free_slot(id);
+    schedule::close_gate(id);
+    crate::ops::background::monitor_lock::ensure_scheduler();
+    let mut task = task.clone();
+    task.record = record;
+    Ok(Some(task))
+}
+
+/// The registry's agent and the kept spec's agent and model become the new agent's; the
+/// agent session is the new agent's to make.
+fn name_agent(task: &Task, next: &Fallback) -> Result<()> {
+    let id = &task.record.id;
+    let mut spec = store::kept_spec(id)?;
+    spec.agent_kind = next.agent.clone();
+    spec.model = next.model.clone();
+    spec.session_id = None;
+    spec.resume_session = None;
+    store::keep_spec(id, &spec)?;
+    let Some(mut placement) = store::placement(id)? else {
+        return Ok(());
+    };
+    if let Some(facts) = placement.facts.as_mut() {
+        facts.agent = next.agent.clone();
+        facts.agent_session_id = None;
+    }
+    store::stage_placement(&placement)?.commit()
+}
+
+/// What the recap is rendered from, read from what cuekit recorded: the kept spec, the result
+/// its event filter wrote, the report it took, the check's verdict and log, git's view of the
+/// work dir, the transcript's end.
+pub(crate) fn recap_of(task: &Task, switch: &Switch) -> String {
+    let record = &task.record;
+    let kept = store::kept_spec(&record.id).unwrap_or_else(|_| record.spec.clone());
+    let objective = match kept.context.as_deref().filter(|c| !c.trim().is_empty()) {
+        Some(context) => format!("{}\n\nContext:\n{context}", kept.objective.trim_end()),
+        None => kept.objective.clone(),
+    };
+    let answer = crate::ops::result::outcome::written_final_text(&record.task_dir);
+    let reports: Vec<_> = store::report_of(&record.id).into_iter().collect();
+    let check = store::check_of(&record.id);
+    let verdict = check.as_ref().and_then(|state| state.verdicts.last());
+    let check_tail = verdict
+        .map(|v| tail_of(&record.task_dir.join(&v.log)))
+        .unwrap_or_default();
+    let changed: Vec<ChangedFile> = crate::ops::work::diff::changed_files(task)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|file| ChangedFile {
+            path: file.path,
+            added: file.insertions,
+            removed: file.deletions,
+        })
+        .collect();
+    let log = crate::ops::judge::attempt::transcript_end(record);
+    let ended = if switch.reason == "handed_off" {
+        "handed off by the user".to_string()
+    } else {
+        switch.reason.clone()
+    };
+    recap::render(&RecapInput {
+        objective: &objective,
+        previous_agent: &switch.from,
+        previous_model: switch.from_model.as_deref(),
+        ended: &ended,
+        message: switch.message.as_deref(),
+        last_answer: answer.as_deref(),
+        reports: &reports,
+        verdict: verdict.map(|v| (v, check_tail.as_str())),
+        changed: &changed,
+        log_tail: &log,
+    })
+}
+
+/// The last 16 KiB of a log cuekit wrote in the task folder, its controls removed.
+fn tail_of(path: &std::path::Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = store::open_own(path) else {
+        return String::new();
+    };
+    let len = file.metadata().map_or(0, |m| m.len());
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(16 * 1024)));
+    let mut raw = Vec::new();
+    let _ = file.take(16 * 1024).read_to_end(&mut raw);
+    crate::domain::check::output_tail(&raw)
+}
+
+/// The new agent's session (`None`: it has none cuekit chose) and whether its stdout is an
+/// event stream, in the registry.
+pub(super) fn record_session(
+    task_id: &str,
+    session: Option<&str>,
+    event_stream: bool,
+) -> Result<()> {
+    let Some(mut placement) = store::placement(task_id)? else {
+        return Ok(());
+    };
+    if let Some(facts) = placement.facts.as_mut() {
+        facts.agent_session_id = session.map(String::from);
+        facts.event_stream = Some(event_stream);
+    }
+    store::stage_placement(&placement)?.commit()
+}
