@@ -20,6 +20,7 @@ mod child_integrity;
 mod cli_extras;
 mod cli_parsing;
 mod conflicts;
+mod dialogs;
 mod fanout;
 mod faults;
 mod first_contact;
