@@ -183,3 +183,20 @@ fn a_dialog_that_closes_on_its_own_before_the_key_is_not_answered() {
     let events = std::fs::read_to_string(h.task_dir(&id).join("events.jsonl")).unwrap();
     assert!(!events.contains("cuekit_approve"), "{events}");
 }
+
+/// A child never answers its own dialog: `cuekit approve` of its own task from inside its pane
+/// is refused as inside the task (30) before anything is read or typed.
+#[test]
+fn a_child_cannot_answer_its_own_dialog() {
+    let h = Harness::new();
+    let probe = "cuekit approve $CUEKIT_TASK_ID --allow >/dev/null 2>&1; \
+                 echo approve-exit=$? > probe.txt; sleep 600";
+    let id = h.submit(&crate::harness::sh_task(probe, &[]));
+    assert!(
+        poll(limits::TASK, || h.project.join("probe.txt").exists()),
+        "the probe never ran:\n{}",
+        h.screen(&id)
+    );
+    let probe = std::fs::read_to_string(h.project.join("probe.txt")).unwrap();
+    assert_eq!(probe, "approve-exit=30\n");
+}
