@@ -180,10 +180,15 @@ struct Client {
 
 impl Client {
     fn attach(h: &Harness) -> Client {
+        Client::attach_to(h, "top")
+    }
+
+    /// A client of session `session` of the test's server.
+    fn attach_to(h: &Harness, session: &str) -> Client {
         let client = Client {
             socket: format!("{}-client", h.socket),
         };
-        let attach = format!("env -u TMUX tmux -L {} attach -t =top", h.socket);
+        let attach = format!("env -u TMUX tmux -L {} attach -t ={session}", h.socket);
         let started = std::process::Command::new("tmux")
             .args(["-L", &client.socket, "new-session", "-d", "-s", "terminal"])
             .args(["-x", "150", "-y", "40", &attach])
@@ -429,4 +434,42 @@ fn an_interactive_childs_dialog_is_allowed_and_rejected_from_top() {
     );
     keys(&h, "q");
     wait_screen(&h, "top gone", |s| s.contains("exited with 0"));
+}
+
+/// `cuekit attach` run inside the user's tmux (a pane with a client on a terminal) opens the
+/// task in a popup of it, as `top` does: the task's own detach key closes it, and the pane
+/// says how to come back.
+#[test]
+fn attach_inside_the_users_tmux_opens_a_popup_and_says_how_to_come_back() {
+    let h = Harness::new();
+    let id = h.submit_sh("echo popup-attached; sleep 600", &[]);
+    // The pane waits for its terminal's client before it runs `cuekit attach`.
+    let cuekit = env!("CARGO_BIN_EXE_cuekit");
+    h.in_terminal(
+        "person",
+        &format!("--version; tmux wait-for person-go; '{cuekit}' attach {id}"),
+        (150, 40),
+        true,
+    );
+    let terminal = Client::attach_to(&h, "person");
+    terminal.wait_screen("the pane", |s| s.contains("cuekit "));
+    assert!(h.tmux(&["wait-for", "-S", "person-go"]).status.success());
+    let shown = terminal.wait_screen("the task in a popup", |s| {
+        s.lines()
+            .any(|line| line.contains('│') && line.contains("popup-attached"))
+    });
+    assert!(shown.lines().next().unwrap().contains('┌'), "{shown}");
+    assert!(
+        shown.contains(&format!("[cuekit {id}, detach: C-b d]")),
+        "{shown}"
+    );
+    terminal.tmux(&["send-keys", "-t", "=terminal:", "C-b", "d"]);
+    let shown = terminal.wait_screen("the pane back", |s| {
+        s.contains("exited with") && !s.contains('┌')
+    });
+    assert!(
+        shown.contains(&format!("`cuekit attach {id}` comes back")),
+        "{shown}"
+    );
+    assert_eq!(h.status(&id)["status"], "running");
 }
