@@ -200,3 +200,48 @@ fn a_child_cannot_answer_its_own_dialog() {
     let probe = std::fs::read_to_string(h.project.join("probe.txt")).unwrap();
     assert_eq!(probe, "approve-exit=30\n");
 }
+
+/// Two approvers at once (the CLI and a phone, say): the dialog is answered once, the other is
+/// told it closed, and no second digit reaches the prompt.
+#[test]
+fn two_approvers_at_once_answer_the_dialog_once() {
+    let (h, id) = on_its_dialog();
+    let approver = || {
+        h.cuekit()
+            .args(["approve", &id])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (approver(), approver());
+    let outputs = [
+        first.wait_with_output().unwrap(),
+        second.wait_with_output().unwrap(),
+    ];
+    let codes: Vec<Option<i32>> = outputs.iter().map(|o| o.status.code()).collect();
+    let said: Vec<String> = outputs
+        .iter()
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .collect();
+    assert!(
+        codes.contains(&Some(0)) && codes.contains(&Some(5)),
+        "{codes:?} {said:?}"
+    );
+    let refused = &said[codes.iter().position(|c| *c == Some(5)).unwrap()];
+    assert!(
+        refused.contains("closed or changed before the key was sent")
+            || refused.contains("waits on no permission dialog"),
+        "{refused}"
+    );
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
+    assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
+    assert!(h.project.join("f.txt").exists());
+    let screen = h.screen(&id);
+    assert!(
+        screen.contains(EMPTY_INPUT),
+        "a key reached the prompt:\n{screen}"
+    );
+    let events = std::fs::read_to_string(h.task_dir(&id).join("events.jsonl")).unwrap();
+    assert_eq!(events.matches("\"cuekit_approve\"").count(), 1, "{events}");
+}
