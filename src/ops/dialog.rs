@@ -24,6 +24,8 @@ use crate::effects::tmux::{PaneInfo, Tmux, args};
 /// How long the dialog may take to close after its key.
 const CLOSE_WINDOW: Duration = Duration::from_secs(5);
 const CLOSE_POLL: Duration = Duration::from_millis(20);
+/// Captures in a row that must show the dialog gone.
+const CLOSED_CAPTURES: usize = 4;
 
 /// What was typed into a dialog and what it did: part of an interactive task's approval.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -164,15 +166,23 @@ fn answer_in_pane(
     let sent = Instant::now();
     tmux.run(&args::send_literal(&pane.pane_id, key))
         .map_err(NotAnswered::Tmux)?;
+    // A capture taken while the TUI redraws may show the dialog half erased: it counts as
+    // closed only when [`CLOSED_CAPTURES`] captures in a row show it gone.
+    let mut gone: Option<(Duration, usize)> = None;
     while sent.elapsed() < CLOSE_WINDOW {
         std::thread::sleep(CLOSE_POLL);
-        match capture() {
-            None => return Ok(sent.elapsed()),
-            Some(screen) if permission_screen::closed(dialog, &screen) => {
-                return Ok(sent.elapsed());
+        let Some(screen) = capture() else {
+            return Ok(gone.map_or_else(|| sent.elapsed(), |(at, _)| at));
+        };
+        gone = if permission_screen::closed(dialog, &screen) {
+            let (at, seen) = gone.unwrap_or((sent.elapsed(), 0));
+            if seen + 1 >= CLOSED_CAPTURES {
+                return Ok(at);
             }
-            Some(_) => {}
-        }
+            Some((at, seen + 1))
+        } else {
+            None
+        };
     }
     Err(NotAnswered::StillShown)
 }
