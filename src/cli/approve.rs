@@ -1,4 +1,5 @@
-//! `cuekit approve`: answers the permission request an ACP task waits on.
+//! `cuekit approve`: answers the permission request an ACP task waits on, or the permission
+//! dialog an interactive (Gemini) child shows, by the option's digit in its pane.
 
 use std::path::Path;
 
@@ -21,7 +22,8 @@ pub struct ApproveArgs {
     /// Refuse it.
     #[arg(long, conflicts_with = "option")]
     reject: bool,
-    /// One of the request's options, by its id (`cuekit status` lists them).
+    /// One of the request's options, by its id (`cuekit status` lists them); for an
+    /// interactive child's dialog, the option's number as the screen shows it.
     #[arg(long, value_name = "OPTION")]
     option: Option<String>,
 }
@@ -41,6 +43,12 @@ pub fn run(args: &ApproveArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             "{}  {} ({})",
             approval.task_id, approval.option.name, approval.option.kind
         ));
+        if let Some(dialog) = &approval.dialog {
+            say(&format!(
+                "typed {} into its dialog; the dialog closed after {} ms",
+                dialog.key, dialog.closed_after_ms
+            ));
+        }
     }
     Ok(0)
 }

@@ -95,7 +95,8 @@ enum Command {
     },
     /// Send a message to a running interactive or ACP task.
     Steer(steer::SteerArgs),
-    /// Answer the permission request an ACP task waits on (allow, allow always, reject).
+    /// Answer the permission request an ACP task waits on, or an interactive Gemini child's
+    /// permission dialog (allow, allow always, reject).
     Approve(approve::ApproveArgs),
     /// Start an ended task again (a new attempt, continuing its agent's session).
     Retry {

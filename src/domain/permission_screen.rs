@@ -3,6 +3,11 @@
 //! text of `capture-pane -p`. The screen is the child's to draw: the line is cut to a bound and
 //! is only ever shown (through the faces' escaping), never acted on.
 
+use super::acp::control::Answer;
+use super::acp::policy::ToolKind;
+use super::acp::protocol::{PermissionOption, ToolCall};
+use super::acp::session::Pending;
+
 /// The longest line returned.
 const ASKED_LIMIT: usize = 400;
 
@@ -24,38 +29,182 @@ fn is_option(line: &str) -> bool {
 /// [Shell]? (Shell echo hi > f.txt) 1. Allow once · 2. Allow for this session · 3. No, suggest
 /// changes (esc)`. `None` when the screen shows no numbered options under a question.
 pub fn asked(screen: &str) -> Option<String> {
+    dialog(screen).map(|dialog| dialog.line())
+}
+
+/// A permission dialog as its screen shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dialog {
+    /// The question, e.g. `Allow execution of [Shell]?`.
+    pub question: String,
+    /// The call it is about (Gemini's title `? Shell  echo hi > f.txt`, spaces folded).
+    pub call: Option<String>,
+    pub options: Vec<ScreenOption>,
+}
+
+/// One numbered option of a dialog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScreenOption {
+    /// Its number as drawn: the key that answers it.
+    pub digit: String,
+    /// Its words, e.g. `Allow once`.
+    pub label: String,
+    /// As ACP names options: `allow_once`, `allow_always`, `reject_once`, or `other`.
+    pub kind: &'static str,
+}
+
+/// The dialog on the screen: the last numbered list (a tips list may stand above it), the
+/// question above it ending in `?`, the call it names.
+pub fn dialog(screen: &str) -> Option<Dialog> {
     let lines: Vec<String> = screen.lines().map(unboxed).collect();
-    // The last numbered list on the screen (a tips list may stand above the dialog).
     let last_option = lines.iter().rposition(|line| is_option(line))?;
     let first_option = lines[..=last_option]
         .iter()
         .rposition(|line| !is_option(line))
         .map_or(0, |at| at + 1);
-    let options: Vec<&str> = lines[first_option..]
+    let options = lines[first_option..]
         .iter()
         .take_while(|line| is_option(line))
-        .map(String::as_str)
+        .map(|line| option_of(line))
         .collect();
     let question = lines[..first_option]
         .iter()
         .rev()
         .take(8)
-        .find(|line| line.ends_with('?'))?;
+        .find(|line| line.ends_with('?'))?
+        .clone();
     // Gemini titles its dialog `? Tool  arguments`.
     let call = lines[..first_option]
         .iter()
         .rev()
         .take(20)
         .find(|line| line.starts_with("? "))
-        .map(|line| {
-            format!(
-                " ({})",
-                line[2..].split_whitespace().collect::<Vec<_>>().join(" ")
-            )
+        .map(|line| line[2..].split_whitespace().collect::<Vec<_>>().join(" "));
+    Some(Dialog {
+        question,
+        call,
+        options,
+    })
+}
+
+fn option_of(line: &str) -> ScreenOption {
+    let digits = line.chars().take_while(char::is_ascii_digit).count();
+    let label = line[digits + 2..].trim().to_string();
+    ScreenOption {
+        digit: line[..digits].to_string(),
+        kind: kind_of(&label),
+        label,
+    }
+}
+
+/// What an option's words mean, the ACP way. "for all future sessions" (a setting written for
+/// good) is `other`: only chosen by its digit.
+fn kind_of(label: &str) -> &'static str {
+    let words = label.to_lowercase();
+    let starts = |prefixes: &[&str]| prefixes.iter().any(|p| words.starts_with(p));
+    if words.contains("future sessions") || words.contains("permanently") {
+        "other"
+    } else if starts(&["allow once", "yes, allow once", "yes"])
+        && !words.contains("always")
+        && !words.contains("session")
+        && !words.contains("don't ask")
+    {
+        "allow_once"
+    } else if starts(&["allow", "yes"]) {
+        "allow_always"
+    } else if starts(&["no", "reject", "deny", "cancel"]) {
+        "reject_once"
+    } else {
+        "other"
+    }
+}
+
+impl Dialog {
+    /// One bounded line: question, call, options.
+    pub fn line(&self) -> String {
+        let call = self
+            .call
+            .as_ref()
+            .map(|call| format!(" ({call})"))
+            .unwrap_or_default();
+        let options: Vec<String> = self
+            .options
+            .iter()
+            .map(|option| format!("{}. {}", option.digit, option.label))
+            .collect();
+        cut(&format!("{}{call} {}", self.question, options.join(" · ")))
+    }
+
+    /// A name for this dialog that changes when what it asks changes: `screen-` and a hash
+    /// of its line (FNV-1a, the same in every cuekit).
+    pub fn id(&self) -> String {
+        let hash = self
+            .line()
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+                (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+            });
+        format!("screen-{hash:016x}")
+    }
+
+    /// The option an answer picks: allow once (else for the session), for the session (else
+    /// once), reject, or an option by its digit.
+    pub fn choose(&self, answer: &Answer) -> Option<&ScreenOption> {
+        let of_kind = |kind: &str| self.options.iter().find(|option| option.kind == kind);
+        match answer {
+            Answer::Allow => of_kind("allow_once").or_else(|| of_kind("allow_always")),
+            Answer::AllowAlways => of_kind("allow_always"),
+            Answer::Reject => of_kind("reject_once"),
+            Answer::Option(digit) => self.options.iter().find(|option| option.digit == *digit),
+        }
+    }
+
+    /// The kind of tool it asks for, from the call's first word (Gemini's tool names).
+    pub fn tool_kind(&self) -> Option<ToolKind> {
+        let tool = self.call.as_deref()?.split_whitespace().next()?;
+        Some(match tool {
+            "Shell" => ToolKind::Execute,
+            "WriteFile" | "Edit" | "Replace" => ToolKind::Edit,
+            "ReadFile" | "ReadFolder" | "ReadManyFiles" => ToolKind::Read,
+            "WebFetch" | "GoogleSearch" => ToolKind::Fetch,
+            _ => ToolKind::Other,
         })
-        .unwrap_or_default();
-    let text = format!("{question}{call} {}", options.join(" · "));
-    Some(cut(&text))
+    }
+
+    /// The dialog as a permission request the faces show (`status`, `top`, the web page):
+    /// display only, `approve` reads the screen again.
+    pub fn pending(&self) -> Pending {
+        Pending {
+            rpc_id: serde_json::Value::Null,
+            tool: ToolCall {
+                id: self.id(),
+                kind: self.tool_kind(),
+                title: Some(self.question.clone()),
+                text: self.call.clone(),
+                ..ToolCall::default()
+            },
+            options: self
+                .options
+                .iter()
+                .map(|option| PermissionOption {
+                    id: option.digit.clone(),
+                    name: option.label.clone(),
+                    kind: option.kind.to_string(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Whether `before` is gone from `screen` (another dialog, or none).
+pub fn closed(before: &Dialog, screen: &str) -> bool {
+    dialog(screen).as_ref() != Some(before)
+}
+
+/// Agents whose permission dialog the digit of an option answers alone (no Enter), checked on
+/// the real CLI: Gemini CLI 0.61. Others' dialogs are answered in the pane (`cuekit attach`).
+pub fn answers_by_digit(agent_kind: &str) -> bool {
+    matches!(agent_kind, "gemini")
 }
 
 fn cut(text: &str) -> String {
@@ -87,6 +236,47 @@ mod tests {
         let idle = include_str!("../../tests/fixtures/screens/gemini-idle.txt");
         assert_eq!(asked(idle), None);
         assert_eq!(asked("1. a list\n2. of things"), None);
+    }
+
+    #[test]
+    fn geminis_options_are_chosen_by_kind_or_digit_and_keyed_by_what_it_asks() {
+        let screen = include_str!("../../tests/fixtures/screens/gemini-permission.txt");
+        let dialog = dialog(screen).unwrap();
+        let digit = |answer: Answer| dialog.choose(&answer).map(|o| o.digit.clone());
+        assert_eq!(digit(Answer::Allow).as_deref(), Some("1"));
+        assert_eq!(digit(Answer::AllowAlways).as_deref(), Some("2"));
+        assert_eq!(digit(Answer::Reject).as_deref(), Some("3"));
+        assert_eq!(digit(Answer::Option("2".into())).as_deref(), Some("2"));
+        assert_eq!(digit(Answer::Option("9".into())), None);
+        assert_eq!(dialog.tool_kind(), Some(ToolKind::Execute));
+        let pending = dialog.pending();
+        assert_eq!(pending.tool.id, dialog.id());
+        assert_eq!(pending.options[2].kind, "reject_once");
+        // The selection marker moving is the same dialog; another call is another one.
+        let moved = screen.replace("● 1. Allow once", "  1. Allow once");
+        assert!(!closed(&dialog, &moved));
+        let other = screen.replace("echo hi > f.txt", "rm -rf x");
+        assert!(closed(&dialog, &other));
+        assert_ne!(super::dialog(&other).unwrap().id(), dialog.id());
+        let idle = include_str!("../../tests/fixtures/screens/gemini-idle.txt");
+        assert!(closed(&dialog, idle));
+    }
+
+    #[test]
+    fn option_words_read_as_acp_kinds() {
+        for (label, kind) in [
+            ("Allow once", "allow_once"),
+            ("Yes, allow once", "allow_once"),
+            ("Yes", "allow_once"),
+            ("Allow for this session", "allow_always"),
+            ("Yes, allow always", "allow_always"),
+            ("Yes, and don't ask again this session", "allow_always"),
+            ("Allow for all future sessions", "other"),
+            ("Modify with external editor", "other"),
+            ("No, suggest changes (esc)", "reject_once"),
+        ] {
+            assert_eq!(kind_of(label), kind, "{label}");
+        }
     }
 
     #[test]

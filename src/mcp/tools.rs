@@ -801,7 +801,7 @@ impl CuekitServer {
 
     #[tool(
         name = "answer_permission",
-        description = "Answer the permission request an ACP task waits on (its status is input_required with reason permission_prompt; `request` shows the tool call and the options). answer: \"allow\" (once), \"allow_always\", \"reject\", or option with an option id. Refused (inside_task) when asked from inside the task's own pane: a child never answers its own requests.",
+        description = "Answer the permission request an ACP task waits on, or an interactive Gemini child's permission dialog (its digit typed only while its screen still shows it) (its status is input_required with reason permission_prompt; `request` shows the tool call and the options). answer: \"allow\" (once), \"allow_always\", \"reject\", or option with an option id. Refused (inside_task) when asked from inside the task's own pane: a child never answers its own requests.",
         annotations(
             title = "Answer a permission request",
             read_only_hint = false,

@@ -73,6 +73,14 @@ pub(crate) fn load_not_before(earlier: &crate::effects::store::TaskRecord) -> u6
 /// The request this process would make to task `task`'s client: refused when the caller runs
 /// inside that task's pane.
 fn call(task: &Task, request: &Request) -> Result<Reply> {
+    refuse_inside(task)?;
+    let socket = control::socket_of(&task.placement)?;
+    control::call(&socket, request, CALL_LIMIT)
+}
+
+/// Refuses a caller that runs inside task `task`'s own pane: a child never steers itself or
+/// answers its own requests.
+pub(super) fn refuse_inside(task: &Task) -> Result<()> {
     if let Some(inside) = super::task_of_process(std::process::id())
         && inside == task.record.id
     {
@@ -85,8 +93,7 @@ fn call(task: &Task, request: &Request) -> Result<Reply> {
         )
         .with_hint("the parent (or you) answers, from outside the task"));
     }
-    let socket = control::socket_of(&task.placement)?;
-    control::call(&socket, request, CALL_LIMIT)
+    Ok(())
 }
 
 /// A prompt to the task's client: its receipt.
@@ -124,9 +131,13 @@ pub struct Approval {
     /// paired browser of `cuekit serve`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// An interactive task's dialog: what it asked, the key typed, how soon it closed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialog: Option<super::dialog::DialogAnswer>,
 }
 
-/// Answers the permission request task `task_id` waits on.
+/// Answers the permission request task `task_id` waits on: an ACP task's through its client,
+/// an interactive task's dialog in its pane (`ops::dialog`).
 pub fn approve(task_id: &str, cwd: &std::path::Path, answer: Answer) -> Result<Approval> {
     approve_by(task_id, cwd, answer, None)
 }
@@ -139,12 +150,15 @@ pub fn approve_by(
     by: Option<&str>,
 ) -> Result<Approval> {
     let task = super::task::open(task_id, cwd)?;
+    if task.record.mode == Mode::Interactive {
+        return super::dialog::approve_on_screen(&task, &answer, by);
+    }
     if task.record.mode != Mode::Acp {
         return Err(Error::new(
             ErrorCode::InvalidState,
-            format!("task {task_id} is not an ACP task: it asks no permissions cuekit can answer"),
+            format!("task {task_id} is a batch task: it asks no permissions cuekit can answer"),
         )
-        .with_hint("permission requests are answered for tasks submitted with --mode acp"));
+        .with_hint("permission requests are answered for interactive and --mode acp tasks"));
     }
     let reply = call(&task, &Request::Answer { answer })?;
     match (reply.ok, reply.option) {
@@ -154,6 +168,7 @@ pub fn approve_by(
                 option,
                 at: crate::effects::clock::now_rfc3339(),
                 by: by.map(str::to_string),
+                dialog: None,
             };
             let event = serde_json::json!({"type": "cuekit_approve", "approval": &approval});
             crate::effects::store::append_event(

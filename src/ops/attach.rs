@@ -20,14 +20,28 @@ pub enum AttachEnd {
 }
 
 /// Runs `tmux attach` on the task's server and session, on this terminal, and returns when the
-/// person detaches (or the task's session ends). The task's status line names the task and the
-/// detach key first. A host's task is attached over ssh (the host's `cuekit attach`, on a
+/// person detaches (or the task's session ends). Inside the user's own tmux the task opens in a
+/// popup of it (as `top` opens it), else, when that tmux opens none (no client, no popups), in a
+/// client nested in this pane. The task's status line names the task and the detach key first. A host's task is attached over ssh (the host's `cuekit attach`, on a
 /// terminal of its own there), and its exit status returned when the person detaches.
 pub fn attach(task_id: &str, cwd: &Path) -> Result<AttachEnd> {
     if let Route::Host(host) = route_one(task_id)? {
         return on_host(&host, task_id, cwd).map(AttachEnd::Host);
     }
     let (socket, session) = live_session(task_id, cwd)?;
+    if in_users_tmux() {
+        // A popup of the user's tmux: its keys reach the task's client first, so the detach
+        // key is the task server's own, and the user's window is there when it closes.
+        label(&socket, &session, task_id, false);
+        let shown = popup_command(&socket, &session)?
+            .output()
+            .map_err(cannot_run)?;
+        // The user's tmux opened none when it says why (no client on this terminal, a tmux
+        // without popups): then a client nested in this pane, as outside tmux.
+        if shown.status.success() || shown.stderr.is_empty() {
+            return Ok(attach_end(task_id, cwd));
+        }
+    }
     label(&socket, &session, task_id, in_users_tmux());
     let status = Command::new(crate::effects::tmux::binary())
         .args(socket.args())
@@ -42,11 +56,30 @@ pub fn attach(task_id: &str, cwd: &Path) -> Result<AttachEnd> {
             format!("tmux attach for task {task_id} ended with {status}"),
         ));
     }
-    Ok(if live_session(task_id, cwd).is_ok() {
+    Ok(attach_end(task_id, cwd))
+}
+
+/// How an attach of this machine's task ended: detached, or the session is gone.
+fn attach_end(task_id: &str, cwd: &Path) -> AttachEnd {
+    if live_session(task_id, cwd).is_ok() {
         AttachEnd::Detached
     } else {
         AttachEnd::Ended
-    })
+    }
+}
+
+/// `tmux display-popup` on the user's tmux (`$TMUX`), running a client of the task's server.
+fn popup_command(socket: &Socket, session: &str) -> Result<Command> {
+    let tmux =
+        crate::domain::launch::single_quote(&crate::effects::tmux::binary().to_string_lossy())?;
+    let attach = socket.attach_command(session);
+    let inner = format!(
+        "env -u TMUX {tmux}{}",
+        attach.strip_prefix("tmux").unwrap_or(&attach)
+    );
+    let mut command = Command::new(crate::effects::tmux::binary());
+    command.args(args::popup(&inner));
+    Ok(command)
 }
 
 /// The task session's status line says which task it is and how to leave it:
@@ -94,19 +127,13 @@ pub fn attach_and_return(task_id: &str, cwd: &Path) -> Result<()> {
     }
     let (socket, session) = live_session(task_id, cwd)?;
     label(&socket, &session, task_id, false);
-    let mut command = Command::new(crate::effects::tmux::binary());
-    if in_users_tmux() {
-        let tmux =
-            crate::domain::launch::single_quote(&crate::effects::tmux::binary().to_string_lossy())?;
-        let attach = socket.attach_command(&session);
-        let inner = format!(
-            "env -u TMUX {tmux}{}",
-            attach.strip_prefix("tmux").unwrap_or(&attach)
-        );
-        command.args(args::popup(&inner));
+    let mut command = if in_users_tmux() {
+        popup_command(&socket, &session)?
     } else {
+        let mut command = Command::new(crate::effects::tmux::binary());
         command.args(socket.args()).args(args::attach(&session));
-    }
+        command
+    };
     let status = command.status().map_err(cannot_run)?;
     if status.success() {
         Ok(())

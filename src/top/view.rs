@@ -31,7 +31,7 @@ const HELP: &[(&str, &str)] = &[
     ("x", "cancel the task (asks to confirm with y)"),
     (
         "p",
-        "answer a permission request (ACP): y allow, a always, n reject",
+        "answer a permission request: y allow, a always, n reject",
     ),
     ("l", "its readable log in a pager ($PAGER, else less)"),
     (

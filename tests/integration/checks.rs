@@ -468,6 +468,7 @@ fn a_repositorys_own_check_runs_nothing_until_the_project_is_trusted() {
 fn a_fix_round_that_cannot_reach_the_same_child_is_refused_before_anything_starts() {
     let h = Harness::new();
     checked_project(&h);
+    // Asked for: refused. (Left to the default, the first verdict is final: races.rs.)
     let (refused, code) = h.json(&[
         "submit",
         "--worktree",
@@ -477,6 +478,8 @@ fn a_fix_round_that_cannot_reach_the_same_child_is_refused_before_anything_start
         "command",
         "--check",
         "true",
+        "--check-rounds",
+        "1",
         "--",
         "sh",
         "-c",

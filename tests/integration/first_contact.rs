@@ -393,8 +393,9 @@ fn attach_names_the_task_and_its_detach_key_and_says_how_to_come_back() {
 fn attach_from_inside_tmux_names_the_prefix_twice_when_the_outer_tmux_shares_it() {
     let h = Harness::new();
     let id = h.submit_sh("echo attached-child; sleep 600", &[]);
-    // Inside the user's tmux (here the test's server, whose prefix is also C-b): the outer
-    // tmux takes the first C-b, so the way out of the task is C-b C-b d.
+    // Inside the user's tmux (here the test's server, whose prefix is also C-b) with no client
+    // on this pane's terminal, so no popup: a nested client, and the outer tmux takes the
+    // first C-b, so the way out of the task is C-b C-b d. (With a client, a popup: top.rs.)
     h.in_terminal("person", &format!("attach {id}"), (200, 30), true);
     let shown = h.wait_pane("person", "the task's status line", |s| {
         s.contains("attached-child") && s.contains(", detach: ")

@@ -20,6 +20,7 @@ mod child_integrity;
 mod cli_extras;
 mod cli_parsing;
 mod conflicts;
+mod dialogs;
 mod failover;
 mod fanout;
 mod faults;

@@ -400,3 +400,38 @@ fn a_losers_checkout_with_a_process_working_in_it_is_kept() {
     let problems = result["problems"].to_string();
     assert!(problems.contains("works in"), "{result}");
 }
+
+/// A race of `command` candidates in batch mode needs no `--check-rounds 0`: their check's
+/// first verdict is final (a fix round would need cuekit to resume the same child's session
+/// with the message, which it cannot for a program of yours), and the submit says so.
+#[test]
+fn a_command_race_needs_no_check_rounds_and_says_its_first_verdict_is_final() {
+    let h = Harness::new();
+    checked_project(&h);
+    let args = crate::harness::sh_task(
+        "echo answer=42 > answer.txt",
+        &[
+            "--best-of",
+            "2",
+            "--mode",
+            "batch",
+            "--check",
+            "sh tests/check.sh",
+        ],
+    );
+    let mut all = vec!["submit"];
+    all.extend_from_slice(&args);
+    let (value, code) = h.json(&all);
+    assert_eq!(code, 0, "the race was refused: {value}");
+    assert!(
+        value
+            .to_string()
+            .contains("first verdict is final (no fix round): a fix round of a batch command task"),
+        "{value}"
+    );
+    let race = value["race"].as_str().unwrap().to_string();
+    let (waited, code) = h.json(&["wait", &race, "--timeout", "60s"]);
+    assert_eq!(code, 0, "{waited}");
+    let (result, _) = h.json(&["result", &race]);
+    assert_eq!(result["state"], "decided", "{result}");
+}

@@ -180,10 +180,15 @@ struct Client {
 
 impl Client {
     fn attach(h: &Harness) -> Client {
+        Client::attach_to(h, "top")
+    }
+
+    /// A client of session `session` of the test's server.
+    fn attach_to(h: &Harness, session: &str) -> Client {
         let client = Client {
             socket: format!("{}-client", h.socket),
         };
-        let attach = format!("env -u TMUX tmux -L {} attach -t =top", h.socket);
+        let attach = format!("env -u TMUX tmux -L {} attach -t ={session}", h.socket);
         let started = std::process::Command::new("tmux")
             .args(["-L", &client.socket, "new-session", "-d", "-s", "terminal"])
             .args(["-x", "150", "-y", "40", &attach])
@@ -354,4 +359,117 @@ fn an_acp_tasks_permission_request_is_answered_from_top() {
     });
     keys(&h, "q");
     wait_screen(&h, "top gone", |s| s.contains("exited with 0"));
+}
+
+/// Moves the selection onto task `id`'s row.
+fn select(h: &Harness, id: &str) {
+    keys(h, "g");
+    for _ in 0..10 {
+        let shown = h.wait_pane("top", "a selected row", |s| selected(s).is_some());
+        if selected(&shown).is_some_and(|row| row.contains(id)) {
+            return;
+        }
+        keys(h, "j");
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    panic!("{id} never selected");
+}
+
+/// An interactive Gemini child's permission dialog is answered from the dashboard as an ACP
+/// request is: `p` then `y` types the dialog's "Allow once" digit (the tool runs), `p` then `n`
+/// its "No" (it never runs).
+#[test]
+fn an_interactive_childs_dialog_is_allowed_and_rejected_from_top() {
+    let h = Harness::new().with_real_gemini(&[
+        crate::harness::canned_shell_call("echo top > t.txt"),
+        canned_text("Wrote t.txt."),
+    ]);
+    // The two tasks work in folders of their own (each a project): every task is shown.
+    h.in_terminal("top", "top --all --refresh 300ms", (150, 40), false);
+    let submit = |folder: &str| {
+        let dir = h.project.join(folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        let dir = dir.to_string_lossy().into_owned();
+        let args = [
+            "--cwd",
+            &dir,
+            "--model",
+            MODEL,
+            "--no-skip-permissions",
+            "--sandbox=none",
+            "Write t.txt",
+        ];
+        h.submit(&args)
+    };
+    let allowed = submit("allowed");
+    let rejected = submit("rejected");
+    for id in [&allowed, &rejected] {
+        wait_screen(&h, "the dialog in its row", |s| {
+            row_of(s, id).is_some_and(|row| row.contains("input_required permission_pro"))
+        });
+    }
+    for (id, key, answer) in [
+        (&allowed, "y", "Allow once"),
+        (&rejected, "n", "No, suggest changes (esc)"),
+    ] {
+        select(&h, id);
+        keys(&h, "p");
+        wait_screen(&h, "the question", |s| {
+            s.contains(&format!("{id} asks a permission"))
+        });
+        keys(&h, key);
+        wait_screen(&h, "the answer", |s| s.contains(&format!("{id}: {answer}")));
+    }
+    h.wait_until(&allowed, "the tool's file", limits::TASK, || {
+        h.project.join("allowed/t.txt").exists()
+    });
+    wait_screen(&h, "both turns' ends in their rows", |s| {
+        [&allowed, &rejected]
+            .iter()
+            .all(|id| row_of(s, id).is_some_and(|row| row.contains("idle_at_prompt")))
+    });
+    assert!(
+        !h.project.join("rejected/t.txt").exists(),
+        "a rejected tool ran"
+    );
+    keys(&h, "q");
+    wait_screen(&h, "top gone", |s| s.contains("exited with 0"));
+}
+
+/// `cuekit attach` run inside the user's tmux (a pane with a client on a terminal) opens the
+/// task in a popup of it, as `top` does: the task's own detach key closes it, and the pane
+/// says how to come back.
+#[test]
+fn attach_inside_the_users_tmux_opens_a_popup_and_says_how_to_come_back() {
+    let h = Harness::new();
+    let id = h.submit_sh("echo popup-attached; sleep 600", &[]);
+    // The pane waits for its terminal's client before it runs `cuekit attach`.
+    let cuekit = env!("CARGO_BIN_EXE_cuekit");
+    h.in_terminal(
+        "person",
+        &format!("--version; tmux wait-for person-go; '{cuekit}' attach {id}"),
+        (150, 40),
+        true,
+    );
+    let terminal = Client::attach_to(&h, "person");
+    terminal.wait_screen("the pane", |s| s.contains("cuekit "));
+    assert!(h.tmux(&["wait-for", "-S", "person-go"]).status.success());
+    let shown = terminal.wait_screen("the task in a popup", |s| {
+        s.lines()
+            .any(|line| line.contains('│') && line.contains("popup-attached"))
+    });
+    assert!(shown.lines().next().unwrap().contains('┌'), "{shown}");
+    assert!(
+        shown.contains(&format!("[cuekit {id}, detach: C-b d]")),
+        "{shown}"
+    );
+    terminal.tmux(&["send-keys", "-t", "=terminal:", "C-b", "d"]);
+    let shown = terminal.wait_screen("the pane back", |s| {
+        s.contains("exited with") && !s.contains('┌')
+    });
+    assert!(
+        shown.contains(&format!("`cuekit attach {id}` comes back")),
+        "{shown}"
+    );
+    assert_eq!(h.status(&id)["status"], "running");
 }

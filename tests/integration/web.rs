@@ -1163,3 +1163,97 @@ fn a_checked_tasks_verdict_is_on_the_list_and_its_page() {
         assert!(page.contains(shown), "{shown}\n{page}");
     }
 }
+
+/// Waits until the task page shows a permission request (by the event stream).
+async fn request_shown(client: &Client, h: &Harness, id: &str) {
+    let start = Instant::now();
+    while client.find(Locator::Id("request")).await.is_err() {
+        assert!(
+            start.elapsed() < limits::AGENT,
+            "no permission request shown:\n{}",
+            h.screen(id)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// An interactive Gemini child's permission dialog is offered on its page as an ACP request
+/// is: "Allow" on its shell call asks a second time, then its digit is typed and the tool runs;
+/// "Reject" on another child's dialog types its "No". Both recorded with the device's name.
+#[test]
+fn an_interactive_childs_dialog_is_allowed_and_rejected_from_the_page() {
+    let h = Harness::new().with_real_gemini(&[
+        canned_shell_call("echo hi > f.txt"),
+        canned_text("Done: wrote f.txt."),
+    ]);
+    let submit = |folder: &str| {
+        let dir = h.project.join(folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        let dir = dir.to_string_lossy().into_owned();
+        let args = [
+            "--cwd",
+            &dir,
+            "--model",
+            MODEL,
+            "--no-skip-permissions",
+            "--sandbox=none",
+            "Create f.txt",
+        ];
+        h.submit(&args)
+    };
+    let allowed = submit("allowed");
+    let rejected = submit("rejected");
+    let s = serve(&h, &[]);
+    let rt = runtime();
+    rt.block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        pair_in_browser(client, &s, "my phone").await;
+        client
+            .goto(&format!("{}/t/{allowed}", s.url))
+            .await
+            .unwrap();
+        request_shown(client, &h, &allowed).await;
+        wait_text(client, "Allow execution of [Shell]?").await;
+        wait_text(client, "Shell echo hi > f.txt").await;
+        click_css(client, "#request button.ok").await;
+        wait_text(client, "may change or remove things").await;
+        assert!(!h.project.join("allowed/f.txt").exists());
+        click_css(client, "button.danger").await;
+        wait_text(
+            client,
+            &format!("{allowed}: Allow once (by device my-phone)"),
+        )
+        .await;
+        client
+            .goto(&format!("{}/t/{rejected}", s.url))
+            .await
+            .unwrap();
+        request_shown(client, &h, &rejected).await;
+        click_css(client, "#request button.danger").await;
+        wait_text(
+            client,
+            &format!("{rejected}: No, suggest changes (esc) (by device my-phone)"),
+        )
+        .await;
+        let _ = browser.client.clone().unwrap().close().await;
+    });
+    assert!(
+        poll(limits::TASK, || h.project.join("allowed/f.txt").exists()),
+        "the allowed tool never ran"
+    );
+    let (waited, code) = h.json(&["wait", &rejected, "--timeout", &limits::arg(limits::AGENT)]);
+    assert_eq!(code, 0, "{waited}\n{}", h.screen(&rejected));
+    assert!(
+        !h.project.join("rejected/f.txt").exists(),
+        "a rejected tool ran"
+    );
+    for (folder, id) in [("allowed", &allowed), ("rejected", &rejected)] {
+        let dir = h.project.join(folder).join(".cuekit/tasks").join(id);
+        let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+        assert!(
+            events.contains("\"by\":\"device my-phone\"") && events.contains("\"dialog\""),
+            "the approval does not name the device:\n{events}"
+        );
+    }
+}

@@ -187,14 +187,23 @@ pub(crate) fn around(
     )
 }
 
+/// The start of [`no_fix_rounds`]'s message.
+const NO_FIX_ROUNDS: &str = "a fix round of a batch ";
+
 fn no_fix_rounds(adapter: &Adapter) -> Error {
     Error::new(
         ErrorCode::InvalidInput,
         format!(
-            "a fix round of a batch {} task cannot be given to the same child: cuekit resumes \
-             a batch session with the message on stdin only for gemini so far",
+            "{NO_FIX_ROUNDS}{} task cannot be given to the same child: a fix round gives the \
+             failing check's output to the child that made the work, and cuekit resumes a batch \
+             session with the message on stdin only for gemini so far",
             adapter.kind()
         ),
     )
     .with_hint("use --check-rounds 0 (the first verdict is final) or --agent gemini")
+}
+
+/// Whether `err` is [`around`]'s refusal of fix rounds that cannot reach the same child.
+pub(crate) fn is_no_fix_rounds(err: &Error) -> bool {
+    err.code == ErrorCode::InvalidInput && err.message.starts_with(NO_FIX_ROUNDS)
 }

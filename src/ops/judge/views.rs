@@ -197,10 +197,7 @@ impl Refreshed {
                     view.reason = Some(attention.as_str().to_string());
                     view.hint = Some(rules.hint(attention).to_string());
                     if attention == attention::Attention::PermissionPrompt {
-                        // What it asks, read from its screen, before what to do about it.
-                        if let Some(asked) = crate::domain::permission_screen::asked(screen) {
-                            view.hint = view.hint.take().map(|hint| format!("it asks: {asked}; {hint}"));
-                        }
+                        dialog_asks(task, screen, &mut view);
                         advise_unsandboxed(task, &mut view);
                     }
                 }
@@ -234,6 +231,30 @@ impl Refreshed {
             })
             .collect();
         (views, screens)
+    }
+}
+
+/// What an interactive child's permission dialog asks, read from its screen, before what to do
+/// about it; the dialog as a request `approve` (and `top`, the web page) can answer when the
+/// agent's dialogs take an option's digit.
+fn dialog_asks(task: &Task, screen: &str, view: &mut TaskView) {
+    use crate::domain::permission_screen;
+    let Some(dialog) = permission_screen::dialog(screen) else {
+        return;
+    };
+    let asked = dialog.line();
+    if permission_screen::answers_by_digit(&task.record.spec.agent_kind) {
+        view.hint = Some(format!(
+            "it asks: {asked}; answer with `cuekit approve {} --allow|--allow-always|--reject` \
+             (or `--option N`), or in its pane (`cuekit attach`)",
+            task.record.id
+        ));
+        view.request = Some(Box::new(dialog.pending()));
+    } else {
+        view.hint = view
+            .hint
+            .take()
+            .map(|hint| format!("it asks: {asked}; {hint}"));
     }
 }
 

@@ -262,9 +262,15 @@ fn with_check(
     task: CheckSubject,
     warnings: &mut Vec<String>,
 ) -> Result<(String, Option<crate::domain::check::CheckPlan>)> {
-    let check = crate::ops::check::plan_for(
+    let configured = resolved.config.check();
+    // Fix rounds someone asked for (the flag, else the file), not the default.
+    let rounds_asked = match resolved.request.check.as_ref() {
+        Some(asked) => asked.rounds.is_some(),
+        None => configured.as_ref().is_some_and(|c| c.rounds.is_some()),
+    };
+    let mut check = crate::ops::check::plan_for(
         resolved.request.check.as_ref(),
-        resolved.config.check(),
+        configured,
         crate::ops::check::Checked {
             agent: resolved.adapter.kind(),
             mode: resolved.mode,
@@ -280,19 +286,36 @@ fn with_check(
         .with_hint("add --check CMD (e.g. --check 'make test'), or set check.run in the config"));
     }
     // A batch task's launch runs its check; an interactive task's is the monitor's.
-    let command = match check.as_ref().filter(|_| resolved.mode == Mode::Batch) {
-        Some(plan) => crate::ops::check::around(
-            &command,
-            plan,
-            task.id,
-            task.task_dir,
-            resolved.adapter,
-            &resolved.spec,
-            &resolved.bin,
-            task.session,
-            &client_word()?,
-            &|launch| Ok(sandbox::wrap(launch, task.sandbox.0, task.sandbox.1, None)?.0),
-        )?,
+    let command = match check.as_mut().filter(|_| resolved.mode == Mode::Batch) {
+        Some(plan) => {
+            let around = |plan: &crate::domain::check::CheckPlan| {
+                crate::ops::check::around(
+                    &command,
+                    plan,
+                    task.id,
+                    task.task_dir,
+                    resolved.adapter,
+                    &resolved.spec,
+                    &resolved.bin,
+                    task.session,
+                    &client_word()?,
+                    &|launch| Ok(sandbox::wrap(launch, task.sandbox.0, task.sandbox.1, None)?.0),
+                )
+            };
+            match around(plan) {
+                // The default rounds only: this agent's first verdict is final, and it says
+                // what a fix round would need. Rounds asked for are refused as before.
+                Err(err) if !rounds_asked && crate::ops::check::is_no_fix_rounds(&err) => {
+                    plan.rounds = 0;
+                    warnings.push(format!(
+                        "its check's first verdict is final (no fix round): {}",
+                        err.message
+                    ));
+                    around(plan)?
+                }
+                other => other?,
+            }
+        }
         None => command,
     };
     Ok((command, check))
