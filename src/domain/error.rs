@@ -55,11 +55,14 @@ pub enum ErrorCode {
     /// `cuekit merge` of work that changed submodules (their commits or files): a merge cannot
     /// carry them yet; nothing was changed.
     SubmoduleWork,
+    /// `cuekit serve`'s port is held by another process on an address it names (for
+    /// `localhost`, 127.0.0.1 or ::1): nothing was served.
+    PortTaken,
 }
 
 impl ErrorCode {
     /// Every code, for reading one back from its string (a host's cuekit's JSON error).
-    pub const ALL: [ErrorCode; 30] = [
+    pub const ALL: [ErrorCode; 31] = [
         ErrorCode::Internal,
         ErrorCode::Usage,
         ErrorCode::InvalidInput,
@@ -90,6 +93,7 @@ impl ErrorCode {
         ErrorCode::CheckFailed,
         ErrorCode::WorkKept,
         ErrorCode::SubmoduleWork,
+        ErrorCode::PortTaken,
     ];
 
     pub fn parse(code: &str) -> Option<ErrorCode> {
@@ -130,6 +134,7 @@ impl ErrorCode {
             ErrorCode::CheckFailed => "check_failed",
             ErrorCode::WorkKept => "work_kept",
             ErrorCode::SubmoduleWork => "submodule_work",
+            ErrorCode::PortTaken => "port_taken",
         }
     }
 
@@ -166,6 +171,7 @@ impl ErrorCode {
             ErrorCode::CheckFailed => 35,
             ErrorCode::WorkKept => 36,
             ErrorCode::SubmoduleWork => 37,
+            ErrorCode::PortTaken => 38,
         }
     }
 }

@@ -350,6 +350,42 @@ pub fn revoke(name: &str) -> Result<usize> {
     Ok(ended)
 }
 
+/// Who listens on `port` at `ip` as /proc shows it (pids and commands of this user's
+/// processes, else the owner's uid), for a refusal that names the holder.
+pub fn port_holders(ip: std::net::IpAddr, port: u16) -> Vec<String> {
+    crate::effects::process::tcp_listeners(ip, port)
+}
+
+/// This install's own loopback name, `ck-<random>.localhost` (RFC 6761: every `*.localhost`
+/// is loopback; browsers resolve it so without DNS), made once and kept in `web/host`. A
+/// cookie set for it goes to no other local server (cookies ignore ports, not names).
+pub fn host_name() -> Result<String> {
+    let path = web_dir()?.join("host");
+    let valid = |text: &str| {
+        text.strip_prefix("ck-")
+            .and_then(|rest| rest.strip_suffix(".localhost"))
+            .is_some_and(|middle| {
+                middle.len() >= 8 && middle.bytes().all(|b| b.is_ascii_hexdigit())
+            })
+    };
+    if let Ok(bytes) = store::read_small(&path) {
+        let text = String::from_utf8_lossy(&bytes).trim().to_ascii_lowercase();
+        if valid(&text) {
+            return Ok(text);
+        }
+    }
+    let _lock = store::lock_file(&web_dir()?.join("lock"))?;
+    if let Ok(bytes) = store::read_small(&path) {
+        let text = String::from_utf8_lossy(&bytes).trim().to_ascii_lowercase();
+        if valid(&text) {
+            return Ok(text);
+        }
+    }
+    let made = format!("ck-{}.localhost", &random_hex()[..12]);
+    store::write_atomic(&path, made.as_bytes())?;
+    Ok(made)
+}
+
 /// A token for a form shown before any session (the pairing form): its cookie and its field
 /// must match.
 pub fn form_token() -> String {
