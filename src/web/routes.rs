@@ -30,8 +30,10 @@ const FORM_COOKIE: &str = "ck_form";
 /// Lines of the log a task page shows first.
 const SCREEN_LINES: usize = 60;
 const MOST_LINES: usize = 20_000;
-/// A keep-alive comment on an idle event stream; the session is checked again each time.
+/// A keep-alive comment on an idle event stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
+/// How often an open event stream's session is looked at again (news or not).
+const SESSION_RECHECK: Duration = Duration::from_millis(500);
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    connect-src 'self'; manifest-src 'self'; form-action 'self'; \
@@ -466,7 +468,7 @@ struct EventsQuery {
 }
 
 /// Server-sent events: a line per transition (and, for a task page, per growth of its
-/// transcript); a keep-alive comment otherwise, after which the session is checked again.
+/// transcript); a keep-alive comment when idle; the session looked at again twice a second.
 async fn events(
     State(app): Shared,
     headers: HeaderMap,
@@ -483,41 +485,16 @@ async fn events(
     let token = cookie(&headers, SESSION_COOKIE).unwrap_or("").to_string();
     let watch = app.live.subscribe(query.task);
     let stream = futures_util::stream::unfold(
-        (watch, token, true),
-        |(mut watch, token, open)| async move {
-            if !open {
-                return None;
-            }
-            loop {
-                match tokio::time::timeout(KEEP_ALIVE, watch.news.recv()).await {
-                    Ok(Ok(line)) if watch.wants(&line) => {
-                        let chunk = format!("data: {line}\n\n");
-                        return Some((
-                            Ok::<_, std::convert::Infallible>(chunk),
-                            (watch, token, true),
-                        ));
-                    }
-                    Ok(Ok(_)) => continue,
-                    Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
-                        let chunk = "data: {\"kind\":\"lagged\"}\n\n".to_string();
-                        return Some((Ok(chunk), (watch, token, true)));
-                    }
-                    Ok(Err(_)) => return None,
-                    Err(_) => {
-                        let check = token.clone();
-                        let still = blocking(move || web_access::session(&check))
-                            .await
-                            .ok()
-                            .flatten()
-                            .is_some();
-                        if !still {
-                            let chunk = "data: {\"kind\":\"ended\"}\n\n".to_string();
-                            return Some((Ok(chunk), (watch, token, false)));
-                        }
-                        return Some((Ok(": alive\n\n".to_string()), (watch, token, true)));
-                    }
-                }
-            }
+        Stream {
+            watch,
+            token,
+            open: true,
+            checked: tokio::time::Instant::now(),
+            quiet_since: tokio::time::Instant::now(),
+        },
+        |mut stream| async move {
+            let chunk = stream.next_chunk().await?;
+            Some((Ok::<_, std::convert::Infallible>(chunk), stream))
         },
     );
     (
@@ -528,6 +505,55 @@ async fn events(
         Body::from_stream(stream),
     )
         .into_response()
+}
+
+/// One page's event stream: its news, and its session, looked at again at least every
+/// [`SESSION_RECHECK`] whether news flows or not (a `--revoke` ends it within that).
+struct Stream {
+    watch: super::live::Watch,
+    token: String,
+    open: bool,
+    checked: tokio::time::Instant,
+    quiet_since: tokio::time::Instant,
+}
+
+impl Stream {
+    async fn next_chunk(&mut self) -> Option<String> {
+        if !self.open {
+            return None;
+        }
+        loop {
+            if self.checked.elapsed() >= SESSION_RECHECK {
+                self.checked = tokio::time::Instant::now();
+                let check = self.token.clone();
+                let still = blocking(move || web_access::session(&check))
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some();
+                if !still {
+                    self.open = false;
+                    return Some("data: {\"kind\":\"ended\"}\n\n".to_string());
+                }
+            }
+            if self.quiet_since.elapsed() >= KEEP_ALIVE {
+                self.quiet_since = tokio::time::Instant::now();
+                return Some(": alive\n\n".to_string());
+            }
+            let wait = SESSION_RECHECK.saturating_sub(self.checked.elapsed());
+            match tokio::time::timeout(wait, self.watch.news.recv()).await {
+                Ok(Ok(line)) if self.watch.wants(&line) => {
+                    self.quiet_since = tokio::time::Instant::now();
+                    return Some(format!("data: {line}\n\n"));
+                }
+                Ok(Ok(_)) | Err(_) => continue,
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
+                    return Some("data: {\"kind\":\"lagged\"}\n\n".to_string());
+                }
+                Ok(Err(_)) => return None,
+            }
+        }
+    }
 }
 
 /// A page of one task: a task id of the CLI's shape and the device's session (else the

@@ -25,15 +25,15 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const XSS_OBJECTIVE: &str = "Say hi <script>window.__xss='objective'</script><img src=x onerror=\"window.__xss='img'\"> <a href=\"javascript:window.__xss='link'\">x</a>";
 
 /// A running `cuekit serve`, killed on drop.
-struct Serve {
-    child: Child,
+pub(crate) struct Serve {
+    pub(crate) child: Child,
     /// The rest of what it prints (kept open: it must not write into a closed pipe).
-    _stdout: BufReader<ChildStdout>,
+    pub(crate) _stdout: BufReader<ChildStdout>,
     /// `http://127.0.0.1:PORT` (`https://` under TLS)
-    url: String,
+    pub(crate) url: String,
     /// `127.0.0.1:PORT`
-    addr: String,
-    code: String,
+    pub(crate) addr: String,
+    pub(crate) code: String,
 }
 
 impl Drop for Serve {
@@ -43,11 +43,11 @@ impl Drop for Serve {
     }
 }
 
-fn serve(h: &Harness, extra: &[&str]) -> Serve {
+pub(crate) fn serve(h: &Harness, extra: &[&str]) -> Serve {
     serve_on(h, "127.0.0.1:0", extra)
 }
 
-fn serve_on(h: &Harness, bind: &str, extra: &[&str]) -> Serve {
+pub(crate) fn serve_on(h: &Harness, bind: &str, extra: &[&str]) -> Serve {
     let mut child = h
         .cuekit()
         .args(["serve", "--bind", bind])
@@ -87,21 +87,21 @@ trait ReadWrite: Read + Write {}
 impl<T: Read + Write> ReadWrite for T {}
 
 /// One HTTP/1.1 exchange: status, headers (names lowercased), body.
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
 }
 
 impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(key, _)| key == name)
             .map(|(_, value)| value.as_str())
     }
 
-    fn cookie(&self, name: &str) -> Option<String> {
+    pub(crate) fn cookie(&self, name: &str) -> Option<String> {
         self.headers
             .iter()
             .filter(|(key, _)| key == "set-cookie")
@@ -112,7 +112,13 @@ impl Reply {
 }
 
 /// One exchange with `addr`: `ADDR:PORT`, or `unix:PATH` (then as a tunnel's `localhost`).
-fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+pub(crate) fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
     let (mut stream, host): (Box<dyn ReadWrite>, &str) = match addr.strip_prefix("unix:") {
         Some(socket) => {
             let stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
@@ -165,7 +171,7 @@ fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &s
     }
 }
 
-fn form_encode(pairs: &[(&str, &str)]) -> String {
+pub(crate) fn form_encode(pairs: &[(&str, &str)]) -> String {
     pairs
         .iter()
         .map(|(key, value)| {
@@ -186,7 +192,7 @@ fn form_encode(pairs: &[(&str, &str)]) -> String {
 }
 
 /// Pairs over plain HTTP: the reply to the code, and the session cookie when it was taken.
-fn pair_http(s: &Serve, code: &str, name: &str) -> (Reply, Option<String>) {
+pub(crate) fn pair_http(s: &Serve, code: &str, name: &str) -> (Reply, Option<String>) {
     let form = http(&s.addr, "GET", "/pair", &[], "");
     let token = form
         .cookie("ck_form")
@@ -204,7 +210,7 @@ fn pair_http(s: &Serve, code: &str, name: &str) -> (Reply, Option<String>) {
 }
 
 /// The CSRF token a page of this session carries.
-fn csrf_of(s: &Serve, session: &str) -> String {
+pub(crate) fn csrf_of(s: &Serve, session: &str) -> String {
     let page = http(
         &s.addr,
         "GET",
@@ -218,7 +224,7 @@ fn csrf_of(s: &Serve, session: &str) -> String {
 }
 
 /// Chromium through chromedriver, both ended (their whole process group) on drop.
-struct Browser {
+pub(crate) struct Browser {
     driver: Child,
     client: Option<Client>,
     _profile: tempfile::TempDir,
@@ -232,17 +238,17 @@ impl Drop for Browser {
 }
 
 impl Browser {
-    fn client(&self) -> &Client {
+    pub(crate) fn client(&self) -> &Client {
         self.client.as_ref().unwrap()
     }
 }
 
-async fn browser() -> Browser {
+pub(crate) async fn browser() -> Browser {
     browser_with(false).await
 }
 
 /// A browser; `self_signed`: one that accepts the test's self-signed certificate.
-async fn browser_with(self_signed: bool) -> Browser {
+pub(crate) async fn browser_with(self_signed: bool) -> Browser {
     crate::harness::needs("Chromium and chromedriver");
     assert!(
         Path::new(CHROMEDRIVER).exists() && Path::new(CHROMIUM).exists(),
@@ -297,7 +303,7 @@ async fn browser_with(self_signed: bool) -> Browser {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -305,7 +311,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Waits (30 s at most) until the page's text holds `text`; the text.
-async fn wait_text(client: &Client, text: &str) -> String {
+pub(crate) async fn wait_text(client: &Client, text: &str) -> String {
     let start = Instant::now();
     loop {
         let body = match client.find(Locator::Css("body")).await {
@@ -355,13 +361,13 @@ async fn screenshot(client: &Client, name: &str) {
     std::fs::write(dir.join(name), png).unwrap();
 }
 
-async fn click(client: &Client, id: &str) {
+pub(crate) async fn click(client: &Client, id: &str) {
     click_css(client, &format!("#{id}")).await;
 }
 
 /// Clicks `css`; found again when the page's live part was replaced between finding and
 /// clicking it (an event arrived), as a person's second tap would.
-async fn click_css(client: &Client, css: &str) {
+pub(crate) async fn click_css(client: &Client, css: &str) {
     for _ in 0..20 {
         let found = client.find(Locator::Css(css)).await;
         let element = found.unwrap_or_else(|err| panic!("no {css} on the page: {err}"));
@@ -376,7 +382,7 @@ async fn click_css(client: &Client, css: &str) {
 }
 
 /// Types into `#id` (found again if an event replaced it first, as [`click_css`]).
-async fn type_into(client: &Client, id: &str, text: &str) {
+pub(crate) async fn type_into(client: &Client, id: &str, text: &str) {
     for _ in 0..20 {
         let found = client.find(Locator::Id(id)).await;
         let element = found.unwrap_or_else(|err| panic!("no #{id} on the page: {err}"));
@@ -390,7 +396,7 @@ async fn type_into(client: &Client, id: &str, text: &str) {
     panic!("#{id} was replaced under every try");
 }
 
-async fn pair_in_browser(client: &Client, s: &Serve, name: &str) {
+pub(crate) async fn pair_in_browser(client: &Client, s: &Serve, name: &str) {
     client.goto(&format!("{}/pair", s.url)).await.unwrap();
     type_into(client, "code", &s.code).await;
     let field = client.find(Locator::Id("name")).await.unwrap();
