@@ -386,6 +386,12 @@ pub fn host_name() -> Result<String> {
     Ok(made)
 }
 
+/// Six random digits: a destructive step's confirmation code (`web::factor`).
+pub fn confirm_digits() -> String {
+    let random = u64::from_str_radix(&random_hex()[..15], 16).expect("hex digits");
+    format!("{:06}", random % 1_000_000)
+}
+
 /// A token for a form shown before any session (the pairing form): its cookie and its field
 /// must match.
 pub fn form_token() -> String {

@@ -8,6 +8,7 @@
 //! framing and `nosniff`; every state-changing request needs the device's session cookie,
 //! its CSRF token and no foreign `Origin`.
 
+mod factor;
 mod html;
 mod live;
 mod palette;

@@ -49,6 +49,11 @@ pub struct App {
     tls: bool,
     hosts: Hosts,
     live: Arc<Live>,
+    /// The sessions that have had a page from this run (each one's first gets
+    /// `Clear-Site-Data`).
+    seen: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The codes printed for destructive steps.
+    codes: super::factor::Codes,
 }
 
 impl App {
@@ -61,6 +66,8 @@ impl App {
             public_host: options.public_host.map(|host| host.to_ascii_lowercase()),
             hosts,
             live,
+            seen: std::sync::Mutex::default(),
+            codes: super::factor::Codes::default(),
         })
     }
 }
@@ -109,6 +116,15 @@ async fn asset(kind: &'static str, body: &'static str) -> Response {
 /// another origin; every response gets the security headers.
 async fn guard(State(app): Shared, request: Request, next: Next) -> Response {
     let headers = request.headers();
+    // A browser fetching a service worker's script (registering or updating one a squatter
+    // registered while serve was down): whatever the path, the worker it gets removes itself.
+    if headers
+        .get("service-worker")
+        .is_some_and(|value| value.as_bytes() == b"script")
+    {
+        return kill_switch();
+    }
+    let first_page = first_page_of_run(&app, &request);
     let host = headers
         .get(header::HOST)
         .and_then(|host| host.to_str().ok())
@@ -144,7 +160,56 @@ async fn guard(State(app): Shared, request: Request, next: Next) -> Response {
     headers
         .entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));
+    if first_page && response.status() == StatusCode::OK {
+        response.headers_mut().insert(
+            "clear-site-data",
+            HeaderValue::from_static(FIRST_PAGE_CLEARS),
+        );
+    }
     response
+}
+
+/// What the first page a session gets from this run clears: whatever a squatter left while
+/// serve was down (cached pages, service workers, storage).
+const FIRST_PAGE_CLEARS: &str = "\"cache\", \"storage\"";
+
+/// A worker that unregisters itself, empties every cache and reloads the pages it held: the
+/// answer to any service worker script request (`Service-Worker: script`).
+const KILL_SWITCH: &str = include_str!("assets/kill-switch.js");
+
+fn kill_switch() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript"),
+            (header::CACHE_CONTROL, "no-store"),
+            (
+                header::HeaderName::from_static("clear-site-data"),
+                "\"cache\", \"storage\"",
+            ),
+        ],
+        KILL_SWITCH,
+    )
+        .into_response()
+}
+
+/// Whether this request is a page (a GET of a document) of a session that has had none from
+/// this run yet: noted, so the next is not.
+fn first_page_of_run(app: &App, request: &Request) -> bool {
+    if request.method() != Method::GET
+        || request
+            .headers()
+            .get("sec-fetch-dest")
+            .is_some_and(|dest| dest.as_bytes() != b"document")
+    {
+        return false;
+    }
+    let Some(token) = cookie(request.headers(), SESSION_COOKIE) else {
+        return false;
+    };
+    app.seen
+        .lock()
+        .expect("not poisoned")
+        .insert(token.to_string())
 }
 
 fn refusal(status: StatusCode, why: &str) -> Response {
@@ -220,6 +285,61 @@ async fn authorize(
     Ok(session)
 }
 
+/// A destructive step: the key its code is bound to, what the terminal says it allows, and
+/// where its form goes.
+struct Step {
+    action: String,
+    what: String,
+    path: String,
+}
+
+/// The terminal's code for `step` (`web::factor`): passes when the form carries the right
+/// one; else the page asking for it (a new code printed), or the refusal.
+fn second_factor(
+    app: &App,
+    session: &web_access::Session,
+    step: &Step,
+    form: &HashMap<String, String>,
+) -> Result<(), Response> {
+    use super::factor::Verdict;
+    let given = form.get("code").map(String::as_str);
+    let verdict = app
+        .codes
+        .check(&session.device, &step.action, &step.what, given);
+    let error = match verdict {
+        Verdict::Passed => return Ok(()),
+        Verdict::Asked => None,
+        Verdict::Refused(why) => Some(why),
+    };
+    let mut fields: Vec<(&str, &str)> = form
+        .iter()
+        .filter(|(name, _)| !matches!(name.as_str(), "csrf" | "code"))
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    fields.sort_unstable();
+    let body = html::code_page(
+        &step.path,
+        &session.csrf,
+        &step.what,
+        &fields,
+        error.as_deref(),
+    );
+    let status = if error.is_some() {
+        StatusCode::FORBIDDEN
+    } else {
+        StatusCode::OK
+    };
+    Err((status, Html(body)).into_response())
+}
+
+fn hex_digest(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
 fn checked_id(id: &str) -> Result<(), Response> {
     if crate::domain::task::is_task_id(id) {
         Ok(())
@@ -244,6 +364,11 @@ async fn pair_form(Query(query): Query<CodeQuery>) -> Response {
         .code
         .filter(|code| code.len() <= 16 && code.bytes().all(|b| b.is_ascii_digit() || b == b'-'));
     let mut response = page(html::pair_form(&token, code.as_deref(), None));
+    // Pairing starts clean: nothing a squatter stored on this origin survives it.
+    response.headers_mut().insert(
+        "clear-site-data",
+        HeaderValue::from_static("\"cache\", \"storage\""),
+    );
     set_cookie(
         &mut response,
         &format!("{FORM_COOKIE}={token}; Path=/pair; HttpOnly; SameSite=Strict; Max-Age=900"),
@@ -708,14 +833,26 @@ async fn answer(State(app): Shared, action: Action) -> Response {
             &id,
         );
     }
-    let confirmed = form.get("confirm").is_some_and(|yes| yes == "yes");
-    if word != "reject" && needs_second_confirmation(request.tool.kind) && !confirmed {
+    if word != "reject" && needs_second_confirmation(request.tool.kind) {
         let title = request
             .tool
             .title
             .clone()
             .unwrap_or(request.tool.id.clone());
-        return page(html::confirm_answer(&id, &session.csrf, word, tool, &title));
+        let kind = request
+            .tool
+            .kind
+            .map(|kind| format!("{kind:?}").to_lowercase())
+            .unwrap_or_default();
+        let what = format!("{word} the {kind} tool \"{title}\" of {id}");
+        let step = Step {
+            action: format!("answer {id} {tool} {word}"),
+            what,
+            path: format!("/t/{id}/answer"),
+        };
+        if let Err(response) = second_factor(&app, &session, &step, &form) {
+            return response;
+        }
     }
     let device = session.device;
     run_on_task(&app, &id, "Answered", move |id, cwd| {
@@ -786,8 +923,19 @@ async fn diff(State(app): Shared, Viewer { id, .. }: Viewer) -> Response {
     }
 }
 
-async fn merge(State(app): Shared, Action { id, form, .. }: Action) -> Response {
+async fn merge(State(app): Shared, action: Action) -> Response {
+    let Action { id, session, form } = action;
     let reviewed = form.get("reviewed").is_some_and(|yes| yes == "yes");
+    if reviewed {
+        let step = Step {
+            action: format!("merge {id} reviewed"),
+            what: format!("merge {id}, with the files that need review"),
+            path: format!("/t/{id}/merge"),
+        };
+        if let Err(response) = second_factor(&app, &session, &step, &form) {
+            return response;
+        }
+    }
     run_on_task(&app, &id, "Merged", move |id, cwd| {
         let strategy = ops::MergeStrategy::Merge;
         let merged = ops::merge(id, cwd, strategy, None, reviewed)?;
@@ -836,6 +984,17 @@ async fn submit(
                 "the command agent runs shell as you: start `cuekit serve --allow-commands` to offer it",
             ),
         ));
+    }
+    if agent.as_deref() == Some("command") {
+        let line = field("objective").unwrap_or_default();
+        let step = Step {
+            action: format!("submit command {}", hex_digest(&line)),
+            what: format!("run the shell line `{line}` as you"),
+            path: "/new".into(),
+        };
+        if let Err(response) = second_factor(&app, &session, &step, &form) {
+            return response;
+        }
     }
     let Some(objective) = field("objective") else {
         return page(html::submit_page(

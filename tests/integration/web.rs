@@ -411,6 +411,28 @@ pub(crate) async fn pair_in_browser(client: &Client, s: &Serve, name: &str) {
     );
 }
 
+/// The code serve printed in its terminal for a destructive step (the next `confirm code`
+/// line of its output).
+pub(crate) fn confirm_code(s: &mut Serve) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = s._stdout.read_line(&mut line).unwrap();
+        assert!(read > 0, "serve printed no confirmation code");
+        if let Some(rest) = line.strip_prefix("confirm code ") {
+            return rest.split(':').next().unwrap().to_string();
+        }
+    }
+}
+
+/// Types the terminal's code into the page asking for it, and confirms.
+pub(crate) async fn confirm_in_browser(client: &Client, s: &mut Serve) {
+    wait_text(client, "printed a 6-digit code").await;
+    let code = confirm_code(s);
+    type_into(client, "confirm-code", &code).await;
+    click(client, "confirm").await;
+}
+
 /// The main path in a browser: pair with the printed code (once only), the list shows
 /// the running children, hostile text stays text, a task's screen, steer with its receipt, a
 /// live update from a recorded transition, cancel; screenshots of the list and a task.
@@ -583,8 +605,8 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
     });
 }
 
-/// An ACP child's permission request appears on its page; "Allow" on a shell tool asks a
-/// second time, then the tool runs, and the approval is recorded with the device's name.
+/// An ACP child's permission request appears on its page; "Allow" on a shell tool asks for
+/// the code serve printed in its terminal, then the tool runs, and the approval is recorded with the device's name.
 #[test]
 fn a_permission_request_is_allowed_from_the_page_with_a_second_confirmation() {
     let h = Harness::new().with_real_gemini(&[
@@ -600,7 +622,7 @@ fn a_permission_request_is_allowed_from_the_page_with_a_second_confirmation() {
         "--no-skip-permissions",
         "Create f.txt",
     ]);
-    let s = serve(&h, &[]);
+    let mut s = serve(&h, &[]);
     let rt = runtime();
     rt.block_on(async {
         let browser = browser().await;
@@ -623,12 +645,12 @@ fn a_permission_request_is_allowed_from_the_page_with_a_second_confirmation() {
         wait_text(client, "echo hi > f.txt").await;
         assert!(!h.project.join("f.txt").exists());
         click_css(client, "#request button.ok").await;
-        wait_text(client, "may change or remove things").await;
+        wait_text(client, "printed a 6-digit code").await;
         assert!(
             !h.project.join("f.txt").exists(),
             "the tool ran before the second confirmation"
         );
-        click_css(client, "button.danger").await;
+        confirm_in_browser(client, &mut s).await;
         let answered = wait_text(client, "(by device my-phone)").await;
         assert!(answered.contains(&format!("{id}:")), "{answered}");
         let _ = browser.client.clone().unwrap().close().await;
@@ -651,7 +673,7 @@ fn a_permission_request_is_allowed_from_the_page_with_a_second_confirmation() {
 fn a_task_submitted_from_the_page_is_merged_from_the_page() {
     let h = Harness::new();
     crate::harness::git::project_repo(&h.project, "shared\n");
-    let s = serve(&h, &["--allow-commands"]);
+    let mut s = serve(&h, &["--allow-commands"]);
     let rt = runtime();
     let id = rt.block_on(async {
         let browser = browser().await;
@@ -673,6 +695,8 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
             .unwrap();
         click(client, "worktree").await;
         click(client, "submit").await;
+        // A shell line runs as the user: the terminal's code confirms it.
+        confirm_in_browser(client, &mut s).await;
         wait_text(client, "command").await;
         let path = client.current_url().await.unwrap().path().to_string();
         let id = path
@@ -705,6 +729,7 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
             .unwrap();
         click(client, "reviewed").await;
         click(client, "do-merge").await;
+        confirm_in_browser(client, &mut s).await;
         wait_text(client, &format!("{id} merged into main")).await;
         let _ = browser.client.clone().unwrap().close().await;
         id

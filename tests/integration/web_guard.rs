@@ -8,7 +8,7 @@ use std::net::{Ipv6Addr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::harness::{Harness, limits};
-use crate::web::{http, pair_http, serve};
+use crate::web::{confirm_code, csrf_of, form_encode, http, pair_http, serve};
 
 /// `serve --bind localhost:PORT` with PORT held by this test on `squat`: refused with
 /// `port_taken` (exit 38), naming this process.
@@ -124,4 +124,120 @@ fn revoke_ends_a_busy_event_stream_within_a_second() {
         took < Duration::from_millis(2500),
         "ended only after {took:?}"
     );
+}
+
+/// A shell line submitted from the page (`--allow-commands`) runs only with the code serve
+/// printed in its terminal for it, once: the same form sent again is refused, and nothing
+/// runs twice (the old second step was a form field, replayable at will).
+#[test]
+fn a_replayed_destructive_form_is_refused() {
+    let h = Harness::new();
+    let mut s = serve(&h, &["--allow-commands"]);
+    let (_, session) = pair_http(&s, &s.code, "phone");
+    let session = session.expect("a session");
+    let cookie = format!("ck_session={session}");
+    let csrf = csrf_of(&s, &session);
+    let fields = [
+        ("csrf", csrf.as_str()),
+        ("agent", "command"),
+        ("objective", "echo ran >> runs.txt"),
+    ];
+    let asked = http(
+        &s.addr,
+        "POST",
+        "/new",
+        &[("Cookie", &cookie)],
+        &form_encode(&fields),
+    );
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    assert!(
+        asked.body.contains("confirm-code"),
+        "no code asked: {}",
+        asked.body
+    );
+    assert_eq!(
+        h.json(&["list"]).0.as_array().map(Vec::len),
+        Some(0),
+        "it ran unconfirmed"
+    );
+    let code = confirm_code(&mut s);
+    let wrong = http(
+        &s.addr,
+        "POST",
+        "/new",
+        &[("Cookie", &cookie)],
+        &form_encode(&[fields[0], fields[1], fields[2], ("code", "000000x")]),
+    );
+    assert_eq!(wrong.status, 403, "{}", wrong.body);
+    let confirmed = form_encode(&[fields[0], fields[1], fields[2], ("code", &code)]);
+    let ran = http(&s.addr, "POST", "/new", &[("Cookie", &cookie)], &confirmed);
+    assert_eq!(ran.status, 303, "{}", ran.body);
+    let replayed = http(&s.addr, "POST", "/new", &[("Cookie", &cookie)], &confirmed);
+    assert_eq!(
+        replayed.status, 403,
+        "a replayed form was taken: {}",
+        replayed.body
+    );
+    assert_eq!(
+        h.json(&["list"]).0.as_array().map(Vec::len),
+        Some(1),
+        "it ran twice"
+    );
+}
+
+/// Nothing a squatter left survives, as the server answers it: a service worker's script
+/// request (any path) gets the worker that removes itself; `/pair` and a session's first page
+/// of this run clear the origin's storage and caches (the next page does not); `app.js` keeps
+/// nothing in localStorage or sessionStorage.
+#[test]
+fn what_a_squatter_left_is_cleared() {
+    let h = Harness::new();
+    let s = serve(&h, &[]);
+    let worker = http(
+        &s.addr,
+        "GET",
+        "/evil-sw.js",
+        &[("Service-Worker", "script")],
+        "",
+    );
+    assert_eq!(worker.status, 200, "{}", worker.body);
+    assert!(
+        worker
+            .header("content-type")
+            .is_some_and(|kind| kind.contains("javascript")),
+        "{:?}",
+        worker.headers
+    );
+    assert!(
+        worker.body.contains("unregister()") && worker.body.contains("caches.delete"),
+        "not the kill switch: {}",
+        worker.body
+    );
+    let pair = http(&s.addr, "GET", "/pair", &[], "");
+    let clears = |reply: &crate::web::Reply| {
+        reply
+            .header("clear-site-data")
+            .is_some_and(|value| value.contains("\"storage\"") && value.contains("\"cache\""))
+    };
+    assert!(
+        clears(&pair),
+        "/pair keeps what was stored: {:?}",
+        pair.headers
+    );
+    let (_, session) = pair_http(&s, &s.code, "phone");
+    let cookie = format!("ck_session={}", session.unwrap());
+    let first = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "");
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert!(clears(&first), "the run's first page: {:?}", first.headers);
+    let second = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "");
+    assert!(
+        second.header("clear-site-data").is_none(),
+        "every page clears: {:?}",
+        second.headers
+    );
+    let script = http(&s.addr, "GET", "/app.js", &[], "");
+    assert_eq!(script.status, 200);
+    for store in ["localStorage", "sessionStorage"] {
+        assert!(!script.body.contains(store), "app.js uses {store}");
+    }
 }

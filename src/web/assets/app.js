@@ -3,6 +3,21 @@
 // server's event stream says something changed (not while a form has the focus). Fragments
 // are HTML the server escaped.
 "use strict";
+// cuekit's pages register no service worker and keep nothing in Cache Storage (nor in
+// the Web Storage areas: a test says so): any found was left by something that
+// answered on this origin while serve was down, and goes.
+(function () {
+  if (navigator.serviceWorker && navigator.serviceWorker.getRegistrations) {
+    navigator.serviceWorker.getRegistrations().then(function (found) {
+      found.forEach(function (registration) { registration.unregister(); });
+    }, function () {});
+  }
+  if (window.caches && window.caches.keys) {
+    window.caches.keys().then(function (keys) {
+      keys.forEach(function (key) { window.caches.delete(key); });
+    }, function () {});
+  }
+})();
 (function () {
   document.addEventListener("submit", function (event) {
     var button = event.target.querySelector("button.confirm");
