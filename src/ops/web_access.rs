@@ -386,6 +386,19 @@ pub fn host_name() -> Result<String> {
     Ok(made)
 }
 
+/// Notes the URL a starting `cuekit serve` prints, for `serve --pair` to name.
+pub fn note_served_url(url: &str) -> Result<()> {
+    store::write_atomic(&web_dir()?.join("url"), url.as_bytes())
+}
+
+/// The URL the last `cuekit serve` printed, if any.
+pub fn served_url() -> Option<String> {
+    let bytes = store::read_small(&web_dir().ok()?.join("url")).ok()?;
+    let text = String::from_utf8_lossy(&bytes).trim().to_string();
+    let safe = text.starts_with("http") || text.starts_with("unix:");
+    (safe && !text.chars().any(char::is_control)).then_some(text)
+}
+
 /// Six random digits: a destructive step's confirmation code (`web::factor`).
 pub fn confirm_digits() -> String {
     let random = u64::from_str_radix(&random_hex()[..15], 16).expect("hex digits");

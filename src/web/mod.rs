@@ -216,6 +216,7 @@ async fn serve(
     // the running one's code alone.
     let announce = |url: &str| -> Result<()> {
         let code = crate::ops::web_access::new_code()?;
+        crate::ops::web_access::note_served_url(url)?;
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "cuekit serve: {url}");
         let _ = writeln!(

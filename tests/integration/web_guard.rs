@@ -241,3 +241,23 @@ fn what_a_squatter_left_is_cleared() {
         assert!(!script.body.contains(store), "app.js uses {store}");
     }
 }
+
+/// `serve --pair` (issue 51) prints a fresh code the running server takes: a second device
+/// pairs without a restart, and the first code is spent.
+#[test]
+fn serve_pair_gives_a_running_server_a_fresh_code() {
+    let h = Harness::new();
+    let s = serve(&h, &[]);
+    let (fresh, code) = h.json(&["serve", "--pair"]);
+    assert_eq!(code, 0, "{fresh}");
+    assert_eq!(fresh["url"].as_str(), Some(s.url.as_str()), "{fresh}");
+    let (old, _) = pair_http(&s, &s.code, "laptop");
+    assert_eq!(
+        old.status, 403,
+        "the printed code still pairs: {}",
+        old.body
+    );
+    let (paired, session) = pair_http(&s, fresh["code"].as_str().unwrap(), "tablet");
+    assert_eq!(paired.status, 303, "{}", paired.body);
+    assert!(session.is_some());
+}
