@@ -47,6 +47,10 @@ struct StoredDevice {
     digest: String,
     paired: u64,
     last_seen: u64,
+    /// The device's public key (a P-256 point, uncompressed, hex): its browser holds the
+    /// private half, non-extractable, and signs in with it at each run of serve.
+    #[serde(default)]
+    key: Option<String>,
 }
 
 /// A paired device as `cuekit serve --devices` lists it.
@@ -212,7 +216,12 @@ pub fn new_code() -> Result<String> {
 }
 
 /// Trades a pairing code for a device session named after `name` (made unique).
-pub fn pair(code: &str, name: &str) -> Result<std::result::Result<NewSession, Refused>> {
+pub fn pair(
+    code: &str,
+    name: &str,
+    key: Option<&str>,
+) -> Result<std::result::Result<NewSession, Refused>> {
+    let key = key.and_then(public_key);
     let secret = secret()?;
     let digits: String = code.chars().filter(char::is_ascii_digit).collect();
     let digest = keyed(&secret, "code", &digits);
@@ -255,6 +264,7 @@ pub fn pair(code: &str, name: &str) -> Result<std::result::Result<NewSession, Re
             digest: token_digest,
             paired: at,
             last_seen: at,
+            key,
         });
         (
             Ok(NewSession {
@@ -313,6 +323,62 @@ pub fn session(token: &str) -> Result<Option<Session>> {
             csrf: keyed(&secret, "csrf", &digest),
         };
         (Some(session), touch)
+    })
+}
+
+/// A public key as pairing sends it: an uncompressed P-256 point in hex (65 bytes).
+fn public_key(hex: &str) -> Option<String> {
+    let bytes = from_hex(hex)?;
+    (bytes.len() == 65 && bytes[0] == 4).then(|| hex.to_ascii_lowercase())
+}
+
+fn from_hex(hex: &str) -> Option<Vec<u8>> {
+    if hex.len() % 2 != 0 || hex.len() > 512 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok())
+        .collect()
+}
+
+/// Whether `signature` (WebCrypto's ECDSA P-256 SHA-256: raw r||s, hex) signs `message`
+/// under the device key `key` (hex).
+pub fn verifies(key: &str, message: &[u8], signature: &str) -> bool {
+    use ring::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
+    let (Some(key), Some(signature)) = (from_hex(key), from_hex(signature)) else {
+        return false;
+    };
+    UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, key)
+        .verify(message, &signature)
+        .is_ok()
+}
+
+/// Signs a paired device in at a new run of serve: the device whose key signed `message`
+/// (a nonce this run gave out) gets a new session token (the old one, whoever holds it, is
+/// dead). `None`: no paired device's key signed it.
+pub fn sign_in(message: &[u8], signature: &str) -> Result<Option<NewSession>> {
+    let secret = secret()?;
+    let token = random_hex();
+    let digest = keyed(&secret, "session", &token);
+    let at = now();
+    with_file(|file| {
+        let found = file.devices.iter_mut().find(|device| {
+            device
+                .key
+                .as_deref()
+                .is_some_and(|key| verifies(key, message, signature))
+        });
+        let Some(device) = found else {
+            return (None, false);
+        };
+        device.digest = digest;
+        device.last_seen = at;
+        let session = NewSession {
+            device: device.name.clone(),
+            token,
+        };
+        (Some(session), true)
     })
 }
 

@@ -772,6 +772,18 @@ pub fn submit_page(csrf: &str, allow_commands: bool, error: Option<&str>) -> Str
     page("New task", Some(csrf), None, &body)
 }
 
+/// The page a paired device signs in on at a new run of serve: `app.js` signs the nonce with
+/// the key pairing left in IndexedDB and sends it; a browser without one goes to pairing.
+pub fn unlock_page(nonce: &str) -> String {
+    let body = format!(
+        "<main id=\"unlock\" data-nonce=\"{}\"><h1>Signing in</h1><p class=\"msg\" \
+         id=\"unlock-msg\">This device signs in with the key it made when it paired (this \
+         needs JavaScript).</p><p><a href=\"/pair\">Pair this device</a></p></main>",
+        esc(nonce)
+    );
+    page("Sign in", None, None, &body)
+}
+
 /// The step a destructive action needs: the code `cuekit serve` printed in its terminal for
 /// it (a squatter that took the page cannot read that terminal). `fields` are the action's
 /// own, sent again with the code.

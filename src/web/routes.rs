@@ -54,6 +54,11 @@ pub struct App {
     seen: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The codes printed for destructive steps.
     codes: super::factor::Codes,
+    /// The session tokens this run gave out (by pairing or a key's sign-in): only these are
+    /// served.
+    run_tokens: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Sign-in nonces given out, and when.
+    nonces: std::sync::Mutex<HashMap<String, std::time::Instant>>,
 }
 
 impl App {
@@ -68,6 +73,8 @@ impl App {
             live,
             seen: std::sync::Mutex::default(),
             codes: super::factor::Codes::default(),
+            run_tokens: std::sync::Mutex::default(),
+            nonces: std::sync::Mutex::default(),
         })
     }
 }
@@ -80,6 +87,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/live", get(list_live))
         .route("/events", get(events))
         .route("/pair", get(pair_form).post(pair))
+        .route("/unlock", get(unlock_form).post(unlock))
         .route("/t/{id}", get(task))
         .route("/t/{id}/live", get(task_live))
         .route("/t/{id}/steer", axum::routing::post(steer))
@@ -169,9 +177,10 @@ async fn guard(State(app): Shared, request: Request, next: Next) -> Response {
     response
 }
 
-/// What the first page a session gets from this run clears: whatever a squatter left while
-/// serve was down (cached pages, service workers, storage).
-const FIRST_PAGE_CLEARS: &str = "\"cache\", \"storage\"";
+/// What the first page a session gets from this run clears: pages a squatter left in the
+/// cache while serve was down. Not `"storage"`: that holds the device's key (IndexedDB); its
+/// stray service workers go by the kill switch and `app.js`, and `/pair` clears storage.
+const FIRST_PAGE_CLEARS: &str = "\"cache\"";
 
 /// A worker that unregisters itself, empties every cache and reloads the pages it held: the
 /// answer to any service worker script request (`Service-Worker: script`).
@@ -249,14 +258,113 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, value)| value)
 }
 
-/// The request's device session, or the response that sends it to pairing.
-async fn session(headers: &HeaderMap) -> Result<web_access::Session, Response> {
+/// The request's device session, or the response that sends it to sign in (`/unlock`: the
+/// device's key, else pairing). A session is this run's only: one from before the restart
+/// (a squatter's capture, or the device's own) is refused, and the device signs in again.
+async fn session(app: &App, headers: &HeaderMap) -> Result<web_access::Session, Response> {
     let token = cookie(headers, SESSION_COOKIE).unwrap_or("").to_string();
+    if !app
+        .run_tokens
+        .lock()
+        .expect("not poisoned")
+        .contains(&token)
+    {
+        return Err(Redirect::to("/unlock").into_response());
+    }
     match blocking(move || web_access::session(&token)).await {
         Ok(Some(session)) => Ok(session),
-        Ok(None) => Err(Redirect::to("/pair").into_response()),
+        Ok(None) => Err(Redirect::to("/unlock").into_response()),
         Err(err) => Err(failure(&err, "/")),
     }
+}
+
+/// How long a sign-in nonce is good for, and how many may be open.
+const NONCE_VALID: Duration = Duration::from_secs(120);
+const NONCES_OPEN: usize = 256;
+
+/// The sign-in page: a nonce of this run for the device's key to sign (`app.js` does it from
+/// IndexedDB, or sends the browser to pairing when it holds no key).
+async fn unlock_form(State(app): Shared) -> Response {
+    let nonce = web_access::form_token();
+    {
+        let mut nonces = app.nonces.lock().expect("not poisoned");
+        nonces.retain(|_, at| at.elapsed() < NONCE_VALID);
+        if nonces.len() >= NONCES_OPEN {
+            return refusal(StatusCode::TOO_MANY_REQUESTS, "too many sign-ins at once");
+        }
+        nonces.insert(nonce.clone(), std::time::Instant::now());
+    }
+    page(html::unlock_page(&nonce))
+}
+
+/// What a device's key signs to sign in: the nonce and the `Host` it was given under.
+pub fn unlock_message(nonce: &str, host: &str) -> String {
+    format!(
+        "cuekit serve sign-in\n{nonce}\n{}",
+        host.to_ascii_lowercase()
+    )
+}
+
+/// A device's key signed this run's nonce: a new session of this run.
+async fn unlock(
+    State(app): Shared,
+    headers: HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    let nonce = form.get("nonce").cloned().unwrap_or_default();
+    let fresh = app
+        .nonces
+        .lock()
+        .expect("not poisoned")
+        .remove(&nonce)
+        .is_some_and(|at| at.elapsed() < NONCE_VALID);
+    if !fresh {
+        return refusal(
+            StatusCode::FORBIDDEN,
+            "this sign-in is stale or used: open / again",
+        );
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .unwrap_or("");
+    let message = unlock_message(&nonce, host);
+    let signature = form.get("signature").cloned().unwrap_or_default();
+    match blocking(move || web_access::sign_in(message.as_bytes(), &signature)).await {
+        Ok(Some(new)) => {
+            let mut response = Redirect::to("/").into_response();
+            start_session(&app, &headers, &mut response, &new.token);
+            response
+        }
+        Ok(None) => refusal(
+            StatusCode::FORBIDDEN,
+            "no paired device's key signed this: pair this device again at /pair",
+        ),
+        Err(err) => failure(&err, "/pair"),
+    }
+}
+
+/// Sets the session cookie of a session of this run.
+fn start_session(app: &App, headers: &HeaderMap, response: &mut Response, token: &str) {
+    app.run_tokens
+        .lock()
+        .expect("not poisoned")
+        .insert(token.to_string());
+    // Over TLS, or through the HTTPS proxy named by --public-host: the cookie travels over TLS
+    // only.
+    let secure = app.tls
+        || headers
+            .get(header::HOST)
+            .and_then(|host| host.to_str().ok())
+            .is_some_and(|host| app.public_host.as_deref() == Some(&host.to_ascii_lowercase()));
+    set_cookie(
+        response,
+        &format!(
+            "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+            web_access::SESSION_IDLE.as_secs(),
+            if secure { "; Secure" } else { "" }
+        ),
+    );
 }
 
 /// A state-changing request: not under `--read-only`, a session, and its CSRF token.
@@ -271,7 +379,7 @@ async fn authorize(
             "cuekit serve runs --read-only: no action is taken",
         ));
     }
-    let session = match session(headers).await {
+    let session = match session(app, headers).await {
         Ok(session) => session,
         Err(_) => return Err(refusal(StatusCode::FORBIDDEN, "no paired device session")),
     };
@@ -387,13 +495,6 @@ async fn pair(
     headers: HeaderMap,
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
-    // Over TLS, or through the HTTPS proxy named by --public-host: the cookie travels over TLS
-    // only.
-    let secure = app.tls
-        || headers
-            .get(header::HOST)
-            .and_then(|host| host.to_str().ok())
-            .is_some_and(|host| app.public_host.as_deref() == Some(&host.to_ascii_lowercase()));
     let field = form.get("form").map(String::as_str).unwrap_or("");
     if field.is_empty() || cookie(&headers, FORM_COOKIE) != Some(field) {
         return refusal(
@@ -403,18 +504,13 @@ async fn pair(
     }
     let code = form.get("code").cloned().unwrap_or_default();
     let name = form.get("name").cloned().unwrap_or_default();
-    match blocking(move || web_access::pair(&code, &name)).await {
+    // The device key's public half (`app.js` made the pair in IndexedDB): without one (no
+    // JavaScript) the device is paired for this run only.
+    let key = form.get("key").cloned();
+    match blocking(move || web_access::pair(&code, &name, key.as_deref())).await {
         Ok(Ok(new)) => {
             let mut response = Redirect::to("/").into_response();
-            set_cookie(
-                &mut response,
-                &format!(
-                    "{SESSION_COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
-                    new.token,
-                    web_access::SESSION_IDLE.as_secs(),
-                    if secure { "; Secure" } else { "" }
-                ),
-            );
+            start_session(&app, &headers, &mut response, &new.token);
             response
         }
         Ok(Err(refused)) => {
@@ -446,7 +542,7 @@ async fn list(
     headers: HeaderMap,
     Query(filter): Query<html::Filter>,
 ) -> Response {
-    let session = match session(&headers).await {
+    let session = match session(&app, &headers).await {
         Ok(session) => session,
         Err(response) => return response,
     };
@@ -466,7 +562,7 @@ async fn list_live(
     headers: HeaderMap,
     Query(filter): Query<html::Filter>,
 ) -> Response {
-    if let Err(response) = session(&headers).await {
+    if let Err(response) = session(&app, &headers).await {
         return forbidden_fragment(response);
     }
     match board(&app).await {
@@ -571,7 +667,7 @@ async fn task_live(
     if let Err(response) = checked_id(&id) {
         return response;
     }
-    let session = match session(&headers).await {
+    let session = match session(&app, &headers).await {
         Ok(session) => session,
         Err(response) => return forbidden_fragment(response),
     };
@@ -599,7 +695,7 @@ async fn events(
     headers: HeaderMap,
     Query(query): Query<EventsQuery>,
 ) -> Response {
-    if let Err(response) = session(&headers).await {
+    if let Err(response) = session(&app, &headers).await {
         return forbidden_fragment(response);
     }
     if let Some(task) = &query.task
@@ -699,7 +795,7 @@ impl FromRequestParts<Arc<App>> for Viewer {
             .await
             .map_err(IntoResponse::into_response)?;
         checked_id(&id)?;
-        let session = session(&parts.headers).await?;
+        let session = session(app, &parts.headers).await?;
         Ok(Viewer { id, session })
     }
 }
@@ -954,7 +1050,7 @@ async fn merge(State(app): Shared, action: Action) -> Response {
 }
 
 async fn submit_form(State(app): Shared, headers: HeaderMap) -> Response {
-    let session = match session(&headers).await {
+    let session = match session(&app, &headers).await {
         Ok(session) => session,
         Err(response) => return response,
     };

@@ -892,7 +892,11 @@ fn serve_refuses_what_it_must() {
     h.ok(&["serve", "--revoke", "all"]);
     let after = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "");
     assert_eq!(after.status, 303, "a revoked session still sees the list");
-    assert_eq!(after.header("location"), Some("/pair"));
+    assert_eq!(
+        after.header("location"),
+        Some("/unlock"),
+        "to sign in again (a browser without its key goes on to /pair)"
+    );
     let revoked_post = http(
         &s.addr,
         "POST",
@@ -1102,7 +1106,8 @@ fn on_a_unix_socket_the_list_filters_and_an_idle_session_expires() {
     let elsewhere = list("?project=%2Fnowhere");
     assert!(!elsewhere.contains(&row(&running)) && !elsewhere.contains(&row(&done)));
 
-    // A device not seen for more than 7 days is forgotten: its session goes back to pairing.
+    // A device not seen for more than 7 days is forgotten: its session goes to sign in, and
+    // with no device left, on to pairing.
     let access = h.data_dir().join("web/access.json");
     let mut file: Value = serde_json::from_slice(&std::fs::read(&access).unwrap()).unwrap();
     let eight_days_ago = std::time::SystemTime::now()
@@ -1116,7 +1121,7 @@ fn on_a_unix_socket_the_list_filters_and_an_idle_session_expires() {
     std::fs::write(&access, serde_json::to_vec(&file).unwrap()).unwrap();
     let expired = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "");
     assert_eq!(expired.status, 303, "{}", expired.body);
-    assert_eq!(expired.header("location"), Some("/pair"));
+    assert_eq!(expired.header("location"), Some("/unlock"));
     let devices: Value = serde_json::from_slice(&std::fs::read(&access).unwrap()).unwrap();
     assert_eq!(devices["devices"], json!([]), "{devices}");
     h.ok(&["cancel", &running]);
