@@ -333,7 +333,7 @@ fn public_key(hex: &str) -> Option<String> {
 }
 
 fn from_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 || hex.len() > 512 {
+    if !hex.len().is_multiple_of(2) || hex.len() > 512 {
         return None;
     }
     (0..hex.len())
