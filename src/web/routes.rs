@@ -191,10 +191,6 @@ fn kill_switch() -> Response {
         [
             (header::CONTENT_TYPE, "text/javascript"),
             (header::CACHE_CONTROL, "no-store"),
-            (
-                header::HeaderName::from_static("clear-site-data"),
-                "\"cache\", \"storage\"",
-            ),
         ],
         KILL_SWITCH,
     )

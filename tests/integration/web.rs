@@ -126,7 +126,13 @@ pub(crate) fn http(
             (Box::new(stream), "localhost")
         }
         None => {
-            let stream = TcpStream::connect(addr).unwrap();
+            // This install's `*.localhost` name is loopback (RFC 6761) whatever the resolver
+            // here says.
+            let target = match addr.rsplit_once(':') {
+                Some((name, port)) if name.ends_with(".localhost") => format!("127.0.0.1:{port}"),
+                _ => addr.to_string(),
+            };
+            let stream = TcpStream::connect(target).unwrap();
             stream.set_read_timeout(Some(limits::AGENT)).unwrap();
             (Box::new(stream), addr)
         }

@@ -5,10 +5,15 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv6Addr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::harness::{Harness, limits};
-use crate::web::{confirm_code, csrf_of, form_encode, http, pair_http, serve};
+use crate::web::{
+    browser, confirm_code, csrf_of, form_encode, http, pair_http, pair_in_browser, runtime, serve,
+    serve_on, wait_text,
+};
 
 /// `serve --bind localhost:PORT` with PORT held by this test on `squat`: refused with
 /// `port_taken` (exit 38), naming this process.
@@ -265,4 +270,203 @@ fn serve_pair_gives_a_running_server_a_fresh_code() {
     let (paired, session) = pair_http(&s, fresh["code"].as_str().unwrap(), "tablet");
     assert_eq!(paired.status, 303, "{}", paired.body);
     assert!(session.is_some());
+}
+
+/// What answers on the port while serve is down, in the test: a page that registers a
+/// service worker which would serve every later page of the origin itself; it notes every
+/// `Cookie` a request brings.
+struct Squatter {
+    stop: Arc<AtomicBool>,
+    cookies: Arc<Mutex<Vec<String>>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+const SQUATTER_PAGE: &str =
+    "<!doctype html><p>the squatter's page</p><script src=\"/reg.js\"></script>";
+const SQUATTER_REGISTERS: &str = "navigator.serviceWorker.register('/sw.js').then(function () { document.title = 'registered'; });";
+const SQUATTER_WORKER: &str = "self.addEventListener('install', function () { self.skipWaiting(); });\n\
+     self.addEventListener('activate', function (e) { e.waitUntil(self.clients.claim()); });\n\
+     self.addEventListener('fetch', function (e) {\n\
+       if (e.request.mode === 'navigate') {\n\
+         e.respondWith(new Response('<p>owned by the squatter</p>', {headers: {'content-type': 'text/html'}}));\n\
+       }\n\
+     });";
+
+impl Squatter {
+    fn on(port: u16) -> Squatter {
+        let stop = Arc::new(AtomicBool::new(false));
+        let cookies = Arc::new(Mutex::new(Vec::new()));
+        let mut threads = Vec::new();
+        for addr in ["127.0.0.1", "::1"] {
+            let Ok(listener) = TcpListener::bind((addr, port)) else {
+                continue;
+            };
+            listener.set_nonblocking(true).unwrap();
+            let (stop, cookies) = (Arc::clone(&stop), Arc::clone(&cookies));
+            threads.push(std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((stream, _)) => squatter_answer(stream, &cookies),
+                        Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                    }
+                }
+            }));
+        }
+        assert!(!threads.is_empty(), "the squatter could not bind {port}");
+        Squatter {
+            stop,
+            cookies,
+            threads,
+        }
+    }
+
+    fn leave(self) -> Vec<String> {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads {
+            thread.join().unwrap();
+        }
+        let cookies = self.cookies.lock().unwrap().clone();
+        cookies
+    }
+}
+
+fn squatter_answer(stream: TcpStream, cookies: &Mutex<Vec<String>>) {
+    stream.set_nonblocking(false).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut first = String::new();
+    if reader.read_line(&mut first).is_err() {
+        return;
+    }
+    let path = first.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) if line.trim().is_empty() => break,
+            Ok(_) => {
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("cookie")
+                {
+                    cookies.lock().unwrap().push(value.trim().to_string());
+                }
+            }
+        }
+    }
+    let (kind, body) = match path.as_str() {
+        "/reg.js" => ("text/javascript", SQUATTER_REGISTERS),
+        "/sw.js" => ("text/javascript", SQUATTER_WORKER),
+        _ => ("text/html", SQUATTER_PAGE),
+    };
+    let mut stream = reader.into_inner();
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+/// The service workers registered on the page's origin.
+async fn workers(client: &fantoccini::Client) -> u64 {
+    client
+        .execute_async(
+            "var done = arguments[arguments.length - 1];\
+             navigator.serviceWorker.getRegistrations().then(function (found) { done(found.length); },\
+             function () { done(-1); });",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_u64()
+        .unwrap_or(99)
+}
+
+/// The audit's first attack, in Chromium against real serve on `localhost:PORT` (its
+/// `*.localhost` name): a paired phone stays paired across a restart (its key signs in); while
+/// serve is down a squatter on the port gets the phone's cookie and registers a service
+/// worker; serve back, the captured cookie is refused and the worker is killed (the old serve
+/// took the cookie for 7 days and let the worker be).
+#[test]
+fn a_squatter_on_the_port_while_serve_is_down_gets_nothing_usable() {
+    let h = Harness::new();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("localhost:{port}");
+    let rt = runtime();
+    rt.block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        let s = serve_on(&h, &bind, &[]);
+        let url = s.url.clone();
+        assert!(url.contains(".localhost:"), "not the install's name: {url}");
+        pair_in_browser(client, &s, "phone").await;
+        drop(s);
+        // A restart: the phone signs in with its key, no pairing.
+        let s = serve_on(&h, &bind, &[]);
+        client.goto(&url).await.unwrap();
+        wait_text(client, "New task").await;
+        let path = client.current_url().await.unwrap().path().to_string();
+        assert_eq!(path, "/", "the phone was not kept paired across a restart");
+        drop(s);
+
+        // Serve is down; the squatter answers.
+        let squatter = Squatter::on(port);
+        client.goto(&url).await.unwrap();
+        let start = Instant::now();
+        while workers(client).await == 0 {
+            assert!(
+                start.elapsed() < limits::TASK,
+                "the squatter's worker never registered"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        client.goto(&url).await.unwrap();
+        wait_text(client, "owned by the squatter").await;
+        let captured = squatter.leave();
+        let cookie = captured
+            .iter()
+            .flat_map(|header| header.split(';'))
+            .map(str::trim)
+            .find(|pair| pair.starts_with("ck_session="))
+            .unwrap_or_else(|| panic!("the squatter got no session cookie: {captured:?}"))
+            .to_string();
+
+        // Serve is back: the captured cookie is worth nothing, and the worker goes.
+        let s = serve_on(&h, &bind, &[]);
+        let replayed = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "");
+        assert_eq!(
+            replayed.status, 303,
+            "the captured cookie was served: {}",
+            replayed.body
+        );
+        assert_eq!(replayed.header("location"), Some("/unlock"));
+        // A navigation under the worker makes the browser look for its update (the script
+        // again, `Service-Worker: script`), a moment later unless more requests come.
+        let start = Instant::now();
+        client.goto(&url).await.unwrap();
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let body = client
+                .find(fantoccini::Locator::Css("body"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap_or_default();
+            if workers(client).await == 0 && !body.contains("owned by the squatter") {
+                break;
+            }
+            assert!(
+                start.elapsed() < limits::TASK,
+                "the squatter's worker still serves the origin: {body}"
+            );
+        }
+        let _ = client.clone().close().await;
+    });
 }
