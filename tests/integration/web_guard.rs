@@ -325,8 +325,7 @@ impl Squatter {
         for thread in self.threads {
             thread.join().unwrap();
         }
-        let cookies = self.cookies.lock().unwrap().clone();
-        cookies
+        self.cookies.lock().unwrap().clone()
     }
 }
 
