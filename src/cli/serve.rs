@@ -1,5 +1,6 @@
 //! `cuekit serve`: the web face (see `crate::web`), and its devices: `--devices` lists the
-//! paired ones, `--revoke NAME|all` ends their sessions.
+//! paired ones, `--pair` prints a fresh code for the running server, `--revoke NAME|all` ends
+//! their sessions.
 
 use std::path::Path;
 
@@ -39,6 +40,10 @@ pub struct ServeArgs {
     /// List the paired devices and exit.
     #[arg(long, conflicts_with_all = ["revoke", "bind", "read_only", "insecure_lan", "allow_commands", "public_host", "qr", "tls_cert", "tls_key"])]
     devices: bool,
+    /// Print a fresh pairing code for the running `cuekit serve` (pair another device without
+    /// restarting it; the earlier code stops working) and exit.
+    #[arg(long, conflicts_with_all = ["devices", "revoke", "bind", "read_only", "insecure_lan", "allow_commands", "public_host", "qr", "tls_cert", "tls_key"])]
+    pair: bool,
     /// End the session of device NAME (or `all`) and exit.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["bind", "read_only", "insecure_lan", "allow_commands", "public_host", "qr", "tls_cert", "tls_key"])]
     revoke: Option<String>,
@@ -60,6 +65,21 @@ pub fn run(args: &ServeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
                     device.last_seen
                 ));
             }
+        }
+        return Ok(0);
+    }
+    if args.pair {
+        let code = web_access::new_code()?;
+        let url = web_access::served_url();
+        if json {
+            print_json(&serde_json::json!({ "code": code, "url": url }));
+        } else {
+            let open = url.map_or("the running serve's /pair".to_string(), |url| {
+                format!("{url}/pair")
+            });
+            say(&format!(
+                "pairing code: {code} (open {open}; valid 10 minutes, once; 5 wrong tries burn it)"
+            ));
         }
         return Ok(0);
     }

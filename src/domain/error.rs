@@ -61,11 +61,14 @@ pub enum ErrorCode {
     /// A program cuekit ran printed more than the output it keeps, and its whole output was
     /// needed (`effects::bounded`).
     ProcessOutputTooLarge,
+    /// `cuekit serve`'s port is held by another process on an address it names (for
+    /// `localhost`, 127.0.0.1 or ::1): nothing was served.
+    PortTaken,
 }
 
 impl ErrorCode {
     /// Every code, for reading one back from its string (a host's cuekit's JSON error).
-    pub const ALL: [ErrorCode; 32] = [
+    pub const ALL: [ErrorCode; 33] = [
         ErrorCode::Internal,
         ErrorCode::Usage,
         ErrorCode::InvalidInput,
@@ -98,6 +101,7 @@ impl ErrorCode {
         ErrorCode::SubmoduleWork,
         ErrorCode::ProcessTimedOut,
         ErrorCode::ProcessOutputTooLarge,
+        ErrorCode::PortTaken,
     ];
 
     pub fn parse(code: &str) -> Option<ErrorCode> {
@@ -140,6 +144,7 @@ impl ErrorCode {
             ErrorCode::SubmoduleWork => "submodule_work",
             ErrorCode::ProcessTimedOut => "process_timed_out",
             ErrorCode::ProcessOutputTooLarge => "process_output_too_large",
+            ErrorCode::PortTaken => "port_taken",
         }
     }
 
@@ -178,6 +183,7 @@ impl ErrorCode {
             ErrorCode::SubmoduleWork => 37,
             ErrorCode::ProcessTimedOut => 38,
             ErrorCode::ProcessOutputTooLarge => 39,
+            ErrorCode::PortTaken => 40,
         }
     }
 }

@@ -410,6 +410,73 @@ pub fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// Who listens on TCP `port` at `ip` (or on that family's wildcard), as /proc shows it:
+/// `pid N (command)` for each process of this user whose descriptors hold the socket, else
+/// `uid N` from /proc/net/tcp{,6} (another user's processes are not visible). Empty when
+/// nothing listening is seen.
+pub fn tcp_listeners(ip: std::net::IpAddr, port: u16) -> Vec<String> {
+    let table = if ip.is_ipv4() {
+        "/proc/net/tcp"
+    } else {
+        "/proc/net/tcp6"
+    };
+    let Ok(text) = std::fs::read_to_string(table) else {
+        return Vec::new();
+    };
+    // (inode, uid) of each listening socket on the port.
+    let sockets: Vec<(String, String)> = text
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (_, local_port) = fields.get(1)?.rsplit_once(':')?;
+            let listening = *fields.get(3)? == "0A";
+            let ours = listening && u16::from_str_radix(local_port, 16).ok()? == port;
+            ours.then_some((fields.get(9)?.to_string(), fields.get(7)?.to_string()))
+        })
+        .collect();
+    sockets
+        .iter()
+        .map(|(inode, uid)| {
+            let holders = socket_holders(inode);
+            if holders.is_empty() {
+                format!("uid {uid}")
+            } else {
+                holders.join(", ")
+            }
+        })
+        .collect()
+}
+
+/// `pid N (command)` of each visible process with a descriptor on socket `inode`.
+fn socket_holders(inode: &str) -> Vec<String> {
+    let wanted = format!("socket:[{inode}]");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+                fds.flatten().any(|fd| {
+                    std::fs::read_link(fd.path())
+                        .is_ok_and(|target| target.as_os_str() == wanted.as_str())
+                })
+            })
+        })
+        .map(|pid| {
+            let command = command_line(pid).join(" ");
+            let command: String = command
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .take(80)
+                .collect();
+            format!("pid {pid} ({command})")
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::process::CommandExt;

@@ -47,6 +47,10 @@ struct StoredDevice {
     digest: String,
     paired: u64,
     last_seen: u64,
+    /// The device's public key (a P-256 point, uncompressed, hex): its browser holds the
+    /// private half, non-extractable, and signs in with it at each run of serve.
+    #[serde(default)]
+    key: Option<String>,
 }
 
 /// A paired device as `cuekit serve --devices` lists it.
@@ -212,7 +216,12 @@ pub fn new_code() -> Result<String> {
 }
 
 /// Trades a pairing code for a device session named after `name` (made unique).
-pub fn pair(code: &str, name: &str) -> Result<std::result::Result<NewSession, Refused>> {
+pub fn pair(
+    code: &str,
+    name: &str,
+    key: Option<&str>,
+) -> Result<std::result::Result<NewSession, Refused>> {
+    let key = key.and_then(public_key);
     let secret = secret()?;
     let digits: String = code.chars().filter(char::is_ascii_digit).collect();
     let digest = keyed(&secret, "code", &digits);
@@ -255,6 +264,7 @@ pub fn pair(code: &str, name: &str) -> Result<std::result::Result<NewSession, Re
             digest: token_digest,
             paired: at,
             last_seen: at,
+            key,
         });
         (
             Ok(NewSession {
@@ -316,6 +326,62 @@ pub fn session(token: &str) -> Result<Option<Session>> {
     })
 }
 
+/// A public key as pairing sends it: an uncompressed P-256 point in hex (65 bytes).
+fn public_key(hex: &str) -> Option<String> {
+    let bytes = from_hex(hex)?;
+    (bytes.len() == 65 && bytes[0] == 4).then(|| hex.to_ascii_lowercase())
+}
+
+fn from_hex(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) || hex.len() > 512 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok())
+        .collect()
+}
+
+/// Whether `signature` (WebCrypto's ECDSA P-256 SHA-256: raw r||s, hex) signs `message`
+/// under the device key `key` (hex).
+pub fn verifies(key: &str, message: &[u8], signature: &str) -> bool {
+    use ring::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
+    let (Some(key), Some(signature)) = (from_hex(key), from_hex(signature)) else {
+        return false;
+    };
+    UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, key)
+        .verify(message, &signature)
+        .is_ok()
+}
+
+/// Signs a paired device in at a new run of serve: the device whose key signed `message`
+/// (a nonce this run gave out) gets a new session token (the old one, whoever holds it, is
+/// dead). `None`: no paired device's key signed it.
+pub fn sign_in(message: &[u8], signature: &str) -> Result<Option<NewSession>> {
+    let secret = secret()?;
+    let token = random_hex();
+    let digest = keyed(&secret, "session", &token);
+    let at = now();
+    with_file(|file| {
+        let found = file.devices.iter_mut().find(|device| {
+            device
+                .key
+                .as_deref()
+                .is_some_and(|key| verifies(key, message, signature))
+        });
+        let Some(device) = found else {
+            return (None, false);
+        };
+        device.digest = digest;
+        device.last_seen = at;
+        let session = NewSession {
+            device: device.name.clone(),
+            token,
+        };
+        (Some(session), true)
+    })
+}
+
 /// The paired devices, oldest first.
 pub fn devices() -> Result<Vec<Device>> {
     with_file(|file| {
@@ -348,6 +414,61 @@ pub fn revoke(name: &str) -> Result<usize> {
         );
     }
     Ok(ended)
+}
+
+/// Who listens on `port` at `ip` as /proc shows it (pids and commands of this user's
+/// processes, else the owner's uid), for a refusal that names the holder.
+pub fn port_holders(ip: std::net::IpAddr, port: u16) -> Vec<String> {
+    crate::effects::process::tcp_listeners(ip, port)
+}
+
+/// This install's own loopback name, `ck-<random>.localhost` (RFC 6761: every `*.localhost`
+/// is loopback; browsers resolve it so without DNS), made once and kept in `web/host`. A
+/// cookie set for it goes to no other local server (cookies ignore ports, not names).
+pub fn host_name() -> Result<String> {
+    let path = web_dir()?.join("host");
+    let valid = |text: &str| {
+        text.strip_prefix("ck-")
+            .and_then(|rest| rest.strip_suffix(".localhost"))
+            .is_some_and(|middle| {
+                middle.len() >= 8 && middle.bytes().all(|b| b.is_ascii_hexdigit())
+            })
+    };
+    if let Ok(bytes) = store::read_small(&path) {
+        let text = String::from_utf8_lossy(&bytes).trim().to_ascii_lowercase();
+        if valid(&text) {
+            return Ok(text);
+        }
+    }
+    let _lock = store::lock_file(&web_dir()?.join("lock"))?;
+    if let Ok(bytes) = store::read_small(&path) {
+        let text = String::from_utf8_lossy(&bytes).trim().to_ascii_lowercase();
+        if valid(&text) {
+            return Ok(text);
+        }
+    }
+    let made = format!("ck-{}.localhost", &random_hex()[..12]);
+    store::write_atomic(&path, made.as_bytes())?;
+    Ok(made)
+}
+
+/// Notes the URL a starting `cuekit serve` prints, for `serve --pair` to name.
+pub fn note_served_url(url: &str) -> Result<()> {
+    store::write_atomic(&web_dir()?.join("url"), url.as_bytes())
+}
+
+/// The URL the last `cuekit serve` printed, if any.
+pub fn served_url() -> Option<String> {
+    let bytes = store::read_small(&web_dir().ok()?.join("url")).ok()?;
+    let text = String::from_utf8_lossy(&bytes).trim().to_string();
+    let safe = text.starts_with("http") || text.starts_with("unix:");
+    (safe && !text.chars().any(char::is_control)).then_some(text)
+}
+
+/// Six random digits: a destructive step's confirmation code (`web::factor`).
+pub fn confirm_digits() -> String {
+    let random = u64::from_str_radix(&random_hex()[..15], 16).expect("hex digits");
+    format!("{:06}", random % 1_000_000)
 }
 
 /// A token for a form shown before any session (the pairing form): its cookie and its field

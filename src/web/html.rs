@@ -678,28 +678,6 @@ fn actions(view: &TaskView, csrf: &str, read_only: bool) -> String {
     out
 }
 
-/// The second confirmation a destructive tool kind needs.
-pub fn confirm_answer(id: &str, csrf: &str, answer: &str, tool: &str, title: &str) -> String {
-    let body = format!(
-        "<main><h1>Confirm</h1><p class=\"msg\">The tool <b>{}</b> may change or remove things. {} it?</p>{}<p><a href=\"/t/{}\">Back</a></p></main>",
-        esc(title),
-        if answer == "reject" {
-            "Reject"
-        } else {
-            "Allow"
-        },
-        button_form(
-            &format!("/t/{id}/answer"),
-            csrf,
-            &[("answer", answer), ("tool", tool), ("confirm", "yes")],
-            "Yes, answer",
-            "danger",
-        ),
-        esc(id)
-    );
-    page("Confirm", Some(csrf), None, &body)
-}
-
 /// A worktree task's work against its base: the files, then the patch.
 pub fn diff_page(id: &str, files: &str, patch: &str) -> String {
     let body = format!(
@@ -792,6 +770,61 @@ pub fn submit_page(csrf: &str, allow_commands: bool, error: Option<&str>) -> Str
          <button type=\"submit\" id=\"submit\">Submit</button></form></main>",
     );
     page("New task", Some(csrf), None, &body)
+}
+
+/// The page a paired device signs in on at a new run of serve: `app.js` signs the nonce with
+/// the key pairing left in IndexedDB and sends it; a browser without one goes to pairing.
+pub fn unlock_page(nonce: &str) -> String {
+    let body = format!(
+        "<main id=\"unlock\" data-nonce=\"{}\"><h1>Signing in</h1><p class=\"msg\" \
+         id=\"unlock-msg\">This device signs in with the key it made when it paired (this \
+         needs JavaScript).</p><p><a href=\"/pair\">Pair this device</a></p></main>",
+        esc(nonce)
+    );
+    page("Sign in", None, None, &body)
+}
+
+/// The step a destructive action needs: the code `cuekit serve` printed in its terminal for
+/// it (a squatter that took the page cannot read that terminal). `fields` are the action's
+/// own, sent again with the code.
+pub fn code_page(
+    action: &str,
+    csrf: &str,
+    what: &str,
+    fields: &[(&str, &str)],
+    error: Option<&str>,
+) -> String {
+    let mut body = String::from("<main><h1>Confirm with the terminal's code</h1>");
+    if let Some(error) = error {
+        let _ = write!(
+            body,
+            "<p class=\"error\" id=\"code-error\">{}</p>",
+            esc(error)
+        );
+    }
+    let _ = write!(
+        body,
+        "<p class=\"msg\">{}</p><p>The terminal running <code>cuekit serve</code> printed a \
+         6-digit code for this; type it here.</p><form method=\"post\" action=\"{}\" \
+         class=\"stack\">{}",
+        esc(what),
+        esc(action),
+        hidden(csrf)
+    );
+    for (name, value) in fields {
+        let _ = write!(
+            body,
+            "<input type=\"hidden\" name=\"{}\" value=\"{}\">",
+            esc(name),
+            esc(value)
+        );
+    }
+    body.push_str(
+        "<label>Code<input name=\"code\" id=\"confirm-code\" inputmode=\"numeric\" \
+         autocomplete=\"off\" required></label><button type=\"submit\" id=\"confirm\" \
+         class=\"danger\">Confirm</button></form><p><a href=\"/\">Back</a></p></main>",
+    );
+    page("Confirm", Some(csrf), None, &body)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! framing and `nosniff`; every state-changing request needs the device's session cookie,
 //! its CSRF token and no foreign `Origin`.
 
+mod factor;
 mod html;
 mod live;
 mod palette;
@@ -23,12 +24,12 @@ use crate::domain::error::{Error, ErrorCode, Result};
 
 pub use live::TICK;
 
-/// The default address: loopback only.
-pub const DEFAULT_BIND: &str = "127.0.0.1:8377";
+/// The default address: loopback only, both families (127.0.0.1 and ::1).
+pub const DEFAULT_BIND: &str = "localhost:8377";
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// `ADDR:PORT` or `unix:PATH`.
+    /// `ADDR:PORT`, `localhost:PORT` or `unix:PATH`.
     pub bind: Option<String>,
     pub read_only: bool,
     pub insecure_lan: bool,
@@ -45,6 +46,9 @@ pub struct Options {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Bind {
     Tcp(SocketAddr),
+    /// `localhost:PORT`: 127.0.0.1 and ::1 (where the machine has it) on one port, served
+    /// under this install's `*.localhost` name.
+    Localhost(u16),
     Unix(PathBuf),
 }
 
@@ -58,13 +62,16 @@ pub fn parse_bind(text: Option<&str>, tls: bool, insecure_lan: bool) -> Result<B
         }
         return Ok(Bind::Unix(PathBuf::from(path)));
     }
-    let text = match text.strip_prefix("localhost:") {
-        Some(port) => format!("127.0.0.1:{port}"),
-        None => text.to_string(),
-    };
+    if let Some(port) = text.strip_prefix("localhost:") {
+        let port = port.parse().map_err(|_| {
+            Error::invalid_input(format!("--bind {text}: the port is not a number"))
+                .with_hint("e.g. --bind localhost:8377")
+        })?;
+        return Ok(Bind::Localhost(port));
+    }
     let addr: SocketAddr = text.parse().map_err(|_| {
         Error::invalid_input(format!("--bind {text}: not ADDR:PORT or unix:PATH")).with_hint(
-            "e.g. --bind 127.0.0.1:8377, --bind [::1]:8377, --bind unix:/run/user/1000/cuekit.sock",
+            "e.g. --bind localhost:8377, --bind 127.0.0.1:8377, --bind [::1]:8377, --bind unix:/run/user/1000/cuekit.sock",
         )
     })?;
     if !addr.ip().is_loopback() && !tls && !insecure_lan {
@@ -80,38 +87,62 @@ pub fn parse_bind(text: Option<&str>, tls: bool, insecure_lan: bool) -> Result<B
     Ok(Bind::Tcp(addr))
 }
 
-/// The `Host` values a request may carry (against DNS rebinding: a page of another name that
-/// resolves to this address must not reach it): the bound address; for a loopback address or a
-/// Unix socket, `localhost`, `127.0.0.1` or `[::1]` on any port (an SSH tunnel picks its own);
-/// and `--public-host`, the name a proxy in front serves (`tailscale serve`).
+/// The `Host` values a request may carry (against DNS rebinding, and against a name that
+/// reaches another server: `localhost` resolves to ::1 as well as 127.0.0.1): each bound
+/// address with its port; for `localhost:PORT` (both families bound) also `localhost:PORT`
+/// and this install's `*.localhost` name on that port; for a Unix socket, a tunnel's
+/// `localhost`, `127.0.0.1`, `[::1]` or the name on any port; and `--public-host`, the name a
+/// proxy in front serves (`tailscale serve`).
 #[derive(Debug, Clone)]
 pub struct Hosts {
     exact: Vec<String>,
-    any_loopback_port: bool,
+    /// Loopback names on any port (a Unix socket: the tunnel picks the port).
+    any_loopback_port: Option<String>,
     /// Bound to every address (`0.0.0.0`, `::`): any address of this machine names it, and an
     /// IP address, unlike a name, cannot be rebound.
     any_address_on: Option<u16>,
 }
 
+fn host_of(addr: SocketAddr) -> String {
+    match addr.ip() {
+        IpAddr::V4(ip) => format!("{ip}:{}", addr.port()),
+        IpAddr::V6(ip) => format!("[{ip}]:{}", addr.port()),
+    }
+}
+
 impl Hosts {
     pub fn for_addr(addr: SocketAddr, public: Option<&str>) -> Hosts {
-        let port = addr.port();
-        let mut exact = vec![match addr.ip() {
-            IpAddr::V4(ip) => format!("{ip}:{port}"),
-            IpAddr::V6(ip) => format!("[{ip}]:{port}"),
-        }];
+        let mut exact = vec![host_of(addr)];
         exact.extend(public.map(str::to_ascii_lowercase));
         Hosts {
             exact,
-            any_loopback_port: addr.ip().is_loopback() || addr.ip().is_unspecified(),
-            any_address_on: addr.ip().is_unspecified().then_some(port),
+            any_loopback_port: None,
+            any_address_on: addr.ip().is_unspecified().then_some(addr.port()),
         }
     }
 
-    pub fn for_unix(public: Option<&str>) -> Hosts {
+    /// `localhost:PORT` with both loopback addresses held (`addrs`), served under `name`.
+    pub fn for_localhost(
+        name: &str,
+        addrs: &[SocketAddr],
+        port: u16,
+        public: Option<&str>,
+    ) -> Hosts {
+        let mut exact: Vec<String> = addrs.iter().map(|addr| host_of(*addr)).collect();
+        exact.push(format!("localhost:{port}"));
+        exact.push(format!("{}:{port}", name.to_ascii_lowercase()));
+        exact.extend(public.map(str::to_ascii_lowercase));
+        Hosts {
+            exact,
+            any_loopback_port: None,
+            any_address_on: None,
+        }
+    }
+
+    pub fn for_unix(name: &str, public: Option<&str>) -> Hosts {
         Hosts {
             exact: public.map(str::to_ascii_lowercase).into_iter().collect(),
-            any_loopback_port: true,
+            any_loopback_port: Some(name.to_ascii_lowercase()),
             any_address_on: None,
         }
     }
@@ -128,14 +159,14 @@ impl Hosts {
         {
             return true;
         }
-        if !self.any_loopback_port {
+        let Some(own) = &self.any_loopback_port else {
             return false;
-        }
+        };
         let name = match host.rsplit_once(':') {
             Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
             _ => host.as_str(),
         };
-        matches!(name, "localhost" | "127.0.0.1" | "[::1]")
+        matches!(name, "localhost" | "127.0.0.1" | "[::1]") || name == own
     }
 }
 
@@ -177,12 +208,15 @@ async fn serve(
     options: Options,
     cwd: PathBuf,
 ) -> Result<()> {
-    let code = crate::ops::web_access::new_code()?;
     let live = live::Live::new(cwd.clone());
     let read_only = options.read_only;
     let public = options.public_host.clone();
     let qr = options.qr;
-    let announce = |url: &str| {
+    // The code is made once the addresses are ours: a serve refused for a taken port leaves
+    // the running one's code alone.
+    let announce = |url: &str| -> Result<()> {
+        let code = crate::ops::web_access::new_code()?;
+        crate::ops::web_access::note_served_url(url)?;
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "cuekit serve: {url}");
         let _ = writeln!(
@@ -204,35 +238,36 @@ async fn serve(
             }
         }
         let _ = out.flush();
+        Ok(())
     };
     match bind {
-        Bind::Tcp(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr).await.map_err(|err| {
-                Error::new(ErrorCode::Io, format!("cannot listen on {addr}: {err}"))
-            })?;
-            let local = listener
-                .local_addr()
-                .map_err(|err| Error::new(ErrorCode::Io, format!("{err}")))?;
-            let app = routes::App::new(
-                options,
-                cwd,
-                Hosts::for_addr(local, public.as_deref()),
-                Arc::clone(&live),
-            );
+        Bind::Tcp(_) | Bind::Localhost(_) => {
+            let (listeners, hosts, shown) =
+                listen_tcp(&bind, public.as_deref(), acceptor.is_some())?;
+            let app = routes::App::new(options, cwd, hosts, Arc::clone(&live));
             live.start_watching();
-            let scheme = if acceptor.is_some() { "https" } else { "http" };
-            let shown = match local.ip() {
-                IpAddr::V6(ip) => format!("{scheme}://[{ip}]:{}", local.port()),
-                IpAddr::V4(ip) => format!("{scheme}://{ip}:{}", local.port()),
-            };
-            announce(&shown);
-            let served = match acceptor {
-                Some(acceptor) => {
-                    axum::serve(tls::listen(listener, acceptor)?, routes::router(app)).await
+            announce(&shown)?;
+            let router = routes::router(app);
+            let mut served = tokio::task::JoinSet::new();
+            for listener in listeners {
+                let router = router.clone();
+                let listener = tokio::net::TcpListener::from_std(listener)
+                    .map_err(|err| Error::new(ErrorCode::Io, format!("cannot listen: {err}")))?;
+                match &acceptor {
+                    Some(acceptor) => {
+                        let listener = tls::listen(listener, acceptor.clone())?;
+                        served.spawn(async move { axum::serve(listener, router).await });
+                    }
+                    None => {
+                        served.spawn(async move { axum::serve(listener, router).await });
+                    }
                 }
-                None => axum::serve(listener, routes::router(app)).await,
-            };
-            served.map_err(|err| Error::new(ErrorCode::Io, format!("server: {err}")))
+            }
+            match served.join_next().await {
+                Some(Ok(Err(err))) => Err(Error::new(ErrorCode::Io, format!("server: {err}"))),
+                Some(Err(err)) => Err(Error::new(ErrorCode::Io, format!("server: {err}"))),
+                _ => Ok(()),
+            }
         }
         Bind::Unix(path) => {
             if path.exists() {
@@ -249,14 +284,15 @@ async fn serve(
                 std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
                     .map_err(|err| Error::io("restrict", &path, err))?;
             }
+            let name = crate::ops::web_access::host_name()?;
             let app = routes::App::new(
                 options,
                 cwd,
-                Hosts::for_unix(public.as_deref()),
+                Hosts::for_unix(&name, public.as_deref()),
                 Arc::clone(&live),
             );
             live.start_watching();
-            announce(&format!("unix:{}", path.display()));
+            announce(&format!("unix:{}", path.display()))?;
             axum::serve(listener, routes::router(app))
                 .await
                 .map_err(|err| Error::new(ErrorCode::Io, format!("server: {err}")))
@@ -264,13 +300,120 @@ async fn serve(
     }
 }
 
+/// The listeners of a TCP bind, the `Host`s they answer and the URL to print. Every address
+/// the bind names is ours or nothing is served: `localhost:PORT` holds 127.0.0.1 and ::1
+/// (a squatter on `[::1]:PORT` would get every browser that resolves `localhost` or the
+/// install's name to ::1 first), and a port held on any of them is refused naming the holder.
+fn listen_tcp(
+    bind: &Bind,
+    public: Option<&str>,
+    tls: bool,
+) -> Result<(Vec<std::net::TcpListener>, Hosts, String)> {
+    let scheme = if tls { "https" } else { "http" };
+    match bind {
+        Bind::Localhost(port) => {
+            let name = crate::ops::web_access::host_name()?;
+            let (listeners, port) = listen_localhost(*port)?;
+            let addrs: Vec<SocketAddr> = listeners
+                .iter()
+                .filter_map(|listener| listener.local_addr().ok())
+                .collect();
+            let hosts = Hosts::for_localhost(&name, &addrs, port, public);
+            Ok((listeners, hosts, format!("{scheme}://{name}:{port}")))
+        }
+        Bind::Tcp(addr) => {
+            let listener = listen_one(*addr)?;
+            let local = listener
+                .local_addr()
+                .map_err(|err| Error::new(ErrorCode::Io, format!("{err}")))?;
+            let shown = format!("{scheme}://{}", host_of(local));
+            Ok((vec![listener], Hosts::for_addr(local, public), shown))
+        }
+        Bind::Unix(_) => unreachable!("a Unix socket is not TCP"),
+    }
+}
+
+/// 127.0.0.1:PORT and [::1]:PORT (unless the machine has no ::1). Port 0: a port free on
+/// both, tried a few times.
+fn listen_localhost(port: u16) -> Result<(Vec<std::net::TcpListener>, u16)> {
+    let v4 = IpAddr::from([127, 0, 0, 1]);
+    let v6 = IpAddr::from(std::net::Ipv6Addr::LOCALHOST);
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let first = listen_one(SocketAddr::new(v4, port))?;
+        let chosen = first
+            .local_addr()
+            .map_err(|err| Error::new(ErrorCode::Io, format!("{err}")))?
+            .port();
+        match std::net::TcpListener::bind(SocketAddr::new(v6, chosen)) {
+            Ok(second) => {
+                second.set_nonblocking(true).map_err(|err| {
+                    Error::new(ErrorCode::Io, format!("cannot listen on [::1]: {err}"))
+                })?;
+                return Ok((vec![first, second], chosen));
+            }
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    std::io::ErrorKind::AddrNotAvailable | std::io::ErrorKind::Unsupported
+                ) || err.raw_os_error() == Some(libc::EAFNOSUPPORT) =>
+            {
+                // No ::1 here: nobody can listen there, and a browser falls back to 127.0.0.1.
+                return Ok((vec![first], chosen));
+            }
+            Err(err) if port == 0 && tries < 20 && err.kind() == std::io::ErrorKind::AddrInUse => {
+                continue;
+            }
+            Err(err) => return Err(listen_error(SocketAddr::new(v6, chosen), &err)),
+        }
+    }
+}
+
+fn listen_one(addr: SocketAddr) -> Result<std::net::TcpListener> {
+    let listener = std::net::TcpListener::bind(addr).map_err(|err| listen_error(addr, &err))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|err| Error::new(ErrorCode::Io, format!("cannot listen on {addr}: {err}")))?;
+    Ok(listener)
+}
+
+/// A bind's failure; a port in use names its holder where /proc shows it.
+fn listen_error(addr: SocketAddr, err: &std::io::Error) -> Error {
+    if err.kind() != std::io::ErrorKind::AddrInUse {
+        return Error::new(ErrorCode::Io, format!("cannot listen on {addr}: {err}"));
+    }
+    let holders = crate::ops::web_access::port_holders(addr.ip(), addr.port());
+    let by = if holders.is_empty() {
+        String::from(" (its holder is not visible here)")
+    } else {
+        format!(" by {}", holders.join("; "))
+    };
+    Error::new(
+        ErrorCode::PortTaken,
+        format!(
+            "port {} is taken on {}{by}: whatever answers there would receive this server's \
+             browsers, so nothing is served",
+            addr.port(),
+            addr.ip()
+        ),
+    )
+    .with_hint(format!(
+        "stop that process, or choose another port (--bind localhost:PORT); `ss -ltnp 'sport = :{}'` shows it",
+        addr.port()
+    ))
+}
+
 /// `text` as a QR code drawn with half blocks, light on dark as a terminal shows it.
 /// What `--qr` says under a code for a loopback URL: a phone scanning it opens its own
 /// loopback, never this machine; how to reach this one instead (docs/guides/web.md).
 fn loopback_note(url: &str) -> Option<String> {
     let host = url.split_once("://")?.1;
-    let loopback =
-        host.starts_with("127.") || host.starts_with("[::1]") || host.starts_with("localhost");
+    let name = host.rsplit_once(':').map_or(host, |(name, _)| name);
+    let loopback = host.starts_with("127.")
+        || host.starts_with("[::1]")
+        || name == "localhost"
+        || name.ends_with(".localhost");
     loopback.then(|| {
         let port = host.rsplit_once(':').map_or("8377", |(_, port)| port);
         format!(
@@ -303,12 +446,14 @@ mod tests {
     fn loopback_binds_and_unix_sockets_are_served() {
         assert_eq!(
             parse_bind(None, false, false).unwrap(),
-            Bind::Tcp("127.0.0.1:8377".parse().unwrap())
+            Bind::Localhost(8377),
+            "both loopback addresses"
         );
         assert_eq!(
             parse_bind(Some("localhost:9000"), false, false).unwrap(),
-            Bind::Tcp("127.0.0.1:9000".parse().unwrap())
+            Bind::Localhost(9000)
         );
+        assert!(parse_bind(Some("localhost:x"), false, false).is_err());
         assert!(parse_bind(Some("[::1]:9000"), false, false).is_ok());
         assert_eq!(
             parse_bind(Some("unix:/tmp/s"), false, false).unwrap(),
@@ -330,9 +475,32 @@ mod tests {
     fn only_the_bound_host_is_served() {
         let hosts = Hosts::for_addr("127.0.0.1:8377".parse().unwrap(), None);
         assert!(hosts.allows("127.0.0.1:8377"));
-        assert!(hosts.allows("localhost:8377"));
-        assert!(hosts.allows("localhost:9000"), "a tunnel's own port");
+        assert!(
+            !hosts.allows("localhost:8377"),
+            "localhost may be ::1, not bound"
+        );
+        assert!(
+            !hosts.allows("127.0.0.1:9000"),
+            "another port is another server"
+        );
         assert!(!hosts.allows("evil.example:8377"));
+        let both = Hosts::for_localhost(
+            "ck-0123abcd.localhost",
+            &[
+                "127.0.0.1:8377".parse().unwrap(),
+                "[::1]:8377".parse().unwrap(),
+            ],
+            8377,
+            None,
+        );
+        assert!(both.allows("ck-0123abcd.localhost:8377"));
+        assert!(both.allows("localhost:8377"));
+        assert!(both.allows("[::1]:8377"));
+        assert!(!both.allows("localhost:9000"));
+        assert!(
+            !both.allows("ck-ffffffff.localhost:8377"),
+            "another install's name"
+        );
         assert!(!hosts.allows("127.0.0.1.evil.example:8377"));
         let lan = Hosts::for_addr("192.168.1.5:8377".parse().unwrap(), None);
         assert!(lan.allows("192.168.1.5:8377"));
@@ -349,8 +517,9 @@ mod tests {
         assert!(every.allows("[fe80::1]:8377"));
         assert!(!every.allows("192.168.1.5:8378"));
         assert!(!every.allows("box.example:8377"), "a name can be rebound");
-        let unix = Hosts::for_unix(None);
-        assert!(unix.allows("localhost:9999"));
+        let unix = Hosts::for_unix("ck-0123abcd.localhost", None);
+        assert!(unix.allows("localhost:9999"), "a tunnel's own port");
+        assert!(unix.allows("ck-0123abcd.localhost:9999"));
         assert!(unix.allows("127.0.0.1"));
         assert!(!unix.allows("evil.example:9999"));
     }
@@ -360,6 +529,7 @@ mod tests {
         let note = loopback_note("http://127.0.0.1:8377").unwrap();
         assert!(note.contains("a phone") && note.contains("ssh -N -L 8377:127.0.0.1:8377"));
         assert!(loopback_note("http://[::1]:9000").unwrap().contains("9000"));
+        assert!(loopback_note("http://ck-0123abcd.localhost:9000").is_some());
         assert_eq!(loopback_note("https://192.168.1.5:8377"), None);
         assert_eq!(loopback_note("unix:/run/user/1000/cuekit.sock"), None);
     }

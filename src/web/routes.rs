@@ -30,8 +30,10 @@ const FORM_COOKIE: &str = "ck_form";
 /// Lines of the log a task page shows first.
 const SCREEN_LINES: usize = 60;
 const MOST_LINES: usize = 20_000;
-/// A keep-alive comment on an idle event stream; the session is checked again each time.
+/// A keep-alive comment on an idle event stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
+/// How often an open event stream's session is looked at again (news or not).
+const SESSION_RECHECK: Duration = Duration::from_millis(500);
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    connect-src 'self'; manifest-src 'self'; form-action 'self'; \
@@ -47,6 +49,16 @@ pub struct App {
     tls: bool,
     hosts: Hosts,
     live: Arc<Live>,
+    /// The sessions that have had a page from this run (each one's first gets
+    /// `Clear-Site-Data`).
+    seen: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The codes printed for destructive steps.
+    codes: super::factor::Codes,
+    /// The session tokens this run gave out (by pairing or a key's sign-in): only these are
+    /// served.
+    run_tokens: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Sign-in nonces given out, and when.
+    nonces: std::sync::Mutex<HashMap<String, std::time::Instant>>,
 }
 
 impl App {
@@ -59,6 +71,10 @@ impl App {
             public_host: options.public_host.map(|host| host.to_ascii_lowercase()),
             hosts,
             live,
+            seen: std::sync::Mutex::default(),
+            codes: super::factor::Codes::default(),
+            run_tokens: std::sync::Mutex::default(),
+            nonces: std::sync::Mutex::default(),
         })
     }
 }
@@ -71,6 +87,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/live", get(list_live))
         .route("/events", get(events))
         .route("/pair", get(pair_form).post(pair))
+        .route("/unlock", get(unlock_form).post(unlock))
         .route("/t/{id}", get(task))
         .route("/t/{id}/live", get(task_live))
         .route("/t/{id}/steer", axum::routing::post(steer))
@@ -107,6 +124,15 @@ async fn asset(kind: &'static str, body: &'static str) -> Response {
 /// another origin; every response gets the security headers.
 async fn guard(State(app): Shared, request: Request, next: Next) -> Response {
     let headers = request.headers();
+    // A browser fetching a service worker's script (registering or updating one a squatter
+    // registered while serve was down): whatever the path, the worker it gets removes itself.
+    if headers
+        .get("service-worker")
+        .is_some_and(|value| value.as_bytes() == b"script")
+    {
+        return kill_switch();
+    }
+    let first_page = first_page_of_run(&app, &request);
     let host = headers
         .get(header::HOST)
         .and_then(|host| host.to_str().ok())
@@ -142,7 +168,53 @@ async fn guard(State(app): Shared, request: Request, next: Next) -> Response {
     headers
         .entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));
+    if first_page && response.status() == StatusCode::OK {
+        response.headers_mut().insert(
+            "clear-site-data",
+            HeaderValue::from_static(FIRST_PAGE_CLEARS),
+        );
+    }
     response
+}
+
+/// What the first page a session gets from this run clears: pages a squatter left in the
+/// cache while serve was down. Not `"storage"`: that holds the device's key (IndexedDB); its
+/// stray service workers go by the kill switch and `app.js`, and `/pair` clears storage.
+const FIRST_PAGE_CLEARS: &str = "\"cache\"";
+
+/// A worker that unregisters itself, empties every cache and reloads the pages it held: the
+/// answer to any service worker script request (`Service-Worker: script`).
+const KILL_SWITCH: &str = include_str!("assets/kill-switch.js");
+
+fn kill_switch() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        KILL_SWITCH,
+    )
+        .into_response()
+}
+
+/// Whether this request is a page (a GET of a document) of a session that has had none from
+/// this run yet: noted, so the next is not.
+fn first_page_of_run(app: &App, request: &Request) -> bool {
+    if request.method() != Method::GET
+        || request
+            .headers()
+            .get("sec-fetch-dest")
+            .is_some_and(|dest| dest.as_bytes() != b"document")
+    {
+        return false;
+    }
+    let Some(token) = cookie(request.headers(), SESSION_COOKIE) else {
+        return false;
+    };
+    app.seen
+        .lock()
+        .expect("not poisoned")
+        .insert(token.to_string())
 }
 
 fn refusal(status: StatusCode, why: &str) -> Response {
@@ -182,14 +254,113 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, value)| value)
 }
 
-/// The request's device session, or the response that sends it to pairing.
-async fn session(headers: &HeaderMap) -> Result<web_access::Session, Response> {
+/// The request's device session, or the response that sends it to sign in (`/unlock`: the
+/// device's key, else pairing). A session is this run's only: one from before the restart
+/// (a squatter's capture, or the device's own) is refused, and the device signs in again.
+async fn session(app: &App, headers: &HeaderMap) -> Result<web_access::Session, Response> {
     let token = cookie(headers, SESSION_COOKIE).unwrap_or("").to_string();
+    if !app
+        .run_tokens
+        .lock()
+        .expect("not poisoned")
+        .contains(&token)
+    {
+        return Err(Redirect::to("/unlock").into_response());
+    }
     match blocking(move || web_access::session(&token)).await {
         Ok(Some(session)) => Ok(session),
-        Ok(None) => Err(Redirect::to("/pair").into_response()),
+        Ok(None) => Err(Redirect::to("/unlock").into_response()),
         Err(err) => Err(failure(&err, "/")),
     }
+}
+
+/// How long a sign-in nonce is good for, and how many may be open.
+const NONCE_VALID: Duration = Duration::from_secs(120);
+const NONCES_OPEN: usize = 256;
+
+/// The sign-in page: a nonce of this run for the device's key to sign (`app.js` does it from
+/// IndexedDB, or sends the browser to pairing when it holds no key).
+async fn unlock_form(State(app): Shared) -> Response {
+    let nonce = web_access::form_token();
+    {
+        let mut nonces = app.nonces.lock().expect("not poisoned");
+        nonces.retain(|_, at| at.elapsed() < NONCE_VALID);
+        if nonces.len() >= NONCES_OPEN {
+            return refusal(StatusCode::TOO_MANY_REQUESTS, "too many sign-ins at once");
+        }
+        nonces.insert(nonce.clone(), std::time::Instant::now());
+    }
+    page(html::unlock_page(&nonce))
+}
+
+/// What a device's key signs to sign in: the nonce and the `Host` it was given under.
+pub fn unlock_message(nonce: &str, host: &str) -> String {
+    format!(
+        "cuekit serve sign-in\n{nonce}\n{}",
+        host.to_ascii_lowercase()
+    )
+}
+
+/// A device's key signed this run's nonce: a new session of this run.
+async fn unlock(
+    State(app): Shared,
+    headers: HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    let nonce = form.get("nonce").cloned().unwrap_or_default();
+    let fresh = app
+        .nonces
+        .lock()
+        .expect("not poisoned")
+        .remove(&nonce)
+        .is_some_and(|at| at.elapsed() < NONCE_VALID);
+    if !fresh {
+        return refusal(
+            StatusCode::FORBIDDEN,
+            "this sign-in is stale or used: open / again",
+        );
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .unwrap_or("");
+    let message = unlock_message(&nonce, host);
+    let signature = form.get("signature").cloned().unwrap_or_default();
+    match blocking(move || web_access::sign_in(message.as_bytes(), &signature)).await {
+        Ok(Some(new)) => {
+            let mut response = Redirect::to("/").into_response();
+            start_session(&app, &headers, &mut response, &new.token);
+            response
+        }
+        Ok(None) => refusal(
+            StatusCode::FORBIDDEN,
+            "no paired device's key signed this: pair this device again at /pair",
+        ),
+        Err(err) => failure(&err, "/pair"),
+    }
+}
+
+/// Sets the session cookie of a session of this run.
+fn start_session(app: &App, headers: &HeaderMap, response: &mut Response, token: &str) {
+    app.run_tokens
+        .lock()
+        .expect("not poisoned")
+        .insert(token.to_string());
+    // Over TLS, or through the HTTPS proxy named by --public-host: the cookie travels over TLS
+    // only.
+    let secure = app.tls
+        || headers
+            .get(header::HOST)
+            .and_then(|host| host.to_str().ok())
+            .is_some_and(|host| app.public_host.as_deref() == Some(&host.to_ascii_lowercase()));
+    set_cookie(
+        response,
+        &format!(
+            "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+            web_access::SESSION_IDLE.as_secs(),
+            if secure { "; Secure" } else { "" }
+        ),
+    );
 }
 
 /// A state-changing request: not under `--read-only`, a session, and its CSRF token.
@@ -204,7 +375,7 @@ async fn authorize(
             "cuekit serve runs --read-only: no action is taken",
         ));
     }
-    let session = match session(headers).await {
+    let session = match session(app, headers).await {
         Ok(session) => session,
         Err(_) => return Err(refusal(StatusCode::FORBIDDEN, "no paired device session")),
     };
@@ -216,6 +387,61 @@ async fn authorize(
         ));
     }
     Ok(session)
+}
+
+/// A destructive step: the key its code is bound to, what the terminal says it allows, and
+/// where its form goes.
+struct Step {
+    action: String,
+    what: String,
+    path: String,
+}
+
+/// The terminal's code for `step` (`web::factor`): passes when the form carries the right
+/// one; else the page asking for it (a new code printed), or the refusal.
+fn second_factor(
+    app: &App,
+    session: &web_access::Session,
+    step: &Step,
+    form: &HashMap<String, String>,
+) -> Result<(), Response> {
+    use super::factor::Verdict;
+    let given = form.get("code").map(String::as_str);
+    let verdict = app
+        .codes
+        .check(&session.device, &step.action, &step.what, given);
+    let error = match verdict {
+        Verdict::Passed => return Ok(()),
+        Verdict::Asked => None,
+        Verdict::Refused(why) => Some(why),
+    };
+    let mut fields: Vec<(&str, &str)> = form
+        .iter()
+        .filter(|(name, _)| !matches!(name.as_str(), "csrf" | "code"))
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    fields.sort_unstable();
+    let body = html::code_page(
+        &step.path,
+        &session.csrf,
+        &step.what,
+        &fields,
+        error.as_deref(),
+    );
+    let status = if error.is_some() {
+        StatusCode::FORBIDDEN
+    } else {
+        StatusCode::OK
+    };
+    Err((status, Html(body)).into_response())
+}
+
+fn hex_digest(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 fn checked_id(id: &str) -> Result<(), Response> {
@@ -242,6 +468,11 @@ async fn pair_form(Query(query): Query<CodeQuery>) -> Response {
         .code
         .filter(|code| code.len() <= 16 && code.bytes().all(|b| b.is_ascii_digit() || b == b'-'));
     let mut response = page(html::pair_form(&token, code.as_deref(), None));
+    // Pairing starts clean: nothing a squatter stored on this origin survives it.
+    response.headers_mut().insert(
+        "clear-site-data",
+        HeaderValue::from_static("\"cache\", \"storage\""),
+    );
     set_cookie(
         &mut response,
         &format!("{FORM_COOKIE}={token}; Path=/pair; HttpOnly; SameSite=Strict; Max-Age=900"),
@@ -260,13 +491,6 @@ async fn pair(
     headers: HeaderMap,
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
-    // Over TLS, or through the HTTPS proxy named by --public-host: the cookie travels over TLS
-    // only.
-    let secure = app.tls
-        || headers
-            .get(header::HOST)
-            .and_then(|host| host.to_str().ok())
-            .is_some_and(|host| app.public_host.as_deref() == Some(&host.to_ascii_lowercase()));
     let field = form.get("form").map(String::as_str).unwrap_or("");
     if field.is_empty() || cookie(&headers, FORM_COOKIE) != Some(field) {
         return refusal(
@@ -276,18 +500,13 @@ async fn pair(
     }
     let code = form.get("code").cloned().unwrap_or_default();
     let name = form.get("name").cloned().unwrap_or_default();
-    match blocking(move || web_access::pair(&code, &name)).await {
+    // The device key's public half (`app.js` made the pair in IndexedDB): without one (no
+    // JavaScript) the device is paired for this run only.
+    let key = form.get("key").cloned();
+    match blocking(move || web_access::pair(&code, &name, key.as_deref())).await {
         Ok(Ok(new)) => {
             let mut response = Redirect::to("/").into_response();
-            set_cookie(
-                &mut response,
-                &format!(
-                    "{SESSION_COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
-                    new.token,
-                    web_access::SESSION_IDLE.as_secs(),
-                    if secure { "; Secure" } else { "" }
-                ),
-            );
+            start_session(&app, &headers, &mut response, &new.token);
             response
         }
         Ok(Err(refused)) => {
@@ -319,7 +538,7 @@ async fn list(
     headers: HeaderMap,
     Query(filter): Query<html::Filter>,
 ) -> Response {
-    let session = match session(&headers).await {
+    let session = match session(&app, &headers).await {
         Ok(session) => session,
         Err(response) => return response,
     };
@@ -339,7 +558,7 @@ async fn list_live(
     headers: HeaderMap,
     Query(filter): Query<html::Filter>,
 ) -> Response {
-    if let Err(response) = session(&headers).await {
+    if let Err(response) = session(&app, &headers).await {
         return forbidden_fragment(response);
     }
     match board(&app).await {
@@ -444,7 +663,7 @@ async fn task_live(
     if let Err(response) = checked_id(&id) {
         return response;
     }
-    let session = match session(&headers).await {
+    let session = match session(&app, &headers).await {
         Ok(session) => session,
         Err(response) => return forbidden_fragment(response),
     };
@@ -466,13 +685,13 @@ struct EventsQuery {
 }
 
 /// Server-sent events: a line per transition (and, for a task page, per growth of its
-/// transcript); a keep-alive comment otherwise, after which the session is checked again.
+/// transcript); a keep-alive comment when idle; the session looked at again twice a second.
 async fn events(
     State(app): Shared,
     headers: HeaderMap,
     Query(query): Query<EventsQuery>,
 ) -> Response {
-    if let Err(response) = session(&headers).await {
+    if let Err(response) = session(&app, &headers).await {
         return forbidden_fragment(response);
     }
     if let Some(task) = &query.task
@@ -483,41 +702,16 @@ async fn events(
     let token = cookie(&headers, SESSION_COOKIE).unwrap_or("").to_string();
     let watch = app.live.subscribe(query.task);
     let stream = futures_util::stream::unfold(
-        (watch, token, true),
-        |(mut watch, token, open)| async move {
-            if !open {
-                return None;
-            }
-            loop {
-                match tokio::time::timeout(KEEP_ALIVE, watch.news.recv()).await {
-                    Ok(Ok(line)) if watch.wants(&line) => {
-                        let chunk = format!("data: {line}\n\n");
-                        return Some((
-                            Ok::<_, std::convert::Infallible>(chunk),
-                            (watch, token, true),
-                        ));
-                    }
-                    Ok(Ok(_)) => continue,
-                    Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
-                        let chunk = "data: {\"kind\":\"lagged\"}\n\n".to_string();
-                        return Some((Ok(chunk), (watch, token, true)));
-                    }
-                    Ok(Err(_)) => return None,
-                    Err(_) => {
-                        let check = token.clone();
-                        let still = blocking(move || web_access::session(&check))
-                            .await
-                            .ok()
-                            .flatten()
-                            .is_some();
-                        if !still {
-                            let chunk = "data: {\"kind\":\"ended\"}\n\n".to_string();
-                            return Some((Ok(chunk), (watch, token, false)));
-                        }
-                        return Some((Ok(": alive\n\n".to_string()), (watch, token, true)));
-                    }
-                }
-            }
+        Stream {
+            watch,
+            token,
+            open: true,
+            checked: tokio::time::Instant::now(),
+            quiet_since: tokio::time::Instant::now(),
+        },
+        |mut stream| async move {
+            let chunk = stream.next_chunk().await?;
+            Some((Ok::<_, std::convert::Infallible>(chunk), stream))
         },
     );
     (
@@ -528,6 +722,55 @@ async fn events(
         Body::from_stream(stream),
     )
         .into_response()
+}
+
+/// One page's event stream: its news, and its session, looked at again at least every
+/// [`SESSION_RECHECK`] whether news flows or not (a `--revoke` ends it within that).
+struct Stream {
+    watch: super::live::Watch,
+    token: String,
+    open: bool,
+    checked: tokio::time::Instant,
+    quiet_since: tokio::time::Instant,
+}
+
+impl Stream {
+    async fn next_chunk(&mut self) -> Option<String> {
+        if !self.open {
+            return None;
+        }
+        loop {
+            if self.checked.elapsed() >= SESSION_RECHECK {
+                self.checked = tokio::time::Instant::now();
+                let check = self.token.clone();
+                let still = blocking(move || web_access::session(&check))
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some();
+                if !still {
+                    self.open = false;
+                    return Some("data: {\"kind\":\"ended\"}\n\n".to_string());
+                }
+            }
+            if self.quiet_since.elapsed() >= KEEP_ALIVE {
+                self.quiet_since = tokio::time::Instant::now();
+                return Some(": alive\n\n".to_string());
+            }
+            let wait = SESSION_RECHECK.saturating_sub(self.checked.elapsed());
+            match tokio::time::timeout(wait, self.watch.news.recv()).await {
+                Ok(Ok(line)) if self.watch.wants(&line) => {
+                    self.quiet_since = tokio::time::Instant::now();
+                    return Some(format!("data: {line}\n\n"));
+                }
+                Ok(Ok(_)) | Err(_) => continue,
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
+                    return Some("data: {\"kind\":\"lagged\"}\n\n".to_string());
+                }
+                Ok(Err(_)) => return None,
+            }
+        }
+    }
 }
 
 /// A page of one task: a task id of the CLI's shape and the device's session (else the
@@ -548,7 +791,7 @@ impl FromRequestParts<Arc<App>> for Viewer {
             .await
             .map_err(IntoResponse::into_response)?;
         checked_id(&id)?;
-        let session = session(&parts.headers).await?;
+        let session = session(app, &parts.headers).await?;
         Ok(Viewer { id, session })
     }
 }
@@ -682,14 +925,26 @@ async fn answer(State(app): Shared, action: Action) -> Response {
             &id,
         );
     }
-    let confirmed = form.get("confirm").is_some_and(|yes| yes == "yes");
-    if word != "reject" && needs_second_confirmation(request.tool.kind) && !confirmed {
+    if word != "reject" && needs_second_confirmation(request.tool.kind) {
         let title = request
             .tool
             .title
             .clone()
             .unwrap_or(request.tool.id.clone());
-        return page(html::confirm_answer(&id, &session.csrf, word, tool, &title));
+        let kind = request
+            .tool
+            .kind
+            .map(|kind| format!("{kind:?}").to_lowercase())
+            .unwrap_or_default();
+        let what = format!("{word} the {kind} tool \"{title}\" of {id}");
+        let step = Step {
+            action: format!("answer {id} {tool} {word}"),
+            what,
+            path: format!("/t/{id}/answer"),
+        };
+        if let Err(response) = second_factor(&app, &session, &step, &form) {
+            return response;
+        }
     }
     let device = session.device;
     run_on_task(&app, &id, "Answered", move |id, cwd| {
@@ -760,8 +1015,19 @@ async fn diff(State(app): Shared, Viewer { id, .. }: Viewer) -> Response {
     }
 }
 
-async fn merge(State(app): Shared, Action { id, form, .. }: Action) -> Response {
+async fn merge(State(app): Shared, action: Action) -> Response {
+    let Action { id, session, form } = action;
     let reviewed = form.get("reviewed").is_some_and(|yes| yes == "yes");
+    if reviewed {
+        let step = Step {
+            action: format!("merge {id} reviewed"),
+            what: format!("merge {id}, with the files that need review"),
+            path: format!("/t/{id}/merge"),
+        };
+        if let Err(response) = second_factor(&app, &session, &step, &form) {
+            return response;
+        }
+    }
     run_on_task(&app, &id, "Merged", move |id, cwd| {
         let strategy = ops::MergeStrategy::Merge;
         let merged = ops::merge(id, cwd, strategy, None, reviewed)?;
@@ -780,7 +1046,7 @@ async fn merge(State(app): Shared, Action { id, form, .. }: Action) -> Response 
 }
 
 async fn submit_form(State(app): Shared, headers: HeaderMap) -> Response {
-    let session = match session(&headers).await {
+    let session = match session(&app, &headers).await {
         Ok(session) => session,
         Err(response) => return response,
     };
@@ -810,6 +1076,17 @@ async fn submit(
                 "the command agent runs shell as you: start `cuekit serve --allow-commands` to offer it",
             ),
         ));
+    }
+    if agent.as_deref() == Some("command") {
+        let line = field("objective").unwrap_or_default();
+        let step = Step {
+            action: format!("submit command {}", hex_digest(&line)),
+            what: format!("run the shell line `{line}` as you"),
+            path: "/new".into(),
+        };
+        if let Err(response) = second_factor(&app, &session, &step, &form) {
+            return response;
+        }
     }
     let Some(objective) = field("objective") else {
         return page(html::submit_page(

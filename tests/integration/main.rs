@@ -48,4 +48,5 @@ mod structure;
 mod top;
 mod trust_faults;
 mod web;
+mod web_guard;
 mod worktrees;

@@ -25,15 +25,15 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const XSS_OBJECTIVE: &str = "Say hi <script>window.__xss='objective'</script><img src=x onerror=\"window.__xss='img'\"> <a href=\"javascript:window.__xss='link'\">x</a>";
 
 /// A running `cuekit serve`, killed on drop.
-struct Serve {
-    child: Child,
+pub(crate) struct Serve {
+    pub(crate) child: Child,
     /// The rest of what it prints (kept open: it must not write into a closed pipe).
-    _stdout: BufReader<ChildStdout>,
+    pub(crate) _stdout: BufReader<ChildStdout>,
     /// `http://127.0.0.1:PORT` (`https://` under TLS)
-    url: String,
+    pub(crate) url: String,
     /// `127.0.0.1:PORT`
-    addr: String,
-    code: String,
+    pub(crate) addr: String,
+    pub(crate) code: String,
 }
 
 impl Drop for Serve {
@@ -43,11 +43,11 @@ impl Drop for Serve {
     }
 }
 
-fn serve(h: &Harness, extra: &[&str]) -> Serve {
+pub(crate) fn serve(h: &Harness, extra: &[&str]) -> Serve {
     serve_on(h, "127.0.0.1:0", extra)
 }
 
-fn serve_on(h: &Harness, bind: &str, extra: &[&str]) -> Serve {
+pub(crate) fn serve_on(h: &Harness, bind: &str, extra: &[&str]) -> Serve {
     let mut child = h
         .cuekit()
         .args(["serve", "--bind", bind])
@@ -87,21 +87,21 @@ trait ReadWrite: Read + Write {}
 impl<T: Read + Write> ReadWrite for T {}
 
 /// One HTTP/1.1 exchange: status, headers (names lowercased), body.
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
 }
 
 impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(key, _)| key == name)
             .map(|(_, value)| value.as_str())
     }
 
-    fn cookie(&self, name: &str) -> Option<String> {
+    pub(crate) fn cookie(&self, name: &str) -> Option<String> {
         self.headers
             .iter()
             .filter(|(key, _)| key == "set-cookie")
@@ -112,7 +112,13 @@ impl Reply {
 }
 
 /// One exchange with `addr`: `ADDR:PORT`, or `unix:PATH` (then as a tunnel's `localhost`).
-fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+pub(crate) fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
     let (mut stream, host): (Box<dyn ReadWrite>, &str) = match addr.strip_prefix("unix:") {
         Some(socket) => {
             let stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
@@ -120,7 +126,13 @@ fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &s
             (Box::new(stream), "localhost")
         }
         None => {
-            let stream = TcpStream::connect(addr).unwrap();
+            // This install's `*.localhost` name is loopback (RFC 6761) whatever the resolver
+            // here says.
+            let target = match addr.rsplit_once(':') {
+                Some((name, port)) if name.ends_with(".localhost") => format!("127.0.0.1:{port}"),
+                _ => addr.to_string(),
+            };
+            let stream = TcpStream::connect(target).unwrap();
             stream.set_read_timeout(Some(limits::AGENT)).unwrap();
             (Box::new(stream), addr)
         }
@@ -165,7 +177,7 @@ fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &s
     }
 }
 
-fn form_encode(pairs: &[(&str, &str)]) -> String {
+pub(crate) fn form_encode(pairs: &[(&str, &str)]) -> String {
     pairs
         .iter()
         .map(|(key, value)| {
@@ -186,7 +198,7 @@ fn form_encode(pairs: &[(&str, &str)]) -> String {
 }
 
 /// Pairs over plain HTTP: the reply to the code, and the session cookie when it was taken.
-fn pair_http(s: &Serve, code: &str, name: &str) -> (Reply, Option<String>) {
+pub(crate) fn pair_http(s: &Serve, code: &str, name: &str) -> (Reply, Option<String>) {
     let form = http(&s.addr, "GET", "/pair", &[], "");
     let token = form
         .cookie("ck_form")
@@ -204,7 +216,7 @@ fn pair_http(s: &Serve, code: &str, name: &str) -> (Reply, Option<String>) {
 }
 
 /// The CSRF token a page of this session carries.
-fn csrf_of(s: &Serve, session: &str) -> String {
+pub(crate) fn csrf_of(s: &Serve, session: &str) -> String {
     let page = http(
         &s.addr,
         "GET",
@@ -218,7 +230,7 @@ fn csrf_of(s: &Serve, session: &str) -> String {
 }
 
 /// Chromium through chromedriver, both ended (their whole process group) on drop.
-struct Browser {
+pub(crate) struct Browser {
     driver: Child,
     client: Option<Client>,
     _profile: tempfile::TempDir,
@@ -232,17 +244,17 @@ impl Drop for Browser {
 }
 
 impl Browser {
-    fn client(&self) -> &Client {
+    pub(crate) fn client(&self) -> &Client {
         self.client.as_ref().unwrap()
     }
 }
 
-async fn browser() -> Browser {
+pub(crate) async fn browser() -> Browser {
     browser_with(false).await
 }
 
 /// A browser; `self_signed`: one that accepts the test's self-signed certificate.
-async fn browser_with(self_signed: bool) -> Browser {
+pub(crate) async fn browser_with(self_signed: bool) -> Browser {
     crate::harness::needs("Chromium and chromedriver");
     assert!(
         Path::new(CHROMEDRIVER).exists() && Path::new(CHROMIUM).exists(),
@@ -297,7 +309,7 @@ async fn browser_with(self_signed: bool) -> Browser {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -305,7 +317,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Waits (30 s at most) until the page's text holds `text`; the text.
-async fn wait_text(client: &Client, text: &str) -> String {
+pub(crate) async fn wait_text(client: &Client, text: &str) -> String {
     let start = Instant::now();
     loop {
         let body = match client.find(Locator::Css("body")).await {
@@ -355,13 +367,13 @@ async fn screenshot(client: &Client, name: &str) {
     std::fs::write(dir.join(name), png).unwrap();
 }
 
-async fn click(client: &Client, id: &str) {
+pub(crate) async fn click(client: &Client, id: &str) {
     click_css(client, &format!("#{id}")).await;
 }
 
 /// Clicks `css`; found again when the page's live part was replaced between finding and
 /// clicking it (an event arrived), as a person's second tap would.
-async fn click_css(client: &Client, css: &str) {
+pub(crate) async fn click_css(client: &Client, css: &str) {
     for _ in 0..20 {
         let found = client.find(Locator::Css(css)).await;
         let element = found.unwrap_or_else(|err| panic!("no {css} on the page: {err}"));
@@ -376,7 +388,7 @@ async fn click_css(client: &Client, css: &str) {
 }
 
 /// Types into `#id` (found again if an event replaced it first, as [`click_css`]).
-async fn type_into(client: &Client, id: &str, text: &str) {
+pub(crate) async fn type_into(client: &Client, id: &str, text: &str) {
     for _ in 0..20 {
         let found = client.find(Locator::Id(id)).await;
         let element = found.unwrap_or_else(|err| panic!("no #{id} on the page: {err}"));
@@ -390,7 +402,7 @@ async fn type_into(client: &Client, id: &str, text: &str) {
     panic!("#{id} was replaced under every try");
 }
 
-async fn pair_in_browser(client: &Client, s: &Serve, name: &str) {
+pub(crate) async fn pair_in_browser(client: &Client, s: &Serve, name: &str) {
     client.goto(&format!("{}/pair", s.url)).await.unwrap();
     type_into(client, "code", &s.code).await;
     let field = client.find(Locator::Id("name")).await.unwrap();
@@ -403,6 +415,28 @@ async fn pair_in_browser(client: &Client, s: &Serve, name: &str) {
         "/",
         "pairing did not lead to the list"
     );
+}
+
+/// The code serve printed in its terminal for a destructive step (the next `confirm code`
+/// line of its output).
+pub(crate) fn confirm_code(s: &mut Serve) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = s._stdout.read_line(&mut line).unwrap();
+        assert!(read > 0, "serve printed no confirmation code");
+        if let Some(rest) = line.strip_prefix("confirm code ") {
+            return rest.split(':').next().unwrap().to_string();
+        }
+    }
+}
+
+/// Types the terminal's code into the page asking for it, and confirms.
+pub(crate) async fn confirm_in_browser(client: &Client, s: &mut Serve) {
+    wait_text(client, "printed a 6-digit code").await;
+    let code = confirm_code(s);
+    type_into(client, "confirm-code", &code).await;
+    click(client, "confirm").await;
 }
 
 /// The main path in a browser: pair with the printed code (once only), the list shows
@@ -577,8 +611,8 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
     });
 }
 
-/// An ACP child's permission request appears on its page; "Allow" on a shell tool asks a
-/// second time, then the tool runs, and the approval is recorded with the device's name.
+/// An ACP child's permission request appears on its page; "Allow" on a shell tool asks for
+/// the code serve printed in its terminal, then the tool runs, and the approval is recorded with the device's name.
 #[test]
 fn a_permission_request_is_allowed_from_the_page_with_a_second_confirmation() {
     let h = Harness::new().with_real_gemini(&[
@@ -594,7 +628,7 @@ fn a_permission_request_is_allowed_from_the_page_with_a_second_confirmation() {
         "--no-skip-permissions",
         "Create f.txt",
     ]);
-    let s = serve(&h, &[]);
+    let mut s = serve(&h, &[]);
     let rt = runtime();
     rt.block_on(async {
         let browser = browser().await;
@@ -617,12 +651,12 @@ fn a_permission_request_is_allowed_from_the_page_with_a_second_confirmation() {
         wait_text(client, "echo hi > f.txt").await;
         assert!(!h.project.join("f.txt").exists());
         click_css(client, "#request button.ok").await;
-        wait_text(client, "may change or remove things").await;
+        wait_text(client, "printed a 6-digit code").await;
         assert!(
             !h.project.join("f.txt").exists(),
             "the tool ran before the second confirmation"
         );
-        click_css(client, "button.danger").await;
+        confirm_in_browser(client, &mut s).await;
         let answered = wait_text(client, "(by device my-phone)").await;
         assert!(answered.contains(&format!("{id}:")), "{answered}");
         let _ = browser.client.clone().unwrap().close().await;
@@ -645,7 +679,7 @@ fn a_permission_request_is_allowed_from_the_page_with_a_second_confirmation() {
 fn a_task_submitted_from_the_page_is_merged_from_the_page() {
     let h = Harness::new();
     crate::harness::git::project_repo(&h.project, "shared\n");
-    let s = serve(&h, &["--allow-commands"]);
+    let mut s = serve(&h, &["--allow-commands"]);
     let rt = runtime();
     let id = rt.block_on(async {
         let browser = browser().await;
@@ -667,6 +701,8 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
             .unwrap();
         click(client, "worktree").await;
         click(client, "submit").await;
+        // A shell line runs as the user: the terminal's code confirms it.
+        confirm_in_browser(client, &mut s).await;
         wait_text(client, "command").await;
         let path = client.current_url().await.unwrap().path().to_string();
         let id = path
@@ -699,6 +735,7 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
             .unwrap();
         click(client, "reviewed").await;
         click(client, "do-merge").await;
+        confirm_in_browser(client, &mut s).await;
         wait_text(client, &format!("{id} merged into main")).await;
         let _ = browser.client.clone().unwrap().close().await;
         id
@@ -861,7 +898,11 @@ fn serve_refuses_what_it_must() {
     h.ok(&["serve", "--revoke", "all"]);
     let after = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "");
     assert_eq!(after.status, 303, "a revoked session still sees the list");
-    assert_eq!(after.header("location"), Some("/pair"));
+    assert_eq!(
+        after.header("location"),
+        Some("/unlock"),
+        "to sign in again (a browser without its key goes on to /pair)"
+    );
     let revoked_post = http(
         &s.addr,
         "POST",
@@ -1071,7 +1112,8 @@ fn on_a_unix_socket_the_list_filters_and_an_idle_session_expires() {
     let elsewhere = list("?project=%2Fnowhere");
     assert!(!elsewhere.contains(&row(&running)) && !elsewhere.contains(&row(&done)));
 
-    // A device not seen for more than 7 days is forgotten: its session goes back to pairing.
+    // A device not seen for more than 7 days is forgotten: its session goes to sign in, and
+    // with no device left, on to pairing.
     let access = h.data_dir().join("web/access.json");
     let mut file: Value = serde_json::from_slice(&std::fs::read(&access).unwrap()).unwrap();
     let eight_days_ago = std::time::SystemTime::now()
@@ -1085,7 +1127,7 @@ fn on_a_unix_socket_the_list_filters_and_an_idle_session_expires() {
     std::fs::write(&access, serde_json::to_vec(&file).unwrap()).unwrap();
     let expired = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "");
     assert_eq!(expired.status, 303, "{}", expired.body);
-    assert_eq!(expired.header("location"), Some("/pair"));
+    assert_eq!(expired.header("location"), Some("/unlock"));
     let devices: Value = serde_json::from_slice(&std::fs::read(&access).unwrap()).unwrap();
     assert_eq!(devices["devices"], json!([]), "{devices}");
     h.ok(&["cancel", &running]);

@@ -1,0 +1,484 @@
+//! `cuekit serve` against what the audit did to it (issue 46): a squatter on its port, on the
+//! other loopback family, or left behind while it was down; a stolen cookie; a replayed
+//! destructive form; a revoked device whose stream keeps receiving news. Real serve, real
+//! tmux; the browser ones in headless Chromium as `web.rs` drives it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Ipv6Addr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::harness::{Harness, limits};
+use crate::web::{
+    browser, confirm_code, csrf_of, form_encode, http, pair_http, pair_in_browser, runtime, serve,
+    serve_on, wait_text,
+};
+
+/// `serve --bind localhost:PORT` with PORT held by this test on `squat`: refused with
+/// `port_taken` (exit 40), naming this process.
+#[track_caller]
+fn refused_for(h: &Harness, squat: std::net::SocketAddr) {
+    let held = TcpListener::bind(squat).unwrap();
+    let port = held.local_addr().unwrap().port();
+    let (refused, code) = h.json(&["serve", "--bind", &format!("localhost:{port}")]);
+    assert_eq!(
+        code, 40,
+        "serve started beside a squatter on {squat}: {refused}"
+    );
+    assert_eq!(refused["error"]["code"], "port_taken", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("pid {}", std::process::id())),
+        "the holder is not named: {message}"
+    );
+    assert!(
+        refused["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("--bind")
+    );
+}
+
+/// The port is ours or we do not start: a listener on 127.0.0.1 or on [::1] (where this
+/// machine has ::1) keeps `serve --bind localhost:PORT` from starting, and says who holds it.
+#[test]
+fn serve_refuses_a_port_taken_on_either_loopback_address() {
+    let h = Harness::new();
+    refused_for(&h, "127.0.0.1:0".parse().unwrap());
+    if TcpListener::bind((Ipv6Addr::LOCALHOST, 0)).is_ok() {
+        refused_for(&h, "[::1]:0".parse().unwrap());
+    } else {
+        eprintln!("this machine has no ::1: the v6 half is not checked");
+    }
+}
+
+/// Opens `/events?task=ID` with `cookie` and reads it; returns what it read, and how long
+/// after `revoked_at` (when set by `during`) the stream said `ended`.
+fn ended_after_revoke(addr: &str, cookie: &str, id: &str, during: impl FnOnce()) -> Duration {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /events?task={id} HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut news = 0;
+    let mut line = String::new();
+    // The stream is busy first: news of the growing transcript arrives.
+    let start = Instant::now();
+    while news < 3 {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) => panic!("the stream ended before any news"),
+            Ok(_) if line.contains("\"kind\":\"screen\"") => news += 1,
+            Ok(_) => {}
+            Err(_) => {}
+        }
+        assert!(start.elapsed() < limits::TASK, "no news on the stream");
+    }
+    during();
+    let revoked = Instant::now();
+    loop {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) => panic!("the stream closed without saying it ended"),
+            Ok(_) if line.contains("\"kind\":\"ended\"") => return revoked.elapsed(),
+            _ => {}
+        }
+        assert!(
+            revoked.elapsed() < Duration::from_secs(8),
+            "a revoked device's busy stream is still open after 8 s"
+        );
+    }
+}
+
+/// `--revoke` ends an open event stream within a second, even while news keeps flowing (the
+/// old stream looked at the session only after 10 s without news: never, on a busy task).
+#[test]
+fn revoke_ends_a_busy_event_stream_within_a_second() {
+    let h = Harness::new();
+    let id = h.submit_sh("while true; do echo tick; sleep 0.1; done", &[]);
+    let s = serve(&h, &[]);
+    let (paired, session) = pair_http(&s, &s.code, "phone");
+    assert_eq!(paired.status, 303, "{}", paired.body);
+    let cookie = format!("ck_session={}", session.unwrap());
+    // The task's page, as a browser opens it before its stream (the board learns the task).
+    let page = http(
+        &s.addr,
+        "GET",
+        &format!("/t/{id}"),
+        &[("Cookie", &cookie)],
+        "",
+    );
+    assert_eq!(page.status, 200, "{}", page.body);
+    let took = ended_after_revoke(&s.addr, &cookie, &id, || {
+        let revoked = h
+            .cuekit()
+            .args(["serve", "--revoke", "phone"])
+            .output()
+            .unwrap();
+        assert!(revoked.status.success(), "{revoked:?}");
+    });
+    eprintln!("the revoked stream ended {took:?} after the revoke");
+    // A second is the promise; the rest is slack for a loaded test machine.
+    assert!(
+        took < Duration::from_millis(2500),
+        "ended only after {took:?}"
+    );
+}
+
+/// A shell line submitted from the page (`--allow-commands`) runs only with the code serve
+/// printed in its terminal for it, once: the same form sent again is refused, and nothing
+/// runs twice (the old second step was a form field, replayable at will).
+#[test]
+fn a_replayed_destructive_form_is_refused() {
+    let h = Harness::new();
+    let mut s = serve(&h, &["--allow-commands"]);
+    let (_, session) = pair_http(&s, &s.code, "phone");
+    let session = session.expect("a session");
+    let cookie = format!("ck_session={session}");
+    let csrf = csrf_of(&s, &session);
+    let fields = [
+        ("csrf", csrf.as_str()),
+        ("agent", "command"),
+        ("objective", "echo ran >> runs.txt"),
+    ];
+    let asked = http(
+        &s.addr,
+        "POST",
+        "/new",
+        &[("Cookie", &cookie)],
+        &form_encode(&fields),
+    );
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    assert!(
+        asked.body.contains("confirm-code"),
+        "no code asked: {}",
+        asked.body
+    );
+    assert_eq!(
+        h.json(&["list"]).0.as_array().map(Vec::len),
+        Some(0),
+        "it ran unconfirmed"
+    );
+    let code = confirm_code(&mut s);
+    let wrong = http(
+        &s.addr,
+        "POST",
+        "/new",
+        &[("Cookie", &cookie)],
+        &form_encode(&[fields[0], fields[1], fields[2], ("code", "000000x")]),
+    );
+    assert_eq!(wrong.status, 403, "{}", wrong.body);
+    let confirmed = form_encode(&[fields[0], fields[1], fields[2], ("code", &code)]);
+    let ran = http(&s.addr, "POST", "/new", &[("Cookie", &cookie)], &confirmed);
+    assert_eq!(ran.status, 303, "{}", ran.body);
+    let replayed = http(&s.addr, "POST", "/new", &[("Cookie", &cookie)], &confirmed);
+    assert_eq!(
+        replayed.status, 403,
+        "a replayed form was taken: {}",
+        replayed.body
+    );
+    assert_eq!(
+        h.json(&["list"]).0.as_array().map(Vec::len),
+        Some(1),
+        "it ran twice"
+    );
+}
+
+/// Nothing a squatter left survives, as the server answers it: a service worker's script
+/// request (any path) gets the worker that removes itself; `/pair` clears the origin's storage
+/// and caches, a session's first page of this run its caches (the next page not); `app.js` keeps
+/// nothing in localStorage or sessionStorage.
+#[test]
+fn what_a_squatter_left_is_cleared() {
+    let h = Harness::new();
+    let s = serve(&h, &[]);
+    let worker = http(
+        &s.addr,
+        "GET",
+        "/evil-sw.js",
+        &[("Service-Worker", "script")],
+        "",
+    );
+    assert_eq!(worker.status, 200, "{}", worker.body);
+    assert!(
+        worker
+            .header("content-type")
+            .is_some_and(|kind| kind.contains("javascript")),
+        "{:?}",
+        worker.headers
+    );
+    assert!(
+        worker.body.contains("unregister()") && worker.body.contains("caches.delete"),
+        "not the kill switch: {}",
+        worker.body
+    );
+    let pair = http(&s.addr, "GET", "/pair", &[], "");
+    let clears = |reply: &crate::web::Reply, what: &str| {
+        reply
+            .header("clear-site-data")
+            .is_some_and(|value| value.contains(what))
+    };
+    assert!(
+        clears(&pair, "\"storage\"") && clears(&pair, "\"cache\""),
+        "/pair keeps what was stored: {:?}",
+        pair.headers
+    );
+    let (_, session) = pair_http(&s, &s.code, "phone");
+    let cookie = format!("ck_session={}", session.unwrap());
+    let first = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "");
+    assert_eq!(first.status, 200, "{}", first.body);
+    // Its cache; not its storage, which holds the device's key.
+    assert!(
+        clears(&first, "\"cache\""),
+        "the run's first page: {:?}",
+        first.headers
+    );
+    let second = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "");
+    assert!(
+        second.header("clear-site-data").is_none(),
+        "every page clears: {:?}",
+        second.headers
+    );
+    let script = http(&s.addr, "GET", "/app.js", &[], "");
+    assert_eq!(script.status, 200);
+    for store in ["localStorage", "sessionStorage"] {
+        assert!(!script.body.contains(store), "app.js uses {store}");
+    }
+}
+
+/// `serve --pair` (issue 51) prints a fresh code the running server takes: a second device
+/// pairs without a restart, and the first code is spent.
+#[test]
+fn serve_pair_gives_a_running_server_a_fresh_code() {
+    let h = Harness::new();
+    let s = serve(&h, &[]);
+    let (fresh, code) = h.json(&["serve", "--pair"]);
+    assert_eq!(code, 0, "{fresh}");
+    assert_eq!(fresh["url"].as_str(), Some(s.url.as_str()), "{fresh}");
+    let (old, _) = pair_http(&s, &s.code, "laptop");
+    assert_eq!(
+        old.status, 403,
+        "the printed code still pairs: {}",
+        old.body
+    );
+    let (paired, session) = pair_http(&s, fresh["code"].as_str().unwrap(), "tablet");
+    assert_eq!(paired.status, 303, "{}", paired.body);
+    assert!(session.is_some());
+}
+
+/// What answers on the port while serve is down, in the test: a page that registers a
+/// service worker which would serve every later page of the origin itself; it notes every
+/// `Cookie` a request brings.
+struct Squatter {
+    stop: Arc<AtomicBool>,
+    cookies: Arc<Mutex<Vec<String>>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+const SQUATTER_PAGE: &str =
+    "<!doctype html><p>the squatter's page</p><script src=\"/reg.js\"></script>";
+const SQUATTER_REGISTERS: &str = "navigator.serviceWorker.register('/sw.js').then(function () { document.title = 'registered'; });";
+const SQUATTER_WORKER: &str = "self.addEventListener('install', function () { self.skipWaiting(); });\n\
+     self.addEventListener('activate', function (e) { e.waitUntil(self.clients.claim()); });\n\
+     self.addEventListener('fetch', function (e) {\n\
+       if (e.request.mode === 'navigate') {\n\
+         e.respondWith(new Response('<p>owned by the squatter</p>', {headers: {'content-type': 'text/html'}}));\n\
+       }\n\
+     });";
+
+impl Squatter {
+    fn on(port: u16) -> Squatter {
+        let stop = Arc::new(AtomicBool::new(false));
+        let cookies = Arc::new(Mutex::new(Vec::new()));
+        let mut threads = Vec::new();
+        for addr in ["127.0.0.1", "::1"] {
+            let Ok(listener) = TcpListener::bind((addr, port)) else {
+                continue;
+            };
+            listener.set_nonblocking(true).unwrap();
+            let (stop, cookies) = (Arc::clone(&stop), Arc::clone(&cookies));
+            threads.push(std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((stream, _)) => squatter_answer(stream, &cookies),
+                        Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                    }
+                }
+            }));
+        }
+        assert!(!threads.is_empty(), "the squatter could not bind {port}");
+        Squatter {
+            stop,
+            cookies,
+            threads,
+        }
+    }
+
+    fn leave(self) -> Vec<String> {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads {
+            thread.join().unwrap();
+        }
+        self.cookies.lock().unwrap().clone()
+    }
+}
+
+fn squatter_answer(stream: TcpStream, cookies: &Mutex<Vec<String>>) {
+    stream.set_nonblocking(false).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut first = String::new();
+    if reader.read_line(&mut first).is_err() {
+        return;
+    }
+    let path = first.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) if line.trim().is_empty() => break,
+            Ok(_) => {
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("cookie")
+                {
+                    cookies.lock().unwrap().push(value.trim().to_string());
+                }
+            }
+        }
+    }
+    let (kind, body) = match path.as_str() {
+        "/reg.js" => ("text/javascript", SQUATTER_REGISTERS),
+        "/sw.js" => ("text/javascript", SQUATTER_WORKER),
+        _ => ("text/html", SQUATTER_PAGE),
+    };
+    let mut stream = reader.into_inner();
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+async fn body_text(client: &fantoccini::Client) -> String {
+    match client.find(fantoccini::Locator::Css("body")).await {
+        Ok(body) => body.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+/// The service workers registered on the page's origin.
+async fn workers(client: &fantoccini::Client) -> u64 {
+    client
+        .execute_async(
+            "var done = arguments[arguments.length - 1];\
+             navigator.serviceWorker.getRegistrations().then(function (found) { done(found.length); },\
+             function () { done(-1); });",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_u64()
+        .unwrap_or(99)
+}
+
+/// The audit's first attack, in Chromium against real serve on `localhost:PORT` (its
+/// `*.localhost` name): a paired phone stays paired across a restart (its key signs in); while
+/// serve is down a squatter on the port gets the phone's cookie and registers a service
+/// worker; serve back, the captured cookie is refused and the worker is killed (the old serve
+/// took the cookie for 7 days and let the worker be).
+#[test]
+fn a_squatter_on_the_port_while_serve_is_down_gets_nothing_usable() {
+    let h = Harness::new();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("localhost:{port}");
+    let rt = runtime();
+    rt.block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        let s = serve_on(&h, &bind, &[]);
+        let url = s.url.clone();
+        pair_in_browser(client, &s, "phone").await;
+        drop(s);
+        // A restart: the phone signs in with its key, no pairing.
+        let s = serve_on(&h, &bind, &[]);
+        client.goto(&url).await.unwrap();
+        wait_text(client, "New task").await;
+        let path = client.current_url().await.unwrap().path().to_string();
+        assert_eq!(path, "/", "the phone was not kept paired across a restart");
+        drop(s);
+
+        // Serve is down; the squatter answers.
+        let squatter = Squatter::on(port);
+        client.goto(&url).await.unwrap();
+        let start = Instant::now();
+        while workers(client).await == 0 {
+            assert!(
+                start.elapsed() < limits::TASK,
+                "the squatter's worker never registered"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // Once active, the worker answers every navigation of the origin itself.
+        let start = Instant::now();
+        loop {
+            client.goto(&url).await.unwrap();
+            if body_text(client).await.contains("owned by the squatter") {
+                break;
+            }
+            assert!(
+                start.elapsed() < limits::TASK,
+                "the squatter's worker never took over"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let captured = squatter.leave();
+        let cookie = captured
+            .iter()
+            .flat_map(|header| header.split(';'))
+            .map(str::trim)
+            .find(|pair| pair.starts_with("ck_session="))
+            .unwrap_or_else(|| panic!("the squatter got no session cookie: {captured:?}"))
+            .to_string();
+
+        // Serve is back: the captured cookie is worth nothing, and the worker goes.
+        let s = serve_on(&h, &bind, &[]);
+        let replayed = http(&s.addr, "GET", "/", &[("Cookie", &cookie)], "");
+        assert_eq!(
+            replayed.status, 303,
+            "the captured cookie was served: {}",
+            replayed.body
+        );
+        assert_eq!(replayed.header("location"), Some("/unlock"));
+        // A navigation under the worker makes the browser look for its update (the script
+        // again, `Service-Worker: script`), a moment later unless more requests come.
+        let start = Instant::now();
+        client.goto(&url).await.unwrap();
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let body = body_text(client).await;
+            if workers(client).await == 0 && !body.contains("owned by the squatter") {
+                break;
+            }
+            assert!(
+                start.elapsed() < limits::TASK,
+                "the squatter's worker still serves the origin: {body}"
+            );
+        }
+        // Its cookies were the install's name's: no other local server gets them.
+        assert!(url.contains(".localhost:"), "not the install's name: {url}");
+        let _ = client.clone().close().await;
+    });
+}
