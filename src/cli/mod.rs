@@ -11,6 +11,7 @@ mod diff;
 mod events;
 mod extras;
 mod hosts;
+mod list_table;
 mod logs;
 mod mcp;
 mod merge;

@@ -15,6 +15,7 @@ pub mod launch;
 pub mod pane;
 pub mod parent;
 pub mod permission_screen;
+pub mod plain;
 pub mod race;
 pub mod report;
 pub mod result;
