@@ -31,13 +31,14 @@ pub fn width() -> usize {
         .unwrap_or(PIPE_WIDTH)
 }
 
-/// The order rows are shown in: what needs a person first, then what runs (oldest first, as
+/// The order rows are shown in: what needs a person first (a dialog before a finished turn),
+/// then what runs (oldest first, as
 /// stored), then the queue, then the ended (latest ending first).
 pub fn sort(tasks: &mut [TaskView]) {
     tasks.sort_by(|a, b| {
         let (ua, ub) = (
-            crate::domain::plain::urgency(a.status),
-            crate::domain::plain::urgency(b.status),
+            crate::domain::plain::order(a.status, a.reason.as_deref()),
+            crate::domain::plain::order(b.status, b.reason.as_deref()),
         );
         ua.cmp(&ub).then_with(|| {
             if a.status.is_terminal() && b.status.is_terminal() {

@@ -156,6 +156,7 @@ enum Command {
         all: bool,
     },
     /// Every task on one screen: look, steer, stop or review each with one key.
+    #[command(after_long_help = crate::top::MAN_KEYS)]
     Top {
         /// Every task cuekit knows, not only this project's (`a` switches while running).
         #[arg(long)]

@@ -40,6 +40,16 @@ pub fn urgency(status: Status) -> u8 {
     }
 }
 
+/// The finer order inside [`urgency`]: a dialog that holds the child (a permission, a login,
+/// a trust question) before a child that finished its turn, which waits on nobody's answer.
+pub fn order(status: Status, reason: Option<&str>) -> u8 {
+    match (status, reason) {
+        (Status::InputRequired, Some("idle_at_prompt")) => 1,
+        (Status::InputRequired, _) => 0,
+        (status, _) => urgency(status) + 1,
+    }
+}
+
 /// The status alone, as a person says it.
 pub fn status_word(status: Status) -> &'static str {
     match status {
@@ -291,5 +301,12 @@ mod tests {
         assert_eq!(statuses[0], Status::InputRequired);
         assert_eq!(statuses[1], Status::Running);
         assert!(needs_you(Status::InputRequired) && !needs_you(Status::Running));
+        assert!(
+            order(Status::InputRequired, Some("permission_prompt"))
+                < order(Status::InputRequired, Some("idle_at_prompt"))
+        );
+        assert!(
+            order(Status::InputRequired, Some("idle_at_prompt")) < order(Status::Running, None)
+        );
     }
 }
