@@ -171,14 +171,15 @@ pub fn said(status: Status, reason: Option<&str>, phase: Option<&str>, hint: Opt
     }
 }
 
-/// The few words a narrow column holds: `asks permission`, `needs login`, `checking`.
+/// The few words (17 columns at most) a narrow column holds: `asks permission`, `needs
+/// login`, `checking`.
 pub fn short(status: Status, reason: Option<&str>, phase: Option<&str>) -> &'static str {
     match (status, reason, phase) {
         (Status::Running, _, Some("checking")) => "checking",
         (Status::InputRequired, Some("permission_prompt"), _) => "asks permission",
         (Status::InputRequired, Some("auth_required"), _) => "needs login",
         (Status::InputRequired, Some("trust_required"), _) => "asks trust",
-        (Status::InputRequired, Some("idle_at_prompt"), _) => "turn finished",
+        (Status::InputRequired, Some("idle_at_prompt"), _) => "finished its turn",
         (status, ..) => status_word(status),
     }
 }

@@ -21,7 +21,7 @@ pub const MAN_KEYS: &str = "Keys:
   ↑ ↓ j k, PgUp PgDn, g G   select a task
   Enter                     attach to its tmux session (detach: prefix, then d)
   s                         steer: type a message, Enter sends it
-  p                         answer a permission request: y allow once, a allow always, n reject
+  p                         answer an ACP task's permission request: y allow once, a always, n reject
   x                         cancel the task (y confirms)
   l                         its readable log in a pager ($PAGER, else less)
   r                         its result in a pager
@@ -118,10 +118,15 @@ pub fn table_rows(height: u16) -> usize {
 /// The counts first (what a glance needs), then the scope; `cuekit top — ` in front when the
 /// line has room for it.
 fn header_line(state: &State, width: u16) -> Line<'static> {
+    // A narrow terminal names the project by its folder, a wide one by its path.
+    let project = match state.project.rsplit_once('/') {
+        Some((_, name)) if width < 110 && !name.is_empty() => name,
+        _ => state.project.as_str(),
+    };
     let scope = if state.all {
         "every task".to_string()
     } else {
-        format!("project {}", state.project)
+        format!("project {project}")
     };
     let mut spans = Vec::new();
     if !state.loaded {
@@ -162,7 +167,7 @@ fn draw_table(state: &State, frame: &mut Frame, area: Rect) {
     // The status in words takes 44 columns; below 110 it is said short, its reason moves
     // above the preview, the age goes, and the objective keeps the room.
     let wide = area.width >= 110;
-    let status_width = if wide { 44 } else { 15 };
+    let status_width = if wide { 44 } else { 17 };
     let progress: Vec<String> = visible
         .iter()
         .map(|row| progress_cell(&row.view, wide))
@@ -366,14 +371,17 @@ fn lead_lines(
     if preview.lead.is_empty() || width < 8 {
         return Vec::new();
     }
-    let asking = state.selected_row().is_some_and(|row| {
-        row.view.status == Status::InputRequired
-            && row.view.reason.as_deref() == Some("permission_prompt")
+    let row = state.selected_row().map(|row| &row.view);
+    let asking = row.is_some_and(|view| {
+        view.status == Status::InputRequired && view.reason.as_deref() == Some("permission_prompt")
     });
-    let (label, after) = if asking {
-        ("it asks: ", "p answers it, ↵ attaches")
-    } else {
-        ("answer: ", "the screen")
+    // `p` answers what cuekit can answer (a request it holds); a dialog on a screen is
+    // answered in the pane.
+    let answerable = row.is_some_and(|view| view.request.is_some());
+    let (label, after) = match (asking, answerable) {
+        (true, true) => ("it asks: ", "p answers it, ↵ attaches"),
+        (true, false) => ("it asks: ", "↵ attaches to answer it"),
+        (false, _) => ("answer: ", "the screen"),
     };
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let mut lines = Vec::new();

@@ -31,6 +31,7 @@ mod launch_quoting;
 mod lifecycle;
 mod mcp;
 mod monitor;
+mod plain_screens;
 mod races;
 mod remote;
 mod results;
