@@ -92,6 +92,20 @@ fn steady_ages(line: &str) -> String {
     out
 }
 
+/// The screen once two captures a refresh apart agree (ages steadied): a capture may fall in
+/// the middle of a redraw.
+fn settled(h: &Harness, session: &str, ids: &[String]) -> String {
+    let mut last = String::new();
+    loop {
+        let shown = h.wait_pane(session, "a screen", |_| true);
+        if steady(h, &shown, ids) == steady(h, &last, ids) {
+            return shown;
+        }
+        last = shown;
+        std::thread::sleep(std::time::Duration::from_millis(400));
+    }
+}
+
 #[test]
 fn list_at_80_and_120_columns_leads_with_what_needs_you_and_never_wraps() {
     let h = Harness::new().with_fake_gemini();
@@ -133,9 +147,10 @@ fn top_at_80_and_120_columns_puts_the_permission_first_and_shows_what_it_asks() 
     for (width, height) in [(80u16, 24u16), (120, 40)] {
         let session = format!("top{width}");
         h.in_terminal(&session, "top --refresh 300ms", (width, height), false);
-        let shown = h.wait_pane(&session, "every task and the question", |s| {
+        h.wait_pane(&session, "every task and the question", |s| {
             ids.iter().all(|id| s.contains(id.as_str())) && s.contains("it asks: ")
         });
+        let shown = settled(&h, &session, &ids);
         let first = shown
             .lines()
             .find(|l| ids.iter().any(|id| l.contains(id.as_str())))
