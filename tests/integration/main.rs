@@ -43,6 +43,7 @@ mod setup;
 mod steering;
 mod structure;
 mod top;
+mod true_states;
 mod trust_faults;
 mod web;
 mod worktrees;
