@@ -46,4 +46,5 @@ mod top;
 mod true_states;
 mod trust_faults;
 mod web;
+mod web_plain;
 mod worktrees;

@@ -9,7 +9,7 @@ use crate::harness::{Harness, install_executable, limits};
 
 /// A `gemini` that draws a captured screen of the real CLI and waits: its permission dialog
 /// when the prompt says so, else its prompt after a finished turn.
-fn screen_drawing_gemini(h: &Harness) {
+pub(crate) fn screen_drawing_gemini(h: &Harness) {
     let screens = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/screens");
     let script = h.bin.join("gemini-screens");
     std::fs::write(

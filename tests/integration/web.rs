@@ -25,12 +25,12 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const XSS_OBJECTIVE: &str = "Say hi <script>window.__xss='objective'</script><img src=x onerror=\"window.__xss='img'\"> <a href=\"javascript:window.__xss='link'\">x</a>";
 
 /// A running `cuekit serve`, killed on drop.
-struct Serve {
+pub(crate) struct Serve {
     child: Child,
     /// The rest of what it prints (kept open: it must not write into a closed pipe).
     _stdout: BufReader<ChildStdout>,
     /// `http://127.0.0.1:PORT` (`https://` under TLS)
-    url: String,
+    pub(crate) url: String,
     /// `127.0.0.1:PORT`
     addr: String,
     code: String,
@@ -43,7 +43,7 @@ impl Drop for Serve {
     }
 }
 
-fn serve(h: &Harness, extra: &[&str]) -> Serve {
+pub(crate) fn serve(h: &Harness, extra: &[&str]) -> Serve {
     serve_on(h, "127.0.0.1:0", extra)
 }
 
@@ -218,7 +218,7 @@ fn csrf_of(s: &Serve, session: &str) -> String {
 }
 
 /// Chromium through chromedriver, both ended (their whole process group) on drop.
-struct Browser {
+pub(crate) struct Browser {
     driver: Child,
     client: Option<Client>,
     _profile: tempfile::TempDir,
@@ -232,7 +232,7 @@ impl Drop for Browser {
 }
 
 impl Browser {
-    fn client(&self) -> &Client {
+    pub(crate) fn client(&self) -> &Client {
         self.client.as_ref().unwrap()
     }
 }
@@ -243,6 +243,11 @@ async fn browser() -> Browser {
 
 /// A browser; `self_signed`: one that accepts the test's self-signed certificate.
 async fn browser_with(self_signed: bool) -> Browser {
+    browser_at(self_signed, (390, 844)).await
+}
+
+/// A browser whose page is `width`×`height` CSS pixels (a phone's metrics below 600).
+pub(crate) async fn browser_at(self_signed: bool, (width, height): (u32, u32)) -> Browser {
     crate::harness::needs("Chromium and chromedriver");
     assert!(
         Path::new(CHROMEDRIVER).exists() && Path::new(CHROMIUM).exists(),
@@ -276,10 +281,10 @@ async fn browser_with(self_signed: bool) -> Browser {
             "args": [
                 "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=390,844",
+                "--disable-dev-shm-usage", format!("--window-size={width},{height}"),
                 format!("--user-data-dir={}", profile.path().display()),
             ],
-            "mobileEmulation": {"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 1.0}},
+            "mobileEmulation": {"deviceMetrics": {"width": width, "height": height, "pixelRatio": 1.0, "mobile": width < 600, "touch": width < 600}},
         }
     });
     let Value::Object(capabilities) = capabilities else {
@@ -297,7 +302,7 @@ async fn browser_with(self_signed: bool) -> Browser {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -305,7 +310,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Waits (30 s at most) until the page's text holds `text`; the text.
-async fn wait_text(client: &Client, text: &str) -> String {
+pub(crate) async fn wait_text(client: &Client, text: &str) -> String {
     let start = Instant::now();
     loop {
         let body = match client.find(Locator::Css("body")).await {
@@ -390,7 +395,7 @@ async fn type_into(client: &Client, id: &str, text: &str) {
     panic!("#{id} was replaced under every try");
 }
 
-async fn pair_in_browser(client: &Client, s: &Serve, name: &str) {
+pub(crate) async fn pair_in_browser(client: &Client, s: &Serve, name: &str) {
     client.goto(&format!("{}/pair", s.url)).await.unwrap();
     type_into(client, "code", &s.code).await;
     let field = client.find(Locator::Id("name")).await.unwrap();
