@@ -859,35 +859,109 @@ pub fn merge_page(
 }
 
 pub fn submit_page(csrf: &str, allow_commands: bool, error: Option<&str>) -> String {
+    submit_page_again(
+        csrf,
+        allow_commands,
+        error.map(|error| (error, None)),
+        &std::collections::HashMap::new(),
+    )
+}
+
+/// The new-task form, with what was typed (`typed`, the form's fields) kept after an error,
+/// the error and its hint said above the form; the installed agents offered first, the
+/// others with how to install them.
+pub fn submit_page_again(
+    csrf: &str,
+    allow_commands: bool,
+    error: Option<(&str, Option<&str>)>,
+    typed: &std::collections::HashMap<String, String>,
+) -> String {
+    let value = |name: &str| typed.get(name).map(String::as_str).unwrap_or("");
     let mut body = String::from("<main><h1>New task</h1>");
-    if let Some(error) = error {
-        let _ = write!(body, "<p class=\"error\">{}</p>", esc(error));
+    if let Some((error, hint)) = error {
+        let _ = write!(
+            body,
+            "<div class=\"problem\" id=\"problem\" role=\"alert\"><p class=\"error\">{}</p>",
+            esc(error)
+        );
+        if let Some(hint) = hint {
+            let _ = write!(
+                body,
+                "<p class=\"hint\" id=\"problem-hint\">{}</p>",
+                esc(hint)
+            );
+        }
+        body.push_str("</div>");
     }
-    let agents: Vec<&str> = crate::domain::adapter::ADAPTERS
-        .iter()
-        .map(|adapter| adapter.kind())
-        .filter(|kind| allow_commands || *kind != "command")
-        .collect();
     let _ = write!(
         body,
         "<form method=\"post\" action=\"/new\" class=\"stack\">{}\
-         <label>Objective{}<textarea name=\"objective\" id=\"objective-input\" rows=\"5\" required></textarea></label>\
+         <label>Objective{}<textarea name=\"objective\" id=\"objective-input\" rows=\"5\" required>{}</textarea></label>\
          <label>Agent<select name=\"agent\" id=\"agent\"><option value=\"\">default</option>",
         hidden(csrf),
         if allow_commands {
             " (for the command agent: the shell line it runs)"
         } else {
             ""
-        }
+        },
+        esc(value("objective"))
     );
-    for agent in agents {
-        let _ = write!(body, "<option value=\"{0}\">{0}</option>", esc(agent));
+    let agents: Vec<crate::ops::AgentHere> = crate::ops::agents_here()
+        .into_iter()
+        .filter(|agent| allow_commands || agent.kind != "command")
+        .collect();
+    let mut group = None;
+    for agent in &agents {
+        if group != Some(agent.installed) {
+            if group.is_some() {
+                body.push_str("</optgroup>");
+            }
+            let label = if agent.installed {
+                "installed"
+            } else {
+                "not installed"
+            };
+            let _ = write!(body, "<optgroup label=\"{label}\">");
+            group = Some(agent.installed);
+        }
+        let chosen = if value("agent") == agent.kind {
+            " selected"
+        } else {
+            ""
+        };
+        let label = if agent.installed {
+            agent.kind.to_string()
+        } else {
+            format!("{} — install: {}", agent.kind, agent.install_hint)
+        };
+        let _ = write!(
+            body,
+            "<option value=\"{}\"{chosen}>{}</option>",
+            esc(agent.kind),
+            esc(&label)
+        );
     }
-    body.push_str(
-        "</select></label><label>Model<input name=\"model\"></label>\
-         <label>Mode<select name=\"mode\"><option value=\"\">default</option><option>interactive</option><option>batch</option><option>acp</option></select></label>\
-         <label><input type=\"checkbox\" name=\"worktree\" id=\"worktree\" value=\"yes\"> In a worktree of its own</label>\
+    if group.is_some() {
+        body.push_str("</optgroup>");
+    }
+    let mode = value("mode");
+    let mut modes = String::new();
+    for name in ["interactive", "batch", "acp"] {
+        let chosen = if mode == name { " selected" } else { "" };
+        let _ = write!(modes, "<option{chosen}>{name}</option>");
+    }
+    let _ = write!(
+        body,
+        "</select></label><label>Model<input name=\"model\" value=\"{}\"></label>\
+         <label>Mode<select name=\"mode\"><option value=\"\">default</option>{modes}</select></label>\
+         <label class=\"check\"><input type=\"checkbox\" name=\"worktree\" id=\"worktree\" value=\"yes\"{}> In a worktree of its own</label>\
          <button type=\"submit\" id=\"submit\">Submit</button></form></main>",
+        esc(value("model")),
+        if value("worktree") == "yes" {
+            " checked"
+        } else {
+            ""
+        }
     );
     page("New task", Some(csrf), None, &body)
 }

@@ -44,7 +44,8 @@ async fn layout_holds(client: &Client, page: &str) {
     let small = js(
         client,
         "return [...document.querySelectorAll('a, button, select, input:not([type=hidden]), textarea')]
-            .map(e => [e.textContent.trim().slice(0, 40) || e.name || e.tagName, e.getBoundingClientRect().height])
+            .map(e => [e.textContent.trim().slice(0, 40) || e.name || e.tagName,
+                       (e.type === 'checkbox' ? e.closest('label') : e).getBoundingClientRect().height])
             .filter(([_, h]) => h > 0 && h < 44);",
     )
     .await;
@@ -130,6 +131,40 @@ fn the_list_and_a_task_read_plainly_on_a_phone_and_a_desktop() {
             layout_holds(client, "a completed task").await;
             shot(client, &format!("task-completed-{width}x{height}.png")).await;
             let _ = &running;
+
+            // /new: an error keeps what was typed and says what to do, installed agents first.
+            client.goto(&format!("{}/new", s.url)).await.unwrap();
+            wait_text(client, "New task").await;
+            let groups = js(
+                client,
+                "return [...document.querySelectorAll('#agent optgroup')].map(g => g.label);",
+            )
+            .await;
+            assert_eq!(groups[0], "installed", "{groups}");
+            let typed = "Keep every word I typed here";
+            client
+                .find(fantoccini::Locator::Id("objective-input"))
+                .await
+                .unwrap()
+                .send_keys(typed)
+                .await
+                .unwrap();
+            js(client, "document.getElementById('agent').value = 'jcode'; return null;").await;
+            client
+                .find(fantoccini::Locator::Id("submit"))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            let problem = wait_text(client, "jcode").await;
+            let kept = js(client, "return document.getElementById('objective-input').value;").await;
+            assert_eq!(kept, typed, "{problem}");
+            let hint = js(client, "return document.getElementById('problem-hint')?.textContent ?? null;").await;
+            assert!(hint.is_string(), "the error's hint, inline: {problem}");
+            assert!(!problem.contains("error["), "{problem}");
+            layout_holds(client, "the new-task form with an error").await;
+            shot(client, &format!("new-error-{width}x{height}.png")).await;
         });
     }
 }
