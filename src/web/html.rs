@@ -800,14 +800,52 @@ pub fn confirm_answer(id: &str, csrf: &str, answer: &str, tool: &str, title: &st
 
 /// A worktree task's work against its base: the files, then the patch.
 pub fn diff_page(id: &str, files: &str, patch: &str) -> String {
-    let body = format!(
-        "<main><h1>Diff of {}</h1><pre class=\"screen\" id=\"files\">{}</pre><pre class=\"screen\" id=\"patch\">{}</pre><p><a href=\"/t/{}\">Back</a></p></main>",
+    let mut body = format!(
+        "<main><h1>Diff of {}</h1><pre class=\"screen\" id=\"files\">{}</pre><div id=\"patch\">",
         esc(id),
         esc(files),
-        esc(patch),
+    );
+    for (n, file) in patch_files(patch).into_iter().enumerate() {
+        let _ = write!(
+            body,
+            "<section class=\"file\" id=\"file-{n}\"><h2>{}</h2><div class=\"scroll\"><pre class=\"diff\">",
+            esc(file.0)
+        );
+        for line in file.1 {
+            let class = match line.as_bytes().first() {
+                Some(b'+') if !line.starts_with("+++") => "add",
+                Some(b'-') if !line.starts_with("---") => "del",
+                Some(b'@') => "hunk",
+                _ if line.starts_with("diff ") || line.starts_with("index ") => "meta",
+                _ if line.starts_with("+++") || line.starts_with("---") => "meta",
+                _ => "ctx",
+            };
+            let _ = write!(body, "<span class=\"{class}\">{}</span>", esc(line));
+        }
+        body.push_str("</pre></div></section>");
+    }
+    let _ = write!(
+        body,
+        "</div><p><a href=\"/t/{}\">Back</a></p></main>",
         esc(id)
     );
     page("Diff", None, None, &body)
+}
+
+/// A patch split per file (`diff --git a/… b/…` starts one): each file's name and lines.
+fn patch_files(patch: &str) -> Vec<(&str, Vec<&str>)> {
+    let mut files: Vec<(&str, Vec<&str>)> = Vec::new();
+    for line in patch.lines() {
+        if let Some(names) = line.strip_prefix("diff --git ") {
+            let name = names.rsplit_once(" b/").map_or(names, |(_, name)| name);
+            files.push((name, vec![line]));
+        } else if let Some(file) = files.last_mut() {
+            file.1.push(line);
+        } else {
+            files.push(("", vec![line]));
+        }
+    }
+    files
 }
 
 /// What a merge would bring, before it is done: conflicts and the files that need review.
@@ -977,6 +1015,19 @@ mod tests {
             "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
         );
         assert_eq!(esc("a\x1b[31mred\x07\nb"), "a[31mred\nb");
+    }
+
+    #[test]
+    fn a_patch_is_split_per_file_and_its_lines_coloured() {
+        let patch = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n\
+                     diff --git a/b.rs b/b.rs\n@@ -0,0 +1 @@\n+fn b() {}\n";
+        let files = patch_files(patch);
+        assert_eq!(files.len(), 2);
+        assert_eq!((files[0].0, files[1].0), ("a.txt", "b.rs"));
+        let page = diff_page("t_1", "a.txt | 2 +-", patch);
+        assert!(page.contains("<span class=\"del\">-old</span>"), "{page}");
+        assert!(page.contains("<span class=\"add\">+new</span>"), "{page}");
+        assert!(page.contains("id=\"file-1\"><h2>b.rs</h2>"), "{page}");
     }
 
     #[test]
