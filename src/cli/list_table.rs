@@ -9,8 +9,9 @@ use super::render::{first_line, said, visible};
 use super::style;
 use crate::ops::TaskView;
 
-/// The width a pipe gets: the text reads the same in a log as on an 80-column terminal.
-const PIPE_WIDTH: usize = 80;
+/// The width a pipe gets without `$COLUMNS`: wide enough that nothing is cut (a script or a
+/// log keeps each objective's whole first line).
+const PIPE_WIDTH: usize = 1000;
 /// Below this, the agent column gives its room to the objective.
 const WIDE: usize = 100;
 /// The least the objective is cut to.

@@ -102,6 +102,7 @@ pub fn reason_phrase(reason: &str) -> String {
         "tmux_socket_missing" => "its tmux socket is gone",
         "host_unreachable" => "its host does not answer",
         "conflict" => "its work conflicts with other work",
+        "untrusted" => "cuekit did not write this record",
         "checking" => "checking its work",
         _ => return reason.replace('_', " "),
     };
