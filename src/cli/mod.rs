@@ -13,6 +13,7 @@ mod events;
 mod extras;
 mod handoff;
 mod hosts;
+mod list_table;
 mod logs;
 mod mcp;
 mod merge;
@@ -166,6 +167,7 @@ enum Command {
         all: bool,
     },
     /// Every task on one screen: look, steer, stop or review each with one key.
+    #[command(after_long_help = crate::top::MAN_KEYS)]
     Top {
         /// Every task cuekit knows, not only this project's (`a` switches while running).
         #[arg(long)]

@@ -108,23 +108,38 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for Escaping<F> {
     }
 }
 
-/// The one-line summary used by list and wait. The status word is the one part not made
-/// [`visible`]: it is cuekit's own, and coloured.
+/// How a task stands, in the words of [`crate::domain::plain`] (a stop under way said so).
+pub fn said(task: &TaskView) -> crate::domain::plain::Said {
+    let mut said = crate::domain::plain::said(
+        task.status,
+        task.reason.as_deref(),
+        task.phase.as_deref(),
+        task.hint.as_deref(),
+    );
+    if task.stopping {
+        said.word = "stopping";
+    }
+    said
+}
+
+/// The one-line summary used by list and wait: the status in words, the exit code, why. The
+/// status word is the one part not made [`visible`]: it is cuekit's own, and coloured.
 pub fn task_line(task: &TaskView) -> String {
+    let said = said(task);
     let exit = task
         .exit_code
         .map(|code| format!(" (exit {code})"))
         .unwrap_or_default();
-    let reason = task
-        .reason
+    let detail = said
+        .detail
         .as_deref()
-        .map(|r| format!(" [{r}]"))
+        .map(|d| format!(" — {d}"))
         .unwrap_or_default();
     format!(
         "{}  {}{}",
         visible(&task.id),
-        super::style::status(task.status, 0),
-        visible(&format!("{exit}{reason}"))
+        super::style::word(task.status, said.word, 0),
+        visible(&format!("{exit}{detail}"))
     )
 }
 

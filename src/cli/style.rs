@@ -42,10 +42,10 @@ fn enabled(choice: ColorChoice, no_color: bool, terminal: bool) -> bool {
     }
 }
 
-/// A status word, coloured when stdout takes colour; `width` pads it (colour codes take no
-/// columns).
-pub fn status(status: Status, width: usize) -> String {
-    let word = format!("{:<width$}", status.as_str());
+/// `text` (a status in words) coloured as `status` is when stdout takes colour; `width` pads it
+/// (colour codes take no columns).
+pub fn word(status: Status, text: &str, width: usize) -> String {
+    let word = format!("{text:<width$}");
     if !STDOUT_COLOR.load(Ordering::Relaxed) {
         return word;
     }
@@ -58,11 +58,7 @@ pub fn status(status: Status, width: usize) -> String {
         Status::Cancelled => "35",
         Status::Untrusted | Status::Unknown => "1;31",
     };
-    format!(
-        "\x1b[{code}m{}\x1b[0m{}",
-        status.as_str(),
-        &word[status.as_str().len()..]
-    )
+    format!("\x1b[{code}m{text}\x1b[0m{}", &word[text.len()..])
 }
 
 #[cfg(test)]

@@ -38,6 +38,14 @@ pub fn quit_words(agent_kind: &str) -> Option<&'static str> {
     }
 }
 
+/// Whether an interactive child idle at its prompt waits on its own check, not on a person:
+/// its agent can be told to quit (so cuekit checks its turns), and the check has not left the
+/// next move to the parent (a pass of a task kept open). Such a task reads `running`,
+/// `checking`, from the end of its turn until the verdict: never `input_required`.
+pub fn idle_waits_on_its_check(agent_kind: &str, keep_open: bool, phase: Option<Phase>) -> bool {
+    quit_words(agent_kind).is_some() && !(keep_open && phase == Some(Phase::Passed))
+}
+
 /// The check as asked for at submit: kept in the registry, never read from the project.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckPlan {
@@ -836,5 +844,32 @@ mod tests {
             .unwrap();
         assert_eq!(out.status.code(), Some(3));
         assert!(!count.exists());
+    }
+
+    #[test]
+    fn an_idle_child_waits_on_its_check_until_a_kept_open_pass() {
+        assert!(idle_waits_on_its_check("gemini", false, None));
+        assert!(idle_waits_on_its_check(
+            "gemini",
+            false,
+            Some(Phase::Working)
+        ));
+        assert!(idle_waits_on_its_check(
+            "gemini",
+            true,
+            Some(Phase::Checking)
+        ));
+        assert!(idle_waits_on_its_check(
+            "gemini",
+            false,
+            Some(Phase::Passed)
+        ));
+        assert!(!idle_waits_on_its_check(
+            "gemini",
+            true,
+            Some(Phase::Passed)
+        ));
+        // An agent cuekit cannot tell to quit is not checked between turns.
+        assert!(!idle_waits_on_its_check("claude-code", false, None));
     }
 }

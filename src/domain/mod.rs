@@ -18,6 +18,7 @@ pub mod notice;
 pub mod pane;
 pub mod parent;
 pub mod permission_screen;
+pub mod plain;
 pub mod race;
 pub mod recap;
 pub mod report;

@@ -37,6 +37,9 @@ pub struct Preview {
     pub task_id: String,
     pub live: bool,
     pub lines: Vec<String>,
+    /// What a person reads first: what a permission dialog asks, else the child's latest
+    /// answer (its own words, shown only), when it is between turns or ended.
+    pub lead: Vec<String>,
 }
 
 /// This project's tasks (or every task), with a preview of `selected` of at most `lines` lines.
@@ -88,16 +91,19 @@ pub fn board(
                         let key = (task.placement.socket.clone(), pane.pane_id.clone());
                         listing.screens.get(&key)
                     });
+                let lead = lead(record, &view);
                 preview = Some(match screen {
                     Some(screen) => Preview {
                         task_id: record.id.clone(),
                         live: true,
                         lines: last_lines(screen, lines),
+                        lead,
                     },
                     _ => Preview {
                         task_id: record.id.clone(),
                         live: false,
                         lines: transcript_tail(record, lines),
+                        lead,
                     },
                 });
             }
@@ -111,16 +117,18 @@ pub fn board(
     Ok(Board { rows, preview })
 }
 
-/// The order the faces show rows in: what needs the human first (`input_required`), then
-/// running tasks (oldest first, so rows do not jump), then the rest (latest ending first).
+/// The order the faces show rows in: what needs the human first (`input_required`: a dialog —
+/// a permission, a login, a trust question — before a finished turn), then running tasks
+/// (oldest first, so rows do not jump), then the rest (latest ending first).
 pub fn attention_order(a: &BoardRow, b: &BoardRow) -> std::cmp::Ordering {
-    let group = |status: crate::domain::status::Status| match status {
-        crate::domain::status::Status::InputRequired => 0,
-        crate::domain::status::Status::Running => 1,
-        _ => 2,
+    use crate::domain::status::Status;
+    let group = |view: &TaskView| match view.status {
+        Status::InputRequired => crate::domain::plain::order(view.status, view.reason.as_deref()),
+        Status::Running => 2,
+        _ => 3,
     };
-    group(a.view.status)
-        .cmp(&group(b.view.status))
+    group(&a.view)
+        .cmp(&group(&b.view))
         .then_with(|| {
             if a.view.status.is_terminal() {
                 b.view.ended_at.cmp(&a.view.ended_at)
@@ -148,6 +156,38 @@ pub fn host_board(cwd: &Path) -> Result<Vec<BoardRow>> {
         })
         .collect())
 }
+
+/// The lines a preview leads with: the question of a permission dialog, else the latest
+/// answer of a child between turns or ended (read from files, never from tmux).
+fn lead(record: &TaskRecord, view: &TaskView) -> Vec<String> {
+    use crate::domain::status::Status;
+    if view.status == Status::InputRequired && view.reason.as_deref() == Some("permission_prompt") {
+        let asked = view
+            .hint
+            .as_deref()
+            .and_then(crate::domain::plain::asked_in_hint);
+        return asked
+            .map(|asked| vec![asked.to_string()])
+            .unwrap_or_default();
+    }
+    let between_turns =
+        view.status == Status::InputRequired && view.reason.as_deref() == Some("idle_at_prompt");
+    if !between_turns && !view.status.is_terminal() {
+        return Vec::new();
+    }
+    super::result::latest_answer(record)
+        .map(|answer| {
+            answer
+                .lines()
+                .take(LEAD_LINES)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// An answer's lines a preview leads with at most.
+const LEAD_LINES: usize = 12;
 
 fn transcript_written(record: &TaskRecord) -> Option<SystemTime> {
     std::fs::metadata(crate::effects::store::transcript_path(record))

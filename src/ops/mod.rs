@@ -7,6 +7,7 @@
 //! `remote`: a front end calls the same operation for a task here or on a host.
 
 mod acp;
+mod agents_here;
 mod attach;
 pub(crate) mod background;
 mod board;
@@ -46,6 +47,7 @@ pub use crate::effects::config::{Entry as ConfigEntry, Source as ConfigSource};
 pub use crate::effects::process::DEFAULT_GRACE;
 pub use crate::effects::spawn::page;
 pub use acp::{Approval, approve, approve_by};
+pub use agents_here::{AgentHere, agents_here};
 pub use attach::{AttachEnd, attach, attach_and_return, attach_opens_popup};
 pub use background::monitor::run_monitor;
 pub use background::scheduler::run_scheduler;

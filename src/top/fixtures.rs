@@ -110,6 +110,7 @@ pub fn loaded(rows: Vec<BoardRow>) -> State {
                     String::new(),
                     "Please log in: https://accounts.example/…".into(),
                 ],
+                lead: Vec::new(),
             }),
         }),
     );

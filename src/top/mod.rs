@@ -13,6 +13,8 @@ mod state;
 mod update;
 mod view;
 
+pub use view::MAN_KEYS;
+
 use state::State;
 use update::{Effect, Key, Msg, update};
 use view::{table_rows, view};

@@ -8,12 +8,28 @@ use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Table
 
 use super::state::{Mode, State};
 use crate::domain::display::age;
+use crate::domain::display::terminal_text::visible;
 use crate::domain::status::Status;
 use crate::ops::BoardRow;
 
-/// The footer: the keys most needed first, since a narrow terminal cuts the end.
-pub const KEYS: &str =
-    "q quit  ? help  ↵ attach  s steer  x cancel  l log  r result  d diff  / filter  a all";
+/// The footer: every key, the most needed first; a terminal narrower than one line of them
+/// gets two.
+pub const KEYS: &str = "↑↓ select  ↵ attach  s steer  p answer  x cancel  l log  r result  d diff  / filter  a all  ? help  q quit";
+
+/// The keys for `cuekit man top` and `cuekit top --help`.
+pub const MAN_KEYS: &str = "Keys:
+  ↑ ↓ j k, PgUp PgDn, g G   select a task
+  Enter                     attach to its tmux session (detach: prefix, then d)
+  s                         steer: type a message, Enter sends it
+  p                         answer an ACP task's permission request: y allow once, a always, n reject
+  x                         cancel the task (y confirms)
+  l                         its readable log in a pager ($PAGER, else less)
+  r                         its result in a pager
+  d                         the diff of a worktree task
+  /                         filter rows (Esc clears)
+  a                         this project's tasks, or every task
+  ?                         the keys
+  q, Ctrl-C                 quit";
 
 const HELP: &[(&str, &str)] = &[
     (
@@ -31,7 +47,7 @@ const HELP: &[(&str, &str)] = &[
     ("x", "cancel the task (asks to confirm with y)"),
     (
         "p",
-        "answer a permission request: y allow, a always, n reject",
+        "answer a permission request: y allow once, a always, n reject",
     ),
     ("l", "its readable log in a pager ($PAGER, else less)"),
     (
@@ -51,7 +67,8 @@ pub fn view(state: &State, frame: &mut Frame) {
     let area = frame.area();
     // The table takes the lines its rows need, up to two thirds; the preview the rest, so a
     // few tasks leave room for more of the selected one's screen.
-    let available = area.height.saturating_sub(3);
+    let footer_height = footer_lines(area.width).len() as u16;
+    let available = area.height.saturating_sub(2 + footer_height);
     let rows = state.visible().len() as u16 + 1;
     let table_height = rows.clamp(3, available.saturating_sub(min_preview(area.height)).max(3));
     let [header, table, preview, status, footer] = Layout::vertical([
@@ -59,20 +76,34 @@ pub fn view(state: &State, frame: &mut Frame) {
         Constraint::Length(table_height),
         Constraint::Fill(1),
         Constraint::Length(1),
-        Constraint::Length(1),
+        Constraint::Length(footer_height),
     ])
     .areas(area);
-    frame.render_widget(Paragraph::new(header_line(state)), header);
+    frame.render_widget(Paragraph::new(header_line(state, area.width)), header);
     draw_table(state, frame, table);
     draw_preview(state, frame, preview);
     frame.render_widget(Paragraph::new(status_line(state)), status);
+    let keys: Vec<Line> = footer_lines(area.width)
+        .into_iter()
+        .map(Line::raw)
+        .collect();
     frame.render_widget(
-        Paragraph::new(KEYS).style(Style::new().add_modifier(Modifier::DIM)),
+        Paragraph::new(keys).style(Style::new().add_modifier(Modifier::DIM)),
         footer,
     );
     if state.mode == Mode::Help {
         draw_help(frame, area);
     }
+}
+
+/// [`KEYS`] on one line when it fits `width`, else split between two key pairs.
+fn footer_lines(width: u16) -> Vec<String> {
+    if KEYS.chars().count() <= width as usize {
+        return vec![KEYS.to_string()];
+    }
+    let pairs: Vec<&str> = KEYS.split("  ").collect();
+    let half = pairs.len().div_ceil(2);
+    vec![pairs[..half].join("  "), pairs[half..].join("  ")]
 }
 
 fn min_preview(height: u16) -> u16 {
@@ -84,17 +115,20 @@ pub fn table_rows(height: u16) -> usize {
     height.saturating_sub(3 + min_preview(height) + 1).max(1) as usize
 }
 
-fn header_line(state: &State) -> Line<'static> {
+/// The counts first (what a glance needs), then the scope; `cuekit top — ` in front when the
+/// line has room for it.
+fn header_line(state: &State, width: u16) -> Line<'static> {
+    // A narrow terminal names the project by its folder, a wide one by its path.
+    let project = match state.project.rsplit_once('/') {
+        Some((_, name)) if width < 110 && !name.is_empty() => name,
+        _ => state.project.as_str(),
+    };
     let scope = if state.all {
         "every task".to_string()
     } else {
-        format!("project {}", state.project)
+        format!("project {project}")
     };
-    let mut spans = vec![Span::styled(
-        "cuekit top",
-        Style::new().add_modifier(Modifier::BOLD),
-    )];
-    spans.push(Span::raw(format!(" — {scope} — ")));
+    let mut spans = Vec::new();
     if !state.loaded {
         spans.push(Span::raw("loading…"));
     } else if state.rows.is_empty() {
@@ -105,51 +139,78 @@ fn header_line(state: &State) -> Line<'static> {
             if i > 0 {
                 spans.push(Span::raw("  "));
             }
+            let word = match status {
+                Status::InputRequired => "need you",
+                status => crate::domain::plain::status_word(*status),
+            };
             spans.push(Span::styled(
-                format!("{n} {}", status.as_str()),
+                format!("{n} {word}"),
                 status_style(*status, state.color),
             ));
         }
+    }
+    spans.push(Span::raw(format!(" — {scope}")));
+    let used: usize = spans.iter().map(|span| span.content.chars().count()).sum();
+    let brand = "cuekit top — ";
+    if used + brand.chars().count() <= width as usize {
+        spans.insert(
+            0,
+            Span::styled("cuekit top", Style::new().add_modifier(Modifier::BOLD)),
+        );
+        spans.insert(1, Span::raw(" — "));
     }
     Line::from(spans)
 }
 
 fn draw_table(state: &State, frame: &mut Frame, area: Rect) {
     let visible = state.visible();
-    // A status with its reason takes 29 columns; below 110 the objective needs them more, and
-    // the selected task's reason shows above its preview.
+    // The status in words takes 44 columns; below 110 it is said short, its reason moves
+    // above the preview, the age goes, and the objective keeps the room.
     let wide = area.width >= 110;
-    let status_width = if wide { 29 } else { 14 };
-    let rows: Vec<Row> = visible
+    let status_width = if wide { 44 } else { 17 };
+    let progress: Vec<String> = visible
         .iter()
-        .map(|row| table_row(state, row, wide))
+        .map(|row| progress_cell(&row.view, wide))
         .collect();
+    let with_progress = progress.iter().any(|cell| !cell.is_empty());
     // `gemini@gpu-box`: a host's task names its host, and only then does the column grow.
     let agent_width = visible
         .iter()
         .map(|row| agent_cell(&row.view).chars().count())
         .max()
         .unwrap_or(0)
-        .clamp(11, 24) as u16;
-    let widths = [
+        .clamp(6, 24) as u16;
+    let mut titles = vec!["ID", "AGENT", "STATUS"];
+    let mut widths = vec![
         Constraint::Length(14),
         Constraint::Length(agent_width),
         Constraint::Length(status_width),
-        Constraint::Length(4),
-        Constraint::Length(6),
-        Constraint::Length(13),
-        Constraint::Min(10),
     ];
-    let header = Row::new([
-        "ID",
-        "AGENT",
-        "STATUS",
-        "AGE",
-        "ACTIVE",
-        "PROGRESS",
-        "OBJECTIVE",
-    ])
-    .style(Style::new().add_modifier(Modifier::BOLD));
+    if wide {
+        titles.push("AGE");
+        widths.push(Constraint::Length(4));
+    }
+    titles.push("ACTIVE");
+    widths.push(Constraint::Length(6));
+    if with_progress {
+        let need = progress
+            .iter()
+            .map(|p| p.chars().count())
+            .max()
+            .unwrap_or(0);
+        titles.push("PROGRESS");
+        widths.push(Constraint::Length(
+            need.clamp(8, if wide { 28 } else { 12 }) as u16,
+        ));
+    }
+    titles.push("OBJECTIVE");
+    widths.push(Constraint::Min(10));
+    let rows: Vec<Row> = visible
+        .iter()
+        .zip(progress)
+        .map(|(row, progress)| table_row(state, row, wide, with_progress.then_some(progress)))
+        .collect();
+    let header = Row::new(titles).style(Style::new().add_modifier(Modifier::BOLD));
     let table = Table::new(rows, widths)
         .header(header)
         .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED))
@@ -158,56 +219,88 @@ fn draw_table(state: &State, frame: &mut Frame, area: Rect) {
     frame.render_stateful_widget(table, area, &mut table_state);
 }
 
-fn table_row<'a>(state: &State, row: &'a BoardRow, wide: bool) -> Row<'a> {
-    let view = &row.view;
-    let status = match (&view.phase, &view.reason) {
-        // A check runs: the task is `running`, its phase says what it does.
-        (Some(phase), _) => format!("{} {phase}", view.status.as_str()),
-        (None, Some(reason)) if wide && reason != view.status.as_str() => {
-            format!("{} {reason}", view.status.as_str())
-        }
-        _ => view.status.as_str().to_string(),
-    };
-    let since = |time: Option<std::time::SystemTime>| {
-        time.map(|t| age::compact(t, state.now)).unwrap_or_default()
-    };
-    let progress = view
-        .progress
+/// Turns and tokens of a streaming task; a worktree task's work against its base (its branch
+/// named when `wide`), `!conflict` when the last check found it clashing.
+fn progress_cell(view: &crate::ops::TaskView, wide: bool) -> String {
+    view.progress
         .as_ref()
-        .map(|p| match p.tokens {
-            Some(tokens) => format!("{}t {} tok", p.turns, short_number(tokens)),
-            None => format!("{}t", p.turns),
+        .map(|p| match (p.tokens, wide) {
+            (Some(tokens), true) => format!("{}t {} tok", p.turns, short_number(tokens)),
+            (Some(tokens), false) => format!("{}t {}", p.turns, short_number(tokens)),
+            (None, _) => format!("{}t", p.turns),
         })
-        // A worktree task shows its branch and its work against the base instead.
         .or_else(|| {
             let branch = view.branch.as_deref()?;
-            let work = match &view.diff_stat {
-                Some(stat) => format!("{branch} +{} -{}", stat.insertions, stat.deletions),
-                None => branch.to_string(),
+            let stat = view
+                .diff_stat
+                .as_ref()
+                .filter(|stat| stat.files > 0)
+                .map(|stat| format!("+{} -{}", stat.insertions, stat.deletions));
+            let work = match (wide, stat) {
+                (true, Some(stat)) => format!("{branch} {stat}"),
+                (true, None) => branch.to_string(),
+                (false, Some(stat)) => stat,
+                (false, None) => String::new(),
             };
-            // The last conflict check found its work clashing with another's or its target's.
             Some(if view.conflicts.is_empty() {
                 work
             } else {
-                format!("{work} !conflict")
+                format!("{work} !conflict").trim().to_string()
             })
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// The status in words: whole when `wide`, else the few words a narrow column holds.
+fn status_cell(view: &crate::ops::TaskView, wide: bool) -> String {
+    if view.stopping {
+        return "stopping".to_string();
+    }
+    if wide {
+        let said = crate::domain::plain::said(
+            view.status,
+            view.reason.as_deref(),
+            view.phase.as_deref(),
+            view.hint.as_deref(),
+        );
+        return visible(&said.line()).into_owned();
+    }
+    crate::domain::plain::short(view.status, view.reason.as_deref(), view.phase.as_deref())
+        .to_string()
+}
+
+fn table_row<'a>(
+    state: &State,
+    row: &'a BoardRow,
+    wide: bool,
+    progress: Option<String>,
+) -> Row<'a> {
+    let view = &row.view;
+    let since = |time: Option<std::time::SystemTime>| {
+        time.map(|t| age::compact(t, state.now)).unwrap_or_default()
+    };
     let style = if view.status == Status::InputRequired {
         status_style(Status::InputRequired, state.color).add_modifier(Modifier::BOLD)
     } else {
         Style::new()
     };
-    Row::new([
+    let mut cells = vec![
         Cell::from(view.id.as_str()),
         Cell::from(agent_cell(view)),
-        Cell::from(Span::styled(status, status_style(view.status, state.color))),
-        Cell::from(since(row.created)),
-        Cell::from(since(row.last_activity)),
-        Cell::from(progress),
-        Cell::from(view.objective.lines().next().unwrap_or("")),
-    ])
-    .style(style)
+        Cell::from(Span::styled(
+            status_cell(view, wide),
+            status_style(view.status, state.color),
+        )),
+    ];
+    if wide {
+        cells.push(Cell::from(since(row.created)));
+    }
+    cells.push(Cell::from(since(row.last_activity)));
+    if let Some(progress) = progress {
+        cells.push(Cell::from(progress));
+    }
+    cells.push(Cell::from(view.objective.lines().next().unwrap_or("")));
+    Row::new(cells).style(style)
 }
 
 fn agent_cell(view: &crate::ops::TaskView) -> String {
@@ -222,26 +315,34 @@ fn draw_preview(state: &State, frame: &mut Frame, area: Rect) {
         .preview
         .as_ref()
         .filter(|p| Some(&p.task_id) == state.selected.as_ref());
-    let reason = state
+    let said = state
         .selected_row()
-        .and_then(|row| row.view.reason.as_deref())
-        .map(|reason| format!(" — {reason}"))
+        .map(|row| {
+            let view = &row.view;
+            let said = crate::domain::plain::said(
+                view.status,
+                view.reason.as_deref(),
+                view.phase.as_deref(),
+                view.hint.as_deref(),
+            );
+            format!(" — {}", visible(&said.line()))
+        })
         .unwrap_or_default();
     let title = match (&state.selected, preview) {
-        (Some(id), Some(p)) if p.live => format!(" {id}{reason} — screen "),
-        (Some(id), Some(_)) => format!(" {id}{reason} — transcript "),
-        (Some(id), None) => format!(" {id}{reason} "),
+        (Some(id), Some(p)) if p.live => format!(" {id}{said} — screen "),
+        (Some(id), Some(_)) => format!(" {id}{said} — transcript "),
+        (Some(id), None) => format!(" {id}{said} "),
         (None, _) => " preview ".to_string(),
     };
     let block = Block::new().borders(Borders::TOP).title(title);
     let inner = block.inner(area);
     let lines: Vec<Line> = match preview {
         Some(p) => {
-            let skip = p.lines.len().saturating_sub(inner.height as usize);
-            p.lines[skip..]
-                .iter()
-                .map(|line| Line::raw(line.as_str()))
-                .collect()
+            let mut lines = lead_lines(state, p, inner.width as usize, inner.height as usize);
+            let room = (inner.height as usize).saturating_sub(lines.len());
+            let skip = p.lines.len().saturating_sub(room);
+            lines.extend(p.lines[skip..].iter().map(|line| Line::raw(line.as_str())));
+            lines
         }
         None => match state
             .selected_row()
@@ -257,6 +358,51 @@ fn draw_preview(state: &State, frame: &mut Frame, area: Rect) {
     };
     frame.render_widget(block, area);
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// What the preview leads with, wrapped to `width`, up to half of `height`: the question a
+/// permission dialog asks (`p` answers it), else the child's latest answer; then a rule.
+fn lead_lines(
+    state: &State,
+    preview: &crate::ops::Preview,
+    width: usize,
+    height: usize,
+) -> Vec<Line<'static>> {
+    if preview.lead.is_empty() || width < 8 {
+        return Vec::new();
+    }
+    let row = state.selected_row().map(|row| &row.view);
+    let asking = row.is_some_and(|view| {
+        view.status == Status::InputRequired && view.reason.as_deref() == Some("permission_prompt")
+    });
+    // `p` answers what cuekit can answer (a request it holds); a dialog on a screen is
+    // answered in the pane.
+    let answerable = row.is_some_and(|view| view.request.is_some());
+    let (label, after) = match (asking, answerable) {
+        (true, true) => ("it asks: ", "p answers it, ↵ attaches"),
+        (true, false) => ("it asks: ", "↵ attaches to answer it"),
+        (false, _) => ("answer: ", "the screen"),
+    };
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let mut lines = Vec::new();
+    let text = format!("{label}{}", preview.lead.join("\n"));
+    'wrap: for line in text.lines() {
+        let chars: Vec<char> = visible(line).chars().collect();
+        for chunk in chars.chunks(width).take(height / 2) {
+            if lines.len() >= height / 2 {
+                break 'wrap;
+            }
+            lines.push(Line::styled(chunk.iter().collect::<String>(), bold));
+        }
+        if chars.is_empty() {
+            lines.push(Line::raw(""));
+        }
+    }
+    lines.push(Line::styled(
+        format!("── {after} ──"),
+        Style::new().add_modifier(Modifier::DIM),
+    ));
+    lines
 }
 
 fn status_line(state: &State) -> Line<'static> {
@@ -394,6 +540,79 @@ mod tests {
         let mut state = loaded(rows);
         state.selected = Some("t_0000000000aa".into());
         insta::assert_snapshot!(draw(&state, 120, 24));
+    }
+
+    /// A permission row under an idle one in creation order, selected, its preview leading
+    /// with the question.
+    fn asking() -> State {
+        let mut rows = board();
+        let mut asks = crate::top::fixtures::row(
+            "t_00000000000f",
+            Status::InputRequired,
+            Some("permission_prompt"),
+            600,
+            "Tidy the release script",
+        );
+        asks.view.hint = Some(
+            "it asks: Allow execution of [Shell]? (Shell echo hi > f.txt) 1. Allow once · \
+             2. Allow for this session · 3. No, suggest changes (esc); attach and answer"
+                .into(),
+        );
+        rows.push(asks);
+        let mut state = loaded(rows.clone());
+        state.selected = Some("t_00000000000f".into());
+        update(
+            &mut state,
+            Msg::Refreshed(crate::ops::Board {
+                rows,
+                preview: Some(crate::ops::Preview {
+                    task_id: "t_00000000000f".into(),
+                    live: true,
+                    lines: vec![
+                        "│ ? Shell echo hi > f.txt".into(),
+                        "│ Allow execution of [Shell]?".into(),
+                        "│ ● 1. Allow once".into(),
+                        " YOLO ctrl+y   no sandbox   gemini-2.5-pro (98% context left)".into(),
+                    ],
+                    lead: vec![
+                        "Allow execution of [Shell]? (Shell echo hi > f.txt) 1. Allow once · \
+                         2. Allow for this session · 3. No, suggest changes (esc)"
+                            .into(),
+                    ],
+                }),
+            }),
+        );
+        state
+    }
+
+    #[test]
+    fn a_permission_row_leads_and_its_preview_starts_with_the_question() {
+        let state = asking();
+        let order: Vec<&str> = state.visible().iter().map(|r| r.view.id.as_str()).collect();
+        assert_eq!(
+            &order[..3],
+            ["t_00000000000c", "t_00000000000f", "t_00000000000e"]
+        );
+        let shown = draw(&state, 80, 24);
+        assert!(shown.contains("asks permission"), "{shown}");
+        assert!(
+            shown.contains("it asks: Allow execution of [Shell]?"),
+            "{shown}"
+        );
+        assert!(shown.contains("p answer"), "{shown}");
+        insta::assert_snapshot!("asking_80x24", shown);
+        insta::assert_snapshot!("asking_120x40", draw(&state, 120, 40));
+    }
+
+    #[test]
+    fn every_key_is_in_the_footer_at_80_columns() {
+        let shown = draw(&loaded(board()), 80, 24);
+        for key in [
+            "↑↓", "↵", "s steer", "p answer", "x cancel", "l log", "r result", "d diff",
+            "/ filter", "a all", "? help", "q quit",
+        ] {
+            assert!(shown.contains(key), "{key} missing:\n{shown}");
+        }
     }
 
     #[test]

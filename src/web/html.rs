@@ -218,8 +218,34 @@ fn check_facts(view: &TaskView) -> Vec<(&'static str, String)> {
     facts
 }
 
-fn badge(status: Status) -> String {
-    format!("<span class=\"st st-{0}\">{0}</span>", esc(status.as_str()))
+/// The status in words (`waiting for you`, `finished its turn`) in a pill whose colour says
+/// who must move: a dialog (`st-asks`), a finished turn (`st-idle`), or the status's own.
+fn plain_badge(view: &TaskView) -> String {
+    let said = said(view);
+    let class = match (view.status, view.reason.as_deref()) {
+        (Status::InputRequired, Some("idle_at_prompt")) => "st-idle".to_string(),
+        (Status::InputRequired, _) => "st-asks".to_string(),
+        (status, _) => format!("st-{}", status.as_str()),
+    };
+    format!(
+        "<span class=\"st {class}\" data-status=\"{}\">{}</span>",
+        esc(view.status.as_str()),
+        esc(said.word)
+    )
+}
+
+/// How the task stands, in the words every face uses (`crate::domain::plain`).
+fn said(view: &TaskView) -> crate::domain::plain::Said {
+    let mut said = crate::domain::plain::said(
+        view.status,
+        view.reason.as_deref(),
+        view.phase.as_deref(),
+        view.hint.as_deref(),
+    );
+    if view.stopping {
+        said.word = "stopping";
+    }
+    said
 }
 
 /// The list's live part: one card per task.
@@ -236,31 +262,33 @@ pub fn list_fragment(rows: &[BoardRow], filter: &Filter, now: SystemTime) -> Str
     let more = kept.len().saturating_sub(limit);
     for row in kept.into_iter().take(limit) {
         let view = &row.view;
+        // The objective leads; then how it stands in words, and why; then the facts.
         let _ = write!(
             out,
-            "<li class=\"task\" data-id=\"{id}\"><a href=\"/t/{id}\"><div class=\"line1\">{badge}<b>{id}</b><span class=\"meta\">{agent}",
+            "<li class=\"task\" data-id=\"{id}\"><a href=\"/t/{id}\"><div class=\"obj\">{objective}</div>\
+             <div class=\"said\">{badge}",
             id = esc(&view.id),
-            badge = badge(view.status),
-            agent = esc(&view.agent_kind),
+            objective = esc(&first_line(&view.objective, 120)),
+            badge = plain_badge(view),
+        );
+        if let Some(detail) = said(view).detail {
+            let _ = write!(out, "<span class=\"why\">{}</span>", esc(&detail));
+        }
+        if !view.conflicts.is_empty() {
+            out.push_str("<span class=\"conflict\" title=\"conflicts\">⚠ conflicts</span>");
+        }
+        let _ = write!(
+            out,
+            "</div><div class=\"line1 meta\"><b>{}</b><span>{}",
+            esc(&view.id),
+            esc(&view.agent_kind)
         );
         if let Some(mode) = view.mode {
             let _ = write!(out, " · {}", esc(mode.as_str()));
         }
         let age = crate::domain::display::age::ago(&view.created_at, now);
-        let _ = write!(out, " · {}</span>", esc(&age));
-        if !view.conflicts.is_empty() {
-            out.push_str("<span class=\"conflict\" title=\"conflicts\">⚠</span>");
-        }
-        out.push_str("</div>");
-        let _ = write!(
-            out,
-            "<div class=\"obj\">{}</div>",
-            esc(&first_line(&view.objective, 90))
-        );
+        let _ = write!(out, " · {}</span></div>", esc(&age));
         let mut notes = Vec::new();
-        if let Some(reason) = &view.reason {
-            notes.push(reason.clone());
-        }
         if let Some(place) = view.queue.as_ref().and_then(|queue| queue.place) {
             notes.push(format!("queue #{place}"));
         }
@@ -292,6 +320,19 @@ pub fn list_fragment(rows: &[BoardRow], filter: &Filter, now: SystemTime) -> Str
     out
 }
 
+/// Every status, for the filter's words.
+const STATUSES: [Status; 9] = [
+    Status::Queued,
+    Status::Running,
+    Status::Completed,
+    Status::Failed,
+    Status::Cancelled,
+    Status::TimedOut,
+    Status::InputRequired,
+    Status::Untrusted,
+    Status::Unknown,
+];
+
 pub fn list_page(rows: &[BoardRow], filter: &Filter, csrf: &str, now: SystemTime) -> String {
     let mut body = String::from("<main><form class=\"filters\" method=\"get\" action=\"/\">");
     let options = |name: &str, current: &Option<String>, values: Vec<String>| {
@@ -302,10 +343,20 @@ pub fn list_page(rows: &[BoardRow], filter: &Filter, csrf: &str, now: SystemTime
             } else {
                 ""
             };
+            // A status is offered in words; the query keeps its code.
+            let word = STATUSES
+                .iter()
+                .find(|status| status.as_str() == value)
+                .map(|status| crate::domain::plain::status_word(*status));
+            let label = match (name, word) {
+                ("status", Some(word)) => word.to_string(),
+                _ => value.clone(),
+            };
             let _ = write!(
                 select,
-                "<option value=\"{0}\"{chosen}>{0}</option>",
-                esc(&value)
+                "<option value=\"{}\"{chosen}>{}</option>",
+                esc(&value),
+                esc(&label)
             );
         }
         select.push_str("</select>");
@@ -435,7 +486,9 @@ fn button_form(
     out
 }
 
-/// The task page's live part: status, the request, the screen, the result.
+/// The task page's live part, in the order a person needs it: what it is and how it stands,
+/// what waits for you (a question, a request), its last answer, what can be done, then its
+/// screen at its own width, its events, and the facts.
 pub fn task_fragment(
     view: &TaskView,
     extras: &TaskExtras,
@@ -444,14 +497,111 @@ pub fn task_fragment(
     now: SystemTime,
 ) -> String {
     let id = &view.id;
+    let said = said(view);
     let mut out = String::new();
     let _ = write!(
         out,
-        "<section class=\"head\"><div class=\"line1\">{}<b>{}</b></div><dl>",
-        badge(view.status),
-        esc(id)
+        "<section class=\"head\"><p class=\"objective\" id=\"objective\">{}</p><div class=\"said\" id=\"said\">{}",
+        esc(&view.objective),
+        plain_badge(view),
     );
-    let mut facts: Vec<(&str, String)> = vec![("agent", view.agent_kind.clone())];
+    if let Some(detail) = &said.detail {
+        let _ = write!(out, "<span class=\"why\">{}</span>", esc(detail));
+    }
+    out.push_str("</div></section>");
+    out.push_str(&needs_you(view, csrf, read_only));
+    if let Some(answer) = extras
+        .result
+        .as_ref()
+        .map(|result| result.final_text.as_str())
+        .filter(|text| !text.trim().is_empty())
+    {
+        let _ = write!(
+            out,
+            "<section class=\"answer\" id=\"answer\"><h2>Last answer</h2><pre class=\"final\" id=\"final\">{}</pre></section>",
+            esc(answer)
+        );
+    }
+    if let Some(report) = &view.last_report {
+        let _ = write!(
+            out,
+            "<section class=\"report\"><h2>Last report: {}</h2><p id=\"last-report\">{}</p></section>",
+            esc(report.kind.as_str()),
+            esc(&report.message)
+        );
+    }
+    out.push_str(&actions(view, csrf, read_only));
+    let _ = write!(
+        out,
+        "<section><h2>Screen</h2><div class=\"scroll\"><pre class=\"screen\" id=\"screen\">{}</pre></div>",
+        screen_html(&extras.screen)
+    );
+    if extras.screen.len() >= extras.lines {
+        let _ = write!(
+            out,
+            "<p><a href=\"/t/{}?lines={}\" id=\"more\">More of the log</a></p>",
+            esc(id),
+            extras.lines.saturating_mul(4).min(20_000)
+        );
+    }
+    out.push_str("</section>");
+    if !extras.transitions.is_empty() {
+        out.push_str("<section><h2>Events</h2><ul class=\"events\">");
+        for (at, from, to, reason) in &extras.transitions {
+            let _ = write!(
+                out,
+                "<li>{} {} → {} {}</li>",
+                esc(&crate::domain::display::age::ago(at, now)),
+                esc(from),
+                esc(to),
+                esc(reason)
+            );
+        }
+        out.push_str("</ul></section>");
+    }
+    out.push_str(&details(view, extras, now));
+    out
+}
+
+/// What waits for a person: the request cuekit can answer, else the question read off the
+/// screen and what to do; any other hint.
+fn needs_you(view: &TaskView, csrf: &str, read_only: bool) -> String {
+    let mut out = String::new();
+    if let Some(request) = view.request.as_ref().filter(|_| !read_only) {
+        out.push_str(&request_section(request, &view.id, csrf));
+        return out;
+    }
+    let Some(hint) = &view.hint else {
+        return out;
+    };
+    if crate::domain::plain::needs_you(view.status) {
+        let asked = crate::domain::plain::asked_in_hint(hint);
+        let _ = write!(
+            out,
+            "<section class=\"needs\" id=\"needs-you\"><h2>Waiting for you</h2>"
+        );
+        if let Some(asked) = asked {
+            let _ = write!(out, "<p class=\"asked\">{}</p>", esc(asked));
+        }
+        // What to do, without the question said above it.
+        let todo = asked
+            .and_then(|asked| hint.strip_prefix(&format!("it asks: {asked}; ")))
+            .unwrap_or(hint);
+        let _ = write!(out, "<p class=\"hint\">{}</p></section>", esc(todo));
+    } else {
+        let _ = write!(out, "<p class=\"hint\">{}</p>", esc(hint));
+    }
+    out
+}
+
+/// The facts (agent, times, codes, branch, check) and the result's files and reports, last.
+fn details(view: &TaskView, extras: &TaskExtras, now: SystemTime) -> String {
+    let mut out = String::from("<section class=\"details\"><h2>Details</h2><dl>");
+    let mut facts: Vec<(&str, String)> = vec![
+        ("id", view.id.clone()),
+        ("status", view.status.as_str().to_string()),
+        ("agent", view.agent_kind.clone()),
+    ];
     if let Some(mode) = view.mode {
         facts.push(("mode", mode.as_str().to_string()));
     }
@@ -488,63 +638,7 @@ pub fn task_fragment(
         let _ = write!(out, "<dt>{}</dt><dd>{}</dd>", esc(name), esc(&value));
     }
     out.push_str("</dl>");
-    if let Some(hint) = &view.hint {
-        let _ = write!(out, "<p class=\"hint\">{}</p>", esc(hint));
-    }
-    let _ = write!(
-        out,
-        "<p class=\"objective\" id=\"objective\">{}</p></section>",
-        esc(&view.objective)
-    );
-    if let Some(request) = view.request.as_ref().filter(|_| !read_only) {
-        out.push_str(&request_section(request, id, csrf));
-    }
-    if let Some(report) = &view.last_report {
-        let _ = write!(
-            out,
-            "<section class=\"report\"><h2>Last report: {}</h2><p id=\"last-report\">{}</p></section>",
-            esc(report.kind.as_str()),
-            esc(&report.message)
-        );
-    }
-    out.push_str(&actions(view, csrf, read_only));
-    let _ = write!(
-        out,
-        "<section><h2>Screen</h2><pre class=\"screen\" id=\"screen\">{}</pre>",
-        screen_html(&extras.screen)
-    );
-    if extras.screen.len() >= extras.lines {
-        let _ = write!(
-            out,
-            "<p><a href=\"/t/{}?lines={}\" id=\"more\">More of the log</a></p>",
-            esc(id),
-            extras.lines.saturating_mul(4).min(20_000)
-        );
-    }
-    out.push_str("</section>");
-    if !extras.transitions.is_empty() {
-        out.push_str("<section><h2>Events</h2><ul class=\"events\">");
-        for (at, from, to, reason) in &extras.transitions {
-            let _ = write!(
-                out,
-                "<li>{} {} → {} {}</li>",
-                esc(&crate::domain::display::age::ago(at, now)),
-                esc(from),
-                esc(to),
-                esc(reason)
-            );
-        }
-        out.push_str("</ul></section>");
-    }
     if let Some(result) = &extras.result {
-        out.push_str("<section class=\"result\"><h2>Result</h2>");
-        if !result.final_text.is_empty() {
-            let _ = write!(
-                out,
-                "<pre class=\"final\" id=\"final\">{}</pre>",
-                esc(&result.final_text)
-            );
-        }
         if let Some(files) = &result.files_changed
             && !files.is_empty()
         {
@@ -566,8 +660,8 @@ pub fn task_fragment(
             }
             out.push_str("</ul>");
         }
-        out.push_str("</section>");
     }
+    out.push_str("</section>");
     out
 }
 
@@ -651,14 +745,18 @@ fn actions(view: &TaskView, csrf: &str, read_only: bool) -> String {
                 "danger confirm",
             ));
         } else {
-            out.push_str(&button_form(
-                &format!("/t/{id}/retry"),
-                csrf,
-                &[],
-                "Retry",
-                "",
-            ));
-            if view.branch.is_some() {
+            // A completed task did what it was asked: no retry to offer it.
+            if view.status != Status::Completed {
+                out.push_str(&button_form(
+                    &format!("/t/{id}/retry"),
+                    csrf,
+                    &[],
+                    "Retry",
+                    "",
+                ));
+            }
+            // Work with no change left against its base has nothing to merge.
+            if view.branch.is_some() && view.diff_stat.as_ref().is_none_or(|stat| stat.files > 0) {
                 let _ = write!(
                     out,
                     "<a class=\"button\" href=\"/t/{}/merge\" id=\"merge\">Merge…</a>",
@@ -680,14 +778,52 @@ fn actions(view: &TaskView, csrf: &str, read_only: bool) -> String {
 
 /// A worktree task's work against its base: the files, then the patch.
 pub fn diff_page(id: &str, files: &str, patch: &str) -> String {
-    let body = format!(
-        "<main><h1>Diff of {}</h1><pre class=\"screen\" id=\"files\">{}</pre><pre class=\"screen\" id=\"patch\">{}</pre><p><a href=\"/t/{}\">Back</a></p></main>",
+    let mut body = format!(
+        "<main><h1>Diff of {}</h1><pre class=\"screen\" id=\"files\">{}</pre><div id=\"patch\">",
         esc(id),
         esc(files),
-        esc(patch),
+    );
+    for (n, file) in patch_files(patch).into_iter().enumerate() {
+        let _ = write!(
+            body,
+            "<section class=\"file\" id=\"file-{n}\"><h2>{}</h2><div class=\"scroll\"><pre class=\"diff\">",
+            esc(file.0)
+        );
+        for line in file.1 {
+            let class = match line.as_bytes().first() {
+                Some(b'+') if !line.starts_with("+++") => "add",
+                Some(b'-') if !line.starts_with("---") => "del",
+                Some(b'@') => "hunk",
+                _ if line.starts_with("diff ") || line.starts_with("index ") => "meta",
+                _ if line.starts_with("+++") || line.starts_with("---") => "meta",
+                _ => "ctx",
+            };
+            let _ = write!(body, "<span class=\"{class}\">{}</span>", esc(line));
+        }
+        body.push_str("</pre></div></section>");
+    }
+    let _ = write!(
+        body,
+        "</div><p><a href=\"/t/{}\">Back</a></p></main>",
         esc(id)
     );
     page("Diff", None, None, &body)
+}
+
+/// A patch split per file (`diff --git a/… b/…` starts one): each file's name and lines.
+fn patch_files(patch: &str) -> Vec<(&str, Vec<&str>)> {
+    let mut files: Vec<(&str, Vec<&str>)> = Vec::new();
+    for line in patch.lines() {
+        if let Some(names) = line.strip_prefix("diff --git ") {
+            let name = names.rsplit_once(" b/").map_or(names, |(_, name)| name);
+            files.push((name, vec![line]));
+        } else if let Some(file) = files.last_mut() {
+            file.1.push(line);
+        } else {
+            files.push(("", vec![line]));
+        }
+    }
+    files
 }
 
 /// What a merge would bring, before it is done: conflicts and the files that need review.
@@ -739,35 +875,109 @@ pub fn merge_page(
 }
 
 pub fn submit_page(csrf: &str, allow_commands: bool, error: Option<&str>) -> String {
+    submit_page_again(
+        csrf,
+        allow_commands,
+        error.map(|error| (error, None)),
+        &std::collections::HashMap::new(),
+    )
+}
+
+/// The new-task form, with what was typed (`typed`, the form's fields) kept after an error,
+/// the error and its hint said above the form; the installed agents offered first, the
+/// others with how to install them.
+pub fn submit_page_again(
+    csrf: &str,
+    allow_commands: bool,
+    error: Option<(&str, Option<&str>)>,
+    typed: &std::collections::HashMap<String, String>,
+) -> String {
+    let value = |name: &str| typed.get(name).map(String::as_str).unwrap_or("");
     let mut body = String::from("<main><h1>New task</h1>");
-    if let Some(error) = error {
-        let _ = write!(body, "<p class=\"error\">{}</p>", esc(error));
+    if let Some((error, hint)) = error {
+        let _ = write!(
+            body,
+            "<div class=\"problem\" id=\"problem\" role=\"alert\"><p class=\"error\">{}</p>",
+            esc(error)
+        );
+        if let Some(hint) = hint {
+            let _ = write!(
+                body,
+                "<p class=\"hint\" id=\"problem-hint\">{}</p>",
+                esc(hint)
+            );
+        }
+        body.push_str("</div>");
     }
-    let agents: Vec<&str> = crate::domain::adapter::ADAPTERS
-        .iter()
-        .map(|adapter| adapter.kind())
-        .filter(|kind| allow_commands || *kind != "command")
-        .collect();
     let _ = write!(
         body,
         "<form method=\"post\" action=\"/new\" class=\"stack\">{}\
-         <label>Objective{}<textarea name=\"objective\" id=\"objective-input\" rows=\"5\" required></textarea></label>\
+         <label>Objective{}<textarea name=\"objective\" id=\"objective-input\" rows=\"5\" required>{}</textarea></label>\
          <label>Agent<select name=\"agent\" id=\"agent\"><option value=\"\">default</option>",
         hidden(csrf),
         if allow_commands {
             " (for the command agent: the shell line it runs)"
         } else {
             ""
-        }
+        },
+        esc(value("objective"))
     );
-    for agent in agents {
-        let _ = write!(body, "<option value=\"{0}\">{0}</option>", esc(agent));
+    let agents: Vec<crate::ops::AgentHere> = crate::ops::agents_here()
+        .into_iter()
+        .filter(|agent| allow_commands || agent.kind != "command")
+        .collect();
+    let mut group = None;
+    for agent in &agents {
+        if group != Some(agent.installed) {
+            if group.is_some() {
+                body.push_str("</optgroup>");
+            }
+            let label = if agent.installed {
+                "installed"
+            } else {
+                "not installed"
+            };
+            let _ = write!(body, "<optgroup label=\"{label}\">");
+            group = Some(agent.installed);
+        }
+        let chosen = if value("agent") == agent.kind {
+            " selected"
+        } else {
+            ""
+        };
+        let label = if agent.installed {
+            agent.kind.to_string()
+        } else {
+            format!("{} — install: {}", agent.kind, agent.install_hint)
+        };
+        let _ = write!(
+            body,
+            "<option value=\"{}\"{chosen}>{}</option>",
+            esc(agent.kind),
+            esc(&label)
+        );
     }
-    body.push_str(
-        "</select></label><label>Model<input name=\"model\"></label>\
-         <label>Mode<select name=\"mode\"><option value=\"\">default</option><option>interactive</option><option>batch</option><option>acp</option></select></label>\
-         <label><input type=\"checkbox\" name=\"worktree\" id=\"worktree\" value=\"yes\"> In a worktree of its own</label>\
+    if group.is_some() {
+        body.push_str("</optgroup>");
+    }
+    let mode = value("mode");
+    let mut modes = String::new();
+    for name in ["interactive", "batch", "acp"] {
+        let chosen = if mode == name { " selected" } else { "" };
+        let _ = write!(modes, "<option{chosen}>{name}</option>");
+    }
+    let _ = write!(
+        body,
+        "</select></label><label>Model<input name=\"model\" value=\"{}\"></label>\
+         <label>Mode<select name=\"mode\"><option value=\"\">default</option>{modes}</select></label>\
+         <label class=\"check\"><input type=\"checkbox\" name=\"worktree\" id=\"worktree\" value=\"yes\"{}> In a worktree of its own</label>\
          <button type=\"submit\" id=\"submit\">Submit</button></form></main>",
+        esc(value("model")),
+        if value("worktree") == "yes" {
+            " checked"
+        } else {
+            ""
+        }
     );
     page("New task", Some(csrf), None, &body)
 }
@@ -838,6 +1048,19 @@ mod tests {
             "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
         );
         assert_eq!(esc("a\x1b[31mred\x07\nb"), "a[31mred\nb");
+    }
+
+    #[test]
+    fn a_patch_is_split_per_file_and_its_lines_coloured() {
+        let patch = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n\
+                     diff --git a/b.rs b/b.rs\n@@ -0,0 +1 @@\n+fn b() {}\n";
+        let files = patch_files(patch);
+        assert_eq!(files.len(), 2);
+        assert_eq!((files[0].0, files[1].0), ("a.txt", "b.rs"));
+        let page = diff_page("t_1", "a.txt | 2 +-", patch);
+        assert!(page.contains("<span class=\"del\">-old</span>"), "{page}");
+        assert!(page.contains("<span class=\"add\">+new</span>"), "{page}");
+        assert!(page.contains("id=\"file-1\"><h2>b.rs</h2>"), "{page}");
     }
 
     #[test]

@@ -1069,12 +1069,14 @@ async fn submit(
     };
     let agent = field("agent");
     if agent.as_deref() == Some("command") && !app.allow_commands {
-        return page(html::submit_page(
+        return page(html::submit_page_again(
             &session.csrf,
             false,
-            Some(
-                "the command agent runs shell as you: start `cuekit serve --allow-commands` to offer it",
-            ),
+            Some((
+                "the command agent runs shell as you",
+                Some("start `cuekit serve --allow-commands` to offer it"),
+            )),
+            &form,
         ));
     }
     if agent.as_deref() == Some("command") {
@@ -1089,10 +1091,14 @@ async fn submit(
         }
     }
     let Some(objective) = field("objective") else {
-        return page(html::submit_page(
+        return page(html::submit_page_again(
             &session.csrf,
             app.allow_commands,
-            Some("an objective is needed"),
+            Some((
+                "an objective is needed",
+                Some("say what the agent should do"),
+            )),
+            &form,
         ));
     };
     let mode = match field("mode").as_deref() {
@@ -1156,10 +1162,12 @@ async fn submit(
             Redirect::to(&format!("/t/{}", view.id)).into_response()
         }
         Ok(ops::SubmitOutcome::DryRun { .. }) => Redirect::to("/").into_response(),
-        Err(err) => page(html::submit_page(
+        // The error in words with its hint, and the form as it was typed.
+        Err(err) => page(html::submit_page_again(
             &session.csrf,
             app.allow_commands,
-            Some(&format!("error[{}]: {}", err.code.as_str(), err.message)),
+            Some((&err.message, err.hint.as_deref())),
+            &form,
         )),
     }
 }

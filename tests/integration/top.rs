@@ -77,7 +77,7 @@ fn rows_appear_attach_comes_back_cancel_asks_and_q_restores_the_terminal() {
 
     // The first row is selected and its live screen previewed.
     let shown = wait_screen(&h, "the first task's screen", |s| {
-        s.contains(&format!("{first} — screen")) && s.contains("first-child")
+        s.contains(&format!("{first} — running — screen")) && s.contains("first-child")
     });
     assert!(selected(&shown).unwrap().contains(&first), "{shown}");
 
@@ -131,7 +131,7 @@ fn a_child_waiting_on_a_human_moves_to_the_top_and_a_steer_reaches_it_once() {
     wait_screen(&h, "the running task", |s| s.contains(&busy));
     let id = h.submit(&["--model", MODEL, "First question"]);
     let shown = wait_screen(&h, "the Gemini task waiting on its human", |s| {
-        row_of(s, &id).is_some_and(|row| row.contains("input_required idle_at_prompt"))
+        row_of(s, &id).is_some_and(|row| row.contains("finished its turn"))
     });
     let rows: Vec<&str> = shown
         .lines()
@@ -295,7 +295,7 @@ fn a_child_on_its_login_screen_shows_first_and_a_steer_from_top_is_blocked() {
     let id = h.submit(&["--model", MODEL, "hello"]);
     start_top(&h, false);
     let shown = wait_screen(&h, "the login screen noticed", |s| {
-        row_of(s, &id).is_some_and(|row| row.contains("input_required auth_required"))
+        row_of(s, &id).is_some_and(|row| row.contains("waiting for you — needs a login or API key"))
     });
     let first_row = shown
         .lines()
@@ -335,7 +335,7 @@ fn an_acp_tasks_permission_request_is_answered_from_top() {
         "Write t.txt",
     ]);
     wait_screen(&h, "the request in its row", |s| {
-        row_of(s, &id).is_some_and(|row| row.contains("input_required permission_pro"))
+        row_of(s, &id).is_some_and(|row| row.contains("waiting for you — asks a permission"))
     });
     keys(&h, "g");
     wait_screen(&h, "it selected", |s| {
@@ -355,7 +355,7 @@ fn an_acp_tasks_permission_request_is_answered_from_top() {
         h.project.join("t.txt").exists()
     });
     wait_screen(&h, "the turn's end in its row", |s| {
-        row_of(s, &id).is_some_and(|row| row.contains("idle_at_prompt"))
+        row_of(s, &id).is_some_and(|row| row.contains("finished its turn"))
     });
     keys(&h, "q");
     wait_screen(&h, "top gone", |s| s.contains("exited with 0"));

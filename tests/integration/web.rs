@@ -255,6 +255,11 @@ pub(crate) async fn browser() -> Browser {
 
 /// A browser; `self_signed`: one that accepts the test's self-signed certificate.
 pub(crate) async fn browser_with(self_signed: bool) -> Browser {
+    browser_at(self_signed, (390, 844)).await
+}
+
+/// A browser whose page is `width`×`height` CSS pixels (a phone's metrics below 600).
+pub(crate) async fn browser_at(self_signed: bool, (width, height): (u32, u32)) -> Browser {
     crate::harness::needs("Chromium and chromedriver");
     assert!(
         Path::new(CHROMEDRIVER).exists() && Path::new(CHROMIUM).exists(),
@@ -288,10 +293,10 @@ pub(crate) async fn browser_with(self_signed: bool) -> Browser {
             "args": [
                 "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=390,844",
+                "--disable-dev-shm-usage", format!("--window-size={width},{height}"),
                 format!("--user-data-dir={}", profile.path().display()),
             ],
-            "mobileEmulation": {"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 1.0}},
+            "mobileEmulation": {"deviceMetrics": {"width": width, "height": height, "pixelRatio": 1.0, "mobile": width < 600, "touch": width < 600}},
         }
     });
     let Value::Object(capabilities) = capabilities else {

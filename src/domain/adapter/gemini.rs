@@ -119,7 +119,8 @@ pub(super) static GEMINI: Adapter = Adapter {
         dialogs: &[
             (
                 Attention::AuthRequired,
-                &["How would you like to authenticate"],
+                // The login menu, and the key dialog its "Use Gemini API Key" opens.
+                &["How would you like to authenticate", "Enter Gemini API Key"],
             ),
             (
                 Attention::TrustRequired,
@@ -467,6 +468,7 @@ mod tests {
                 "gemini-auth-key-detected.txt",
                 Some(Attention::AuthRequired),
             ),
+            ("gemini-api-key.txt", Some(Attention::AuthRequired)),
             ("gemini-trust.txt", Some(Attention::TrustRequired)),
             ("gemini-permission.txt", Some(Attention::PermissionPrompt)),
             ("gemini-idle.txt", Some(Attention::IdleAtPrompt)),

@@ -154,7 +154,11 @@ impl Refreshed {
                 if let Some(check) = view.check.as_mut() {
                     check.changed_since_check = crate::ops::work::checked::changed_since(task);
                 }
-                view.conflicts = crate::ops::work::conflicts::marks(task);
+                // A task with no changes has nothing to conflict: a mark from a check made
+                // while it had some is stale.
+                if view.diff_stat.as_ref().is_none_or(|stat| stat.files != 0) {
+                    view.conflicts = crate::ops::work::conflicts::marks(task);
+                }
                 if is_stopping(task) {
                     view.stopping = true;
                     let why = "still stopping: its processes are being ended (a stop whose \
@@ -193,9 +197,14 @@ impl Refreshed {
                 if let (Some((screen, scrolled)), Ok(rules)) = (screen, rules)
                     && let Some(attention) = attention::detect(rules, screen, scrolled)
                 {
-                    view.status = Status::InputRequired;
-                    view.reason = Some(attention.as_str().to_string());
-                    view.hint = Some(rules.hint(attention).to_string());
+                    if waits_on_its_check(task, attention) {
+                        // Idle after its turn, its check to come or running: cuekit's move.
+                        view.phase = Some("checking".to_string());
+                    } else {
+                        view.status = Status::InputRequired;
+                        view.reason = Some(attention.as_str().to_string());
+                        view.hint = Some(rules.hint(attention).to_string());
+                    }
                     if attention == attention::Attention::PermissionPrompt {
                         dialog_asks(task, screen, &mut view);
                         advise_unsandboxed(task, &mut view);
@@ -256,6 +265,20 @@ fn dialog_asks(task: &Task, screen: &str, view: &mut TaskView) {
             .take()
             .map(|hint| format!("it asks: {asked}; {hint}"));
     }
+}
+
+/// An interactive child idle after its turn whose check decides what follows (the monitor
+/// checks it, then steers a fix or the quit): it waits on cuekit, not on a person.
+fn waits_on_its_check(task: &Task, attention: attention::Attention) -> bool {
+    let Some(plan) = task.placement.facts.as_ref().and_then(|f| f.check.as_ref()) else {
+        return false;
+    };
+    attention == attention::Attention::IdleAtPrompt
+        && crate::domain::check::idle_waits_on_its_check(
+            &task.record.spec.agent_kind,
+            plan.keep_open,
+            task.record.check.as_ref().map(|state| state.phase),
+        )
 }
 
 /// What `status` says of a permission an unsandboxed task asks.

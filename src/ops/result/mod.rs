@@ -79,6 +79,22 @@ pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
     Ok(result)
 }
 
+/// The child's latest answer, read from files only (no tmux): its `result.json`, its event
+/// stream, or its agent's own session record. `None` when it said nothing cuekit can read.
+pub fn latest_answer(record: &TaskRecord) -> Option<String> {
+    let result = read_written(record)
+        .or_else(|| {
+            record
+                .event_stream
+                .then(|| read_events(record).ok())
+                .flatten()
+                .map(|digest| from_digest(&record.id, digest, record.exit_code, None))
+        })
+        .or_else(|| chat::from_session_record(record))?;
+    let answer = result.final_text.trim();
+    (!answer.is_empty()).then(|| answer.to_string())
+}
+
 /// The agent session a task ran in, as far as cuekit knows.
 pub fn agent_session(record: &TaskRecord) -> Option<String> {
     read_written(record)
