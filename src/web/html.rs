@@ -568,7 +568,17 @@ pub fn task_fragment(
 fn needs_you(view: &TaskView, csrf: &str, read_only: bool) -> String {
     let mut out = String::new();
     if let Some(request) = view.request.as_ref().filter(|_| !read_only) {
+        // What it asks and its answers, first, as any wait on a person is.
+        out.push_str("<section class=\"needs\" id=\"needs-you\"><h2>Waiting for you</h2>");
+        if let Some(asked) = view
+            .hint
+            .as_deref()
+            .and_then(crate::domain::plain::asked_in_hint)
+        {
+            let _ = write!(out, "<p class=\"asked\">{}</p>", esc(asked));
+        }
         out.push_str(&request_section(request, &view.id, csrf));
+        out.push_str("</section>");
         return out;
     }
     let Some(hint) = &view.hint else {

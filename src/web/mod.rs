@@ -22,6 +22,10 @@ use std::sync::Arc;
 
 use crate::domain::error::{Error, ErrorCode, Result};
 
+/// Linux's errno for an address family the kernel does not offer (an IPv6 address where IPv6
+/// is off): `std::io::ErrorKind` has no name for it.
+const EAFNOSUPPORT: i32 = 97;
+
 pub use live::TICK;
 
 /// The default address: loopback only, both families (127.0.0.1 and ::1).
@@ -357,7 +361,7 @@ fn listen_localhost(port: u16) -> Result<(Vec<std::net::TcpListener>, u16)> {
                 if matches!(
                     err.kind(),
                     std::io::ErrorKind::AddrNotAvailable | std::io::ErrorKind::Unsupported
-                ) || err.raw_os_error() == Some(libc::EAFNOSUPPORT) =>
+                ) || err.raw_os_error() == Some(EAFNOSUPPORT) =>
             {
                 // No ::1 here: nobody can listen there, and a browser falls back to 127.0.0.1.
                 return Ok((vec![first], chosen));

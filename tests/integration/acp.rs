@@ -38,6 +38,8 @@ fn a_permission_is_answered_by_the_parent_and_steers_go_over_the_protocol() {
     ]);
     // It asks for approvals: sandboxed by default, so the sandbox is shown the canned replies.
     h.show_real_gemini_to_sandbox();
+    // Sandboxed in place: as root the child is uid 65534, which must be able to write here.
+    h.project_for_sandbox();
     let id = h.submit(&[
         "--mode",
         "acp",

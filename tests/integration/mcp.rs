@@ -663,6 +663,8 @@ fn an_acp_task_asks_and_the_parent_answers_over_mcp() {
     let h = Harness::new().with_real_gemini(&[shell, canned_text("Wrote g.txt.")]);
     // It asks for approvals and an MCP client cannot choose no sandbox: sandboxed.
     h.show_real_gemini_to_sandbox();
+    // Sandboxed in place: as root the child is uid 65534, which must be able to write here.
+    h.project_for_sandbox();
     let mut client = Client::start(&h);
     let id = submit(
         &mut client,

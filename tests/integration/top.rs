@@ -364,15 +364,18 @@ fn an_acp_tasks_permission_request_is_answered_from_top() {
 /// Moves the selection onto task `id`'s row.
 fn select(h: &Harness, id: &str) {
     keys(h, "g");
-    for _ in 0..10 {
-        let shown = h.wait_pane("top", "a selected row", |s| selected(s).is_some());
+    let mut shown = String::new();
+    for round in 1..=20 {
+        shown = h.wait_pane("top", "a selected row", |s| selected(s).is_some());
         if selected(&shown).is_some_and(|row| row.contains(id)) {
             return;
         }
-        keys(h, "j");
+        // Rows move as their states change (a dialog sorts first): from the top again, now
+        // and then.
+        keys(h, if round % 3 == 0 { "g" } else { "j" });
         std::thread::sleep(Duration::from_millis(400));
     }
-    panic!("{id} never selected");
+    panic!("{id} never selected; the screen:\n{shown}");
 }
 
 /// An interactive Gemini child's permission dialog is answered from the dashboard as an ACP
@@ -405,7 +408,7 @@ fn an_interactive_childs_dialog_is_allowed_and_rejected_from_top() {
     let rejected = submit("rejected");
     for id in [&allowed, &rejected] {
         wait_screen(&h, "the dialog in its row", |s| {
-            row_of(s, id).is_some_and(|row| row.contains("input_required permission_pro"))
+            row_of(s, id).is_some_and(|row| row.contains("waiting for you — asks to run"))
         });
     }
     for (id, key, answer) in [
@@ -426,7 +429,7 @@ fn an_interactive_childs_dialog_is_allowed_and_rejected_from_top() {
     wait_screen(&h, "both turns' ends in their rows", |s| {
         [&allowed, &rejected]
             .iter()
-            .all(|id| row_of(s, id).is_some_and(|row| row.contains("idle_at_prompt")))
+            .all(|id| row_of(s, id).is_some_and(|row| row.contains("finished its turn")))
     });
     assert!(
         !h.project.join("rejected/t.txt").exists(),
