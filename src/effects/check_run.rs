@@ -27,6 +27,10 @@ pub struct CheckRun<'a> {
     pub log_limit: u64,
     /// Marks the command's processes ([`CHECK_VARIABLE`]).
     pub marker: &'a str,
+    /// A sandboxed task's check: none of the caller's variables whose names say secret
+    /// ([`crate::domain::sandbox::looks_secret`]) reach the child's code, as none reach its
+    /// agent; whoever runs the check (a parent's `cuekit check`, the monitor) has them.
+    pub without_secrets: bool,
 }
 
 /// What became of it.
@@ -53,7 +57,18 @@ pub fn run(check: &CheckRun) -> Result<Ran> {
         .map_err(|err| Error::io("open", check.log, err))?;
     let _ = writeln!(log, "$ {}", check.command);
     let kept_in_log = usize::try_from(check.log_limit).unwrap_or(usize::MAX);
-    let ran = Bounded::shell(check.command, check.timeout)
+    let mut runner = Bounded::shell(check.command, check.timeout);
+    if check.without_secrets {
+        for (name, value) in std::env::vars_os() {
+            let (Some(text_name), Some(text)) = (name.to_str(), value.to_str()) else {
+                continue;
+            };
+            if crate::domain::sandbox::looks_secret(text_name, text) {
+                runner = runner.env_remove(&name);
+            }
+        }
+    }
+    let ran = runner
         .cwd(check.cwd)
         .mark(CHECK_VARIABLE, check.marker)
         .stdout(Sink::Capture)
@@ -116,6 +131,7 @@ mod tests {
         let _ = std::fs::remove_file(&log);
         let marker = format!("test.{}.{}", std::process::id(), command.len());
         let ran = run(&CheckRun {
+            without_secrets: false,
             command,
             cwd: dir,
             timeout,

@@ -870,6 +870,29 @@ fn a_sandboxed_tasks_check_runs_in_its_sandbox() {
     );
 }
 
+/// A parent's re-check of a sandboxed task (the step "changed since its check" asks for) runs
+/// the child's code with the parent's environment sifted as the agent's was: no variable whose
+/// name says secret reaches it.
+#[test]
+fn a_recheck_of_a_sandboxed_task_hands_its_code_no_secret() {
+    let h = Harness::new();
+    checked_project(&h);
+    let check =
+        "if env | grep -q '^GITHUB_TOKEN='; then echo LEAKED; exit 1; fi; sh tests/check.sh";
+    let id = submit_checked_sh(&h, "echo answer=42 > answer.txt", check, &["--sandbox"]);
+    let (waited, code) = h.wait_all(&[&id], "60s");
+    assert_eq!(code, 0, "{waited}");
+    let out = h
+        .cuekit()
+        .env("GITHUB_TOKEN", "ghp_0123456789abcdef0123456789abcdef0123")
+        .args(["check", &id])
+        .output()
+        .unwrap();
+    let log = std::fs::read_to_string(h.task_dir(&id).join("checks/2.log")).unwrap_or_default();
+    assert!(out.status.success(), "{out:?}\n{log}");
+    assert!(!log.lines().any(|line| line.trim() == "LEAKED"), "{log}");
+}
+
 #[test]
 fn a_sandboxed_batch_tasks_fix_round_resumes_inside_the_same_sandbox() {
     let h = Harness::new().with_fake_gemini();

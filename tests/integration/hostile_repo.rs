@@ -775,3 +775,44 @@ fn a_diff_on_a_terminal_shows_control_characters_escaped() {
     assert!(!shown.contains('\x1b'), "{shown:?}");
     assert!(shown.contains("\\u{1b}]52;"), "{shown:?}");
 }
+
+/// A repository that arrived with its `.git` (an archive, a shared folder) may hold hooks:
+/// none of them runs for cuekit's own git calls — a worktree's creation (`post-checkout`), the
+/// refs a check, a merge or a removal moves (`reference-transaction`), its index writes.
+#[test]
+fn the_repositorys_hooks_never_run_for_cuekits_git() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Harness::new();
+    project_repo(&h);
+    let ran = h.root().join("hooks-ran");
+    let hooks = h.project.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    for name in [
+        "post-checkout",
+        "reference-transaction",
+        "post-index-change",
+        "post-merge",
+    ] {
+        let hook = hooks.join(name);
+        std::fs::write(
+            &hook,
+            format!("#!/bin/sh\necho {name} >> '{}'\n", ran.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let id = h.submit_worktree_sh(
+        &["--check", "true", "--check-rounds", "0"],
+        "echo x > x.txt",
+    );
+    h.wait_ok(&[&id], &limits::arg(limits::TASK));
+    let (merged, code) = h.json(&["merge", &id, "--yes"]);
+    assert_eq!(code, 0, "{merged}");
+    let (removed, code) = h.json(&["rm", &id]);
+    assert_eq!(code, 0, "{removed}");
+    assert!(
+        !ran.exists(),
+        "hooks ran: {}",
+        std::fs::read_to_string(&ran).unwrap_or_default()
+    );
+}

@@ -1069,3 +1069,41 @@ fn a_checkouts_folder_another_user_can_change_is_refused() {
         "the merge went ahead in a folder another user owns"
     );
 }
+
+/// A file of the user's that git ignores (a `settings.local`, an `out/` of results: often the
+/// only copy) where the task's work adds a file: git's own update takes ignored files as
+/// expendable. The merge is refused, naming them, and nothing changes.
+#[test]
+fn a_merge_never_writes_over_the_users_ignored_files() {
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    std::fs::write(h.project.join(".gitignore"), "*.local\nout/\n").unwrap();
+    crate::harness::git::commit_all(&h.project, "ignore local files");
+    std::fs::write(h.project.join("settings.local"), "token=mine\n").unwrap();
+    std::fs::create_dir(h.project.join("out")).unwrap();
+    std::fs::write(h.project.join("out/results.csv"), "ten hours\n").unwrap();
+    let file = h.submit_worktree_sh(
+        &[],
+        "echo theirs > settings.local && git add -f settings.local && git commit -qm s",
+    );
+    let folder = h.submit_worktree_sh(&[], "echo x > out && git add -f out && git commit -qm o");
+    h.wait_ok(&[&file, &folder], &limits::arg(limits::TASK));
+    for (id, named) in [(&file, "settings.local"), (&folder, "out")] {
+        let (out, code) = h.json(&["merge", id, "--yes"]);
+        assert_eq!(code, 5, "{out}");
+        let message = out["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(named), "{out}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("settings.local")).unwrap(),
+        "token=mine\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("out/results.csv")).unwrap(),
+        "ten hours\n"
+    );
+    assert_eq!(
+        git(&h.project, &["log", "--format=%s", "-1"]).trim(),
+        "ignore local files"
+    );
+}

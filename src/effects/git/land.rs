@@ -4,7 +4,8 @@
 //! 1. a journal (`cuekit-landing` in the worktree's git dir) says `<ref> <old> <new>`;
 //! 2. the branch moves with `update-ref`, only from the value the merge was built on;
 //! 3. the worktree's index and files follow (`read-tree -m -u <old> <new>`, which refuses
-//!    to overwrite a file git does not track, and touches no other file);
+//!    to overwrite a file git does not track, and touches no other file) — an ignored file in
+//!    the way, which git would take, is refused before step 1;
 //! 4. the journal goes.
 //!
 //! The recovery rule, for a kill anywhere in between ([`repair`], run first by every merge
@@ -38,6 +39,7 @@ fn git_path(there: &Git, name: &str) -> Result<PathBuf> {
 /// Moves `branch` (checked out in `there`'s worktree) from `old` to `new`, then its index and
 /// files, as the module says. On a refusal of the files' update the branch goes back.
 pub fn land(there: &Git, branch: &str, old: &str, new: &str, why: &str) -> Result<()> {
+    refuse_files_in_the_way(there, old, new)?;
     let name = format!("refs/heads/{branch}");
     let journal = git_path(there, JOURNAL)?;
     crate::effects::store::write_atomic(&journal, format!("{name} {old} {new}\n").as_bytes())?;
@@ -59,6 +61,58 @@ pub fn land(there: &Git, branch: &str, old: &str, new: &str, why: &str) -> Resul
     }
     drop_journal();
     Ok(())
+}
+
+/// Refuses a merge that would write over files of the user's that git does not track: a path
+/// the merge adds where the worktree has a file or folder already, or under a name the worktree
+/// has as a file. `read-tree -m -u` refuses untracked files in the way, but takes *ignored*
+/// ones (a `settings.local`, an `out/` of results) as expendable: they are often the only copy.
+fn refuse_files_in_the_way(there: &Git, old: &str, new: &str) -> Result<()> {
+    let top = PathBuf::from(there.line(["rev-parse", "--show-toplevel"])?);
+    let added = there.run([
+        "diff-tree",
+        "-r",
+        "-z",
+        "--no-renames",
+        "--name-only",
+        "--diff-filter=AT",
+        old,
+        new,
+    ])?;
+    let mut in_the_way: Vec<String> = Vec::new();
+    for path in added.split('\0').filter(|p| !p.is_empty()) {
+        let mut at = top.clone();
+        let names: Vec<&str> = path.split('/').collect();
+        for (n, name) in names.iter().enumerate() {
+            at.push(name);
+            let Ok(meta) = at.symlink_metadata() else {
+                break;
+            };
+            let last = n + 1 == names.len();
+            // The added file itself, or a file where the merge needs a folder.
+            if last || !meta.is_dir() {
+                let shown = names[..=n].join("/");
+                if !in_the_way.contains(&shown) {
+                    in_the_way.push(shown);
+                }
+                break;
+            }
+        }
+    }
+    if in_the_way.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorCode::InvalidState,
+        format!(
+            "the merge would write over files of yours that git does not track (ignored ones \
+             included): {}",
+            in_the_way.join(", ")
+        ),
+    )
+    .with_hint(
+        "nothing was changed; move those files out of the way (or keep a copy), then merge again",
+    ))
 }
 
 /// What an interrupted merge left in `there`'s worktree, put right: cuekit's journal by the

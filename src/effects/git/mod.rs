@@ -151,7 +151,7 @@ impl Git {
     /// cuekit runs git in folders a repository filled: a bare repository tracked inside it
     /// (`evil/HEAD`, `evil/config`) would be found as the repository and its `core.fsmonitor`
     /// run. `safe.bareRepository=explicit` finds only the work tree's own repository, and no
-    /// fsmonitor runs for cuekit's calls.
+    /// fsmonitor or hook runs for cuekit's calls.
     fn command_with<I, S>(&self, args: I, extra: &[(String, OsString)]) -> Bounded
     where
         I: IntoIterator<Item = S>,
@@ -164,6 +164,11 @@ impl Git {
             ),
             ("core.fsmonitor".to_string(), OsString::from("false")),
             ("submodule.recurse".to_string(), OsString::from("false")),
+            // No hook of the repository's runs for cuekit's own calls (`post-checkout` on a
+            // worktree's creation, `reference-transaction` on every ref it moves): a
+            // repository's hooks run nothing before it is trusted, and only your own git
+            // commands run yours.
+            ("core.hooksPath".to_string(), OsString::from("/dev/null")),
         ];
         config.extend(extra.iter().cloned());
         let command = Bounded::new("git", self.deadline)

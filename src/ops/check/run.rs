@@ -305,5 +305,6 @@ pub(super) fn run_command(
         log,
         log_limit: check::LOG_LIMIT,
         marker,
+        without_secrets: policy.mode == crate::domain::sandbox::SandboxMode::Bwrap,
     })
 }
