@@ -132,7 +132,8 @@ impl Ecosystem {
                 "bunfig.toml",
             ],
             Ecosystem::Go => &["*_test.go", "**/testdata/**"],
-            Ecosystem::Make => &["Makefile", "makefile", "GNUmakefile"],
+            // Makefiles a `Makefile` includes (`include test.mk`) hold recipes as well.
+            Ecosystem::Make => &["Makefile", "makefile", "GNUmakefile", "*.mk", "*.make"],
         }
     }
 }
@@ -600,6 +601,8 @@ mod tests {
             "build.rs",
             ".cargo/config.toml",
             "Makefile",
+            "test.mk",
+            "build/rules.make",
         ] {
             assert!(is_protected(&globs, path), "{path}");
         }
