@@ -271,17 +271,7 @@ mod tests {
             "check_failed",
             "tmux_socket_missing",
         ];
-        for status in [
-            Status::Queued,
-            Status::Running,
-            Status::Completed,
-            Status::Failed,
-            Status::Cancelled,
-            Status::TimedOut,
-            Status::InputRequired,
-            Status::Untrusted,
-            Status::Unknown,
-        ] {
+        for status in Status::ALL {
             for code in codes {
                 let line = said(status, Some(code), None, None).line();
                 assert!(!line.contains('_'), "{line}");

@@ -137,6 +137,19 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in the order people read them (a filter's choices, a table's rows).
+    pub const ALL: [Status; 9] = [
+        Status::Queued,
+        Status::Running,
+        Status::Completed,
+        Status::Failed,
+        Status::Cancelled,
+        Status::TimedOut,
+        Status::InputRequired,
+        Status::Untrusted,
+        Status::Unknown,
+    ];
+
     /// Whether the task has ended. An untrusted or unknown task has not ended as far as
     /// anyone can tell.
     pub fn is_terminal(self) -> bool {

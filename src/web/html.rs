@@ -320,19 +320,6 @@ pub fn list_fragment(rows: &[BoardRow], filter: &Filter, now: SystemTime) -> Str
     out
 }
 
-/// Every status, for the filter's words.
-const STATUSES: [Status; 9] = [
-    Status::Queued,
-    Status::Running,
-    Status::Completed,
-    Status::Failed,
-    Status::Cancelled,
-    Status::TimedOut,
-    Status::InputRequired,
-    Status::Untrusted,
-    Status::Unknown,
-];
-
 pub fn list_page(rows: &[BoardRow], filter: &Filter, csrf: &str, now: SystemTime) -> String {
     let mut body = String::from("<main><form class=\"filters\" method=\"get\" action=\"/\">");
     let options = |name: &str, current: &Option<String>, values: Vec<String>| {
@@ -344,7 +331,7 @@ pub fn list_page(rows: &[BoardRow], filter: &Filter, csrf: &str, now: SystemTime
                 ""
             };
             // A status is offered in words; the query keeps its code.
-            let word = STATUSES
+            let word = Status::ALL
                 .iter()
                 .find(|status| status.as_str() == value)
                 .map(|status| crate::domain::plain::status_word(*status));

@@ -1078,6 +1078,23 @@ fn rewritten_during_check(h: &Harness, started: &Path) -> String {
     )
 }
 
+/// A checked task that writes the right answer and leaves a process which, once the check has
+/// begun (its snapshot is taken before the command runs), writes a wrong one: its id.
+fn submit_rewritten_during_check(h: &Harness) -> String {
+    let started = h.root().join("check-started");
+    submit_checked_sh(
+        h,
+        &format!(
+            "echo answer=42 > answer.txt; \
+             setsid sh -c 'i=0; while [ ! -e {m} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \
+             echo answer=41 > answer.txt' </dev/null >/dev/null 2>&1 &",
+            m = started.display()
+        ),
+        &rewritten_during_check(h, &started),
+        &[],
+    )
+}
+
 /// Issue 42: a process the child left rewrites its work while the check runs on a snapshot.
 /// The verdict names the commit it checked; the task reads "changed since its check"; the
 /// merge carries the checked content, and the later work stays in the task's checkout.
@@ -1085,20 +1102,7 @@ fn rewritten_during_check(h: &Harness, started: &Path) -> String {
 fn a_leftover_rewriting_the_work_during_the_check_does_not_reach_the_merge() {
     let h = Harness::new();
     checked_project(&h);
-    // The leftover waits for the check to have begun (its snapshot is taken before the
-    // command runs), then rewrites the work.
-    let started = h.root().join("check-started");
-    let id = submit_checked_sh(
-        &h,
-        &format!(
-            "echo answer=42 > answer.txt; \
-             setsid sh -c 'i=0; while [ ! -e {m} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \
-             echo answer=41 > answer.txt' </dev/null >/dev/null 2>&1 &",
-            m = started.display()
-        ),
-        &rewritten_during_check(&h, &started),
-        &[],
-    );
+    let id = submit_rewritten_during_check(&h);
     h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     let worktree = h.worktree_of(&id);
     assert_eq!(
@@ -1202,18 +1206,7 @@ fn removing_a_checked_task_drops_its_check_commits_refs() {
 fn after_a_failed_recheck_merge_and_base_from_take_the_commit_that_passed() {
     let h = Harness::new();
     checked_project(&h);
-    let started = h.root().join("check-started");
-    let id = submit_checked_sh(
-        &h,
-        &format!(
-            "echo answer=42 > answer.txt; \
-             setsid sh -c 'i=0; while [ ! -e {m} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \
-             echo answer=41 > answer.txt' </dev/null >/dev/null 2>&1 &",
-            m = started.display()
-        ),
-        &rewritten_during_check(&h, &started),
-        &[],
-    );
+    let id = submit_rewritten_during_check(&h);
     h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     let (out, code) = h.json(&["check", &id]);
     assert_eq!(code, 35, "the re-check of the rewritten work fails: {out}");
