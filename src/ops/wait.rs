@@ -108,6 +108,9 @@ pub fn wait_watching(
     if races.is_empty() {
         return wait_for_tasks(request, cwd, watch);
     }
+    for race in &races {
+        refuse_incomplete(race)?;
+    }
     let candidates = WaitRequest {
         task_ids: crate::effects::store::race::expand(&request.task_ids)?,
         ..request.clone()
@@ -119,6 +122,29 @@ pub fn wait_watching(
         }
     }
     Ok(outcome)
+}
+
+/// A race whose submit never finished (killed while making its candidates) can never be
+/// decided: waiting on it would read its few (or no) candidates as the whole field.
+fn refuse_incomplete(race: &str) -> Result<()> {
+    let record = crate::effects::store::race::load(race)?;
+    if record.complete {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorCode::InvalidState,
+        format!(
+            "race {race} was never wholly submitted (its submit was cut short): it cannot be \
+             decided; its candidates so far: {}",
+            match record.candidates.is_empty() {
+                true => "none".to_string(),
+                false => record.candidates.join(", "),
+            }
+        ),
+    )
+    .with_hint(
+        "wait on those tasks by id, or remove them (`cuekit rm`), and submit the race again",
+    ))
 }
 
 fn wait_for_tasks(

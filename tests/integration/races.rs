@@ -435,3 +435,29 @@ fn a_command_race_needs_no_check_rounds_and_says_its_first_verdict_is_final() {
     let (result, _) = h.json(&["result", &race]);
     assert_eq!(result["state"], "decided", "{result}");
 }
+
+/// A race whose submit was killed while it made its candidates is left `complete: false` (here
+/// written so, as such a submit leaves it): `wait` on it refuses, naming what there is, instead
+/// of reading its few (or no) candidates as the whole field and answering 0.
+#[test]
+fn waiting_on_a_race_whose_submit_was_cut_short_is_refused() {
+    let h = Harness::new();
+    checked_project(&h);
+    let (race, _) = sh_race(&h, &["--best-of", "2"], "echo answer=42 > answer.txt");
+    let record = h
+        .home
+        .join(format!(".local/share/cuekit/races/{race}.json"));
+    let mut value: Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    value["complete"] = Value::Bool(false);
+    value["candidates"] = Value::Array(Vec::new());
+    std::fs::write(&record, serde_json::to_vec(&value).unwrap()).unwrap();
+    let (out, code) = h.json(&["wait", &race, "--timeout", "10s"]);
+    assert_eq!(code, 5, "{out}");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("never wholly submitted"),
+        "{out}"
+    );
+}
