@@ -93,7 +93,7 @@ pub use team::{
 pub use trust::{TrustPreview, trust, trust_by_person};
 pub use work::conflicts::{Conflict, Conflicts, conflicts};
 pub use work::diff::{TaskDiff, diff, review_by_names};
-pub use work::merge::{merge, merge_unchecked};
+pub use work::merge::{merge, merge_unchecked, merged_into};
 // The types an operation takes or answers with, defined where they are kept.
 pub use crate::effects::git::cleanup::KeepReason;
 pub use crate::effects::git::diff::FileDiff as DiffFile;

@@ -388,6 +388,8 @@ pub struct TaskExtras {
     pub lines: usize,
     /// The transitions the monitor recorded for it, oldest first: `(at, from, to, reason)`.
     pub transitions: Vec<(String, String, String, String)>,
+    /// The branch the task's work was merged into (the registry's merge record), if it was.
+    pub merged_into: Option<String>,
 }
 
 /// A screen's lines (normalized SGR from the styled renderer) as escaped text in spans whose
@@ -517,7 +519,12 @@ pub fn task_fragment(
             esc(&report.message)
         );
     }
-    out.push_str(&actions(view, csrf, read_only));
+    out.push_str(&actions(
+        view,
+        extras.merged_into.as_deref(),
+        csrf,
+        read_only,
+    ));
     let _ = write!(
         out,
         "<section><h2>Screen</h2><div class=\"scroll\"><pre class=\"screen\" id=\"screen\">{}</pre></div>",
@@ -717,7 +724,7 @@ pub fn task_page(
 
 /// What can be done to the task as it stands (nothing under `--read-only`): part of the live
 /// fragment, so a task that ends trades its steer box for retry and merge without a reload.
-fn actions(view: &TaskView, csrf: &str, read_only: bool) -> String {
+fn actions(view: &TaskView, merged_into: Option<&str>, csrf: &str, read_only: bool) -> String {
     let id = &view.id;
     let mut out = String::new();
     if !read_only {
@@ -752,8 +759,12 @@ fn actions(view: &TaskView, csrf: &str, read_only: bool) -> String {
                     "",
                 ));
             }
-            // Work with no change left against its base has nothing to merge.
-            if view.branch.is_some() && view.diff_stat.as_ref().is_none_or(|stat| stat.files > 0) {
+            // Work already merged, or with no change left against its base, has nothing to merge.
+            if let Some(target) = merged_into {
+                let _ = write!(out, "<p id=\"merged\">merged into {}</p>", esc(target));
+            } else if view.branch.is_some()
+                && view.diff_stat.as_ref().is_none_or(|stat| stat.files > 0)
+            {
                 let _ = write!(
                     out,
                     "<a class=\"button\" href=\"/t/{}/merge\" id=\"merge\">Merge…</a>",

@@ -603,7 +603,8 @@ async fn task_parts(
     let cwd = app.cwd.clone();
     let task_id = id.to_string();
     let ended = view.status.is_terminal();
-    let (screen, result, transitions) = blocking(move || {
+    let (screen, result, transitions, merged_into) = blocking(move || {
+        let merged_into = ops::merged_into(&task_id);
         let screen = ops::tail_screen(&task_id, &cwd, lines).unwrap_or_default();
         let result = ended.then(|| ops::result(&task_id, &cwd).ok()).flatten();
         let transitions = ops::events(&ops::EventScope::new(true, &cwd))
@@ -623,7 +624,7 @@ async fn task_parts(
                 )
             })
             .collect();
-        Ok((screen, result, transitions))
+        Ok((screen, result, transitions, merged_into))
     })
     .await?;
     Ok((
@@ -633,6 +634,7 @@ async fn task_parts(
             result,
             lines,
             transitions,
+            merged_into,
         },
     ))
 }

@@ -1213,6 +1213,33 @@ fn a_checked_tasks_verdict_is_on_the_list_and_its_page() {
     }
 }
 
+/// A worktree task merged with `cuekit merge` offers no Merge on its page: it says where its
+/// work went instead.
+#[test]
+fn a_merged_tasks_page_offers_no_merge() {
+    use crate::harness::git::project_repo;
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    let id = h.submit_worktree_sh(&[], "echo new > new.txt");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let (merged, code) = h.json(&["merge", &id, "--yes"]);
+    assert_eq!(code, 0, "{merged}");
+    let s = serve(&h, &[]);
+    let (_, session) = pair_http(&s, &s.code, "phone");
+    let cookie = format!("ck_session={}", session.expect("paired"));
+    let page = http(
+        &s.addr,
+        "GET",
+        &format!("/t/{id}"),
+        &[("Cookie", &cookie)],
+        "",
+    )
+    .body;
+    assert!(!page.contains("id=\"merge\""), "{page}");
+    assert!(!page.contains(&format!("/t/{id}/merge")), "{page}");
+    assert!(page.contains("merged into main"), "{page}");
+}
+
 /// Waits until the task page shows a permission request (by the event stream).
 async fn request_shown(client: &Client, h: &Harness, id: &str) {
     let start = Instant::now();

@@ -7,6 +7,18 @@ use crate::effects::git::checkout::Checkout;
 use crate::effects::git::merge::{self, Merged, Strategy};
 use crate::effects::store::{self, MergeRecord};
 
+/// The branch a task's work was merged into, from the registry's merge record (none: never
+/// merged by cuekit). A registry read only: no git, no tmux.
+pub fn merged_into(task_id: &str) -> Option<String> {
+    store::merge_of(task_id).map(|record| {
+        record
+            .target_ref
+            .strip_prefix("refs/heads/")
+            .unwrap_or(&record.target_ref)
+            .to_string()
+    })
+}
+
 /// `reviewed`: the user read the work's changes to files that run code or set policy
 /// (`--yes`); without it such a merge is refused before anything changes. A task whose check
 /// passed has the commit that check ran on merged, whatever its checkout holds now.
