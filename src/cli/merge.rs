@@ -91,6 +91,9 @@ pub fn run(args: &MergeArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
             merged.reviewed.join(", ")
         ));
     }
+    for warning in &merged.warnings {
+        eprintln!("warning: {warning}");
+    }
     if merged.already_merged {
         say(&format!(
             "nothing to merge: {} in {} already holds this task's work (still at {})",

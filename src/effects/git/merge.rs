@@ -68,6 +68,9 @@ pub struct Merged {
     /// The target already held this work (merged before): nothing moved.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub already_merged: bool,
+    /// What went wrong after the merge landed (its record not written): the merge stands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Under cuekit's worktree lock, so two merges into one target never interleave (and no
@@ -170,6 +173,7 @@ pub fn merge(request: &Request) -> Result<Merged> {
         checked_commit: request.checked.map(str::to_string),
         later_work_left,
         repaired,
+        warnings: Vec::new(),
     })
 }
 

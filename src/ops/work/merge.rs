@@ -95,13 +95,24 @@ fn merge_with(
         ),
         merge_message: &format!("cuekit task {}: {objective}", record.id),
     })?;
-    store::record_merge(
+    let recorded = store::record_merge(
         &record.id,
         &MergeRecord {
             target_ref: format!("refs/heads/{}", merged.target),
             head: merged.head.clone(),
             task_tip: merged.task_tip.clone(),
         },
-    )?;
+    );
+    // The merge has landed: an error now would say it failed. Its record is what lets `rm`
+    // drop the branch of a squash merge; without it the branch is kept (the safe side), and the
+    // next `merge` of the task ("nothing to merge") writes it.
+    let mut merged = merged;
+    if let Err(err) = recorded {
+        merged.warnings.push(format!(
+            "merged, but its record could not be written ({}): `rm` keeps the task's branch \
+             until `cuekit merge {}` is run again once there is room",
+            err.message, record.id
+        ));
+    }
     Ok(merged)
 }
