@@ -971,13 +971,18 @@ fn serve_burns_codes_and_serves_read_only_qr_and_proxies() {
         !page.body.contains("steer-form"),
         "read-only pages offer actions"
     );
-    for action in ["cancel", "steer", "retry", "answer"] {
+    for action in ["cancel", "steer", "retry", "answer", "handoff"] {
         let reply = http(
             &s.addr,
             "POST",
             &format!("/t/{id}/{action}"),
             &[("Cookie", &cookie)],
-            &form_encode(&[("csrf", &csrf), ("text", "x"), ("answer", "allow")]),
+            &form_encode(&[
+                ("csrf", &csrf),
+                ("text", "x"),
+                ("answer", "allow"),
+                ("agent", "gemini"),
+            ]),
         );
         assert_eq!(reply.status, 403, "{action}: {}", reply.body);
     }
