@@ -739,6 +739,9 @@ fn actions(view: &TaskView, merged_into: Option<&str>, csrf: &str, read_only: bo
                 hidden(csrf)
             );
         }
+        if view.status == Status::Running {
+            out.push_str(&handoff_form(id, csrf));
+        }
         out.push_str("<div class=\"row\">");
         if !view.status.is_terminal() {
             out.push_str(&button_form(
@@ -782,6 +785,38 @@ fn actions(view: &TaskView, merged_into: Option<&str>, csrf: &str, read_only: bo
         );
     }
     out
+}
+
+/// The hand-off of a running task (`cuekit handoff`): the agents here but the command agent
+/// (installed first), an optional model and an optional message for the next agent.
+fn handoff_form(id: &str, csrf: &str) -> String {
+    let mut options = String::new();
+    let mut agents: Vec<crate::ops::AgentHere> = crate::ops::agents_here()
+        .into_iter()
+        .filter(|agent| agent.kind != "command")
+        .collect();
+    agents.sort_by_key(|agent| !agent.installed);
+    for agent in &agents {
+        let note = if agent.installed {
+            ""
+        } else {
+            " (not installed)"
+        };
+        let _ = write!(
+            options,
+            "<option value=\"{0}\">{0}{note}</option>",
+            esc(agent.kind)
+        );
+    }
+    format!(
+        "<form method=\"post\" action=\"/t/{}/handoff\" class=\"stack\" id=\"handoff-form\">{}\
+         <label>Hand off to<select name=\"agent\" id=\"handoff-agent\" required>{options}</select></label>\
+         <label>Model<input name=\"model\" id=\"handoff-model\" placeholder=\"the agent's default\"></label>\
+         <textarea name=\"message\" id=\"handoff-message\" rows=\"2\" placeholder=\"Message to the next agent (optional)\"></textarea>\
+         <button type=\"submit\" id=\"handoff\" class=\"confirm\">Hand off</button></form>",
+        esc(id),
+        hidden(csrf)
+    )
 }
 
 /// A worktree task's work against its base: the files, then the patch.

@@ -93,6 +93,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/t/{id}/steer", axum::routing::post(steer))
         .route("/t/{id}/cancel", axum::routing::post(cancel))
         .route("/t/{id}/retry", axum::routing::post(retry))
+        .route("/t/{id}/handoff", axum::routing::post(handoff))
         .route("/t/{id}/answer", axum::routing::post(answer))
         .route("/t/{id}/merge", get(merge_form).post(merge))
         .route("/t/{id}/diff", get(diff))
@@ -880,6 +881,41 @@ async fn retry(State(app): Shared, Action { id, .. }: Action) -> Response {
     run_on_task(&app, &id, "Retried", |id, cwd| {
         let view = ops::retry(id, cwd)?;
         Ok(format!("{id}: {}", view.status.as_str()))
+    })
+    .await
+}
+
+/// `cuekit handoff` from the task page. The command agent is not offered: it would run the
+/// task's objective as a shell line, which the page only allows through `/new`'s checks.
+async fn handoff(State(app): Shared, Action { id, form, .. }: Action) -> Response {
+    let field = |name: &str| {
+        form.get(name)
+            .map(|value| value.trim().to_string())
+            .filter(|value| !value.is_empty())
+    };
+    let Some(agent) = field("agent") else {
+        return refusal(StatusCode::BAD_REQUEST, "choose the agent to hand off to");
+    };
+    if agent == "command" {
+        return refusal(
+            StatusCode::FORBIDDEN,
+            "the command agent is not handed a task from the page: use `cuekit handoff`",
+        );
+    }
+    let request = ops::HandoffRequest {
+        id: id.clone(),
+        agent,
+        model: field("model"),
+        message: field("message"),
+    };
+    run_on_task(&app, &id, "Handed off", move |_, cwd| {
+        let view = ops::handoff(&request, cwd)?;
+        Ok(format!(
+            "{}: {} (next: {})",
+            view.id,
+            view.status.as_str(),
+            request.agent
+        ))
     })
     .await
 }

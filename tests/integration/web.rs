@@ -971,13 +971,18 @@ fn serve_burns_codes_and_serves_read_only_qr_and_proxies() {
         !page.body.contains("steer-form"),
         "read-only pages offer actions"
     );
-    for action in ["cancel", "steer", "retry", "answer"] {
+    for action in ["cancel", "steer", "retry", "answer", "handoff"] {
         let reply = http(
             &s.addr,
             "POST",
             &format!("/t/{id}/{action}"),
             &[("Cookie", &cookie)],
-            &form_encode(&[("csrf", &csrf), ("text", "x"), ("answer", "allow")]),
+            &form_encode(&[
+                ("csrf", &csrf),
+                ("text", "x"),
+                ("answer", "allow"),
+                ("agent", "gemini"),
+            ]),
         );
         assert_eq!(reply.status, 403, "{action}: {}", reply.body);
     }
@@ -1167,6 +1172,68 @@ fn a_failed_task_is_retried_from_the_page_and_completes() {
     let done = h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     assert_eq!(done["tasks"][0]["status"], "completed", "{done}");
     assert!(h.ok(&["logs", &id]).contains("second-try"));
+}
+
+/// The task page of a running task hands it off: the form is there, the POST (CSRF token,
+/// session) ends the attempt and queues the next on the chosen agent; the command agent is
+/// refused, and a read-only server refuses the action.
+#[test]
+fn a_running_task_is_handed_off_from_the_page() {
+    let h = Harness::new();
+    let id = h.submit_sh("sleep 600", &[]);
+    h.wait_until(&id, "running", limits::AGENT, || {
+        h.status(&id)["status"] == "running"
+    });
+    let s = serve(&h, &[]);
+    let (_, session) = pair_http(&s, &s.code, "phone");
+    let session = session.expect("paired");
+    let cookie = format!("ck_session={session}");
+    let csrf = csrf_of(&s, &session);
+    let page = http(
+        &s.addr,
+        "GET",
+        &format!("/t/{id}"),
+        &[("Cookie", &cookie)],
+        "",
+    );
+    assert!(page.body.contains("handoff-form"), "{}", page.body);
+    let path = format!("/t/{id}/handoff");
+    let command = http(
+        &s.addr,
+        "POST",
+        &path,
+        &[("Cookie", &cookie)],
+        &form_encode(&[("csrf", &csrf), ("agent", "command")]),
+    );
+    assert_eq!(command.status, 403, "{}", command.body);
+    let no_token = http(
+        &s.addr,
+        "POST",
+        &path,
+        &[("Cookie", &cookie)],
+        &form_encode(&[("agent", "gemini")]),
+    );
+    assert_eq!(no_token.status, 403, "{}", no_token.body);
+    let reply = http(
+        &s.addr,
+        "POST",
+        &path,
+        &[("Cookie", &cookie)],
+        &form_encode(&[
+            ("csrf", &csrf),
+            ("agent", "gemini"),
+            ("model", ""),
+            ("message", "Go on from here."),
+        ]),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(reply.body.contains("Handed off"), "{}", reply.body);
+    let task = h.status(&id);
+    assert_eq!(
+        task["queue"]["attempts"][0]["reason"], "handed_off",
+        "{task}"
+    );
+    let _ = h.json(&["cancel", &id]);
 }
 
 #[test]
