@@ -1107,3 +1107,35 @@ fn a_merge_never_writes_over_the_users_ignored_files() {
         "ignore local files"
     );
 }
+
+/// A merge that landed but whose record could not be written (a full disk; here the record's
+/// place taken by a folder) says it merged, with a warning, never `io` as if nothing happened;
+/// the next merge says "nothing to merge" and writes the record.
+#[test]
+fn a_merge_whose_record_cannot_be_written_still_says_it_merged() {
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    let id = h.submit_worktree_sh(&[], "echo work > work.txt");
+    h.wait_ok(&[&id], &limits::arg(limits::TASK));
+    let record = h.home.join(format!(".local/share/cuekit/tasks/{id}.merge"));
+    std::fs::create_dir_all(record.join("blocker")).unwrap();
+    let out = h.run(&["--json", "merge", &id, "--yes"]);
+    let said: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said["warnings"][0]
+            .as_str()
+            .unwrap_or_default()
+            .contains("could not be written"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("work.txt")).unwrap(),
+        "work\n"
+    );
+    std::fs::remove_dir_all(&record).unwrap();
+    let (again, code) = h.json(&["merge", &id, "--yes"]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(again["already_merged"], true, "{again}");
+    assert!(record.is_file(), "the next merge wrote the record");
+}
