@@ -607,7 +607,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
             .goto(&format!("{}/t/{printer}", s.url))
             .await
             .unwrap();
-        click_css(client, "button.confirm").await;
+        click_css(client, "form[action$='/cancel'] button").await;
         client.accept_alert().await.unwrap();
         wait_text(client, &format!("{printer}: cancelled")).await;
         assert_eq!(h.status(&printer)["status"], "cancelled");
