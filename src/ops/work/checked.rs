@@ -13,7 +13,7 @@ use crate::ops::task::Task;
 /// registry's check state is the one believed).
 pub(crate) fn commit(task: &Task) -> Option<String> {
     let worktree = task.worktree()?;
-    let state = store::check_of(&task.record.id).or_else(|| task.record.check.clone())?;
+    let state = check_state(task)?;
     let commit = state.checked_commit()?;
     checked::existing(&Git::new(&worktree.repo_root), commit)
 }
@@ -27,7 +27,7 @@ pub(crate) fn taken_commit(task: &Task) -> Result<Option<String>> {
     let Some(worktree) = task.worktree() else {
         return Ok(None);
     };
-    let Some(state) = store::check_of(&task.record.id).or_else(|| task.record.check.clone()) else {
+    let Some(state) = check_state(task) else {
         return Ok(None);
     };
     let id = &task.record.id;
@@ -71,7 +71,7 @@ pub(crate) fn changed_since(task: &Task) -> bool {
         return false;
     };
     // The recorded id is enough here: one that names nothing reads as unchanged.
-    let state = store::check_of(&task.record.id).or_else(|| task.record.check.clone());
+    let state = check_state(task);
     let Some(commit) = state.as_ref().and_then(|s| s.checked_commit()) else {
         return false;
     };
@@ -85,4 +85,10 @@ pub(crate) fn changed_since(task: &Task) -> bool {
     .tree_for_view();
     let checked = Git::new(&worktree.repo_root).line(["rev-parse", &format!("{commit}^{{tree}}")]);
     matches!((live, checked), (Ok(live), Ok(checked)) if live != checked)
+}
+
+/// `task`'s check as the registry keeps it (the one believed), else as its record says (a task
+/// of an older cuekit).
+fn check_state(task: &Task) -> Option<crate::domain::check::CheckState> {
+    store::check_of(&task.record.id).or_else(|| task.record.check.clone())
 }

@@ -80,7 +80,7 @@ fn merge_with(
         true => crate::ops::work::checked::taken_commit(&task)?,
         false => None,
     };
-    let merged = merge::merge(&merge::Request {
+    let mut merged = merge::merge(&merge::Request {
         checked: checked.as_deref(),
         task: Checkout {
             placed: worktree,
@@ -106,7 +106,6 @@ fn merge_with(
     // The merge has landed: an error now would say it failed. Its record is what lets `rm`
     // drop the branch of a squash merge; without it the branch is kept (the safe side), and the
     // next `merge` of the task ("nothing to merge") writes it.
-    let mut merged = merged;
     if let Err(err) = recorded {
         merged.warnings.push(format!(
             "merged, but its record could not be written ({}): `rm` keeps the task's branch \
