@@ -623,6 +623,84 @@ fn a_worktree_that_cannot_be_inspected_is_kept_even_when_forced() {
     assert_eq!(removed[0]["outcome"], "removed", "{removed}");
 }
 
+/// A `git` that, asked to remove a worktree, deletes part of it (its `.git` file first, then
+/// some of its files) and kills the cuekit that ran it: what `rm` killed together with its git
+/// (a closed terminal, a parent's timeout on the process group) leaves half-way.
+fn git_killed_half_way(dir: &Path) -> std::path::PathBuf {
+    let real = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|dir| dir.join("git"))
+        .find(|git| git.is_file())
+        .unwrap();
+    let bin = dir.join("killer-git");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = format!(
+        "#!/bin/sh\nfor a in \"$@\"; do last=\"$a\"; done\ncase \" $* \" in\n  *\" worktree remove \"*)\n    rm -f \"$last/.git\" \"$last\"/d*/f1 \"$last\"/d*/f2\n    kill -9 $PPID; exit 137 ;;\nesac\nexec {} \"$@\"\n",
+        real.display()
+    );
+    std::fs::write(bin.join("git"), script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// `rm` killed with its git half-way through deleting a merged task's checkout: the next `rm`
+/// finishes it (the checkout holds nothing its merged tip lacks: files only deleted), while a
+/// file written into such a half-removed checkout since keeps it.
+#[test]
+fn rm_killed_with_its_git_half_way_is_finished_by_the_next_rm_and_nothing_new_is_lost() {
+    let h = Harness::new();
+    project_repo(&h.project, "original line\n");
+    let files = |dir: &str| {
+        format!(
+            "mkdir {dir} && for k in 1 2 3 4 5 6; do echo $k > {dir}/f$k; done && git add {dir} && git commit -qm {dir}"
+        )
+    };
+    let ids = [
+        h.submit_worktree_sh(&[], &files("d1")),
+        h.submit_worktree_sh(&[], &files("d2")),
+    ];
+    let (waited, code) = h.wait_all(&ids, "60s");
+    assert_eq!(code, 0, "{waited}");
+    let killer = git_killed_half_way(h.root());
+    let path = format!("{}:{}", killer.display(), std::env::var("PATH").unwrap());
+    let worktrees = ids.clone().map(|id| h.worktree_of(&id));
+    for (id, worktree) in ids.iter().zip(&worktrees) {
+        let (merged, code) = h.json(&["merge", id]);
+        assert_eq!(code, 0, "{merged}");
+        let killed = h
+            .cuekit()
+            .args(["rm", id])
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert_eq!(killed.status.code(), None, "rm was not killed: {killed:?}");
+        assert!(worktree.is_dir() && !worktree.join(".git").exists());
+    }
+    let added = worktrees[1].join("d2/new.txt");
+    std::fs::write(&added, "written after the kill\n").unwrap();
+
+    let (removed, code) = h.json(&["rm", &ids[0]]);
+    assert_eq!(
+        (code, removed[0]["outcome"].as_str()),
+        (0, Some("removed")),
+        "{removed}"
+    );
+    assert!(!worktrees[0].exists());
+    let listed = git(&h.project, &["worktree", "list", "--porcelain"]);
+    assert!(!listed.contains(ids[0].as_str()), "{listed}");
+
+    let (kept, code) = h.json(&["rm", &ids[1]]);
+    assert_eq!(code, 36, "{kept}");
+    assert_eq!(
+        kept[0]["reasons"][0]["reason"], "uncommitted_changes",
+        "{kept}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&added).unwrap(),
+        "written after the kill\n"
+    );
+}
+
 #[test]
 fn a_copy_never_overwrites_a_file_the_worktree_has() {
     let h = Harness::new();

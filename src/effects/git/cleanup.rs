@@ -133,6 +133,32 @@ pub fn inspect(target: &Target) -> Inspection {
     }
 }
 
+/// The file in the task directory that says a removal was decided at a tip and has begun.
+/// A removal cut short (killed with its git, half-way through deleting the checkout) leaves a
+/// checkout with files missing, which alone reads as changes; with this, the next removal
+/// finishes it as long as the checkout holds nothing the tip does not (files only deleted).
+const REMOVING: &str = "removing";
+
+/// The tip a removal of this checkout began at, if one was cut short.
+fn removal_begun_at(target: &Target) -> Option<String> {
+    let bytes = crate::effects::store::read_small(&target.task.scratch.join(REMOVING)).ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+/// Whether the checkout's tree differs from the tip's only by files gone.
+fn only_deletions(root: &Git, tip_tree: &str, tree: &str) -> Result<bool> {
+    let added_or_changed = root.run([
+        "diff-tree",
+        "-r",
+        "--no-renames",
+        "--name-only",
+        "--diff-filter=d",
+        tip_tree,
+        tree,
+    ])?;
+    Ok(added_or_changed.trim().is_empty())
+}
+
 /// Work in the checkout that is neither in its tip nor in what cuekit merged of it (a task
 /// repository's merged leftovers live only in the user's repository).
 fn dirty(
@@ -147,7 +173,13 @@ fn dirty(
     let tree = tree.clone()?;
     let root = target.task.root();
     let tree_of = |commit: &str| root.line(["rev-parse", &format!("{commit}^{{tree}}")]);
-    if tree == tree_of(tip)? {
+    let tip_tree = tree_of(tip)?;
+    if tree == tip_tree {
+        return Ok(false);
+    }
+    // A removal of this very tip cut short: what it deleted is no loss, anything else is.
+    if removal_begun_at(target).as_deref() == Some(tip) && only_deletions(&root, &tip_tree, &tree)?
+    {
         return Ok(false);
     }
     Ok(match merged {
@@ -263,19 +295,17 @@ pub fn remove(target: &Target, force: bool) -> Result<Cleanup> {
             reasons: inspection.keep,
         });
     }
+    let journal = target.task.scratch.join(REMOVING);
+    // Resumed: the inspection above found nothing but files this removal deleted.
+    let resumed =
+        inspection.branch_tip.is_some() && removal_begun_at(target) == inspection.branch_tip;
+    if let Some(tip) = &inspection.branch_tip {
+        crate::effects::store::write_atomic(&journal, tip.as_bytes())?;
+    }
     if placed.own_repo() {
         super::task_repo::remove_placed(placed);
     } else if placed.path.exists() {
-        match root.run(args::worktree_remove(&placed.path, force)) {
-            // git refuses any worktree holding a submodule; the inventory above found nothing
-            // of the submodules' own that would be lost.
-            Err(err) if !force && err.message.contains("containing submodules") => {
-                root.run(args::worktree_remove(&placed.path, true))?;
-            }
-            done => {
-                done?;
-            }
-        }
+        remove_worktree(&root, &placed.path, force || resumed)?;
     } else {
         root.run(["worktree", "prune"])?;
     }
@@ -291,10 +321,29 @@ pub fn remove(target: &Target, force: bool) -> Result<Cleanup> {
         }
         None => None,
     };
+    let _ = std::fs::remove_file(&journal);
     Ok(Cleanup::Removed {
         worktree: placed.path.clone(),
         branch,
     })
+}
+
+/// `git worktree remove`, for a checkout its inspection let go. git refuses a checkout whose
+/// `.git` file is gone (a removal cut short deletes it first): that one's folder is removed
+/// here (no link followed) and git forgets it by `worktree prune`.
+fn remove_worktree(root: &Git, path: &Path, force: bool) -> Result<()> {
+    if std::fs::symlink_metadata(path.join(".git")).is_err() {
+        std::fs::remove_dir_all(path).map_err(|err| Error::io("remove", path, err))?;
+        return root.run(["worktree", "prune"]).map(drop);
+    }
+    match root.run(args::worktree_remove(path, force)) {
+        // git refuses any worktree holding a submodule; the inventory above found nothing
+        // of the submodules' own that would be lost.
+        Err(err) if !force && err.message.contains("containing submodules") => {
+            root.run(args::worktree_remove(path, true)).map(drop)
+        }
+        done => done.map(drop),
+    }
 }
 
 /// Why the checkout of a submit that was cut short must stay (its child may have run before the
