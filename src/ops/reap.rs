@@ -22,13 +22,66 @@ const CLIENT_WAIT: Duration = Duration::from_secs(2);
 /// clone it left running) to finish before it ends it: git cut short leaves its locks behind.
 const GIT_WAIT: Duration = Duration::from_secs(20);
 
-/// Undoes every pending submit whose submitter is gone; returns the ids undone.
+/// Undoes every pending submit whose submitter is gone; returns the ids undone. Then the races
+/// such a submit left part-made are finished or forgotten ([`finish_races`]).
 pub fn reap_orphans() -> Vec<String> {
-    store::pending_submits()
+    let undone = store::pending_submits()
         .into_iter()
         .filter(|pending| !submitter_runs(pending))
         .filter_map(undo)
-        .collect()
+        .collect();
+    finish_races();
+    undone
+}
+
+/// A `submit --best-of` killed part-way: its candidates that were registered run on as
+/// ordinary tasks, so the race is completed with them (and decided as any race is, by the
+/// monitor, `wait` or `result`); one with none is forgotten. Never a race whose submit runs.
+fn finish_races() {
+    for mark in crate::effects::store::race::submitting() {
+        let running = crate::effects::process::start_ticks(mark.pid)
+            .is_some_and(|ticks| mark.start.is_none_or(|start| start == ticks));
+        if !running {
+            let _ = finish_race(&mark.race);
+        }
+    }
+}
+
+fn finish_race(race: &str) -> crate::domain::error::Result<()> {
+    use crate::effects::store::race as races;
+    let _decider = races::lock(race)?;
+    let mut record = match races::load(race) {
+        Ok(record) => record,
+        Err(_) => {
+            races::done_submitting(race);
+            return Ok(());
+        }
+    };
+    if !record.complete {
+        let mut candidates: Vec<(String, String)> = store::registered_ids()?
+            .into_iter()
+            .filter_map(|id| {
+                let placement = store::placement(&id).ok().flatten()?;
+                let facts = placement.facts?;
+                (facts.race.as_deref() == Some(race)).then(|| (placement.created_at.clone(), id))
+            })
+            .collect();
+        candidates.sort();
+        if candidates.is_empty() {
+            races::remove(race)?;
+            races::done_submitting(race);
+            return Ok(());
+        }
+        record.candidates = candidates.into_iter().map(|(_, id)| id).collect();
+        record.repo = record.candidates.first().and_then(|id| {
+            let facts = store::placement(id).ok().flatten()?.facts?;
+            Some(facts.worktree?.repo_root)
+        });
+        record.complete = true;
+        races::save(&record)?;
+    }
+    races::done_submitting(race);
+    Ok(())
 }
 
 fn submitter_runs(pending: &Pending) -> bool {

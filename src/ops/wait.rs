@@ -108,6 +108,8 @@ pub fn wait_watching(
     if races.is_empty() {
         return wait_for_tasks(request, cwd, watch);
     }
+    // A race whose submit was cut short is completed with the candidates it registered first.
+    super::reap::reap_orphans();
     for race in &races {
         refuse_incomplete(race)?;
     }
@@ -124,8 +126,9 @@ pub fn wait_watching(
     Ok(outcome)
 }
 
-/// A race whose submit never finished (killed while making its candidates) can never be
-/// decided: waiting on it would read its few (or no) candidates as the whole field.
+/// A race whose submit has not finished (still making its candidates, or cut short by an
+/// older cuekit that left no mark of who ran it) cannot be decided yet: waiting on it would
+/// read its few (or no) candidates as the whole field.
 fn refuse_incomplete(race: &str) -> Result<()> {
     let record = crate::effects::store::race::load(race)?;
     if record.complete {
@@ -134,8 +137,8 @@ fn refuse_incomplete(race: &str) -> Result<()> {
     Err(Error::new(
         ErrorCode::InvalidState,
         format!(
-            "race {race} was never wholly submitted (its submit was cut short): it cannot be \
-             decided; its candidates so far: {}",
+            "race {race} is not wholly submitted (its submit still runs, or was cut short \
+             before cuekit recorded who ran it): it cannot be decided; its candidates so far: {}",
             match record.candidates.is_empty() {
                 true => "none".to_string(),
                 false => record.candidates.join(", "),

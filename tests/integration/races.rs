@@ -436,9 +436,9 @@ fn a_command_race_needs_no_check_rounds_and_says_its_first_verdict_is_final() {
     assert_eq!(result["state"], "decided", "{result}");
 }
 
-/// A race whose submit was killed while it made its candidates is left `complete: false` (here
-/// written so, as such a submit leaves it): `wait` on it refuses, naming what there is, instead
-/// of reading its few (or no) candidates as the whole field and answering 0.
+/// A race left `complete: false` with no mark of who submits it (here written so, as an older
+/// cuekit's killed submit left it): `wait` on it refuses, naming what there is, instead of
+/// reading its few (or no) candidates as the whole field and answering 0.
 #[test]
 fn waiting_on_a_race_whose_submit_was_cut_short_is_refused() {
     let h = Harness::new();
@@ -457,7 +457,75 @@ fn waiting_on_a_race_whose_submit_was_cut_short_is_refused() {
         out["error"]["message"]
             .as_str()
             .unwrap_or_default()
-            .contains("never wholly submitted"),
+            .contains("not wholly submitted"),
         "{out}"
+    );
+}
+
+/// A `submit --best-of 3` killed while it makes its candidates (here by a `git` that kills it at
+/// its second `worktree add`): the next listing completes the race with the candidates that
+/// were registered, and `wait` decides it as any race; with none registered the race is
+/// forgotten. Never a race that can never be decided.
+#[test]
+fn a_race_whose_submit_was_killed_is_finished_with_its_registered_candidates_or_forgotten() {
+    let h = Harness::new();
+    checked_project(&h);
+    let real = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|dir| dir.join("git"))
+        .find(|git| git.is_file())
+        .unwrap();
+    let bin = h.root().join("killer-git");
+    std::fs::create_dir_all(&bin).unwrap();
+    write_executable(
+        &bin.join("git"),
+        &format!(
+            "#!/bin/sh\ncase \" $* \" in\n  *\" worktree add \"*)\n    mkdir \"{0}/first\" 2>/dev/null || {{ kill -9 $PPID; exit 137; }} ;;\nesac\nexec {1} \"$@\"\n",
+            bin.display(),
+            real.display()
+        ),
+    );
+    let mut args = vec!["submit"];
+    args.extend(crate::harness::sh_task(
+        "echo answer=42 > answer.txt",
+        &[
+            "--best-of",
+            "3",
+            "--mode",
+            "batch",
+            "--check",
+            "sh tests/check.sh",
+        ],
+    ));
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let killed = h.cuekit().args(&args).env("PATH", &path).output().unwrap();
+    assert_eq!(
+        killed.status.code(),
+        None,
+        "the submit was not killed: {killed:?}"
+    );
+    let races = h.home.join(".local/share/cuekit/races");
+    let race = std::fs::read_dir(&races)
+        .unwrap()
+        .flatten()
+        .find_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".json").map(str::to_string)
+        })
+        .expect("the killed submit recorded its race");
+    let (listed, code) = h.json(&["list"]);
+    assert_eq!(code, 0, "{listed}");
+    let (waited, code) = h.json(&["wait", &race, "--timeout", "60s"]);
+    if races.join(format!("{race}.json")).exists() {
+        assert_eq!(code, 0, "{waited}");
+        let (result, _) = h.json(&["result", &race]);
+        assert_eq!(result["state"], "decided", "{result}");
+    } else {
+        assert_eq!(code, 4, "a forgotten race is unknown: {waited}");
+    }
+    assert!(
+        !races
+            .join("submitting")
+            .join(format!("{race}.json"))
+            .exists()
     );
 }

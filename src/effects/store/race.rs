@@ -126,6 +126,65 @@ pub fn remove(race: &str) -> Result<()> {
     Ok(())
 }
 
+/// Who is submitting a race's candidates, written before the record and removed once it is
+/// complete: a submit killed part-way leaves this behind, and the next listing finishes the
+/// race with the candidates that were registered (or forgets it, none were)
+/// (`ops::reap`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Submitting {
+    #[serde(skip)]
+    pub race: String,
+    pub pid: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<u64>,
+}
+
+fn submitting_dir() -> Result<PathBuf> {
+    Ok(dir()?.join("submitting"))
+}
+
+/// Says this process is submitting `race`'s candidates.
+pub fn mark_submitting(race: &str) -> Result<()> {
+    let path = submitting_dir()?.join(file(race, "json")?.file_name().expect("a race's file"));
+    super::create_private_dir(&submitting_dir()?)?;
+    let me = std::process::id();
+    let mark = Submitting {
+        race: race.to_string(),
+        pid: me,
+        start: crate::effects::process::start_ticks(me),
+    };
+    super::write_atomic(&path, &serde_json::to_vec(&mark).expect("serializes"))
+}
+
+/// The race's submit is over (complete, or undone).
+pub fn done_submitting(race: &str) {
+    if let (Ok(dir), Ok(path)) = (submitting_dir(), file(race, "json")) {
+        let _ = std::fs::remove_file(dir.join(path.file_name().expect("a race's file")));
+    }
+}
+
+/// Every race whose submit has not finished (one directory read; empty nearly always).
+pub fn submitting() -> Vec<Submitting> {
+    let Ok(entries) = submitting_dir()
+        .and_then(|dir| std::fs::read_dir(&dir).map_err(|err| Error::io("read", &dir, err)))
+    else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let race = name.strip_suffix(".json").filter(|race| is_race_id(race))?;
+            let bytes = super::read_small(&entry.path()).ok()?;
+            let mark: Submitting = serde_json::from_slice(&bytes).ok()?;
+            Some(Submitting {
+                race: race.to_string(),
+                ..mark
+            })
+        })
+        .collect()
+}
+
 /// A fresh race id: `r_` and 12 hex digits.
 pub fn new_race_id() -> String {
     let uuid = uuid::Uuid::new_v4().simple().to_string();

@@ -61,6 +61,9 @@ pub fn submit_race(request: RaceRequest, cwd: &Path) -> Result<RaceSubmitted> {
         decision: None,
     };
     if !request.task.dry_run {
+        // Marked first: a submit killed from here on leaves a mark the next listing finishes
+        // or undoes the race by ([`crate::ops::reap`]).
+        store::mark_submitting(&race)?;
         store::save(&record)?;
     }
     // The candidates are submitted at once, each on a thread of its own: a submit mostly
@@ -95,7 +98,9 @@ pub fn submit_race(request: RaceRequest, cwd: &Path) -> Result<RaceSubmitted> {
         .enumerate()
         .find_map(|(index, outcome)| outcome.as_ref().err().map(|err| (index, err.clone())))
     {
-        return Err(stop_started(&record, cwd, index, failed));
+        let stopped = stop_started(&record, cwd, index, failed);
+        store::done_submitting(&race);
+        return Err(stopped);
     }
     let candidates: Vec<SubmitOutcome> = outcomes.into_iter().flatten().collect();
     record.repo = record.candidates.first().and_then(|id| {
@@ -105,6 +110,7 @@ pub fn submit_race(request: RaceRequest, cwd: &Path) -> Result<RaceSubmitted> {
     if !request.task.dry_run {
         record.complete = true;
         store::save(&record)?;
+        store::done_submitting(&race);
         // Candidates that ended already (a quick one) found the race incomplete: it is
         // decided now if it can be. The race runs whatever this look says: a failed look is
         // taken again by the monitor, `wait` or `result`.
