@@ -13,6 +13,7 @@ mod html;
 mod live;
 mod palette;
 mod routes;
+mod signed;
 mod tls;
 
 use std::io::Write;

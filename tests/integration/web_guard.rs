@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use crate::harness::{Harness, limits};
 use crate::web::{
-    browser, confirm_code, csrf_of, form_encode, http, pair_http, pair_in_browser, runtime, serve,
-    serve_on, wait_text,
+    browser, confirm_code, csrf_of, http, pair_http, pair_in_browser, post_signed, runtime, serve,
+    serve_on, signed_get, wait_text,
 };
 
 /// `serve --bind localhost:PORT` with PORT held by this test on `squat`: refused with
@@ -55,14 +55,15 @@ fn serve_refuses_a_port_taken_on_either_loopback_address() {
 
 /// Opens `/events?task=ID` with `cookie` and reads it; returns what it read, and how long
 /// after `revoked_at` (when set by `during`) the stream said `ended`.
-fn ended_after_revoke(addr: &str, cookie: &str, id: &str, during: impl FnOnce()) -> Duration {
+fn ended_after_revoke(addr: &str, session: &str, id: &str, during: impl FnOnce()) -> Duration {
+    let path = signed_get(addr, session, &format!("/events?task={id}"));
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(1)))
         .unwrap();
     write!(
         stream,
-        "GET /events?task={id} HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: ck_session={session}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut reader = BufReader::new(stream);
@@ -105,7 +106,8 @@ fn revoke_ends_a_busy_event_stream_within_a_second() {
     let s = serve(&h, &[]);
     let (paired, session) = pair_http(&s, &s.code, "phone");
     assert_eq!(paired.status, 303, "{}", paired.body);
-    let cookie = format!("ck_session={}", session.unwrap());
+    let session = session.unwrap();
+    let cookie = format!("ck_session={session}");
     // The task's page, as a browser opens it before its stream (the board learns the task).
     let page = http(
         &s.addr,
@@ -115,7 +117,7 @@ fn revoke_ends_a_busy_event_stream_within_a_second() {
         "",
     );
     assert_eq!(page.status, 200, "{}", page.body);
-    let took = ended_after_revoke(&s.addr, &cookie, &id, || {
+    let took = ended_after_revoke(&s.addr, &session, &id, || {
         let revoked = h
             .cuekit()
             .args(["serve", "--revoke", "phone"])
@@ -140,20 +142,13 @@ fn a_replayed_destructive_form_is_refused() {
     let mut s = serve(&h, &["--allow-commands"]);
     let (_, session) = pair_http(&s, &s.code, "phone");
     let session = session.expect("a session");
-    let cookie = format!("ck_session={session}");
     let csrf = csrf_of(&s, &session);
     let fields = [
         ("csrf", csrf.as_str()),
         ("agent", "command"),
         ("objective", "echo ran >> runs.txt"),
     ];
-    let asked = http(
-        &s.addr,
-        "POST",
-        "/new",
-        &[("Cookie", &cookie)],
-        &form_encode(&fields),
-    );
+    let asked = post_signed(&s.addr, &session, "/new", &fields);
     assert_eq!(asked.status, 200, "{}", asked.body);
     assert!(
         asked.body.contains("confirm-code"),
@@ -166,18 +161,19 @@ fn a_replayed_destructive_form_is_refused() {
         "it ran unconfirmed"
     );
     let code = confirm_code(&mut s);
-    let wrong = http(
+    let wrong = post_signed(
         &s.addr,
-        "POST",
+        &session,
         "/new",
-        &[("Cookie", &cookie)],
-        &form_encode(&[fields[0], fields[1], fields[2], ("code", "000000x")]),
+        &[fields[0], fields[1], fields[2], ("code", "000000x")],
     );
     assert_eq!(wrong.status, 403, "{}", wrong.body);
-    let confirmed = form_encode(&[fields[0], fields[1], fields[2], ("code", &code)]);
-    let ran = http(&s.addr, "POST", "/new", &[("Cookie", &cookie)], &confirmed);
+    let confirmed = [fields[0], fields[1], fields[2], ("code", &code)];
+    let ran = post_signed(&s.addr, &session, "/new", &confirmed);
     assert_eq!(ran.status, 303, "{}", ran.body);
-    let replayed = http(&s.addr, "POST", "/new", &[("Cookie", &cookie)], &confirmed);
+    // Signed afresh (a replayed signature is refused before the code is looked at): the code
+    // is spent.
+    let replayed = post_signed(&s.addr, &session, "/new", &confirmed);
     assert_eq!(
         replayed.status, 403,
         "a replayed form was taken: {}",
