@@ -528,7 +528,7 @@ async fn no_payload_ran(client: &Client) {
 
 /// The page's live part was replaced by `app.js` after an event (it marks the body), not by a
 /// reload.
-async fn updated_in_place(client: &Client) {
+pub(crate) async fn updated_in_place(client: &Client) {
     let updated = client
         .execute("return document.body.getAttribute('data-updated');", vec![])
         .await

@@ -11,9 +11,11 @@ use std::time::{Duration, Instant};
 
 use crate::harness::{Harness, limits};
 use crate::web::{
-    browser, confirm_code, csrf_of, http, pair_http, pair_in_browser, post_signed, runtime, serve,
-    serve_on, signed_get, wait_text,
+    browser, click, confirm_code, csrf_of, form_encode, http, nonce_for, pair_http,
+    pair_in_browser, post_signed, runtime, serve, serve_on, signed_body, signed_get, signed_text,
+    type_into, updated_in_place, wait_text,
 };
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
 
 /// `serve --bind localhost:PORT` with PORT held by this test on `squat`: refused with
 /// `port_taken` (exit 40), naming this process.
@@ -477,4 +479,254 @@ fn a_squatter_on_the_port_while_serve_is_down_gets_nothing_usable() {
         assert!(url.contains(".localhost:"), "not the install's name: {url}");
         let _ = client.clone().close().await;
     });
+}
+
+/// The status line's code of a GET of `path` with `session`'s cookie: for the event stream,
+/// which does not end (only its head is read).
+fn stream_status(addr: &str, session: &str, path: &str) -> u16 {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(limits::AGENT)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: ck_session={session}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).unwrap();
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {line:?}"))
+}
+
+/// Refused as unsigned: 403, the stable code in the page and its header.
+#[track_caller]
+fn unsigned(reply: &crate::web::Reply, what: &str) {
+    assert_eq!(reply.status, 403, "{what} was taken: {}", reply.body);
+    assert!(
+        reply.body.contains("error[unsigned_request]") && reply.body.contains("hint:"),
+        "{what}: {}",
+        reply.body
+    );
+    assert_eq!(reply.header("x-cuekit-error"), Some("unsigned_request"));
+}
+
+/// A thief with the session cookie and the page's CSRF token but not the device key (a
+/// squatter that captured them, a script that read a page) acts on nothing: steer, cancel and
+/// submit are refused, so is the event stream, and a signature by a key of its own over a
+/// nonce it asked for with the cookie. The device's own signed request still works. On the
+/// old code the cookie and token alone steered, cancelled and submitted.
+#[test]
+fn a_captured_cookie_and_csrf_token_without_the_key_act_on_nothing() {
+    let h = Harness::new();
+    let id = h.submit_sh("sleep 600", &[]);
+    h.wait_until(&id, "running", limits::AGENT, || {
+        h.status(&id)["status"] == "running"
+    });
+    let s = serve(&h, &[]);
+    let (_, session) = pair_http(&s, &s.code, "phone");
+    let session = session.expect("a session");
+    let cookie = format!("ck_session={session}");
+    let csrf = csrf_of(&s, &session);
+    let stolen = |path: &str, fields: &[(&str, &str)]| {
+        http(
+            &s.addr,
+            "POST",
+            path,
+            &[("Cookie", &cookie)],
+            &form_encode(fields),
+        )
+    };
+    let steer = format!("/t/{id}/steer");
+    unsigned(
+        &stolen(&steer, &[("csrf", &csrf), ("text", "stolen steer")]),
+        "a steer",
+    );
+    unsigned(
+        &stolen(&format!("/t/{id}/cancel"), &[("csrf", &csrf)]),
+        "a cancel",
+    );
+    unsigned(
+        &stolen(
+            "/new",
+            &[("csrf", &csrf), ("agent", "gemini"), ("objective", "x")],
+        ),
+        "a submit",
+    );
+    // The thief may ask for a nonce with the cookie; its own key's signature is not the device's.
+    let nonce = nonce_for(&s.addr, &session, &csrf);
+    let fields = [("csrf", csrf.as_str())];
+    let text = signed_text("POST", &format!("/t/{id}/cancel"), &nonce, &s.addr, &fields);
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let own =
+        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+    let signature: String = own
+        .sign(&rng, text.as_bytes())
+        .unwrap()
+        .as_ref()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    unsigned(
+        &stolen(
+            &format!("/t/{id}/cancel"),
+            &[fields[0], ("ck_nonce", &nonce), ("ck_sig", &signature)],
+        ),
+        "a cancel signed by another key",
+    );
+    assert_eq!(h.status(&id)["status"], "running");
+    assert_eq!(h.json(&["list"]).0.as_array().map(Vec::len), Some(1));
+    // The event stream: not without the key; with it, yes.
+    let events = format!("/events?task={id}");
+    assert_eq!(stream_status(&s.addr, &session, &events), 403);
+    let signed = signed_get(&s.addr, &session, &events);
+    assert_eq!(stream_status(&s.addr, &session, &signed), 200);
+    // The device itself, signing: acts.
+    let cancelled = post_signed(
+        &s.addr,
+        &session,
+        &format!("/t/{id}/cancel"),
+        &[("csrf", &csrf)],
+    );
+    assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+    assert!(cancelled.body.contains("Cancelled"), "{}", cancelled.body);
+}
+
+/// A signed request captured on its way (or sent twice) is spent: its nonce was single use,
+/// so the same body again is refused, as is the same signed stream start; a nonce given to
+/// one session does not serve another. On the old code the replay was taken.
+#[test]
+fn a_replayed_signed_request_is_refused() {
+    let h = Harness::new();
+    let id = h.submit_sh("sleep 600", &[]);
+    h.wait_until(&id, "running", limits::AGENT, || {
+        h.status(&id)["status"] == "running"
+    });
+    let s = serve(&h, &[]);
+    let (_, session) = pair_http(&s, &s.code, "phone");
+    let session = session.expect("a session");
+    let (fresh, _) = h.json(&["serve", "--pair"]);
+    let (_, other) = pair_http(&s, fresh["code"].as_str().unwrap(), "laptop");
+    let other = other.expect("a second session");
+    let cookie = format!("ck_session={session}");
+    let csrf = csrf_of(&s, &session);
+    let steer = format!("/t/{id}/steer");
+    let body = signed_body(
+        &s.addr,
+        &session,
+        &steer,
+        &[("csrf", &csrf), ("text", "once")],
+    );
+    let first = http(&s.addr, "POST", &steer, &[("Cookie", &cookie)], &body);
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert!(first.body.contains("Steered"), "{}", first.body);
+    let again = http(&s.addr, "POST", &steer, &[("Cookie", &cookie)], &body);
+    unsigned(&again, "a replayed steer");
+    assert!(again.body.contains("used already"), "{}", again.body);
+    // The stream's signed start, once.
+    let events = signed_get(&s.addr, &session, &format!("/events?task={id}"));
+    assert_eq!(stream_status(&s.addr, &session, &events), 200);
+    assert_eq!(stream_status(&s.addr, &session, &events), 403);
+    // The other device's signed request, sent with this device's cookie: its nonce is not
+    // this session's.
+    let theirs = signed_body(
+        &s.addr,
+        &other,
+        &format!("/t/{id}/cancel"),
+        &[("csrf", &csrf)],
+    );
+    let crossed = http(
+        &s.addr,
+        "POST",
+        &format!("/t/{id}/cancel"),
+        &[("Cookie", &cookie)],
+        &theirs,
+    );
+    unsigned(&crossed, "another session's signed request");
+    assert_eq!(h.status(&id)["status"], "running");
+}
+
+/// The real browser flow, keyed: pairing keeps a non-extractable ECDSA key in IndexedDB; a
+/// steer typed on the page (text that percent-encoding and the form's encoding could disagree
+/// on) is signed and reaches the child; the page's event stream, signed at its start, brings
+/// the child's next output in place. The cookie and CSRF token read out of that browser, sent
+/// without the key, cancel nothing (on the old code they did).
+#[test]
+fn a_paired_browser_signs_its_actions_and_its_cookie_alone_acts_on_nothing() {
+    let h = Harness::new();
+    let id = h.submit_sh("cat", &[]);
+    h.wait_until(&id, "running", limits::AGENT, || {
+        h.status(&id)["status"] == "running"
+    });
+    let s = serve(&h, &[]);
+    let rt = runtime();
+    rt.block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        pair_in_browser(client, &s, "phone").await;
+        let key = client
+            .execute_async(
+                "var done = arguments[arguments.length - 1];\
+                 var open = indexedDB.open('cuekit', 1);\
+                 open.onerror = function () { done('no store'); };\
+                 open.onsuccess = function () {\
+                   var read = open.result.transaction('keys').objectStore('keys').get('device');\
+                   read.onsuccess = function () {\
+                     var pair = read.result;\
+                     done(pair ? [pair.privateKey.type, pair.privateKey.algorithm.name,\
+                                  pair.privateKey.algorithm.namedCurve, pair.privateKey.extractable]\
+                               : 'no key');\
+                   };\
+                 };",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(key, serde_json::json!(["private", "ECDSA", "P-256", false]));
+
+        client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
+        let text = "héllo ✓ a&b=c+d% 'q' \"w\"";
+        type_into(client, "steer-text", text).await;
+        click(client, "steer").await;
+        let receipt = wait_text(client, &format!("steer {id}:")).await;
+        assert!(!receipt.contains("unsigned_request"), "{receipt}");
+        h.wait_until(&id, "the steered text", limits::AGENT, || {
+            h.ok(&["logs", &id]).contains(text)
+        });
+
+        // The open page: the child's next output arrives by the signed stream, in place.
+        client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
+        wait_text(client, text).await;
+        h.ok(&["steer", &id, "from-the-terminal"]);
+        wait_text(client, "from-the-terminal").await;
+        updated_in_place(client).await;
+
+        // What a thief could read out of this browser, without its key.
+        let cookies = client.get_all_cookies().await.unwrap();
+        let session = cookies
+            .iter()
+            .find(|cookie| cookie.name() == "ck_session")
+            .expect("a session cookie")
+            .value()
+            .to_string();
+        let csrf = client
+            .execute(
+                "return document.querySelector('meta[name=csrf]').getAttribute('content');",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let stolen = http(
+            &s.addr,
+            "POST",
+            &format!("/t/{id}/cancel"),
+            &[("Cookie", &format!("ck_session={session}"))],
+            &form_encode(&[("csrf", csrf.as_str().unwrap())]),
+        );
+        unsigned(&stolen, "the browser's cookie and token without its key");
+        assert_eq!(h.status(&id)["status"], "running");
+        let _ = browser.client().clone().close().await;
+    });
+    let _ = h.json(&["cancel", &id]);
 }
