@@ -13,7 +13,7 @@ mod html;
 mod live;
 mod palette;
 mod routes;
-mod signed;
+pub mod signed;
 mod tls;
 
 use std::io::Write;
