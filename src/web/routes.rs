@@ -1,6 +1,7 @@
-//! The routes: a guard on every request (Host, headers, Origin), then pages and actions. Each
-//! handler proves the session (and for an action the CSRF token), checks ids as the CLI does,
-//! and calls one operation on the blocking pool.
+//! The routes: a guard on every request (Host, headers, Origin), then the device key's
+//! signature on every action and stream start (`signed_only`, `web::signed`), then pages and
+//! actions. Each handler proves the session (and for an action the CSRF token), checks ids as
+//! the CLI does, and calls one operation on the blocking pool.
 
 // A refusal is the response itself (an early return of a handler), as axum has it.
 #![allow(clippy::result_large_err)]
