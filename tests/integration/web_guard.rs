@@ -730,3 +730,51 @@ fn a_paired_browser_signs_its_actions_and_its_cookie_alone_acts_on_nothing() {
     });
     let _ = h.json(&["cancel", &id]);
 }
+
+/// A device paired without a key (no JavaScript, or no WebCrypto outside a secure context)
+/// can look but not act: its cookie would be a bearer token. The refusal says why and what to
+/// do. On the old code its cookie and CSRF token cancelled the task.
+#[test]
+fn a_device_paired_without_a_key_can_look_but_not_act() {
+    let h = Harness::new();
+    let id = h.submit_sh("sleep 600", &[]);
+    h.wait_until(&id, "running", limits::AGENT, || {
+        h.status(&id)["status"] == "running"
+    });
+    let s = serve(&h, &[]);
+    let form = http(&s.addr, "GET", "/pair", &[], "");
+    let token = form.cookie("ck_form").expect("the pairing form's cookie");
+    let paired = http(
+        &s.addr,
+        "POST",
+        "/pair",
+        &[("Cookie", &format!("ck_form={token}"))],
+        &form_encode(&[("form", &token), ("code", &s.code), ("name", "no-js")]),
+    );
+    assert_eq!(paired.status, 303, "{}", paired.body);
+    let session = paired.cookie("ck_session").expect("a session");
+    let cookie = format!("ck_session={session}");
+    let page = http(
+        &s.addr,
+        "GET",
+        &format!("/t/{id}"),
+        &[("Cookie", &cookie)],
+        "",
+    );
+    assert_eq!(page.status, 200, "it cannot look: {}", page.body);
+    let csrf = csrf_of(&s, &session);
+    let cancel = http(
+        &s.addr,
+        "POST",
+        &format!("/t/{id}/cancel"),
+        &[("Cookie", &cookie)],
+        &form_encode(&[("csrf", &csrf)]),
+    );
+    unsigned(&cancel, "a keyless device's cancel");
+    assert!(
+        cancel.body.contains("has no key") && cancel.body.contains("pair it again"),
+        "{}",
+        cancel.body
+    );
+    assert_eq!(h.status(&id)["status"], "running");
+}

@@ -128,6 +128,12 @@ var cuekit = {};
       });
     });
   }
+  // A page brought back from the back-forward cache is not on its way out any more.
+  window.addEventListener("pageshow", function (event) {
+    if (event.persisted) {
+      document.body.removeAttribute("data-signing");
+    }
+  });
   cuekit.sign = ready ? function (method, url) {
     return sign(method, url, [], csrfOf(null));
   } : null;
@@ -238,12 +244,18 @@ var cuekit = {};
   var match = /^\/t\/([A-Za-z0-9_-]+)\/live$/.exec(live);
   // The stream's start is signed (cuekit.sign): a new nonce for each start, so when the
   // browser's own reconnection is refused (its nonce is spent) the page opens it again; a
-  // session serve no longer knows goes to "/" (a new run's sign-in, or pairing).
+  // session serve no longer knows goes to "/" (a new run's sign-in, or pairing). A browser
+  // without a key (no WebCrypto) gets no stream: serve would refuse it.
   var source = null;
+  // The wait before opening again after a refusal: doubled each time, back to 1 s once open.
+  var backoff = 1000;
+  function later() {
+    window.setTimeout(listen, backoff);
+    backoff = Math.min(backoff * 2, 30000);
+  }
   function listen() {
     var url = new URL("/events" + (match ? "?task=" + match[1] : ""), window.location.href);
     if (!cuekit.sign) {
-      start(url.pathname + url.search);
       return;
     }
     cuekit.sign("GET", url).then(function (signed) {
@@ -254,16 +266,17 @@ var cuekit = {};
       if (why && why.message === "session") {
         window.location.href = "/";
       } else if (why && why.message !== "no key") {
-        window.setTimeout(listen, 2000);
+        later();
       }
     });
   }
   function start(url) {
     source = new EventSource(url);
     source.onmessage = heard;
+    source.onopen = function () { backoff = 1000; };
     source.onerror = function () {
       if (source.readyState === EventSource.CLOSED) {
-        window.setTimeout(listen, 1000);
+        later();
       }
     };
   }
