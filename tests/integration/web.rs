@@ -567,6 +567,30 @@ pub(crate) async fn click_css(client: &Client, css: &str) {
     panic!("{css} was replaced under every click");
 }
 
+/// Clicks `#id`, a form's button, and waits for the page it leads to: the form is signed
+/// first (`app.js` asks for a nonce), so the next page comes a moment after the click.
+pub(crate) async fn click_and_leave(client: &Client, id: &str) {
+    client
+        .execute("window.__cuekit_old_page = true; return null;", vec![])
+        .await
+        .unwrap();
+    click(client, id).await;
+    let start = Instant::now();
+    loop {
+        let old = client
+            .execute("return window.__cuekit_old_page === true;", vec![])
+            .await;
+        if matches!(old, Ok(Value::Bool(false))) {
+            return;
+        }
+        assert!(
+            start.elapsed() < limits::TASK,
+            "clicking #{id} never led to another page"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Types into `#id` (found again if an event replaced it first, as [`click_css`]).
 pub(crate) async fn type_into(client: &Client, id: &str, text: &str) {
     for _ in 0..20 {
@@ -616,7 +640,7 @@ pub(crate) async fn confirm_in_browser(client: &Client, s: &mut Serve) {
     wait_text(client, "printed a 6-digit code").await;
     let code = confirm_code(s);
     type_into(client, "confirm-code", &code).await;
-    click(client, "confirm").await;
+    click_and_leave(client, "confirm").await;
 }
 
 /// The main path in a browser: pair with the printed code (once only), the list shows
