@@ -273,7 +273,10 @@ var cuekit = {};
   function start(url) {
     source = new EventSource(url);
     source.onmessage = heard;
-    source.onopen = function () { backoff = 1000; };
+    source.onopen = function () {
+      backoff = 1000;
+      newsCame();
+    };
     source.onerror = function () {
       if (source.readyState === EventSource.CLOSED) {
         later();
@@ -298,11 +301,16 @@ var cuekit = {};
     }
     fetch(live, { credentials: "same-origin", cache: "no-store" }).then(function (response) {
       if (response.status === 403) {
-        window.location.href = "/pair";
+        // A session this run does not know: "/" signs in with the key, or pairs.
+        window.location.href = "/";
         return null;
       }
       return response.ok ? response.text() : null;
     }).then(function (text) {
+      if (last === null && typeof text === "string" && same(text)) {
+        // The catch-up after the stream opened: nothing changed since the page was drawn.
+        last = text;
+      }
       if (text !== null && text !== undefined && text !== last) {
         if (busy()) {
           // The focus went into a form while the answer was on its way: try again later.
@@ -316,6 +324,12 @@ var cuekit = {};
       }
       done();
     }, done);
+  }
+  // Whether a fragment says what the live part already shows (its text).
+  function same(text) {
+    var drawn = document.createElement("template");
+    drawn.innerHTML = text;
+    return drawn.content.textContent === target.textContent;
   }
   function done() {
     pending = null;
@@ -332,6 +346,11 @@ var cuekit = {};
       window.location.href = "/pair";
       return;
     }
+    newsCame();
+  }
+  // News, or a stream just opened (what changed while it was being signed and opened is
+  // caught up): the live part is fetched again.
+  function newsCame() {
     if (pending === null) {
       pending = window.setTimeout(reload, 50);
     } else {
