@@ -778,3 +778,54 @@ fn a_device_paired_without_a_key_can_look_but_not_act() {
     );
     assert_eq!(h.status(&id)["status"], "running");
 }
+
+/// An open page across a restart of serve: its stream's reconnection is refused (its session
+/// and nonce were the old run's), so the page asks for a fresh signed start, finds its session
+/// unknown, and goes to `/`, where the device signs in with its key; the pages are live again
+/// through a newly signed stream. On the old code the page stayed where it was, its stream
+/// dead.
+#[test]
+fn an_open_page_signs_in_again_and_streams_after_a_restart() {
+    let h = Harness::new();
+    let id = h.submit_sh("cat", &[]);
+    h.wait_until(&id, "running", limits::AGENT, || {
+        h.status(&id)["status"] == "running"
+    });
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("localhost:{port}");
+    let rt = runtime();
+    rt.block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        let s = serve_on(&h, &bind, &[]);
+        pair_in_browser(client, &s, "phone").await;
+        client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
+        h.ok(&["steer", &id, "before-the-restart"]);
+        wait_text(client, "before-the-restart").await;
+        drop(s);
+        let s = serve_on(&h, &bind, &[]);
+        let start = Instant::now();
+        loop {
+            let path = client.current_url().await.unwrap().path().to_string();
+            if path == "/" && body_text(client).await.contains("New task") {
+                break;
+            }
+            assert!(
+                start.elapsed() < limits::TASK,
+                "the open page never signed in again (it is at {path})"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
+        wait_text(client, "before-the-restart").await;
+        h.ok(&["steer", &id, "after-the-restart"]);
+        wait_text(client, "after-the-restart").await;
+        updated_in_place(client).await;
+        let _ = browser.client().clone().close().await;
+    });
+    let _ = h.json(&["cancel", &id]);
+}
