@@ -260,7 +260,13 @@ mod tests {
         ]);
         let plain = pairs(&[("csrf", "c"), ("text", "a\nb")]);
         assert_eq!(fields_digest(&signed), fields_digest(&plain));
-        // sha256("csrf=c&text=a%0Ab")
+        // What app.js computes for the same fields (node: encodeURIComponent, then sha256 of
+        // "csrf=c&text=a%0Ab%20%C3%A9%26%3D%2B%25").
+        assert_eq!(
+            fields_digest(&pairs(&[("csrf", "c"), ("text", "a\r\nb é&=+%")])),
+            "9878051c0e9e83c498545c3ec6a609177a9abf1bdeb2e57cccc83cacbe408704"
+        );
+        // The order is signed.
         assert_ne!(
             fields_digest(&plain),
             fields_digest(&pairs(&[("text", "a\nb"), ("csrf", "c")]))
