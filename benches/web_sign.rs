@@ -1,6 +1,6 @@
 //! Prints what a key sign-in and a signed request cost `cuekit serve` next to today's cookie
-//! check; asserts nothing about time. Run with `cargo bench --bench web_sign` (release build). In-process,
-//! against the real access file in a scratch HOME:
+//! check; asserts nothing about time. Run with `cargo bench --bench web_sign` (release build).
+//! In-process, against the real access file in a scratch HOME:
 //!
 //! - a cookie's session looked up (what every request costs today: `web_access::session`);
 //! - a device key's ECDSA P-256 signature verified (ring, `ECDSA_P256_SHA256_FIXED`, what a
