@@ -18,6 +18,9 @@ use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use cuekit::web::signed;
+use ring::rand::SystemRandom;
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use support::{Sandbox, cpu_share, millis, peak_rss_kib};
 
 const TASKS: usize = 300;
@@ -67,17 +70,35 @@ fn cookie_in(raw: &str, name: &str) -> String {
     raw[start..].split(';').next().unwrap().to_string()
 }
 
-/// An open event stream, read line by line.
-fn stream(addr: &str, cookie: &str) -> BufReader<TcpStream> {
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// An open event stream, read line by line: its start signed by the device `key` over a
+/// fresh nonce, as a page opens it (`web::signed`).
+fn stream(addr: &str, cookie: &str, key: &EcdsaKeyPair) -> BufReader<TcpStream> {
+    let (_, page) = get(addr, "/", cookie);
+    let at = page.find("name=\"csrf\" content=\"").expect("a CSRF token") + 21;
+    let csrf = &page[at..at + 64];
+    let (status, raw) = exchange(addr, "POST", "/nonce", cookie, &format!("csrf={csrf}"), "");
+    assert_eq!(status, 200, "{raw}");
+    let nonce = raw.split("\r\n\r\n").nth(1).unwrap().trim().to_string();
+    let text = signed::message("GET", "/events", &nonce, addr, &[]);
+    let signature = hex(key
+        .sign(&SystemRandom::new(), text.as_bytes())
+        .unwrap()
+        .as_ref());
     let mut stream = TcpStream::connect(addr).unwrap();
     write!(
         stream,
-        "GET /events HTTP/1.1\r\nHost: {addr}\r\nCookie: ck_session={cookie}\r\n\r\n"
+        "GET /events?ck_nonce={nonce}&ck_sig={signature} HTTP/1.1\r\nHost: {addr}\r\nCookie: ck_session={cookie}\r\n\r\n"
     )
     .unwrap();
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
-    // The response's head.
+    reader.read_line(&mut line).unwrap();
+    assert!(line.contains(" 200 "), "the stream was refused: {line}");
+    // The rest of the response's head.
     loop {
         line.clear();
         reader.read_line(&mut line).unwrap();
@@ -144,12 +165,18 @@ fn main() {
 
     let (_, form) = get(&addr, "/pair", "");
     let form_token = cookie_in(&form, "ck_form");
+    // A device key as a browser makes one at pairing (its requests and streams are signed).
+    let rng = SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let key =
+        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+    let public = hex(key.public_key().as_ref());
     let (status, paired) = exchange(
         &addr,
         "POST",
         "/pair",
         "",
-        &format!("form={form_token}&code={code}&name=bench"),
+        &format!("form={form_token}&code={code}&name=bench&key={public}"),
         &form_token,
     );
     assert_eq!(status, 303, "{paired}");
@@ -183,7 +210,7 @@ fn main() {
     );
 
     // Transition → page: cancel tasks one by one; each recorded transition reaches the stream.
-    let mut reader = stream(&addr, &session);
+    let mut reader = stream(&addr, &session, &key);
     let ids: Vec<String> = sandbox.json(&["list"]).as_array().unwrap()[..5]
         .iter()
         .map(|row| row["id"].as_str().unwrap().to_string())
@@ -213,7 +240,7 @@ fn main() {
     drop(reader);
 
     // Idle with three pages open.
-    let _streams: Vec<_> = (0..3).map(|_| stream(&addr, &session)).collect();
+    let _streams: Vec<_> = (0..3).map(|_| stream(&addr, &session, &key)).collect();
     std::thread::sleep(Duration::from_secs(2));
     let pid = serve.id();
     let (own, with_tmux) = cpu_share(pid, Duration::from_secs(10));

@@ -1,16 +1,20 @@
-//! Prints what a signed sign-in costs `cuekit serve` next to today's cookie check; asserts
-//! nothing about time. Run with `cargo bench --bench web_sign` (release build). In-process,
-//! against the real access file in a scratch HOME:
+//! Prints what a key sign-in and a signed request cost `cuekit serve` next to today's cookie
+//! check; asserts nothing about time. Run with `cargo bench --bench web_sign` (release build).
+//! In-process, against the real access file in a scratch HOME:
 //!
 //! - a cookie's session looked up (what every request costs today: `web_access::session`);
 //! - a device key's ECDSA P-256 signature verified (ring, `ECDSA_P256_SHA256_FIXED`, what a
 //!   signed request adds; target ≤ 2 ms);
 //! - a whole key sign-in at a new run (`web_access::sign_in`: the signature checked against
-//!   each paired key, a new session written).
+//!   each paired key, a new session written);
+//! - what each signed request adds (`web::signed`): its nonce given out (`POST /nonce`, after
+//!   the session lookup it shares with every request), and its check — the nonce spent, the
+//!   fields hashed, the device key's signature verified (target ≤ 2 ms).
 
 use std::time::{Duration, Instant};
 
 use cuekit::ops::web_access;
+use cuekit::web::signed;
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 
@@ -70,6 +74,48 @@ fn main() {
         timed(2000, || {
             assert!(web_access::verifies(&public, &message, &signature));
         }),
+    );
+    // A steer as a page sends it: the CSRF token and a message of 200 characters.
+    let nonces = signed::Nonces::default();
+    let fields = |nonce: &str, signature: &str| {
+        vec![
+            ("csrf".to_string(), "c".repeat(64)),
+            (
+                "text".to_string(),
+                "Tell me more about the failing test. ".repeat(5),
+            ),
+            (signed::NONCE_FIELD.to_string(), nonce.to_string()),
+            (signed::SIGNATURE_FIELD.to_string(), signature.to_string()),
+        ]
+    };
+    let host = "ck-0123456789ab.localhost:8377";
+    let path = "/t/t_0123456789ab/steer";
+    figures(
+        "signed: a request's nonce given out (after the session lookup above)",
+        timed(2000, || {
+            assert!(nonces.issue(&session.token).is_some());
+        }),
+    );
+    let mut checks = Vec::new();
+    for _ in 0..2000 {
+        let nonce = nonces.issue(&session.token).unwrap();
+        let text = signed::message("POST", path, &nonce, host, &fields(&nonce, ""));
+        let signature = hex(key.sign(&rng, text.as_bytes()).unwrap().as_ref());
+        let sent = fields(&nonce, &signature);
+        let request = signed::Request {
+            method: "POST",
+            path,
+            host,
+            fields: &sent,
+        };
+        let start = Instant::now();
+        let checked = signed::check(&nonces, &session.token, Some(&public), &request);
+        checks.push(start.elapsed());
+        assert!(checked.is_ok(), "{checked:?}");
+    }
+    figures(
+        "signed: a request's signature checked (nonce spent, fields hashed, ECDSA verified)",
+        checks,
     );
     figures(
         "signed: a whole key sign-in (verify + new session written)",

@@ -64,11 +64,15 @@ pub enum ErrorCode {
     /// `cuekit serve`'s port is held by another process on an address it names (for
     /// `localhost`, 127.0.0.1 or ::1): nothing was served.
     PortTaken,
+    /// `cuekit serve` refused a state-changing request (or an event stream's start) that the
+    /// session's device key did not sign over a fresh nonce of this run: a cookie alone acts
+    /// on nothing.
+    UnsignedRequest,
 }
 
 impl ErrorCode {
     /// Every code, for reading one back from its string (a host's cuekit's JSON error).
-    pub const ALL: [ErrorCode; 33] = [
+    pub const ALL: [ErrorCode; 34] = [
         ErrorCode::Internal,
         ErrorCode::Usage,
         ErrorCode::InvalidInput,
@@ -102,6 +106,7 @@ impl ErrorCode {
         ErrorCode::ProcessTimedOut,
         ErrorCode::ProcessOutputTooLarge,
         ErrorCode::PortTaken,
+        ErrorCode::UnsignedRequest,
     ];
 
     pub fn parse(code: &str) -> Option<ErrorCode> {
@@ -145,6 +150,7 @@ impl ErrorCode {
             ErrorCode::ProcessTimedOut => "process_timed_out",
             ErrorCode::ProcessOutputTooLarge => "process_output_too_large",
             ErrorCode::PortTaken => "port_taken",
+            ErrorCode::UnsignedRequest => "unsigned_request",
         }
     }
 
@@ -184,6 +190,7 @@ impl ErrorCode {
             ErrorCode::ProcessTimedOut => 38,
             ErrorCode::ProcessOutputTooLarge => 39,
             ErrorCode::PortTaken => 40,
+            ErrorCode::UnsignedRequest => 41,
         }
     }
 }

@@ -74,6 +74,9 @@ pub struct Session {
     pub device: String,
     /// The token every state-changing request of this session must carry.
     pub csrf: String,
+    /// The device's public key (hex), which signs its state-changing requests; `None` for a
+    /// device paired without one (no JavaScript, no secure context): it can look, not act.
+    pub key: Option<String>,
 }
 
 /// Why a code was refused.
@@ -321,6 +324,7 @@ pub fn session(token: &str) -> Result<Option<Session>> {
         let session = Session {
             device: device.name.clone(),
             csrf: keyed(&secret, "csrf", &digest),
+            key: device.key.clone(),
         };
         (Some(session), touch)
     })

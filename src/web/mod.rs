@@ -6,13 +6,15 @@
 //! blocking pool. Every request's `Host` must name the bound address (against DNS
 //! rebinding); every response carries a strict CSP (scripts from `/app.js` only), `DENY` for
 //! framing and `nosniff`; every state-changing request needs the device's session cookie,
-//! its CSRF token and no foreign `Origin`.
+//! its CSRF token, no foreign `Origin`, and a signature by the device's key over a single-use
+//! nonce of this run (`signed`; the event stream's start too).
 
 mod factor;
 mod html;
 mod live;
 mod palette;
 mod routes;
+pub mod signed;
 mod tls;
 
 use std::io::Write;

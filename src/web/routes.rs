@@ -1,6 +1,7 @@
-//! The routes: a guard on every request (Host, headers, Origin), then pages and actions. Each
-//! handler proves the session (and for an action the CSRF token), checks ids as the CLI does,
-//! and calls one operation on the blocking pool.
+//! The routes: a guard on every request (Host, headers, Origin), then the device key's
+//! signature on every action and stream start (`signed_only`, `web::signed`), then pages and
+//! actions. Each handler proves the session (and for an action the CSRF token), checks ids as
+//! the CLI does, and calls one operation on the blocking pool.
 
 // A refusal is the response itself (an early return of a handler), as axum has it.
 #![allow(clippy::result_large_err)]
@@ -59,6 +60,8 @@ pub struct App {
     run_tokens: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Sign-in nonces given out, and when.
     nonces: std::sync::Mutex<HashMap<String, std::time::Instant>>,
+    /// Request nonces given out, each to one session (`web::signed`).
+    requests: super::signed::Nonces,
 }
 
 impl App {
@@ -75,6 +78,7 @@ impl App {
             codes: super::factor::Codes::default(),
             run_tokens: std::sync::Mutex::default(),
             nonces: std::sync::Mutex::default(),
+            requests: super::signed::Nonces::default(),
         })
     }
 }
@@ -88,6 +92,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/events", get(events))
         .route("/pair", get(pair_form).post(pair))
         .route("/unlock", get(unlock_form).post(unlock))
+        .route("/nonce", axum::routing::post(request_nonce))
         .route("/t/{id}", get(task))
         .route("/t/{id}/live", get(task_live))
         .route("/t/{id}/steer", axum::routing::post(steer))
@@ -105,6 +110,10 @@ pub fn router(app: Arc<App>) -> Router {
             get(|| asset("application/manifest+json", MANIFEST)),
         )
         .route("/icon.svg", get(|| asset("image/svg+xml", ICON)))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&app),
+            signed_only,
+        ))
         .layer(middleware::from_fn_with_state(Arc::clone(&app), guard))
         .with_state(app)
 }
@@ -341,6 +350,101 @@ async fn unlock(
     }
 }
 
+/// The most a signed request's form may hold (axum's own limit for a form).
+const FORM_LIMIT: usize = 2 * 1024 * 1024;
+
+/// Whether a request must be signed by its session's device key (`web::signed`): every POST
+/// but pairing, sign-in and asking for a nonce, and the event stream's start.
+fn must_be_signed(method: &Method, path: &str) -> bool {
+    match *method {
+        Method::GET => path == "/events",
+        Method::POST => !matches!(path, "/pair" | "/unlock" | "/nonce"),
+        _ => false,
+    }
+}
+
+/// Every state-changing request of a session of this run, and its event stream's start:
+/// signed by the session's device key over a nonce this run gave it (a cookie and CSRF token
+/// alone act on nothing). A request without such a session goes on to be refused by its
+/// handler as before.
+async fn signed_only(State(app): Shared, request: Request, next: Next) -> Response {
+    let path = request.uri().path().to_string();
+    if !must_be_signed(request.method(), &path) {
+        return next.run(request).await;
+    }
+    let Ok(session) = session(&app, request.headers()).await else {
+        return next.run(request).await;
+    };
+    let token = cookie(request.headers(), SESSION_COOKIE)
+        .unwrap_or("")
+        .to_string();
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, FORM_LIMIT).await else {
+        return refusal(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large");
+    };
+    let mut fields = super::signed::fields_of(parts.uri.query().unwrap_or("").as_bytes());
+    fields.extend(super::signed::fields_of(&bytes));
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .unwrap_or("");
+    let checked = super::signed::check(
+        &app.requests,
+        &token,
+        session.key.as_deref(),
+        &super::signed::Request {
+            method: parts.method.as_str(),
+            path: &path,
+            host,
+            fields: &fields,
+        },
+    );
+    match checked {
+        Ok(()) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Err(err) => {
+            let mut text = format!("error[{}]: {}", err.code.as_str(), err.message);
+            if let Some(hint) = &err.hint {
+                text.push_str(&format!(" (hint: {hint})"));
+            }
+            let mut response = (
+                StatusCode::FORBIDDEN,
+                Html(html::message("Refused", &text, "/")),
+            )
+                .into_response();
+            response.headers_mut().insert(
+                "x-cuekit-error",
+                HeaderValue::from_static(err.code.as_str()),
+            );
+            response
+        }
+    }
+}
+
+/// A single-use nonce for the session's next signed request (`app.js` asks before each
+/// action and before opening the event stream): the session and its CSRF token, as text.
+async fn request_nonce(
+    State(app): Shared,
+    headers: HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    let Ok(session) = session(&app, &headers).await else {
+        return StatusCode::FORBIDDEN.into_response();
+    };
+    let given = form.get("csrf").map(String::as_str).unwrap_or("");
+    if given.is_empty() || given != session.csrf {
+        return StatusCode::FORBIDDEN.into_response();
+    }
+    let token = cookie(&headers, SESSION_COOKIE).unwrap_or("");
+    match app.requests.issue(token) {
+        Some(nonce) => ([(header::CONTENT_TYPE, "text/plain")], nonce).into_response(),
+        None => StatusCode::TOO_MANY_REQUESTS.into_response(),
+    }
+}
+
 /// Sets the session cookie of a session of this run.
 fn start_session(app: &App, headers: &HeaderMap, response: &mut Response, token: &str) {
     app.run_tokens
@@ -418,7 +522,12 @@ fn second_factor(
     };
     let mut fields: Vec<(&str, &str)> = form
         .iter()
-        .filter(|(name, _)| !matches!(name.as_str(), "csrf" | "code"))
+        .filter(|(name, _)| {
+            !matches!(
+                name.as_str(),
+                "csrf" | "code" | super::signed::NONCE_FIELD | super::signed::SIGNATURE_FIELD
+            )
+        })
         .map(|(name, value)| (name.as_str(), value.as_str()))
         .collect();
     fields.sort_unstable();

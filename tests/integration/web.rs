@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::harness::{Harness, MODEL, canned_shell_call, canned_text, poll};
 use fantoccini::{Client, ClientBuilder, Locator};
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use serde_json::{Value, json};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -197,28 +198,202 @@ pub(crate) fn form_encode(pairs: &[(&str, &str)]) -> String {
         .join("&")
 }
 
-/// Pairs over plain HTTP: the reply to the code, and the session cookie when it was taken.
+/// Pairs over plain HTTP as `app.js` does, with a device key made here (ring's ECDSA P-256,
+/// as WebCrypto's): the reply to the code, and the session cookie when it was taken (its key
+/// kept for [`post_signed`]).
 pub(crate) fn pair_http(s: &Serve, code: &str, name: &str) -> (Reply, Option<String>) {
     let form = http(&s.addr, "GET", "/pair", &[], "");
     let token = form
         .cookie("ck_form")
         .expect("the pairing form sets its cookie");
     let cookie = format!("ck_form={token}");
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let public = hex(device_key(pkcs8.as_ref()).public_key().as_ref());
     let reply = http(
         &s.addr,
         "POST",
         "/pair",
         &[("Cookie", &cookie)],
-        &form_encode(&[("form", &token), ("code", code), ("name", name)]),
+        &form_encode(&[
+            ("form", &token),
+            ("code", code),
+            ("name", name),
+            ("key", &public),
+        ]),
     );
     let session = reply.cookie("ck_session");
+    if let Some(session) = &session {
+        KEYS.lock()
+            .unwrap()
+            .insert(session.clone(), pkcs8.as_ref().to_vec());
+    }
     (reply, session)
+}
+
+/// The device keys [`pair_http`] made (PKCS#8), by the session they were paired with.
+static KEYS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, Vec<u8>>>> =
+    std::sync::LazyLock::new(Default::default);
+
+fn device_key(pkcs8: &[u8]) -> EcdsaKeyPair {
+    let rng = ring::rand::SystemRandom::new();
+    EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8, &rng).unwrap()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// A single-use nonce `addr` gives `session` for its next signed request (`POST /nonce`).
+pub(crate) fn nonce_for(addr: &str, session: &str, csrf: &str) -> String {
+    let reply = http(
+        addr,
+        "POST",
+        "/nonce",
+        &[("Cookie", &format!("ck_session={session}"))],
+        &form_encode(&[("csrf", csrf)]),
+    );
+    assert_eq!(reply.status, 200, "no nonce: {}", reply.body);
+    reply.body.trim().to_string()
+}
+
+/// What `app.js` signs for a request (src/web/signed.rs), built here on its own.
+pub(crate) fn signed_text(
+    method: &str,
+    path_and_query: &str,
+    nonce: &str,
+    host: &str,
+    fields: &[(&str, &str)],
+) -> String {
+    use sha2::Digest;
+    let component = |text: &str| -> String {
+        text.replace("\r\n", "\n")
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect()
+    };
+    let (path, query) = path_and_query
+        .split_once('?')
+        .unwrap_or((path_and_query, ""));
+    let mut all: Vec<(String, String)> = query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+    all.extend(
+        fields
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string())),
+    );
+    let joined = all
+        .iter()
+        .filter(|(name, _)| name != "ck_nonce" && name != "ck_sig")
+        .map(|(name, value)| format!("{}={}", component(name), component(value)))
+        .collect::<Vec<_>>()
+        .join("&");
+    let digest = hex(&sha2::Sha256::digest(joined.as_bytes()));
+    format!(
+        "cuekit serve request\n{method}\n{path}\n{nonce}\n{}\n{digest}",
+        host.to_ascii_lowercase()
+    )
+}
+
+/// The `Host` [`http`] sends to `addr`.
+fn host_for(addr: &str) -> &str {
+    if addr.starts_with("unix:") {
+        "localhost"
+    } else {
+        addr
+    }
+}
+
+/// `fields` with the nonce and the signature by `session`'s device key (made by
+/// [`pair_http`]) for `method` on `path` (its query part of what is signed), as `app.js`
+/// adds them.
+pub(crate) fn sign_fields(
+    addr: &str,
+    session: &str,
+    method: &str,
+    path: &str,
+    fields: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    let pkcs8 = KEYS
+        .lock()
+        .unwrap()
+        .get(session)
+        .cloned()
+        .expect("a session pair_http made");
+    let nonce = nonce_for(addr, session, &csrf_at(addr, session));
+    let text = signed_text(method, path, &nonce, host_for(addr), fields);
+    let rng = ring::rand::SystemRandom::new();
+    let signature = hex(device_key(&pkcs8)
+        .sign(&rng, text.as_bytes())
+        .unwrap()
+        .as_ref());
+    let mut signed: Vec<(String, String)> = fields
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+    signed.push(("ck_nonce".into(), nonce));
+    signed.push(("ck_sig".into(), signature));
+    signed
+}
+
+/// A form POSTed by `session` as its page would send it: signed by its device key over a
+/// fresh nonce.
+pub(crate) fn post_signed(addr: &str, session: &str, path: &str, fields: &[(&str, &str)]) -> Reply {
+    let body = signed_body(addr, session, path, fields);
+    http(
+        addr,
+        "POST",
+        path,
+        &[("Cookie", &format!("ck_session={session}"))],
+        &body,
+    )
+}
+
+/// `path` (`/events?task=ID`) with the nonce and the signature by `session`'s device key in
+/// its query, as `app.js` opens the event stream.
+pub(crate) fn signed_get(addr: &str, session: &str, path: &str) -> String {
+    let signed = sign_fields(addr, session, "GET", path, &[]);
+    let pairs: Vec<(&str, &str)> = signed
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    let join = if path.contains('?') { '&' } else { '?' };
+    format!("{path}{join}{}", form_encode(&pairs))
+}
+
+/// The body of a signed POST of `fields` to `path` by `session` (to send, or send again).
+pub(crate) fn signed_body(
+    addr: &str,
+    session: &str,
+    path: &str,
+    fields: &[(&str, &str)],
+) -> String {
+    let signed = sign_fields(addr, session, "POST", path, fields);
+    let pairs: Vec<(&str, &str)> = signed
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    form_encode(&pairs)
 }
 
 /// The CSRF token a page of this session carries.
 pub(crate) fn csrf_of(s: &Serve, session: &str) -> String {
+    csrf_at(&s.addr, session)
+}
+
+/// The CSRF token a page of this session at `addr` carries.
+pub(crate) fn csrf_at(addr: &str, session: &str) -> String {
     let page = http(
-        &s.addr,
+        addr,
         "GET",
         "/",
         &[("Cookie", &format!("ck_session={session}"))],
@@ -353,7 +528,7 @@ async fn no_payload_ran(client: &Client) {
 
 /// The page's live part was replaced by `app.js` after an event (it marks the body), not by a
 /// reload.
-async fn updated_in_place(client: &Client) {
+pub(crate) async fn updated_in_place(client: &Client) {
     let updated = client
         .execute("return document.body.getAttribute('data-updated');", vec![])
         .await
@@ -390,6 +565,30 @@ pub(crate) async fn click_css(client: &Client, css: &str) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("{css} was replaced under every click");
+}
+
+/// Clicks `#id`, a form's button, and waits for the page it leads to: the form is signed
+/// first (`app.js` asks for a nonce), so the next page comes a moment after the click.
+pub(crate) async fn click_and_leave(client: &Client, id: &str) {
+    client
+        .execute("window.__cuekit_old_page = true; return null;", vec![])
+        .await
+        .unwrap();
+    click(client, id).await;
+    let start = Instant::now();
+    loop {
+        let old = client
+            .execute("return window.__cuekit_old_page === true;", vec![])
+            .await;
+        if matches!(old, Ok(Value::Bool(false))) {
+            return;
+        }
+        assert!(
+            start.elapsed() < limits::TASK,
+            "clicking #{id} never led to another page"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Types into `#id` (found again if an event replaced it first, as [`click_css`]).
@@ -441,7 +640,7 @@ pub(crate) async fn confirm_in_browser(client: &Client, s: &mut Serve) {
     wait_text(client, "printed a 6-digit code").await;
     let code = confirm_code(s);
     type_into(client, "confirm-code", &code).await;
-    click(client, "confirm").await;
+    click_and_leave(client, "confirm").await;
 }
 
 /// The main path in a browser: pair with the printed code (once only), the list shows
@@ -844,20 +1043,14 @@ fn serve_refuses_what_it_must() {
     );
 
     // No CSRF token, a wrong one, another origin, a wrong Host: refused, nothing typed.
-    let no_token = http(
-        &s.addr,
-        "POST",
-        &steer,
-        &[("Cookie", &cookie)],
-        "text=hello",
-    );
+    let no_token = post_signed(&s.addr, &session, &steer, &[("text", "hello")]);
     assert_eq!(no_token.status, 403, "{}", no_token.body);
-    let wrong = http(
+    assert!(no_token.body.contains("token"), "{}", no_token.body);
+    let wrong = post_signed(
         &s.addr,
-        "POST",
+        &session,
         &steer,
-        &[("Cookie", &cookie)],
-        &form_encode(&[("csrf", &"0".repeat(64)), ("text", "hello")]),
+        &[("csrf", &"0".repeat(64)), ("text", "hello")],
     );
     assert_eq!(wrong.status, 403);
     let good_form = form_encode(&[("csrf", &csrf)]);
@@ -879,16 +1072,15 @@ fn serve_refuses_what_it_must() {
     assert_eq!(rebound.status, 421, "{}", rebound.body);
     let no_session = http(&s.addr, "POST", &format!("/t/{id}/cancel"), &[], &good_form);
     // The command agent runs shell as the user: offered only with --allow-commands.
-    let command = http(
+    let command = post_signed(
         &s.addr,
-        "POST",
+        &session,
         "/new",
-        &[("Cookie", &cookie)],
-        &form_encode(&[
+        &[
             ("csrf", &csrf),
             ("agent", "command"),
             ("objective", "touch pwned"),
-        ]),
+        ],
     );
     assert!(
         command.body.contains("--allow-commands"),
@@ -972,19 +1164,19 @@ fn serve_burns_codes_and_serves_read_only_qr_and_proxies() {
         "read-only pages offer actions"
     );
     for action in ["cancel", "steer", "retry", "answer", "handoff"] {
-        let reply = http(
+        let reply = post_signed(
             &s.addr,
-            "POST",
+            &session,
             &format!("/t/{id}/{action}"),
-            &[("Cookie", &cookie)],
-            &form_encode(&[
+            &[
                 ("csrf", &csrf),
                 ("text", "x"),
                 ("answer", "allow"),
                 ("agent", "gemini"),
-            ]),
+            ],
         );
         assert_eq!(reply.status, 403, "{action}: {}", reply.body);
+        assert!(reply.body.contains("read-only"), "{action}: {}", reply.body);
     }
     assert_eq!(h.status(&id)["status"], "running");
     drop(s);
@@ -1158,14 +1350,12 @@ fn a_failed_task_is_retried_from_the_page_and_completes() {
     let s = serve(&h, &[]);
     let (_, session) = pair_http(&s, &s.code, "phone");
     let session = session.expect("paired");
-    let cookie = format!("ck_session={session}");
     let csrf = csrf_of(&s, &session);
-    let reply = http(
+    let reply = post_signed(
         &s.addr,
-        "POST",
+        &session,
         &format!("/t/{id}/retry"),
-        &[("Cookie", &cookie)],
-        &form_encode(&[("csrf", &csrf)]),
+        &[("csrf", &csrf)],
     );
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert!(reply.body.contains("Retried"), "{}", reply.body);
@@ -1198,33 +1388,26 @@ fn a_running_task_is_handed_off_from_the_page() {
     );
     assert!(page.body.contains("handoff-form"), "{}", page.body);
     let path = format!("/t/{id}/handoff");
-    let command = http(
+    let command = post_signed(
         &s.addr,
-        "POST",
+        &session,
         &path,
-        &[("Cookie", &cookie)],
-        &form_encode(&[("csrf", &csrf), ("agent", "command")]),
+        &[("csrf", &csrf), ("agent", "command")],
     );
     assert_eq!(command.status, 403, "{}", command.body);
-    let no_token = http(
-        &s.addr,
-        "POST",
-        &path,
-        &[("Cookie", &cookie)],
-        &form_encode(&[("agent", "gemini")]),
-    );
+    assert!(command.body.contains("command agent"), "{}", command.body);
+    let no_token = post_signed(&s.addr, &session, &path, &[("agent", "gemini")]);
     assert_eq!(no_token.status, 403, "{}", no_token.body);
-    let reply = http(
+    let reply = post_signed(
         &s.addr,
-        "POST",
+        &session,
         &path,
-        &[("Cookie", &cookie)],
-        &form_encode(&[
+        &[
             ("csrf", &csrf),
             ("agent", "gemini"),
             ("model", ""),
             ("message", "Go on from here."),
-        ]),
+        ],
     );
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert!(reply.body.contains("Handed off"), "{}", reply.body);

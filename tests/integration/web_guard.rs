@@ -11,9 +11,11 @@ use std::time::{Duration, Instant};
 
 use crate::harness::{Harness, limits};
 use crate::web::{
-    browser, confirm_code, csrf_of, form_encode, http, pair_http, pair_in_browser, runtime, serve,
-    serve_on, wait_text,
+    browser, click, confirm_code, csrf_of, form_encode, http, nonce_for, pair_http,
+    pair_in_browser, post_signed, runtime, serve, serve_on, signed_body, signed_get, signed_text,
+    type_into, updated_in_place, wait_text,
 };
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
 
 /// `serve --bind localhost:PORT` with PORT held by this test on `squat`: refused with
 /// `port_taken` (exit 40), naming this process.
@@ -55,14 +57,15 @@ fn serve_refuses_a_port_taken_on_either_loopback_address() {
 
 /// Opens `/events?task=ID` with `cookie` and reads it; returns what it read, and how long
 /// after `revoked_at` (when set by `during`) the stream said `ended`.
-fn ended_after_revoke(addr: &str, cookie: &str, id: &str, during: impl FnOnce()) -> Duration {
+fn ended_after_revoke(addr: &str, session: &str, id: &str, during: impl FnOnce()) -> Duration {
+    let path = signed_get(addr, session, &format!("/events?task={id}"));
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(1)))
         .unwrap();
     write!(
         stream,
-        "GET /events?task={id} HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: ck_session={session}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut reader = BufReader::new(stream);
@@ -105,7 +108,8 @@ fn revoke_ends_a_busy_event_stream_within_a_second() {
     let s = serve(&h, &[]);
     let (paired, session) = pair_http(&s, &s.code, "phone");
     assert_eq!(paired.status, 303, "{}", paired.body);
-    let cookie = format!("ck_session={}", session.unwrap());
+    let session = session.unwrap();
+    let cookie = format!("ck_session={session}");
     // The task's page, as a browser opens it before its stream (the board learns the task).
     let page = http(
         &s.addr,
@@ -115,7 +119,7 @@ fn revoke_ends_a_busy_event_stream_within_a_second() {
         "",
     );
     assert_eq!(page.status, 200, "{}", page.body);
-    let took = ended_after_revoke(&s.addr, &cookie, &id, || {
+    let took = ended_after_revoke(&s.addr, &session, &id, || {
         let revoked = h
             .cuekit()
             .args(["serve", "--revoke", "phone"])
@@ -140,20 +144,13 @@ fn a_replayed_destructive_form_is_refused() {
     let mut s = serve(&h, &["--allow-commands"]);
     let (_, session) = pair_http(&s, &s.code, "phone");
     let session = session.expect("a session");
-    let cookie = format!("ck_session={session}");
     let csrf = csrf_of(&s, &session);
     let fields = [
         ("csrf", csrf.as_str()),
         ("agent", "command"),
         ("objective", "echo ran >> runs.txt"),
     ];
-    let asked = http(
-        &s.addr,
-        "POST",
-        "/new",
-        &[("Cookie", &cookie)],
-        &form_encode(&fields),
-    );
+    let asked = post_signed(&s.addr, &session, "/new", &fields);
     assert_eq!(asked.status, 200, "{}", asked.body);
     assert!(
         asked.body.contains("confirm-code"),
@@ -166,18 +163,19 @@ fn a_replayed_destructive_form_is_refused() {
         "it ran unconfirmed"
     );
     let code = confirm_code(&mut s);
-    let wrong = http(
+    let wrong = post_signed(
         &s.addr,
-        "POST",
+        &session,
         "/new",
-        &[("Cookie", &cookie)],
-        &form_encode(&[fields[0], fields[1], fields[2], ("code", "000000x")]),
+        &[fields[0], fields[1], fields[2], ("code", "000000x")],
     );
     assert_eq!(wrong.status, 403, "{}", wrong.body);
-    let confirmed = form_encode(&[fields[0], fields[1], fields[2], ("code", &code)]);
-    let ran = http(&s.addr, "POST", "/new", &[("Cookie", &cookie)], &confirmed);
+    let confirmed = [fields[0], fields[1], fields[2], ("code", &code)];
+    let ran = post_signed(&s.addr, &session, "/new", &confirmed);
     assert_eq!(ran.status, 303, "{}", ran.body);
-    let replayed = http(&s.addr, "POST", "/new", &[("Cookie", &cookie)], &confirmed);
+    // Signed afresh (a replayed signature is refused before the code is looked at): the code
+    // is spent.
+    let replayed = post_signed(&s.addr, &session, "/new", &confirmed);
     assert_eq!(
         replayed.status, 403,
         "a replayed form was taken: {}",
@@ -481,4 +479,353 @@ fn a_squatter_on_the_port_while_serve_is_down_gets_nothing_usable() {
         assert!(url.contains(".localhost:"), "not the install's name: {url}");
         let _ = client.clone().close().await;
     });
+}
+
+/// The status line's code of a GET of `path` with `session`'s cookie: for the event stream,
+/// which does not end (only its head is read).
+fn stream_status(addr: &str, session: &str, path: &str) -> u16 {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(limits::AGENT)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: ck_session={session}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).unwrap();
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {line:?}"))
+}
+
+/// Refused as unsigned: 403, the stable code in the page and its header.
+#[track_caller]
+fn unsigned(reply: &crate::web::Reply, what: &str) {
+    assert_eq!(reply.status, 403, "{what} was taken: {}", reply.body);
+    assert!(
+        reply.body.contains("error[unsigned_request]") && reply.body.contains("hint:"),
+        "{what}: {}",
+        reply.body
+    );
+    assert_eq!(reply.header("x-cuekit-error"), Some("unsigned_request"));
+}
+
+/// A thief with the session cookie and the page's CSRF token but not the device key (a
+/// squatter that captured them, a script that read a page) acts on nothing: steer, cancel and
+/// submit are refused, so is the event stream, and a signature by a key of its own over a
+/// nonce it asked for with the cookie. The device's own signed request still works. On the
+/// old code the cookie and token alone steered, cancelled and submitted.
+#[test]
+fn a_captured_cookie_and_csrf_token_without_the_key_act_on_nothing() {
+    let h = Harness::new();
+    let id = h.submit_sh("sleep 600", &[]);
+    h.wait_until(&id, "running", limits::AGENT, || {
+        h.status(&id)["status"] == "running"
+    });
+    let s = serve(&h, &[]);
+    let (_, session) = pair_http(&s, &s.code, "phone");
+    let session = session.expect("a session");
+    let cookie = format!("ck_session={session}");
+    let csrf = csrf_of(&s, &session);
+    let stolen = |path: &str, fields: &[(&str, &str)]| {
+        http(
+            &s.addr,
+            "POST",
+            path,
+            &[("Cookie", &cookie)],
+            &form_encode(fields),
+        )
+    };
+    let steer = format!("/t/{id}/steer");
+    unsigned(
+        &stolen(&steer, &[("csrf", &csrf), ("text", "stolen steer")]),
+        "a steer",
+    );
+    unsigned(
+        &stolen(&format!("/t/{id}/cancel"), &[("csrf", &csrf)]),
+        "a cancel",
+    );
+    unsigned(
+        &stolen(
+            "/new",
+            &[("csrf", &csrf), ("agent", "gemini"), ("objective", "x")],
+        ),
+        "a submit",
+    );
+    // The thief may ask for a nonce with the cookie; its own key's signature is not the device's.
+    let nonce = nonce_for(&s.addr, &session, &csrf);
+    let fields = [("csrf", csrf.as_str())];
+    let text = signed_text("POST", &format!("/t/{id}/cancel"), &nonce, &s.addr, &fields);
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let own =
+        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+    let signature: String = own
+        .sign(&rng, text.as_bytes())
+        .unwrap()
+        .as_ref()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    unsigned(
+        &stolen(
+            &format!("/t/{id}/cancel"),
+            &[fields[0], ("ck_nonce", &nonce), ("ck_sig", &signature)],
+        ),
+        "a cancel signed by another key",
+    );
+    assert_eq!(h.status(&id)["status"], "running");
+    assert_eq!(h.json(&["list"]).0.as_array().map(Vec::len), Some(1));
+    // The event stream: not without the key; with it, yes.
+    let events = format!("/events?task={id}");
+    assert_eq!(stream_status(&s.addr, &session, &events), 403);
+    let signed = signed_get(&s.addr, &session, &events);
+    assert_eq!(stream_status(&s.addr, &session, &signed), 200);
+    // The device itself, signing: acts.
+    let cancelled = post_signed(
+        &s.addr,
+        &session,
+        &format!("/t/{id}/cancel"),
+        &[("csrf", &csrf)],
+    );
+    assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+    assert!(cancelled.body.contains("Cancelled"), "{}", cancelled.body);
+}
+
+/// A signed request captured on its way (or sent twice) is spent: its nonce was single use,
+/// so the same body again is refused, as is the same signed stream start; a nonce given to
+/// one session does not serve another. On the old code the replay was taken.
+#[test]
+fn a_replayed_signed_request_is_refused() {
+    let h = Harness::new();
+    let id = h.submit_sh("sleep 600", &[]);
+    h.wait_until(&id, "running", limits::AGENT, || {
+        h.status(&id)["status"] == "running"
+    });
+    let s = serve(&h, &[]);
+    let (_, session) = pair_http(&s, &s.code, "phone");
+    let session = session.expect("a session");
+    let (fresh, _) = h.json(&["serve", "--pair"]);
+    let (_, other) = pair_http(&s, fresh["code"].as_str().unwrap(), "laptop");
+    let other = other.expect("a second session");
+    let cookie = format!("ck_session={session}");
+    let csrf = csrf_of(&s, &session);
+    let steer = format!("/t/{id}/steer");
+    let body = signed_body(
+        &s.addr,
+        &session,
+        &steer,
+        &[("csrf", &csrf), ("text", "once")],
+    );
+    let first = http(&s.addr, "POST", &steer, &[("Cookie", &cookie)], &body);
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert!(first.body.contains("Steered"), "{}", first.body);
+    let again = http(&s.addr, "POST", &steer, &[("Cookie", &cookie)], &body);
+    unsigned(&again, "a replayed steer");
+    assert!(again.body.contains("used already"), "{}", again.body);
+    // The stream's signed start, once.
+    let events = signed_get(&s.addr, &session, &format!("/events?task={id}"));
+    assert_eq!(stream_status(&s.addr, &session, &events), 200);
+    assert_eq!(stream_status(&s.addr, &session, &events), 403);
+    // The other device's signed request, sent with this device's cookie: its nonce is not
+    // this session's.
+    let theirs = signed_body(
+        &s.addr,
+        &other,
+        &format!("/t/{id}/cancel"),
+        &[("csrf", &csrf)],
+    );
+    let crossed = http(
+        &s.addr,
+        "POST",
+        &format!("/t/{id}/cancel"),
+        &[("Cookie", &cookie)],
+        &theirs,
+    );
+    unsigned(&crossed, "another session's signed request");
+    assert_eq!(h.status(&id)["status"], "running");
+}
+
+/// The real browser flow, keyed: pairing keeps a non-extractable ECDSA key in IndexedDB; a
+/// steer typed on the page (text that percent-encoding and the form's encoding could disagree
+/// on) is signed and reaches the child; the page's event stream, signed at its start, brings
+/// the child's next output in place. The cookie and CSRF token read out of that browser, sent
+/// without the key, cancel nothing (on the old code they did).
+#[test]
+fn a_paired_browser_signs_its_actions_and_its_cookie_alone_acts_on_nothing() {
+    let h = Harness::new();
+    let id = h.submit_sh("cat", &[]);
+    h.wait_until(&id, "running", limits::AGENT, || {
+        h.status(&id)["status"] == "running"
+    });
+    let s = serve(&h, &[]);
+    let rt = runtime();
+    rt.block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        pair_in_browser(client, &s, "phone").await;
+        let key = client
+            .execute_async(
+                "var done = arguments[arguments.length - 1];\
+                 var open = indexedDB.open('cuekit', 1);\
+                 open.onerror = function () { done('no store'); };\
+                 open.onsuccess = function () {\
+                   var read = open.result.transaction('keys').objectStore('keys').get('device');\
+                   read.onsuccess = function () {\
+                     var pair = read.result;\
+                     done(pair ? [pair.privateKey.type, pair.privateKey.algorithm.name,\
+                                  pair.privateKey.algorithm.namedCurve, pair.privateKey.extractable]\
+                               : 'no key');\
+                   };\
+                 };",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(key, serde_json::json!(["private", "ECDSA", "P-256", false]));
+
+        client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
+        let text = "héllo ✓ a&b=c+d% 'q' \"w\"";
+        type_into(client, "steer-text", text).await;
+        click(client, "steer").await;
+        let receipt = wait_text(client, &format!("steer {id}:")).await;
+        assert!(!receipt.contains("unsigned_request"), "{receipt}");
+        h.wait_until(&id, "the steered text", limits::AGENT, || {
+            h.ok(&["logs", &id]).contains(text)
+        });
+
+        // The open page: the child's next output arrives by the signed stream, in place.
+        client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
+        wait_text(client, text).await;
+        h.ok(&["steer", &id, "from-the-terminal"]);
+        wait_text(client, "from-the-terminal").await;
+        updated_in_place(client).await;
+
+        // What a thief could read out of this browser, without its key.
+        let cookies = client.get_all_cookies().await.unwrap();
+        let session = cookies
+            .iter()
+            .find(|cookie| cookie.name() == "ck_session")
+            .expect("a session cookie")
+            .value()
+            .to_string();
+        let csrf = client
+            .execute(
+                "return document.querySelector('meta[name=csrf]').getAttribute('content');",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let stolen = http(
+            &s.addr,
+            "POST",
+            &format!("/t/{id}/cancel"),
+            &[("Cookie", &format!("ck_session={session}"))],
+            &form_encode(&[("csrf", csrf.as_str().unwrap())]),
+        );
+        unsigned(&stolen, "the browser's cookie and token without its key");
+        assert_eq!(h.status(&id)["status"], "running");
+        let _ = browser.client().clone().close().await;
+    });
+    let _ = h.json(&["cancel", &id]);
+}
+
+/// A device paired without a key (no JavaScript, or no WebCrypto outside a secure context)
+/// can look but not act: its cookie would be a bearer token. The refusal says why and what to
+/// do. On the old code its cookie and CSRF token cancelled the task.
+#[test]
+fn a_device_paired_without_a_key_can_look_but_not_act() {
+    let h = Harness::new();
+    let id = h.submit_sh("sleep 600", &[]);
+    h.wait_until(&id, "running", limits::AGENT, || {
+        h.status(&id)["status"] == "running"
+    });
+    let s = serve(&h, &[]);
+    let form = http(&s.addr, "GET", "/pair", &[], "");
+    let token = form.cookie("ck_form").expect("the pairing form's cookie");
+    let paired = http(
+        &s.addr,
+        "POST",
+        "/pair",
+        &[("Cookie", &format!("ck_form={token}"))],
+        &form_encode(&[("form", &token), ("code", &s.code), ("name", "no-js")]),
+    );
+    assert_eq!(paired.status, 303, "{}", paired.body);
+    let session = paired.cookie("ck_session").expect("a session");
+    let cookie = format!("ck_session={session}");
+    let page = http(
+        &s.addr,
+        "GET",
+        &format!("/t/{id}"),
+        &[("Cookie", &cookie)],
+        "",
+    );
+    assert_eq!(page.status, 200, "it cannot look: {}", page.body);
+    let csrf = csrf_of(&s, &session);
+    let cancel = http(
+        &s.addr,
+        "POST",
+        &format!("/t/{id}/cancel"),
+        &[("Cookie", &cookie)],
+        &form_encode(&[("csrf", &csrf)]),
+    );
+    unsigned(&cancel, "a keyless device's cancel");
+    assert!(
+        cancel.body.contains("has no key") && cancel.body.contains("pair it again"),
+        "{}",
+        cancel.body
+    );
+    assert_eq!(h.status(&id)["status"], "running");
+}
+
+/// An open page across a restart of serve: its stream's reconnection is refused (its session
+/// and nonce were the old run's), so the page asks for a fresh signed start, finds its session
+/// unknown, and goes to `/`, where the device signs in with its key; the pages are live again
+/// through a newly signed stream. On the old code the page stayed where it was, its stream
+/// dead.
+#[test]
+fn an_open_page_signs_in_again_and_streams_after_a_restart() {
+    let h = Harness::new();
+    let id = h.submit_sh("cat", &[]);
+    h.wait_until(&id, "running", limits::AGENT, || {
+        h.status(&id)["status"] == "running"
+    });
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("localhost:{port}");
+    let rt = runtime();
+    rt.block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        let s = serve_on(&h, &bind, &[]);
+        pair_in_browser(client, &s, "phone").await;
+        client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
+        h.ok(&["steer", &id, "before-the-restart"]);
+        wait_text(client, "before-the-restart").await;
+        drop(s);
+        let s = serve_on(&h, &bind, &[]);
+        let start = Instant::now();
+        loop {
+            let path = client.current_url().await.unwrap().path().to_string();
+            if path == "/" && body_text(client).await.contains("New task") {
+                break;
+            }
+            assert!(
+                start.elapsed() < limits::TASK,
+                "the open page never signed in again (it is at {path})"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
+        wait_text(client, "before-the-restart").await;
+        h.ok(&["steer", &id, "after-the-restart"]);
+        wait_text(client, "after-the-restart").await;
+        updated_in_place(client).await;
+        let _ = browser.client().clone().close().await;
+    });
+    let _ = h.json(&["cancel", &id]);
 }

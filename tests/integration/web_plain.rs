@@ -11,7 +11,7 @@ use fantoccini::Client;
 use serde_json::Value;
 
 use crate::harness::{Harness, limits};
-use crate::web::{browser_at, pair_in_browser, runtime, serve, wait_text};
+use crate::web::{browser_at, click_and_leave, pair_in_browser, runtime, serve, wait_text};
 
 const SIZES: [(u32, u32); 2] = [(390, 844), (1280, 800)];
 
@@ -150,13 +150,7 @@ fn the_list_and_a_task_read_plainly_on_a_phone_and_a_desktop() {
                 .await
                 .unwrap();
             js(client, "document.getElementById('agent').value = 'jcode'; return null;").await;
-            client
-                .find(fantoccini::Locator::Id("submit"))
-                .await
-                .unwrap()
-                .click()
-                .await
-                .unwrap();
+            click_and_leave(client, "submit").await;
             let problem = wait_text(client, "jcode").await;
             let kept = js(client, "return document.getElementById('objective-input').value;").await;
             assert_eq!(kept, typed, "{problem}");
