@@ -12,6 +12,7 @@ mod factor;
 mod html;
 mod live;
 mod palette;
+mod receipt;
 mod routes;
 mod tls;
 

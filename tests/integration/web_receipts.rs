@@ -1,0 +1,177 @@
+//! An action on a task's page stays on the page: done, the browser goes back to the task page
+//! (303, its receipt named by a fixed code) and the page says what happened near its top; not
+//! done, the task page is drawn again with the problem and its hint, and the steer box keeps
+//! what was typed. Plain HTTP, as a browser without JavaScript sends the forms.
+
+use crate::harness::{Harness, limits, poll};
+use crate::web::{Reply, csrf_of, form_encode, http, pair_http, serve};
+
+/// A paired session's cookie and CSRF token.
+fn signed_in(s: &crate::web::Serve) -> (String, String) {
+    let (_, session) = pair_http(s, &s.code, "phone");
+    let session = session.expect("paired");
+    let csrf = csrf_of(s, &session);
+    (format!("ck_session={session}"), csrf)
+}
+
+fn get(s: &crate::web::Serve, cookie: &str, path: &str) -> Reply {
+    http(&s.addr, "GET", path, &[("Cookie", cookie)], "")
+}
+
+#[test]
+fn a_steer_from_the_page_comes_back_to_the_task_with_its_receipt() {
+    let h = Harness::new();
+    let got = h.root().join("got.txt");
+    let id = h.submit(&[
+        "--agent",
+        "command",
+        "--",
+        "sh",
+        "-c",
+        r#"printf 'ready\n> '; while IFS= read -r line; do printf '%s\n' "$line" >> "$0"; printf '> '; done"#,
+        got.to_str().unwrap(),
+    ]);
+    h.wait_until(&id, "the prompt", limits::SHORT, || {
+        h.screen(&id).contains("ready")
+    });
+    let s = serve(&h, &[]);
+    let (cookie, csrf) = signed_in(&s);
+    let steered = http(
+        &s.addr,
+        "POST",
+        &format!("/t/{id}/steer"),
+        &[("Cookie", &cookie)],
+        &form_encode(&[("csrf", &csrf), ("text", "hello from the page")]),
+    );
+    assert_eq!(steered.status, 303, "{}", steered.body);
+    let back = steered.header("location").unwrap_or_default().to_string();
+    assert_eq!(back, format!("/t/{id}?done=steered"));
+    assert!(
+        poll(limits::SHORT, || std::fs::read_to_string(&got)
+            .is_ok_and(|text| text == "hello from the page\n")),
+        "the message never reached the child"
+    );
+    let page = get(&s, &cookie, &back);
+    assert_eq!(page.status, 200, "{}", page.body);
+    let receipt = page
+        .body
+        .find("id=\"receipt\"")
+        .unwrap_or_else(|| panic!("no receipt on the task page:\n{}", page.body));
+    assert!(
+        page.body
+            .contains("<b>Steered</b> — the child received your message"),
+        "{}",
+        page.body
+    );
+    // Near the top: above the task's own parts, outside the part an update replaces.
+    let live = page.body.find("id=\"live\"").unwrap();
+    assert!(receipt < live, "{}", page.body);
+    // Only a code of the table names a receipt: other text in the query shows nothing.
+    let forged = get(
+        &s,
+        &cookie,
+        &format!("/t/{id}?done=%3Cscript%3Ealert(1)%3C/script%3E"),
+    );
+    assert_eq!(forged.status, 200, "{}", forged.body);
+    assert!(!forged.body.contains("id=\"receipt\""), "{}", forged.body);
+    assert!(!forged.body.contains("alert(1)"), "{}", forged.body);
+    h.ok(&["cancel", &id]);
+}
+
+#[test]
+fn a_steer_not_done_is_said_on_the_task_page_and_keeps_what_was_typed() {
+    let h = Harness::new();
+    // A batch child takes no messages.
+    let id = h.submit_batch_sh("sleep 600");
+    h.wait_until(&id, "running", limits::AGENT, || {
+        h.status(&id)["status"] == "running"
+    });
+    let s = serve(&h, &[]);
+    let (cookie, csrf) = signed_in(&s);
+    let typed = "keep <b>this</b> & that\nsecond line";
+    let reply = http(
+        &s.addr,
+        "POST",
+        &format!("/t/{id}/steer"),
+        &[("Cookie", &cookie)],
+        &form_encode(&[("csrf", &csrf), ("text", typed)]),
+    );
+    assert_eq!(reply.status, 409, "{}", reply.body);
+    let page = &reply.body;
+    // The task page itself, not a page with a way back.
+    assert!(page.contains("id=\"objective\""), "{page}");
+    assert!(!page.contains(">Back</a>"), "{page}");
+    let problem = page
+        .find("id=\"problem\"")
+        .unwrap_or_else(|| panic!("no problem said:\n{page}"));
+    assert!(problem < page.find("id=\"live\"").unwrap(), "{page}");
+    assert!(
+        page.contains("data-code=\"steering_unsupported\""),
+        "{page}"
+    );
+    assert!(page.contains("cannot be steered"), "{page}");
+    assert!(
+        page.contains("<p class=\"hint\" id=\"problem-hint\">submit with --mode interactive"),
+        "{page}"
+    );
+    assert!(!page.contains("error["), "{page}");
+    // What was typed is in the steer box, escaped, with the focus.
+    assert!(
+        page.contains(
+            "autofocus>\nkeep &lt;b&gt;this&lt;/b&gt; &amp; that\nsecond line</textarea>"
+        ),
+        "{page}"
+    );
+    // An empty message is said the same way.
+    let empty = http(
+        &s.addr,
+        "POST",
+        &format!("/t/{id}/steer"),
+        &[("Cookie", &cookie)],
+        &form_encode(&[("csrf", &csrf), ("text", "  ")]),
+    );
+    assert_eq!(empty.status, 400, "{}", empty.body);
+    assert!(
+        empty.body.contains("An empty message is not sent"),
+        "{}",
+        empty.body
+    );
+    assert!(empty.body.contains("id=\"objective\""), "{}", empty.body);
+    h.ok(&["cancel", &id]);
+}
+
+#[test]
+fn cancel_and_retry_from_the_page_come_back_with_their_receipts() {
+    let h = Harness::new();
+    let id = h.submit_batch_sh("sleep 600");
+    h.wait_until(&id, "running", limits::AGENT, || {
+        h.status(&id)["status"] == "running"
+    });
+    let s = serve(&h, &[]);
+    let (cookie, csrf) = signed_in(&s);
+    let post = |action: &str| {
+        http(
+            &s.addr,
+            "POST",
+            &format!("/t/{id}/{action}"),
+            &[("Cookie", &cookie)],
+            &form_encode(&[("csrf", &csrf)]),
+        )
+    };
+    let cancelled = post("cancel");
+    assert_eq!(cancelled.status, 303, "{}", cancelled.body);
+    let back = cancelled.header("location").unwrap_or_default().to_string();
+    assert_eq!(back, format!("/t/{id}?done=cancelled"));
+    let page = get(&s, &cookie, &back).body;
+    assert!(
+        page.contains("<b>Cancelled</b> — the child was stopped"),
+        "{page}"
+    );
+    let retried = post("retry");
+    assert_eq!(retried.status, 303, "{}", retried.body);
+    assert_eq!(
+        retried.header("location"),
+        Some(format!("/t/{id}?done=retried").as_str())
+    );
+    h.ok(&["cancel", &id]);
+}
