@@ -186,7 +186,7 @@ pub fn short(status: Status, reason: Option<&str>, phase: Option<&str>) -> &'sta
 }
 
 /// What became of a steering message, as a person says it: `steered — the child received your
-/// message`, `not sent — the child is on a dialog: needs a login or API key`. `blocked_by` is a
+/// message`, `not sent — a dialog holds the child: needs a login or API key`. `blocked_by` is a
 /// blocked steer's screen.
 pub fn steer_said(
     receipt: crate::domain::steer::Receipt,
@@ -197,24 +197,24 @@ pub fn steer_said(
         Receipt::Submitted => ("steered", "the child received your message".to_string()),
         Receipt::Queued => (
             "steered",
-            "your message goes in when its current turn ends".to_string(),
+            "it goes in when the current turn ends".to_string(),
         ),
         Receipt::TypedNotSubmitted => (
             "typed, not sent",
-            "your message sits in the child's input line: attach and press Enter".to_string(),
+            "it sits in the child's input line: attach and press Enter".to_string(),
         ),
         Receipt::Blocked => (
             "not sent",
             match blocked_by {
                 Some(screen) => format!(
-                    "the child is on a dialog that takes no typing: {}",
+                    "a dialog holds the child: {}",
                     reason_phrase(screen.as_str())
                 ),
-                None => "the child is on a dialog that takes no typing".to_string(),
+                None => "a dialog holds the child".to_string(),
             },
         ),
         Receipt::NotRunning => ("not sent", "the child is not running".to_string()),
-        Receipt::Rejected => ("not sent", "the agent refused the message".to_string()),
+        Receipt::Rejected => ("not sent", "the agent refused it".to_string()),
     };
     Said {
         word,
@@ -349,7 +349,7 @@ mod tests {
         );
         assert_eq!(
             steer_said(Receipt::Blocked, Some(Attention::AuthRequired)).line(),
-            "not sent — the child is on a dialog that takes no typing: needs a login or API key"
+            "not sent — a dialog holds the child: needs a login or API key"
         );
         for receipt in [
             Receipt::Submitted,
