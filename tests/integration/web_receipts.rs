@@ -175,3 +175,46 @@ fn cancel_and_retry_from_the_page_come_back_with_their_receipts() {
     );
     h.ok(&["cancel", &id]);
 }
+
+/// In a browser (JavaScript on): a steer that was not done comes back to the task page with
+/// the problem and the typed text, and the page's live updates (the child prints on) leave
+/// both in place while the steer box has the focus.
+#[test]
+fn in_a_browser_a_steer_not_done_keeps_its_text_through_live_updates() {
+    use crate::web::{browser, click, pair_in_browser, runtime, type_into, wait_text};
+    let h = Harness::new();
+    // A batch child that prints on: its page is updated by the event stream.
+    let id = h.submit_batch_sh("while :; do echo tick; sleep 0.3; done");
+    h.wait_until(&id, "running", limits::AGENT, || {
+        h.status(&id)["status"] == "running"
+    });
+    let s = serve(&h, &[]);
+    let rt = runtime();
+    rt.block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        pair_in_browser(client, &s, "phone").await;
+        client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
+        type_into(client, "steer-text", "please keep this").await;
+        click(client, "steer").await;
+        wait_text(client, "Not done: Task").await;
+        wait_text(client, "submit with --mode interactive").await;
+        // Updates come (the child prints); the typed text and the problem stay.
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        let kept = client
+            .execute(
+                "return [document.getElementById('steer-text').value, \
+                 document.activeElement && document.activeElement.id, \
+                 !!document.getElementById('problem')];",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            kept,
+            serde_json::json!(["please keep this", "steer-text", true])
+        );
+        let _ = client.clone().close().await;
+    });
+    h.ok(&["cancel", &id]);
+}
