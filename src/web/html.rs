@@ -776,6 +776,15 @@ fn note_html(note: &Note) -> String {
                     esc(hint)
                 );
             }
+            // Kept here too, outside the live part: an update while the steer box has no focus
+            // draws that box empty again.
+            if let Some(typed) = &problem.typed {
+                let _ = write!(
+                    out,
+                    "<p class=\"hint\">Your message, not sent:</p><pre id=\"problem-typed\">{}</pre>",
+                    esc(typed)
+                );
+            }
             out.push_str("</div>");
             out
         }

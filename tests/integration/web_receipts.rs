@@ -122,6 +122,13 @@ fn a_steer_not_done_is_said_on_the_task_page_and_keeps_what_was_typed() {
         ),
         "{page}"
     );
+    // And above the task, where an update of the live part does not reach.
+    assert!(
+        page.contains(
+            "id=\"problem-typed\">keep &lt;b&gt;this&lt;/b&gt; &amp; that\nsecond line</pre>"
+        ),
+        "{page}"
+    );
     // An empty message is said the same way.
     let empty = http(
         &s.addr,
