@@ -804,7 +804,9 @@ fn actions(
     let mut out = String::new();
     if !read_only {
         out.push_str("<section class=\"actions\"><h2>Actions</h2>");
-        if !view.status.is_terminal() && view.status != Status::Queued {
+        // A batch child reads no messages: no steer box to offer it.
+        let steerable = view.mode != Some(crate::domain::spec::Mode::Batch);
+        if steerable && !view.status.is_terminal() && view.status != Status::Queued {
             let _ = write!(
                 out,
                 "<form method=\"post\" action=\"/t/{}/steer\" class=\"stack\" id=\"steer-form\">{}\

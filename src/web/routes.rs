@@ -865,8 +865,10 @@ async fn not_done(
     app: &Arc<App>,
     id: &str,
     session: &web_access::Session,
-    problem: Problem,
+    mut problem: Problem,
 ) -> Response {
+    // A hint written for the command line names the task by a placeholder: this one's id.
+    problem.hint = problem.hint.map(|hint| hint.replace("<id>", id));
     match task_parts(app, id, SCREEN_LINES).await {
         Ok((view, extras)) => (
             problem.status,

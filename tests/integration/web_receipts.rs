@@ -81,21 +81,26 @@ fn a_steer_from_the_page_comes_back_to_the_task_with_its_receipt() {
 #[test]
 fn a_steer_not_done_is_said_on_the_task_page_and_keeps_what_was_typed() {
     let h = Harness::new();
-    // A batch child takes no messages.
-    let id = h.submit_batch_sh("sleep 600");
-    h.wait_until(&id, "running", limits::AGENT, || {
-        h.status(&id)["status"] == "running"
-    });
+    let id = h.submit(&["--agent", "command", "--", "sh", "-c", "sleep 600"]);
+    // A batch child takes no messages (its page offers no steer box; a form sent anyway).
+    let batch = h.submit_batch_sh("sleep 600");
+    for task in [&id, &batch] {
+        h.wait_until(task, "running", limits::AGENT, || {
+            h.status(task)["status"] == "running"
+        });
+    }
     let s = serve(&h, &[]);
     let (cookie, csrf) = signed_in(&s);
-    let typed = "keep <b>this</b> & that\nsecond line";
-    let reply = http(
-        &s.addr,
-        "POST",
-        &format!("/t/{id}/steer"),
-        &[("Cookie", &cookie)],
-        &form_encode(&[("csrf", &csrf), ("text", typed)]),
-    );
+    let steer = |task: &str, text: &str| {
+        http(
+            &s.addr,
+            "POST",
+            &format!("/t/{task}/steer"),
+            &[("Cookie", &cookie)],
+            &form_encode(&[("csrf", &csrf), ("text", text)]),
+        )
+    };
+    let reply = steer(&batch, "hello");
     assert_eq!(reply.status, 409, "{}", reply.body);
     let page = &reply.body;
     // The task page itself, not a page with a way back.
@@ -115,7 +120,14 @@ fn a_steer_not_done_is_said_on_the_task_page_and_keeps_what_was_typed() {
         "{page}"
     );
     assert!(!page.contains("error["), "{page}");
-    // What was typed is in the steer box, escaped, with the focus.
+    assert!(!page.contains("id=\"steer-text\""), "{page}");
+    // A message the steer refuses (a NUL byte): what was typed is in the steer box, escaped,
+    // with the focus (the NUL dropped, as every control character on a page).
+    let reply = steer(&id, "keep <b>this</b> & that\nsecond\0 line");
+    assert_eq!(reply.status, 409, "{}", reply.body);
+    let page = &reply.body;
+    assert!(page.contains("data-code=\"invalid_input\""), "{page}");
+    assert!(page.contains("NUL byte"), "{page}");
     assert!(
         page.contains(
             "autofocus>\nkeep &lt;b&gt;this&lt;/b&gt; &amp; that\nsecond line</textarea>"
@@ -144,7 +156,7 @@ fn a_steer_not_done_is_said_on_the_task_page_and_keeps_what_was_typed() {
         empty.body
     );
     assert!(empty.body.contains("id=\"objective\""), "{}", empty.body);
-    h.ok(&["cancel", &id]);
+    h.ok(&["cancel", &id, &batch]);
 }
 
 #[test]
@@ -183,15 +195,23 @@ fn cancel_and_retry_from_the_page_come_back_with_their_receipts() {
     h.ok(&["cancel", &id]);
 }
 
-/// In a browser (JavaScript on): a steer that was not done comes back to the task page with
-/// the problem and the typed text, and the page's live updates (the child prints on) leave
-/// both in place while the steer box has the focus.
+/// In a browser (JavaScript on): the task ends while you type a message (the page held still
+/// for the focused box); the steer comes back to the task page, which says why it was not sent
+/// and still shows the message; a batch task's page offers no steer box at all.
 #[test]
-fn in_a_browser_a_steer_not_done_keeps_its_text_through_live_updates() {
+fn in_a_browser_a_steer_not_done_keeps_its_text_and_a_batch_task_offers_none() {
     use crate::web::{browser, click, pair_in_browser, runtime, type_into, wait_text};
+    use fantoccini::Locator;
     let h = Harness::new();
-    // A batch child that prints on: its page is updated by the event stream.
-    let id = h.submit_batch_sh("while :; do echo tick; sleep 0.3; done");
+    let id = h.submit(&[
+        "--agent",
+        "command",
+        "--",
+        "sh",
+        "-c",
+        "while :; do echo tick; sleep 0.3; done",
+    ]);
+    let batch = h.submit_batch_sh("sleep 600");
     h.wait_until(&id, "running", limits::AGENT, || {
         h.status(&id)["status"] == "running"
     });
@@ -201,27 +221,32 @@ fn in_a_browser_a_steer_not_done_keeps_its_text_through_live_updates() {
         let browser = browser().await;
         let client = browser.client();
         pair_in_browser(client, &s, "phone").await;
+        client.goto(&format!("{}/t/{batch}", s.url)).await.unwrap();
+        wait_text(client, "Cancel task").await;
+        assert!(client.find(Locator::Id("steer-text")).await.is_err());
         client.goto(&format!("{}/t/{id}", s.url)).await.unwrap();
         type_into(client, "steer-text", "please keep this").await;
+        h.ok(&["cancel", &id]);
+        // The updates that follow (it printed, it ended) leave the focused box alone.
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
         click(client, "steer").await;
         wait_text(client, "Not done: Task").await;
-        wait_text(client, "submit with --mode interactive").await;
-        // Updates come (the child prints); the typed text and the problem stay.
-        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
         let kept = client
             .execute(
-                "return [document.getElementById('steer-text').value, \
-                 document.activeElement && document.activeElement.id, \
-                 !!document.getElementById('problem')];",
+                "return [document.getElementById('problem-typed').textContent, \
+                 !!document.getElementById('steer-text')];",
                 vec![],
             )
             .await
             .unwrap();
-        assert_eq!(
-            kept,
-            serde_json::json!(["please keep this", "steer-text", true])
-        );
+        assert_eq!(kept, serde_json::json!(["please keep this", false]));
+        // Its hint names this task, not a placeholder.
+        wait_text(client, &format!("cuekit logs {id}")).await;
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+        std::fs::create_dir_all(&dir).unwrap();
+        let png = client.screenshot().await.unwrap();
+        std::fs::write(dir.join("task-steer-not-done-390x844.png"), png).unwrap();
         let _ = client.clone().close().await;
     });
-    h.ok(&["cancel", &id]);
+    h.ok(&["cancel", &batch]);
 }
