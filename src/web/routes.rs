@@ -995,7 +995,7 @@ async fn answer(State(app): Shared, action: Action) -> Response {
         let problem = Problem::new(
             StatusCode::CONFLICT,
             "no_request",
-            "Nothing to answer: it waits on no permission request",
+            "It waits on no permission request: nothing to answer",
         );
         return not_done(&app, &id, &session, problem).await;
     };
@@ -1004,7 +1004,7 @@ async fn answer(State(app): Shared, action: Action) -> Response {
         let problem = Problem::new(
             StatusCode::CONFLICT,
             "request_changed",
-            "Not answered: the request changed since the page was drawn",
+            "The request changed since the page was drawn",
         )
         .with_hint("read what it asks now, below, and answer again");
         return not_done(&app, &id, &session, problem).await;

@@ -177,6 +177,27 @@ fn cancel_and_retry_from_the_page_come_back_with_their_receipts() {
             &form_encode(&[("csrf", &csrf)]),
         )
     };
+    // An answer to a request that is not there: said on the task page.
+    let answered = http(
+        &s.addr,
+        "POST",
+        &format!("/t/{id}/answer"),
+        &[("Cookie", &cookie)],
+        &form_encode(&[("csrf", &csrf), ("answer", "allow"), ("tool", "gone")]),
+    );
+    assert_eq!(answered.status, 409, "{}", answered.body);
+    assert!(
+        answered
+            .body
+            .contains("Not done: It waits on no permission request"),
+        "{}",
+        answered.body
+    );
+    assert!(
+        answered.body.contains("id=\"objective\""),
+        "{}",
+        answered.body
+    );
     let cancelled = post("cancel");
     assert_eq!(cancelled.status, 303, "{}", cancelled.body);
     let back = cancelled.header("location").unwrap_or_default().to_string();
