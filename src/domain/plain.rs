@@ -185,6 +185,43 @@ pub fn short(status: Status, reason: Option<&str>, phase: Option<&str>) -> &'sta
     }
 }
 
+/// What became of a steering message, as a person says it: `steered — the child received your
+/// message`, `not sent — a dialog holds the child: needs a login or API key`. `blocked_by` is a
+/// blocked steer's screen.
+pub fn steer_said(
+    receipt: crate::domain::steer::Receipt,
+    blocked_by: Option<crate::domain::attention::Attention>,
+) -> Said {
+    use crate::domain::steer::Receipt;
+    let (word, detail) = match receipt {
+        Receipt::Submitted => ("steered", "the child received your message".to_string()),
+        Receipt::Queued => (
+            "steered",
+            "it goes in when the current turn ends".to_string(),
+        ),
+        Receipt::TypedNotSubmitted => (
+            "typed, not sent",
+            "it sits in the child's input line: attach and press Enter".to_string(),
+        ),
+        Receipt::Blocked => (
+            "not sent",
+            match blocked_by {
+                Some(screen) => format!(
+                    "a dialog holds the child: {}",
+                    reason_phrase(screen.as_str())
+                ),
+                None => "a dialog holds the child".to_string(),
+            },
+        ),
+        Receipt::NotRunning => ("not sent", "the child is not running".to_string()),
+        Receipt::Rejected => ("not sent", "the agent refused it".to_string()),
+    };
+    Said {
+        word,
+        detail: Some(detail),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,5 +337,30 @@ mod tests {
         assert!(
             order(Status::InputRequired, Some("idle_at_prompt")) < order(Status::Running, None)
         );
+    }
+
+    #[test]
+    fn a_steer_receipt_reads_as_words() {
+        use crate::domain::attention::Attention;
+        use crate::domain::steer::Receipt;
+        assert_eq!(
+            steer_said(Receipt::Submitted, None).line(),
+            "steered — the child received your message"
+        );
+        assert_eq!(
+            steer_said(Receipt::Blocked, Some(Attention::AuthRequired)).line(),
+            "not sent — a dialog holds the child: needs a login or API key"
+        );
+        for receipt in [
+            Receipt::Submitted,
+            Receipt::TypedNotSubmitted,
+            Receipt::Blocked,
+            Receipt::NotRunning,
+            Receipt::Queued,
+            Receipt::Rejected,
+        ] {
+            let line = steer_said(receipt, Some(Attention::PermissionPrompt)).line();
+            assert!(!line.contains('_'), "{line}");
+        }
     }
 }

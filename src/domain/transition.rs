@@ -43,6 +43,29 @@ pub enum Seen {
         status: Status,
         reason: Option<String>,
     },
+    /// An interactive child idle after its turn whose own check decides what follows (a fix
+    /// message or the quit): cuekit's move, not a person's. It stays `running` to everyone; a
+    /// turn's end that held for the dwell is recorded once, quietly, in [`Announced::last_wait`]
+    /// under [`CHECKING`] (the monitor starts the check on it: [`turn_to_check`]).
+    Checking {
+        screen: u64,
+        quiet_for: Duration,
+    },
+}
+
+/// The wait's reason recorded for a turn whose check is to come (never announced).
+pub const CHECKING: &str = "checking";
+
+/// Whether `after` records a new turn's end to check (a [`Seen::Checking`] that settled on a
+/// screen not recorded before).
+pub fn turn_to_check(before: &Announced, after: Option<&Announced>) -> bool {
+    after.is_some_and(|after| {
+        after.last_wait != before.last_wait
+            && after
+                .last_wait
+                .as_ref()
+                .is_some_and(|(reason, _)| reason == CHECKING)
+    })
 }
 
 /// One transition to announce.
@@ -81,12 +104,15 @@ pub fn next(
         Seen::Queued { reason } => (Status::Queued, reason.clone(), None),
         Seen::Running => (Status::Running, None, None),
         // Not settled yet: nothing changes until it holds for the dwell, but the task runs.
-        Seen::Waiting { quiet_for, .. } if *quiet_for < dwell => {
+        Seen::Waiting { quiet_for, .. } | Seen::Checking { quiet_for, .. }
+            if *quiet_for < dwell =>
+        {
             return match announced.status {
                 None => (vec![start], Some(started)),
                 Some(_) => (Vec::new(), None),
             };
         }
+        Seen::Checking { screen, .. } => return checking(announced, *screen),
         Seen::Waiting { reason, screen, .. } => (
             Status::InputRequired,
             Some(reason.clone()),
@@ -124,6 +150,28 @@ pub fn next(
         new_status: status,
         reason,
     });
+    (announce, Some(after))
+}
+
+/// A settled turn's end whose check is to come: `running` (announced so only when it was not:
+/// the start, or the end of a wait a person answered), and the turn recorded once.
+fn checking(announced: &Announced, screen: u64) -> (Vec<Transition>, Option<Announced>) {
+    let wait = Some((CHECKING.to_string(), screen));
+    let mut announce = Vec::new();
+    if announced.status != Some(Status::Running) {
+        announce.push(Transition {
+            old_status: announced.status,
+            new_status: Status::Running,
+            reason: None,
+        });
+    } else if announced.last_wait == wait {
+        return (announce, None);
+    }
+    let after = Announced {
+        status: Some(Status::Running),
+        reason: None,
+        last_wait: wait,
+    };
     (announce, Some(after))
 }
 
@@ -194,6 +242,66 @@ mod tests {
                 (Some(Status::Running), Status::Completed, None),
             ]
         );
+    }
+
+    #[test]
+    fn a_turn_waiting_on_its_check_stays_running_and_is_recorded_once_to_check() {
+        let checking = |screen, quiet_secs| Seen::Checking {
+            screen,
+            quiet_for: Duration::from_secs(quiet_secs),
+        };
+        let mut announced = Announced::default();
+        let mut fired = Vec::new();
+        let mut checks = 0;
+        for look in [
+            Seen::Running,
+            checking(1, 0),
+            checking(1, 3),
+            checking(1, 5),
+            // The fix message: it works, then idles on another screen.
+            Seen::Running,
+            checking(2, 3),
+            Seen::Ended {
+                status: Status::Completed,
+                reason: None,
+            },
+        ] {
+            let (transitions, after) = next(&announced, &look, DWELL);
+            checks += usize::from(turn_to_check(&announced, after.as_ref()));
+            fired.extend(
+                transitions
+                    .into_iter()
+                    .map(|t| (t.old_status, t.new_status)),
+            );
+            if let Some(after) = after {
+                announced = after;
+            }
+        }
+        assert_eq!(checks, 2, "each turn's end is checked once");
+        assert_eq!(
+            fired,
+            [
+                (None, Status::Running),
+                (Some(Status::Running), Status::Completed)
+            ],
+            "nothing but running and the ending is announced"
+        );
+        // A wait a person answered, then a turn to check: running again.
+        let asked = Announced {
+            status: Some(Status::InputRequired),
+            reason: Some("permission_prompt".into()),
+            last_wait: Some(("permission_prompt".into(), 7)),
+        };
+        let (transitions, after) = next(&asked, &checking(8, 3), DWELL);
+        assert_eq!(
+            transitions,
+            [Transition {
+                old_status: Some(Status::InputRequired),
+                new_status: Status::Running,
+                reason: None
+            }]
+        );
+        assert!(turn_to_check(&asked, after.as_ref()));
     }
 
     #[test]

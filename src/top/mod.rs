@@ -165,14 +165,7 @@ fn carry_out(
             let waited_for = !ops::finishes_without_caller(&task_id);
             let action = in_background(sender, cwd, move |cwd| {
                 let receipt = ops::steer(&task_id, cwd, &text)?;
-                let by = receipt
-                    .blocked_by
-                    .map(|screen| format!(" (by {})", screen.as_str()));
-                Ok(format!(
-                    "steer {task_id}: {}{}",
-                    receipt.receipt.as_str(),
-                    by.unwrap_or_default()
-                ))
+                Ok(view::steer_receipt(&task_id, &receipt))
             });
             actions.extend(waited_for.then_some(action));
         }
@@ -180,9 +173,9 @@ fn carry_out(
             let waited_for = !ops::finishes_without_caller(&task_id);
             let action = in_background(sender, cwd, move |cwd| {
                 let views = ops::cancel(std::slice::from_ref(&task_id), cwd, ops::DEFAULT_GRACE)?;
-                let status = views
-                    .first()
-                    .map_or("cancelled", |view| view.status.as_str());
+                let status = views.first().map_or("cancelled", |view| {
+                    crate::domain::plain::status_word(view.status)
+                });
                 Ok(format!("{task_id}: {status}"))
             });
             actions.extend(waited_for.then_some(action));

@@ -441,6 +441,13 @@ fn status_line(state: &State) -> Line<'static> {
     }
 }
 
+/// The status line after a steer: `ID: steered — the child received your message`, in the
+/// words every face uses (`crate::domain::plain::steer_said`), no code.
+pub fn steer_receipt(task_id: &str, receipt: &crate::ops::SteerReceipt) -> String {
+    let said = crate::domain::plain::steer_said(receipt.receipt, receipt.blocked_by);
+    format!("{task_id}: {}", said.line())
+}
+
 fn draw_help(frame: &mut Frame, area: Rect) {
     let width = area.width.min(76);
     let height = (HELP.len() as u16 + 2).min(area.height);
@@ -495,6 +502,35 @@ fn short_number(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_steer_receipt_speaks_plainly() {
+        use crate::domain::attention::Attention;
+        use crate::domain::steer::Receipt;
+        let receipt = |receipt, blocked_by| crate::ops::SteerReceipt {
+            task_id: "t_0123456789ab".into(),
+            receipt,
+            blocked_by,
+            delivery: None,
+            enter_retried: false,
+            message: None,
+            elapsed_ms: 0,
+            at: String::new(),
+        };
+        assert_eq!(
+            super::steer_receipt("t_0123456789ab", &receipt(Receipt::Submitted, None)),
+            "t_0123456789ab: steered — the child received your message"
+        );
+        let blocked = super::steer_receipt(
+            "t_0123456789ab",
+            &receipt(Receipt::Blocked, Some(Attention::AuthRequired)),
+        );
+        assert_eq!(
+            blocked,
+            "t_0123456789ab: not sent — a dialog holds the child: needs a login or API key"
+        );
+        assert!(blocked.chars().count() <= 80, "{blocked}");
+    }
+
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 

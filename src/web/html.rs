@@ -6,6 +6,7 @@
 use std::fmt::Write;
 use std::time::SystemTime;
 
+use super::receipt::{Problem, Receipt};
 use crate::domain::status::Status;
 use crate::domain::transcript::{Style, runs};
 use crate::ops::{BoardRow, TaskResult, TaskView};
@@ -485,6 +486,18 @@ pub fn task_fragment(
     read_only: bool,
     now: SystemTime,
 ) -> String {
+    task_fragment_typed(view, extras, csrf, read_only, now, None)
+}
+
+/// [`task_fragment`] with `typed` in its steer box (a steer that was not done, drawn again).
+fn task_fragment_typed(
+    view: &TaskView,
+    extras: &TaskExtras,
+    csrf: &str,
+    read_only: bool,
+    now: SystemTime,
+    typed: Option<&str>,
+) -> String {
     let id = &view.id;
     let said = said(view);
     let mut out = String::new();
@@ -522,8 +535,8 @@ pub fn task_fragment(
     out.push_str(&actions(
         view,
         extras.merged_into.as_deref(),
-        csrf,
-        read_only,
+        (csrf, read_only),
+        typed,
     ));
     let _ = write!(
         out,
@@ -707,36 +720,103 @@ fn request_section(request: &crate::domain::acp::session::Pending, id: &str, csr
     out
 }
 
+/// What a task page says above the task after an action: its receipt, or the problem it met.
+pub enum Note<'a> {
+    Done(Receipt),
+    Problem(&'a Problem),
+}
+
+/// A task's page, with `note` near its top, outside the live part (an update keeps it); after
+/// a problem the steer box holds what was typed, and has the focus (`app.js` holds a page
+/// still while a form has it).
 pub fn task_page(
     view: &TaskView,
     extras: &TaskExtras,
-    csrf: &str,
-    read_only: bool,
+    (csrf, read_only): (&str, bool),
     now: SystemTime,
+    note: Option<Note>,
 ) -> String {
     let id = &view.id;
+    let typed = match &note {
+        Some(Note::Problem(problem)) => problem.typed.as_deref(),
+        _ => None,
+    };
     let body = format!(
-        "<main><div id=\"live\">{}</div></main>",
-        task_fragment(view, extras, csrf, read_only, now)
+        "<main>{}<div id=\"live\">{}</div></main>",
+        note.as_ref().map(note_html).unwrap_or_default(),
+        task_fragment_typed(view, extras, csrf, read_only, now, typed)
     );
     page(id, Some(csrf), Some(&format!("/t/{id}/live")), &body)
 }
 
+/// A receipt (`role=status`) or a problem with its hint (`role=alert`). Every word is this
+/// file's or an operation's; none comes from the request.
+fn note_html(note: &Note) -> String {
+    match note {
+        Note::Done(receipt) => {
+            let (word, detail) = receipt.said();
+            format!(
+                "<div class=\"receipt{}\" id=\"receipt\" role=\"status\" data-done=\"{}\"><p><b>{}</b> — {}</p></div>",
+                if receipt.warns() { " warn" } else { "" },
+                esc(receipt.code()),
+                esc(&word),
+                esc(&detail)
+            )
+        }
+        Note::Problem(problem) => {
+            let mut out = format!(
+                "<div class=\"problem\" id=\"problem\" role=\"alert\" data-code=\"{}\"><p class=\"error\">Not done: {}</p>",
+                esc(problem.code),
+                esc(&problem.message)
+            );
+            if let Some(hint) = &problem.hint {
+                let _ = write!(
+                    out,
+                    "<p class=\"hint\" id=\"problem-hint\">{}</p>",
+                    esc(hint)
+                );
+            }
+            // Kept here too, outside the live part: an update while the steer box has no focus
+            // draws that box empty again.
+            if let Some(typed) = &problem.typed {
+                let _ = write!(
+                    out,
+                    "<p class=\"hint\">Your message, not sent:</p><pre id=\"problem-typed\">{}</pre>",
+                    esc(typed)
+                );
+            }
+            out.push_str("</div>");
+            out
+        }
+    }
+}
+
 /// What can be done to the task as it stands (nothing under `--read-only`): part of the live
 /// fragment, so a task that ends trades its steer box for retry and merge without a reload.
-fn actions(view: &TaskView, merged_into: Option<&str>, csrf: &str, read_only: bool) -> String {
+/// `typed`: what the steer box holds (a steer not done, drawn again with the focus).
+fn actions(
+    view: &TaskView,
+    merged_into: Option<&str>,
+    (csrf, read_only): (&str, bool),
+    typed: Option<&str>,
+) -> String {
     let id = &view.id;
     let mut out = String::new();
     if !read_only {
         out.push_str("<section class=\"actions\"><h2>Actions</h2>");
-        if !view.status.is_terminal() && view.status != Status::Queued {
+        // A batch child reads no messages: no steer box to offer it.
+        let steerable = view.mode != Some(crate::domain::spec::Mode::Batch);
+        if steerable && !view.status.is_terminal() && view.status != Status::Queued {
             let _ = write!(
                 out,
                 "<form method=\"post\" action=\"/t/{}/steer\" class=\"stack\" id=\"steer-form\">{}\
-                 <textarea name=\"text\" id=\"steer-text\" rows=\"3\" required placeholder=\"Message to the child\"></textarea>\
+                 <textarea name=\"text\" id=\"steer-text\" rows=\"3\" required placeholder=\"Message to the child\"{}>\n{}</textarea>\
                  <button type=\"submit\" id=\"steer\">Steer</button></form>",
                 esc(id),
-                hidden(csrf)
+                hidden(csrf),
+                if typed.is_some() { " autofocus" } else { "" },
+                // (The parser drops a textarea's first newline: the one above, not the text's.)
+                esc(typed.unwrap_or(""))
             );
         }
         if view.status == Status::Running {

@@ -13,6 +13,7 @@ mod factor;
 mod html;
 mod live;
 mod palette;
+mod receipt;
 mod routes;
 pub mod signed;
 mod tls;

@@ -22,6 +22,7 @@ use axum::routing::get;
 use super::Hosts;
 use super::html::{self, TaskExtras};
 use super::live::Live;
+use super::receipt::{Problem, Receipt};
 use crate::domain::acp::control::Answer;
 use crate::domain::error::{Error, ErrorCode};
 use crate::ops::{self, web_access};
@@ -685,6 +686,8 @@ fn forbidden_fragment(_: Response) -> Response {
 #[derive(serde::Deserialize)]
 struct Lines {
     lines: Option<usize>,
+    /// The receipt's code of the action that sent the browser here (`receipt::Receipt`).
+    done: Option<String>,
 }
 
 /// The task's view from the shared board; a task the board has not seen yet (just
@@ -752,16 +755,22 @@ async fn task_parts(
 async fn task(
     State(app): Shared,
     Viewer { id, session }: Viewer,
-    Query(lines): Query<Lines>,
+    Query(query): Query<Lines>,
 ) -> Response {
-    let lines = lines.lines.unwrap_or(SCREEN_LINES).clamp(1, MOST_LINES);
+    let lines = query.lines.unwrap_or(SCREEN_LINES).clamp(1, MOST_LINES);
+    // Only a code of the table names a receipt: nothing of the query reaches the page.
+    let note = query
+        .done
+        .as_deref()
+        .and_then(Receipt::from_code)
+        .map(html::Note::Done);
     match task_parts(&app, &id, lines).await {
         Ok((view, extras)) => page(html::task_page(
             &view,
             &extras,
-            &session.csrf,
-            app.read_only,
+            (&session.csrf, app.read_only),
             SystemTime::now(),
+            note,
         )),
         Err(err) => failure(&err, "/"),
     }
@@ -935,68 +944,107 @@ impl FromRequest<Arc<App>> for Action {
     }
 }
 
-fn done(title: &str, text: &str, id: &str) -> Response {
-    page(html::message(title, text, &format!("/t/{id}")))
-}
-
-/// Runs one operation on task `id` off the async thread, then shows what it said under
-/// `title` (or its error); the shared board is refreshed at the next look.
+/// Runs one operation on task `id` off the async thread (the shared board is refreshed at
+/// the next look). Done: back to the task page (303), its URL naming the receipt by its code,
+/// so a reload sends nothing again. Not done: the task page drawn again with the problem and
+/// its hint, and what was typed.
 async fn run_on_task(
     app: &Arc<App>,
     id: &str,
-    title: &str,
-    operation: impl FnOnce(&str, &std::path::Path) -> crate::domain::error::Result<String>
-    + Send
-    + 'static,
+    session: &web_access::Session,
+    operation: impl FnOnce(&str, &std::path::Path) -> Result<Receipt, Problem> + Send + 'static,
 ) -> Response {
     let cwd = app.cwd.clone();
     let task_id = id.to_string();
-    let outcome = blocking(move || operation(&task_id, &cwd)).await;
+    let outcome = tokio::task::spawn_blocking(move || operation(&task_id, &cwd))
+        .await
+        .unwrap_or_else(
+            |err| Err(Error::new(ErrorCode::Internal, format!("worker: {err}")).into()),
+        );
     app.live.invalidate();
     match outcome {
-        Ok(text) => done(title, &text, id),
-        Err(err) => failure(&err, &format!("/t/{id}")),
+        Ok(receipt) => Redirect::to(&format!("/t/{id}?done={}", receipt.code())).into_response(),
+        Err(problem) => not_done(app, id, session, problem).await,
     }
 }
 
-async fn steer(State(app): Shared, Action { id, form, .. }: Action) -> Response {
+/// The task page again, the problem said above the task (else, when the page cannot be drawn,
+/// the problem alone).
+async fn not_done(
+    app: &Arc<App>,
+    id: &str,
+    session: &web_access::Session,
+    mut problem: Problem,
+) -> Response {
+    // A hint written for the command line names the task by a placeholder: this one's id.
+    problem.hint = problem.hint.map(|hint| hint.replace("<id>", id));
+    match task_parts(app, id, SCREEN_LINES).await {
+        Ok((view, extras)) => (
+            problem.status,
+            Html(html::task_page(
+                &view,
+                &extras,
+                (&session.csrf, app.read_only),
+                SystemTime::now(),
+                Some(html::Note::Problem(&problem)),
+            )),
+        )
+            .into_response(),
+        Err(_) => {
+            let mut text = problem.message.clone();
+            if let Some(hint) = &problem.hint {
+                text.push_str(&format!(" ({hint})"));
+            }
+            (problem.status, Html(html::message("Not done", &text, "/"))).into_response()
+        }
+    }
+}
+
+async fn steer(State(app): Shared, Action { id, session, form }: Action) -> Response {
     let text = form.get("text").cloned().unwrap_or_default();
     if text.trim().is_empty() {
-        return refusal(StatusCode::BAD_REQUEST, "an empty message is not sent");
+        let problem = Problem::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidInput.as_str(),
+            "An empty message is not sent",
+        )
+        .with_hint("type what the child should read");
+        return not_done(&app, &id, &session, problem).await;
     }
-    run_on_task(&app, &id, "Steered", move |id, cwd| {
-        let receipt = ops::steer(id, cwd, &text)?;
-        let by = receipt
-            .blocked_by
-            .map(|screen| format!(" (by {})", screen.as_str()))
-            .unwrap_or_default();
-        Ok(format!("steer {id}: {}{by}", receipt.receipt.as_str()))
+    run_on_task(&app, &id, &session, move |id, cwd| {
+        let steered =
+            ops::steer(id, cwd, &text).map_err(|err| Problem::from(err).typed(text.clone()))?;
+        Receipt::of_steer(steered.receipt).ok_or_else(|| Problem::of_steer(&steered).typed(text))
     })
     .await
 }
 
-async fn cancel(State(app): Shared, Action { id, .. }: Action) -> Response {
-    run_on_task(&app, &id, "Cancelled", |id, cwd| {
+async fn cancel(State(app): Shared, Action { id, session, .. }: Action) -> Response {
+    run_on_task(&app, &id, &session, |id, cwd| {
         let views = ops::cancel(&[id.to_string()], cwd, ops::DEFAULT_GRACE)?;
-        let status = views
+        let cancelled = views
             .first()
-            .map_or("cancelled", |view| view.status.as_str());
-        Ok(format!("{id}: {status}"))
+            .is_none_or(|view| view.status == crate::domain::task::Status::Cancelled);
+        Ok(if cancelled {
+            Receipt::Cancelled
+        } else {
+            Receipt::AlreadyEnded
+        })
     })
     .await
 }
 
-async fn retry(State(app): Shared, Action { id, .. }: Action) -> Response {
-    run_on_task(&app, &id, "Retried", |id, cwd| {
-        let view = ops::retry(id, cwd)?;
-        Ok(format!("{id}: {}", view.status.as_str()))
+async fn retry(State(app): Shared, Action { id, session, .. }: Action) -> Response {
+    run_on_task(&app, &id, &session, |id, cwd| {
+        ops::retry(id, cwd)?;
+        Ok(Receipt::Retried)
     })
     .await
 }
 
 /// `cuekit handoff` from the task page. The command agent is not offered: it would run the
 /// task's objective as a shell line, which the page only allows through `/new`'s checks.
-async fn handoff(State(app): Shared, Action { id, form, .. }: Action) -> Response {
+async fn handoff(State(app): Shared, Action { id, session, form }: Action) -> Response {
     let field = |name: &str| {
         form.get(name)
             .map(|value| value.trim().to_string())
@@ -1017,14 +1065,9 @@ async fn handoff(State(app): Shared, Action { id, form, .. }: Action) -> Respons
         model: field("model"),
         message: field("message"),
     };
-    run_on_task(&app, &id, "Handed off", move |_, cwd| {
-        let view = ops::handoff(&request, cwd)?;
-        Ok(format!(
-            "{}: {} (next: {})",
-            view.id,
-            view.status.as_str(),
-            request.agent
-        ))
+    run_on_task(&app, &id, &session, move |_, cwd| {
+        ops::handoff(&request, cwd)?;
+        Ok(Receipt::HandedOff)
     })
     .await
 }
@@ -1041,10 +1084,10 @@ fn needs_second_confirmation(kind: Option<crate::domain::acp::policy::ToolKind>)
 async fn answer(State(app): Shared, action: Action) -> Response {
     let Action { id, session, form } = action;
     let word = form.get("answer").map(String::as_str).unwrap_or("");
-    let answer = match word {
-        "allow" => Answer::Allow,
-        "allow_always" => Answer::AllowAlways,
-        "reject" => Answer::Reject,
+    let (answer, receipt) = match word {
+        "allow" => (Answer::Allow, Receipt::Allowed),
+        "allow_always" => (Answer::AllowAlways, Receipt::AllowedAlways),
+        "reject" => (Answer::Reject, Receipt::Rejected),
         _ => {
             return refusal(
                 StatusCode::BAD_REQUEST,
@@ -1058,19 +1101,22 @@ async fn answer(State(app): Shared, action: Action) -> Response {
         Err(err) => return failure(&err, "/"),
     };
     let Some(request) = view.request else {
-        return done(
-            "Nothing to answer",
-            &format!("{id} waits on no permission request"),
-            &id,
+        let problem = Problem::new(
+            StatusCode::CONFLICT,
+            "no_request",
+            "It waits on no permission request: nothing to answer",
         );
+        return not_done(&app, &id, &session, problem).await;
     };
     let tool = form.get("tool").map(String::as_str).unwrap_or("");
     if tool != request.tool.id {
-        return done(
-            "Not answered",
-            "the request changed since the page was drawn: look again",
-            &id,
-        );
+        let problem = Problem::new(
+            StatusCode::CONFLICT,
+            "request_changed",
+            "The request changed since the page was drawn",
+        )
+        .with_hint("read what it asks now, below, and answer again");
+        return not_done(&app, &id, &session, problem).await;
     }
     if word != "reject" && needs_second_confirmation(request.tool.kind) {
         let title = request
@@ -1093,11 +1139,11 @@ async fn answer(State(app): Shared, action: Action) -> Response {
             return response;
         }
     }
-    let device = session.device;
-    run_on_task(&app, &id, "Answered", move |id, cwd| {
+    let device = session.device.clone();
+    run_on_task(&app, &id, &session, move |id, cwd| {
         let by = format!("device {device}");
-        let approval = ops::approve_by(id, cwd, answer, Some(&by))?;
-        Ok(format!("{id}: {} (by {by})", approval.option.name))
+        ops::approve_by(id, cwd, answer, Some(&by))?;
+        Ok(receipt)
     })
     .await
 }
@@ -1175,21 +1221,31 @@ async fn merge(State(app): Shared, action: Action) -> Response {
             return response;
         }
     }
-    run_on_task(&app, &id, "Merged", move |id, cwd| {
+    run_on_task(&app, &id, &session, move |id, cwd| {
         let strategy = ops::MergeStrategy::Merge;
-        let merged = ops::merge(id, cwd, strategy, None, reviewed)?;
-        if merged.already_merged {
-            return Ok(format!(
-                "nothing to merge: {} already holds {id}'s work (still {})",
-                merged.target, merged.head
-            ));
-        }
-        Ok(format!(
-            "{id} merged into {} (now {})",
-            merged.target, merged.head
-        ))
+        let merged = ops::merge(id, cwd, strategy, None, reviewed).map_err(merge_problem)?;
+        Ok(if merged.already_merged {
+            Receipt::AlreadyMerged
+        } else {
+            Receipt::Merged
+        })
     })
     .await
+}
+
+/// A merge's error on the page: the review it waits for is ticked on the merge page (the
+/// CLI's `--yes` is not the page's word).
+fn merge_problem(err: Error) -> Problem {
+    let review = err.code == ErrorCode::MergeReview;
+    let problem = Problem::from(err);
+    if review {
+        problem.with_hint(
+            "read the diff, then merge again and tick \"I reviewed the files that run code or \
+             set policy\"; nothing was changed",
+        )
+    } else {
+        problem
+    }
 }
 
 async fn submit_form(State(app): Shared, headers: HeaderMap) -> Response {

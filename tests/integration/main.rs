@@ -52,4 +52,5 @@ mod trust_faults;
 mod web;
 mod web_guard;
 mod web_plain;
+mod web_receipts;
 mod worktrees;

@@ -531,3 +531,59 @@ fn a_task_shorter_than_the_monitors_first_look_still_gets_its_start() {
         );
     }
 }
+
+/// An interactive child idle after its turn while its own check runs waits on cuekit, not on a
+/// person: no `on_input_required` hook, no `input_required` in the transitions log, only its
+/// start and its ending (the check still runs, and its pass ends the task).
+#[test]
+fn a_turn_waiting_on_its_own_check_is_announced_to_no_one() {
+    let h = Harness::new().with_real_gemini(&[
+        crate::harness::canned_shell_call("echo answer=42 > answer.txt"),
+        canned_text("Done."),
+    ]);
+    crate::checks::checked_project(&h);
+    let log = logging_hooks(&h, "");
+    let id = h.submit(&[
+        "--worktree",
+        "--model",
+        MODEL,
+        "--check",
+        "sleep 3; sh tests/check.sh",
+        "Write the answer into answer.txt",
+    ]);
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::LONG)]);
+    assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
+    assert_eq!(waited["tasks"][0]["status"], "completed", "{waited}");
+    let announced = || -> Vec<String> {
+        h.ok(&["--json", "events"])
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|event| event["task_id"] == id.as_str())
+            .map(|event| event["new_status"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert!(
+        poll(limits::TASK, || announced().last().map(String::as_str)
+            == Some("completed")),
+        "{:?}",
+        announced()
+    );
+    assert!(
+        poll(limits::TASK, || lines_of(&log, &id)
+            .iter()
+            .any(|l| l.starts_with("end"))),
+        "{:?}",
+        lines_of(&log, &id)
+    );
+    assert_eq!(announced(), ["running", "completed"]);
+    let hooks = lines_of(&log, &id);
+    assert!(
+        hooks.iter().all(|line| !line.starts_with("input")),
+        "{hooks:?}"
+    );
+    let events = std::fs::read_to_string(h.task_dir(&id).join("events.jsonl")).unwrap();
+    assert!(
+        events.contains("\"type\":\"cuekit_check\""),
+        "the check never ran after the turn:\n{events}"
+    );
+}

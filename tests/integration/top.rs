@@ -152,7 +152,7 @@ fn a_child_waiting_on_a_human_moves_to_the_top_and_a_steer_reaches_it_once() {
     keys(&h, "Second question from top");
     key(&h, "Enter");
     wait_screen(&h, "the receipt", |s| {
-        s.contains(&format!("steer {id}: submitted"))
+        s.contains(&format!("{id}: steered — the child received your message"))
     });
     h.wait_until(&id, "the second answer", limits::AGENT, || {
         h.transcript(&id).contains("Answer two.")
@@ -310,7 +310,9 @@ fn a_child_on_its_login_screen_shows_first_and_a_steer_from_top_is_blocked() {
     keys(&h, "1");
     key(&h, "Enter");
     wait_screen(&h, "the blocked receipt", |s| {
-        s.contains(&format!("steer {id}: blocked (by auth_required)"))
+        s.contains(&format!(
+            "{id}: not sent — a dialog holds the child: needs a login or API key"
+        ))
     });
     assert!(
         h.screen(&id).contains("How would you like to authenticate"),

@@ -547,6 +547,13 @@ async fn screenshot(client: &Client, name: &str) {
     std::fs::write(dir.join(name), png).unwrap();
 }
 
+/// The browser is on `path` (with its query): an action came back to the page it was taken on.
+async fn landed_on(client: &Client, path: &str) {
+    let url = client.current_url().await.unwrap();
+    let query = url.query().map(|query| format!("?{query}"));
+    assert_eq!(format!("{}{}", url.path(), query.unwrap_or_default()), path);
+}
+
 pub(crate) async fn click(client: &Client, id: &str) {
     click_css(client, &format!("#{id}")).await;
 }
@@ -749,11 +756,12 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
         no_payload_ran(client).await;
         screenshot(client, "task-390x844.png").await;
 
-        // Steer: the receipt, and the text reaches the child.
+        // Steer: back on the task page with the receipt, and the text reaches the child.
         type_into(client, "steer-text", "Tell me more").await;
         click(client, "steer").await;
-        let receipt = wait_text(client, &format!("steer {gemini}:")).await;
-        assert!(receipt.contains("submitted"), "{receipt}");
+        wait_text(client, "Steered — the child received your message").await;
+        landed_on(client, &format!("/t/{gemini}?done=steered")).await;
+        screenshot(client, "task-steered-390x844.png").await;
         h.wait_until(
             &gemini,
             "the steered answer",
@@ -808,7 +816,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
             .unwrap();
         click_css(client, "form[action$='/cancel'] button").await;
         client.accept_alert().await.unwrap();
-        wait_text(client, &format!("{printer}: cancelled")).await;
+        wait_text(client, "Cancelled — the child was stopped").await;
         assert_eq!(h.status(&printer)["status"], "cancelled");
         no_payload_ran(client).await;
         let _ = browser.client.clone().unwrap().close().await;
@@ -863,8 +871,8 @@ fn a_permission_request_is_allowed_from_the_page_with_a_second_confirmation() {
             "the tool ran before the second confirmation"
         );
         confirm_in_browser(client, &mut s).await;
-        let answered = wait_text(client, "(by device my-phone)").await;
-        assert!(answered.contains(&format!("{id}:")), "{answered}");
+        wait_text(client, "Allowed — the child goes on").await;
+        landed_on(client, &format!("/t/{id}?done=allowed")).await;
         let _ = browser.client.clone().unwrap().close().await;
     });
     assert!(
@@ -934,7 +942,13 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
         let review = client.find(Locator::Id("review")).await.unwrap();
         assert_eq!(review.text().await.unwrap(), "Makefile");
         click(client, "do-merge").await;
-        wait_text(client, "merge_review").await;
+        // Not done: said on the task page, with what to do.
+        wait_text(
+            client,
+            "Not done: The task's work changes files that run code",
+        )
+        .await;
+        wait_text(client, "tick \"I reviewed the files").await;
         client
             .goto(&format!("{}/t/{id}/merge", s.url))
             .await
@@ -942,7 +956,8 @@ fn a_task_submitted_from_the_page_is_merged_from_the_page() {
         click(client, "reviewed").await;
         click(client, "do-merge").await;
         confirm_in_browser(client, &mut s).await;
-        wait_text(client, &format!("{id} merged into main")).await;
+        wait_text(client, "Merged — its work is on the target branch").await;
+        wait_text(client, "merged into main").await;
         let _ = browser.client.clone().unwrap().close().await;
         id
     });
@@ -1357,8 +1372,15 @@ fn a_failed_task_is_retried_from_the_page_and_completes() {
         &format!("/t/{id}/retry"),
         &[("csrf", &csrf)],
     );
-    assert_eq!(reply.status, 200, "{}", reply.body);
-    assert!(reply.body.contains("Retried"), "{}", reply.body);
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    let back = reply.header("location").unwrap_or_default().to_string();
+    assert_eq!(back, format!("/t/{id}?done=retried"));
+    let page = http(&s.addr, "GET", &back, &[("Cookie", &cookie)], "");
+    assert!(
+        page.body.contains("<b>Retried</b> — a new attempt starts"),
+        "{}",
+        page.body
+    );
     let done = h.wait_ok(&[&id], &limits::arg(limits::AGENT));
     assert_eq!(done["tasks"][0]["status"], "completed", "{done}");
     assert!(h.ok(&["logs", &id]).contains("second-try"));
@@ -1409,8 +1431,11 @@ fn a_running_task_is_handed_off_from_the_page() {
             ("message", "Go on from here."),
         ],
     );
-    assert_eq!(reply.status, 200, "{}", reply.body);
-    assert!(reply.body.contains("Handed off"), "{}", reply.body);
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    assert_eq!(
+        reply.header("location"),
+        Some(format!("/t/{id}?done=handed-off").as_str())
+    );
     let task = h.status(&id);
     assert_eq!(
         task["queue"]["attempts"][0]["reason"], "handed_off",
@@ -1545,22 +1570,14 @@ fn an_interactive_childs_dialog_is_allowed_and_rejected_from_the_page() {
         click_css(client, "#request button.ok").await;
         assert!(!h.project.join("allowed/f.txt").exists());
         confirm_in_browser(client, &mut s).await;
-        wait_text(
-            client,
-            &format!("{allowed}: Allow once (by device my-phone)"),
-        )
-        .await;
+        wait_text(client, "Allowed — the child goes on").await;
         client
             .goto(&format!("{}/t/{rejected}", s.url))
             .await
             .unwrap();
         request_shown(client, &h, &rejected).await;
         click_css(client, "#request button.danger").await;
-        wait_text(
-            client,
-            &format!("{rejected}: No, suggest changes (esc) (by device my-phone)"),
-        )
-        .await;
+        wait_text(client, "Rejected — the child was told no").await;
         let _ = browser.client.clone().unwrap().close().await;
     });
     assert!(

@@ -408,23 +408,39 @@ impl Monitor {
                 screen.and_then(|s| s.attention.map(|a| (a, s.hash))),
                 refreshed.pane(task),
             ) {
-                (Some((attention, hash)), Ok(Some(pane))) => Seen::Waiting {
-                    reason: attention.as_str().to_string(),
-                    screen: hash,
+                (Some((attention, hash)), Ok(Some(pane))) => {
                     // Whole seconds of quiet: output in the window's last active second counts.
-                    quiet_for: Duration::from_secs(unix_now().saturating_sub(pane.activity + 1)),
-                },
+                    let quiet_for =
+                        Duration::from_secs(unix_now().saturating_sub(pane.activity + 1));
+                    if crate::ops::judge::waits_on_its_check(task, attention) {
+                        // Idle after its turn, its own check to come: running to everyone.
+                        Seen::Checking {
+                            screen: hash,
+                            quiet_for,
+                        }
+                    } else {
+                        Seen::Waiting {
+                            reason: attention.as_str().to_string(),
+                            screen: hash,
+                            quiet_for,
+                        }
+                    }
+                }
                 _ => Seen::Running,
             }
+        };
+        let quiet_for = match &seen {
+            Seen::Waiting { quiet_for, .. } | Seen::Checking { quiet_for, .. } => Some(*quiet_for),
+            _ => None,
         };
         // An interactive child idle on an error it will not retry (a quota it hit) never exits
         // by itself: once the screen held for the dwell, the attempt's end is recorded, and
         // then it is ended (queued again under its retry policy).
-        if let (Seen::Waiting { quiet_for, .. }, Some((reason, wait)), Some(watched)) = (
-            &seen,
+        if let (Some(quiet_for), Some((reason, wait)), Some(watched)) = (
+            quiet_for,
             screen.and_then(|s| s.fault),
             self.watched.get_mut(&record.id),
-        ) && *quiet_for >= self.dwell
+        ) && quiet_for >= self.dwell
             && watched.ending_stuck.as_ref() != Some(&record.started_at)
         {
             watched.ending_stuck = Some(record.started_at.clone());
@@ -438,6 +454,8 @@ impl Monitor {
             return;
         };
         let (announce, after) = transition::next(&watched.announced, &seen, self.dwell);
+        // A turn's end whose check is to come: recorded quietly, checked below.
+        let turn_to_check = transition::turn_to_check(&watched.announced, after.as_ref());
         if let Some(after) = after {
             let _ = store::save_announced(&record.id, &after);
             watched.announced = after;
@@ -458,12 +476,16 @@ impl Monitor {
                 .as_ref()
                 .is_some_and(|facts| facts.check.is_some());
         let idle = |reason: Option<&str>| reason == Some(Attention::IdleAtPrompt.as_str());
-        let turn_ended = announce
-            .iter()
-            .any(|t| t.new_status == Status::InputRequired && idle(t.reason.as_deref()));
+        // (A kept-open task that passed waits on a person after its turns: announced
+        // `input_required`, and each turn checked again.)
+        let turn_ended = turn_to_check
+            || announce
+                .iter()
+                .any(|t| t.new_status == Status::InputRequired && idle(t.reason.as_deref()));
         let abandoned = checked_interactive
             && !watched.rechecked
-            && matches!(&seen, Seen::Waiting { reason, .. } if idle(Some(reason)))
+            && (matches!(&seen, Seen::Checking { .. })
+                || matches!(&seen, Seen::Waiting { reason, .. } if idle(Some(reason))))
             && crate::ops::check::abandoned(task);
         if abandoned {
             watched.rechecked = true;

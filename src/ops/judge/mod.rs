@@ -26,3 +26,4 @@ pub(crate) use stop::{STOP_GRACE_VARIABLE, end_processes, is_stopping};
 pub(crate) use stop_now::{end_stuck, finish_stop, stop};
 pub(crate) use upkeep::look_after;
 pub use views::ScreenCache;
+pub(crate) use views::waits_on_its_check;

@@ -269,7 +269,7 @@ fn dialog_asks(task: &Task, screen: &str, view: &mut TaskView) {
 
 /// An interactive child idle after its turn whose check decides what follows (the monitor
 /// checks it, then steers a fix or the quit): it waits on cuekit, not on a person.
-fn waits_on_its_check(task: &Task, attention: attention::Attention) -> bool {
+pub(crate) fn waits_on_its_check(task: &Task, attention: attention::Attention) -> bool {
     let Some(plan) = task.placement.facts.as_ref().and_then(|f| f.check.as_ref()) else {
         return false;
     };
