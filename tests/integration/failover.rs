@@ -406,3 +406,36 @@ fn a_sandboxed_approvals_task_never_falls_back_to_an_unverified_agent() {
         "{task}"
     );
 }
+
+/// The agent's exit wakes the server's monitor, whose look judges the ending and takes the
+/// failover's decision: with a monitor that looks only once a minute, the switch is still on
+/// record within seconds of the 429 (no `status` or `wait` is asked meanwhile: they would judge
+/// the ending themselves).
+#[test]
+fn an_agents_exit_wakes_the_failover_decision_before_the_monitors_next_look() {
+    let h = Harness::new();
+    h.user_config("monitor:\n  interval: 60s\n");
+    write_executable(
+        &h.bin.join("gemini"),
+        "#!/bin/sh\nsleep 2\necho '[API Error: {\"error\":{\"code\":429,\"message\":\"Resource has been exhausted (e.g. check quota). Please retry in 1s.\",\"status\":\"RESOURCE_EXHAUSTED\"}}]' >&2\nexit 1\n",
+    );
+    write_executable(
+        &h.bin.join("opencode"),
+        "#!/bin/sh\ncat > /dev/null\necho 'Took over.'\n",
+    );
+    let id = h.submit(&["--mode", "batch", "--fallback", "opencode", OBJECTIVE]);
+    let plan = h.home.join(format!(".local/share/cuekit/tasks/{id}.plan"));
+    let started = std::time::Instant::now();
+    let limit = std::time::Duration::from_secs(20);
+    while !std::fs::read_to_string(&plan).is_ok_and(|p| p.contains("\"fallback_used\": 1")) {
+        assert!(
+            started.elapsed() < limit,
+            "no failover within {limit:?}: the monitor waited for its next look\n{}",
+            std::fs::read_to_string(&plan).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::TASK)]);
+    assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
+    assert_eq!(h.status(&id)["agent_kind"], "opencode");
+}
