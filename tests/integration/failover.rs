@@ -439,3 +439,43 @@ fn an_agents_exit_wakes_the_failover_decision_before_the_monitors_next_look() {
     assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
     assert_eq!(h.status(&id)["agent_kind"], "opencode");
 }
+
+/// Inside the bubblewrap sandbox a start gets its own agent's key variables only: the
+/// fallback (codex) sees its `OPENAI_API_KEY`, kept at submit, and no longer Gemini's key;
+/// Gemini never saw codex's.
+#[test]
+fn a_sandboxed_fallback_gets_its_own_key_variable_and_not_the_first_agents() {
+    let h = Harness::new()
+        .env("GEMINI_API_KEY", "gemini-secret")
+        .env("OPENAI_API_KEY", "openai-secret");
+    h.project_for_sandbox();
+    write_executable(
+        &h.bin.join("gemini"),
+        "#!/bin/sh\necho \"gemini saw ${GEMINI_API_KEY:-none} ${OPENAI_API_KEY:-none}\" > gemini-env.txt\n\
+         echo '[API Error: {\"error\":{\"code\":429,\"message\":\"Resource has been exhausted (e.g. check quota). Please retry in 1s.\",\"status\":\"RESOURCE_EXHAUSTED\"}}]' >&2\nexit 1\n",
+    );
+    write_executable(
+        &h.bin.join("codex"),
+        "#!/bin/sh\necho \"codex saw ${GEMINI_API_KEY:-none} ${OPENAI_API_KEY:-none}\" > codex-env.txt\ncat > /dev/null\n",
+    );
+    let (answer, code) = h.json(&[
+        "submit",
+        "--mode",
+        "batch",
+        "--sandbox",
+        "--fallback",
+        "codex",
+        OBJECTIVE,
+    ]);
+    assert_eq!(code, 0, "{answer}");
+    let id = answer["id"].as_str().unwrap().to_string();
+    let _ = h.json(&["wait", &id, "--timeout", &limits::arg(limits::TASK)]);
+    let task = h.status(&id);
+    assert_eq!(task["agent_kind"], "codex", "{task}");
+    let seen = |file: &str| {
+        std::fs::read_to_string(h.project.join(file))
+            .unwrap_or_else(|err| panic!("{file}: {err}\n{task}\n{}", h.transcript(&id)))
+    };
+    assert_eq!(seen("gemini-env.txt"), "gemini saw gemini-secret none\n");
+    assert_eq!(seen("codex-env.txt"), "codex saw none openai-secret\n");
+}
