@@ -479,3 +479,34 @@ fn a_sandboxed_fallback_gets_its_own_key_variable_and_not_the_first_agents() {
     assert_eq!(seen("gemini-env.txt"), "gemini saw gemini-secret none\n");
     assert_eq!(seen("codex-env.txt"), "codex saw none openai-secret\n");
 }
+
+/// The recap carries the reports cuekit took of the attempt, not only the last one: two
+/// progress reports, then the 429, and the fallback's prompt names both.
+#[test]
+fn the_recap_carries_every_recent_report_of_the_attempt() {
+    let h = Harness::new();
+    write_executable(
+        &h.bin.join("gemini"),
+        "#!/bin/sh\ncuekit report --progress 'parsed the changelog' >/dev/null\n\
+         cuekit report --progress 'drafted the summary' >/dev/null\n\
+         echo '[API Error: {\"error\":{\"code\":429,\"message\":\"Resource has been exhausted (e.g. check quota). Please retry in 1s.\",\"status\":\"RESOURCE_EXHAUSTED\"}}]' >&2\nexit 1\n",
+    );
+    let told = h.root().join("told.txt");
+    write_executable(
+        &h.bin.join("opencode"),
+        &format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\ncat >> '{}'\n",
+            told.display(),
+            told.display()
+        ),
+    );
+    let id = h.submit(&["--mode", "batch", "--fallback", "opencode", OBJECTIVE]);
+    let _ = h.json(&["wait", &id, "--timeout", &limits::arg(limits::TASK)]);
+    let task = h.status(&id);
+    assert_eq!(task["agent_kind"], "opencode", "{task}");
+    let recap = std::fs::read_to_string(&told)
+        .unwrap_or_else(|err| panic!("{err}\n{task}\n{}", h.transcript(&id)));
+    for report in ["parsed the changelog", "drafted the summary"] {
+        assert!(recap.contains(report), "{report:?} missing from {recap}");
+    }
+}

@@ -139,7 +139,7 @@ pub(crate) fn recap_of(task: &Task, switch: &Switch) -> String {
         None => kept.objective.clone(),
     };
     let answer = crate::ops::result::outcome::written_final_text(&record.task_dir);
-    let reports: Vec<_> = store::report_of(&record.id).into_iter().collect();
+    let reports = store::reports_of(&record.id);
     let check = store::check_of(&record.id);
     let verdict = check.as_ref().and_then(|state| state.verdicts.last());
     let check_tail = verdict
