@@ -7,7 +7,8 @@
 //! listing, and the screens of interactive tasks whose window printed since they were last
 //! captured) whatever the number of tasks; a tick that falls behind is dropped, never queued.
 //! Between ticks it looks for the exit sentinels of the tasks it watches run (a `stat` each,
-//! every [`SENTINEL_LOOK`], as `wait` does) and for a task registered since (a `stat` of the
+//! every [`SENTINEL_LOOK`] — less often past 50 running tasks, at most [`STATS_PER_SECOND`] —,
+//! as `wait` does) and for a task registered since (a `stat` of the
 //! registry folder): an agent's exit or a new task wakes the next tick, so an ending — and a
 //! failover's decision, taken by the look that judges it — is on record within a tenth of a
 //! second or so of the exit, not at the next whole interval.
@@ -33,8 +34,11 @@ use crate::ops::judge::{Refreshed, end_processes, refresh};
 use crate::ops::task::view::TaskView;
 use crate::ops::task::{Found, Task, found_for};
 
-/// How often, between ticks, the monitor looks for a watched task's exit sentinel.
+/// How often, between ticks, the monitor looks for a watched task's exit sentinel: at most
+/// this often, and never more than [`STATS_PER_SECOND`] sentinels a second (300 running tasks
+/// are looked at every 300 ms), so the looks cost the same however many tasks run.
 const SENTINEL_LOOK: Duration = Duration::from_millis(50);
+const STATS_PER_SECOND: u64 = 1000;
 /// A sentinel already there beside a task still running (the launch script ends just after it
 /// writes it, or a check runs after the agent): the next tick comes this soon, for at most
 /// [`SETTLE_LOOKS`] ticks per sentinel, then at the interval's pace again.
@@ -202,12 +206,15 @@ impl Monitor {
                 .and_then(|dir| std::fs::metadata(dir).and_then(|meta| meta.modified()).ok())
         };
         let mut registry_stamp = stamp();
+        let look = SENTINEL_LOOK.max(Duration::from_millis(
+            waiting.len() as u64 * 1000 / STATS_PER_SECOND,
+        ));
         loop {
             let now = Instant::now();
             if now >= until {
                 return settle;
             }
-            std::thread::sleep((until - now).min(SENTINEL_LOOK));
+            std::thread::sleep((until - now).min(look));
             if waiting.iter().any(|sentinel| sentinel.exists()) {
                 return true;
             }
