@@ -495,17 +495,29 @@ fn h_hands_a_running_task_off_to_another_agent_from_top() {
     select(&h, &id);
     keys(&h, "h");
     let prompt = format!("hand {id} off to ");
+    // The agent the prompt offers now.
+    let offered = |shown: &str| {
+        shown
+            .lines()
+            .find_map(|line| line.split_once(prompt.as_str()))
+            .map(|(_, rest)| rest.split('▏').next().unwrap_or_default().to_string())
+    };
     // ↓ steps through the agents installed here until jcode is offered.
-    let mut shown = wait_screen(&h, "the hand-off prompt", |s| s.contains(&prompt));
+    let mut agent = offered(&wait_screen(&h, "the hand-off prompt", |s| {
+        offered(s).is_some()
+    }))
+    .unwrap();
     for _ in 0..12 {
-        if shown.contains(&format!("{prompt}jcode")) {
+        if agent == "jcode" {
             break;
         }
         key(&h, "Down");
-        std::thread::sleep(Duration::from_millis(150));
-        shown = wait_screen(&h, "the hand-off prompt", |s| s.contains(&prompt));
+        let shown = wait_screen(&h, "the next agent offered", |s| {
+            offered(s).is_some_and(|next| next != agent)
+        });
+        agent = offered(&shown).unwrap();
     }
-    assert!(shown.contains(&format!("{prompt}jcode")), "{shown}");
+    assert_eq!(agent, "jcode");
     key(&h, "Enter");
     wait_screen(&h, "the message line", |s| {
         s.contains("message for jcode (optional)>")
