@@ -153,9 +153,48 @@ pub fn attempt_line(
     line
 }
 
+/// A kept environment file (shell, sourced by the launch script) for the task's next agent:
+/// `unset` of the names the previous agent alone was given (its own key variables, its
+/// configured variables), then the next agent's. Names that are not shell names are left out.
+pub fn env_for_next_agent(kept: &str, unset: &[String], add: Vec<(String, String)>) -> String {
+    let names: Vec<&str> = unset
+        .iter()
+        .map(String::as_str)
+        .filter(|name| {
+            !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+        .collect();
+    let mut text = kept.to_string();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    if !names.is_empty() {
+        text.push_str(&format!("unset {}\n", names.join(" ")));
+    }
+    text.push_str(&crate::domain::launch::render_env_file(add));
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_next_agents_environment_unsets_the_previous_agents_keys_and_adds_its_own() {
+        let kept = "export PATH='/bin'\nexport GEMINI_API_KEY='g'\n";
+        let text = super::env_for_next_agent(
+            kept,
+            &["GEMINI_API_KEY".into(), "BAD NAME; rm -rf /".into()],
+            vec![("OPENAI_API_KEY".into(), "o'k".into())],
+        );
+        assert_eq!(
+            text,
+            "export PATH='/bin'\nexport GEMINI_API_KEY='g'\nunset GEMINI_API_KEY\n\
+             export OPENAI_API_KEY='o'\\''k'\n"
+        );
+    }
 
     const KNOWN: &[&str] = &["gemini", "codex", "claude-code", "command"];
 

@@ -17,7 +17,8 @@ const OBJECTIVE_BYTES: usize = 2_400;
 const MESSAGE_BYTES: usize = 1_000;
 const ANSWER_BYTES: usize = 1_200;
 const REPORT_BYTES: usize = 300;
-const REPORTS_KEPT: usize = 4;
+/// The reports a recap shows at most, the newest (what the registry keeps of a task's).
+pub const REPORTS_KEPT: usize = 4;
 const VERDICT_BYTES: usize = 900;
 const CHANGED_BYTES: usize = 1_000;
 const CHANGED_KEPT: usize = 40;

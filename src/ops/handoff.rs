@@ -77,6 +77,14 @@ pub fn handoff(request: &HandoffRequest, cwd: &Path) -> Result<TaskView> {
         );
         schedule::write_private(&env_path, env.as_bytes())?;
     }
+    if task.in_bubblewrap() {
+        // The next agent's own key variables, from this caller's environment unless the
+        // submit kept them: its sandboxed start gets those, not the previous agent's.
+        crate::ops::submit::prepare::keep_agent_keys(
+            &record.id,
+            &[record.spec.agent_kind.as_str(), next.agent.as_str()],
+        )?;
+    }
     let n = plan.attempts.len().max(1);
     let hint = format!(
         "attempt {n} handed off by the user from {} to {next}; attempt {} starts once its \

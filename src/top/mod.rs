@@ -63,6 +63,11 @@ pub fn run(options: &Options, cwd: &Path) -> Result<()> {
         options.color,
         SystemTime::now(),
     );
+    state.agents = ops::agents_here()
+        .into_iter()
+        .filter(|agent| agent.installed && agent.kind != "command")
+        .map(|agent| agent.kind.to_string())
+        .collect();
     let (sender, inbox) = mpsc::channel();
     let refresher = Refresher::start(cwd.to_path_buf(), sender.clone());
     let mut terminal = ratatui::try_init().map_err(terminal_error)?;
@@ -179,6 +184,27 @@ fn carry_out(
                 Ok(format!("{task_id}: {status}"))
             });
             actions.extend(waited_for.then_some(action));
+        }
+        Effect::HandOff {
+            task_id,
+            agent,
+            model,
+            message,
+        } => {
+            // The attempt's processes end within the grace: waited for on the way out.
+            actions.push(in_background(sender, cwd, move |cwd| {
+                let request = ops::HandoffRequest {
+                    id: task_id.clone(),
+                    agent: agent.clone(),
+                    model,
+                    message,
+                };
+                let view = ops::handoff(&request, cwd)?;
+                Ok(format!(
+                    "{task_id} handed off to {agent}: {}",
+                    view.status.as_str()
+                ))
+            }));
         }
         Effect::Answer { task_id, answer } => {
             actions.push(in_background(sender, cwd, move |cwd| {

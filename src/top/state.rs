@@ -33,6 +33,9 @@ pub struct State {
     pub color: bool,
     /// Rows the table shows at once, as last drawn: what a page key moves by.
     pub page: usize,
+    /// The agents `h` offers a task to: those installed here but the command agent, in the
+    /// adapters' order (read once when `top` starts).
+    pub agents: Vec<String>,
     pub quit: bool,
 }
 
@@ -56,6 +59,14 @@ pub enum Mode {
     AnswerPermission {
         task_id: String,
     },
+    /// `h` pressed on a running task: first the agent it goes to (`to`, `agent[:model]`; ↑ ↓
+    /// step through [`State::agents`]), then, once `message` is `Some`, the optional message
+    /// for the next agent.
+    HandOff {
+        task_id: String,
+        to: String,
+        message: Option<String>,
+    },
     Help,
 }
 
@@ -75,6 +86,7 @@ impl State {
             loaded: false,
             color,
             page: 10,
+            agents: Vec::new(),
             quit: false,
         }
     }

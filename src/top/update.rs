@@ -59,6 +59,13 @@ pub enum Effect {
     Result(String),
     /// A worktree task's diff against its base, in the pager.
     Diff(String),
+    /// `cuekit handoff`: the running attempt ends, the next runs on `agent`.
+    HandOff {
+        task_id: String,
+        agent: String,
+        model: Option<String>,
+        message: Option<String>,
+    },
 }
 
 pub fn update(state: &mut State, msg: Msg) -> Option<Effect> {
@@ -163,6 +170,11 @@ pub fn update(state: &mut State, msg: Msg) -> Option<Effect> {
                 state.message = Some(format!("answering {task_id}…"));
                 Some(Effect::Answer { task_id, answer })
             }
+            Mode::HandOff {
+                task_id,
+                to,
+                message,
+            } => hand_off_key(state, key, task_id, to, message),
             Mode::ConfirmCancel { task_id } => {
                 state.mode = Mode::Normal;
                 if key == Key::Char('y') || key == Key::Char('Y') {
@@ -245,6 +257,10 @@ fn normal_key(state: &mut State, key: Key) -> Option<Effect> {
                 Step::Refuse(format!("{id} asks no permission"))
             }
         }),
+        Key::Char('h') => {
+            let agents = state.agents.clone();
+            on_selected(state, |row, id| may_hand_off(row, id, &agents))
+        }
         Key::Char('d') => on_selected(state, |row, id| {
             if row.view.branch.is_some() {
                 Step::Do(Effect::Diff(id))
@@ -256,6 +272,102 @@ fn normal_key(state: &mut State, key: Key) -> Option<Effect> {
         }),
         _ => None,
     }
+}
+
+/// `h` on a task: only a running one here is handed off, to an agent installed here; the
+/// first offered is the first that is not the task's own.
+fn may_hand_off(row: &BoardRow, id: String, agents: &[String]) -> Step {
+    use crate::domain::status::Status;
+    let view = &row.view;
+    if view.status.is_terminal() {
+        return Step::Refuse(format!(
+            "{id} has ended: `cuekit retry {id}` starts it again"
+        ));
+    }
+    if view.host.is_some() {
+        return Step::Refuse(format!("{id} runs on a host: hand it off there"));
+    }
+    if matches!(
+        view.status,
+        Status::Queued | Status::Untrusted | Status::Unknown
+    ) {
+        return Step::Refuse(format!(
+            "{id} is {}: only a running task is handed off",
+            crate::domain::plain::status_word(view.status)
+        ));
+    }
+    let Some(first) = agents
+        .iter()
+        .find(|agent| **agent != view.agent_kind)
+        .or(agents.first())
+    else {
+        return Step::Refuse("no agent to hand off to is installed here".into());
+    };
+    Step::Enter(Mode::HandOff {
+        task_id: id,
+        to: first.clone(),
+        message: None,
+    })
+}
+
+/// A key in the hand-off prompt: first the agent (`↑` `↓` step through the installed ones,
+/// typing edits `agent[:model]`), `Enter` moves on to the message, a second `Enter` hands off;
+/// `Esc` drops it all.
+fn hand_off_key(
+    state: &mut State,
+    key: Key,
+    task_id: String,
+    mut to: String,
+    mut message: Option<String>,
+) -> Option<Effect> {
+    match (key, message.as_mut()) {
+        (Key::Esc, _) => {
+            state.mode = Mode::Normal;
+            state.message = Some(format!("{task_id} left with its agent"));
+            return None;
+        }
+        (Key::Enter, None) if !to.trim().is_empty() => message = Some(String::new()),
+        (Key::Enter, Some(text)) => {
+            state.mode = Mode::Normal;
+            let (agent, model) = match to.trim().split_once(':') {
+                Some((agent, model)) => (agent.to_string(), Some(model.to_string())),
+                None => (to.trim().to_string(), None),
+            };
+            state.message = Some(format!("handing {task_id} off to {agent}…"));
+            let text = text.trim().to_string();
+            return Some(Effect::HandOff {
+                task_id,
+                agent,
+                model,
+                message: (!text.is_empty()).then_some(text),
+            });
+        }
+        (Key::Up | Key::Down, None) => {
+            let agents = &state.agents;
+            let agent = to.split(':').next().unwrap_or_default();
+            if let Some(at) = agents.iter().position(|known| known == agent) {
+                let step = if key == Key::Up { agents.len() - 1 } else { 1 };
+                to.clone_from(&agents[(at + step) % agents.len()]);
+            } else if let Some(first) = agents.first() {
+                to.clone_from(first);
+            }
+        }
+        (Key::Char(c), None) => to.push(c),
+        (Key::Char(c), Some(text)) => text.push(c),
+        (Key::Backspace, None) => {
+            to.pop();
+        }
+        (Key::Backspace, Some(text)) => {
+            text.pop();
+        }
+        _ => {}
+    }
+    state.mode = Mode::HandOff {
+        task_id,
+        to,
+        message,
+    };
+    None
 }
 
 /// A host that does not answer gives rows that know only the task's id: the agent, mode and
@@ -513,6 +625,67 @@ mod tests {
         assert!(state.message.as_deref().unwrap().contains("no worktree"));
         press(&mut state, "q");
         assert!(state.quit);
+    }
+
+    #[test]
+    fn h_asks_the_agent_then_a_message_then_hands_the_running_task_off() {
+        let mut state = loaded(board());
+        state.agents = vec!["gemini".into(), "codex".into(), "opencode".into()];
+        // The selected task runs on gemini: the first other agent is offered.
+        assert!(press(&mut state, "h").is_empty());
+        let to = |state: &State| match &state.mode {
+            Mode::HandOff { to, .. } => to.clone(),
+            mode => panic!("{mode:?}"),
+        };
+        assert_eq!(to(&state), "codex");
+        update(&mut state, Msg::Key(Key::Down));
+        assert_eq!(to(&state), "opencode");
+        update(&mut state, Msg::Key(Key::Down));
+        assert_eq!(to(&state), "gemini");
+        update(&mut state, Msg::Key(Key::Up));
+        update(&mut state, Msg::Key(Key::Up));
+        assert_eq!(to(&state), "codex");
+        // Typing names a model; `q` is text here, not a quit.
+        press(&mut state, ":o4q");
+        update(&mut state, Msg::Key(Key::Backspace));
+        update(&mut state, Msg::Key(Key::Enter));
+        press(&mut state, "keep going");
+        let effect = update(&mut state, Msg::Key(Key::Enter));
+        assert_eq!(
+            effect,
+            Some(Effect::HandOff {
+                task_id: "t_00000000000c".into(),
+                agent: "codex".into(),
+                model: Some("o4".into()),
+                message: Some("keep going".into()),
+            })
+        );
+        assert!(!state.quit);
+        assert_eq!(state.mode, Mode::Normal);
+        // Without a message, none is sent; Esc drops the prompt.
+        press(&mut state, "h");
+        update(&mut state, Msg::Key(Key::Enter));
+        let effect = update(&mut state, Msg::Key(Key::Enter));
+        assert!(matches!(
+            effect,
+            Some(Effect::HandOff {
+                message: None,
+                model: None,
+                ..
+            })
+        ));
+        press(&mut state, "h");
+        update(&mut state, Msg::Key(Key::Esc));
+        assert_eq!(state.mode, Mode::Normal);
+        // An ended task is not handed off, nor is any with no agent installed to take it.
+        press(&mut state, "G");
+        assert!(press(&mut state, "h").is_empty());
+        assert!(state.message.as_deref().unwrap().contains("cuekit retry"));
+        press(&mut state, "g");
+        state.agents.clear();
+        assert!(press(&mut state, "h").is_empty());
+        assert_eq!(state.mode, Mode::Normal);
+        assert!(state.message.as_deref().unwrap().contains("no agent"));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::ops::BoardRow;
 
 /// The footer: every key, the most needed first; a terminal narrower than one line of them
 /// gets two.
-pub const KEYS: &str = "↑↓ select  ↵ attach  s steer  p answer  x cancel  l log  r result  d diff  / filter  a all  ? help  q quit";
+pub const KEYS: &str = "↑↓ select  ↵ attach  s steer  p answer  x cancel  h hand off  l log  r result  d diff  / filter  a all  ? help  q quit";
 
 /// The keys for `cuekit man top` and `cuekit top --help`.
 pub const MAN_KEYS: &str = "Keys:
@@ -23,6 +23,8 @@ pub const MAN_KEYS: &str = "Keys:
   s                         steer: type a message, Enter sends it
   p                         answer an ACP task's permission request: y allow once, a always, n reject
   x                         cancel the task (y confirms)
+  h                         hand a running task off to another agent: ↑ ↓ pick an installed one
+                            (type :MODEL for a model), Enter, an optional message, Enter
   l                         its readable log in a pager ($PAGER, else less)
   r                         its result in a pager
   d                         the diff of a worktree task
@@ -45,6 +47,10 @@ const HELP: &[(&str, &str)] = &[
         "steer: type a message, Enter sends it; the receipt shows below",
     ),
     ("x", "cancel the task (asks to confirm with y)"),
+    (
+        "h",
+        "hand it to another agent: ↑↓ picks, Enter, a message, Enter",
+    ),
     (
         "p",
         "answer a permission request: y allow once, a always, n reject",
@@ -430,6 +436,30 @@ fn status_line(state: &State) -> Line<'static> {
             ),
             bold,
         )),
+        Mode::HandOff {
+            task_id,
+            to,
+            message: None,
+        } => Line::from(vec![
+            Span::styled(format!("hand {task_id} off to "), bold),
+            Span::raw(format!("{to}▏")),
+            Span::styled(
+                "   (↑↓ another agent, :MODEL a model, Enter next, Esc drops)",
+                Style::new().add_modifier(Modifier::DIM),
+            ),
+        ]),
+        Mode::HandOff {
+            to,
+            message: Some(text),
+            ..
+        } => Line::from(vec![
+            Span::styled(format!("message for {to} (optional)> "), bold),
+            Span::raw(format!("{text}▏")),
+            Span::styled(
+                "   (Enter hands off, Esc drops)",
+                Style::new().add_modifier(Modifier::DIM),
+            ),
+        ]),
         Mode::Normal | Mode::Help => match &state.message {
             Some(message) => Line::raw(message.clone()),
             None if !state.filter.is_empty() => Line::raw(format!(
@@ -644,8 +674,19 @@ mod tests {
     fn every_key_is_in_the_footer_at_80_columns() {
         let shown = draw(&loaded(board()), 80, 24);
         for key in [
-            "↑↓", "↵", "s steer", "p answer", "x cancel", "l log", "r result", "d diff",
-            "/ filter", "a all", "? help", "q quit",
+            "↑↓",
+            "↵",
+            "s steer",
+            "p answer",
+            "x cancel",
+            "h hand off",
+            "l log",
+            "r result",
+            "d diff",
+            "/ filter",
+            "a all",
+            "? help",
+            "q quit",
         ] {
             assert!(shown.contains(key), "{key} missing:\n{shown}");
         }
@@ -722,6 +763,23 @@ mod tests {
     fn cancel_asks_first() {
         let mut state = loaded(board());
         update(&mut state, Msg::Key(Key::Char('x')));
+        insta::assert_snapshot!(draw(&state, 100, 14));
+    }
+
+    #[test]
+    fn hand_off_asks_the_agent_then_the_message() {
+        let mut state = loaded(board());
+        state.agents = vec!["gemini".into(), "opencode".into()];
+        update(&mut state, Msg::Key(Key::Char('h')));
+        let shown = draw(&state, 100, 14);
+        assert!(
+            shown.contains("hand t_00000000000c off to opencode"),
+            "{shown}"
+        );
+        update(&mut state, Msg::Key(Key::Enter));
+        for c in "polish it".chars() {
+            update(&mut state, Msg::Key(Key::Char(c)));
+        }
         insta::assert_snapshot!(draw(&state, 100, 14));
     }
 

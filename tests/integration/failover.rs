@@ -406,3 +406,107 @@ fn a_sandboxed_approvals_task_never_falls_back_to_an_unverified_agent() {
         "{task}"
     );
 }
+
+/// The agent's exit wakes the server's monitor, whose look judges the ending and takes the
+/// failover's decision: with a monitor that looks only once a minute, the switch is still on
+/// record within seconds of the 429 (no `status` or `wait` is asked meanwhile: they would judge
+/// the ending themselves).
+#[test]
+fn an_agents_exit_wakes_the_failover_decision_before_the_monitors_next_look() {
+    let h = Harness::new();
+    h.user_config("monitor:\n  interval: 60s\n");
+    write_executable(
+        &h.bin.join("gemini"),
+        "#!/bin/sh\nsleep 2\necho '[API Error: {\"error\":{\"code\":429,\"message\":\"Resource has been exhausted (e.g. check quota). Please retry in 1s.\",\"status\":\"RESOURCE_EXHAUSTED\"}}]' >&2\nexit 1\n",
+    );
+    write_executable(
+        &h.bin.join("opencode"),
+        "#!/bin/sh\ncat > /dev/null\necho 'Took over.'\n",
+    );
+    let id = h.submit(&["--mode", "batch", "--fallback", "opencode", OBJECTIVE]);
+    let plan = h.home.join(format!(".local/share/cuekit/tasks/{id}.plan"));
+    let started = std::time::Instant::now();
+    let limit = std::time::Duration::from_secs(20);
+    while !std::fs::read_to_string(&plan).is_ok_and(|p| p.contains("\"fallback_used\": 1")) {
+        assert!(
+            started.elapsed() < limit,
+            "no failover within {limit:?}: the monitor waited for its next look\n{}",
+            std::fs::read_to_string(&plan).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::TASK)]);
+    assert_eq!(code, 0, "{waited}\n{}", h.transcript(&id));
+    assert_eq!(h.status(&id)["agent_kind"], "opencode");
+}
+
+/// Inside the bubblewrap sandbox a start gets its own agent's key variables only: the
+/// fallback (codex) sees its `OPENAI_API_KEY`, kept at submit, and no longer Gemini's key;
+/// Gemini never saw codex's.
+#[test]
+fn a_sandboxed_fallback_gets_its_own_key_variable_and_not_the_first_agents() {
+    let h = Harness::new()
+        .env("GEMINI_API_KEY", "gemini-secret")
+        .env("OPENAI_API_KEY", "openai-secret");
+    h.project_for_sandbox();
+    write_executable(
+        &h.bin.join("gemini"),
+        "#!/bin/sh\necho \"gemini saw ${GEMINI_API_KEY:-none} ${OPENAI_API_KEY:-none}\" > gemini-env.txt\n\
+         echo '[API Error: {\"error\":{\"code\":429,\"message\":\"Resource has been exhausted (e.g. check quota). Please retry in 1s.\",\"status\":\"RESOURCE_EXHAUSTED\"}}]' >&2\nexit 1\n",
+    );
+    write_executable(
+        &h.bin.join("codex"),
+        "#!/bin/sh\necho \"codex saw ${GEMINI_API_KEY:-none} ${OPENAI_API_KEY:-none}\" > codex-env.txt\ncat > /dev/null\n",
+    );
+    let (answer, code) = h.json(&[
+        "submit",
+        "--mode",
+        "batch",
+        "--sandbox",
+        "--fallback",
+        "codex",
+        OBJECTIVE,
+    ]);
+    assert_eq!(code, 0, "{answer}");
+    let id = answer["id"].as_str().unwrap().to_string();
+    let _ = h.json(&["wait", &id, "--timeout", &limits::arg(limits::TASK)]);
+    let task = h.status(&id);
+    assert_eq!(task["agent_kind"], "codex", "{task}");
+    let seen = |file: &str| {
+        std::fs::read_to_string(h.project.join(file))
+            .unwrap_or_else(|err| panic!("{file}: {err}\n{task}\n{}", h.transcript(&id)))
+    };
+    assert_eq!(seen("gemini-env.txt"), "gemini saw gemini-secret none\n");
+    assert_eq!(seen("codex-env.txt"), "codex saw none openai-secret\n");
+}
+
+/// The recap carries the reports cuekit took of the attempt, not only the last one: two
+/// progress reports, then the 429, and the fallback's prompt names both.
+#[test]
+fn the_recap_carries_every_recent_report_of_the_attempt() {
+    let h = Harness::new();
+    write_executable(
+        &h.bin.join("gemini"),
+        "#!/bin/sh\ncuekit report --progress 'parsed the changelog' >/dev/null\n\
+         cuekit report --progress 'drafted the summary' >/dev/null\n\
+         echo '[API Error: {\"error\":{\"code\":429,\"message\":\"Resource has been exhausted (e.g. check quota). Please retry in 1s.\",\"status\":\"RESOURCE_EXHAUSTED\"}}]' >&2\nexit 1\n",
+    );
+    let told = h.root().join("told.txt");
+    write_executable(
+        &h.bin.join("opencode"),
+        &format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\ncat >> '{}'\n",
+            told.display(),
+            told.display()
+        ),
+    );
+    let id = h.submit(&["--mode", "batch", "--fallback", "opencode", OBJECTIVE]);
+    let _ = h.json(&["wait", &id, "--timeout", &limits::arg(limits::TASK)]);
+    let task = h.status(&id);
+    assert_eq!(task["agent_kind"], "opencode", "{task}");
+    let recap = std::fs::read_to_string(&told)
+        .unwrap_or_else(|err| panic!("{err}\n{task}\n{}", h.transcript(&id)));
+    for report in ["parsed the changelog", "drafted the summary"] {
+        assert!(recap.contains(report), "{report:?} missing from {recap}");
+    }
+}

@@ -478,3 +478,77 @@ fn attach_inside_the_users_tmux_opens_a_popup_and_says_how_to_come_back() {
     );
     assert_eq!(h.status(&id)["status"], "running");
 }
+
+/// `h` hands a running task off: a batch Gemini attempt that works on (a long sleep) is ended
+/// from the dashboard, and the next attempt runs on jcode (tests/fixtures/fake-jcode, which
+/// answers its prompt), told the recap and the message typed in top.
+#[test]
+fn h_hands_a_running_task_off_to_another_agent_from_top() {
+    let h = Harness::new();
+    crate::harness::write_executable(&h.bin.join("gemini"), "#!/bin/sh\nexec sleep 300\n");
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-jcode");
+    crate::harness::install_executable(&fixture, &h.bin.join("jcode"));
+    let id = h.submit(&["--mode", "batch", "Write the release notes"]);
+    start_top(&h, false);
+    wait_screen(&h, "the running task", |s| {
+        row_of(s, &id).is_some_and(|row| row.contains("running"))
+    });
+    select(&h, &id);
+    keys(&h, "h");
+    let prompt = format!("hand {id} off to ");
+    // The agent the prompt offers now.
+    let offered = |shown: &str| {
+        shown
+            .lines()
+            .find_map(|line| line.split_once(prompt.as_str()))
+            .map(|(_, rest)| rest.split('▏').next().unwrap_or_default().to_string())
+    };
+    // ↓ steps through the agents installed here until jcode is offered.
+    let mut agent = offered(&wait_screen(&h, "the hand-off prompt", |s| {
+        offered(s).is_some()
+    }))
+    .unwrap();
+    for _ in 0..12 {
+        if agent == "jcode" {
+            break;
+        }
+        key(&h, "Down");
+        let shown = wait_screen(&h, "the next agent offered", |s| {
+            offered(s).is_some_and(|next| next != agent)
+        });
+        agent = offered(&shown).unwrap();
+    }
+    assert_eq!(agent, "jcode");
+    key(&h, "Enter");
+    wait_screen(&h, "the message line", |s| {
+        s.contains("message for jcode (optional)>")
+    });
+    keys(&h, "Keep the draft");
+    key(&h, "Enter");
+    wait_screen(&h, "the hand-off's outcome", |s| {
+        s.contains(&format!("{id} handed off to jcode"))
+    });
+    h.wait_until(&id, "jcode's answer", limits::TASK, || {
+        h.transcript(&id).contains("JCODE-RUN-REPLY")
+    });
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::TASK)]);
+    let task = h.status(&id);
+    assert_eq!(code, 0, "{waited}\n{task}\n{}", h.transcript(&id));
+    assert_eq!(task["agent_kind"], "jcode", "{task}");
+    assert_eq!(task["queue"]["attempts"][0]["agent"], "gemini", "{task}");
+    assert_eq!(
+        task["queue"]["attempts"][0]["reason"], "handed_off",
+        "{task}"
+    );
+    assert_eq!(task["queue"]["attempts"][1]["agent"], "jcode", "{task}");
+    let transcript = h.transcript(&id);
+    for part in ["Keep the draft", "END OF THE PREVIOUS AGENT'S NOTES"] {
+        assert!(transcript.contains(part), "{part:?} missing:\n{transcript}");
+    }
+    wait_screen(&h, "the task's new agent on its row", |s| {
+        row_of(s, &id).is_some_and(|row| row.contains("jcode"))
+    });
+    keys(&h, "q");
+    wait_screen(&h, "top gone", |s| s.contains("exited with 0"));
+}

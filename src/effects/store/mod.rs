@@ -26,7 +26,7 @@ pub use registry::{
     announced, check_of, data_dir, drop_dir, keep_spec, kept_spec, lifecycle, merge_of, pane_start,
     pending_submits, placement, private_dirs, record_check, record_lifecycle, record_merge,
     record_pane_start, record_report, registered_ids, registry_dir, remove_pending, report_of,
-    save_announced, stage_placement, state_dir, unregister, write_pending,
+    reports_of, save_announced, stage_placement, state_dir, unregister, write_pending,
 };
 
 use std::path::{Path, PathBuf};

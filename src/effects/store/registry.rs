@@ -580,7 +580,22 @@ pub fn kept_spec(task_id: &str) -> Result<crate::domain::spec::TaskSpec> {
 /// pane, or its sandbox's drop): what a dependency reads, never a report a child wrote into its
 /// `task.json`.
 pub fn record_report(task_id: &str, report: &crate::domain::report::Report) -> Result<()> {
-    record_fact(task_id, "report", report)
+    record_fact(task_id, "report", report)?;
+    // The last few, for the recap a next agent is told (its writers hold the record's lock).
+    let mut kept: Vec<crate::domain::report::Report> =
+        fact_of(task_id, "reports").unwrap_or_default();
+    kept.push(report.clone());
+    let extra = kept
+        .len()
+        .saturating_sub(crate::domain::recap::REPORTS_KEPT);
+    kept.drain(..extra);
+    record_fact(task_id, "reports", &kept)
+}
+
+/// `task_id`'s last reports as cuekit took them, oldest first: at most
+/// [`crate::domain::recap::REPORTS_KEPT`] (`tasks/<id>.reports`), else the last one.
+pub fn reports_of(task_id: &str) -> Vec<crate::domain::report::Report> {
+    fact_of(task_id, "reports").unwrap_or_else(|| report_of(task_id).into_iter().collect())
 }
 
 /// `task_id`'s last report as cuekit took it ([`record_report`]).
@@ -653,6 +668,7 @@ pub fn unregister(task_id: &str) {
             "merge",
             "check",
             "report",
+            "reports",
             "spec",
             "conflicts",
             "pane",

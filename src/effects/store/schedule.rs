@@ -216,6 +216,29 @@ pub fn env_path(task_id: &str) -> Option<PathBuf> {
     registry_file(task_id, "env")
 }
 
+/// `tasks/<id>.keys`: a sandboxed task's agents' own key variables (the secret-named ones of
+/// each agent's `auth_env`, as the submitter or the hand-off's caller had them), kept apart
+/// from its environment: a start on one agent is given that agent's only.
+pub fn keys_path(task_id: &str) -> Option<PathBuf> {
+    registry_file(task_id, "keys")
+}
+
+/// Each agent's own key variables kept for a task, by agent kind.
+pub type AgentKeys = BTreeMap<String, Vec<(String, String)>>;
+
+/// The key variables kept for a task's agents (none when nothing was kept).
+pub fn agent_keys(task_id: &str) -> AgentKeys {
+    keys_path(task_id)
+        .and_then(|path| super::read_small(&path).ok())
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+pub fn save_agent_keys(task_id: &str, keys: &AgentKeys) -> Result<()> {
+    let path = keys_path(task_id).ok_or_else(no_home)?;
+    write_private(&path, &serde_json::to_vec(keys).expect("keys serialize"))
+}
+
 /// `tasks/<id>.env.sh`: the submitter's environment for the pane's next start, which
 /// `launch.sh` reads and deletes as its first act. Kept in the data dir, never in a task
 /// folder: every sandbox hides the data dir, while a project's `.cuekit/` lies where a child
@@ -457,6 +480,7 @@ pub fn forget(task_id: &str) {
         launch_path(task_id),
         env_path(task_id),
         pane_env_path(task_id),
+        keys_path(task_id),
     ]
     .into_iter()
     .flatten()

@@ -6,6 +6,12 @@
 //! once nothing on its server is left to watch. A tick costs at most two tmux calls (the pane
 //! listing, and the screens of interactive tasks whose window printed since they were last
 //! captured) whatever the number of tasks; a tick that falls behind is dropped, never queued.
+//! Between ticks it looks for the exit sentinels of the tasks it watches run (a `stat` each,
+//! every [`SENTINEL_LOOK`] — less often past 50 running tasks, at most [`STATS_PER_SECOND`] —,
+//! as `wait` does) and for a task registered since (a `stat` of the
+//! registry folder): an agent's exit or a new task wakes the next tick, so an ending — and a
+//! failover's decision, taken by the look that judges it — is on record within a tenth of a
+//! second or so of the exit, not at the next whole interval.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -27,6 +33,17 @@ use crate::ops::background::monitor_lock::{lock_path, open_lock, record_tick};
 use crate::ops::judge::{Refreshed, end_processes, refresh};
 use crate::ops::task::view::TaskView;
 use crate::ops::task::{Found, Task, found_for};
+
+/// How often, between ticks, the monitor looks for a watched task's exit sentinel: at most
+/// this often, and never more than [`STATS_PER_SECOND`] sentinels a second (300 running tasks
+/// are looked at every 300 ms), so the looks cost the same however many tasks run.
+const SENTINEL_LOOK: Duration = Duration::from_millis(50);
+const STATS_PER_SECOND: u64 = 1000;
+/// A sentinel already there beside a task still running (the launch script ends just after it
+/// writes it, or a check runs after the agent): the next tick comes this soon, for at most
+/// [`SETTLE_LOOKS`] ticks per sentinel, then at the interval's pace again.
+const SENTINEL_SETTLE: Duration = Duration::from_millis(40);
+const SETTLE_LOOKS: u8 = 5;
 
 /// `cuekit __monitor <socket>`: runs until nothing on the server is left to watch.
 pub fn run_monitor(socket: &str) -> Result<()> {
@@ -61,6 +78,7 @@ pub fn run_monitor(socket: &str) -> Result<()> {
         worktrees: HashMap::new(),
         conflicts_checked: None,
         hooks: Vec::new(),
+        settling: HashMap::new(),
     };
     let mut next_tick = Instant::now();
     let data_dir = store::data_dir();
@@ -93,7 +111,10 @@ pub fn run_monitor(socket: &str) -> Result<()> {
             // Fell behind: the missed ticks are dropped, the next one is a whole interval away.
             next_tick = now + interval;
         }
-        std::thread::sleep(next_tick - now);
+        if monitor.nap(next_tick) {
+            // Woken by an exit: the pace goes on from this tick.
+            next_tick = Instant::now();
+        }
     }
 }
 
@@ -137,9 +158,78 @@ struct Monitor {
     /// files, so it runs every [`CONFLICTS_EVERY`], not every tick.
     conflicts_checked: Option<Instant>,
     hooks: Vec<JoinHandle<()>>,
+    /// Tasks whose sentinel was seen while they still ran: how many quick looks each had.
+    settling: HashMap<String, u8>,
 }
 
 impl Monitor {
+    /// Sleeps until `until`, or less: until the exit sentinel of a task it watches run appears
+    /// (then `true`), or a short while when one appeared beside a task still running.
+    fn nap(&mut self, until: Instant) -> bool {
+        let mut waiting = Vec::new();
+        let mut settle = false;
+        self.settling.retain(|id, _| self.watched.contains_key(id));
+        for (id, watched) in &self.watched {
+            if watched
+                .announced
+                .status
+                .is_some_and(|status| status.is_terminal() || status == Status::Queued)
+            {
+                continue;
+            }
+            let sentinel = watched
+                .placement
+                .task_dir
+                .join(crate::domain::launch::EXIT_CODE_FILE);
+            if sentinel.exists() {
+                let looks = self.settling.entry(id.clone()).or_insert(0);
+                if *looks < SETTLE_LOOKS {
+                    *looks += 1;
+                    settle = true;
+                }
+            } else {
+                self.settling.remove(id);
+                waiting.push(sentinel);
+            }
+        }
+        let until = if settle {
+            until.min(Instant::now() + SENTINEL_SETTLE)
+        } else {
+            until
+        };
+        // A task registered since the last tick (its agent may end before the next one): the
+        // registry folder's time changes, then its ids are read once.
+        let registry = store::registry_dir();
+        let stamp = || {
+            registry
+                .as_deref()
+                .and_then(|dir| std::fs::metadata(dir).and_then(|meta| meta.modified()).ok())
+        };
+        let mut registry_stamp = stamp();
+        let look = SENTINEL_LOOK.max(Duration::from_millis(
+            waiting.len() as u64 * 1000 / STATS_PER_SECOND,
+        ));
+        loop {
+            let now = Instant::now();
+            if now >= until {
+                return settle;
+            }
+            std::thread::sleep((until - now).min(look));
+            if waiting.iter().any(|sentinel| sentinel.exists()) {
+                return true;
+            }
+            let now_stamp = stamp();
+            if now_stamp != registry_stamp {
+                registry_stamp = now_stamp;
+                let unknown = store::registered_ids()
+                    .is_ok_and(|ids| ids.iter().any(|id| !self.known.contains(id)));
+                if unknown {
+                    return true;
+                }
+            }
+        }
+    }
+
     /// One look at the server. Returns whether anything is left to watch.
     fn tick(&mut self) -> Result<bool> {
         self.discover()?;

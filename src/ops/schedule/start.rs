@@ -307,6 +307,7 @@ fn prepare_switch(task: &Task, switch: &schedule::Switch, config: &Config) -> Re
     let n = schedule::plan(&record.id).map_or(1, |plan| plan.attempts.len());
     // Read before the earlier attempt's result is set aside.
     let recap = super::switch::recap_of(task, switch);
+    super::switch::replan_env(task, switch, config)?;
     set_aside(dir, n);
     let _ = std::fs::rename(
         dir.join(crate::domain::launch::PROMPT_FILE),

@@ -139,7 +139,7 @@ pub(crate) fn recap_of(task: &Task, switch: &Switch) -> String {
         None => kept.objective.clone(),
     };
     let answer = crate::ops::result::outcome::written_final_text(&record.task_dir);
-    let reports: Vec<_> = store::report_of(&record.id).into_iter().collect();
+    let reports = store::reports_of(&record.id);
     let check = store::check_of(&record.id);
     let verdict = check.as_ref().and_then(|state| state.verdicts.last());
     let check_tail = verdict
@@ -202,4 +202,54 @@ pub(super) fn record_session(
         facts.event_stream = Some(event_stream);
     }
     store::stage_placement(&placement)?.commit()
+}
+
+/// A sandboxed task's kept environment re-planned for its next agent (`switch.agent`): the
+/// names the previous agent alone was given — the secret-named variables of its `auth_env`,
+/// its configured `adapters.<agent>.env` — unset, the next agent's own key variables (kept at
+/// submit or by the hand-off, [`store::schedule::keys_path`]) and configured variables added.
+/// Never both agents' secrets. An unsandboxed task's environment is the submitter's whole, as
+/// its first start had it.
+pub(crate) fn replan_env(
+    task: &Task,
+    switch: &store::schedule::Switch,
+    config: &crate::effects::config::Config,
+) -> Result<()> {
+    if !task.in_bubblewrap() {
+        return Ok(());
+    }
+    let id = &task.record.id;
+    let next = crate::domain::adapter::lookup(&switch.agent)?;
+    let Some(path) = store::schedule::env_path(id) else {
+        return Ok(());
+    };
+    let Ok(kept) = store::read_small(&path) else {
+        // No kept environment: the start says so.
+        return Ok(());
+    };
+    let configured = config.env(next.kind());
+    let mut unset: Vec<String> = Vec::new();
+    if let Ok(previous) = crate::domain::adapter::lookup(&switch.from) {
+        unset.extend(
+            previous
+                .auth_env
+                .iter()
+                .filter(|name| !next.auth_env.contains(name))
+                .filter(|name| crate::domain::sandbox::looks_secret(name, ""))
+                .map(|name| name.to_string()),
+        );
+        unset.extend(
+            config
+                .env(previous.kind())
+                .into_keys()
+                .filter(|name| !configured.contains_key(name)),
+        );
+    }
+    let mut add = store::schedule::agent_keys(id)
+        .remove(next.kind())
+        .unwrap_or_default();
+    add.extend(configured.into_iter().map(|(name, s)| (name, s.value)));
+    let text =
+        crate::domain::failover::env_for_next_agent(&String::from_utf8_lossy(&kept), &unset, add);
+    store::schedule::write_private(&path, text.as_bytes())
 }

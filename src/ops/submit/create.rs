@@ -90,6 +90,19 @@ pub(super) fn create(checked: &mut Checked, scheduled: Scheduled, undo: &Undo) -
         checked.placement.in_bubblewrap(),
     )
     .map_err(|err| undo.undo(err))?;
+    if let Some(plan) = resolved
+        .plan
+        .as_ref()
+        .filter(|plan| !plan.fallback.is_empty())
+        && scheduled != Scheduled::No
+        && checked.placement.in_bubblewrap()
+    {
+        // A sandboxed start gets its own agent's key variables only: each fallback's are kept
+        // for the start that runs it.
+        let mut agents = vec![resolved.spec.agent_kind.as_str()];
+        agents.extend(plan.fallback.iter().map(|next| next.agent.as_str()));
+        crate::ops::submit::prepare::keep_agent_keys(&id, &agents).map_err(|err| undo.undo(err))?;
+    }
     Ok(Created {
         record: record_of(checked, scheduled),
         files,

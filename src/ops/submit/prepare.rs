@@ -90,6 +90,32 @@ pub(crate) fn env_file_text(
     )
 }
 
+/// A sandboxed task's agents' own key variables from this process's environment — for each
+/// of `agents` not kept yet, the secret-named variables of its `auth_env` (the ones a
+/// sandboxed start's environment leaves out unless they are its agent's) — kept in the data
+/// dir for a start on that agent ([`store::schedule::keys_path`]).
+pub(crate) fn keep_agent_keys(id: &str, agents: &[&str]) -> Result<()> {
+    let mut keys = store::schedule::agent_keys(id);
+    let before = keys.len();
+    for kind in agents {
+        let Ok(adapter) = crate::domain::adapter::lookup(kind) else {
+            continue;
+        };
+        keys.entry(adapter.kind().to_string()).or_insert_with(|| {
+            adapter
+                .auth_env
+                .iter()
+                .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
+                .filter(|(name, value)| crate::domain::sandbox::looks_secret(name, value))
+                .collect()
+        });
+    }
+    if keys.len() == before {
+        return Ok(());
+    }
+    store::schedule::save_agent_keys(id, &keys)
+}
+
 /// Writes an owner-only file (a prompt, a script, an environment) in place, in a task's folder,
 /// which a child can write: never through a link it left there (the environment would go where
 /// it points), never blocking on a FIFO ([`store::open_own_for_writing`]).
