@@ -1375,6 +1375,7 @@ fn a_failed_task_is_retried_from_the_page_and_completes() {
     assert_eq!(reply.status, 303, "{}", reply.body);
     let back = reply.header("location").unwrap_or_default().to_string();
     assert_eq!(back, format!("/t/{id}?done=retried"));
+    let cookie = format!("ck_session={session}");
     let page = http(&s.addr, "GET", &back, &[("Cookie", &cookie)], "");
     assert!(
         page.body.contains("<b>Retried</b> — a new attempt starts"),

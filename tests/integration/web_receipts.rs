@@ -4,7 +4,7 @@
 //! what was typed. Plain HTTP, as a browser without JavaScript sends the forms.
 
 use crate::harness::{Harness, limits, poll};
-use crate::web::{Reply, csrf_of, form_encode, http, pair_http, serve};
+use crate::web::{Reply, csrf_of, http, pair_http, serve};
 
 /// A paired session's cookie and CSRF token.
 fn signed_in(s: &crate::web::Serve) -> (String, String) {
@@ -12,6 +12,14 @@ fn signed_in(s: &crate::web::Serve) -> (String, String) {
     let session = session.expect("paired");
     let csrf = csrf_of(s, &session);
     (format!("ck_session={session}"), csrf)
+}
+
+/// A form posted as the page posts it: signed by the paired device's key.
+fn post(s: &crate::web::Serve, cookie: &str, path: &str, fields: &[(&str, &str)]) -> Reply {
+    let session = cookie
+        .strip_prefix("ck_session=")
+        .expect("a session cookie");
+    crate::web::post_signed(&s.addr, session, path, fields)
 }
 
 fn get(s: &crate::web::Serve, cookie: &str, path: &str) -> Reply {
@@ -36,12 +44,11 @@ fn a_steer_from_the_page_comes_back_to_the_task_with_its_receipt() {
     });
     let s = serve(&h, &[]);
     let (cookie, csrf) = signed_in(&s);
-    let steered = http(
-        &s.addr,
-        "POST",
+    let steered = post(
+        &s,
+        &cookie,
         &format!("/t/{id}/steer"),
-        &[("Cookie", &cookie)],
-        &form_encode(&[("csrf", &csrf), ("text", "hello from the page")]),
+        &[("csrf", &csrf), ("text", "hello from the page")],
     );
     assert_eq!(steered.status, 303, "{}", steered.body);
     let back = steered.header("location").unwrap_or_default().to_string();
@@ -92,12 +99,11 @@ fn a_steer_not_done_is_said_on_the_task_page_and_keeps_what_was_typed() {
     let s = serve(&h, &[]);
     let (cookie, csrf) = signed_in(&s);
     let steer = |task: &str, text: &str| {
-        http(
-            &s.addr,
-            "POST",
+        post(
+            &s,
+            &cookie,
             &format!("/t/{task}/steer"),
-            &[("Cookie", &cookie)],
-            &form_encode(&[("csrf", &csrf), ("text", text)]),
+            &[("csrf", &csrf), ("text", text)],
         )
     };
     let reply = steer(&batch, "hello");
@@ -142,12 +148,11 @@ fn a_steer_not_done_is_said_on_the_task_page_and_keeps_what_was_typed() {
         "{page}"
     );
     // An empty message is said the same way.
-    let empty = http(
-        &s.addr,
-        "POST",
+    let empty = post(
+        &s,
+        &cookie,
         &format!("/t/{id}/steer"),
-        &[("Cookie", &cookie)],
-        &form_encode(&[("csrf", &csrf), ("text", "  ")]),
+        &[("csrf", &csrf), ("text", "  ")],
     );
     assert_eq!(empty.status, 400, "{}", empty.body);
     assert!(
@@ -168,22 +173,20 @@ fn cancel_and_retry_from_the_page_come_back_with_their_receipts() {
     });
     let s = serve(&h, &[]);
     let (cookie, csrf) = signed_in(&s);
-    let post = |action: &str| {
-        http(
-            &s.addr,
-            "POST",
+    let act = |action: &str| {
+        post(
+            &s,
+            &cookie,
             &format!("/t/{id}/{action}"),
-            &[("Cookie", &cookie)],
-            &form_encode(&[("csrf", &csrf)]),
+            &[("csrf", &csrf)],
         )
     };
     // An answer to a request that is not there: said on the task page.
-    let answered = http(
-        &s.addr,
-        "POST",
+    let answered = post(
+        &s,
+        &cookie,
         &format!("/t/{id}/answer"),
-        &[("Cookie", &cookie)],
-        &form_encode(&[("csrf", &csrf), ("answer", "allow"), ("tool", "gone")]),
+        &[("csrf", &csrf), ("answer", "allow"), ("tool", "gone")],
     );
     assert_eq!(answered.status, 409, "{}", answered.body);
     assert!(
@@ -198,7 +201,7 @@ fn cancel_and_retry_from_the_page_come_back_with_their_receipts() {
         "{}",
         answered.body
     );
-    let cancelled = post("cancel");
+    let cancelled = act("cancel");
     assert_eq!(cancelled.status, 303, "{}", cancelled.body);
     let back = cancelled.header("location").unwrap_or_default().to_string();
     assert_eq!(back, format!("/t/{id}?done=cancelled"));
@@ -207,7 +210,7 @@ fn cancel_and_retry_from_the_page_come_back_with_their_receipts() {
         page.contains("<b>Cancelled</b> — the child was stopped"),
         "{page}"
     );
-    let retried = post("retry");
+    let retried = act("retry");
     assert_eq!(retried.status, 303, "{}", retried.body);
     assert_eq!(
         retried.header("location"),
