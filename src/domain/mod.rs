@@ -5,6 +5,8 @@ pub mod acp;
 pub mod adapter;
 pub mod attention;
 pub mod chat;
+pub mod chat_claude;
+pub mod chat_qwen;
 pub mod check;
 pub mod check_count;
 pub mod check_settings;

@@ -133,6 +133,15 @@ pub fn build_claude_launch_command(
         None if bypass => parts.push("--dangerously-skip-permissions".to_string()),
         None => {}
     }
+    // The session cuekit chose (its record is where `result` reads the child's answer): a
+    // UUID, the only form Claude Code takes.
+    if mode == Mode::Interactive
+        && spec.resume_session.is_none()
+        && let Some(session) = spec.session_id.as_deref()
+    {
+        let session = super::session_name::session_name("claude-code", session);
+        parts.push(format!("--session-id {}", single_quote(&session)?));
+    }
     parts.push(format!("-- {}", single_quote(&super::prompt_of(spec)?)?));
     if mode == Mode::Batch {
         parts.push("</dev/null".to_string());
@@ -205,6 +214,20 @@ mod tests {
         assert_eq!(
             build("x", Mode::Batch, |s| s.approval_mode = Some("plan".into())),
             "DISABLE_AUTOUPDATER=1 claude -p --permission-mode plan -- 'x' </dev/null"
+        );
+        // The session cuekit chose, as the UUID Claude Code takes; interactive only.
+        let uuid = crate::domain::adapter::session_name::session_uuid("t_0123456789ab");
+        assert_eq!(
+            build("x", Mode::Interactive, |s| s.session_id =
+                Some("t_0123456789ab".into())),
+            format!(
+                "DISABLE_AUTOUPDATER=1 IS_SANDBOX=1 claude --dangerously-skip-permissions --session-id '{uuid}' -- 'x'"
+            )
+        );
+        assert!(
+            !build("x", Mode::Batch, |s| s.session_id =
+                Some("t_0123456789ab".into()))
+            .contains("--session-id")
         );
     }
 

@@ -90,6 +90,15 @@ pub fn build_qwen_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Resu
         None if spec.skips_permissions() => parts.push("-y".to_string()),
         None => {}
     }
+    // The session cuekit chose (its chat is where `result` reads the child's answer): a UUID,
+    // the only form Qwen Code takes.
+    if mode == Mode::Interactive
+        && spec.resume_session.is_none()
+        && let Some(session) = spec.session_id.as_deref()
+    {
+        let session = super::session_name::session_name("qwen", session);
+        parts.push(format!("--session-id {}", single_quote(&session)?));
+    }
     let prompt = single_quote(&super::prompt_of(spec)?)?;
     parts.push(match mode {
         Mode::Interactive => format!("--prompt-interactive={prompt}"),
@@ -157,6 +166,13 @@ mod tests {
         assert_eq!(
             build("x", Mode::Batch, |s| s.approval_mode = Some("plan".into())),
             "NO_UPDATE_NOTIFIER=1 qwen --approval-mode plan --prompt='x' </dev/null"
+        );
+        // The session cuekit chose, as the UUID Qwen Code takes; interactive only.
+        let uuid = crate::domain::adapter::session_name::session_uuid("t_0123456789ab");
+        assert_eq!(
+            build("x", Mode::Interactive, |s| s.session_id =
+                Some("t_0123456789ab".into())),
+            format!("NO_UPDATE_NOTIFIER=1 qwen -y --session-id '{uuid}' --prompt-interactive='x'")
         );
     }
 

@@ -1,5 +1,6 @@
 //! An agent's own session record, found and read as data a child can write: the Gemini CLI's
-//! chat file for the session id cuekit chose. Every step goes through [`Root`]: the folder
+//! chat file, Claude Code's session record or Qwen Code's chat, for the session id cuekit
+//! chose. Every step goes through [`Root`]: the folder
 //! listings are proven inside the agent's folder, the file is opened following no link at any
 //! level, as a regular file of this user's, and read streamed within [`CHAT_READ_LIMIT`] (a
 //! longer chat is read from its end, where the answer is).
@@ -12,6 +13,8 @@ use crate::domain::chat::{
     ChatDigest, GeminiChat, gemini_chat_file_matches, gemini_chat_session,
     gemini_project_short_name,
 };
+use crate::domain::chat_claude::{ClaudeSession, claude_session_of};
+use crate::domain::chat_qwen::QwenChat;
 use crate::domain::error::{Error, Result};
 
 /// The most of one chat file read: its last bytes when it is longer.
@@ -122,4 +125,109 @@ fn read_if_session(root: &Root, relative: &Path, session_id: &str) -> Result<Opt
     let mut digest = chat.finish();
     digest.session_id = Some(session_id.to_string());
     Ok(Some(digest))
+}
+
+/// The agents that keep a session's record as `projects/<project folder>/[chats/]<id>.jsonl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProjectsRecord {
+    /// Claude Code: `~/.claude/projects/<folder>/<id>.jsonl`.
+    Claude,
+    /// Qwen Code: `~/.qwen/projects/<folder>/chats/<id>.jsonl`.
+    Qwen,
+}
+
+/// The record of session `session_id`, kept under `projects` (`~/.claude/projects`,
+/// `~/.qwen/projects`) for the project at `cwd`: the folder both CLIs name after the path
+/// (each character not a letter or digit made `-`) first, then every folder (≤
+/// [`FOLDERS_LIMIT`]: a long path's folder is named otherwise); the file named for the whole
+/// id, whose first line naming a session names this one. `None` when there is none.
+pub fn projects_record(
+    kind: ProjectsRecord,
+    projects: &Path,
+    cwd: &Path,
+    session_id: &str,
+) -> Result<Option<FoundChat>> {
+    let plain = !session_id.is_empty()
+        && session_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    let (Some(parent), Some(name)) = (projects.parent(), projects.file_name()) else {
+        return Ok(None);
+    };
+    if !plain || !projects.is_dir() {
+        return Ok(None);
+    }
+    let root = Root::new(parent)?;
+    let top = Path::new(name);
+    let mut folders = vec![std::ffi::OsString::from(mangled(cwd))];
+    folders.extend(root.list(top)?.into_iter().take(FOLDERS_LIMIT));
+    let file = format!("{session_id}.jsonl");
+    for folder in folders {
+        let mut relative = top.join(folder);
+        if kind == ProjectsRecord::Qwen {
+            relative.push("chats");
+        }
+        relative.push(&file);
+        if let Some(digest) = fold_if_session(&root, &relative, session_id, kind)? {
+            return Ok(Some(FoundChat {
+                path: root.path().join(relative),
+                digest,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// A folder's path as both CLIs name its folder of sessions: each character not an ASCII
+/// letter or digit made `-`.
+fn mangled(cwd: &Path) -> String {
+    cwd.to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// The record at `relative`, folded, if the first of its first lines that names a session
+/// names `session_id`.
+fn fold_if_session(
+    root: &Root,
+    relative: &Path,
+    session_id: &str,
+    kind: ProjectsRecord,
+) -> Result<Option<ChatDigest>> {
+    let Some((mut file, len)) = root.open_unlinked(relative)? else {
+        return Ok(None);
+    };
+    let path = root.path().join(relative);
+    let mut head = Vec::new();
+    (&mut file)
+        .take(HEADER_LIMIT)
+        .read_to_end(&mut head)
+        .map_err(|err| Error::io("read", &path, err))?;
+    let named = head.split(|&b| b == b'\n').find_map(claude_session_of);
+    if named.as_deref() != Some(session_id) {
+        return Ok(None);
+    }
+    let from = len.saturating_sub(CHAT_READ_LIMIT);
+    file.seek(SeekFrom::Start(from))
+        .map_err(|err| Error::io("read", &path, err))?;
+    let lines = file.take(CHAT_READ_LIMIT);
+    let digest = match kind {
+        ProjectsRecord::Claude => {
+            let mut session = ClaudeSession::default();
+            crate::effects::store::for_each_line(lines, |line| session.push_line(line))
+                .map_err(|err| Error::io("read", &path, err))?;
+            session.finish()
+        }
+        ProjectsRecord::Qwen => {
+            let mut chat = QwenChat::default();
+            crate::effects::store::for_each_line(lines, |line| chat.push_line(line))
+                .map_err(|err| Error::io("read", &path, err))?;
+            chat.finish()
+        }
+    };
+    Ok(Some(ChatDigest {
+        session_id: Some(session_id.to_string()),
+        ..digest
+    }))
 }

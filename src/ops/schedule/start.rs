@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::take_slot;
+use crate::domain::adapter::session_name::{attempt_session, session_name};
 use crate::domain::adapter::{self, Adapter};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::launch::StartGate;
@@ -276,9 +277,22 @@ fn prepare_again(task: &Task, config: &Config) -> Result<()> {
         }
     }
     let resumed = spec.resume_session.is_some();
+    // Starting over, an agent that refuses a session id already used (Claude Code, Qwen Code)
+    // gets a session of this attempt's own, recorded as the task's.
+    let fresh = (!resumed && record.agent_session_id.is_some()).then(|| {
+        let chosen = session_name(adapter.kind(), &attempt_session(&record.id, n + 1));
+        spec.session_id = Some(chosen.clone());
+        chosen
+    });
+    if let Some(fresh) = fresh.as_deref() {
+        super::switch::record_session(&record.id, Some(fresh), record.event_stream)?;
+    }
     rescript(task, &spec, config, |record| {
         if resumed {
             record.resumed_from = Some(record.id.clone());
+        }
+        if fresh.is_some() {
+            record.agent_session_id = fresh;
         }
     })
 }
@@ -336,7 +350,7 @@ fn prepare_switch(task: &Task, switch: &schedule::Switch, config: &Config) -> Re
     let session = probe
         .command
         .contains("--session-id")
-        .then(|| record.id.clone());
+        .then(|| session_name(&spec.agent_kind, &record.id));
     let mut task = task.clone();
     if let Some(facts) = task.placement.facts.as_mut() {
         facts.agent_session_id = session.clone();
