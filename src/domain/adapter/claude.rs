@@ -64,7 +64,9 @@ pub(super) static CLAUDE: Adapter = Adapter {
     steer_enter_delay: Duration::from_millis(100),
     paste_enter_delay: Duration::from_millis(250),
     steer_pre_keys: &[],
-    // From the 2.1.x TUI's texts; not yet captured as fixtures from a live screen.
+    // The dialogs from the 2.1.x TUI's texts; the permission dialog, busy and idle screens
+    // captured from 2.1.185 (tests/fixtures/screens/claude-*.txt): its prompt is `❯`, and a
+    // mode other than the default shows `(shift+tab to cycle)` in place of `? for shortcuts`.
     screen: ScreenRules {
         dialogs: &[
             (
@@ -88,8 +90,8 @@ pub(super) static CLAUDE: Adapter = Adapter {
             ),
         ],
         busy: &["esc to interrupt"],
-        ready: &["? for shortcuts"],
-        input_prefixes: &[">"],
+        ready: &["? for shortcuts", "(shift+tab to cycle)"],
+        input_prefixes: &[">", "❯"],
         login_hint: None,
     },
     build_launch: build_claude_launch_command,
@@ -229,6 +231,36 @@ mod tests {
                 Some("t_0123456789ab".into()))
             .contains("--session-id")
         );
+    }
+
+    /// The screens of the real 2.1.185 TUI: asked, busy, and idle after a turn whatever the
+    /// permission mode (cuekit's default, bypass, shows no `? for shortcuts`).
+    #[test]
+    fn reads_the_real_screens() {
+        use crate::domain::attention::{awaits_message, detect};
+        let screen = |name: &str| match name {
+            "permission" => include_str!("../../../tests/fixtures/screens/claude-permission.txt"),
+            "busy" => include_str!("../../../tests/fixtures/screens/claude-busy.txt"),
+            "idle-default" => {
+                include_str!("../../../tests/fixtures/screens/claude-idle-default.txt")
+            }
+            _ => include_str!("../../../tests/fixtures/screens/claude-idle-bypass.txt"),
+        };
+        let rules = &CLAUDE.screen;
+        assert_eq!(
+            detect(rules, screen("permission"), false),
+            Some(Attention::PermissionPrompt)
+        );
+        assert_eq!(detect(rules, screen("busy"), false), None);
+        assert!(!awaits_message(rules, screen("busy")));
+        for idle in ["idle-default", "idle-bypass"] {
+            assert_eq!(
+                detect(rules, screen(idle), false),
+                Some(Attention::IdleAtPrompt),
+                "{idle}"
+            );
+            assert!(awaits_message(rules, screen(idle)), "{idle}");
+        }
     }
 
     /// The ACP command is the bridge, not `claude`; each permission mode is its own ACP mode.
