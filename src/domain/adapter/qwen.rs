@@ -132,10 +132,11 @@ fn qwen_auth() -> AuthProbe {
     }
 }
 
-/// Inside a sandbox: its settings read-only; its sessions and history kept.
+/// Inside a sandbox: its settings read-only; its sessions (0.15.10 keeps its chats in
+/// `.qwen/projects`, where `result` reads them), and history kept.
 static QWEN_SANDBOX: crate::domain::sandbox::Needs = crate::domain::sandbox::Needs {
     config_dirs: &[".qwen"],
-    state: &[".qwen/tmp", ".qwen/history"],
+    state: &[".qwen/tmp", ".qwen/history", ".qwen/projects"],
     private: &[".qwen/projects.json"],
     shared: &[],
 };
