@@ -6,6 +6,7 @@ pub mod adapter;
 pub mod attention;
 pub mod chat;
 pub mod chat_claude;
+pub mod chat_codex;
 pub mod chat_qwen;
 pub mod check;
 pub mod check_count;

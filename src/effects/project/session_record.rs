@@ -231,3 +231,100 @@ fn fold_if_session(
         ..digest
     }))
 }
+
+/// Rollout files looked at in one day's folder of Codex sessions.
+const ROLLOUTS_LIMIT: usize = 10_000;
+/// A rollout's first line (its `session_meta`, which carries the CLI's instructions: 22 KiB in
+/// 0.171.0) is read up to this.
+const ROLLOUT_HEADER_LIMIT: u64 = 1024 * 1024;
+/// How much of a rollout is read for its first typed message.
+const FIRST_PROMPT_LIMIT: u64 = 4 * 1024 * 1024;
+
+/// What a task's Codex rollout must show: kept for one of `cwds`, started with the task (at
+/// `started`, RFC 3339), its first typed message `prompt`.
+#[derive(Debug, Clone, Copy)]
+pub struct CodexTask<'a> {
+    pub cwds: &'a [&'a Path],
+    pub started: &'a str,
+    pub prompt: &'a str,
+}
+
+/// The task's rollout under `sessions` (`~/.codex/sessions`): looked for in the day folders
+/// around its start, each `rollout-*.jsonl` proven to be a regular file reached through no
+/// link; taken only when exactly one fits (two tasks of the same prompt in the same folder
+/// started together are told apart by nothing in the file: neither is read).
+pub fn codex_rollout(sessions: &Path, task: CodexTask<'_>) -> Result<Option<FoundChat>> {
+    let (Some(parent), Some(name)) = (sessions.parent(), sessions.file_name()) else {
+        return Ok(None);
+    };
+    if !sessions.is_dir() {
+        return Ok(None);
+    }
+    let root = Root::new(parent)?;
+    let mut found: Vec<PathBuf> = Vec::new();
+    for day in crate::domain::chat_codex::codex_day_folders(task.started) {
+        let folder = Path::new(name).join(day);
+        let names = root.list(&folder).unwrap_or_default();
+        for file in names.into_iter().take(ROLLOUTS_LIMIT) {
+            let file = file.to_string_lossy().into_owned();
+            if !(file.starts_with("rollout-") && file.ends_with(".jsonl")) {
+                continue;
+            }
+            let relative = folder.join(&file);
+            if is_tasks_rollout(&root, &relative, task)? {
+                found.push(relative);
+            }
+        }
+    }
+    let [relative] = found.as_slice() else {
+        return Ok(None);
+    };
+    let Some((file, len)) = root.open_unlinked(relative)? else {
+        return Ok(None);
+    };
+    let path = root.path().join(relative);
+    let mut file = file;
+    file.seek(SeekFrom::Start(len.saturating_sub(CHAT_READ_LIMIT)))
+        .map_err(|err| Error::io("read", &path, err))?;
+    let mut rollout = crate::domain::chat_codex::CodexRollout::default();
+    crate::effects::store::for_each_line(file.take(CHAT_READ_LIMIT), |line| {
+        rollout.push_line(line);
+    })
+    .map_err(|err| Error::io("read", &path, err))?;
+    Ok(Some(FoundChat {
+        path,
+        digest: rollout.finish(),
+    }))
+}
+
+/// Whether the rollout at `relative` is the task's: its `session_meta` names one of its
+/// folders and a start with it, and its first typed message is its prompt.
+fn is_tasks_rollout(root: &Root, relative: &Path, task: CodexTask<'_>) -> Result<bool> {
+    use crate::domain::chat_codex::{FirstPrompt, codex_rollout_meta, started_with};
+    let Ok(Some((file, _))) = root.open_unlinked(relative) else {
+        return Ok(false);
+    };
+    let path = root.path().join(relative);
+    let mut reader = std::io::BufReader::new(file.take(FIRST_PROMPT_LIMIT));
+    let mut first = Vec::new();
+    std::io::BufRead::read_until(
+        &mut (&mut reader).take(ROLLOUT_HEADER_LIMIT),
+        b'\n',
+        &mut first,
+    )
+    .map_err(|err| Error::io("read", &path, err))?;
+    let Some(meta) = codex_rollout_meta(&first) else {
+        return Ok(false);
+    };
+    let here = task
+        .cwds
+        .iter()
+        .any(|cwd| cwd.to_str() == Some(meta.cwd.as_str()));
+    if !here || !started_with(task.started, meta.started) {
+        return Ok(false);
+    }
+    let mut prompt = FirstPrompt::default();
+    crate::effects::store::for_each_line(reader, |line| prompt.push_line(line))
+        .map_err(|err| Error::io("read", &path, err))?;
+    Ok(prompt.text.as_deref().map(str::trim) == Some(task.prompt.trim()))
+}

@@ -1,7 +1,8 @@
 //! An interactive child's result from its agent's own session record: the answer, tool calls
 //! and tokens of the session cuekit chose (the task's `agent_session_id`, from the registry),
 //! for the agents that keep one where cuekit can find it (Gemini's chat file, Claude Code's
-//! session record, Qwen Code's chat). The record is
+//! session record, Qwen Code's chat; Codex's rollout, found by the task's folder, start and
+//! prompt, as Codex takes no session id). The record is
 //! the child's to write: it is read through the project door (`effects::project::
 //! session_record`), and what it says is presented as the child's words. A task whose record
 //! is not found gets the readable log instead (`plain_result`).
@@ -11,7 +12,7 @@ use std::path::PathBuf;
 use crate::domain::events::Digest;
 use crate::domain::spec::Mode;
 use crate::effects::project::session_record::{
-    GeminiPlaces, ProjectsRecord, gemini_chat, projects_record,
+    CodexTask, FoundChat, GeminiPlaces, ProjectsRecord, codex_rollout, gemini_chat, projects_record,
 };
 use crate::effects::store::{self, TaskRecord};
 use crate::ops::result::outcome::{TaskResult, from_digest};
@@ -20,6 +21,8 @@ use crate::ops::result::outcome::{TaskResult, from_digest};
 const GEMINI_TMP: &str = ".gemini/tmp";
 /// Claude Code's folder of sessions, as the adapter declares it for the sandbox.
 const CLAUDE_PROJECTS: &str = ".claude/projects";
+/// Codex's folder of rollouts, as the adapter declares it for the sandbox.
+const CODEX_SESSIONS: &str = ".codex/sessions";
 /// Qwen Code's folder of chats (0.15.10).
 const QWEN_PROJECTS: &str = ".qwen/projects";
 
@@ -29,7 +32,11 @@ pub(super) fn from_session_record(record: &TaskRecord) -> Option<TaskResult> {
     if record.mode != Mode::Interactive {
         return None;
     }
-    let session = record.agent_session_id.as_deref()?;
+    // Codex takes no session id: its rollout is found by the task's folder, start and prompt.
+    let session = record.agent_session_id.as_deref().unwrap_or_default();
+    if session.is_empty() && record.spec.agent_kind != "codex" {
+        return None;
+    }
     let found = match record.spec.agent_kind.as_str() {
         "gemini" => gemini_places(record)
             .iter()
@@ -48,6 +55,7 @@ pub(super) fn from_session_record(record: &TaskRecord) -> Option<TaskResult> {
                     .ok()
                     .flatten()
             }),
+        "codex" => codex_rollout_of(record),
         _ => None,
     }?;
     let digest = found.digest;
@@ -59,6 +67,27 @@ pub(super) fn from_session_record(record: &TaskRecord) -> Option<TaskResult> {
     result.tool_calls = digest.tool_calls;
     result.session_record = Some(found.path);
     Some(result)
+}
+
+/// Where a Codex child keeps its rollouts (`sessions/`: a sandboxed task's own first, then
+/// `$CODEX_HOME` or `~/.codex`), and the one of this task, if exactly one fits.
+fn codex_rollout_of(record: &TaskRecord) -> Option<FoundChat> {
+    let mut places: Vec<PathBuf> = own_state(record, CODEX_SESSIONS).into_iter().collect();
+    let home = std::env::var_os("CODEX_HOME")
+        .map(PathBuf::from)
+        .or_else(|| Some(PathBuf::from(std::env::var_os("HOME")?).join(".codex")));
+    places.extend(home.map(|home| home.join("sessions")));
+    let mut cwds = vec![record.cwd.as_path()];
+    cwds.extend(record.worktree.as_ref().map(|w| w.path.as_path()));
+    let prompt = crate::domain::spec::render_prompt(&record.spec);
+    let task = CodexTask {
+        cwds: &cwds,
+        started: record.started_at.as_deref().unwrap_or(&record.created_at),
+        prompt: &prompt,
+    };
+    places
+        .iter()
+        .find_map(|sessions| codex_rollout(sessions, task).ok().flatten())
 }
 
 /// Where a Claude Code or Qwen Code child keeps its sessions (`projects`, under `dir` in the
