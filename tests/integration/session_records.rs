@@ -424,3 +424,48 @@ fn an_interactive_codexs_result_is_its_answer_from_its_own_rollout() {
     std::fs::remove_file(&twin).unwrap();
     a_linked_record_is_not_followed(&h, &id, &record);
 }
+
+/// A retried Claude Code task that starts over gets a session of its own: Claude Code refuses an
+/// id already used ("Session ID … is already in use", exit 1), which a `claude` here does as the
+/// real one, logging each session id it is given.
+#[test]
+fn a_claude_code_attempt_that_starts_over_gets_a_session_of_its_own() {
+    let h = Harness::new();
+    let used = h.root().join("used");
+    write_executable(
+        &h.bin.join("claude"),
+        &format!(
+            "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = --session-id ] && s=$2; shift; done\n\
+             if grep -qx \"$s\" '{used}' 2>/dev/null; then echo \"Error: Session ID $s is already in use.\"; exit 1; fi\n\
+             echo \"$s\" >> '{used}'\necho 'out of quota'; exit 1\n",
+            used = used.display()
+        ),
+    );
+    let id = h.submit(&["--agent", "claude-code", "Write hi to f.txt"]);
+    h.wait_ended(&[&id], &limits::arg(limits::AGENT));
+    let first = h.status(&id)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    h.ok(&["retry", &id]);
+    h.wait_ended(&[&id], &limits::arg(limits::AGENT));
+    let sessions = std::fs::read_to_string(&used).unwrap();
+    let sessions: Vec<&str> = sessions.lines().collect();
+    assert_eq!(
+        sessions.len(),
+        2,
+        "each attempt ran with a session of its own: {sessions:?}\n{}",
+        h.screen(&id)
+    );
+    assert_eq!(sessions[0], first);
+    assert_ne!(sessions[0], sessions[1]);
+    assert!(
+        sessions.iter().all(|s| s.ends_with(&id[2..])),
+        "{sessions:?}"
+    );
+    assert_eq!(
+        h.status(&id)["agent_session_id"],
+        sessions[1],
+        "the task's session is the new one"
+    );
+}
