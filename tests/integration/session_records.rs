@@ -469,3 +469,39 @@ fn a_claude_code_attempt_that_starts_over_gets_a_session_of_its_own() {
         "the task's session is the new one"
     );
 }
+
+/// `--resume-from` an interactive Claude Code task goes on in the session cuekit chose for it
+/// (`--resume UUID`), where before it was refused (no known session).
+#[test]
+fn a_claude_code_task_resumed_from_goes_on_in_the_session_cuekit_chose() {
+    let h = Harness::new();
+    let log = h.root().join("argv.log");
+    write_executable(
+        &h.bin.join("claude"),
+        &format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
+    );
+    let first = h.submit(&["--agent", "claude-code", "Write hi to f.txt"]);
+    h.wait_ended(&[&first], &limits::arg(limits::AGENT));
+    let session = h.status(&first)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let next = h.submit(&[
+        "--agent",
+        "claude-code",
+        "--resume-from",
+        &first,
+        "And now f2.txt",
+    ]);
+    h.wait_ended(&[&next], &limits::arg(limits::AGENT));
+    let runs = std::fs::read_to_string(&log).unwrap();
+    let runs: Vec<&str> = runs.lines().collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(
+        runs[0].contains(&format!("--session-id {session}")),
+        "{runs:?}"
+    );
+    assert!(runs[1].contains(&format!("--resume {session}")), "{runs:?}");
+    assert!(!runs[1].contains("--session-id"), "{runs:?}");
+    assert_eq!(h.status(&next)["agent_session_id"], session.as_str());
+}

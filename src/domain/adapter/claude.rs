@@ -137,8 +137,11 @@ pub fn build_claude_launch_command(
     }
     // The session cuekit chose (its record is where `result` reads the child's answer): a
     // UUID, the only form Claude Code takes.
-    if mode == Mode::Interactive
-        && spec.resume_session.is_none()
+    // A session continued (`--resume-from` a task whose session cuekit chose) is resumed in
+    // its own record: `--resume ID` (checked with 2.1.185: the record grows).
+    if let Some(session) = spec.resume_session.as_deref() {
+        parts.push(format!("--resume {}", single_quote(session)?));
+    } else if mode == Mode::Interactive
         && let Some(session) = spec.session_id.as_deref()
     {
         let session = super::session_name::session_name("claude-code", session);
@@ -230,6 +233,15 @@ mod tests {
             !build("x", Mode::Batch, |s| s.session_id =
                 Some("t_0123456789ab".into()))
             .contains("--session-id")
+        );
+        assert_eq!(
+            build("x", Mode::Interactive, |s| {
+                s.session_id = Some("t_0123456789ab".into());
+                s.resume_session = Some(uuid.clone());
+            }),
+            format!(
+                "DISABLE_AUTOUPDATER=1 IS_SANDBOX=1 claude --dangerously-skip-permissions --resume '{uuid}' -- 'x'"
+            )
         );
     }
 

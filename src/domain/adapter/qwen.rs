@@ -92,8 +92,11 @@ pub fn build_qwen_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Resu
     }
     // The session cuekit chose (its chat is where `result` reads the child's answer): a UUID,
     // the only form Qwen Code takes.
-    if mode == Mode::Interactive
-        && spec.resume_session.is_none()
+    // A session continued (`--resume-from` a task whose session cuekit chose): `--resume ID`
+    // (0.15.10 refuses it together with `--session-id`).
+    if let Some(session) = spec.resume_session.as_deref() {
+        parts.push(format!("--resume {}", single_quote(session)?));
+    } else if mode == Mode::Interactive
         && let Some(session) = spec.session_id.as_deref()
     {
         let session = super::session_name::session_name("qwen", session);
@@ -174,6 +177,13 @@ mod tests {
             build("x", Mode::Interactive, |s| s.session_id =
                 Some("t_0123456789ab".into())),
             format!("NO_UPDATE_NOTIFIER=1 qwen -y --session-id '{uuid}' --prompt-interactive='x'")
+        );
+        assert_eq!(
+            build("x", Mode::Interactive, |s| {
+                s.session_id = Some("t_0123456789ab".into());
+                s.resume_session = Some(uuid.clone());
+            }),
+            format!("NO_UPDATE_NOTIFIER=1 qwen -y --resume '{uuid}' --prompt-interactive='x'")
         );
     }
 
