@@ -1,6 +1,7 @@
 //! An agent's own session record, found and read as data a child can write: the Gemini CLI's
 //! chat file, Claude Code's session record or Qwen Code's chat, for the session id cuekit
-//! chose. Every step goes through [`Root`]: the folder
+//! chose; Codex's rollout, found by the task's folder, start and prompt (Codex takes no session
+//! id). Every step goes through [`Root`]: the folder
 //! listings are proven inside the agent's folder, the file is opened following no link at any
 //! level, as a regular file of this user's, and read streamed within [`CHAT_READ_LIMIT`] (a
 //! longer chat is read from its end, where the answer is).
