@@ -505,3 +505,37 @@ fn a_claude_code_task_resumed_from_goes_on_in_the_session_cuekit_chose() {
     assert!(!runs[1].contains("--session-id"), "{runs:?}");
     assert_eq!(h.status(&next)["agent_session_id"], session.as_str());
 }
+
+/// A Claude Code task handed off to Claude Code again (a new attempt, a new session) gets a
+/// session of its own: the task's first is refused as in use.
+#[test]
+fn a_claude_code_task_handed_to_claude_code_again_gets_a_session_of_its_own() {
+    let h = Harness::new();
+    let used = h.root().join("used");
+    write_executable(
+        &h.bin.join("claude"),
+        &format!(
+            "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = --session-id ] && s=$2; shift; done\n\
+             if grep -qx \"$s\" '{used}' 2>/dev/null; then echo \"Error: Session ID $s is already in use.\"; exit 1; fi\n\
+             echo \"$s\" >> '{used}'\nexec sleep 30\n",
+            used = used.display()
+        ),
+    );
+    let id = h.submit(&["--agent", "claude-code", "Write hi to f.txt"]);
+    assert!(poll(limits::AGENT, || used.exists()), "{}", h.screen(&id));
+    let (view, code) = h.json(&["handoff", &id, "--agent", "claude-code", "--", "Go on."]);
+    assert_eq!(code, 0, "{view}");
+    let two = || {
+        std::fs::read_to_string(&used)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            == 2
+    };
+    assert!(poll(limits::AGENT, two), "{}", h.screen(&id));
+    let sessions = std::fs::read_to_string(&used).unwrap();
+    let sessions: Vec<&str> = sessions.lines().collect();
+    assert_ne!(sessions[0], sessions[1]);
+    assert_eq!(h.status(&id)["agent_session_id"], sessions[1]);
+    h.ok(&["cancel", &id]);
+}

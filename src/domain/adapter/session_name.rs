@@ -27,6 +27,17 @@ pub fn attempt_session(task_id: &str, attempt: usize) -> String {
     format!("{task_id}-{attempt}")
 }
 
+/// The session id an attempt of a task that starts a new session (a retry starting over, a
+/// failover or hand-off) gives agent `kind`: for an agent that refuses an id already used (one
+/// that takes only a UUID), the attempt's own; for the others the task id, as its first.
+pub fn new_attempt_session(kind: &str, task_id: &str, attempt: usize) -> String {
+    if TAKES_A_UUID.contains(&kind) {
+        session_name(kind, &attempt_session(task_id, attempt))
+    } else {
+        task_id.to_string()
+    }
+}
+
 /// A UUID made from `chosen`: version 4's shape (the versions both CLIs accept) with its bits
 /// from SHA-256 of the name, so the same name gives the same UUID and the task's id stays
 /// readable in it: the last group is the 12 digits of the task id it starts with
@@ -88,5 +99,13 @@ mod tests {
         let given = "0b5e2c1a-49c0-4d49-8a49-0123456789ab";
         assert_eq!(session_name("claude-code", given), given);
         assert!(is_uuid(&session_uuid("not a task")));
+        assert_eq!(
+            new_attempt_session("claude-code", "t_0123456789ab", 2),
+            second
+        );
+        assert_eq!(
+            new_attempt_session("gemini", "t_0123456789ab", 2),
+            "t_0123456789ab"
+        );
     }
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::take_slot;
-use crate::domain::adapter::session_name::{attempt_session, session_name};
+use crate::domain::adapter::session_name::new_attempt_session;
 use crate::domain::adapter::{self, Adapter};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::launch::StartGate;
@@ -279,11 +279,12 @@ fn prepare_again(task: &Task, config: &Config) -> Result<()> {
     let resumed = spec.resume_session.is_some();
     // Starting over, an agent that refuses a session id already used (Claude Code, Qwen Code)
     // gets a session of this attempt's own, recorded as the task's.
-    let fresh = (!resumed && record.agent_session_id.is_some()).then(|| {
-        let chosen = session_name(adapter.kind(), &attempt_session(&record.id, n + 1));
-        spec.session_id = Some(chosen.clone());
-        chosen
-    });
+    let fresh = (!resumed && record.agent_session_id.is_some())
+        .then(|| new_attempt_session(adapter.kind(), &record.id, n + 1))
+        .filter(|chosen| *chosen != record.id);
+    if let Some(fresh) = &fresh {
+        spec.session_id = Some(fresh.clone());
+    }
     if let Some(fresh) = fresh.as_deref() {
         super::switch::record_session(&record.id, Some(fresh), record.event_stream)?;
     }
@@ -334,7 +335,10 @@ fn prepare_switch(task: &Task, switch: &schedule::Switch, config: &Config) -> Re
     spec.objective = recap;
     spec.context = None;
     spec.resume_session = None;
-    spec.session_id = Some(record.id.clone());
+    // A session of this attempt's own where the agent refuses an id used before (the task may
+    // come back to an agent it ran before).
+    let chosen = new_attempt_session(adapter.kind(), &record.id, n + 1);
+    spec.session_id = Some(chosen.clone());
     crate::ops::submit::fail_closed(&mut spec, adapter);
     let bin = config
         .bin(adapter.kind())
@@ -347,10 +351,7 @@ fn prepare_switch(task: &Task, switch: &schedule::Switch, config: &Config) -> Re
         &bin,
         &adapter::shell_word_for_bin(&client.to_string_lossy())?,
     )?;
-    let session = probe
-        .command
-        .contains("--session-id")
-        .then(|| session_name(&spec.agent_kind, &record.id));
+    let session = probe.command.contains("--session-id").then_some(chosen);
     let mut task = task.clone();
     if let Some(facts) = task.placement.facts.as_mut() {
         facts.agent_session_id = session.clone();
