@@ -100,6 +100,85 @@ impl ChatDigest {
     }
 }
 
+/// The tool calls of a session record whose results come apart from their calls (Claude's
+/// `tool_result` blocks, Qwen's `tool_result` lines), matched by the call's id; bounded (the
+/// oldest go first).
+#[derive(Debug, Default)]
+pub(crate) struct Calls {
+    calls: Vec<ToolCall>,
+    by_id: HashMap<String, usize>,
+}
+
+impl Calls {
+    /// A call as the model made it, `running` until its result.
+    pub(crate) fn call(&mut self, id: &str, name: &str, parameters: Value) {
+        if self.calls.len() >= MESSAGE_LIMIT {
+            self.calls.drain(..MESSAGE_LIMIT / 2);
+            self.by_id = self
+                .calls
+                .iter()
+                .enumerate()
+                .map(|(at, call)| (call.tool_id.clone(), at))
+                .collect();
+        }
+        let id = cut(id, 200);
+        self.by_id.insert(id.clone(), self.calls.len());
+        self.calls.push(ToolCall {
+            tool_id: id,
+            name: cut(name, 200),
+            parameters,
+            status: "running".to_string(),
+            output_excerpt: None,
+            error: None,
+        });
+    }
+
+    /// The result of call `id` (a result for no call cuekit saw is dropped).
+    pub(crate) fn result(&mut self, id: &str, failed: bool, output: &str) {
+        let Some(call) = self.by_id.get(id).and_then(|at| self.calls.get_mut(*at)) else {
+            return;
+        };
+        call.status = if failed { "error" } else { "success" }.to_string();
+        call.output_excerpt = (!output.is_empty()).then(|| cut(output, OUTPUT_LIMIT));
+        call.error = failed.then(|| Value::String(cut(output, OUTPUT_LIMIT)));
+    }
+
+    pub(crate) fn into_vec(self) -> Vec<ToolCall> {
+        self.calls
+    }
+}
+
+/// The answer to the last prompt, gathered as a record is read: a prompt starts it over.
+#[derive(Debug, Default)]
+pub(crate) struct Answer {
+    parts: Vec<String>,
+    bytes: usize,
+}
+
+impl Answer {
+    pub(crate) fn prompt(&mut self) {
+        self.parts.clear();
+        self.bytes = 0;
+    }
+
+    /// More of the answer; past the bound its first parts go (the end is kept).
+    pub(crate) fn say(&mut self, text: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        let text = cut(text, TEXT_LIMIT);
+        self.bytes += text.len();
+        self.parts.push(text);
+        while self.bytes > TEXT_LIMIT && self.parts.len() > 1 {
+            self.bytes -= self.parts.remove(0).len();
+        }
+    }
+
+    pub(crate) fn text(&self) -> String {
+        cut(&self.parts.join("\n\n"), TEXT_LIMIT)
+    }
+}
+
 /// A chat file folded line by line (streamed: the file may be long).
 #[derive(Debug, Default)]
 pub struct GeminiChat {
@@ -257,7 +336,7 @@ fn tool_call(call: &Value) -> ToolCall {
 }
 
 /// At most `limit` bytes of `text`, cut at a character boundary, marked when cut.
-fn cut(text: &str, limit: usize) -> String {
+pub(crate) fn cut(text: &str, limit: usize) -> String {
     if text.len() <= limit {
         return text.to_string();
     }

@@ -43,6 +43,7 @@ mod sandbox_net;
 mod sandbox_reach;
 mod sandbox_root;
 mod scheduler;
+mod session_records;
 mod setup;
 mod steering;
 mod structure;

@@ -64,7 +64,9 @@ pub(super) static CLAUDE: Adapter = Adapter {
     steer_enter_delay: Duration::from_millis(100),
     paste_enter_delay: Duration::from_millis(250),
     steer_pre_keys: &[],
-    // From the 2.1.x TUI's texts; not yet captured as fixtures from a live screen.
+    // The dialogs from the 2.1.x TUI's texts; the permission dialog, busy and idle screens
+    // captured from 2.1.185 (tests/fixtures/screens/claude-*.txt): its prompt is `❯`, and a
+    // mode other than the default shows `(shift+tab to cycle)` in place of `? for shortcuts`.
     screen: ScreenRules {
         dialogs: &[
             (
@@ -88,8 +90,8 @@ pub(super) static CLAUDE: Adapter = Adapter {
             ),
         ],
         busy: &["esc to interrupt"],
-        ready: &["? for shortcuts"],
-        input_prefixes: &[">"],
+        ready: &["? for shortcuts", "(shift+tab to cycle)"],
+        input_prefixes: &[">", "❯"],
         login_hint: None,
     },
     build_launch: build_claude_launch_command,
@@ -132,6 +134,18 @@ pub fn build_claude_launch_command(
         Some(permission_mode) => parts.push(format!("--permission-mode {permission_mode}")),
         None if bypass => parts.push("--dangerously-skip-permissions".to_string()),
         None => {}
+    }
+    // The session cuekit chose (its record is where `result` reads the child's answer): a
+    // UUID, the only form Claude Code takes.
+    // A session continued (`--resume-from` a task whose session cuekit chose) is resumed in
+    // its own record: `--resume ID` (checked with 2.1.185: the record grows).
+    if let Some(session) = spec.resume_session.as_deref() {
+        parts.push(format!("--resume {}", single_quote(session)?));
+    } else if mode == Mode::Interactive
+        && let Some(session) = spec.session_id.as_deref()
+    {
+        let session = super::session_name::session_name("claude-code", session);
+        parts.push(format!("--session-id {}", single_quote(&session)?));
     }
     parts.push(format!("-- {}", single_quote(&super::prompt_of(spec)?)?));
     if mode == Mode::Batch {
@@ -206,6 +220,59 @@ mod tests {
             build("x", Mode::Batch, |s| s.approval_mode = Some("plan".into())),
             "DISABLE_AUTOUPDATER=1 claude -p --permission-mode plan -- 'x' </dev/null"
         );
+        // The session cuekit chose, as the UUID Claude Code takes; interactive only.
+        let uuid = crate::domain::adapter::session_name::session_uuid("t_0123456789ab");
+        assert_eq!(
+            build("x", Mode::Interactive, |s| s.session_id =
+                Some("t_0123456789ab".into())),
+            format!(
+                "DISABLE_AUTOUPDATER=1 IS_SANDBOX=1 claude --dangerously-skip-permissions --session-id '{uuid}' -- 'x'"
+            )
+        );
+        assert!(
+            !build("x", Mode::Batch, |s| s.session_id =
+                Some("t_0123456789ab".into()))
+            .contains("--session-id")
+        );
+        assert_eq!(
+            build("x", Mode::Interactive, |s| {
+                s.session_id = Some("t_0123456789ab".into());
+                s.resume_session = Some(uuid.clone());
+            }),
+            format!(
+                "DISABLE_AUTOUPDATER=1 IS_SANDBOX=1 claude --dangerously-skip-permissions --resume '{uuid}' -- 'x'"
+            )
+        );
+    }
+
+    /// The screens of the real 2.1.185 TUI: asked, busy, and idle after a turn whatever the
+    /// permission mode (cuekit's default, bypass, shows no `? for shortcuts`).
+    #[test]
+    fn reads_the_real_screens() {
+        use crate::domain::attention::{awaits_message, detect};
+        let screen = |name: &str| match name {
+            "permission" => include_str!("../../../tests/fixtures/screens/claude-permission.txt"),
+            "busy" => include_str!("../../../tests/fixtures/screens/claude-busy.txt"),
+            "idle-default" => {
+                include_str!("../../../tests/fixtures/screens/claude-idle-default.txt")
+            }
+            _ => include_str!("../../../tests/fixtures/screens/claude-idle-bypass.txt"),
+        };
+        let rules = &CLAUDE.screen;
+        assert_eq!(
+            detect(rules, screen("permission"), false),
+            Some(Attention::PermissionPrompt)
+        );
+        assert_eq!(detect(rules, screen("busy"), false), None);
+        assert!(!awaits_message(rules, screen("busy")));
+        for idle in ["idle-default", "idle-bypass"] {
+            assert_eq!(
+                detect(rules, screen(idle), false),
+                Some(Attention::IdleAtPrompt),
+                "{idle}"
+            );
+            assert!(awaits_message(rules, screen(idle)), "{idle}");
+        }
     }
 
     /// The ACP command is the bridge, not `claude`; each permission mode is its own ACP mode.

@@ -14,6 +14,7 @@ mod jcode;
 mod opencode;
 mod pi;
 mod qwen;
+pub mod session_name;
 
 use std::time::Duration;
 

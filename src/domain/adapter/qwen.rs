@@ -90,6 +90,18 @@ pub fn build_qwen_launch_command(spec: &TaskSpec, mode: Mode, bin: &str) -> Resu
         None if spec.skips_permissions() => parts.push("-y".to_string()),
         None => {}
     }
+    // The session cuekit chose (its chat is where `result` reads the child's answer): a UUID,
+    // the only form Qwen Code takes.
+    // A session continued (`--resume-from` a task whose session cuekit chose): `--resume ID`
+    // (0.15.10 refuses it together with `--session-id`).
+    if let Some(session) = spec.resume_session.as_deref() {
+        parts.push(format!("--resume {}", single_quote(session)?));
+    } else if mode == Mode::Interactive
+        && let Some(session) = spec.session_id.as_deref()
+    {
+        let session = super::session_name::session_name("qwen", session);
+        parts.push(format!("--session-id {}", single_quote(&session)?));
+    }
     let prompt = single_quote(&super::prompt_of(spec)?)?;
     parts.push(match mode {
         Mode::Interactive => format!("--prompt-interactive={prompt}"),
@@ -123,10 +135,11 @@ fn qwen_auth() -> AuthProbe {
     }
 }
 
-/// Inside a sandbox: its settings read-only; its sessions and history kept.
+/// Inside a sandbox: its settings read-only; its sessions (0.15.10 keeps its chats in
+/// `.qwen/projects`, where `result` reads them), and history kept.
 static QWEN_SANDBOX: crate::domain::sandbox::Needs = crate::domain::sandbox::Needs {
     config_dirs: &[".qwen"],
-    state: &[".qwen/tmp", ".qwen/history"],
+    state: &[".qwen/tmp", ".qwen/history", ".qwen/projects"],
     private: &[".qwen/projects.json"],
     shared: &[],
 };
@@ -157,6 +170,20 @@ mod tests {
         assert_eq!(
             build("x", Mode::Batch, |s| s.approval_mode = Some("plan".into())),
             "NO_UPDATE_NOTIFIER=1 qwen --approval-mode plan --prompt='x' </dev/null"
+        );
+        // The session cuekit chose, as the UUID Qwen Code takes; interactive only.
+        let uuid = crate::domain::adapter::session_name::session_uuid("t_0123456789ab");
+        assert_eq!(
+            build("x", Mode::Interactive, |s| s.session_id =
+                Some("t_0123456789ab".into())),
+            format!("NO_UPDATE_NOTIFIER=1 qwen -y --session-id '{uuid}' --prompt-interactive='x'")
+        );
+        assert_eq!(
+            build("x", Mode::Interactive, |s| {
+                s.session_id = Some("t_0123456789ab".into());
+                s.resume_session = Some(uuid.clone());
+            }),
+            format!("NO_UPDATE_NOTIFIER=1 qwen -y --resume '{uuid}' --prompt-interactive='x'")
         );
     }
 

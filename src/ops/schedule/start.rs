@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::take_slot;
+use crate::domain::adapter::session_name::new_attempt_session;
 use crate::domain::adapter::{self, Adapter};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::launch::StartGate;
@@ -276,9 +277,23 @@ fn prepare_again(task: &Task, config: &Config) -> Result<()> {
         }
     }
     let resumed = spec.resume_session.is_some();
+    // Starting over, an agent that refuses a session id already used (Claude Code, Qwen Code)
+    // gets a session of this attempt's own, recorded as the task's.
+    let fresh = (!resumed && record.agent_session_id.is_some())
+        .then(|| new_attempt_session(adapter.kind(), &record.id, n + 1))
+        .filter(|chosen| *chosen != record.id);
+    if let Some(fresh) = &fresh {
+        spec.session_id = Some(fresh.clone());
+    }
+    if let Some(fresh) = fresh.as_deref() {
+        super::switch::record_session(&record.id, Some(fresh), record.event_stream)?;
+    }
     rescript(task, &spec, config, |record| {
         if resumed {
             record.resumed_from = Some(record.id.clone());
+        }
+        if fresh.is_some() {
+            record.agent_session_id = fresh;
         }
     })
 }
@@ -321,7 +336,10 @@ fn prepare_switch(task: &Task, switch: &schedule::Switch, config: &Config) -> Re
     spec.objective = recap;
     spec.context = None;
     spec.resume_session = None;
-    spec.session_id = Some(record.id.clone());
+    // A session of this attempt's own where the agent refuses an id used before (the task may
+    // come back to an agent it ran before).
+    let chosen = new_attempt_session(adapter.kind(), &record.id, n + 1);
+    spec.session_id = Some(chosen.clone());
     crate::ops::submit::fail_closed(&mut spec, adapter);
     let bin = config
         .bin(adapter.kind())
@@ -334,10 +352,7 @@ fn prepare_switch(task: &Task, switch: &schedule::Switch, config: &Config) -> Re
         &bin,
         &adapter::shell_word_for_bin(&client.to_string_lossy())?,
     )?;
-    let session = probe
-        .command
-        .contains("--session-id")
-        .then(|| record.id.clone());
+    let session = probe.command.contains("--session-id").then_some(chosen);
     let mut task = task.clone();
     if let Some(facts) = task.placement.facts.as_mut() {
         facts.agent_session_id = session.clone();

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use super::request::{Asker, SubmitRequest};
 use super::resolve::{Resolved, check_argv_limit, client_word};
 use crate::domain::adapter::LaunchCommand;
+use crate::domain::adapter::session_name::session_name;
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::spec::Mode;
@@ -106,6 +107,7 @@ pub(super) fn check(mut resolved: Resolved) -> Result<Identified> {
         .contains("--session-id")
         .then(|| resolved.spec.session_id.clone())
         .flatten()
+        .map(|chosen| session_name(&resolved.spec.agent_kind, &chosen))
         .or_else(|| resolved.spec.resume_session.clone());
     let event_stream = launch.event_stream;
     let mut warnings = std::mem::take(&mut resolved.warnings);

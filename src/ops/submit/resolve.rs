@@ -509,7 +509,7 @@ fn resumable_session(earlier: &TaskRecord) -> Result<String> {
             "task {} has no known agent session to resume",
             earlier.id
         ))
-        .with_hint("only tasks whose agent reported a session (Gemini, agy; an interactive agy once it exited) can be resumed")
+        .with_hint("only tasks whose session is known (Gemini; an interactive Claude Code or Qwen Code task, whose session cuekit chose; agy, an interactive agy once it exited) can be resumed")
     })
 }
 
