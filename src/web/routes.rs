@@ -162,10 +162,12 @@ async fn guard(State(app): Shared, request: Request, next: Next) -> Response {
         ("x-frame-options", "DENY"),
         ("x-content-type-options", "nosniff"),
         ("referrer-policy", "same-origin"),
-        ("cross-origin-opener-policy", "same-origin"),
     ] {
         headers.insert(name, HeaderValue::from_static(value));
     }
+    headers
+        .entry("cross-origin-opener-policy")
+        .or_insert(HeaderValue::from_static("same-origin"));
     headers
         .entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));
@@ -217,6 +219,37 @@ fn first_page_of_run(app: &App, request: &Request) -> bool {
         .expect("not poisoned")
         .insert(token.to_string())
 }
+
+/// Whether a browser says this request is no top-level navigation (`Sec-Fetch-Dest` other than
+/// `document`, `Sec-Fetch-Mode` other than `navigate`): a script's `fetch`, a frame, an image.
+/// A page cannot forge these headers; a client that sends none (curl) is taken as navigating.
+fn not_a_navigation(headers: &HeaderMap) -> bool {
+    headers
+        .get("sec-fetch-dest")
+        .is_some_and(|dest| dest.as_bytes() != b"document")
+        || headers
+            .get("sec-fetch-mode")
+            .is_some_and(|mode| mode.as_bytes() != b"navigate")
+}
+
+/// The answer to a script asking for a sign-in nonce or a pairing form (issue 48, F12): cuekit's
+/// own pages never do, so the page asking was left in the browser's cache by something that
+/// answered on the port while serve was down. Refused, and the origin's cache emptied, so the
+/// next visit gets serve's page.
+fn stale_page_refused() -> Response {
+    let mut response = refusal(
+        StatusCode::FORBIDDEN,
+        "a sign-in is given to a page opened in the browser only: open / again",
+    );
+    response.headers_mut().insert(
+        "clear-site-data",
+        HeaderValue::from_static(STALE_PAGE_CLEARS),
+    );
+    response
+}
+
+/// What serve's sign-in pages and answers clear: pages a squatter left in the browser's cache.
+const STALE_PAGE_CLEARS: &str = "\"cache\"";
 
 fn refusal(status: StatusCode, why: &str) -> Response {
     (status, Html(html::message("Refused", why, "/"))).into_response()
@@ -281,7 +314,10 @@ const NONCES_OPEN: usize = 256;
 
 /// The sign-in page: a nonce of this run for the device's key to sign (`app.js` does it from
 /// IndexedDB, or sends the browser to pairing when it holds no key).
-async fn unlock_form(State(app): Shared) -> Response {
+async fn unlock_form(State(app): Shared, headers: HeaderMap) -> Response {
+    if not_a_navigation(&headers) {
+        return stale_page_refused();
+    }
     let nonce = web_access::form_token();
     {
         let mut nonces = app.nonces.lock().expect("not poisoned");
@@ -291,8 +327,22 @@ async fn unlock_form(State(app): Shared) -> Response {
         }
         nonces.insert(nonce.clone(), std::time::Instant::now());
     }
-    page(html::unlock_page(&nonce))
+    let mut response = page(html::unlock_page(&nonce));
+    // The page's script comes from serve, not from a copy a squatter left in the cache.
+    response.headers_mut().insert(
+        "clear-site-data",
+        HeaderValue::from_static(STALE_PAGE_CLEARS),
+    );
+    response.headers_mut().insert(
+        "cross-origin-opener-policy",
+        HeaderValue::from_static(NO_OPENER),
+    );
+    response
 }
+
+/// The sign-in and pairing pages' opener policy: a page that opened them in a window (a
+/// squatter's, from the cache) cannot reach into them for the nonce or the form's token.
+const NO_OPENER: &str = "noopener-allow-popups";
 
 /// What a device's key signs to sign in: the nonce and the `Host` it was given under.
 pub fn unlock_message(nonce: &str, host: &str) -> String {
@@ -331,6 +381,10 @@ async fn unlock(
         Ok(Some(new)) => {
             let mut response = Redirect::to("/").into_response();
             start_session(&app, &headers, &mut response, &new.token);
+            response.headers_mut().insert(
+                "clear-site-data",
+                HeaderValue::from_static(STALE_PAGE_CLEARS),
+            );
             response
         }
         Ok(None) => refusal(
@@ -463,7 +517,10 @@ struct CodeQuery {
 }
 
 /// The pairing form; `?code=` (the QR code's URL) fills the code in, if it has a code's shape.
-async fn pair_form(Query(query): Query<CodeQuery>) -> Response {
+async fn pair_form(headers: HeaderMap, Query(query): Query<CodeQuery>) -> Response {
+    if not_a_navigation(&headers) {
+        return stale_page_refused();
+    }
     let token = web_access::form_token();
     let code = query
         .code
@@ -473,6 +530,10 @@ async fn pair_form(Query(query): Query<CodeQuery>) -> Response {
     response.headers_mut().insert(
         "clear-site-data",
         HeaderValue::from_static("\"cache\", \"storage\""),
+    );
+    response.headers_mut().insert(
+        "cross-origin-opener-policy",
+        HeaderValue::from_static(NO_OPENER),
     );
     set_cookie(
         &mut response,

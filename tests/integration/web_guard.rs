@@ -482,3 +482,140 @@ fn a_squatter_on_the_port_while_serve_is_down_gets_nothing_usable() {
         let _ = client.clone().close().await;
     });
 }
+
+/// The audit's cached page (issue 48, F12): what a squatter answers every path with while
+/// serve is down, cached by the browser for a year. Its script does what a page of the origin
+/// may: reads the device key from IndexedDB, asks the real serve for a sign-in nonce, signs it,
+/// signs in, takes a form's token and acts. It writes how far it got in the title.
+const CACHED_SQUATTER_PAGE: &str = r#"<!doctype html><html><head><title>SQUATTER</title></head><body><p>the squatter's cached page</p><script>
+(async () => {
+  const say = (m) => { document.title = 'SQUATTER ' + m; };
+  try {
+    const db = await new Promise((res, rej) => { const o = indexedDB.open('cuekit', 1); o.onsuccess = () => res(o.result); o.onerror = () => rej(o.error); });
+    const pair = await new Promise((res) => { const r = db.transaction('keys').objectStore('keys').get('device'); r.onsuccess = () => res(r.result); r.onerror = () => res(null); });
+    if (!pair) { say('DONE no key'); return; }
+    let html = '';
+    try { html = await (await fetch('/unlock?' + Date.now(), {cache: 'no-store'})).text(); } catch (e) { say('WAITING'); return; }
+    const found = html.match(/data-nonce="([^"]+)"/);
+    if (!found) { say('DONE no nonce'); return; }
+    const nonce = found[1];
+    const message = 'cuekit serve sign-in\n' + nonce + '\n' + location.host.toLowerCase();
+    const sig = await crypto.subtle.sign({name: 'ECDSA', hash: 'SHA-256'}, pair.privateKey, new TextEncoder().encode(message));
+    const hex = [...new Uint8Array(sig)].map(b => b.toString(16).padStart(2, '0')).join('');
+    await fetch('/unlock', {method: 'POST', body: new URLSearchParams({nonce, signature: hex})});
+    const page = await (await fetch('/new?' + Date.now(), {cache: 'no-store'})).text();
+    const csrf = (page.match(/name="csrf" value="([^"]+)"/) || [])[1];
+    if (!csrf) { say('DONE not signed in'); return; }
+    const acted = await fetch('/t/none/cancel', {method: 'POST', body: new URLSearchParams({csrf})});
+    say('DONE SIGNED-IN acted ' + acted.status);
+  } catch (e) { say('DONE error ' + e); }
+})();
+</script></body></html>"#;
+
+/// Answers every request on the port with [`CACHED_SQUATTER_PAGE`], cacheable for a year.
+fn cache_squatter(port: u16, stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<()>> {
+    let mut threads = Vec::new();
+    for addr in ["127.0.0.1", "::1"] {
+        let Ok(listener) = TcpListener::bind((addr, port)) else {
+            continue;
+        };
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::clone(stop);
+        threads.push(std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let Ok((stream, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                };
+                stream.set_nonblocking(false).unwrap();
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut reader = BufReader::new(stream);
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                    line.clear();
+                }
+                let _ = write!(
+                    reader.into_inner(),
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
+                     Cache-Control: public, max-age=31536000, immutable\r\nConnection: close\r\n\r\n{}",
+                    CACHED_SQUATTER_PAGE.len(),
+                    CACHED_SQUATTER_PAGE
+                );
+            }
+        }));
+    }
+    assert!(!threads.is_empty(), "the squatter could not bind {port}");
+    threads
+}
+
+async fn title_when(client: &fantoccini::Client, done: impl Fn(&str) -> bool) -> String {
+    let start = Instant::now();
+    loop {
+        let title = client.title().await.unwrap_or_default();
+        if done(&title) {
+            return title;
+        }
+        assert!(
+            start.elapsed() < limits::TASK,
+            "the page's title stayed {title:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Issue 48, F12, in Chromium against real serve: a squatter's page that the browser cached
+/// (`max-age` a year, `immutable`) while serve was down cannot sign in with the device's key
+/// once serve is back (a sign-in nonce goes to a page navigated to, never to a script's
+/// `fetch`), and the refusal empties the cache, so the next visit gets serve's own page. The
+/// old serve gave the nonce to the cached page, which signed in and acted at every visit.
+#[test]
+fn a_squatters_page_cached_while_serve_was_down_cannot_act() {
+    let h = Harness::new();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("localhost:{port}");
+    let rt = runtime();
+    rt.block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        let s = serve_on(&h, &bind, &[]);
+        let url = s.url.clone();
+        pair_in_browser(client, &s, "phone").await;
+        drop(s);
+
+        // Serve is down: the squatter's page is shown, and cached.
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = cache_squatter(port, &stop);
+        client.goto(&url).await.unwrap();
+        title_when(client, |title| title.starts_with("SQUATTER")).await;
+        client.goto("about:blank").await.unwrap();
+        stop.store(true, Ordering::Relaxed);
+        for thread in threads {
+            thread.join().unwrap();
+        }
+
+        // Serve is back. The next visit may still show the cached page; its script cannot act.
+        let s = serve_on(&h, &bind, &[]);
+        client.goto(&url).await.unwrap();
+        let title = title_when(client, |title| {
+            title.starts_with("SQUATTER DONE") || !title.starts_with("SQUATTER")
+        })
+        .await;
+        assert!(
+            !title.contains("SIGNED-IN"),
+            "the cached squatter's page signed in and acted: {title}"
+        );
+        // And the visit after it gets serve's page, signed in by its own script.
+        client.goto(&url).await.unwrap();
+        let body = wait_text(client, "New task").await;
+        assert!(
+            !body.contains("squatter"),
+            "still the squatter's page: {body}"
+        );
+        drop(s);
+        let _ = client.clone().close().await;
+    });
+}
