@@ -11,6 +11,7 @@
 mod factor;
 mod html;
 mod live;
+mod nonce;
 mod palette;
 mod routes;
 mod tls;

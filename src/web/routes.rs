@@ -57,8 +57,8 @@ pub struct App {
     /// The session tokens this run gave out (by pairing or a key's sign-in): only these are
     /// served.
     run_tokens: std::sync::Mutex<std::collections::HashSet<String>>,
-    /// Sign-in nonces given out, and when.
-    nonces: std::sync::Mutex<HashMap<String, std::time::Instant>>,
+    /// Sign-in nonces: given out statelessly, remembered once spent.
+    nonces: super::nonce::Nonces,
 }
 
 impl App {
@@ -74,7 +74,7 @@ impl App {
             seen: std::sync::Mutex::default(),
             codes: super::factor::Codes::default(),
             run_tokens: std::sync::Mutex::default(),
-            nonces: std::sync::Mutex::default(),
+            nonces: super::nonce::Nonces::default(),
         })
     }
 }
@@ -308,25 +308,13 @@ async fn session(app: &App, headers: &HeaderMap) -> Result<web_access::Session, 
     }
 }
 
-/// How long a sign-in nonce is good for, and how many may be open.
-const NONCE_VALID: Duration = Duration::from_secs(120);
-const NONCES_OPEN: usize = 256;
-
 /// The sign-in page: a nonce of this run for the device's key to sign (`app.js` does it from
 /// IndexedDB, or sends the browser to pairing when it holds no key).
 async fn unlock_form(State(app): Shared, headers: HeaderMap) -> Response {
     if not_a_navigation(&headers) {
         return stale_page_refused();
     }
-    let nonce = web_access::form_token();
-    {
-        let mut nonces = app.nonces.lock().expect("not poisoned");
-        nonces.retain(|_, at| at.elapsed() < NONCE_VALID);
-        if nonces.len() >= NONCES_OPEN {
-            return refusal(StatusCode::TOO_MANY_REQUESTS, "too many sign-ins at once");
-        }
-        nonces.insert(nonce.clone(), std::time::Instant::now());
-    }
+    let nonce = app.nonces.issue();
     let mut response = page(html::unlock_page(&nonce));
     // The page's script comes from serve, not from a copy a squatter left in the cache.
     response.headers_mut().insert(
@@ -359,13 +347,7 @@ async fn unlock(
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
     let nonce = form.get("nonce").cloned().unwrap_or_default();
-    let fresh = app
-        .nonces
-        .lock()
-        .expect("not poisoned")
-        .remove(&nonce)
-        .is_some_and(|at| at.elapsed() < NONCE_VALID);
-    if !fresh {
+    if !app.nonces.fresh(&nonce) {
         return refusal(
             StatusCode::FORBIDDEN,
             "this sign-in is stale or used: open / again",
@@ -378,6 +360,11 @@ async fn unlock(
     let message = unlock_message(&nonce, host);
     let signature = form.get("signature").cloned().unwrap_or_default();
     match blocking(move || web_access::sign_in(message.as_bytes(), &signature)).await {
+        // Spent only now: a stranger's nonces and wrong signatures leave nothing behind.
+        Ok(Some(_)) if !app.nonces.spend(&nonce) => refusal(
+            StatusCode::FORBIDDEN,
+            "this sign-in is stale or used: open / again",
+        ),
         Ok(Some(new)) => {
             let mut response = Redirect::to("/").into_response();
             start_session(&app, &headers, &mut response, &new.token);
@@ -981,13 +968,55 @@ async fn handoff(State(app): Shared, Action { id, form, .. }: Action) -> Respons
     .await
 }
 
-/// Tool kinds whose allowing asks twice: they run, remove or move things.
+/// Tool kinds whose allowing asks twice: all but those that only read, edit, search, think or
+/// fetch. An unknown kind (none found on an interactive dialog's screen, a tool of kind
+/// `other`) asks too: fail closed (issue 48, F18).
 fn needs_second_confirmation(kind: Option<crate::domain::acp::policy::ToolKind>) -> bool {
     use crate::domain::acp::policy::ToolKind;
-    matches!(
+    !matches!(
         kind,
-        Some(ToolKind::Execute | ToolKind::Delete | ToolKind::Move)
+        Some(
+            ToolKind::Read | ToolKind::Edit | ToolKind::Search | ToolKind::Think | ToolKind::Fetch
+        )
     )
+}
+
+/// A submit of an agent that would run whatever it is told as the user (its permission bypass,
+/// no sandbox: `ops::runs_unguarded`) needs the terminal's code, as the `command` agent does
+/// (issue 48, F16). A request that does not resolve goes on, for the submit to say why.
+async fn unguarded_factor(
+    app: &Arc<App>,
+    session: &web_access::Session,
+    request: &ops::SubmitRequest,
+    form: &HashMap<String, String>,
+) -> Result<(), Response> {
+    if request.agent.as_deref() == Some("command") {
+        return Ok(());
+    }
+    let (asked, cwd) = (request.clone(), app.cwd.clone());
+    if !matches!(
+        blocking(move || ops::runs_unguarded(asked, &cwd)).await,
+        Ok(true)
+    ) {
+        return Ok(());
+    }
+    let agent = request.agent.as_deref().unwrap_or("the default agent");
+    let fields = format!(
+        "{agent}\n{}\n{:?}\n{:?}\n{}",
+        request.model.as_deref().unwrap_or(""),
+        request.mode,
+        request.worktree,
+        request.objective
+    );
+    let step = Step {
+        action: format!("submit unguarded {}", hex_digest(&fields)),
+        what: format!(
+            "start {agent} with its permission bypass and no sandbox (it runs what it is told, as you), told `{}`",
+            request.objective
+        ),
+        path: "/new".into(),
+    };
+    second_factor(app, session, &step, form)
 }
 
 async fn answer(State(app): Shared, action: Action) -> Response {
@@ -1030,11 +1059,10 @@ async fn answer(State(app): Shared, action: Action) -> Response {
             .title
             .clone()
             .unwrap_or(request.tool.id.clone());
-        let kind = request
-            .tool
-            .kind
-            .map(|kind| format!("{kind:?}").to_lowercase())
-            .unwrap_or_default();
+        let kind = request.tool.kind.map_or_else(
+            || "unknown-kind".into(),
+            |kind| format!("{kind:?}").to_lowercase(),
+        );
         let what = format!("{word} the {kind} tool \"{title}\" of {id}");
         let step = Step {
             action: format!("answer {id} {tool} {word}"),
@@ -1253,6 +1281,9 @@ async fn submit(
         wake_parent: false,
         check: None,
     };
+    if let Err(response) = unguarded_factor(&app, &session, &request, &form).await {
+        return response;
+    }
     let cwd = app.cwd.clone();
     let outcome = blocking(move || ops::submit(request, &cwd)).await;
     app.live.invalidate();
