@@ -52,6 +52,9 @@ pub enum Verdict {
     Asked,
     /// Refused; a reason for the page (a new code printed where it says so).
     Refused(String),
+    /// Refused, and no code is worth typing now: the device's limit for a minute or for the run
+    /// (the page offers no code field).
+    Limited(String),
 }
 
 impl Codes {
@@ -62,7 +65,7 @@ impl Codes {
         let mut devices = self.devices.lock().expect("not poisoned");
         let spent = devices.entry(device.to_string()).or_default();
         if spent.wrong >= WRONG_PER_RUN {
-            return Verdict::Refused(format!(
+            return Verdict::Limited(format!(
                 "{WRONG_PER_RUN} wrong codes from this device: the web confirms nothing more for it \
                  until serve restarts (do it in the terminal, or revoke the device if it was not you)"
             ));
@@ -78,7 +81,7 @@ impl Codes {
                 .asked
                 .retain(|at| at.elapsed() < Duration::from_secs(60));
             if spent.asked.len() >= ASKS_PER_MINUTE {
-                return Verdict::Refused(format!(
+                return Verdict::Limited(format!(
                     "{ASKS_PER_MINUTE} codes asked in a minute: wait a minute and send it again"
                 ));
             }
@@ -110,7 +113,7 @@ impl Codes {
                 visible(device)
             );
             let _ = out.flush();
-            return Verdict::Refused(format!(
+            return Verdict::Limited(format!(
                 "wrong code, {WRONG_PER_RUN} times from this device: the web confirms nothing more for it until serve restarts"
             ));
         }
@@ -211,7 +214,7 @@ mod tests {
         }
         assert!(matches!(
             codes.check("phone", "b", "x", None),
-            Verdict::Refused(_)
+            Verdict::Limited(_)
         ));
         assert_eq!(codes.check("tablet", "b", "x", None), Verdict::Asked);
         let mut wrong = 0;
@@ -234,7 +237,7 @@ mod tests {
             .asked
             .clear();
         assert!(
-            matches!(codes.check("phone", "c", "x", None), Verdict::Refused(_)),
+            matches!(codes.check("phone", "c", "x", None), Verdict::Limited(_)),
             "a new code after the run's wrong tries"
         );
         assert_eq!(codes.check("tablet", "c", "x", None), Verdict::Asked);

@@ -456,6 +456,7 @@ fn second_factor(
         Verdict::Passed => return Ok(()),
         Verdict::Asked => None,
         Verdict::Refused(why) => Some(why),
+        Verdict::Limited(why) => return Err(refusal(StatusCode::TOO_MANY_REQUESTS, &why)),
     };
     let mut fields: Vec<(&str, &str)> = form
         .iter()
