@@ -83,7 +83,7 @@ pub use sandbox::{
 };
 pub use schedule::{QueueSummary, Scheduling, parse_fallback, queue_summary, retry, start_due};
 pub use steer::{SessionControl, SteerReceipt, steer, steer_control};
-pub use submit::{Asker, CheckRequest, SubmitOutcome, SubmitRequest, submit};
+pub use submit::{Asker, CheckRequest, SubmitOutcome, SubmitRequest, runs_unguarded, submit};
 pub use task::route::finishes_without_caller;
 pub use task::{task_of_process, task_pane_leader};
 pub use team::{

@@ -17,6 +17,12 @@ use crate::domain::display::terminal_text::visible;
 pub const CODE_VALID: Duration = Duration::from_secs(5 * 60);
 /// Wrong codes before one is burned.
 pub const TRIES: u32 = 3;
+/// Wrong codes a device may give in a run of serve, all its codes together: past them the
+/// web confirms nothing more for it until serve restarts (issue 48, F3: fresh codes on demand
+/// made 3 tries per code a brute force of ≈20 minutes; now a run allows 10 guesses in 10^6).
+pub const WRONG_PER_RUN: u32 = 10;
+/// Codes a device may have printed in a minute.
+pub const ASKS_PER_MINUTE: usize = 5;
 
 struct Pending {
     digits: String,
@@ -27,6 +33,14 @@ struct Pending {
 #[derive(Default)]
 pub struct Codes {
     pending: Mutex<HashMap<(String, String), Pending>>,
+    /// Per device: its wrong codes this run, and when its last codes were printed.
+    devices: Mutex<HashMap<String, Spent>>,
+}
+
+#[derive(Default)]
+struct Spent {
+    wrong: u32,
+    asked: Vec<Instant>,
 }
 
 /// What the code given with an action says.
@@ -38,6 +52,9 @@ pub enum Verdict {
     Asked,
     /// Refused; a reason for the page (a new code printed where it says so).
     Refused(String),
+    /// Refused, and no code is worth typing now: the device's limit for a minute or for the run
+    /// (the page offers no code field).
+    Limited(String),
 }
 
 impl Codes {
@@ -45,6 +62,14 @@ impl Codes {
     /// new code with `what` to the terminal when one is needed.
     pub fn check(&self, device: &str, action: &str, what: &str, given: Option<&str>) -> Verdict {
         let key = (device.to_string(), action.to_string());
+        let mut devices = self.devices.lock().expect("not poisoned");
+        let spent = devices.entry(device.to_string()).or_default();
+        if spent.wrong >= WRONG_PER_RUN {
+            return Verdict::Limited(format!(
+                "{WRONG_PER_RUN} wrong codes from this device: the web confirms nothing more for it \
+                 until serve restarts (do it in the terminal, or revoke the device if it was not you)"
+            ));
+        }
         let mut pending = self.pending.lock().expect("not poisoned");
         let given: String = given
             .unwrap_or("")
@@ -52,6 +77,15 @@ impl Codes {
             .filter(char::is_ascii_digit)
             .collect();
         if given.is_empty() {
+            spent
+                .asked
+                .retain(|at| at.elapsed() < Duration::from_secs(60));
+            if spent.asked.len() >= ASKS_PER_MINUTE {
+                return Verdict::Limited(format!(
+                    "{ASKS_PER_MINUTE} codes asked in a minute: wait a minute and send it again"
+                ));
+            }
+            spent.asked.push(Instant::now());
             pending.insert(key, issue(device, what));
             return Verdict::Asked;
         }
@@ -69,6 +103,20 @@ impl Codes {
             return Verdict::Passed;
         }
         open.wrong += 1;
+        spent.wrong += 1;
+        if spent.wrong >= WRONG_PER_RUN {
+            pending.retain(|(holder, _), _| holder != device);
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(
+                out,
+                "device {} gave {WRONG_PER_RUN} wrong confirm codes: the web confirms nothing more for it until serve restarts (cuekit serve --revoke it if that was not you)",
+                visible(device)
+            );
+            let _ = out.flush();
+            return Verdict::Limited(format!(
+                "wrong code, {WRONG_PER_RUN} times from this device: the web confirms nothing more for it until serve restarts"
+            ));
+        }
         if open.wrong >= TRIES {
             pending.remove(&key);
             return Verdict::Refused(format!(
@@ -153,5 +201,45 @@ mod tests {
             ));
         }
         assert!(codes.pending.lock().unwrap().is_empty(), "burned");
+    }
+
+    #[test]
+    fn a_device_gets_few_codes_a_minute_and_few_wrong_tries_a_run() {
+        let codes = Codes::default();
+        for n in 0..ASKS_PER_MINUTE {
+            assert_eq!(
+                codes.check("phone", &format!("a{n}"), "x", None),
+                Verdict::Asked
+            );
+        }
+        assert!(matches!(
+            codes.check("phone", "b", "x", None),
+            Verdict::Limited(_)
+        ));
+        assert_eq!(codes.check("tablet", "b", "x", None), Verdict::Asked);
+        let mut wrong = 0;
+        'run: for n in 0..ASKS_PER_MINUTE {
+            for _ in 0..TRIES {
+                codes.check("phone", &format!("a{n}"), "x", Some("0000000"));
+                wrong += 1;
+                if wrong == WRONG_PER_RUN {
+                    break 'run;
+                }
+            }
+        }
+        assert_eq!(wrong, WRONG_PER_RUN);
+        codes
+            .devices
+            .lock()
+            .unwrap()
+            .get_mut("phone")
+            .unwrap()
+            .asked
+            .clear();
+        assert!(
+            matches!(codes.check("phone", "c", "x", None), Verdict::Limited(_)),
+            "a new code after the run's wrong tries"
+        );
+        assert_eq!(codes.check("tablet", "c", "x", None), Verdict::Asked);
     }
 }

@@ -12,6 +12,7 @@
 mod factor;
 mod html;
 mod live;
+mod nonce;
 mod palette;
 mod receipt;
 mod routes;

@@ -59,8 +59,8 @@ pub struct App {
     /// The session tokens this run gave out (by pairing or a key's sign-in): only these are
     /// served.
     run_tokens: std::sync::Mutex<std::collections::HashSet<String>>,
-    /// Sign-in nonces given out, and when.
-    nonces: std::sync::Mutex<HashMap<String, std::time::Instant>>,
+    /// Sign-in nonces: given out statelessly, remembered once spent.
+    nonces: super::nonce::Nonces,
     /// Request nonces given out, each to one session (`web::signed`).
     requests: super::signed::Nonces,
 }
@@ -78,7 +78,7 @@ impl App {
             seen: std::sync::Mutex::default(),
             codes: super::factor::Codes::default(),
             run_tokens: std::sync::Mutex::default(),
-            nonces: std::sync::Mutex::default(),
+            nonces: super::nonce::Nonces::default(),
             requests: super::signed::Nonces::default(),
         })
     }
@@ -172,10 +172,12 @@ async fn guard(State(app): Shared, request: Request, next: Next) -> Response {
         ("x-frame-options", "DENY"),
         ("x-content-type-options", "nosniff"),
         ("referrer-policy", "same-origin"),
-        ("cross-origin-opener-policy", "same-origin"),
     ] {
         headers.insert(name, HeaderValue::from_static(value));
     }
+    headers
+        .entry("cross-origin-opener-policy")
+        .or_insert(HeaderValue::from_static("same-origin"));
     headers
         .entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));
@@ -227,6 +229,37 @@ fn first_page_of_run(app: &App, request: &Request) -> bool {
         .expect("not poisoned")
         .insert(token.to_string())
 }
+
+/// Whether a browser says this request is no top-level navigation (`Sec-Fetch-Dest` other than
+/// `document`, `Sec-Fetch-Mode` other than `navigate`): a script's `fetch`, a frame, an image.
+/// A page cannot forge these headers; a client that sends none (curl) is taken as navigating.
+fn not_a_navigation(headers: &HeaderMap) -> bool {
+    headers
+        .get("sec-fetch-dest")
+        .is_some_and(|dest| dest.as_bytes() != b"document")
+        || headers
+            .get("sec-fetch-mode")
+            .is_some_and(|mode| mode.as_bytes() != b"navigate")
+}
+
+/// The answer to a script asking for a sign-in nonce or a pairing form (issue 48, F12): cuekit's
+/// own pages never do, so the page asking was left in the browser's cache by something that
+/// answered on the port while serve was down. Refused, and the origin's cache emptied, so the
+/// next visit gets serve's page.
+fn stale_page_refused() -> Response {
+    let mut response = refusal(
+        StatusCode::FORBIDDEN,
+        "a sign-in is given to a page opened in the browser only: open / again",
+    );
+    response.headers_mut().insert(
+        "clear-site-data",
+        HeaderValue::from_static(STALE_PAGE_CLEARS),
+    );
+    response
+}
+
+/// What serve's sign-in pages and answers clear: pages a squatter left in the browser's cache.
+const STALE_PAGE_CLEARS: &str = "\"cache\"";
 
 fn refusal(status: StatusCode, why: &str) -> Response {
     (status, Html(html::message("Refused", why, "/"))).into_response()
@@ -285,24 +318,29 @@ async fn session(app: &App, headers: &HeaderMap) -> Result<web_access::Session, 
     }
 }
 
-/// How long a sign-in nonce is good for, and how many may be open.
-const NONCE_VALID: Duration = Duration::from_secs(120);
-const NONCES_OPEN: usize = 256;
-
 /// The sign-in page: a nonce of this run for the device's key to sign (`app.js` does it from
 /// IndexedDB, or sends the browser to pairing when it holds no key).
-async fn unlock_form(State(app): Shared) -> Response {
-    let nonce = web_access::form_token();
-    {
-        let mut nonces = app.nonces.lock().expect("not poisoned");
-        nonces.retain(|_, at| at.elapsed() < NONCE_VALID);
-        if nonces.len() >= NONCES_OPEN {
-            return refusal(StatusCode::TOO_MANY_REQUESTS, "too many sign-ins at once");
-        }
-        nonces.insert(nonce.clone(), std::time::Instant::now());
+async fn unlock_form(State(app): Shared, headers: HeaderMap) -> Response {
+    if not_a_navigation(&headers) {
+        return stale_page_refused();
     }
-    page(html::unlock_page(&nonce))
+    let nonce = app.nonces.issue();
+    let mut response = page(html::unlock_page(&nonce));
+    // The page's script comes from serve, not from a copy a squatter left in the cache.
+    response.headers_mut().insert(
+        "clear-site-data",
+        HeaderValue::from_static(STALE_PAGE_CLEARS),
+    );
+    response.headers_mut().insert(
+        "cross-origin-opener-policy",
+        HeaderValue::from_static(NO_OPENER),
+    );
+    response
 }
+
+/// The sign-in and pairing pages' opener policy: a page that opened them in a window (a
+/// squatter's, from the cache) cannot reach into them for the nonce or the form's token.
+const NO_OPENER: &str = "noopener-allow-popups";
 
 /// What a device's key signs to sign in: the nonce and the `Host` it was given under.
 pub fn unlock_message(nonce: &str, host: &str) -> String {
@@ -319,13 +357,7 @@ async fn unlock(
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
     let nonce = form.get("nonce").cloned().unwrap_or_default();
-    let fresh = app
-        .nonces
-        .lock()
-        .expect("not poisoned")
-        .remove(&nonce)
-        .is_some_and(|at| at.elapsed() < NONCE_VALID);
-    if !fresh {
+    if !app.nonces.fresh(&nonce) {
         return refusal(
             StatusCode::FORBIDDEN,
             "this sign-in is stale or used: open / again",
@@ -338,9 +370,18 @@ async fn unlock(
     let message = unlock_message(&nonce, host);
     let signature = form.get("signature").cloned().unwrap_or_default();
     match blocking(move || web_access::sign_in(message.as_bytes(), &signature)).await {
+        // Spent only now: a stranger's nonces and wrong signatures leave nothing behind.
+        Ok(Some(_)) if !app.nonces.spend(&nonce) => refusal(
+            StatusCode::FORBIDDEN,
+            "this sign-in is stale or used: open / again",
+        ),
         Ok(Some(new)) => {
             let mut response = Redirect::to("/").into_response();
             start_session(&app, &headers, &mut response, &new.token);
+            response.headers_mut().insert(
+                "clear-site-data",
+                HeaderValue::from_static(STALE_PAGE_CLEARS),
+            );
             response
         }
         Ok(None) => refusal(
@@ -520,6 +561,7 @@ fn second_factor(
         Verdict::Passed => return Ok(()),
         Verdict::Asked => None,
         Verdict::Refused(why) => Some(why),
+        Verdict::Limited(why) => return Err(refusal(StatusCode::TOO_MANY_REQUESTS, &why)),
     };
     let mut fields: Vec<(&str, &str)> = form
         .iter()
@@ -573,7 +615,10 @@ struct CodeQuery {
 }
 
 /// The pairing form; `?code=` (the QR code's URL) fills the code in, if it has a code's shape.
-async fn pair_form(Query(query): Query<CodeQuery>) -> Response {
+async fn pair_form(headers: HeaderMap, Query(query): Query<CodeQuery>) -> Response {
+    if not_a_navigation(&headers) {
+        return stale_page_refused();
+    }
     let token = web_access::form_token();
     let code = query
         .code
@@ -583,6 +628,10 @@ async fn pair_form(Query(query): Query<CodeQuery>) -> Response {
     response.headers_mut().insert(
         "clear-site-data",
         HeaderValue::from_static("\"cache\", \"storage\""),
+    );
+    response.headers_mut().insert(
+        "cross-origin-opener-policy",
+        HeaderValue::from_static(NO_OPENER),
     );
     set_cookie(
         &mut response,
@@ -1072,13 +1121,55 @@ async fn handoff(State(app): Shared, Action { id, session, form }: Action) -> Re
     .await
 }
 
-/// Tool kinds whose allowing asks twice: they run, remove or move things.
+/// Tool kinds whose allowing asks twice: all but those that only read, edit, search, think or
+/// fetch. An unknown kind (none found on an interactive dialog's screen, a tool of kind
+/// `other`) asks too: fail closed (issue 48, F18).
 fn needs_second_confirmation(kind: Option<crate::domain::acp::policy::ToolKind>) -> bool {
     use crate::domain::acp::policy::ToolKind;
-    matches!(
+    !matches!(
         kind,
-        Some(ToolKind::Execute | ToolKind::Delete | ToolKind::Move)
+        Some(
+            ToolKind::Read | ToolKind::Edit | ToolKind::Search | ToolKind::Think | ToolKind::Fetch
+        )
     )
+}
+
+/// A submit of an agent that would run whatever it is told as the user (its permission bypass,
+/// no sandbox: `ops::runs_unguarded`) needs the terminal's code, as the `command` agent does
+/// (issue 48, F16). A request that does not resolve goes on, for the submit to say why.
+async fn unguarded_factor(
+    app: &Arc<App>,
+    session: &web_access::Session,
+    request: &ops::SubmitRequest,
+    form: &HashMap<String, String>,
+) -> Result<(), Response> {
+    if request.agent.as_deref() == Some("command") {
+        return Ok(());
+    }
+    let (asked, cwd) = (request.clone(), app.cwd.clone());
+    if !matches!(
+        blocking(move || ops::runs_unguarded(asked, &cwd)).await,
+        Ok(true)
+    ) {
+        return Ok(());
+    }
+    let agent = request.agent.as_deref().unwrap_or("the default agent");
+    let fields = format!(
+        "{agent}\n{}\n{:?}\n{:?}\n{}",
+        request.model.as_deref().unwrap_or(""),
+        request.mode,
+        request.worktree,
+        request.objective
+    );
+    let step = Step {
+        action: format!("submit unguarded {}", hex_digest(&fields)),
+        what: format!(
+            "start {agent} with its permission bypass and no sandbox (it runs what it is told, as you), told `{}`",
+            request.objective
+        ),
+        path: "/new".into(),
+    };
+    second_factor(app, session, &step, form)
 }
 
 async fn answer(State(app): Shared, action: Action) -> Response {
@@ -1124,11 +1215,10 @@ async fn answer(State(app): Shared, action: Action) -> Response {
             .title
             .clone()
             .unwrap_or(request.tool.id.clone());
-        let kind = request
-            .tool
-            .kind
-            .map(|kind| format!("{kind:?}").to_lowercase())
-            .unwrap_or_default();
+        let kind = request.tool.kind.map_or_else(
+            || "unknown-kind".into(),
+            |kind| format!("{kind:?}").to_lowercase(),
+        );
         let what = format!("{word} the {kind} tool \"{title}\" of {id}");
         let step = Step {
             action: format!("answer {id} {tool} {word}"),
@@ -1357,6 +1447,9 @@ async fn submit(
         wake_parent: false,
         check: None,
     };
+    if let Err(response) = unguarded_factor(&app, &session, &request, &form).await {
+        return response;
+    }
     let cwd = app.cwd.clone();
     let outcome = blocking(move || ops::submit(request, &cwd)).await;
     app.live.invalidate();

@@ -324,7 +324,9 @@ fn with_check(
 }
 
 /// The sandbox the policy gives this task, and whether it was chosen for its approvals.
-fn sandbox_of(resolved: &Resolved) -> Result<(crate::domain::sandbox::Policy, Approvals)> {
+pub(super) fn sandbox_of(
+    resolved: &Resolved,
+) -> Result<(crate::domain::sandbox::Policy, Approvals)> {
     let request = &resolved.request;
     let delegated = matches!(request.asked_by, Asker::Delegate);
     let mut policy = sandbox::policy(request.sandbox, delegated, &resolved.config)?;

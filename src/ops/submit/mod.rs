@@ -31,6 +31,20 @@ pub(crate) use resolve::fail_closed;
 
 /// Starts a task here, or with `request.host` on that host (see `remote::submit_on_host`). A
 /// relative `cwd` is the caller's: here under `caller_cwd`, on a host as the host takes it.
+/// Whether `request` would start an agent that runs whatever it is told, as the user: with its
+/// permission bypass (nothing asked) and outside cuekit's bubblewrap sandbox. The web asks the
+/// terminal's code for such a submit (issue 48, F16), as for the `command` agent.
+pub fn runs_unguarded(request: SubmitRequest, caller_cwd: &Path) -> Result<bool> {
+    let resolved = resolve::resolve(request, caller_cwd)?;
+    // An agent not installed starts nothing: the submit says so.
+    if crate::effects::which::find_on_path(&resolved.bin).is_none() {
+        return Ok(false);
+    }
+    let (policy, _) = check::sandbox_of(&resolved)?;
+    Ok(!crate::ops::sandbox::asks_for_approvals(&resolved.spec)
+        && policy.mode != crate::domain::sandbox::SandboxMode::Bwrap)
+}
+
 pub fn submit(request: SubmitRequest, caller_cwd: &Path) -> Result<SubmitOutcome> {
     if let Some(host) = &request.host {
         return on_host(host, &request, caller_cwd);
