@@ -1,0 +1,149 @@
+//! What a second blind review of the sandbox reached (issue 48), now out of reach: a tmux
+//! server of the user's on a socket outside HOME and /tmp (its `run-shell` runs outside the
+//! sandbox), other tasks' live checkouts and the main checkout's untracked files. Each child
+//! is a `command` task in bubblewrap on real tmux; what it reached it writes into its work dir.
+
+use crate::harness::limits;
+use std::path::{Path, PathBuf};
+
+use crate::harness::Harness;
+use crate::harness::git::project_repo;
+use crate::harness::ssh_host::{ThrowawayUser, as_root};
+use crate::sandbox::run_as;
+
+/// A folder outside HOME, /tmp and /run (the roots every sandbox hides), open to every user.
+fn outside() -> tempfile::TempDir {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    dir
+}
+
+/// An unprivileged user's sandboxed child cannot drive another tmux server of that user's
+/// whose socket lies outside HOME and /tmp (a second cuekit's `CUEKIT_TMUX_SOCKET`, a
+/// `tmux -S <path>`): the socket stays in sight read-only, and a read-only mount does not stop
+/// a connect.
+#[test]
+fn a_sandboxed_child_cannot_drive_another_tmux_server_of_its_user() {
+    let user = ThrowawayUser::new("cuekit-sbx-");
+    let out = outside();
+    let status = as_root("chown")
+        .arg(&user.name)
+        .arg(out.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (socket, escaped) = (out.path().join("b.sock"), out.path().join("ESCAPED"));
+    let script = format!(
+        "tmux -S '{socket}' new-session -d 'sleep 120' && mkdir -p ~/proj && cd ~/proj \
+         && cuekit submit --id t_5a4db0c00048 --sandbox --agent command --mode batch -- sh -c \
+         \"tmux -S '{socket}' run-shell 'touch {escaped}'; echo TRIED\" \
+         && cuekit wait t_5a4db0c00048 --timeout 60s; cuekit logs t_5a4db0c00048; \
+         tmux -S '{socket}' kill-server",
+        socket = socket.display(),
+        escaped = escaped.display()
+    );
+    let ran = run_as(&user, &script);
+    let said =
+        String::from_utf8_lossy(&ran.stdout).into_owned() + &String::from_utf8_lossy(&ran.stderr);
+    assert!(said.contains("TRIED"), "the child did not run:\n{said}");
+    assert!(
+        !escaped.exists(),
+        "the child ran a command outside its sandbox through another tmux server:\n{said}"
+    );
+}
+
+/// `cuekit --json submit ARGS…` from `dir`: the task's id.
+fn submit_in(h: &Harness, dir: &Path, args: &[&str]) -> String {
+    let output = h
+        .cuekit()
+        .current_dir(dir)
+        .args(["--json", "submit"])
+        .args(args)
+        .output()
+        .unwrap();
+    let said: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    said["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{said}"))
+        .to_string()
+}
+
+/// A sandboxed child sees neither another task's live checkout (its uncommitted work) nor the
+/// main checkout of its repository (an untracked `.env`), wherever the repository lies: here
+/// outside HOME and /tmp, where the machine is shown read-only.
+#[test]
+fn a_sandboxed_child_sees_no_other_tasks_checkout_nor_the_main_checkout() {
+    let h = Harness::new();
+    let out = outside();
+    let repo: PathBuf = out.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    project_repo(&repo, "shared");
+    std::fs::write(repo.join(".env"), "DB_PASSWORD=MAIN-CHECKOUT-SECRET\n").unwrap();
+    let a = submit_in(
+        &h,
+        &repo,
+        &[
+            "--sandbox",
+            "--agent",
+            "command",
+            "--mode",
+            "batch",
+            "--",
+            "sh",
+            "-c",
+            "echo A-UNCOMMITTED-WORK > secret-work.txt; sleep 60",
+        ],
+    );
+    let a_checkout = h.worktree_of(&a);
+    let written = a_checkout.join("secret-work.txt");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !written.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(written.exists(), "task A never wrote its work");
+    let script = format!(
+        "cat '{}' > seen-a 2>&1; cat '{}' > seen-env 2>&1; ls '{}' > seen-main 2>&1; true",
+        written.display(),
+        repo.join(".env").display(),
+        repo.display()
+    );
+    let b = submit_in(
+        &h,
+        &repo,
+        &[
+            "--sandbox",
+            "--agent",
+            "command",
+            "--mode",
+            "batch",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    h.wait_ok(&[&b], &limits::arg(limits::AGENT));
+    let _ = h.cuekit().args(["cancel", &a]).output();
+    let b_checkout = h.worktree_of(&b);
+    let seen = |name: &str| std::fs::read_to_string(b_checkout.join(name)).unwrap_or_default();
+    assert!(
+        !seen("seen-a").contains("A-UNCOMMITTED-WORK"),
+        "{}",
+        seen("seen-a")
+    );
+    assert!(
+        !seen("seen-env").contains("MAIN-CHECKOUT-SECRET"),
+        "{}",
+        seen("seen-env")
+    );
+    assert!(
+        !seen("seen-main").contains("shared.txt"),
+        "{}",
+        seen("seen-main")
+    );
+}
