@@ -147,3 +147,87 @@ fn a_sandboxed_child_sees_no_other_tasks_checkout_nor_the_main_checkout() {
         seen("seen-main")
     );
 }
+
+/// A sandboxed child cannot use the kernel keyring: the session keyring bubblewrap leaves it
+/// (and the persistent one linked into it, where `kinit` keeps a Kerberos ticket) is the
+/// user's. `keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING)` fails with EPERM.
+#[test]
+fn a_sandboxed_child_cannot_reach_the_kernel_keyring() {
+    let h = Harness::new();
+    h.project_for_sandbox();
+    let nr = if cfg!(target_arch = "x86_64") {
+        250
+    } else {
+        219
+    };
+    let script = format!(
+        "perl -e 'my $r = syscall({nr}, 0, -3, 0); print \"KEYRING $r \", ($r < 0 ? 0 + $! : 0), \"\\n\"' \
+         > seen-keyring 2>&1"
+    );
+    let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let seen = std::fs::read_to_string(h.project.join("seen-keyring")).unwrap_or_default();
+    // EPERM is 1.
+    assert!(seen.contains("KEYRING -1 1"), "{seen}");
+}
+
+/// A `PATH` folder spelled with `..` (`~/.cargo/bin/..`) is not shown: it would bring back
+/// what it resolves to (`~/.cargo` and its credentials, HOME itself).
+#[test]
+fn a_path_folder_spelled_with_dots_shows_nothing_of_home() {
+    let h = Harness::new();
+    h.project_for_sandbox();
+    let cargo = h.home.join(".cargo");
+    std::fs::create_dir_all(cargo.join("bin")).unwrap();
+    std::fs::write(cargo.join("credentials.toml"), "token = \"CARGO-TOKEN\"\n").unwrap();
+    let path = format!(
+        "{}:{}/bin/..:{}",
+        h.bin.display(),
+        cargo.display(),
+        std::env::var("PATH").unwrap()
+    );
+    let h = h.env("PATH", &path);
+    let script = format!(
+        "cat '{}/credentials.toml' > seen-cargo 2>&1; true",
+        cargo.display()
+    );
+    let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let seen = std::fs::read_to_string(h.project.join("seen-cargo")).unwrap_or_default();
+    assert!(!seen.contains("CARGO-TOKEN"), "{seen}");
+}
+
+/// A sandboxed Gemini task is shown Gemini's settings, not what Antigravity keeps in the same
+/// `~/.gemini` (its CLI's login, its ACP server's, the IDE's conversations and plans).
+#[test]
+fn a_sandboxed_gemini_reads_none_of_antigravitys_files() {
+    let h = Harness::new();
+    h.project_for_sandbox();
+    let files = [
+        ".gemini/antigravity-cli/antigravity-oauth-token",
+        ".gemini/antigravity-acp/oauth-token",
+        ".gemini/antigravity/brain/plan.md",
+    ];
+    for file in files {
+        let path = h.home.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("SECRET-OF-{file}\n")).unwrap();
+    }
+    std::fs::write(h.home.join(".gemini/settings.json"), "{}").unwrap();
+    let reads: Vec<String> = files
+        .iter()
+        .map(|file| format!("cat \"$HOME/{file}\""))
+        .collect();
+    crate::harness::write_executable(
+        &h.bin.join("gemini"),
+        &format!(
+            "#!/bin/sh\n{{ cat \"$HOME/.gemini/settings.json\"; {}; }} > \"$PWD/seen-agy\" 2>&1\n",
+            reads.join("; ")
+        ),
+    );
+    let id = h.submit(&["--sandbox", "--mode", "batch", "hi"]);
+    h.wait_ended(&[&id], &limits::arg(limits::AGENT));
+    let seen = std::fs::read_to_string(h.project.join("seen-agy")).unwrap_or_default();
+    assert!(seen.contains("{}"), "the stand-in did not run: {seen}");
+    assert!(!seen.contains("SECRET-OF-"), "{seen}");
+}

@@ -249,6 +249,18 @@ fn program_mounts(hidden: &[PathBuf], subject: &Subject) -> Vec<Mount> {
     }
     programs.extend(std::env::current_exe().ok());
     for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        // Spelled with `..` or `.` (`~/.local/bin/../share`, `~/.cargo/bin/..`), a folder is
+        // not the one it names: never shown. The rest as the kernel names them (a link to HOME
+        // is HOME).
+        let plain = dir.components().all(|part| {
+            !matches!(
+                part,
+                std::path::Component::ParentDir | std::path::Component::CurDir
+            )
+        });
+        let Some(dir) = dir.canonicalize().ok().filter(|_| plain) else {
+            continue;
+        };
         if dir.is_dir() && is_hidden(hidden, &dir) && may_show(hidden, &dir) {
             mounts.push(Mount::ReadOnly(dir));
         }
@@ -275,9 +287,19 @@ fn agent_mounts(home: &Path, subject: &Subject) -> Result<Vec<Mount>> {
     let needs = subject.adapter.sandbox;
     // Every agent's state and private entries, not this one's alone: `~/.gemini` holds
     // Antigravity's conversations too, and `~/.claude` every project's prompt history.
+    // Another agent's settings folder inside this one's (Antigravity's `~/.gemini/antigravity-cli`,
+    // its login among them) and what other programs keep there (`OTHERS_STATE`) too.
     let kept_out: Vec<&Path> = crate::domain::adapter::ADAPTERS
         .iter()
         .flat_map(|adapter| adapter.sandbox.state.iter().chain(adapter.sandbox.private))
+        .chain(
+            crate::domain::adapter::ADAPTERS
+                .iter()
+                .filter(|adapter| !std::ptr::eq(adapter.sandbox, needs))
+                .flat_map(|adapter| adapter.sandbox.config_dirs.iter())
+                .filter(|dir| !needs.config_dirs.contains(dir)),
+        )
+        .chain(OTHERS_STATE)
         .map(Path::new)
         .collect();
     for dir in needs.config_dirs {
@@ -303,6 +325,16 @@ fn agent_mounts(home: &Path, subject: &Subject) -> Result<Vec<Mount>> {
     }
     Ok(mounts)
 }
+
+/// What agents and their kin keep in a settings folder that is no adapter's own (relative to
+/// HOME), left out of every sandbox: the Antigravity IDE's conversations and plans
+/// (`~/.gemini/antigravity`), its ACP server's sign-in and state (`~/.gemini/antigravity-acp`),
+/// and Copilot's prompt history across projects.
+const OTHERS_STATE: &[&str] = &[
+    ".gemini/antigravity",
+    ".gemini/antigravity-acp",
+    ".copilot/command-history-state.json",
+];
 
 /// A settings folder shown entry by entry, read-only, over a private writable one; what any
 /// agent keeps as state or private (`kept_out`, relative to HOME) left out, and a folder that
