@@ -231,3 +231,49 @@ fn a_sandboxed_gemini_reads_none_of_antigravitys_files() {
     assert!(seen.contains("{}"), "the stand-in did not run: {seen}");
     assert!(!seen.contains("SECRET-OF-"), "{seen}");
 }
+
+/// A private (`0700`) repository's task checkouts are private too: their folder beside it
+/// keeps others out as the repository does (run by root, also every other process of the
+/// sandbox's uid 65534), and the sandboxed child still works in its own.
+#[test]
+fn a_private_repositorys_checkouts_are_private_too() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Harness::new();
+    let out = outside();
+    let repo = out.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    project_repo(&repo, "PROPRIETARY-SOURCE");
+    std::fs::set_permissions(&repo, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let id = submit_in(
+        &h,
+        &repo,
+        &[
+            "--sandbox",
+            "--agent",
+            "command",
+            "--mode",
+            "batch",
+            "--",
+            "sh",
+            "-c",
+            "cat shared.txt > copy.txt && echo CHILD-WORK > new.c",
+        ],
+    );
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let checkout = h.worktree_of(&id);
+    let made = std::fs::read_to_string(checkout.join("new.c")).unwrap_or_default();
+    assert!(made.contains("CHILD-WORK"), "the child could not work");
+    let folder = checkout.parent().unwrap();
+    let mode = std::fs::metadata(folder).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "{} is {mode:o}", folder.display());
+    let other = as_root("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "cat"])
+        .arg(checkout.join("new.c"))
+        .output()
+        .unwrap();
+    assert!(
+        !other.status.success(),
+        "another user read the checkout: {}",
+        String::from_utf8_lossy(&other.stdout)
+    );
+}

@@ -114,12 +114,19 @@ fn other_checkouts(hidden: &[PathBuf], subject: &Subject) -> Vec<Mount> {
     let own = subject.work_dir.canonicalize().ok();
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(worktree) = subject.worktree {
-        dirs.extend(worktree.repo_root.canonicalize().ok());
-        let checkouts = own.as_deref().and_then(Path::parent).filter(|dir| {
-            dir.file_name()
-                .is_some_and(|name| name.to_string_lossy().ends_with(".worktrees"))
+        let repo = worktree.repo_root.canonicalize().ok();
+        // The folder beside the repository that holds the checkout (`{repo}.worktrees`, at any
+        // depth of the pattern): its other checkouts hidden, and, a private one (`0700`, as a
+        // private repository's is), passable on the way to the child's own.
+        let beside = repo.as_deref().and_then(Path::parent).and_then(|parent| {
+            own.as_deref()?
+                .ancestors()
+                .find(|dir| dir.parent() == Some(parent))
         });
-        dirs.extend(checkouts.map(Path::to_path_buf));
+        let beside =
+            beside.filter(|dir| Some(*dir) != repo.as_deref() && Some(*dir) != own.as_deref());
+        dirs.extend(beside.map(Path::to_path_buf));
+        dirs.extend(repo.clone());
     }
     dirs.extend(store::projects::task_checkouts());
     let mut mounts = Vec::new();
