@@ -267,13 +267,63 @@ fn a_private_repositorys_checkouts_are_private_too() {
     let mode = std::fs::metadata(folder).unwrap().permissions().mode();
     assert_eq!(mode & 0o077, 0, "{} is {mode:o}", folder.display());
     let other = as_root("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "cat"])
-        .arg(checkout.join("new.c"))
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+        ])
+        .arg(format!("cat '{}'", checkout.join("new.c").display()))
         .output()
         .unwrap();
     assert!(
         !other.status.success(),
         "another user read the checkout: {}",
         String::from_utf8_lossy(&other.stdout)
+    );
+}
+
+/// What a sandboxed child leaves in its checkout (a program it made setuid to its uid) is out
+/// of other users' reach, whatever the repository's own mode: the folder of sandboxed tasks'
+/// checkouts is its owner's alone.
+#[test]
+fn no_other_user_runs_what_a_sandboxed_child_left() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Harness::new();
+    let out = outside();
+    let repo = out.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    project_repo(&repo, "shared");
+    let id = submit_in(
+        &h,
+        &repo,
+        &[
+            "--sandbox",
+            "--agent",
+            "command",
+            "--mode",
+            "batch",
+            "--",
+            "sh",
+            "-c",
+            "cp /bin/cat ./cat-suid && chmod 4755 cat-suid",
+        ],
+    );
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let left = h.worktree_of(&id).join("cat-suid");
+    assert!(left.exists(), "the child made no program");
+    let folder = left.parent().unwrap().parent().unwrap();
+    let mode = std::fs::metadata(folder).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "{} is {mode:o}", folder.display());
+    let other = as_root("setpriv")
+        .args(["--reuid=1", "--regid=1", "--clear-groups", "sh", "-c"])
+        // Through a shell: setpriv's own exec of a path is not the other user's.
+        .arg(format!("'{}' /etc/hostname", left.display()))
+        .output()
+        .unwrap();
+    assert!(
+        !other.status.success(),
+        "another user ran the child's program"
     );
 }

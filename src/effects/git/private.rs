@@ -11,14 +11,30 @@ use crate::domain::error::{Error, Result};
 /// Narrows `folder`'s mode to what `repo_root`'s grants its group and others (never widens
 /// it). A folder of another user's is left as it is (`place` refuses it).
 pub fn narrow_like(folder: &Path, repo_root: &Path) -> Result<()> {
-    let (Ok(repo), Ok(own)) = (repo_root.metadata(), folder.symlink_metadata()) else {
+    match repo_root.metadata() {
+        Ok(repo) => narrow(folder, repo.mode() & 0o077),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Narrows `folder`'s mode to the owner's alone: the folder of sandboxed tasks' checkouts.
+/// What a child leaves there (a program it made setuid to its uid: the sandbox's mounts are
+/// `nosuid`, but the file stays on the disk) is then out of every other user's reach, whatever
+/// the repository's own mode.
+pub fn narrow_to_owner(folder: &Path) -> Result<()> {
+    narrow(folder, 0)
+}
+
+/// Takes from `folder`'s group and other bits what `allowed` does not grant.
+fn narrow(folder: &Path, allowed: u32) -> Result<()> {
+    let Ok(own) = folder.symlink_metadata() else {
         return Ok(());
     };
     if !own.is_dir() || own.uid() != crate::effects::process::euid() {
         return Ok(());
     }
     let mode = own.mode() & 0o7777;
-    let narrowed = mode & !(0o077 & !(repo.mode() & 0o077));
+    let narrowed = mode & !(0o077 & !allowed);
     if narrowed == mode {
         return Ok(());
     }
