@@ -320,6 +320,34 @@ pub fn bwrap_words(bwrap: &str, plan: &Plan) -> Vec<String> {
     words
 }
 
+/// bubblewrap's arguments without the covers (`--ro-bind /dev/null PATH`) of paths no longer
+/// `there` when it starts: a socket removed between the plan and the start has nothing left to
+/// cover, and bubblewrap would fail making its mount point on the read-only machine. Only the
+/// words before the command's `--` are looked at.
+pub fn without_gone_covers(
+    args: &[std::ffi::OsString],
+    there: impl Fn(&Path) -> bool,
+) -> Vec<std::ffi::OsString> {
+    let mut kept = Vec::with_capacity(args.len());
+    let mut at = 0;
+    while at < args.len() {
+        if args[at] == "--" {
+            kept.extend_from_slice(&args[at..]);
+            break;
+        }
+        let cover = args[at] == "--ro-bind"
+            && args.get(at + 1).is_some_and(|from| from == "/dev/null")
+            && args.get(at + 2).is_some_and(|to| !there(Path::new(to)));
+        if cover {
+            at += 3;
+            continue;
+        }
+        kept.push(args[at].clone());
+        at += 1;
+    }
+    kept
+}
+
 /// The words after bubblewrap's `--`, before the command: the drop to the plan's unprivileged
 /// identity (`setpriv … --`), or none.
 pub fn inner_words(plan: &Plan) -> Vec<String> {
@@ -456,18 +484,22 @@ fn shell_line(
 }
 
 /// A classic BPF program for bubblewrap's `--seccomp`: `ioctl` with `TIOCSTI` (push a byte
-/// into the terminal's input) or `TIOCLINUX` fails with `EPERM`, as Flatpak does; so does any
-/// system call of another ABI (x32, i386), which could reach the same ioctl by another number.
+/// into the terminal's input) or `TIOCLINUX` fails with `EPERM`, as Flatpak does; so do the
+/// kernel keyring's calls (`add_key`, `request_key`, `keyctl`), as Flatpak and Docker refuse
+/// them: bubblewrap makes no session keyring of its own, and the user's (a Kerberos ticket in
+/// the persistent keyring linked into it) would be the child's to read; and so does any system
+/// call of another ABI (x32, i386), which could reach the same calls by another number.
 /// Everything else is allowed. `None` on an architecture it is not written for.
 pub fn keystroke_filter() -> Option<Vec<u8>> {
-    // (AUDIT_ARCH_*, __NR_ioctl)
-    let (arch, ioctl): (u32, u32) = if cfg!(target_arch = "x86_64") {
-        (0xC000_003E, 16)
-    } else if cfg!(target_arch = "aarch64") {
-        (0xC000_00B7, 29)
-    } else {
-        return None;
-    };
+    // (AUDIT_ARCH_*, __NR_ioctl, __NR_add_key, __NR_request_key, __NR_keyctl)
+    let (arch, ioctl, add_key, request_key, keyctl): (u32, u32, u32, u32, u32) =
+        if cfg!(target_arch = "x86_64") {
+            (0xC000_003E, 16, 248, 249, 250)
+        } else if cfg!(target_arch = "aarch64") {
+            (0xC000_00B7, 29, 217, 218, 219)
+        } else {
+            return None;
+        };
     const LOAD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
     const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
     const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
@@ -477,12 +509,16 @@ pub fn keystroke_filter() -> Option<Vec<u8>> {
     const TIOCSTI: u32 = 0x5412;
     const TIOCLINUX: u32 = 0x541C;
     // seccomp_data: nr at 0, arch at 4, args[1]'s low half at 24 (the command is an int).
-    let program: [(u16, u8, u8, u32); 11] = [
+    // A jump's offsets count from the next instruction: DENY is the last (13), ALLOW 12.
+    let program: [(u16, u8, u8, u32); 14] = [
         (LOAD, 0, 0, 4),
         (JEQ, 1, 0, arch),
         (RET, 0, 0, DENY),
         (LOAD, 0, 0, 0),
-        (JGE, 5, 0, 0x4000_0000), // the x32 ABI's numbers
+        (JGE, 8, 0, 0x4000_0000), // the x32 ABI's numbers
+        (JEQ, 7, 0, add_key),
+        (JEQ, 6, 0, request_key),
+        (JEQ, 5, 0, keyctl),
         (JEQ, 0, 3, ioctl),
         (LOAD, 0, 0, 24),
         (JEQ, 2, 0, TIOCSTI),
@@ -792,6 +828,55 @@ mod tests {
         assert_eq!(verdict(&program, 0, arch, 0x5412), 0x7fff_0000); // read(), not ioctl
         assert_eq!(verdict(&program, 0x4000_0000 + 514, arch, 0x5412), eperm);
         assert_eq!(verdict(&program, 54, 0x4000_0003, 0x5412), eperm); // i386
+        // The kernel keyring's calls: add_key, request_key, keyctl.
+        let keyring: [u32; 3] = if cfg!(target_arch = "x86_64") {
+            [248, 249, 250]
+        } else {
+            [217, 218, 219]
+        };
+        for call in keyring {
+            assert_eq!(verdict(&program, call, arch, 0), eperm, "{call}");
+        }
+        assert_eq!(verdict(&program, 251, arch, 0), 0x7fff_0000);
+    }
+
+    #[test]
+    fn a_cover_of_a_path_gone_by_the_start_is_left_out() {
+        let words: Vec<std::ffi::OsString> = [
+            "--ro-bind",
+            "/dev/null",
+            "/gone.sock",
+            "--ro-bind",
+            "/dev/null",
+            "/here.sock",
+            "--ro-bind",
+            "/a",
+            "/a",
+            "--",
+            "--ro-bind",
+            "/dev/null",
+            "/gone.sock",
+        ]
+        .map(Into::into)
+        .to_vec();
+        let kept = without_gone_covers(&words, |path| path != Path::new("/gone.sock"));
+        assert_eq!(
+            kept,
+            [
+                "--ro-bind",
+                "/dev/null",
+                "/here.sock",
+                "--ro-bind",
+                "/a",
+                "/a",
+                "--",
+                "--ro-bind",
+                "/dev/null",
+                "/gone.sock",
+            ]
+            .map(std::ffi::OsString::from)
+            .to_vec()
+        );
     }
 
     #[test]

@@ -42,6 +42,7 @@ mod sandbox;
 mod sandbox_net;
 mod sandbox_reach;
 mod sandbox_root;
+mod sandbox_walls;
 mod scheduler;
 mod session_records;
 mod setup;

@@ -213,8 +213,8 @@ fn a_sandboxed_agents_state_is_the_tasks_own() {
         "the child wrote into the user's own Gemini memory"
     );
     assert!(!seen(&h, "seen-conversations").contains("OTHER-CONVERSATION"));
-    // The rest of that folder is still shown (read-only).
-    assert!(seen(&h, "seen-antigravity").contains("settings.json"));
+    // Nor the rest of that folder: it is Antigravity's, none of a Gemini task's (issue 48, F14).
+    assert!(!seen(&h, "seen-antigravity").contains("settings.json"));
     let own = h.data_dir().join("state").join(&id);
     let kept = walk(&own);
     assert!(

@@ -228,6 +228,7 @@ pub fn create(plan: &Plan, includes: &Includes) -> Result<()> {
     let git = Git::new(&plan.repo_root);
     if let Some(parent) = plan.path.parent() {
         super::place::make_folder(parent)?;
+        super::private::narrow_like(parent, &plan.repo_root)?;
     }
     {
         let lock = super::lock_in(&plan.common_dir)?;

@@ -17,6 +17,7 @@ pub mod land;
 pub mod merge;
 pub mod place;
 pub mod plan;
+pub mod private;
 pub mod review;
 pub mod submodules;
 pub mod task_repo;

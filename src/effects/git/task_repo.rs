@@ -71,6 +71,7 @@ fn make(plan: &Layout, task_id: &str, git_dir: &Path) -> Result<()> {
     }
     if let Some(parent) = plan.path.parent() {
         std::fs::create_dir_all(parent).map_err(|err| Error::io("create", parent, err))?;
+        super::private::narrow_to_owner(parent)?;
     }
     // No template: no hook or info file of anybody's, only what git itself needs.
     let mut init = vec!["init".into(), "--quiet".into(), "--template=".into()];

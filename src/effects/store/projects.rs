@@ -37,6 +37,30 @@ pub fn task_records_dirs() -> Vec<PathBuf> {
     dirs
 }
 
+/// The checkout of every local task the registry holds, and of every submit under way, as the
+/// kernel names them, each once; those no longer there are left out. A sandbox hides each but
+/// its own: another task's uncommitted work is none of its child's.
+pub fn task_checkouts() -> Vec<PathBuf> {
+    let placements = super::registered_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|id| super::placement(&id).ok().flatten())
+        .chain(
+            super::pending_submits()
+                .into_iter()
+                .map(|pending| pending.placement),
+        );
+    let mut dirs: Vec<PathBuf> = placements
+        .filter(|placement| placement.host.is_none())
+        .filter_map(|placement| placement.facts?.worktree.map(|worktree| worktree.path))
+        .filter_map(|dir| dir.canonicalize().ok())
+        .filter(|dir| dir.is_dir())
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -286,6 +286,8 @@ pub fn private_dirs() -> Vec<PathBuf> {
         "XDG_STATE_HOME",
         "XDG_CACHE_HOME",
         "XDG_RUNTIME_DIR",
+        // tmux's socket folder when it is not /tmp's (`tmux-<uid>/` and its sockets in it).
+        "TMUX_TMPDIR",
     ]
     .into_iter()
     .filter_map(std::env::var_os)

@@ -197,8 +197,9 @@ pub fn run_scoped(command: &[std::ffi::OsString]) -> Result<()> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| Error::invalid_input("__scope needs a command after --"))?;
+    let args = sandbox::without_gone_covers(args, |path| path.symlink_metadata().is_ok());
     crate::effects::scope::enter().map_err(|err| failed("landlock", err))?;
-    let err = crate::effects::spawn::become_program(program, args);
+    let err = crate::effects::spawn::become_program(program, &args);
     Err(failed("exec", err))
 }
 

@@ -149,9 +149,9 @@ pub fn run_net(slirp: &Path, confined: bool, command: &[OsString]) -> Result<i32
     })?;
     let (info_read, info_write) = pipe()?;
     let (block_read, block_write) = pipe()?;
-    let argv: Vec<OsString> = std::iter::once(program.clone())
-        .chain(args.iter().cloned())
-        .collect();
+    let args =
+        crate::domain::sandbox::without_gone_covers(args, |path| path.symlink_metadata().is_ok());
+    let argv: Vec<OsString> = std::iter::once(program.clone()).chain(args).collect();
     let mut child = crate::effects::spawn::handing_over(
         &argv,
         vec![

@@ -73,12 +73,16 @@ pub(crate) fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
     crate::effects::owner::hand_over(&drop)?;
     let hidden = sandbox::hidden_roots(&home, &store::private_dirs());
     refuse_unsafe_work_dir(&hidden, subject.work_dir)?;
-    let mut mounts = program_mounts(&hidden, subject);
+    // First, so nothing shown later (the agent's program, the work dir) is hidden again.
+    let mut mounts = other_checkouts(&hidden, subject);
+    mounts.extend(program_mounts(&hidden, subject));
     mounts.extend(agent_mounts(&home, subject)?);
     mounts.extend(work_mounts(policy, subject)?);
     mounts.push(Mount::Writable(drop.clone()));
     mounts.extend(outside_mounts(&hidden, subject));
     mounts.extend(other_records(&hidden, &mounts, subject));
+    let sockets = bound_sockets(&hidden, &mounts);
+    mounts.extend(sockets);
     Ok(Plan {
         hidden,
         mounts,
@@ -97,6 +101,93 @@ pub(crate) fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
         stack: None,
         run_as,
     })
+}
+
+/// What of the user's checkouts and other tasks' the child was not given, hidden before
+/// anything is shown again: its repository's main checkout (its untracked `.env`, its files
+/// and the sockets of whatever runs there), the folder of its task checkouts
+/// (`<repo>.worktrees`), and every other task's checkout the registry knows, wherever it lies
+/// (their uncommitted work, and a socket a process of theirs listens on). A folder that holds a
+/// hidden root (a repository at `/` or HOME) is left to the roots: a private folder over it
+/// would hide what the roots let through.
+fn other_checkouts(hidden: &[PathBuf], subject: &Subject) -> Vec<Mount> {
+    let own = subject.work_dir.canonicalize().ok();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(worktree) = subject.worktree {
+        let repo = worktree.repo_root.canonicalize().ok();
+        // The folder beside the repository that holds the checkout (`{repo}.worktrees`, at any
+        // depth of the pattern): its other checkouts hidden, and, a private one (`0700`, as a
+        // private repository's is), passable on the way to the child's own.
+        let beside = repo.as_deref().and_then(Path::parent).and_then(|parent| {
+            own.as_deref()?
+                .ancestors()
+                .find(|dir| dir.parent() == Some(parent))
+        });
+        let beside =
+            beside.filter(|dir| Some(*dir) != repo.as_deref() && Some(*dir) != own.as_deref());
+        dirs.extend(beside.map(Path::to_path_buf));
+        dirs.extend(repo.clone());
+    }
+    dirs.extend(store::projects::task_checkouts());
+    let mut mounts = Vec::new();
+    for dir in dirs {
+        let hide = Mount::Private(dir.clone());
+        if Some(&dir) != own.as_ref() && may_show(hidden, &dir) && !mounts.contains(&hide) {
+            mounts.push(hide);
+        }
+    }
+    mounts
+}
+
+/// Whether `path` of the machine is in the child's sight once the hidden roots and `mounts`
+/// are laid: the last mount above it decides.
+fn in_sight(hidden: &[PathBuf], mounts: &[Mount], path: &Path) -> bool {
+    let mut seen = !is_hidden(hidden, path);
+    for mount in mounts {
+        match mount {
+            Mount::ReadOnly(dir) | Mount::Writable(dir) if path.starts_with(dir) => seen = true,
+            Mount::Private(dir) | Mount::Masked(dir) if path.starts_with(dir) => seen = false,
+            Mount::Bound { to, .. } if path.starts_with(to) => seen = false,
+            _ => {}
+        }
+    }
+    seen
+}
+
+/// Every unix socket bound at a path on this machine (the kernel's list, `/proc/net/unix`)
+/// that the child would see: covered by an empty file. A read-only mount does not stop a
+/// `connect()` (it needs write permission on the socket, which a read-only mount leaves), and
+/// an unprivileged user's child is that user: a tmux server of theirs on a socket outside
+/// HOME and /tmp (a second cuekit's, `tmux -S <path>`) would run its `run-shell` outside the
+/// sandbox. Landlock before `LANDLOCK_ACCESS_FS_RESOLVE_UNIX` cannot refuse such a connect,
+/// and seccomp sees no path; a socket bound after the sandbox started is not in this list.
+fn bound_sockets(hidden: &[PathBuf], mounts: &[Mount]) -> Vec<Mount> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(list) = std::fs::read_to_string("/proc/net/unix") else {
+        return Vec::new();
+    };
+    let mut masks: Vec<Mount> = Vec::new();
+    // `Num RefCount Protocol Flags Type St Inode Path`: only the path holds a `/`.
+    for path in list
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.find('/').map(|at| &line[at..]))
+    {
+        let Ok(real) = Path::new(path).canonicalize() else {
+            continue;
+        };
+        let socket =
+            std::fs::symlink_metadata(&real).is_ok_and(|meta| meta.file_type().is_socket());
+        let mask = Mount::Masked(real.clone());
+        if socket
+            && in_sight(hidden, mounts, &real)
+            && !mounts.contains(&mask)
+            && !masks.contains(&mask)
+        {
+            masks.push(mask);
+        }
+    }
+    masks
 }
 
 /// Who the child runs as: the sandbox's unprivileged uid when cuekit is root (never root,
@@ -165,6 +256,18 @@ fn program_mounts(hidden: &[PathBuf], subject: &Subject) -> Vec<Mount> {
     }
     programs.extend(std::env::current_exe().ok());
     for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        // Spelled with `..` or `.` (`~/.local/bin/../share`, `~/.cargo/bin/..`), a folder is
+        // not the one it names: never shown. The rest as the kernel names them (a link to HOME
+        // is HOME).
+        let plain = dir.components().all(|part| {
+            !matches!(
+                part,
+                std::path::Component::ParentDir | std::path::Component::CurDir
+            )
+        });
+        let Some(dir) = dir.canonicalize().ok().filter(|_| plain) else {
+            continue;
+        };
         if dir.is_dir() && is_hidden(hidden, &dir) && may_show(hidden, &dir) {
             mounts.push(Mount::ReadOnly(dir));
         }
@@ -191,9 +294,19 @@ fn agent_mounts(home: &Path, subject: &Subject) -> Result<Vec<Mount>> {
     let needs = subject.adapter.sandbox;
     // Every agent's state and private entries, not this one's alone: `~/.gemini` holds
     // Antigravity's conversations too, and `~/.claude` every project's prompt history.
+    // Another agent's settings folder inside this one's (Antigravity's `~/.gemini/antigravity-cli`,
+    // its login among them) and what other programs keep there (`OTHERS_STATE`) too.
     let kept_out: Vec<&Path> = crate::domain::adapter::ADAPTERS
         .iter()
         .flat_map(|adapter| adapter.sandbox.state.iter().chain(adapter.sandbox.private))
+        .chain(
+            crate::domain::adapter::ADAPTERS
+                .iter()
+                .filter(|adapter| !std::ptr::eq(adapter.sandbox, needs))
+                .flat_map(|adapter| adapter.sandbox.config_dirs.iter())
+                .filter(|dir| !needs.config_dirs.contains(dir)),
+        )
+        .chain(OTHERS_STATE)
         .map(Path::new)
         .collect();
     for dir in needs.config_dirs {
@@ -219,6 +332,16 @@ fn agent_mounts(home: &Path, subject: &Subject) -> Result<Vec<Mount>> {
     }
     Ok(mounts)
 }
+
+/// What agents and their kin keep in a settings folder that is no adapter's own (relative to
+/// HOME), left out of every sandbox: the Antigravity IDE's conversations and plans
+/// (`~/.gemini/antigravity`), its ACP server's sign-in and state (`~/.gemini/antigravity-acp`),
+/// and Copilot's prompt history across projects.
+const OTHERS_STATE: &[&str] = &[
+    ".gemini/antigravity",
+    ".gemini/antigravity-acp",
+    ".copilot/command-history-state.json",
+];
 
 /// A settings folder shown entry by entry, read-only, over a private writable one; what any
 /// agent keeps as state or private (`kept_out`, relative to HOME) left out, and a folder that

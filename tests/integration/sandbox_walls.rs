@@ -1,0 +1,329 @@
+//! What a second blind review of the sandbox reached (issue 48), now out of reach: a tmux
+//! server of the user's on a socket outside HOME and /tmp (its `run-shell` runs outside the
+//! sandbox), other tasks' live checkouts and the main checkout's untracked files. Each child
+//! is a `command` task in bubblewrap on real tmux; what it reached it writes into its work dir.
+
+use crate::harness::limits;
+use std::path::{Path, PathBuf};
+
+use crate::harness::Harness;
+use crate::harness::git::project_repo;
+use crate::harness::ssh_host::{ThrowawayUser, as_root};
+use crate::sandbox::run_as;
+
+/// A folder outside HOME, /tmp and /run (the roots every sandbox hides), open to every user.
+fn outside() -> tempfile::TempDir {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    dir
+}
+
+/// An unprivileged user's sandboxed child cannot drive another tmux server of that user's
+/// whose socket lies outside HOME and /tmp (a second cuekit's `CUEKIT_TMUX_SOCKET`, a
+/// `tmux -S <path>`): the socket stays in sight read-only, and a read-only mount does not stop
+/// a connect.
+#[test]
+fn a_sandboxed_child_cannot_drive_another_tmux_server_of_its_user() {
+    let user = ThrowawayUser::new("cuekit-sbx-");
+    let out = outside();
+    let status = as_root("chown")
+        .arg(&user.name)
+        .arg(out.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (socket, escaped) = (out.path().join("b.sock"), out.path().join("ESCAPED"));
+    let script = format!(
+        "tmux -S '{socket}' new-session -d 'sleep 120' && mkdir -p ~/proj && cd ~/proj \
+         && cuekit submit --id t_5a4db0c00048 --sandbox --agent command --mode batch -- sh -c \
+         \"tmux -S '{socket}' run-shell 'touch {escaped}'; echo TRIED\" \
+         && cuekit wait t_5a4db0c00048 --timeout 60s; cuekit logs t_5a4db0c00048; \
+         tmux -S '{socket}' kill-server",
+        socket = socket.display(),
+        escaped = escaped.display()
+    );
+    let ran = run_as(&user, &script);
+    let said =
+        String::from_utf8_lossy(&ran.stdout).into_owned() + &String::from_utf8_lossy(&ran.stderr);
+    assert!(said.contains("TRIED"), "the child did not run:\n{said}");
+    assert!(
+        !escaped.exists(),
+        "the child ran a command outside its sandbox through another tmux server:\n{said}"
+    );
+}
+
+/// `cuekit --json submit ARGS…` from `dir`: the task's id.
+fn submit_in(h: &Harness, dir: &Path, args: &[&str]) -> String {
+    let output = h
+        .cuekit()
+        .current_dir(dir)
+        .args(["--json", "submit"])
+        .args(args)
+        .output()
+        .unwrap();
+    let said: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    said["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{said}"))
+        .to_string()
+}
+
+/// A sandboxed child sees neither another task's live checkout (its uncommitted work) nor the
+/// main checkout of its repository (an untracked `.env`), wherever the repository lies: here
+/// outside HOME and /tmp, where the machine is shown read-only.
+#[test]
+fn a_sandboxed_child_sees_no_other_tasks_checkout_nor_the_main_checkout() {
+    let h = Harness::new();
+    let out = outside();
+    let repo: PathBuf = out.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    project_repo(&repo, "shared");
+    std::fs::write(repo.join(".env"), "DB_PASSWORD=MAIN-CHECKOUT-SECRET\n").unwrap();
+    let a = submit_in(
+        &h,
+        &repo,
+        &[
+            "--sandbox",
+            "--agent",
+            "command",
+            "--mode",
+            "batch",
+            "--",
+            "sh",
+            "-c",
+            "echo A-UNCOMMITTED-WORK > secret-work.txt; sleep 60",
+        ],
+    );
+    let a_checkout = h.worktree_of(&a);
+    let written = a_checkout.join("secret-work.txt");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !written.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(written.exists(), "task A never wrote its work");
+    let script = format!(
+        "cat '{}' > seen-a 2>&1; cat '{}' > seen-env 2>&1; ls '{}' > seen-main 2>&1; true",
+        written.display(),
+        repo.join(".env").display(),
+        repo.display()
+    );
+    let b = submit_in(
+        &h,
+        &repo,
+        &[
+            "--sandbox",
+            "--agent",
+            "command",
+            "--mode",
+            "batch",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    h.wait_ok(&[&b], &limits::arg(limits::AGENT));
+    let _ = h.cuekit().args(["cancel", &a]).output();
+    let b_checkout = h.worktree_of(&b);
+    let seen = |name: &str| std::fs::read_to_string(b_checkout.join(name)).unwrap_or_default();
+    assert!(
+        !seen("seen-a").contains("A-UNCOMMITTED-WORK"),
+        "{}",
+        seen("seen-a")
+    );
+    assert!(
+        !seen("seen-env").contains("MAIN-CHECKOUT-SECRET"),
+        "{}",
+        seen("seen-env")
+    );
+    assert!(
+        !seen("seen-main").contains("shared.txt"),
+        "{}",
+        seen("seen-main")
+    );
+}
+
+/// A sandboxed child cannot use the kernel keyring: the session keyring bubblewrap leaves it
+/// (and the persistent one linked into it, where `kinit` keeps a Kerberos ticket) is the
+/// user's. `keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING)` fails with EPERM.
+#[test]
+fn a_sandboxed_child_cannot_reach_the_kernel_keyring() {
+    let h = Harness::new();
+    h.project_for_sandbox();
+    let nr = if cfg!(target_arch = "x86_64") {
+        250
+    } else {
+        219
+    };
+    let script = format!(
+        "perl -e 'my $r = syscall({nr}, 0, -3, 0); print \"KEYRING $r \", ($r < 0 ? 0 + $! : 0), \"\\n\"' \
+         > seen-keyring 2>&1"
+    );
+    let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let seen = std::fs::read_to_string(h.project.join("seen-keyring")).unwrap_or_default();
+    // EPERM is 1.
+    assert!(seen.contains("KEYRING -1 1"), "{seen}");
+}
+
+/// A `PATH` folder spelled with `..` (`~/.cargo/bin/..`) is not shown: it would bring back
+/// what it resolves to (`~/.cargo` and its credentials, HOME itself).
+#[test]
+fn a_path_folder_spelled_with_dots_shows_nothing_of_home() {
+    let h = Harness::new();
+    h.project_for_sandbox();
+    let cargo = h.home.join(".cargo");
+    std::fs::create_dir_all(cargo.join("bin")).unwrap();
+    std::fs::write(cargo.join("credentials.toml"), "token = \"CARGO-TOKEN\"\n").unwrap();
+    let path = format!(
+        "{}:{}/bin/..:{}",
+        h.bin.display(),
+        cargo.display(),
+        std::env::var("PATH").unwrap()
+    );
+    let h = h.env("PATH", &path);
+    let script = format!(
+        "cat '{}/credentials.toml' > seen-cargo 2>&1; true",
+        cargo.display()
+    );
+    let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let seen = std::fs::read_to_string(h.project.join("seen-cargo")).unwrap_or_default();
+    assert!(!seen.contains("CARGO-TOKEN"), "{seen}");
+}
+
+/// A sandboxed Gemini task is shown Gemini's settings, not what Antigravity keeps in the same
+/// `~/.gemini` (its CLI's login, its ACP server's, the IDE's conversations and plans).
+#[test]
+fn a_sandboxed_gemini_reads_none_of_antigravitys_files() {
+    let h = Harness::new();
+    h.project_for_sandbox();
+    let files = [
+        ".gemini/antigravity-cli/antigravity-oauth-token",
+        ".gemini/antigravity-acp/oauth-token",
+        ".gemini/antigravity/brain/plan.md",
+    ];
+    for file in files {
+        let path = h.home.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("SECRET-OF-{file}\n")).unwrap();
+    }
+    std::fs::write(h.home.join(".gemini/settings.json"), "{}").unwrap();
+    let reads: Vec<String> = files
+        .iter()
+        .map(|file| format!("cat \"$HOME/{file}\""))
+        .collect();
+    crate::harness::write_executable(
+        &h.bin.join("gemini"),
+        &format!(
+            "#!/bin/sh\n{{ cat \"$HOME/.gemini/settings.json\"; {}; }} > \"$PWD/seen-agy\" 2>&1\n",
+            reads.join("; ")
+        ),
+    );
+    let id = h.submit(&["--sandbox", "--mode", "batch", "hi"]);
+    h.wait_ended(&[&id], &limits::arg(limits::AGENT));
+    let seen = std::fs::read_to_string(h.project.join("seen-agy")).unwrap_or_default();
+    assert!(seen.contains("{}"), "the stand-in did not run: {seen}");
+    assert!(!seen.contains("SECRET-OF-"), "{seen}");
+}
+
+/// A private (`0700`) repository's task checkouts are private too: their folder beside it
+/// keeps others out as the repository does (run by root, also every other process of the
+/// sandbox's uid 65534), and the sandboxed child still works in its own.
+#[test]
+fn a_private_repositorys_checkouts_are_private_too() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Harness::new();
+    let out = outside();
+    let repo = out.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    project_repo(&repo, "PROPRIETARY-SOURCE");
+    std::fs::set_permissions(&repo, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let id = submit_in(
+        &h,
+        &repo,
+        &[
+            "--sandbox",
+            "--agent",
+            "command",
+            "--mode",
+            "batch",
+            "--",
+            "sh",
+            "-c",
+            "cat shared.txt > copy.txt && echo CHILD-WORK > new.c",
+        ],
+    );
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let checkout = h.worktree_of(&id);
+    let made = std::fs::read_to_string(checkout.join("new.c")).unwrap_or_default();
+    assert!(made.contains("CHILD-WORK"), "the child could not work");
+    let folder = checkout.parent().unwrap();
+    let mode = std::fs::metadata(folder).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "{} is {mode:o}", folder.display());
+    let other = as_root("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+        ])
+        .arg(format!("cat '{}'", checkout.join("new.c").display()))
+        .output()
+        .unwrap();
+    assert!(
+        !other.status.success(),
+        "another user read the checkout: {}",
+        String::from_utf8_lossy(&other.stdout)
+    );
+}
+
+/// What a sandboxed child leaves in its checkout (a program it made setuid to its uid) is out
+/// of other users' reach, whatever the repository's own mode: the folder of sandboxed tasks'
+/// checkouts is its owner's alone.
+#[test]
+fn no_other_user_runs_what_a_sandboxed_child_left() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Harness::new();
+    let out = outside();
+    let repo = out.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    project_repo(&repo, "shared");
+    let id = submit_in(
+        &h,
+        &repo,
+        &[
+            "--sandbox",
+            "--agent",
+            "command",
+            "--mode",
+            "batch",
+            "--",
+            "sh",
+            "-c",
+            "cp /bin/cat ./cat-suid && chmod 4755 cat-suid",
+        ],
+    );
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let left = h.worktree_of(&id).join("cat-suid");
+    assert!(left.exists(), "the child made no program");
+    let folder = left.parent().unwrap().parent().unwrap();
+    let mode = std::fs::metadata(folder).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "{} is {mode:o}", folder.display());
+    let other = as_root("setpriv")
+        .args(["--reuid=1", "--regid=1", "--clear-groups", "sh", "-c"])
+        // Through a shell: setpriv's own exec of a path is not the other user's.
+        .arg(format!("'{}' /etc/hostname", left.display()))
+        .output()
+        .unwrap();
+    assert!(
+        !other.status.success(),
+        "another user ran the child's program"
+    );
+}
