@@ -50,8 +50,27 @@ pub fn check_from_launch(task_id: &str, cwd: &Path) -> Result<CheckOutcome> {
 /// this at a good moment decides nothing).
 pub fn check_now(task_id: &str, cwd: &Path) -> Result<CheckOutcome> {
     let task = crate::ops::task::open(task_id, cwd)?;
+    refuse_inside(&task)?;
     let plan = plan_of(&task)?;
     check(&task, &plan, false)
+}
+
+/// Refuses `cuekit check` run inside the task's own process tree, in every mode: a child that
+/// checked itself mid-work would have a pass recorded on a tree it then changes, and a plain
+/// merge takes the last passing commit — the child would pick what is merged by timing.
+fn refuse_inside(task: &Task) -> Result<()> {
+    let id = &task.record.id;
+    if crate::ops::task::task_of_process(std::process::id()).as_deref() == Some(id.as_str()) {
+        return Err(Error::new(
+            ErrorCode::InsideTask,
+            format!(
+                "this runs inside task {id}'s own pane: a child never checks its own work (its \
+                 check runs when it ends)"
+            ),
+        )
+        .with_hint("the parent (or you) runs `cuekit check ID`, from outside the task"));
+    }
+    Ok(())
 }
 
 pub(super) fn plan_of(task: &Task) -> Result<CheckPlan> {
