@@ -1410,3 +1410,43 @@ fn a_childs_own_check_is_refused_and_the_review_shows_what_merge_takes() {
     assert_eq!(code, 0, "{merged}");
     assert!(h.project.join("evil.txt").exists(), "{merged}");
 }
+
+/// Audit 48 F9: `rm` of an ended task while a parent's `cuekit check` of it ran went ahead;
+/// the check died with `io` and left its verdict file in the registry for a task no record
+/// names. Now `rm` refuses while the check runs, and removes the task once it ended.
+#[test]
+fn rm_refuses_while_a_parents_check_of_the_task_runs() {
+    let h = Harness::new();
+    checked_project(&h);
+    let started = h.root().join("check-started");
+    let id = submit_checked_sh(
+        &h,
+        "echo answer=42 > answer.txt",
+        &format!(
+            "if [ -e '{0}' ]; then sleep 3; fi; touch '{0}'; sh tests/check.sh",
+            started.display()
+        ),
+        &[],
+    );
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let mut check = h.cuekit().args(["check", &id]).spawn().unwrap();
+    h.wait_until(
+        &id,
+        "the parent's check",
+        crate::harness::HANG_GUARD,
+        || h.status(&id)["check"]["phase"] == "checking",
+    );
+    let (refused, code) = h.json(&["rm", &id, "--force"]);
+    assert_eq!(code, 5, "rm went ahead during the check: {refused}");
+    assert!(h.task_dir(&id).exists(), "{refused}");
+    assert!(check.wait().unwrap().success(), "the check was cut off");
+    let (removed, code) = h.json(&["rm", &id, "--force"]);
+    assert_eq!(code, 0, "{removed}");
+    let left: Vec<String> = std::fs::read_dir(h.data_dir().join("tasks"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&id))
+        .collect();
+    assert!(left.is_empty(), "left in the registry: {left:?}");
+}
