@@ -674,3 +674,40 @@ fn a_merge_on_a_full_disk_says_where_it_stopped_and_the_next_merge_finishes_it()
     drop(h);
     drop(disk);
 }
+
+/// Audit 48 F11: `submit --worktree` on a full repository disk failed (right), but git had made
+/// the task's branch before its checkout failed, and the branch stayed with no record naming
+/// it. What the failed `worktree add` made goes; the answer is the error.
+#[test]
+fn a_worktree_submit_that_fails_on_a_full_disk_leaves_no_branch() {
+    let h = Harness::new();
+    let disk = Tmpfs::mount(&h.project, "8m");
+    crate::harness::git::project_repo(&h.project, "base\n");
+    for n in 0..300 {
+        std::fs::write(h.project.join(format!("f{n}.txt")), format!("file {n}\n")).unwrap();
+    }
+    crate::harness::git::commit_all(&h.project, "many");
+    let filler = disk.fill_but(20 * 1024);
+    let (answer, code) = h.json(&[
+        "submit",
+        "--worktree",
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "true",
+    ]);
+    let branches = Command::new("git")
+        .arg("-C")
+        .arg(&h.project)
+        .args(["for-each-ref", "--format=%(refname)", "refs/heads/cuekit/"])
+        .output()
+        .unwrap();
+    let branches = String::from_utf8_lossy(&branches.stdout).to_string();
+    std::fs::remove_file(filler).unwrap();
+    assert_ne!(code, 0, "the submit on a full disk went ahead: {answer}");
+    assert_eq!(branches, "", "a branch no record names was left: {answer}");
+    drop(h);
+    drop(disk);
+}
