@@ -851,8 +851,10 @@ mod tests {
         assert_eq!(out.status.code(), Some(3));
         assert!(!count.exists());
         // An agent's own 75 (EX_TEMPFAIL) is its exit code, not the check's fix-round code:
-        // kept, whether it is the first run or a fix round's.
-        let tempfail = batch_loop("exit 75", None, &check.to_string_lossy(), "t_0", &fix).unwrap();
+        // kept, whether it is the first run or a fix round's (a process of its own, as an
+        // agent is: a bare `exit` would end the loop's shell itself).
+        let tempfail =
+            batch_loop("(exit 75)", None, &check.to_string_lossy(), "t_0", &fix).unwrap();
         let out = std::process::Command::new("/bin/sh")
             .arg("-c")
             .arg(&tempfail)
@@ -861,7 +863,7 @@ mod tests {
         assert_eq!(out.status.code(), Some(75), "{tempfail}");
         let fixing = batch_loop(
             "true",
-            Some("exit 75"),
+            Some("(exit 75)"),
             &check.to_string_lossy(),
             "t_0",
             &fix,

@@ -649,6 +649,7 @@ fn a_merge_on_a_full_disk_says_where_it_stopped_and_the_next_merge_finishes_it()
     let old = git(&["rev-parse", "HEAD"]);
     let filler = disk.fill_but(200 * 1024);
     let (answer, code) = h.json(&["merge", &id]);
+    eprintln!("the merge on a full disk: {answer}");
     assert_ne!(code, 0, "the merge cannot have landed: {answer}");
     let journal = h.project.join(".git/cuekit-landing");
     if git(&["rev-parse", "HEAD"]) != old {
