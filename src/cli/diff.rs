@@ -30,6 +30,18 @@ pub fn run(args: &DiffArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
         &diff.base_commit[..diff.base_commit.len().min(12)]
     );
     show(&diff, diff.patch.as_deref(), &diff.files, &summary, json);
+    if !json && let Some(commit) = &diff.checked_commit {
+        let line = format!(
+            "cuekit: this is the commit task {}'s last passing check ran on ({}), which a plain \
+             merge takes; work in its checkout since then is not in it (`cuekit merge {} \
+             --unchecked` takes the checkout as it is)",
+            diff.task_id,
+            &commit[..commit.len().min(12)],
+            diff.task_id
+        );
+        // On stderr: stdout stays the diff itself.
+        super::render::say_err(&line);
+    }
     if !json {
         for path in &diff.submodules {
             let line = format!(

@@ -544,23 +544,26 @@ pub fn batch_loop(
 ) -> Result<String> {
     let id = single_quote(task_id)?;
     let fix = single_quote(&fix_file.to_string_lossy())?;
+    // `cuekit_by`: who gave the status, so that only the check's own fix-round code becomes a
+    // failed check — an agent's 75 (EX_TEMPFAIL) is its exit code, kept.
     let mut script = format!(
-        "{agent}\ncuekit_agent=$?\n\
+        "{agent}\ncuekit_agent=$?\ncuekit_by=agent\n\
          while [ \"$cuekit_agent\" -eq 0 ]; do\n\
          {cuekit} __check --from-launch {id}\n\
-         cuekit_agent=$?\n"
+         cuekit_agent=$?\ncuekit_by=check\n"
     );
     match continuation {
         Some(continuation) => script.push_str(&format!(
             "[ \"$cuekit_agent\" -eq {FIX_ROUND_EXIT} ] || break\n\
              cuekit_prompt={fix}\n\
              {continuation}\n\
-             cuekit_agent=$?\n"
+             cuekit_agent=$?\ncuekit_by=agent\n"
         )),
         None => script.push_str("break\n"),
     }
     script.push_str(&format!(
-        "done\n[ \"$cuekit_agent\" -ne {FIX_ROUND_EXIT} ] || cuekit_agent={CHECK_FAILED_EXIT}\n\
+        "done\n[ \"$cuekit_by\" = agent ] || [ \"$cuekit_agent\" -ne {FIX_ROUND_EXIT} ] || \
+         cuekit_agent={CHECK_FAILED_EXIT}\n\
          exit \"$cuekit_agent\""
     ));
     Ok(script)
@@ -847,6 +850,34 @@ mod tests {
             .unwrap();
         assert_eq!(out.status.code(), Some(3));
         assert!(!count.exists());
+        // An agent's own 75 (EX_TEMPFAIL) is its exit code, not the check's fix-round code:
+        // kept, whether it is the first run or a fix round's (a process of its own, as an
+        // agent is: a bare `exit` would end the loop's shell itself).
+        let tempfail =
+            batch_loop("(exit 75)", None, &check.to_string_lossy(), "t_0", &fix).unwrap();
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(&tempfail)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(75), "{tempfail}");
+        let fixing = batch_loop(
+            "true",
+            Some("(exit 75)"),
+            &check.to_string_lossy(),
+            "t_0",
+            &fix,
+        )
+        .unwrap();
+        let _ = std::fs::remove_file(&count);
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(&fixing)
+            .env("PASS_AT", "99")
+            .env("FAIL_WITH", "75")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(75), "{fixing}");
     }
 
     #[test]

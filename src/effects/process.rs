@@ -410,6 +410,12 @@ pub fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// This process's effective group id.
+pub fn egid() -> u32 {
+    // SAFETY: getegid has no preconditions and cannot fail.
+    unsafe { libc::getegid() }
+}
+
 /// Who listens on TCP `port` at `ip` (or on that family's wildcard), as /proc shows it:
 /// `pid N (command)` for each process of this user whose descriptors hold the socket, else
 /// `uid N` from /proc/net/tcp{,6} (another user's processes are not visible). Empty when

@@ -154,6 +154,16 @@ fn remove_tasks(
         )
         .with_hint(format!("cancel it first (`cuekit cancel {}`)", running.id)));
     }
+    // A check of a task (a parent's `cuekit check`) is never cut off: refused while one runs,
+    // and none starts until the removal is over.
+    let _checks = if dry_run {
+        Vec::new()
+    } else {
+        tasks
+            .iter()
+            .map(crate::ops::check::hold_for_removal)
+            .collect::<Result<Vec<_>>>()?
+    };
     let tasks = if dry_run {
         tasks
     } else {

@@ -1344,3 +1344,109 @@ fn a_sandboxed_check_passes_under_a_home_kept_in_git() {
         h.status(&id)
     );
 }
+
+/// Audit 48 F5: a child's own `cuekit check` mid-work is refused (`inside_task`), in every
+/// mode. And after a parent's mid-work check passed on a tree the child then changed, the
+/// final check fails: `diff` and `result` show what a plain merge takes (the commit that
+/// passed, with the file the child later removed), never another tree than the merge lands.
+#[test]
+fn a_childs_own_check_is_refused_and_the_review_shows_what_merge_takes() {
+    let h = Harness::new();
+    checked_project(&h);
+    let said = h.root().join("self-check");
+    let go = h.root().join("go");
+    let id = submit_checked_sh(
+        &h,
+        &format!(
+            "echo answer=42 > answer.txt; echo evil > evil.txt; \
+             cuekit check \"$CUEKIT_TASK_ID\" >/dev/null 2>&1; echo \"code $?\" > '{}'; \
+             while [ ! -e '{}' ]; do sleep 0.05; done; rm evil.txt; echo answer=41 > answer.txt",
+            said.display(),
+            go.display()
+        ),
+        "sh tests/check.sh",
+        &[],
+    );
+    h.wait_until(
+        &id,
+        "the child's own check",
+        crate::harness::HANG_GUARD,
+        || std::fs::read_to_string(&said).is_ok_and(|text| text.ends_with('\n')),
+    );
+    assert_eq!(
+        std::fs::read_to_string(&said).unwrap().trim(),
+        "code 30",
+        "the child's own check was not refused as inside_task"
+    );
+    let (now, code) = h.json(&["check", &id]);
+    assert_eq!(code, 0, "the parent's mid-work check passes: {now}");
+    std::fs::write(&go, "").unwrap();
+    let (waited, code) = h.wait_all(&[&id], "60s");
+    assert_eq!(code, 20, "the final check fails: {waited}");
+    let paths = |files: &Value| -> Vec<String> {
+        files
+            .as_array()
+            .map(|files| {
+                files
+                    .iter()
+                    .filter_map(|f| f["path"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (diff, code) = h.json(&["diff", &id, "--stat"]);
+    assert_eq!(code, 0, "{diff}");
+    assert!(
+        paths(&diff["files"]).contains(&"evil.txt".to_string()),
+        "diff does not show what a plain merge takes: {diff}"
+    );
+    assert!(diff["checked_commit"].is_string(), "{diff}");
+    let (result, _) = h.json(&["result", &id]);
+    assert!(
+        paths(&result["files_changed"]).contains(&"evil.txt".to_string()),
+        "result does not show what a plain merge takes: {result}"
+    );
+    let (merged, code) = h.json(&["merge", &id, "--yes"]);
+    assert_eq!(code, 0, "{merged}");
+    assert!(h.project.join("evil.txt").exists(), "{merged}");
+}
+
+/// Audit 48 F9: `rm` of an ended task while a parent's `cuekit check` of it ran went ahead;
+/// the check died with `io` and left its verdict file in the registry for a task no record
+/// names. Now `rm` refuses while the check runs, and removes the task once it ended.
+#[test]
+fn rm_refuses_while_a_parents_check_of_the_task_runs() {
+    let h = Harness::new();
+    checked_project(&h);
+    let started = h.root().join("check-started");
+    let id = submit_checked_sh(
+        &h,
+        "echo answer=42 > answer.txt",
+        &format!(
+            "if [ -e '{0}' ]; then sleep 3; fi; touch '{0}'; sh tests/check.sh",
+            started.display()
+        ),
+        &[],
+    );
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let mut check = h.cuekit().args(["check", &id]).spawn().unwrap();
+    h.wait_until(
+        &id,
+        "the parent's check",
+        crate::harness::HANG_GUARD,
+        || h.status(&id)["check"]["phase"] == "checking",
+    );
+    let (refused, code) = h.json(&["rm", &id, "--force"]);
+    assert_eq!(code, 5, "rm went ahead during the check: {refused}");
+    assert!(h.task_dir(&id).exists(), "{refused}");
+    assert!(check.wait().unwrap().success(), "the check was cut off");
+    let (removed, code) = h.json(&["rm", &id, "--force"]);
+    assert_eq!(code, 0, "{removed}");
+    let left: Vec<String> = std::fs::read_dir(h.data_dir().join("tasks"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&id))
+        .collect();
+    assert!(left.is_empty(), "left in the registry: {left:?}");
+}

@@ -184,6 +184,17 @@ impl Tmpfs {
     }
 }
 
+impl Tmpfs {
+    /// Fills it, then gives back `room` bytes: enough for a small write, not a large one.
+    fn fill_but(&self, room: u64) -> std::path::PathBuf {
+        let path = self.fill();
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let len = file.metadata().unwrap().len();
+        file.set_len(len.saturating_sub(room)).unwrap();
+        path
+    }
+}
+
 impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
@@ -608,4 +619,96 @@ fn a_projects_looser_sandbox_is_ignored_with_a_warning() {
         warnings.contains("sandbox.mode") && warnings.contains("sandbox.network"),
         "{dry}"
     );
+}
+
+/// Audit 48 F10: a merge on a full disk moved the branch, its checkout could not follow, the
+/// branch could not be put back either, and the answer said "nothing was changed" while the
+/// journal the recovery rule needs was dropped: the retry refused. Now the journal stays while
+/// the branch is at the merge, the answer says where things are, and the next merge with room
+/// brings the checkout up (what the failed `read-tree` wrote cleared first).
+#[test]
+fn a_merge_on_a_full_disk_says_where_it_stopped_and_the_next_merge_finishes_it() {
+    let h = Harness::new();
+    let disk = Tmpfs::mount(&h.project, "24m");
+    crate::harness::git::project_repo(&h.project, "base\n");
+    let id = h.submit_worktree_sh(
+        &[],
+        "head -c 3000000 /dev/urandom | base64 > big.txt; git add -A; git commit -qm big; \
+         echo more > more.txt",
+    );
+    h.wait_ok(&[&id], &limits::arg(limits::TASK));
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&h.project)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let old = git(&["rev-parse", "HEAD"]);
+    let filler = disk.fill_but(200 * 1024);
+    let (answer, code) = h.json(&["merge", &id]);
+    eprintln!("the merge on a full disk: {answer}");
+    assert_ne!(code, 0, "the merge cannot have landed: {answer}");
+    let journal = h.project.join(".git/cuekit-landing");
+    if git(&["rev-parse", "HEAD"]) != old {
+        assert!(
+            journal.exists(),
+            "the branch moved and the journal went: {answer}"
+        );
+        let said = answer.to_string();
+        assert!(!said.contains("nothing was changed"), "{said}");
+        assert!(said.contains("could not be put back"), "{said}");
+    }
+    std::fs::remove_file(filler).unwrap();
+    let _ = std::fs::remove_file(h.project.join("probe"));
+    let (answer, code) = h.json(&["merge", &id]);
+    assert_eq!(code, 0, "the merge with room: {answer}");
+    assert!(!git(&["ls-tree", "HEAD", "big.txt"]).is_empty(), "{answer}");
+    let status = git(&["status", "--porcelain", "--untracked-files=all"]);
+    assert!(
+        status.lines().all(|line| line.contains(".cuekit")),
+        "the checkout does not show the branch: {status}"
+    );
+    assert!(!journal.exists());
+    drop(h);
+    drop(disk);
+}
+
+/// Audit 48 F11: `submit --worktree` on a full repository disk failed (right), but git had made
+/// the task's branch before its checkout failed, and the branch stayed with no record naming
+/// it. What the failed `worktree add` made goes; the answer is the error.
+#[test]
+fn a_worktree_submit_that_fails_on_a_full_disk_leaves_no_branch() {
+    let h = Harness::new();
+    let disk = Tmpfs::mount(&h.project, "8m");
+    crate::harness::git::project_repo(&h.project, "base\n");
+    for n in 0..300 {
+        std::fs::write(h.project.join(format!("f{n}.txt")), format!("file {n}\n")).unwrap();
+    }
+    crate::harness::git::commit_all(&h.project, "many");
+    let filler = disk.fill_but(20 * 1024);
+    let (answer, code) = h.json(&[
+        "submit",
+        "--worktree",
+        "--agent",
+        "command",
+        "--mode",
+        "batch",
+        "--",
+        "true",
+    ]);
+    let branches = Command::new("git")
+        .arg("-C")
+        .arg(&h.project)
+        .args(["for-each-ref", "--format=%(refname)", "refs/heads/cuekit/"])
+        .output()
+        .unwrap();
+    let branches = String::from_utf8_lossy(&branches.stdout).to_string();
+    std::fs::remove_file(filler).unwrap();
+    assert_ne!(code, 0, "the submit on a full disk went ahead: {answer}");
+    assert_eq!(branches, "", "a branch no record names was left: {answer}");
+    drop(h);
+    drop(disk);
 }

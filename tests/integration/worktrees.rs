@@ -1099,6 +1099,70 @@ fn a_second_merge_of_the_same_work_says_nothing_was_left_to_merge() {
     );
 }
 
+/// `.cuekit/tasks/` made first by another user (or left writable by others), or a project
+/// folder others can write to (they could rename `.cuekit/` away): that user could swap a new
+/// task's folder for one of their own, whose `launch.sh` this user's pane would run and whose
+/// links would take this user's writes. The submit is refused before anything runs.
+#[test]
+fn a_tasks_folder_another_user_can_change_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    let tasks = h.project.join(".cuekit/tasks");
+    std::fs::create_dir_all(&tasks).unwrap();
+    let open = |path: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let submit = || {
+        h.run(&[
+            "submit",
+            "--agent",
+            "command",
+            "--mode",
+            "batch",
+            "--",
+            "sh",
+            "-c",
+            "echo ran > ran.txt",
+        ])
+    };
+    let refused = |out: std::process::Output, why: &str| {
+        assert_eq!(out.status.code(), Some(29), "{why}: {out:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains(why), "{said}");
+        assert!(
+            said.contains("chmod go-w"),
+            "the hint names the way out: {said}"
+        );
+        assert!(
+            !h.project.join("ran.txt").exists(),
+            "a task ran from a folder another user can change"
+        );
+    };
+    // Another user's, world-writable: made first by them.
+    open(&tasks, 0o777);
+    open(&h.project.join(".cuekit"), 0o777);
+    std::os::unix::fs::chown(&tasks, Some(65534), Some(65534)).unwrap();
+    std::os::unix::fs::chown(h.project.join(".cuekit"), Some(65534), Some(65534)).unwrap();
+    refused(submit(), "belongs to another user");
+    // This user's, but writable by others.
+    let me = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
+    std::os::unix::fs::chown(&tasks, Some(me), None).unwrap();
+    std::os::unix::fs::chown(h.project.join(".cuekit"), Some(me), None).unwrap();
+    open(&h.project.join(".cuekit"), 0o700);
+    refused(submit(), "others can write");
+    // The project folder writable by others.
+    open(&tasks, 0o700);
+    open(&h.project, 0o777);
+    refused(submit(), "others can write");
+    open(&h.project, 0o755);
+    let id = h.submit_sh("echo ran > ran.txt", &[]);
+    h.wait_ok(&[&id], &limits::arg(limits::TASK));
+    assert!(h.project.join("ran.txt").exists(), "a safe folder is used");
+    let made = std::fs::metadata(tasks.join(&id)).unwrap();
+    assert_eq!(made.permissions().mode() & 0o777, 0o700);
+}
+
 /// The checkouts' folder (`{repo}.worktrees`, a sibling of the repository) made first by
 /// another user in a shared folder: its owner could swap a task's checkout for a tree of their
 /// own, which `merge` would land. A folder others can write to is refused at submit, and one

@@ -233,7 +233,22 @@ pub fn create(plan: &Plan, includes: &Includes) -> Result<()> {
     {
         let lock = super::lock_in(&plan.common_dir)?;
         let add = args::worktree_add(&plan.path, &plan.branch, &plan.base_commit);
-        git.run_holding(&add, &lock)?;
+        let branch_before = git.resolve(&format!("refs/heads/{}", plan.branch)).is_ok();
+        let path_before = plan.path.symlink_metadata().is_ok();
+        if let Err(err) = git.run_holding(&add, &lock) {
+            // git makes the branch before the checkout: a checkout that failed (a full disk)
+            // leaves a branch no record names, and perhaps half a worktree. What this `add`
+            // made goes; what was there before it is never touched.
+            if !path_before {
+                let _ = git.run(args::worktree_remove(&plan.path, true));
+                let _ = std::fs::remove_dir_all(&plan.path);
+                let _ = git.run(["worktree", "prune"]);
+            }
+            if !branch_before {
+                let _ = git.run(args::delete_branch_at(&plan.branch, &plan.base_commit));
+            }
+            return Err(err);
+        }
     }
     let populated = super::place::prove_checkout(&plan.path)
         .and_then(|()| super::submodules::init(&plan.path, &plan.repo_root))

@@ -11,8 +11,11 @@
 //! The recovery rule, for a kill anywhere in between ([`repair`], run first by every merge
 //! into that worktree): a journal whose branch is still at `<old>` is dropped (nothing
 //! moved); one whose branch is at `<new>` while the index still holds `<old>` has step 3 run
-//! again; any other state (the user moved on by hand) is left as it is, only the journal
-//! dropped. No `MERGE_HEAD`, `MERGE_MSG` or `AUTO_MERGE` is ever written: git's own merge
+//! again (what an interrupted `read-tree` wrote there, files whose bytes are the start of
+//! what the merge puts at that path, removed first); any other state (the user moved on by
+//! hand) is left as it is, only the journal dropped. When step 3 fails and the branch cannot be
+//! put back either (a full disk), the journal stays for that rule, and the answer says where
+//! the branch and the checkout are. No `MERGE_HEAD`, `MERGE_MSG` or `AUTO_MERGE` is ever written: git's own merge
 //! never runs in the user's checkout. What an older cuekit's `git merge` left there (its
 //! `MERGE_MSG` starts with `cuekit task `) is aborted by [`repair`].
 
@@ -51,15 +54,105 @@ pub fn land(there: &Git, branch: &str, old: &str, new: &str, why: &str) -> Resul
         return Err(err);
     }
     if let Err(err) = there.run(["read-tree", "-m", "-u", old, new]) {
-        let _ = there.run(["update-ref", "-m", "cuekit: merge undone", &name, old, new]);
-        drop_journal();
-        return Err(Error::new(
-            ErrorCode::InvalidState,
-            format!("the target worktree's files could not follow the merge: {}", err.message),
-        )
-        .with_hint("nothing was changed; move the untracked files git names out of the way, then merge again"));
+        return Err(files_did_not_follow(there, &name, old, new, &err, &journal));
     }
     drop_journal();
+    Ok(())
+}
+
+/// The answer when the worktree's files could not follow the branch (step 3 failed): the
+/// branch goes back if it can, and the journal with it. If it cannot (on a full disk its lock
+/// and log cannot be written either), the journal stays — the branch is at `new`, the index at
+/// `old`, which is the state the recovery rule finishes on the next merge into this checkout —
+/// and the answer says so, never that nothing changed.
+fn files_did_not_follow(
+    there: &Git,
+    name: &str,
+    old: &str,
+    new: &str,
+    err: &Error,
+    journal: &std::path::Path,
+) -> Error {
+    let branch = name.trim_start_matches("refs/heads/");
+    let short = |commit: &str| commit[..commit.len().min(12)].to_string();
+    match there.run(["update-ref", "-m", "cuekit: merge undone", name, old, new]) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(journal);
+            Error::new(
+                ErrorCode::InvalidState,
+                format!(
+                    "the target worktree's files could not follow the merge: {}; {branch} was put \
+                     back at {}",
+                    err.message,
+                    short(old)
+                ),
+            )
+            .with_hint(
+                "the branch is as it was, but files git wrote before it stopped may be left in \
+                 the checkout (`git status` shows them); move the untracked files git names out \
+                 of the way, then merge again",
+            )
+        }
+        Err(back) => Error::new(
+            ErrorCode::Io,
+            format!(
+                "the target worktree's files could not follow the merge: {}; and {branch} could \
+                 not be put back ({}): {branch} is at the merge {} while its checkout still shows \
+                 {}",
+                err.message,
+                back.message,
+                short(new),
+                short(old)
+            ),
+        )
+        .with_hint(format!(
+            "commit nothing in that checkout yet; make room (or fix what git names), then run \
+             `cuekit merge` again: it first brings the checkout up to {branch}"
+        )),
+    }
+}
+
+/// Before the recovery rule's step 3 is run again: what an interrupted `read-tree` wrote in the
+/// checkout is removed, so that it does not stand in the way. A file is taken for such only
+/// when its bytes are the start (or the whole) of what the merge puts at that path and not
+/// what the index holds there: removing it loses nothing the merge's commit lacks. Anything
+/// else is left, and git names it.
+fn clear_partial_writes(there: &Git, old: &str, new: &str) -> Result<()> {
+    const LARGEST: u64 = 64 * 1024 * 1024;
+    let top = PathBuf::from(there.line(["rev-parse", "--show-toplevel"])?);
+    let changed = there.run([
+        "diff-tree",
+        "-r",
+        "-z",
+        "--no-renames",
+        "--name-only",
+        old,
+        new,
+    ])?;
+    let blob = |commit: &str, path: &str| -> Option<Vec<u8>> {
+        let output = there
+            .output(["cat-file", "blob", &format!("{commit}:{path}")])
+            .ok()?;
+        output.status.success().then_some(output.stdout)
+    };
+    for path in changed.split('\0').filter(|p| !p.is_empty()) {
+        let at = top.join(path);
+        let Ok(meta) = at.symlink_metadata() else {
+            continue;
+        };
+        if !meta.is_file() || meta.len() > LARGEST {
+            continue;
+        }
+        // Read as cuekit reads its own files: no link followed, a regular file, bounded.
+        let written = crate::effects::store::read_limited(&at, LARGEST);
+        let (Some(wanted), Ok(written)) = (blob(new, path), written) else {
+            continue;
+        };
+        let held = blob(old, path);
+        if wanted.starts_with(&written) && held.as_deref() != Some(&written[..]) {
+            std::fs::remove_file(&at).map_err(|err| Error::io("remove", &at, err))?;
+        }
+    }
     Ok(())
 }
 
@@ -128,7 +221,25 @@ pub fn repair(there: &Git) -> Result<Option<String>> {
             && there.resolve(name).ok().as_deref() == Some(new)
             && there.yes(["diff-index", "--cached", "--quiet", old, "--"])?
         {
-            there.run(["read-tree", "-m", "-u", old, new])?;
+            clear_partial_writes(there, old, new)?;
+            there
+                .run(["read-tree", "-m", "-u", old, new])
+                .map_err(|err| {
+                    Error::new(
+                    ErrorCode::InvalidState,
+                    format!(
+                        "an earlier merge moved {} to {} but its checkout could not follow, and \
+                         still cannot: {}",
+                        name.trim_start_matches("refs/heads/"),
+                        &new[..new.len().min(12)],
+                        err.message
+                    ),
+                )
+                .with_hint(
+                    "move the files git names out of the way (or make room), then merge again: \
+                     the checkout is brought up to the branch first",
+                )
+                })?;
             done.push(format!(
                 "finished an interrupted merge: {} now shows {}",
                 name.trim_start_matches("refs/heads/"),

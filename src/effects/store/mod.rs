@@ -10,6 +10,7 @@ pub mod race;
 mod record;
 mod registry;
 pub mod schedule;
+mod task_folder;
 pub mod transitions;
 
 pub use atomic::{
@@ -28,6 +29,8 @@ pub use registry::{
     record_pane_start, record_report, registered_ids, registry_dir, remove_pending, report_of,
     reports_of, save_announced, stage_placement, state_dir, unregister, write_pending,
 };
+
+pub use task_folder::{create_task_folder, prove_tasks_folder};
 
 use std::path::{Path, PathBuf};
 

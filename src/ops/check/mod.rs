@@ -17,8 +17,8 @@ use crate::domain::check::{self, CheckPlan};
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::spec::{Mode, TaskSpec};
 
-pub(crate) use run::reap_killed_runner;
 pub use run::{CheckOutcome, check_from_launch, check_now};
+pub(crate) use run::{hold_for_removal, reap_killed_runner};
 pub(crate) use turn::{abandoned, after_turn};
 
 /// A check as asked for; what is left open comes from the defaults in `domain::check`.

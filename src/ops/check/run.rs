@@ -50,8 +50,27 @@ pub fn check_from_launch(task_id: &str, cwd: &Path) -> Result<CheckOutcome> {
 /// this at a good moment decides nothing).
 pub fn check_now(task_id: &str, cwd: &Path) -> Result<CheckOutcome> {
     let task = crate::ops::task::open(task_id, cwd)?;
+    refuse_inside(&task)?;
     let plan = plan_of(&task)?;
     check(&task, &plan, false)
+}
+
+/// Refuses `cuekit check` run inside the task's own process tree, in every mode: a child that
+/// checked itself mid-work would have a pass recorded on a tree it then changes, and a plain
+/// merge takes the last passing commit — the child would pick what is merged by timing.
+fn refuse_inside(task: &Task) -> Result<()> {
+    let id = &task.record.id;
+    if crate::ops::task::task_of_process(std::process::id()).as_deref() == Some(id.as_str()) {
+        return Err(Error::new(
+            ErrorCode::InsideTask,
+            format!(
+                "this runs inside task {id}'s own pane: a child never checks its own work (its \
+                 check runs when it ends)"
+            ),
+        )
+        .with_hint("the parent (or you) runs `cuekit check ID`, from outside the task"));
+    }
+    Ok(())
 }
 
 pub(super) fn plan_of(task: &Task) -> Result<CheckPlan> {
@@ -101,6 +120,29 @@ pub(super) fn check_running(task: &Task) -> bool {
     !matches!(store::lock_file_try(&check_lock(task)), Ok(Some(_)))
 }
 
+/// For a removal: `task`'s check lock, held so that no check of it starts until the removal is
+/// over (one that starts then finds the task gone); refused with `invalid_state` while a
+/// check of it runs (a parent's `cuekit check`), which the removal would cut off. `None` for a
+/// task without a check.
+pub(crate) fn hold_for_removal(task: &Task) -> Result<Option<std::fs::File>> {
+    if plan_of(task).is_err() {
+        return Ok(None);
+    }
+    let id = &task.record.id;
+    match store::lock_file_try(&check_lock(task)) {
+        Ok(Some(lock)) => Ok(Some(lock)),
+        Ok(None) => Err(Error::new(
+            ErrorCode::InvalidState,
+            format!("task {id}'s check is running; nothing was removed"),
+        )
+        .with_hint(format!(
+            "wait for the check to end (`cuekit status {id}` shows it), then remove the task"
+        ))),
+        // Its folder already gone (a concurrent removal): nothing to hold.
+        Err(_) => Ok(None),
+    }
+}
+
 fn check_lock(task: &Task) -> std::path::PathBuf {
     task.placement.task_dir.join("check.lock")
 }
@@ -111,6 +153,14 @@ pub(super) fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<
     let _slot = slot(crate::effects::config::Config::user_check_slots())?;
     // One check of a task at a time, whatever the cap: each reads and writes its state.
     let _task = store::lock_task_file(&check_lock(task))?;
+    // Removed while this waited for its lock: nothing to check, nothing to record.
+    if store::placement(id)?.is_none() {
+        return Err(Error::new(
+            ErrorCode::TaskNotFound,
+            format!("task {id} was removed before its check could start"),
+        )
+        .with_hint("`cuekit list --all` shows the tasks there are"));
+    }
     let mut state = store::check_of(id).unwrap_or_else(|| CheckState::new(plan.rounds));
     let before = state.phase;
     let round = state.next_round();

@@ -589,13 +589,16 @@ fn own_task_pane() -> Option<crate::effects::notify::SubmittedFrom> {
 
 /// `<cwd>/.cuekit/tasks`, made if missing, proven to be real folders of the project: a
 /// repository that ships `.cuekit` as a link would otherwise have the submitter's prompt and
-/// environment written wherever it points. `.cuekit/.gitignore` is written on the first submit.
+/// environment written wherever it points; and folders no other user can change (see
+/// `store::prove_tasks_folder`). `.cuekit/.gitignore` is written on the first submit.
 pub(super) fn tasks_dir_in(cwd: &Path) -> Result<PathBuf> {
     let root = crate::effects::project::Root::new(cwd)?;
     let relative = Path::new(store::TASKS_SUBDIR);
     let tasks = root.prove_no_links(relative)?;
     store::create_private_dir(&tasks)?;
     let tasks = root.prove_real_dir(relative)?;
+    // Nobody else may be able to swap the folder a task's launch script is run from.
+    store::prove_tasks_folder(&tasks)?;
     let ignore = root.path().join(".cuekit").join(".gitignore");
     if std::fs::symlink_metadata(&ignore).is_err() {
         // Another submit may race this one: whichever writes first wins, both write the same.

@@ -158,11 +158,11 @@ fn record_of(checked: &mut Checked, scheduled: Scheduled) -> TaskRecord {
     }
 }
 
-/// The task directory, owner-only (prompts and transcripts may hold private code), with a
+/// The task directory, new and owner-only (prompts and transcripts may hold private code), with a
 /// `.gitignore` of its own: a child that runs `git add -A` must not commit cuekit's files,
 /// whatever `.cuekit/.gitignore` the repository ships (the deepest ignore file decides).
 fn create_task_dir(task_dir: &Path) -> Result<()> {
-    store::create_private_leaf(task_dir)?;
+    store::create_task_folder(task_dir)?;
     write_new(
         &task_dir.join(".gitignore"),
         b"# Written by cuekit: this task's files are never part of the project.\n*\n",

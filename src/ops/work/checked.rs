@@ -63,6 +63,27 @@ pub(crate) fn result_tree(task: &Task) -> Result<String> {
     .tree()
 }
 
+/// The commit `diff` and `result` show: what a plain `merge` takes ([`taken_commit`]), so that
+/// the review never shows another tree than the merge lands — after a failed re-check too, the
+/// last passing verdict's commit. `None`: the work as it is (no check, or one that never
+/// passed, which a plain merge refuses).
+pub(crate) fn shown_commit(task: &Task) -> Option<String> {
+    taken_commit(task).ok().flatten()
+}
+
+/// The tree `diff` and `result` show: [`shown_commit`]'s, else the work as it is now.
+pub(crate) fn shown_tree(task: &Task) -> Result<String> {
+    let worktree = crate::ops::work::diff::worktree_of(task)?;
+    if let Some(commit) = shown_commit(task) {
+        return Git::new(&worktree.repo_root).line(["rev-parse", &format!("{commit}^{{tree}}")]);
+    }
+    Checkout {
+        placed: worktree,
+        scratch: &task.record.task_dir,
+    }
+    .tree()
+}
+
 /// Whether `task`'s work moved on since its passing check (for a view: the live tree is
 /// read the views' cheap way, [`Checkout::tree_for_view`]). `false` without a checked commit,
 /// or when the work cannot be read.

@@ -19,8 +19,8 @@ pub struct TaskDiff {
     pub base_ref: String,
     pub base_commit: String,
     pub worktree: PathBuf,
-    /// The commit the task's passing check ran on, which this diff shows (else the work as
-    /// it is now).
+    /// The commit of the task's last passing check, which this diff shows because a plain
+    /// merge takes it (even after a later check failed); else the work as it is now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checked_commit: Option<String>,
     pub stat: diff::DiffStat,
@@ -43,7 +43,8 @@ pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
     }
     let task = crate::ops::task::open(task_id, cwd)?;
     let worktree = worktree_of(&task)?;
-    let tree = super::checked::result_tree(&task)?;
+    // What a plain merge takes: the review and the merge never see two different trees.
+    let tree = super::checked::shown_tree(&task)?;
     let git = Git::new(&worktree.repo_root);
     let files = diff::files(&git, &worktree.base_commit, &tree)?;
     let submodules = super::submodules::changed(&task, &tree)?;
@@ -56,7 +57,7 @@ pub fn diff(task_id: &str, cwd: &Path, with_patch: bool) -> Result<TaskDiff> {
         base_ref: worktree.base_ref.clone(),
         base_commit: worktree.base_commit.clone(),
         worktree: worktree.path.clone(),
-        checked_commit: super::checked::commit(&task),
+        checked_commit: super::checked::shown_commit(&task),
         stat: diff::stat(&files),
         files,
         submodules,
@@ -91,10 +92,11 @@ pub(crate) fn result_stat(task: &Task) -> Option<diff::DiffStat> {
     .ok()
 }
 
-/// The files a worktree task changed, for its result (its checked commit's, when it has one).
+/// The files a worktree task changed, for its result: what a plain merge takes (its last
+/// passing check's commit, when it has one).
 pub(crate) fn changed_files(task: &Task) -> Option<Vec<diff::FileDiff>> {
     let worktree = task.worktree()?;
-    let tree = super::checked::result_tree(task).ok()?;
+    let tree = super::checked::shown_tree(task).ok()?;
     diff::files(&Git::new(&worktree.repo_root), &worktree.base_commit, &tree).ok()
 }
 
