@@ -942,3 +942,53 @@ fn real_agents_load_a_repositorys_code_only_once_it_is_trusted() {
         );
     }
 }
+
+/// Audit reach F7: a repository's `.gitmodules` made cuekit clone its URL (a loopback-only git
+/// service, by the same path an ssh or https host with the user's agent and credentials) outside
+/// the sandbox, for a child that could not reach it itself. cuekit never fetches a submodule
+/// from its URL: a listener standing for that service is never connected to, and the task
+/// starts with the submodule's folder empty.
+#[test]
+fn a_submodule_is_never_fetched_from_the_repositorys_url() {
+    let h = Harness::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = connections.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    project_repo(&h);
+    std::fs::write(
+        h.project.join(".gitmodules"),
+        format!("[submodule \"sub\"]\n\tpath = sub\n\turl = git://127.0.0.1:{port}/private.git\n"),
+    )
+    .unwrap();
+    git(
+        &h.project,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            "160000,1111111111111111111111111111111111111111,sub",
+        ],
+    );
+    commit_all(&h.project, "a submodule on a loopback-only service");
+    let (answer, code) = submit_true_in_worktree(&h);
+    assert_eq!(code, 0, "{answer}");
+    let id = answer["id"].as_str().unwrap();
+    h.ok(&["wait", id, "--timeout", "60s"]);
+    assert_eq!(
+        connections.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "cuekit reached the repository's submodule URL"
+    );
+    let sub = h.worktree_of(id).join("sub");
+    assert!(
+        std::fs::read_dir(&sub).map_or(true, |mut entries| entries.next().is_none()),
+        "the submodule was filled from its URL"
+    );
+}
