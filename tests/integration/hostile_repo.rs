@@ -992,3 +992,41 @@ fn a_submodule_is_never_fetched_from_the_repositorys_url() {
         "the submodule was filled from its URL"
     );
 }
+
+/// Audit 48 (work F8): a `.gitmodules` whose `update` is a command was refused by git, which
+/// cuekit reported as `io` (exit 11: a parent retries it); it is the repository's unsafe data.
+#[test]
+fn a_gitmodules_update_command_is_unsafe_project_data() {
+    let h = Harness::new();
+    let lib = h.root().join("lib");
+    init_repo(&lib);
+    std::fs::write(lib.join("lib.txt"), "library\n").unwrap();
+    commit_all(&lib, "lib");
+    project_repo(&h);
+    git(
+        &h.project,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            lib.to_str().unwrap(),
+            "two",
+        ],
+    );
+    let pwned = h.root().join("PWNED");
+    std::fs::write(
+        h.project.join(".gitmodules"),
+        format!(
+            "[submodule \"two\"]\n\tpath = two\n\turl = {}\n\tupdate = !touch {}\n",
+            lib.display(),
+            pwned.display()
+        ),
+    )
+    .unwrap();
+    commit_all(&h.project, "an update command");
+    let (answer, code) = submit_true_in_worktree(&h);
+    assert_refused(&answer, code, "unsafe_project_data", 29);
+    assert!(!pwned.exists(), "git ran the repository's command");
+}
