@@ -181,12 +181,25 @@ const FAMILIES: &[&str] = &[
     "tsup",
     "playwright",
     "cypress",
+    // Build systems whose files are programs or generate them (`configure.ac`, `Makefile.am`,
+    // `SConscript`, waf's `wscript`, `Snakefile`, `CMakePresets.json`, nx's `project.json`).
+    "configure",
+    "makefile",
+    "gnumakefile",
+    "sconstruct",
+    "sconscript",
+    "wscript",
+    "snakefile",
+    "cmakelists",
+    "cmakepresets",
+    "cmakeuserpresets",
+    "project",
 ];
 
 /// The endings a [`FAMILIES`] file takes (its last `.` part); none at all counts too.
 const FAMILY_ENDINGS: &[&str] = &[
     "toml", "yml", "yaml", "json", "jsonc", "json5", "lock", "lockb", "nix", "ini", "cfg", "js",
-    "cjs", "mjs", "ts", "cts", "mts",
+    "cjs", "mjs", "ts", "cts", "mts", "ac", "am", "in",
 ];
 
 /// Whether `name` is a file of one of the [`FAMILIES`].
@@ -407,6 +420,17 @@ mod tests {
             "composer.lock",
             "turbo.json",
             "vitest.workspace.ts",
+            "SConscript",
+            "src/SConscript",
+            "configure.ac",
+            "Makefile.am",
+            "lib/Makefile.in",
+            "CMakePresets.json",
+            "apps/web/project.json",
+            "Snakefile",
+            "wscript",
+            "pixi.toml",
+            "turbo.json",
         ] {
             assert_eq!(policy_paths(&[file(path)]), [path], "{path}");
         }
