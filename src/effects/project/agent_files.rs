@@ -13,13 +13,14 @@ const FOLDER_DEPTH: usize = 8;
 
 /// The folders an agent started in `start` reads its project files from: `start` and each
 /// folder above it up to the repository's top (the first that holds `.git`), never HOME (the
-/// user's own settings) or above. Without a repository, `start` alone.
+/// user's own settings: `~/.qwen/settings.json` is the user's word) or above. Without a
+/// repository, `start` alone (none when `start` is HOME).
 fn searched(start: &Path) -> Vec<PathBuf> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut found = Vec::new();
     for dir in start.ancestors().take(64) {
         if home.as_deref() == Some(dir) {
-            break;
+            return found;
         }
         found.push(dir.to_path_buf());
         if dir.join(".git").symlink_metadata().is_ok() {
