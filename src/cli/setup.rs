@@ -131,7 +131,9 @@ pub fn doctor(cwd: &Path, fix: bool, all: bool, json: bool) -> anyhow::Result<i3
 
 #[derive(Debug, clap::Args)]
 pub struct TrustArgs {
-    /// The config file (default: the project's .cuekit.yaml, found from here upwards).
+    /// The config file (default: the project's .cuekit.yaml, found from here upwards), a team
+    /// spec, or a file an agent's CLI loads from the project (`.qwen/settings.json`,
+    /// `opencode.json`, `.pi/extensions/*.ts`…).
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
     /// Withdraw the trust instead.
@@ -161,6 +163,12 @@ pub fn trust(args: &TrustArgs, cwd: &Path, json: bool) -> anyhow::Result<i32> {
 fn show_trust_preview(preview: &ops::TrustPreview) {
     let file = preview.file.display();
     match (&preview.text, preview.keys.is_empty()) {
+        (Some(text), _) if preview.kind == "agent file" => {
+            say_err(&format!(
+                "{file} is loaded by an agent's own CLI when a task starts, and can run code: \
+                 trusting it lets the agent load it as it is:\n{text}"
+            ));
+        }
         (Some(text), _) => {
             say_err(&format!(
                 "{file} is a team spec: trusting it lets its members run as written:\n{text}"

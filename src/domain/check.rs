@@ -169,6 +169,20 @@ pub fn default_protect(ecosystems: &[Ecosystem]) -> Vec<String> {
     globs
 }
 
+/// Whether a `--check-protect` glob can match any path of a checkout ([`glob_match`] compares
+/// repository-relative paths, a leading `/` meaning the root): not empty, no `.` or `..` part,
+/// no empty part.
+pub fn protect_glob_can_match(pattern: &str) -> bool {
+    let pattern = pattern.trim();
+    !pattern.is_empty()
+        && !pattern.contains('\0')
+        && pattern
+            .trim_start_matches('/')
+            .trim_end_matches('/')
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
 /// Whether `path` (slash-separated, relative to the root) matches `pattern`: `*` matches
 /// within one name, `**` any number of names, `?` one character. A pattern without `/`
 /// matches a name at any depth (`conftest.py`, `*_test.go`); one with `/` from the root.
@@ -572,6 +586,33 @@ pub fn batch_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Audit 48 (work F7): an empty glob or one that can never match replaced the default
+    /// protection silently.
+    #[test]
+    fn a_protect_glob_that_can_never_match_is_known() {
+        for bad in [
+            "",
+            "  ",
+            "/",
+            "../../**",
+            "tests/../x",
+            "./tests/**",
+            "a//b",
+        ] {
+            assert!(!protect_glob_can_match(bad), "{bad:?}");
+        }
+        for good in [
+            "tests/**",
+            "/tests/**",
+            "conftest.py",
+            "*.py",
+            "tests/",
+            "**/fixtures/*",
+        ] {
+            assert!(protect_glob_can_match(good), "{good:?}");
+        }
+    }
 
     #[test]
     fn globs_match_names_anywhere_and_paths_from_the_root() {

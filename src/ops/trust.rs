@@ -21,19 +21,33 @@ pub fn trust(file: &Path) -> Result<PathBuf> {
 #[derive(Debug, Clone, Serialize)]
 pub struct TrustPreview {
     pub file: PathBuf,
-    /// `config` or `team spec`.
+    /// `config`, `team spec` or `agent file`.
     pub kind: &'static str,
     /// A config file's keys that run code or place files, each with its value (as YAML on one
     /// line): what its trust makes apply. Empty when it sets none.
     pub keys: Vec<(String, String)>,
-    /// A team spec's whole text: each member runs as written.
+    /// A team spec's or an agent file's whole text: each member runs as written, the agent
+    /// loads the file as it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
 
-/// The file's bytes, read once, and whether they are a config file (else a team spec).
-fn read_checked(file: &Path) -> Result<(Vec<u8>, bool)> {
+/// What a trusted file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Config,
+    TeamSpec,
+    /// A file an agent's own CLI loads from the project and that can run code.
+    AgentFile,
+}
+
+/// The file's bytes, read once, and what it is.
+fn read_checked(file: &Path) -> Result<(Vec<u8>, Kind)> {
     let bytes = crate::effects::project::files::read_named(file)?;
+    // Known by its place (`.qwen/settings.json`, `.pi/extensions/x.ts`…), whatever its text.
+    if crate::domain::adapter::project_files::is_code_file(file) {
+        return Ok((bytes, Kind::AgentFile));
+    }
     let text = std::str::from_utf8(&bytes).map_err(|_| {
         Error::invalid_input(format!("{} is not UTF-8 text", file.display()))
             .with_hint("a config file or a team spec is YAML text")
@@ -67,18 +81,22 @@ fn read_checked(file: &Path) -> Result<(Vec<u8>, bool)> {
                 config_error
             });
         }
-        return Ok((bytes, false));
+        return Ok((bytes, Kind::TeamSpec));
     }
-    Ok((bytes, true))
+    Ok((bytes, Kind::Config))
 }
 
 /// The preview of `bytes`, read and checked as `file` by [`read_checked`].
-fn preview(file: &Path, bytes: &[u8], is_config: bool) -> TrustPreview {
+fn preview(file: &Path, bytes: &[u8], kind: Kind) -> TrustPreview {
     let text = String::from_utf8_lossy(bytes).into_owned();
-    if !is_config {
+    if kind != Kind::Config {
         return TrustPreview {
             file: file.to_path_buf(),
-            kind: "team spec",
+            kind: if kind == Kind::AgentFile {
+                "agent file"
+            } else {
+                "team spec"
+            },
             keys: Vec::new(),
             text: Some(text),
         };
@@ -157,8 +175,8 @@ pub fn trust_by_person(
     if revoke {
         return Ok((crate::effects::trust::revoke(&file)?, "untrusted"));
     }
-    let (bytes, is_config) = read_checked(&file)?;
-    if !confirm(&preview(&file, &bytes, is_config)) {
+    let (bytes, kind) = read_checked(&file)?;
+    if !confirm(&preview(&file, &bytes, kind)) {
         return Err(Error::new(
             ErrorCode::InvalidState,
             format!("{} is not trusted: the answer was no", file.display()),

@@ -1450,3 +1450,45 @@ fn rm_refuses_while_a_parents_check_of_the_task_runs() {
         .collect();
     assert!(left.is_empty(), "left in the registry: {left:?}");
 }
+
+/// Audit 48 (work F7): `--check-protect ''` (an unset variable) or a glob that can never match
+/// replaced the default protection silently, and `--check-timeout 0s` was taken; each is
+/// refused now as bad input, before anything starts.
+#[test]
+fn a_protect_glob_that_protects_nothing_or_a_zero_timeout_is_refused() {
+    let h = Harness::new();
+    checked_project(&h);
+    for extra in [
+        ["--check-protect", ""],
+        ["--check-protect", "../../**"],
+        ["--check-timeout", "0s"],
+    ] {
+        let mut args = vec![
+            "submit",
+            "--worktree",
+            "--agent",
+            "command",
+            "--mode",
+            "batch",
+            "--check",
+            "true",
+        ];
+        args.extend(extra);
+        args.extend(["--", "true"]);
+        let (answer, code) = h.json(&args);
+        crate::harness::assert_refused(&answer, code, "invalid_input", 3);
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(extra[0]),
+            "{answer}"
+        );
+        let (listed, _) = h.json(&["list", "--all"]);
+        assert_eq!(
+            listed,
+            serde_json::json!([]),
+            "{extra:?}: a task was started"
+        );
+    }
+}

@@ -4,6 +4,7 @@
 //! git, real tmux, real /bin/sh; each test names the audit's defect it holds shut.
 
 use crate::harness::limits;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::harness::Harness;
@@ -815,4 +816,222 @@ fn the_repositorys_hooks_never_run_for_cuekits_git() {
         "hooks ran: {}",
         std::fs::read_to_string(&ran).unwrap_or_default()
     );
+}
+
+/// The files of a repository that each agent's own CLI loads at its start and that run code
+/// there (audit reach F17): a marker command in each, and the file to trust.
+fn agent_code_files(kind: &str, marker: &Path) -> Vec<(&'static str, String)> {
+    let m = marker.display();
+    match kind {
+        "qwen" => vec![(
+            ".qwen/settings.json",
+            format!(
+                r#"{{"mcpServers": {{"helper": {{"command": "sh", "args": ["-c", "id > {m}; sleep 1"]}}}}}}"#
+            ),
+        )],
+        "opencode" => vec![(
+            "opencode.json",
+            format!(
+                r#"{{"mcp": {{"helper": {{"type": "local", "command": ["sh", "-c", "id > {m}; sleep 1"], "enabled": true}}}}}}"#
+            ),
+        )],
+        _ => vec![(
+            ".pi/extensions/helper.ts",
+            format!(
+                "import {{ writeFileSync }} from \"node:fs\";\nwriteFileSync(\"{m}\", \"ran\");\nexport default function (pi: any) {{}}\n"
+            ),
+        )],
+    }
+}
+
+/// Commits `kind`'s code files into the project, each writing `marker` when the agent loads it.
+fn commit_agent_code_files(h: &Harness, kind: &str, marker: &Path) -> Vec<&'static str> {
+    let files = agent_code_files(kind, marker);
+    for (file, text) in &files {
+        let path = h.project.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    commit_all(&h.project, "the agent's own project settings");
+    files.iter().map(|(file, _)| *file).collect()
+}
+
+/// Audit reach F17: a cloned repository's `.qwen/settings.json`, `opencode.json` or
+/// `.pi/extensions/*.ts` ran its command as the user when a task of that agent started, without
+/// `cuekit trust`. Refused now, naming the file; trusted, the task starts. (A stand-in CLI: what
+/// is judged is cuekit's refusal, before any agent runs; the real CLIs are the next test's.)
+#[test]
+fn an_agents_own_project_files_need_trust_before_its_task_starts() {
+    for kind in ["qwen", "opencode", "pi"] {
+        let h = Harness::new();
+        let started = h.root().join("STARTED");
+        let fake = h.bin.join(kind);
+        std::fs::write(&fake, format!("#!/bin/sh\ntouch '{}'\n", started.display())).unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        project_repo(&h);
+        let files = commit_agent_code_files(&h, kind, &h.root().join("RAN"));
+        let (answer, code) = h.json(&["submit", "--agent", kind, "--mode", "batch", "hello"]);
+        assert_refused(&answer, code, "config_untrusted", 14);
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(files[0]), "{kind}: {message}");
+        assert!(
+            answer["error"]["hint"]
+                .as_str()
+                .unwrap()
+                .contains("cuekit trust"),
+            "{answer}"
+        );
+        let (listed, _) = h.json(&["list", "--all"]);
+        assert_eq!(listed, serde_json::json!([]), "{kind}: a task was started");
+        assert!(!started.exists(), "{kind} started");
+        for file in &files {
+            h.trust(&[file]);
+        }
+        let id = h.submit(&["--agent", kind, "--mode", "batch", "hello"]);
+        h.ok(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
+        assert!(started.exists(), "{kind}: trusted, its task did not start");
+    }
+}
+
+/// The same with the real CLIs, offline (no model reachable): before trust nothing of the
+/// repository's runs; trusted, the agent loads it as its design says.
+#[test]
+fn real_agents_load_a_repositorys_code_only_once_it_is_trusted() {
+    crate::harness::needs("the real Qwen Code, opencode and pi CLIs");
+    for (kind, model) in [
+        ("qwen", Some("gpt-4o")),
+        ("opencode", Some("openai/gpt-4o")),
+        ("pi", None),
+    ] {
+        let h = Harness::new()
+            .env("OPENAI_API_KEY", "x")
+            .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1");
+        std::os::unix::fs::symlink(crate::harness::installed_tool(kind), h.bin.join(kind)).unwrap();
+        std::fs::create_dir_all(h.home.join(".qwen")).unwrap();
+        std::fs::write(
+            h.home.join(".qwen/settings.json"),
+            r#"{"security":{"auth":{"selectedType":"openai"}}}"#,
+        )
+        .unwrap();
+        project_repo(&h);
+        let marker = h.root().join("RAN");
+        let files = commit_agent_code_files(&h, kind, &marker);
+        let mut args = vec!["submit", "--agent", kind, "--mode", "batch"];
+        if let Some(model) = model {
+            args.extend(["-m", model]);
+        }
+        args.push("Summarise this repository");
+        let (answer, code) = h.json(&args);
+        assert_refused(&answer, code, "config_untrusted", 14);
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        assert!(
+            !marker.exists(),
+            "{kind}: the repository's code ran untrusted"
+        );
+        for file in &files {
+            h.trust(&[file]);
+        }
+        let (answer, code) = h.json(&args);
+        assert_eq!(code, 0, "{kind}: {answer}");
+        let id = answer["id"].as_str().unwrap().to_string();
+        let _ = h.run(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
+        assert!(
+            crate::harness::poll(limits::AGENT, || marker.exists()),
+            "{kind}: trusted, the agent did not load its file"
+        );
+    }
+}
+
+/// Audit reach F7: a repository's `.gitmodules` made cuekit clone its URL (a loopback-only git
+/// service, by the same path an ssh or https host with the user's agent and credentials) outside
+/// the sandbox, for a child that could not reach it itself. cuekit never fetches a submodule
+/// from its URL: a listener standing for that service is never connected to, and the task
+/// starts with the submodule's folder empty.
+#[test]
+fn a_submodule_is_never_fetched_from_the_repositorys_url() {
+    let h = Harness::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = connections.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    project_repo(&h);
+    std::fs::write(
+        h.project.join(".gitmodules"),
+        format!("[submodule \"sub\"]\n\tpath = sub\n\turl = git://127.0.0.1:{port}/private.git\n"),
+    )
+    .unwrap();
+    git(
+        &h.project,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            "160000,1111111111111111111111111111111111111111,sub",
+        ],
+    );
+    // Not `commit_all`: its `add -A` would drop the gitlink of a folder that is not there.
+    git(&h.project, &["add", ".gitmodules"]);
+    git(
+        &h.project,
+        &["commit", "-qm", "a submodule on a loopback-only service"],
+    );
+    let (answer, code) = submit_true_in_worktree(&h);
+    assert_eq!(code, 0, "{answer}");
+    let id = answer["id"].as_str().unwrap();
+    h.ok(&["wait", id, "--timeout", "60s"]);
+    assert_eq!(
+        connections.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "cuekit reached the repository's submodule URL"
+    );
+    let sub = h.worktree_of(id).join("sub");
+    assert!(
+        std::fs::read_dir(&sub).map_or(true, |mut entries| entries.next().is_none()),
+        "the submodule was filled from its URL"
+    );
+}
+
+/// Audit 48 (work F8): a `.gitmodules` whose `update` is a command was refused by git, which
+/// cuekit reported as `io` (exit 11: a parent retries it); it is the repository's unsafe data.
+#[test]
+fn a_gitmodules_update_command_is_unsafe_project_data() {
+    let h = Harness::new();
+    let lib = h.root().join("lib");
+    init_repo(&lib);
+    std::fs::write(lib.join("lib.txt"), "library\n").unwrap();
+    commit_all(&lib, "lib");
+    project_repo(&h);
+    git(
+        &h.project,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            lib.to_str().unwrap(),
+            "two",
+        ],
+    );
+    let pwned = h.root().join("PWNED");
+    std::fs::write(
+        h.project.join(".gitmodules"),
+        format!(
+            "[submodule \"two\"]\n\tpath = two\n\turl = {}\n\tupdate = !touch {}\n",
+            lib.display(),
+            pwned.display()
+        ),
+    )
+    .unwrap();
+    commit_all(&h.project, "an update command");
+    let (answer, code) = submit_true_in_worktree(&h);
+    assert_refused(&answer, code, "unsafe_project_data", 29);
+    assert!(!pwned.exists(), "git ran the repository's command");
 }

@@ -13,6 +13,7 @@ mod gemini;
 mod jcode;
 mod opencode;
 mod pi;
+pub mod project_files;
 mod qwen;
 pub mod session_name;
 

@@ -341,10 +341,27 @@ pub fn failed(args: &[std::ffi::OsString], output: &Output) -> Error {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    Error::new(
-        ErrorCode::Io,
-        format!("`git {}` failed: {}", words.join(" "), stderr.trim()),
-    )
+    let message = format!("`git {}` failed: {}", words.join(" "), stderr.trim());
+    if refuses_project_data(&stderr) {
+        return Error::new(ErrorCode::UnsafeProjectData, message).with_hint(
+            "git refused what the repository or the task's commits hold (a `.git` path in a \
+             tree, an unsafe .gitmodules value): nothing was changed; read it (`cuekit diff ID`, \
+             `git show`) and drop it",
+        );
+    }
+    Error::new(ErrorCode::Io, message)
+}
+
+/// Whether git's words say it refused the data it was given — a tree entry it will not check
+/// out (`.git`, `.GIT`), an object its fsck rejects, a `.gitmodules` value — rather than failed
+/// to read or write: the project's data is unsafe, and trying again changes nothing.
+fn refuses_project_data(stderr: &str) -> bool {
+    stderr.lines().any(|line| {
+        line.starts_with("error: invalid path '")
+            || line.contains("fsck error")
+            || line.contains("hasDotgit")
+            || line.contains("invalid value for 'submodule.")
+    })
 }
 
 /// The top of the work tree containing `dir`, or `None` outside a git repository.
@@ -373,6 +390,34 @@ pub fn lock_in(common_dir: &Path) -> Result<std::fs::File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Audit 48 (work F8): git's refusal of a crafted tree or a hostile `.gitmodules` was
+    /// reported as `io` (exit 11, which a parent retries); it is the project's data.
+    #[test]
+    fn gits_refusal_of_the_projects_data_is_unsafe_project_data() {
+        use std::os::unix::process::ExitStatusExt;
+        let output = |stderr: &str| Output {
+            status: std::process::ExitStatus::from_raw(128 << 8),
+            stdout: Vec::new(),
+            stderr: stderr.as_bytes().to_vec(),
+        };
+        let args = [std::ffi::OsString::from("read-tree")];
+        for refused in [
+            "error: invalid path '.GIT/config'",
+            "error: object abc: hasDotgit: contains '.git'\nfatal: fsck error in packed object",
+            "fatal: invalid value for 'submodule.two.update'",
+        ] {
+            assert_eq!(
+                failed(&args, &output(refused)).code,
+                ErrorCode::UnsafeProjectData,
+                "{refused}"
+            );
+        }
+        assert_eq!(
+            failed(&args, &output("fatal: unable to write new index file")).code,
+            ErrorCode::Io
+        );
+    }
 
     #[test]
     fn a_call_past_its_deadline_is_killed_with_its_whole_group() {

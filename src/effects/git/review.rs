@@ -124,6 +124,14 @@ const ENDINGS: &[&str] = &[
     ".config.mjs",
     ".config.ts",
     ".config.mts",
+    ".config.cts",
+    // A tool's config as data still names the plugins and presets it loads (`babel.config.json`).
+    ".config.json",
+    ".config.jsonc",
+    ".config.json5",
+    ".config.yml",
+    ".config.yaml",
+    ".config.toml",
     ".mk",
     ".cmake",
     ".gradle",
@@ -137,6 +145,74 @@ const ENDINGS: &[&str] = &[
     // A Python path file's `import` lines run at every interpreter start.
     ".pth",
 ];
+
+/// Tools known by the name before their file's first `.` (and a `-local`/`_local` variant),
+/// whatever config ending it takes: each reads several spellings, a local override and a lock of
+/// the same file (`pytest.toml`, `deno.jsonc`, `Taskfile.yaml`, `mise.local.toml`,
+/// `lefthook-local.yml`, `flake.lock`, `babel.config.json`). Compared in lower case.
+const FAMILIES: &[&str] = &[
+    "pytest",
+    "deno",
+    "taskfile",
+    "mise",
+    "lefthook",
+    "flake",
+    "babel",
+    "bunfig",
+    "tox",
+    "justfile",
+    "cargo",
+    "pyproject",
+    "package",
+    "composer",
+    "pnpm-workspace",
+    "turbo",
+    "devbox",
+    "devenv",
+    "pixi",
+    "treefmt",
+    "vite",
+    "vitest",
+    "jest",
+    "webpack",
+    "rollup",
+    "eslint",
+    "prettier",
+    "tsup",
+    "playwright",
+    "cypress",
+    // Build systems whose files are programs or generate them (`configure.ac`, `Makefile.am`,
+    // `SConscript`, waf's `wscript`, `Snakefile`, `CMakePresets.json`, nx's `project.json`).
+    "configure",
+    "makefile",
+    "gnumakefile",
+    "sconstruct",
+    "sconscript",
+    "wscript",
+    "snakefile",
+    "cmakelists",
+    "cmakepresets",
+    "cmakeuserpresets",
+    "project",
+];
+
+/// The endings a [`FAMILIES`] file takes (its last `.` part); none at all counts too.
+const FAMILY_ENDINGS: &[&str] = &[
+    "toml", "yml", "yaml", "json", "jsonc", "json5", "lock", "lockb", "nix", "ini", "cfg", "js",
+    "cjs", "mjs", "ts", "cts", "mts", "ac", "am", "in",
+];
+
+/// Whether `name` is a file of one of the [`FAMILIES`].
+fn in_family(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let (stem, rest) = lower.split_once('.').unwrap_or((lower.as_str(), ""));
+    let stem = stem
+        .strip_suffix("-local")
+        .or_else(|| stem.strip_suffix("_local"))
+        .unwrap_or(stem);
+    let last = rest.rsplit('.').next().unwrap_or("");
+    FAMILIES.contains(&stem) && (rest.is_empty() || FAMILY_ENDINGS.contains(&last))
+}
 
 /// One changed path, with its mode after the change (`None`: deleted).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,6 +246,7 @@ fn matters(change: &Changed) -> bool {
                 && (endings.is_empty() || endings.iter().any(|ending| name.ends_with(ending)))
         })
         || ENDINGS.iter().any(|ending| name.ends_with(ending))
+        || in_family(name)
 }
 
 /// `git diff-tree -r -z --raw` output as changed paths with their new modes.
@@ -311,6 +388,60 @@ mod tests {
         a_perl_makefile_is_picked_out: "Makefile.PL",
         a_sitecustomize_is_picked_out: "lib/sitecustomize.py",
         a_python_path_file_is_picked_out: "site-packages/evil.pth",
+    }
+
+    /// Audit 48 (work F3, reach F11): names of tool families the lists missed, found by their
+    /// family now, with their near-copies.
+    #[test]
+    fn tool_families_are_picked_out_whatever_their_spelling() {
+        let file = |path: &str| Changed {
+            path: path.to_string(),
+            mode: Some("100644".into()),
+        };
+        for path in [
+            "pytest.toml",
+            "deno.jsonc",
+            "deno.json5",
+            "Taskfile.yaml",
+            "Taskfile.yml",
+            "taskfile.dist.yml",
+            "sub/Taskfile.dist.yaml",
+            "mise.local.toml",
+            "mise.production.toml",
+            "lefthook-local.yml",
+            "lefthook-local.yaml",
+            "flake.lock",
+            "nix/flake.lock",
+            "babel.config.json",
+            "babel.config.cjs",
+            "app/babel.config.jsonc",
+            "jest.config.json",
+            "package.yaml",
+            "composer.lock",
+            "turbo.json",
+            "vitest.workspace.ts",
+            "SConscript",
+            "src/SConscript",
+            "configure.ac",
+            "Makefile.am",
+            "lib/Makefile.in",
+            "CMakePresets.json",
+            "apps/web/project.json",
+            "Snakefile",
+            "wscript",
+            "pixi.toml",
+            "turbo.json",
+        ] {
+            assert_eq!(policy_paths(&[file(path)]), [path], "{path}");
+        }
+        for path in [
+            "docs/pytest.md",
+            "flake8.txt",
+            "src/taskfiles.rs",
+            "notes/mise.txt",
+        ] {
+            assert!(policy_paths(&[file(path)]).is_empty(), "{path}");
+        }
     }
 
     #[test]

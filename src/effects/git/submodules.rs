@@ -1,5 +1,5 @@
 //! A new worktree's submodules, initialised from the main checkout's copies where it has them
-//! (no network, objects shared), else from their URLs. `.gitmodules` is the repository's word:
+//! (no network, objects shared), never from their URLs (see [`init_at`]). `.gitmodules` is the repository's word:
 //! it is read through [`crate::effects::project`], which checks every name and path; only a gitlink of
 //! the worktree's index is treated as a submodule, and cuekit runs git only in folders proven
 //! to lie inside the worktree (a tracked link named like a submodule leads nowhere).
@@ -40,8 +40,8 @@ fn init_at(worktree: &Path, main: &Path, depth: usize) -> Result<()> {
         &[],
         &bytes,
     )?;
-    // The main checkout may lack the submodule (never initialised there): then nothing is
-    // taken from it, and nested ones come from their URLs too.
+    // The main checkout may lack the submodule (never initialised there): then it is left
+    // uninitialised, and nested ones with it.
     let main_root = Root::new(main).ok();
     for submodule in gitmodules::from_config_list(&listing)? {
         if !is_gitlink(&tree, &submodule.path)? {
@@ -56,17 +56,16 @@ fn init_at(worktree: &Path, main: &Path, depth: usize) -> Result<()> {
         let local_copy = local
             .clone()
             .filter(|local| is_real_dir(local) && local.join(".git").exists());
-        match &local_copy {
-            Some(local) => from_local(&tree, &submodule, local, &inside)?,
-            // From its URL, one level: nested ones are proven and initialised in turn too.
-            None => {
-                tree.run(["submodule", "update", "--init", "--", &submodule.path])?;
-                tree_root.prove_real_dir(relative)?;
-            }
-        }
+        // Never from its URL: that is the repository's word, and cuekit's git runs as the user,
+        // with the user's network position, ssh agent and credentials, outside any sandbox (a
+        // loopback-only service, an internal host). Without a copy of the user's the folder stays
+        // empty; `git submodule update --init` in the task fetches it with the task's own reach.
+        let Some(local) = local_copy else {
+            continue;
+        };
+        from_local(&tree, &submodule, &local, &inside)?;
         if depth < MAX_DEPTH {
-            let nested_main = local.unwrap_or_else(|| main.join(relative));
-            init_at(&inside, &nested_main, depth + 1)?;
+            init_at(&inside, &local, depth + 1)?;
         }
     }
     Ok(())

@@ -30,6 +30,19 @@ pub fn from_config_list(listing: &str) -> Result<Vec<Submodule>> {
         let Some((name, variable)) = rest.rsplit_once('.') else {
             continue;
         };
+        // `update = !command` runs the command (git refuses it from `.gitmodules`, as an
+        // error cuekit could only report as `io`); only git's own strategies are the
+        // repository's to choose.
+        if variable == "update" && !matches!(value, "checkout" | "rebase" | "merge" | "none") {
+            return Err(Error::new(
+                ErrorCode::UnsafeProjectData,
+                format!("submodule {name:?} in {FILE} sets `update = {value}`"),
+            )
+            .with_hint(
+                "a repository's .gitmodules may choose checkout, rebase, merge or none; \
+                 fix .gitmodules (nothing was run)",
+            ));
+        }
         let slot = found.entry(name.to_string()).or_default();
         match variable {
             "path" => slot.0 = Some(value.to_string()),
@@ -98,6 +111,9 @@ mod tests {
             "submodule.-x.path\nlib\0",
             // Two names for one path: which one git takes is not cuekit's to guess.
             "submodule.lib.path\nlib\0submodule.zzz.path\nlib\0submodule.zzz.url\n/secret\0",
+            // Audit 48 (work F8): a command as the update strategy is the repository's data,
+            // refused as such (it was git's `io` refusal).
+            "submodule.two.path\ntwo\0submodule.two.update\n!touch /tmp/pwned\0",
         ] {
             let err = from_config_list(bad).unwrap_err();
             assert_eq!(err.code, ErrorCode::UnsafeProjectData, "{bad:?}");

@@ -14,6 +14,7 @@
 //! [`crate::effects::config::class`]. No other module opens a project file (`tests/integration/structure.rs`
 //! keeps it so).
 
+pub mod agent_files;
 pub mod files;
 pub mod gitmodules;
 pub mod names;

@@ -107,6 +107,26 @@ fn plan_of(request: Option<&CheckRequest>, task: Checked) -> Result<Option<Check
             "give the command to run, e.g. --check 'make test'",
         );
     }
+    if request.timeout.is_some_and(|t| t < Duration::from_secs(1)) {
+        return Err(Error::invalid_input(
+            "--check-timeout must be at least 1s: a check with no time to run fails every time",
+        )
+        .with_hint("give the check time to run, e.g. --check-timeout 10m (the default)"));
+    }
+    if let Some(glob) = request
+        .protect
+        .iter()
+        .find(|g| !check::protect_glob_can_match(g))
+    {
+        return Err(Error::invalid_input(format!(
+            "--check-protect {glob:?} can never match a path of the checkout (empty, or with a \
+             `.` or `..` part), and it replaces the default protection: the tests would go unprotected"
+        ))
+        .with_hint(
+            "give paths relative to the repository's top, e.g. --check-protect 'tests/**'; leave \
+             it out for the defaults",
+        ));
+    }
     let interactive = mode == Mode::Interactive && check::quit_words(agent).is_some();
     if mode == Mode::Interactive && !interactive {
         return refuse(

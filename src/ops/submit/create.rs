@@ -73,6 +73,7 @@ pub(super) fn create(checked: &mut Checked, scheduled: Scheduled, undo: &Undo) -
         }
         None => None,
     };
+    refuse_untrusted_agent_files(checked).map_err(|err| undo.undo(err))?;
     let task_dir = &checked.placement.task_dir;
     create_task_dir(task_dir).map_err(|err| undo.undo(err))?;
     let resolved = &checked.resolved;
@@ -108,6 +109,23 @@ pub(super) fn create(checked: &mut Checked, scheduled: Scheduled, undo: &Undo) -
         files,
         worktree,
     })
+}
+
+/// A file the agent's own CLI loads from the task's folder and that runs code (Qwen's
+/// `.qwen/settings.json`, `opencode.json`, pi's `.pi/extensions/`) must be trusted first, like a
+/// `.cuekit.yaml` key that runs code: read in the checkout the agent will start in, trusted by
+/// its place in the user's own.
+fn refuse_untrusted_agent_files(checked: &Checked) -> Result<()> {
+    let (top, trusted_top) = match &checked.worktree {
+        Some(plan) => (plan.path.clone(), plan.repo_root.clone()),
+        None => (checked.agent_dir.clone(), checked.agent_dir.clone()),
+    };
+    crate::effects::project::agent_files::refuse_untrusted(
+        &checked.resolved.spec.agent_kind,
+        &checked.agent_dir,
+        &top,
+        &trusted_top,
+    )
 }
 
 /// The new task's `task.json`.
