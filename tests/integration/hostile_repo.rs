@@ -911,7 +911,8 @@ fn real_agents_load_a_repositorys_code_only_once_it_is_trusted() {
         std::fs::create_dir_all(h.home.join(".qwen")).unwrap();
         std::fs::write(
             h.home.join(".qwen/settings.json"),
-            r#"{"security":{"auth":{"selectedType":"openai"}}}"#,
+            // Qwen Code updates itself mid-task unless told not to (the Qwen guide).
+            r#"{"security":{"auth":{"selectedType":"openai"}},"general":{"enableAutoUpdate":false}}"#,
         )
         .unwrap();
         project_repo(&h);

@@ -19,14 +19,23 @@ pub fn prove_tasks_folder(tasks: &Path) -> Result<()> {
     let me = crate::effects::process::euid();
     let my_group = crate::effects::process::egid();
     let folders: Vec<&Path> = tasks.ancestors().collect();
-    for folder in folders.into_iter().rev() {
+    // `.cuekit/tasks` and `.cuekit`: this user's own, always.
+    let cuekit_own = folders.iter().take(2).copied().collect::<Vec<_>>();
+    for folder in folders.iter().rev().copied() {
         let meta = folder
             .symlink_metadata()
             .map_err(|err| Error::io("inspect", folder, err))?;
         if !meta.is_dir() {
             return Err(refused(folder, "it is not a folder (a link, or a file)"));
         }
-        if meta.uid() != me && meta.uid() != 0 {
+        // Run by root, a sandboxed child is uid 65534, and the sandbox guide's way to let it
+        // write an in-place folder is to give the folder to that uid: such a project folder
+        // is taken (a residual the guide names: another process of uid 65534 could rename
+        // `.cuekit` away), never `.cuekit` itself or its `tasks`.
+        let given_to_the_sandbox = me == 0
+            && meta.uid() == crate::domain::sandbox_user::SANDBOX_UID
+            && !cuekit_own.contains(&folder);
+        if meta.uid() != me && meta.uid() != 0 && !given_to_the_sandbox {
             return Err(refused(
                 folder,
                 &format!("it belongs to another user (uid {})", meta.uid()),
