@@ -915,6 +915,14 @@ fn real_agents_load_a_repositorys_code_only_once_it_is_trusted() {
             r#"{"security":{"auth":{"selectedType":"openai"}},"general":{"enableAutoUpdate":false}}"#,
         )
         .unwrap();
+        // pi 1.6 has a project trust of its own, which declines in a batch run: told to trust
+        // every project, only cuekit's trust stands between the repository and its code.
+        std::fs::create_dir_all(h.home.join(".pi/agent")).unwrap();
+        std::fs::write(
+            h.home.join(".pi/agent/settings.json"),
+            r#"{"defaultProjectTrust":"always"}"#,
+        )
+        .unwrap();
         project_repo(&h);
         let marker = h.root().join("RAN");
         let files = commit_agent_code_files(&h, kind, &marker);
