@@ -179,6 +179,49 @@ impl Answer {
     }
 }
 
+/// What the readers of Claude's, Qwen's and Codex's records gather alike as they fold a record
+/// line by line, and the digest it makes. (Gemini's keeps whole messages instead: they are
+/// written again under their id.)
+#[derive(Debug, Default)]
+pub(crate) struct Folded {
+    pub(crate) session_id: Option<String>,
+    pub(crate) model: Option<String>,
+    pub(crate) answer: Answer,
+    pub(crate) calls: Calls,
+    pub(crate) tokens: ChatTokens,
+    pub(crate) messages: usize,
+    pub(crate) unreadable: usize,
+}
+
+impl Folded {
+    /// A line's JSON object: none for a blank line, and none (counted unreadable) for anything
+    /// else that is not one.
+    pub(crate) fn object(&mut self, line: &[u8]) -> Option<Value> {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        match serde_json::from_slice::<Value>(line) {
+            Ok(record @ Value::Object(_)) => Some(record),
+            _ => {
+                self.unreadable += 1;
+                None
+            }
+        }
+    }
+
+    pub(crate) fn digest(self) -> ChatDigest {
+        ChatDigest {
+            session_id: self.session_id,
+            model: self.model,
+            final_text: self.answer.text(),
+            tool_calls: self.calls.into_vec(),
+            tokens: self.tokens,
+            messages: self.messages,
+            unreadable_lines: self.unreadable,
+        }
+    }
+}
+
 /// A chat file folded line by line (streamed: the file may be long).
 #[derive(Debug, Default)]
 pub struct GeminiChat {

@@ -16,21 +16,15 @@
 
 use serde_json::Value;
 
-use super::chat::{Answer, Calls, ChatDigest, ChatTokens, cut};
+use super::chat::{ChatDigest, ChatTokens, Folded, cut};
 
 /// A Claude Code session record folded line by line (streamed: the file may be long).
 #[derive(Debug, Default)]
 pub struct ClaudeSession {
-    session_id: Option<String>,
-    model: Option<String>,
-    answer: Answer,
-    calls: Calls,
-    tokens: ChatTokens,
+    fold: Folded,
     /// The model message whose blocks are being read, and its usage (counted when the next
     /// message starts, or at the end).
     message: Option<(String, ChatTokens)>,
-    messages: usize,
-    unreadable: usize,
 }
 
 /// The session id a record's line names (the first line that names one tells whose it is).
@@ -41,17 +35,13 @@ pub fn claude_session_of(line: &[u8]) -> Option<String> {
 
 impl ClaudeSession {
     pub fn push_line(&mut self, line: &[u8]) {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
-        let Ok(record @ Value::Object(_)) = serde_json::from_slice::<Value>(line) else {
-            self.unreadable += 1;
+        let Some(record) = self.fold.object(line) else {
             return;
         };
-        if self.session_id.is_none()
+        if self.fold.session_id.is_none()
             && let Some(id) = record["sessionId"].as_str()
         {
-            self.session_id = Some(cut(id, 200));
+            self.fold.session_id = Some(cut(id, 200));
         }
         if record["isSidechain"] == true {
             return;
@@ -60,7 +50,7 @@ impl ClaudeSession {
             Some("user") => self.user(&record),
             Some("assistant") => self.assistant(&record),
             Some(_) => {}
-            None => self.unreadable += 1,
+            None => self.fold.unreadable += 1,
         }
     }
 
@@ -74,7 +64,7 @@ impl ClaudeSession {
             match block["type"].as_str() {
                 Some("tool_result") => {
                     let output = block_text(&block["content"]);
-                    self.calls.result(
+                    self.fold.calls.result(
                         block["tool_use_id"].as_str().unwrap_or_default(),
                         block["is_error"] == true,
                         &output,
@@ -85,8 +75,8 @@ impl ClaudeSession {
             }
         }
         if typed && record["isMeta"] != true {
-            self.messages += 1;
-            self.answer.prompt();
+            self.fold.messages += 1;
+            self.fold.answer.prompt();
         }
     }
 
@@ -99,18 +89,21 @@ impl ClaudeSession {
             .is_none_or(|(current, _)| current != id)
         {
             self.flush();
-            self.messages += 1;
+            self.fold.messages += 1;
         }
         self.message = Some((cut(id, 200), usage(&message["usage"])));
         if let Some(model) = message["model"].as_str()
             && model != "<synthetic>"
         {
-            self.model = Some(cut(model, 200));
+            self.fold.model = Some(cut(model, 200));
         }
         for block in message["content"].as_array().into_iter().flatten() {
             match block["type"].as_str() {
-                Some("text") => self.answer.say(block["text"].as_str().unwrap_or_default()),
-                Some("tool_use") => self.calls.call(
+                Some("text") => self
+                    .fold
+                    .answer
+                    .say(block["text"].as_str().unwrap_or_default()),
+                Some("tool_use") => self.fold.calls.call(
                     block["id"].as_str().unwrap_or_default(),
                     block["name"].as_str().unwrap_or_default(),
                     block.get("input").cloned().unwrap_or(Value::Null),
@@ -123,7 +116,7 @@ impl ClaudeSession {
     /// The message read so far counted in the tokens.
     fn flush(&mut self) {
         if let Some((_, t)) = self.message.take() {
-            let sum = &mut self.tokens;
+            let sum = &mut self.fold.tokens;
             sum.input = sum.input.saturating_add(t.input);
             sum.output = sum.output.saturating_add(t.output);
             sum.cached = sum.cached.saturating_add(t.cached);
@@ -133,15 +126,7 @@ impl ClaudeSession {
 
     pub fn finish(mut self) -> ChatDigest {
         self.flush();
-        ChatDigest {
-            session_id: self.session_id,
-            model: self.model,
-            final_text: self.answer.text(),
-            tool_calls: self.calls.into_vec(),
-            tokens: self.tokens,
-            messages: self.messages,
-            unreadable_lines: self.unreadable,
-        }
+        self.fold.digest()
     }
 }
 

@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use super::chat::{Answer, Calls, ChatDigest, ChatTokens, cut};
+use super::chat::{ChatDigest, ChatTokens, Folded, cut};
 
 /// How long after a task's start its Codex session may begin (a loaded machine starts the TUI
 /// late), and how long before (clocks of the pane and of cuekit are one, but times are rounded).
@@ -117,39 +117,29 @@ fn typed(record: &Value) -> Option<String> {
 /// A rollout folded line by line (streamed: the file may be long).
 #[derive(Debug, Default)]
 pub struct CodexRollout {
-    session_id: Option<String>,
-    model: Option<String>,
-    answer: Answer,
-    calls: Calls,
+    fold: Folded,
     failed: HashSet<String>,
-    tokens: ChatTokens,
-    messages: usize,
-    unreadable: usize,
 }
 
 impl CodexRollout {
     pub fn push_line(&mut self, line: &[u8]) {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
-        let Ok(record @ Value::Object(_)) = serde_json::from_slice::<Value>(line) else {
-            self.unreadable += 1;
+        let Some(record) = self.fold.object(line) else {
             return;
         };
         let payload = &record["payload"];
         match record["type"].as_str() {
             Some("session_meta") => {
-                self.session_id = payload["id"].as_str().map(|id| cut(id, 200));
+                self.fold.session_id = payload["id"].as_str().map(|id| cut(id, 200));
             }
             Some("turn_context") => {
                 if let Some(model) = payload["model"].as_str() {
-                    self.model = Some(cut(model, 200));
+                    self.fold.model = Some(cut(model, 200));
                 }
             }
             Some("response_item") => self.item(payload),
             Some("event_msg") => self.event(&record),
             Some(_) => {}
-            None => self.unreadable += 1,
+            None => self.fold.unreadable += 1,
         }
     }
 
@@ -157,10 +147,10 @@ impl CodexRollout {
         let id = item["call_id"].as_str().unwrap_or_default();
         match item["type"].as_str() {
             Some("message") if item["role"] == "assistant" => {
-                self.messages += 1;
+                self.fold.messages += 1;
                 for part in item["content"].as_array().into_iter().flatten() {
                     if let Some(text) = part["text"].as_str() {
-                        self.answer.say(text);
+                        self.fold.answer.say(text);
                     }
                 }
             }
@@ -168,10 +158,11 @@ impl CodexRollout {
                 let arguments = item["arguments"].as_str().unwrap_or_default();
                 let parameters = serde_json::from_str(arguments)
                     .unwrap_or_else(|_| Value::String(cut(arguments, 2000)));
-                self.calls
+                self.fold
+                    .calls
                     .call(id, item["name"].as_str().unwrap_or_default(), parameters);
             }
-            Some("custom_tool_call") => self.calls.call(
+            Some("custom_tool_call") => self.fold.calls.call(
                 id,
                 item["name"].as_str().unwrap_or_default(),
                 item.get("input").cloned().unwrap_or(Value::Null),
@@ -182,7 +173,7 @@ impl CodexRollout {
                     other => other["content"].as_str().unwrap_or_default().to_string(),
                 };
                 let failed = self.failed.contains(id) || item["output"]["success"] == false;
-                self.calls.result(id, failed, &output);
+                self.fold.calls.result(id, failed, &output);
             }
             _ => {}
         }
@@ -191,8 +182,8 @@ impl CodexRollout {
     fn event(&mut self, record: &Value) {
         let payload = &record["payload"];
         if typed(record).is_some() {
-            self.messages += 1;
-            self.answer.prompt();
+            self.fold.messages += 1;
+            self.fold.answer.prompt();
             return;
         }
         match payload["type"].as_str() {
@@ -200,7 +191,7 @@ impl CodexRollout {
                 let usage = &payload["info"]["total_token_usage"];
                 let n = |key: &str| usage[key].as_u64().unwrap_or(0);
                 if usage.is_object() {
-                    self.tokens = ChatTokens {
+                    self.fold.tokens = ChatTokens {
                         input: n("input_tokens"),
                         output: n("output_tokens"),
                         cached: n("cached_input_tokens"),
@@ -225,15 +216,7 @@ impl CodexRollout {
     }
 
     pub fn finish(self) -> ChatDigest {
-        ChatDigest {
-            session_id: self.session_id,
-            model: self.model,
-            final_text: self.answer.text(),
-            tool_calls: self.calls.into_vec(),
-            tokens: self.tokens,
-            messages: self.messages,
-            unreadable_lines: self.unreadable,
-        }
+        self.fold.digest()
     }
 }
 

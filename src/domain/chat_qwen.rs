@@ -13,33 +13,23 @@
 
 use serde_json::Value;
 
-use super::chat::{Answer, Calls, ChatDigest, ChatTokens, cut};
+use super::chat::{ChatDigest, Folded, cut};
 
 /// A Qwen Code chat record folded line by line (streamed: the file may be long).
 #[derive(Debug, Default)]
 pub struct QwenChat {
-    session_id: Option<String>,
-    model: Option<String>,
-    answer: Answer,
-    calls: Calls,
-    tokens: ChatTokens,
-    messages: usize,
-    unreadable: usize,
+    fold: Folded,
 }
 
 impl QwenChat {
     pub fn push_line(&mut self, line: &[u8]) {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
-        let Ok(record @ Value::Object(_)) = serde_json::from_slice::<Value>(line) else {
-            self.unreadable += 1;
+        let Some(record) = self.fold.object(line) else {
             return;
         };
-        if self.session_id.is_none()
+        if self.fold.session_id.is_none()
             && let Some(id) = record["sessionId"].as_str()
         {
-            self.session_id = Some(cut(id, 200));
+            self.fold.session_id = Some(cut(id, 200));
         }
         let parts = record["message"]["parts"].as_array();
         match record["type"].as_str() {
@@ -49,12 +39,12 @@ impl QwenChat {
                     .flatten()
                     .any(|part| part["text"].is_string())
                 {
-                    self.messages += 1;
-                    self.answer.prompt();
+                    self.fold.messages += 1;
+                    self.fold.answer.prompt();
                 }
             }
             Some("assistant") => {
-                self.messages += 1;
+                self.fold.messages += 1;
                 self.assistant(&record);
             }
             Some("tool_result") => {
@@ -65,22 +55,25 @@ impl QwenChat {
                     let output = error
                         .or_else(|| response["response"]["output"].as_str())
                         .unwrap_or_default();
-                    self.calls
-                        .result(response["id"].as_str().unwrap_or_default(), failed, output);
+                    self.fold.calls.result(
+                        response["id"].as_str().unwrap_or_default(),
+                        failed,
+                        output,
+                    );
                 }
             }
             Some(_) => {}
-            None => self.unreadable += 1,
+            None => self.fold.unreadable += 1,
         }
     }
 
     fn assistant(&mut self, record: &Value) {
         if let Some(model) = record["model"].as_str() {
-            self.model = Some(cut(model, 200));
+            self.fold.model = Some(cut(model, 200));
         }
         let usage = &record["usageMetadata"];
         let n = |key: &str| usage[key].as_u64().unwrap_or(0);
-        let sum = &mut self.tokens;
+        let sum = &mut self.fold.tokens;
         sum.input = sum.input.saturating_add(n("promptTokenCount"));
         sum.output = sum.output.saturating_add(n("candidatesTokenCount"));
         sum.cached = sum.cached.saturating_add(n("cachedContentTokenCount"));
@@ -91,11 +84,11 @@ impl QwenChat {
             if let Some(text) = part["text"].as_str()
                 && part["thought"] != true
             {
-                self.answer.say(text);
+                self.fold.answer.say(text);
             }
             let call = &part["functionCall"];
             if call.is_object() {
-                self.calls.call(
+                self.fold.calls.call(
                     call["id"].as_str().unwrap_or_default(),
                     call["name"].as_str().unwrap_or_default(),
                     call.get("args").cloned().unwrap_or(Value::Null),
@@ -105,21 +98,14 @@ impl QwenChat {
     }
 
     pub fn finish(self) -> ChatDigest {
-        ChatDigest {
-            session_id: self.session_id,
-            model: self.model,
-            final_text: self.answer.text(),
-            tool_calls: self.calls.into_vec(),
-            tokens: self.tokens,
-            messages: self.messages,
-            unreadable_lines: self.unreadable,
-        }
+        self.fold.digest()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::chat::ChatTokens;
 
     /// Captured from the real Qwen Code 0.15.10 (interactive in tmux, `--session-id`, `-y`,
     /// offline against a stand-in of the OpenAI chat-completions API that answered a shell
