@@ -73,10 +73,7 @@ fn finish_race(race: &str) -> crate::domain::error::Result<()> {
             return Ok(());
         }
         record.candidates = candidates.into_iter().map(|(_, id)| id).collect();
-        record.repo = record.candidates.first().and_then(|id| {
-            let facts = store::placement(id).ok().flatten()?.facts?;
-            Some(facts.worktree?.repo_root)
-        });
+        record.repo = super::race::repo_of(&record.candidates);
         record.complete = true;
         races::save(&record)?;
     }

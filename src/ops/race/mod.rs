@@ -103,10 +103,7 @@ pub fn submit_race(request: RaceRequest, cwd: &Path) -> Result<RaceSubmitted> {
         return Err(stopped);
     }
     let candidates: Vec<SubmitOutcome> = outcomes.into_iter().flatten().collect();
-    record.repo = record.candidates.first().and_then(|id| {
-        let facts = crate::effects::store::placement(id).ok().flatten()?.facts?;
-        Some(facts.worktree?.repo_root)
-    });
+    record.repo = repo_of(&record.candidates);
     if !request.task.dry_run {
         record.complete = true;
         store::save(&record)?;
@@ -117,6 +114,16 @@ pub fn submit_race(request: RaceRequest, cwd: &Path) -> Result<RaceSubmitted> {
         let _ = settle(&race, cwd);
     }
     Ok(RaceSubmitted { race, candidates })
+}
+
+/// The repository the candidates' checkouts come from (the first one's), where the race keeps
+/// its refs.
+pub(crate) fn repo_of(candidates: &[String]) -> Option<std::path::PathBuf> {
+    let facts = crate::effects::store::placement(candidates.first()?)
+        .ok()
+        .flatten()?
+        .facts?;
+    Some(facts.worktree?.repo_root)
 }
 
 fn refuse_unraceable(request: &RaceRequest) -> Result<()> {
