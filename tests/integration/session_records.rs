@@ -247,7 +247,8 @@ fn answered(h: &Harness, id: &str, (shell, command): (&str, &str)) -> Value {
     assert_eq!(code, 0, "{waited}\n{}", h.screen(id));
     // Codex draws its idle prompt a moment before it takes the first prompt from its command
     // line, and `wait` may return on that screen (seen once in two runs): the answer is
-    // awaited here, not taken from the first look.
+    // awaited here, not taken from the first look — and the idle screen after it, which the
+    // record is written a moment before (a loaded run once read `running` in between).
     let mut result = Value::Null;
     poll(limits::AGENT, || {
         let (now, code) = h.json(&["result", id]);
@@ -256,6 +257,7 @@ fn answered(h: &Harness, id: &str, (shell, command): (&str, &str)) -> Value {
         result["final_text"]
             .as_str()
             .is_some_and(|text| text.ends_with(ANSWER))
+            && result["status"] == "input_required"
     });
     assert!(
         result["final_text"]
