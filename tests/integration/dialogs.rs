@@ -161,8 +161,16 @@ fn a_dialog_that_closes_on_its_own_before_the_key_is_not_answered() {
             .status
             .success()
     );
+    // Closed for good: the prompt is back and two looks 300 ms apart agree (a look taken while
+    // the CLI redraws can miss a dialog that is still open; `approve` would then rightly answer
+    // it, and the test once failed so under load).
+    let closed =
+        |screen: &str| !screen.contains("Allow execution of") && screen.contains(EMPTY_INPUT);
     h.wait_until(&id, "the dialog closed by Esc", limits::TASK, || {
-        !h.screen(&id).contains("Allow execution of")
+        closed(&h.screen(&id)) && {
+            std::thread::sleep(Duration::from_millis(300));
+            closed(&h.screen(&id))
+        }
     });
     drop(lock);
     let output = approver.wait_with_output().unwrap();

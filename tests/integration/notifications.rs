@@ -487,3 +487,80 @@ fn failed_checks_and_a_race_decided_are_announced_once_each() {
     assert_eq!(decided["task_id"], race.as_str());
     assert_eq!(decided["status"], "no_winner");
 }
+
+/// The race is decided by whoever holds its lock when the last candidate ends — here a `wait`
+/// in another process, which announces nothing itself: the monitor's look waits for that
+/// decider and announces its decision. (It once left the race to the holder and went quiet: a
+/// `wait` that won the lock under load lost the notice.) The test holds the lock until
+/// both candidates ended, the `wait` started and the monitor had its look.
+#[test]
+fn a_race_decided_by_a_wait_in_another_process_is_still_announced() {
+    let server = Server::start(Answer::Ok);
+    let h = Harness::new();
+    crate::checks::checked_project(&h);
+    h.user_config(&format!(
+        "notify:\n  channels:\n    races:\n      webhook: {}/r\n      notify_on: [race_decided]\n",
+        server.origin
+    ));
+    let args = sh_task(
+        "sleep 3; echo answer=1 > answer.txt",
+        &[
+            "--best-of",
+            "2",
+            "--mode",
+            "batch",
+            "--check",
+            "sh tests/check.sh",
+            "--check-rounds",
+            "0",
+        ],
+    );
+    let mut all = vec!["submit"];
+    all.extend_from_slice(&args);
+    let (value, code) = h.json(&all);
+    assert_eq!(code, 0, "{value}");
+    let race = value["race"].as_str().unwrap().to_string();
+    // Held by this test (the lock is `flock`'s, as cuekit's own): the monitor and the `wait`
+    // below, other processes, find it taken.
+    let lock_path = h.data_dir().join(format!("races/{race}.lock"));
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .unwrap();
+    lock.lock().unwrap();
+    let candidates: Vec<String> = value["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    for id in &candidates {
+        h.wait_until(id, "the candidate's ending", limits::TASK, || {
+            h.status(id)["status"] == "failed"
+        });
+    }
+    let waiting = h
+        .cuekit()
+        .args(["wait", &race, "--timeout", "60s"])
+        .spawn()
+        .unwrap();
+    h.monitor_ticks_pass(2);
+    assert!(
+        server.requests().is_empty(),
+        "nothing is decided under the lock"
+    );
+    drop(lock);
+    let waited = waiting.wait_with_output().unwrap();
+    assert!(waited.status.code().is_some(), "{waited:?}");
+    assert!(
+        server.wait_for(1, limits::TASK),
+        "the decision was never announced"
+    );
+    h.monitor_ticks_pass(2);
+    let notices: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert_eq!(notices[0]["event"], "race_decided");
+    assert_eq!(notices[0]["task_id"], race.as_str());
+}

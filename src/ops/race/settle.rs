@@ -45,27 +45,34 @@ impl Drop for Deciding {
 
 /// A candidate's ending was announced: its race is decided if it can be now. Never fails the
 /// monitor; a race left undecided is decided by the next look, `wait` or `result`.
+///
+/// It waits for a decider at work (a `wait` or `result` of the race in another process): the
+/// monitor's thread that called it announces the decision next, and a decision taken elsewhere
+/// while this look left the race to it was never announced (it runs beside the monitor's
+/// ticks, which do not wait for it).
 pub(crate) fn on_ending(task: &Task) {
     let Some(facts) = task.placement.facts.as_ref() else {
         return;
     };
     if let Some(race) = &facts.race {
-        let _ = look(race, &facts.cwd, false);
+        let _ = look(race, &facts.cwd);
     }
 }
 
 /// Decides `race` if it can be now, waiting for a decider at work; returns its record.
 pub fn settle(race: &str, cwd: &Path) -> Result<RaceRecord> {
-    look(race, cwd, true)?;
+    look(race, cwd)?;
     store::load(race)
 }
 
-/// `wait_for_lock`: a command that reads the outcome waits for a decider at work; a look from
-/// an ending leaves the race to it.
-fn look(race: &str, cwd: &Path, mut wait_for_lock: bool) -> Result<()> {
+/// Decides `race` if it can be now. The first try waits for a decider at work, and so sees its
+/// outcome; a look again after a decision (a candidate ended meanwhile) does not wait: a holder
+/// then is another look, which decides with what it finds.
+fn look(race: &str, cwd: &Path) -> Result<()> {
     let Some(_deciding) = Deciding::enter(race) else {
         return Ok(());
     };
+    let mut wait_for_lock = true;
     loop {
         store::ask_again(race)?;
         let lock = if wait_for_lock {
