@@ -56,7 +56,8 @@ pub struct ScreenOption {
 /// The dialog on the screen: the last numbered list (a tips list may stand above it), the
 /// question above it ending in `?`, the call it names.
 pub fn dialog(screen: &str) -> Option<Dialog> {
-    let lines: Vec<String> = screen.lines().map(unboxed).collect();
+    let raw: Vec<&str> = screen.lines().collect();
+    let lines: Vec<String> = raw.iter().map(|line| unboxed(line)).collect();
     let last_option = lines.iter().rposition(|line| is_option(line))?;
     let first_option = lines[..=last_option]
         .iter()
@@ -67,24 +68,39 @@ pub fn dialog(screen: &str) -> Option<Dialog> {
         .take_while(|line| is_option(line))
         .map(|line| option_of(line))
         .collect();
-    let question = lines[..first_option]
-        .iter()
+    let question_at = (first_option.saturating_sub(8)..first_option)
         .rev()
-        .take(8)
-        .find(|line| line.ends_with('?'))?
-        .clone();
-    // Gemini titles its dialog `? Tool  arguments`.
-    let call = lines[..first_option]
-        .iter()
-        .rev()
-        .take(20)
-        .find(|line| line.starts_with("? "))
-        .map(|line| line[2..].split_whitespace().collect::<Vec<_>>().join(" "));
+        .find(|&at| lines[at].ends_with('?'))?;
     Some(Dialog {
-        question,
-        call,
+        question: lines[question_at].clone(),
+        call: title(&raw, &lines, question_at),
         options,
     })
+}
+
+/// Gemini titles its dialog `? Tool  arguments` on the first line inside the dialog's frame,
+/// above the call's own box. Only that line is the title: the call's text is the child's to
+/// write, and a line of it drawn as `? ReadFile notes.txt` (inside the inner box, or where a
+/// long title wraps) must not pass for the title. No frame found: no call (its kind unknown).
+fn title(raw: &[&str], lines: &[String], question_at: usize) -> Option<String> {
+    let depth = frame_depth(raw[question_at]);
+    let border = (0..question_at).rev().find(|&at| {
+        frame_depth(raw[at]) + 1 == depth && raw[at].trim_start_matches(FRAME).starts_with('╭')
+    })?;
+    let line = lines.get(border + 1)?;
+    let call = line.strip_prefix("? ")?;
+    Some(call.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// The characters a frame's sides and the space beside them are drawn with.
+const FRAME: &[char] = &['│', '┃', ' '];
+
+/// How many frames a line is drawn inside: the side bars before its first other character.
+fn frame_depth(line: &str) -> usize {
+    line.chars()
+        .take_while(|c| FRAME.contains(c))
+        .filter(|c| *c != ' ')
+        .count()
 }
 
 fn option_of(line: &str) -> ScreenOption {
@@ -159,9 +175,19 @@ impl Dialog {
         }
     }
 
-    /// The kind of tool it asks for, from the call's first word (Gemini's tool names).
+    /// The kind of tool it asks for, from the call's first word (Gemini's tool names). A
+    /// question that names its tool in brackets (`Allow execution of [Shell]?`) must name the
+    /// same one, or the kind is unknown (`Other`: the web asks the terminal's code).
     pub fn tool_kind(&self) -> Option<ToolKind> {
         let tool = self.call.as_deref()?.split_whitespace().next()?;
+        let named = self
+            .question
+            .split_once('[')
+            .and_then(|(_, rest)| rest.split_once(']'))
+            .map(|(name, _)| name);
+        if named.is_some_and(|name| name != tool) {
+            return Some(ToolKind::Other);
+        }
         Some(match tool {
             "Shell" => ToolKind::Execute,
             "WriteFile" | "Edit" | "Replace" => ToolKind::Edit,
@@ -229,6 +255,31 @@ mod tests {
                  2. Allow for this session · 3. No, suggest changes (esc)"
             )
         );
+    }
+
+    /// Reach V10: a Shell call whose command draws a line `? ReadFile notes.txt` inside its box
+    /// (or anywhere below the title) is still the Shell call, of kind execute.
+    #[test]
+    fn a_title_drawn_by_the_command_is_not_the_dialogs_title() {
+        let screen = include_str!("../../tests/fixtures/screens/gemini-permission.txt");
+        let forged = screen.replacen(
+            "│ │ echo hi > f.txt",
+            "│ │ echo hi > f.txt                                  \n│ │ : '\n│ │ ? ReadFile notes.txt\n│ │ '",
+            1,
+        );
+        let dialog = dialog(&forged).unwrap();
+        assert_eq!(dialog.call.as_deref(), Some("Shell echo hi > f.txt"));
+        assert_eq!(dialog.tool_kind(), Some(ToolKind::Execute));
+        // A frame's title line that disagrees with the question's tool is of no known kind.
+        let renamed = screen.replacen("? Shell  echo hi", "? ReadFile  echo hi", 1);
+        assert_eq!(dialog_of(&renamed).tool_kind(), Some(ToolKind::Other));
+        // No frame above the question: no call, so no kind.
+        let unframed = "? ReadFile notes.txt\nAllow execution of [Shell]?\n1. Allow once\n2. No";
+        assert_eq!(dialog_of(unframed).call, None);
+    }
+
+    fn dialog_of(screen: &str) -> Dialog {
+        dialog(screen).unwrap()
     }
 
     #[test]
