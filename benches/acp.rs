@@ -14,13 +14,11 @@
 //! Needs the Gemini CLI: `CUEKIT_TEST_GEMINI`, else `.tools/node_modules/.bin/gemini` (what
 //! `scripts/test` installs), else `gemini` on PATH. Without one it says so and measures nothing.
 
-mod support;
-
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::support::{Sandbox, median, ms, peak_rss_kib};
 use serde_json::{Value, json};
-use support::{Sandbox, median, ms, peak_rss_kib};
 
 const MODEL: &str = "gemini-2.5-flash";
 const STEERS: usize = 10;
@@ -145,7 +143,7 @@ fn client_pid(id: &str) -> Option<u32> {
         })
 }
 
-fn main() {
+pub fn main() {
     let Some(real) = real_gemini() else {
         println!(
             "acp: skipped: no Gemini CLI (set CUEKIT_TEST_GEMINI, or run scripts/test once to install it)"

@@ -1,19 +1,17 @@
 //! Prints what binding a check's verdict to a commit costs (issue 42), and a merge landed the
 //! way cuekit lands it (`merge-tree --write-tree`, `commit-tree`, `update-ref`, then
 //! `read-tree -m -u` of the checkout) next to the old way (`git merge --no-ff` in the
-//! checkout). Asserts nothing about time. Run with `cargo bench --bench bind`: real git, a
+//! checkout). Asserts nothing about time. Run with `cargo bench --bench figures -- bind`: real git, a
 //! repository of 2,000 committed files, cuekit's own code for the binding.
-
-mod support;
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::support::{Sandbox, median, ms};
 use cuekit::effects::git::Git;
 use cuekit::effects::git::checkout::Checkout;
 use cuekit::effects::store::WorktreePlacement;
-use support::{Sandbox, median, ms};
 
 const FILES: usize = 2000;
 const RUNS: usize = 15;
@@ -175,9 +173,9 @@ fn merge_figures(bench: &Sandbox) {
     );
 }
 
-fn main() {
+pub fn main() {
     let bench = Sandbox::new("bind", &[]);
-    support::committed_repo(&bench.project, FILES, 40);
+    crate::support::committed_repo(&bench.project, FILES, 40);
     bind_figures(&bench);
     merge_figures(&bench);
 }

@@ -8,13 +8,11 @@
 //! check of a second task on the same base (it reads the kept count), the check's own
 //! `started_at` to `at`, medians of 3 bases each; and the base run's own time as kept.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::harness::git::{commit_all, project_repo};
+use crate::support::{Sandbox, median, ms};
 use serde_json::Value;
-use support::harness::git::{commit_all, project_repo};
-use support::{Sandbox, median, ms};
 
 const SAMPLES: usize = 3;
 
@@ -141,7 +139,7 @@ fn cargo_check() -> String {
     )
 }
 
-fn main() {
+pub fn main() {
     let bench = Sandbox::new("check_counts", &[]);
     python_project(&bench);
     figures(

@@ -11,15 +11,13 @@
 //!
 //! Needs the Gemini CLI (`CUEKIT_TEST_GEMINI`, `.tools/node_modules/.bin/gemini` or PATH).
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::support::harness::git::{commit_all, project_repo};
+use crate::support::harness::{canned_shell_call, canned_text};
+use crate::support::{Sandbox, median, ms};
 use serde_json::Value;
-use support::harness::git::{commit_all, project_repo};
-use support::harness::{canned_shell_call, canned_text};
-use support::{Sandbox, median, ms};
 
 const MODEL: &str = "gemini-2.5-flash";
 const SAMPLES: usize = 3;
@@ -164,7 +162,7 @@ fn verdicts(status: &Value) -> Vec<Value> {
     status["check"]["verdicts"].as_array().unwrap().clone()
 }
 
-fn main() {
+pub fn main() {
     let Some(real) = real_gemini() else {
         println!("checks: skipped: no Gemini CLI (set CUEKIT_TEST_GEMINI)");
         return;

@@ -10,13 +10,11 @@
 //! - the per-server monitor: CPU and peak RSS with 100 idle running tasks;
 //! - peak RSS of each CLI call, including `logs` over a multi-megabyte transcript.
 
-mod support;
-
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use support::{Sandbox, cpu_seconds, measure, median, ms, which};
+use crate::support::{Sandbox, cpu_seconds, measure, median, ms, which};
 
 fn sandbox() -> Sandbox {
     let bench = Sandbox::new("cli", &["shim"]);
@@ -377,7 +375,7 @@ fn bench_logs(bench: &Sandbox) -> (String, String) {
     )
 }
 
-fn main() {
+pub fn main() {
     // `cargo bench` passes --bench; nothing to parse.
     let bench = sandbox();
     println!(

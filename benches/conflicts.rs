@@ -1,15 +1,13 @@
 //! Prints what a conflict check costs at 20 worktree tasks: a full check (no stored result), a
 //! recheck when nothing changed (its git processes counted: the aim is none), and a recheck
-//! after one child's edit. Asserts nothing about time. Run with `cargo bench --bench conflicts`:
+//! after one child's edit. Asserts nothing about time. Run with `cargo bench --bench figures -- conflicts`:
 //! real git, real tmux on a private socket, `--agent command` children that edit and end.
-
-mod support;
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use support::harness::sh_task;
-use support::{Sandbox, measure, median, ms, which};
+use crate::support::harness::sh_task;
+use crate::support::{Sandbox, measure, median, ms, which};
 
 /// Tracked files in the benchmark repository.
 const FILES: usize = 500;
@@ -19,7 +17,7 @@ const RUNS: usize = 9;
 fn sandbox() -> Sandbox {
     let bench = Sandbox::new("conflicts", &[]);
     let project = &bench.project;
-    support::committed_repo(project, FILES, 25);
+    crate::support::committed_repo(project, FILES, 25);
     // A `git` that counts its runs when GIT_RUNS names a file, then runs the real one.
     let real = which("git");
     bench.executable(
@@ -45,7 +43,7 @@ fn check(bench: &Sandbox) -> (Duration, usize) {
     (took, count)
 }
 
-fn main() {
+pub fn main() {
     let bench = sandbox();
     let mut ids = Vec::new();
     for i in 0..TASKS {

@@ -9,17 +9,15 @@
 //! Needs the Gemini CLI: `CUEKIT_TEST_GEMINI`, else `.tools/node_modules/.bin/gemini` (what
 //! `scripts/test` installs). Without one it says so and measures nothing.
 
-mod support;
-
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use support::harness::{Harness, MODEL, canned_shell_call, canned_text};
-use support::{median, ms};
+use crate::support::harness::{Harness, MODEL, canned_shell_call, canned_text};
+use crate::support::{median, ms};
 
 const DIALOGS: usize = 5;
 
-fn main() {
+pub fn main() {
     let installed =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/node_modules/.bin/gemini");
     if std::env::var_os("CUEKIT_TEST_GEMINI").is_none() && !installed.is_file() {

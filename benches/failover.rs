@@ -4,12 +4,10 @@
 //! sentinel or a newly registered task wakes), and the recap's render time
 //! on a 100 MB transcript (bounded: the renderer clips each input before it cleans it).
 
-mod support;
-
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::support::{Sandbox, median, ms};
 use cuekit::domain::recap::{self, RecapInput};
-use support::{Sandbox, median, ms};
 
 const RUNS: usize = 5;
 
@@ -61,7 +59,7 @@ fn decision(bench: &Sandbox, n: usize, after: u32) -> Duration {
     Duration::from_nanos(switched.saturating_sub(exited) as u64)
 }
 
-fn main() {
+pub fn main() {
     let bench = Sandbox::new("failover", &[]);
     bench.executable(
         "bin/opencode",

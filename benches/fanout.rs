@@ -1,15 +1,13 @@
 //! Prints the figures behind fan-out; asserts nothing about time. Run with
-//! `cargo bench --bench fanout`. Real tmux on a private socket, `--agent command` children.
+//! `cargo bench --bench figures -- fanout`. Real tmux on a private socket, `--agent command` children.
 //!
 //! - report: what `cuekit report` costs the child (one `list-panes`, a `/proc` walk, a locked
 //!   record update), and how long after a report `cuekit wait --until report` returns;
 //! - team: `list`, `status` and `result` with `--team` over 20 members among 100 tasks.
 
-mod support;
-
 use std::time::{Duration, SystemTime};
 
-use support::{Sandbox, measure, millis};
+use crate::support::{Sandbox, measure, millis};
 
 fn sandbox() -> Sandbox {
     let bench = Sandbox::new("fanout", &[]);
@@ -98,7 +96,7 @@ fn team_operations(bench: &Sandbox) {
     }
 }
 
-fn main() {
+pub fn main() {
     // `cargo bench` passes --bench; nothing to filter.
     let bench = sandbox();
     report_round_trip(&bench);

@@ -3,13 +3,11 @@
 //! `detail: "full"` (every answer before briefs existed). Speaks MCP to a real `cuekit mcp`
 //! over stdio; the children are batch tasks of a stand-in agent that has ended.
 
-mod support;
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{ChildStdin, ChildStdout, Stdio};
 
+use crate::support::Sandbox;
 use serde_json::{Value, json};
-use support::Sandbox;
 
 struct Server {
     stdin: ChildStdin,
@@ -68,7 +66,7 @@ impl Server {
     }
 }
 
-fn main() {
+pub fn main() {
     let bench = Sandbox::new("mcp-bytes", &[]);
     bench.executable("bin/gemini", "#!/bin/sh\nexit 0\n");
     let mut ids = Vec::new();

@@ -3,15 +3,13 @@
 //! over several endings (the aim: at most 300 ms); and the monitor's pace while tasks end with
 //! a dead endpoint configured (a server that never answers), beside the same with no channel
 //! (the aim: unchanged within noise). Asserts nothing about time. Run with
-//! `cargo bench --bench notify`: real tmux on a private socket, `--agent command` children.
-
-mod support;
+//! `cargo bench --bench figures -- notify`: real tmux on a private socket, `--agent command` children.
 
 use std::time::{Duration, Instant, SystemTime};
 
-use support::harness::http::{Answer, Server};
-use support::harness::{poll, sh_task};
-use support::{Sandbox, median, ms};
+use crate::support::harness::http::{Answer, Server};
+use crate::support::harness::{poll, sh_task};
+use crate::support::{Sandbox, median, ms};
 
 const ENDINGS: usize = 9;
 const TASKS: usize = 10;
@@ -82,7 +80,7 @@ fn pace(channel: Option<&Server>) -> f64 {
     ticks as f64 / started.elapsed().as_secs_f64()
 }
 
-fn main() {
+pub fn main() {
     let took = latency();
     let mut sorted = took.clone();
     sorted.sort();

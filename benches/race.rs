@@ -1,21 +1,19 @@
 //! Prints what `submit --best-of 3` costs next to one checked `submit --worktree` of the same
 //! task (issue 34's target: a 3-way race's submit at most 3× one submit). Asserts nothing about
-//! time. Run with `cargo bench --bench race` (release build): real git, real tmux on a private
+//! time. Run with `cargo bench --bench figures -- race` (release build): real git, real tmux on a private
 //! socket, and `--agent command` children that sleep, so the figures are cuekit's, git's and
 //! tmux's.
 
-mod support;
-
 use std::time::Duration;
 
-use support::{Sandbox, measure, median, ms};
+use crate::support::{Sandbox, measure, median, ms};
 
 const FILES: usize = 2000;
 const RUNS: usize = 9;
 
-fn main() {
+pub fn main() {
     let bench = Sandbox::new("race", &[]);
-    support::committed_repo(&bench.project, FILES, 40);
+    crate::support::committed_repo(&bench.project, FILES, 40);
     let task = [
         "--agent",
         "command",

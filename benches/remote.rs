@@ -1,5 +1,5 @@
 //! Prints what reaching a task on another host costs; asserts nothing about time. Run with
-//! `cargo bench --bench remote` (release build, as root or with `sudo -n`: it starts two real
+//! `cargo bench --bench figures -- remote` (release build, as root or with `sudo -n`: it starts two real
 //! sshd "hosts" on loopback, like tests/integration/remote.rs).
 //!
 //! - status: `cuekit status` of a host's task over a warm connection, against a local
@@ -8,14 +8,12 @@
 //! - list: `cuekit list --all` over 2 hosts × N tasks, with the ssh processes it starts (the
 //!   budget is one round trip per host).
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::harness::ssh_host::SshHost;
-use support::{Sandbox, median, millis, stdout_of};
+use crate::support::harness::ssh_host::SshHost;
+use crate::support::{Sandbox, median, millis, stdout_of};
 
 const TASKS_PER_HOST: usize = 50;
 const ROUNDS: usize = 40;
@@ -29,7 +27,7 @@ impl Client {
     /// and an `ssh` on PATH that adds `-F` and counts its invocations.
     fn new(hosts: &[&SshHost]) -> Client {
         let sandbox = Sandbox::new("remote", &["home/.config/cuekit", "run"]);
-        let yaml = support::harness::ssh_host::client_of(&sandbox.harness, hosts);
+        let yaml = crate::support::harness::ssh_host::client_of(&sandbox.harness, hosts);
         sandbox.harness.user_config(&yaml);
         Client { sandbox }
     }
@@ -84,7 +82,7 @@ fn ms(duration: Duration) -> String {
     format!("{:.2} ms", millis(duration))
 }
 
-fn main() {
+pub fn main() {
     if !Path::new("/usr/sbin/sshd").exists() {
         eprintln!(
             "benches/remote: /usr/sbin/sshd is missing (scripts/test installs openssh-server)"

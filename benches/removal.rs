@@ -3,15 +3,13 @@
 //! then the removal), unsandboxed and sandboxed, and how long after its last candidate ended a
 //! 3-way race was decided (each loser's work committed, kept, inventoried and its checkout
 //! removed). Target: `rm` at most 100 ms a task. Asserts nothing about time. Run with
-//! `cargo bench --bench removal` (release build): real git, real tmux on a private socket,
+//! `cargo bench --bench figures -- removal` (release build): real git, real tmux on a private socket,
 //! `--agent command` children.
-
-mod support;
 
 use std::time::Duration;
 
-use support::harness::git::git;
-use support::{Sandbox, measure, median, ms};
+use crate::support::harness::git::git;
+use crate::support::{Sandbox, measure, median, ms};
 
 const FILES: usize = 2000;
 const TASKS: usize = 9;
@@ -20,9 +18,9 @@ const TASKS: usize = 9;
 /// every task's checkout, so each inventory reads one).
 fn sandbox() -> Sandbox {
     let bench = Sandbox::new("removal", &["lib"]);
-    support::committed_repo(&bench.project, FILES, 40);
+    crate::support::committed_repo(&bench.project, FILES, 40);
     let lib = bench.root.join("lib");
-    support::committed_repo(&lib, 200, 10);
+    crate::support::committed_repo(&lib, 200, 10);
     let lib = lib.to_string_lossy().into_owned();
     let add = ["-c", "protocol.file.allow=always", "submodule", "add", "-q"];
     let mut args = add.to_vec();
@@ -93,7 +91,7 @@ fn race_cleanup(bench: &Sandbox) -> Option<f64> {
     Some(decided.duration_since(ended).ok()?.as_secs_f64() * 1000.0)
 }
 
-fn main() {
+pub fn main() {
     let bench = sandbox();
     let plain = removals(&bench, &["--worktree"], TASKS);
     let sandboxed = removals(&bench, &["--worktree", "--sandbox"], TASKS);

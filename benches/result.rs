@@ -5,11 +5,9 @@
 //! CLI 0.61 writes one (tests/fixtures/gemini/chat-session-tool-call.jsonl: a header, a message
 //! a line, a message rewritten under its id as it grows, `$set` updates).
 
-mod support;
-
 use std::fmt::Write;
 
-use support::{Sandbox, measure, median, ms};
+use crate::support::{Sandbox, measure, median, ms};
 
 const MESSAGES: usize = 1000;
 
@@ -109,7 +107,7 @@ fn claude(bench: &Sandbox) {
     );
 }
 
-fn main() {
+pub fn main() {
     let bench = Sandbox::new("result", &[]);
     bench.executable("bin/gemini", "#!/bin/sh\nexec sleep 3600\n");
     let submitted = bench.json(&["submit", "--model", "gemini-2.5-flash", "bench chat"]);

@@ -3,7 +3,7 @@
 //! `/bin/true`, and `/bin/sh -c 'printf …'` printing 64 KiB. The runner adds a thread that waits
 //! for the program's end without reaping it, a reader thread a stream, and a `killpg` before the
 //! reap. Target: at most 1 ms more a run. Asserts nothing about time. Run with
-//! `cargo bench --bench runner` (release build).
+//! `cargo bench --bench figures -- runner` (release build).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -63,7 +63,7 @@ fn compare(what: &str, program: &str, args: &[&str]) {
     );
 }
 
-fn main() {
+pub fn main() {
     compare("/bin/true", "/bin/true", &[]);
     compare(
         "64 KiB on stdout",

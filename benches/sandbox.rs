@@ -5,15 +5,13 @@
 //! next to `submit --worktree`, and `diff` of each; last, the monitor's tick while a sandboxed
 //! child floods its report drop, and how late its `--timeout` is recorded. Asserts nothing
 //! about time. Run with
-//! `cargo bench --bench sandbox`: real tmux on a private socket, real bubblewrap, `--agent
+//! `cargo bench --bench figures -- sandbox`: real tmux on a private socket, real bubblewrap, `--agent
 //! command` children that print one line and sleep.
-
-mod support;
 
 use std::time::{Duration, Instant};
 
-use support::harness::sh_task;
-use support::{Sandbox, measure, median, ms};
+use crate::support::harness::sh_task;
+use crate::support::{Sandbox, measure, median, ms};
 
 const RUNS: usize = 15;
 
@@ -42,9 +40,9 @@ fn run(bench: &Sandbox, extra: &[&str], marker: &str) -> (Duration, Duration) {
     }
 }
 
-fn main() {
+pub fn main() {
     // Fails loudly without it: scripts/test installs bubblewrap.
-    support::which("bwrap");
+    crate::support::which("bwrap");
     let bench = Sandbox::new("sandbox", &[]);
     let (mut plain, mut boxed) = (Vec::new(), Vec::new());
     // Interleaved, so a slow moment of the machine hits both alike.
@@ -83,7 +81,7 @@ const REPO_FILES: usize = 500;
 /// `diff` of a task of each kind with committed and uncommitted work.
 fn own_repository() {
     let bench = Sandbox::new("sandbox-repo", &[]);
-    support::committed_repo(&bench.project, REPO_FILES, 20);
+    crate::support::committed_repo(&bench.project, REPO_FILES, 20);
     let work = "echo changed >> src/m1/f1.rs && git -c user.name=b -c user.email=b@x commit -qam one \
                 && echo new > new.txt && echo ready; sleep 600";
     let submit = |extra: &[&str]| {

@@ -4,17 +4,15 @@
 //! the child's first output, and to the child's first outbound connection (to a listener on an
 //! address of this machine that is not loopback, timed inside the child); and bubblewrap's probe
 //! `true` alone and under the supervisor. Target: at most 30 ms added to each. Asserts nothing
-//! about time. Run with `cargo bench --bench sandbox_net`: real tmux, bubblewrap, slirp4netns.
-
-mod support;
+//! about time. Run with `cargo bench --bench figures -- sandbox_net`: real tmux, bubblewrap, slirp4netns.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::harness::net::{listen, outside_address};
-use support::harness::sh_task;
-use support::{Sandbox, measure, median, ms};
+use crate::support::harness::net::{listen, outside_address};
+use crate::support::harness::sh_task;
+use crate::support::{Sandbox, measure, median, ms};
 
 const RUNS: usize = 15;
 
@@ -86,10 +84,10 @@ fn path_without_slirp(bench: &Sandbox) -> String {
     format!("{}:{}", bench.harness.bin.display(), folder.display())
 }
 
-fn main() {
+pub fn main() {
     // Fails loudly without them: scripts/test installs both.
-    let bwrap = support::which("bwrap");
-    let slirp = support::which("slirp4netns");
+    let bwrap = crate::support::which("bwrap");
+    let slirp = crate::support::which("slirp4netns");
     let bench = Sandbox::new("sandbox-net", &[]);
     let outside = outside_address();
     let port = listen(outside).expect("a listener on this machine's outside address");

@@ -8,17 +8,15 @@
 //!   it to the child's first output (the drop and the hand-over included).
 //!
 //! Asserts nothing about time. Run as root (what it measures happens only for root) with
-//! `cargo bench --bench sandbox_user`: real tmux, bubblewrap, setpriv, git.
-
-mod support;
+//! `cargo bench --bench figures -- sandbox_user`: real tmux, bubblewrap, setpriv, git.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::harness::git::{commit_all, init_repo};
-use support::harness::sh_task;
-use support::{Sandbox, measure, median, ms};
+use crate::support::harness::git::{commit_all, init_repo};
+use crate::support::harness::sh_task;
+use crate::support::{Sandbox, measure, median, ms};
 
 const RUNS: usize = 30;
 
@@ -110,7 +108,7 @@ fn end_to_end(bench: &Sandbox) -> (Duration, Duration) {
     (median(submits), median(firsts))
 }
 
-fn main() {
+pub fn main() {
     assert!(
         cuekit::effects::owner::is_root(),
         "run this benchmark as root: the drop happens only for root"

@@ -1,4 +1,4 @@
-//! Prints what the scheduler costs; asserts nothing about time. Run with `cargo bench --bench
+//! Prints what the scheduler costs; asserts nothing about time. Run with `cargo bench --bench figures --
 //! schedule` (release build). Real tmux on a private socket; the tasks are `--agent command`
 //! children, so the figures are cuekit's and tmux's.
 //!
@@ -9,12 +9,10 @@
 //!   10 s as a share of one core (aim: <= 1%), tmux calls per scheduler tick (aim: <= 2) and
 //!   peak RSS (target: 10 MiB).
 
-mod support;
-
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use support::{Sandbox, cpu_seconds, median, ms, peak_rss_kib, which};
+use crate::support::{Sandbox, cpu_seconds, median, ms, peak_rss_kib, which};
 
 fn stamp(path: &std::path::Path) -> Option<u128> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
@@ -164,7 +162,7 @@ fn idle_cost() {
     );
 }
 
-fn main() {
+pub fn main() {
     slot_freed_to_next_start();
     submit_costs();
     idle_cost();

@@ -1,5 +1,5 @@
 //! Prints what `cuekit top` costs with 300 running tasks; asserts nothing about time. Run with
-//! `cargo bench --bench top` (release build). Real tmux on a private socket; the tasks are
+//! `cargo bench --bench figures -- top` (release build). Real tmux on a private socket; the tasks are
 //! `--agent command` children that print a line and sleep, so the figures are cuekit's and
 //! tmux's.
 //!
@@ -10,13 +10,11 @@
 //! - first screen: from starting `top` to all 300 rows counted in its header;
 //! - peak RSS of the `top` process after all of the above (target: 10 MiB).
 
-mod support;
-
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use support::harness::sh_task;
-use support::{Sandbox, UNSET, cpu_share, millis, peak_rss_kib};
+use crate::support::harness::sh_task;
+use crate::support::{Sandbox, UNSET, cpu_share, millis, peak_rss_kib};
 
 const TASKS: usize = 300;
 
@@ -112,7 +110,7 @@ fn top_pid(bench: &Bench) -> u32 {
         .unwrap()
 }
 
-fn main() {
+pub fn main() {
     let bench = Bench::new();
     let started = Instant::now();
     std::thread::scope(|scope| {

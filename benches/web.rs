@@ -1,5 +1,5 @@
 //! Prints what `cuekit serve` costs with 300 running tasks; asserts nothing about time. Run with
-//! `cargo bench --bench web` (release build). Real tmux on a private socket; the tasks are
+//! `cargo bench --bench figures -- web` (release build). Real tmux on a private socket; the tasks are
 //! `--agent command` children that print a line and sleep. The client is a plain HTTP/1.1 one
 //! over std's TcpStream, so the figures are the server's (plus loopback).
 //!
@@ -11,17 +11,15 @@
 //!   tmux calls it ran, over 10 s (budget 1% of a core);
 //! - peak RSS of `serve` (target 20 MiB).
 
-mod support;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::support::{Sandbox, cpu_share, millis, peak_rss_kib};
 use cuekit::web::signed;
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
-use support::{Sandbox, cpu_share, millis, peak_rss_kib};
 
 const TASKS: usize = 300;
 
@@ -123,7 +121,7 @@ fn next_transition(reader: &mut BufReader<TcpStream>) -> SystemTime {
     }
 }
 
-fn main() {
+pub fn main() {
     let sandbox = Sandbox::new("web", &[]);
     let started = Instant::now();
     std::thread::scope(|scope| {

@@ -1,5 +1,5 @@
 //! Prints what a key sign-in and a signed request cost `cuekit serve` next to today's cookie
-//! check; asserts nothing about time. Run with `cargo bench --bench web_sign` (release build).
+//! check; asserts nothing about time. Run with `cargo bench --bench figures -- web_sign` (release build).
 //! In-process, against the real access file in a scratch HOME:
 //!
 //! - a cookie's session looked up (what every request costs today: `web_access::session`);
@@ -44,7 +44,7 @@ fn timed(runs: usize, mut work: impl FnMut()) -> Vec<Duration> {
         .collect()
 }
 
-fn main() {
+pub fn main() {
     let home = tempfile::tempdir().unwrap();
     // SAFETY: set before any thread starts.
     unsafe {

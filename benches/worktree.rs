@@ -1,14 +1,12 @@
 //! Prints what `submit --worktree` costs next to its parts: `git worktree add` of the same
 //! tree plus a plain `submit`. Asserts nothing about time. Run with
-//! `cargo bench --bench worktree` (release build): real git, real tmux on a private socket, and
+//! `cargo bench --bench figures -- worktree` (release build): real git, real tmux on a private socket, and
 //! `--agent command` children that sleep, so the figures are cuekit's, git's and tmux's.
-
-mod support;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use support::{Sandbox, measure, median, ms};
+use crate::support::{Sandbox, measure, median, ms};
 
 /// Tracked files in the benchmark repository, spread over folders like a mid-sized project.
 const FILES: usize = 2000;
@@ -18,11 +16,11 @@ const RUNS: usize = 15;
 fn sandbox() -> Sandbox {
     let bench = Sandbox::new("wt", &["plain-trees"]);
     let project = &bench.project;
-    support::committed_repo(project, FILES, 40);
+    crate::support::committed_repo(project, FILES, 40);
     bench
 }
 
-fn main() {
+pub fn main() {
     let bench = sandbox();
     let task = ["--agent", "command", "--mode", "batch", "sleep", "600"];
     let (mut add, mut plain, mut isolated) = (Vec::new(), Vec::new(), Vec::new());
