@@ -1,0 +1,106 @@
+//! What a sandboxed child leaves in the folders of yours it could write, made harmless at its
+//! end (issue 48, F10 and F20): a repository it planted in its in-place folder moved aside
+//! where git does not look, and the set-ID bits of the programs it left there and in a
+//! `sandbox.write` folder stripped. Each child is a `command` task in bubblewrap on real tmux.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use crate::harness::Harness;
+use crate::harness::limits;
+
+fn warnings(h: &Harness, id: &str) -> String {
+    h.status(id)["warnings"].to_string()
+}
+
+/// A repository the child plants in its in-place folder (at its top, in a subfolder, and one
+/// shaped as a bare git dir) is moved aside at its end, never deleted: the user's next
+/// `git status` there runs none of its fsmonitor. Status and result say so.
+#[test]
+fn a_repository_an_in_place_child_planted_is_moved_aside_at_its_end() {
+    let h = Harness::new();
+    h.project_for_sandbox();
+    std::fs::write(h.project.join("notes.txt"), "mine\n").unwrap();
+    let ran = h.root().join("RAN-OUTSIDE");
+    let script = format!(
+        "git init -q . && git config core.fsmonitor 'touch {ran}; false' \
+         && mkdir -p sub && git init -q sub && git init -q --bare mirror && echo PLANTED",
+        ran = ran.display()
+    );
+    let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    assert!(
+        h.ok(&["logs", &id]).contains("PLANTED"),
+        "the child did not run"
+    );
+    for planted in [".git", "sub/.git", "mirror/HEAD"] {
+        assert!(
+            h.project.join(planted).symlink_metadata().is_err(),
+            "{planted} was left where git reads it"
+        );
+        let aside = format!("{planted}.cuekit-quarantine-{id}");
+        assert!(h.project.join(&aside).exists(), "{aside} is missing");
+    }
+    let kept = h
+        .project
+        .join(format!(".git.cuekit-quarantine-{id}/config"));
+    assert!(std::fs::read_to_string(kept).unwrap().contains("fsmonitor"));
+    let said = warnings(&h, &id);
+    assert!(said.contains("moved aside"), "{said}");
+    let (result, _) = h.json(&["result", &id]);
+    assert!(
+        result["warnings"].to_string().contains("moved aside"),
+        "{result}"
+    );
+    let status = std::process::Command::new("git")
+        .args(["status", "--short"])
+        .current_dir(&h.project)
+        .env("GIT_CEILING_DIRECTORIES", h.root())
+        .output()
+        .unwrap();
+    assert!(
+        !status.status.success(),
+        "git still finds a repository there"
+    );
+    assert!(!ran.exists(), "the user's git ran the child's fsmonitor");
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("notes.txt")).unwrap(),
+        "mine\n"
+    );
+}
+
+/// A set-ID program the child leaves in its in-place folder or in a `sandbox.write` folder
+/// loses its set-ID bits at the child's end (run by root, it would be a program of the
+/// sandbox's uid anyone could run; unprivileged, one of yours). Inside, the folders are mounted
+/// `nosuid` as well.
+#[test]
+fn set_id_programs_a_child_left_lose_their_bits_at_its_end() {
+    let h = Harness::new();
+    h.project_for_sandbox();
+    let shared = h.root().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if std::fs::metadata("/proc/self").unwrap().uid() == 0 {
+        std::os::unix::fs::chown(&shared, Some(65534), Some(65534)).unwrap();
+    }
+    h.user_config(&format!("sandbox:\n  write: ['{}']\n", shared.display()));
+    let script = format!(
+        "cp /bin/cat ./cat-suid && chmod 4755 cat-suid && cp /bin/cat '{shared}/cat-sgid' \
+         && chmod 2755 '{shared}/cat-sgid' && grep \" $PWD \" /proc/self/mountinfo > mounted \
+         && echo LEFT",
+        shared = shared.display()
+    );
+    let id = h.submit_sh(&script, &["--sandbox", "--mode", "batch"]);
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    assert!(
+        h.ok(&["logs", &id]).contains("LEFT"),
+        "the child did not run"
+    );
+    let mounted = std::fs::read_to_string(h.project.join("mounted")).unwrap_or_default();
+    assert!(mounted.contains("nosuid"), "the work dir inside: {mounted}");
+    let mode = |path: &Path| std::fs::symlink_metadata(path).unwrap().mode() & 0o7777;
+    assert_eq!(mode(&h.project.join("cat-suid")), 0o755);
+    assert_eq!(mode(&shared.join("cat-sgid")), 0o755);
+    let said = warnings(&h, &id);
+    assert!(said.contains("set-ID bits were removed"), "{said}");
+}
