@@ -104,3 +104,61 @@ fn set_id_programs_a_child_left_lose_their_bits_at_its_end() {
     let said = warnings(&h, &id);
     assert!(said.contains("set-ID bits were removed"), "{said}");
 }
+
+/// A cancelled child's planted repository is moved aside too, once its processes are gone:
+/// `cancel` answers after that.
+#[test]
+fn a_cancelled_in_place_childs_planted_repository_is_moved_aside() {
+    let h = Harness::new();
+    h.project_for_sandbox();
+    let id = h.submit_sh(
+        "git init -q . && echo PLANTED && sleep 120",
+        &["--sandbox", "--mode", "batch"],
+    );
+    assert!(
+        crate::harness::poll(limits::AGENT, || h.ok(&["logs", &id]).contains("PLANTED")),
+        "the child did not run: {}",
+        h.transcript(&id)
+    );
+    let (cancelled, code) = h.json(&["cancel", &id]);
+    assert_eq!(code, 0, "{cancelled}");
+    assert!(h.project.join(".git").symlink_metadata().is_err());
+    assert!(
+        h.project
+            .join(format!(".git.cuekit-quarantine-{id}"))
+            .is_dir()
+    );
+    // Moved aside whole, its HEAD too: no git reads it, nor a later submit's check.
+    assert!(
+        !h.project
+            .join(format!(".git.cuekit-quarantine-{id}/HEAD"))
+            .exists()
+    );
+    let said = warnings(&h, &id);
+    assert!(said.contains("moved aside"), "{said}");
+    let again = h.submit_sh("echo AGAIN", &["--sandbox", "--mode", "batch"]);
+    h.wait_ok(&[&again], &limits::arg(limits::AGENT));
+}
+
+/// In a task's own checkout (`--sandbox` in a repository) a set-ID program the child made
+/// loses its bits at its end as well; the repository its checkout is stays where it is.
+#[test]
+fn a_set_id_program_left_in_a_sandboxed_checkout_loses_its_bits() {
+    let h = Harness::new();
+    crate::harness::git::project_repo(&h.project, "shared");
+    let id = h.submit_sh(
+        "cp /bin/cat ./cat-suid && chmod 4755 cat-suid",
+        &["--sandbox", "--mode", "batch"],
+    );
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let left = h.worktree_of(&id).join("cat-suid");
+    assert_eq!(
+        std::fs::symlink_metadata(&left).unwrap().mode() & 0o7777,
+        0o755
+    );
+    assert!(
+        h.worktree_of(&id).join(".git").exists(),
+        "its checkout's .git was moved"
+    );
+    assert!(warnings(&h, &id).contains("set-ID bits were removed"));
+}

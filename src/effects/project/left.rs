@@ -67,7 +67,15 @@ pub fn tidy(root: &Path, how: &Tidy) -> Tidied {
                 git_dir_parts += 1;
             }
             if let (Some(tag), true) = (how.quarantine, name == ".git") {
-                tidied.moved.extend(move_aside(&entry.path(), tag));
+                let moved = move_aside(&entry.path(), tag);
+                // A git dir moved aside is still one for a git run inside it: its HEAD goes
+                // aside too, so no git reads it anywhere (nor a later submit's check).
+                if let Some((_, aside)) = &moved
+                    && kind.is_dir()
+                {
+                    move_aside(&aside.join("HEAD"), tag);
+                }
+                tidied.moved.extend(moved);
                 continue;
             }
             if kind.is_dir() {
@@ -152,6 +160,7 @@ mod tests {
         let root = dir.path();
         std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
         std::fs::write(root.join(".git/config"), "[core]\n\tfsmonitor = evil\n").unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::create_dir_all(root.join("sub/deep")).unwrap();
         std::fs::write(root.join("sub/deep/.git"), "gitdir: /elsewhere\n").unwrap();
         for part in ["objects", "refs"] {
@@ -187,6 +196,12 @@ mod tests {
         assert!(!tidied.cut_short);
         assert!(!root.join(".git").exists() && !root.join("sub/deep/.git").exists());
         assert!(root.join(".git.cuekit-quarantine-t_1/config").is_file());
+        assert!(root.join(".git.cuekit-quarantine-t_1/hooks").is_dir());
+        assert!(
+            root.join(".git.cuekit-quarantine-t_1/HEAD.cuekit-quarantine-t_1")
+                .is_file()
+        );
+        assert!(!root.join(".git.cuekit-quarantine-t_1/HEAD").exists());
         assert!(root.join("sub/deep/.git.cuekit-quarantine-t_1").is_file());
         assert!(!root.join("bare/HEAD").exists());
         assert!(root.join("bare/HEAD.cuekit-quarantine-t_1").is_file());

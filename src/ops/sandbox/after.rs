@@ -17,7 +17,8 @@ use crate::effects::store::{self, Placement};
 use crate::ops::background::monitor_lock;
 use crate::ops::task::Task;
 
-/// The marker in the task's folder that says its folders were tidied (or are being).
+/// The marker in the task's folder that says its folders were tidied (or are being) after an
+/// attempt (`-<started_at>` added for one the scheduler started).
 pub const TIDIED_FILE: &str = "sandbox-tidied";
 
 /// Tidies what the task's sandboxed child left, once: when the task is here, in bubblewrap,
@@ -27,7 +28,7 @@ pub(crate) fn after_end(task: &Task) {
     if !task.record.status.is_terminal() {
         return;
     }
-    let notes = tidy(&task.placement);
+    let notes = tidy(&task.placement, task.record.started_at.as_deref());
     if notes.is_empty() {
         return;
     }
@@ -37,12 +38,13 @@ pub(crate) fn after_end(task: &Task) {
     });
 }
 
-/// Tidies what the sandboxed child of the task `placement` says left, once (the first caller
-/// claims it): what it did, as notes for the task's warnings. Called for an ending being
+/// Tidies what the sandboxed child of the task `placement` says left, once an attempt (the
+/// first caller claims it; `attempt`: when the attempt started, the record's `started_at`):
+/// what it did, as notes for the task's warnings. Called for an ending being
 /// recorded (under the record's lock, so nobody reads the ending before its folders are
 /// tidied) or a stop that is over; nothing for a task not here, not in bubblewrap, or whose
 /// stop is still ending its processes.
-pub(crate) fn tidy(placement: &Placement) -> Vec<String> {
+pub(crate) fn tidy(placement: &Placement, attempt: Option<&str>) -> Vec<String> {
     if !placement.in_bubblewrap()
         || placement.host.is_some()
         || monitor_lock::is_stopping(&placement.id)
@@ -52,7 +54,11 @@ pub(crate) fn tidy(placement: &Placement) -> Vec<String> {
     let Some(facts) = placement.facts.as_deref() else {
         return Vec::new();
     };
-    if !left::claim(&placement.task_dir.join(TIDIED_FILE)) {
+    let marker = match attempt {
+        Some(started) => format!("{TIDIED_FILE}-{started}"),
+        None => TIDIED_FILE.to_string(),
+    };
+    if !left::claim(&placement.task_dir.join(marker)) {
         return Vec::new();
     }
     let since = humantime::parse_rfc3339(&placement.created_at).unwrap_or(SystemTime::UNIX_EPOCH);
