@@ -162,3 +162,32 @@ fn a_set_id_program_left_in_a_sandboxed_checkout_loses_its_bits() {
     );
     assert!(warnings(&h, &id).contains("set-ID bits were removed"));
 }
+
+/// As the review found it: an unprivileged user's in-place child plants a repository with an
+/// fsmonitor; that user's own `git status` there afterwards (a shell prompt's would do the
+/// same) finds no repository, and runs nothing of the child's.
+#[test]
+fn an_unprivileged_users_git_runs_nothing_an_in_place_child_planted() {
+    let user = crate::harness::ssh_host::ThrowawayUser::new("cuekit-left-");
+    let ran = user.home().join("RAN-OUTSIDE");
+    let script = format!(
+        "mkdir -p ~/inplace && cd ~/inplace && echo mine > notes.txt \
+         && cuekit submit --id t_5a4db0c0f010 --sandbox --agent command --mode batch -- sh -c \
+         \"git init -q . && git config core.fsmonitor 'touch {ran}; false' && echo PLANTED\" \
+         && cuekit wait t_5a4db0c0f010 --timeout 60s; cuekit logs t_5a4db0c0f010; \
+         git status --short; ls -a",
+        ran = ran.display()
+    );
+    let ran_as = crate::sandbox::run_as(&user, &script);
+    let said = String::from_utf8_lossy(&ran_as.stdout).into_owned()
+        + &String::from_utf8_lossy(&ran_as.stderr);
+    assert!(said.contains("PLANTED"), "the child did not run:\n{said}");
+    assert!(
+        said.contains(".git.cuekit-quarantine-t_5a4db0c0f010"),
+        "nothing was moved aside:\n{said}"
+    );
+    assert!(
+        !ran.exists(),
+        "the user's git ran the child's fsmonitor:\n{said}"
+    );
+}
