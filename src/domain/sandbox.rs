@@ -535,14 +535,64 @@ pub fn keystroke_filter() -> Option<Vec<u8>> {
     Some(bytes)
 }
 
+/// The name a repository a sandboxed child planted (`.git`, or a git dir's `HEAD`) is moved
+/// aside to, once the task `tag` ended: one git never reads as a repository
+/// (`.git.cuekit-quarantine-<id>`), `-N` added for the Nth taken.
+pub fn quarantine_name(name: &str, tag: &str, n: usize) -> String {
+    match n {
+        0 | 1 => format!("{name}.cuekit-quarantine-{tag}"),
+        n => format!("{name}.cuekit-quarantine-{tag}-{n}"),
+    }
+}
+
+/// How every note on what a sandboxed child left begins (a task's warnings; `result` shows
+/// them too).
+pub const LEFT_NOTE: &str = "after the sandbox: ";
+
+/// What a task's status says of a repository its sandboxed child left in a folder of yours,
+/// moved aside at its end.
+pub fn quarantine_note(from: &Path, to: &Path) -> String {
+    format!(
+        "{LEFT_NOTE}the child left a git repository at {}: moved aside to {} (git does not read \
+         it there); look at it before you use it, and run no git inside it",
+        from.display(),
+        to.display()
+    )
+}
+
+/// What a task's status says of the set-ID programs its sandboxed child left: `count` files,
+/// the first of them `first`.
+pub fn stripped_note(count: usize, first: &Path) -> String {
+    format!(
+        "{LEFT_NOTE}the child left {count} set-user-ID or set-group-ID file(s) in a folder of \
+         yours ({} first): their set-ID bits were removed",
+        first.display()
+    )
+}
+
+/// What a task's status says when a folder held more entries than cuekit looks at after a
+/// sandboxed task ends.
+pub fn tidy_cut_short_note(folder: &Path, limit: usize) -> String {
+    format!(
+        "{LEFT_NOTE}{} holds more than {limit} entries: cuekit looked at that many for a \
+         repository or a set-ID file the child left, not at the rest",
+        folder.display()
+    )
+}
+
 /// An ACP launch (`cuekit __acp … -- AGENT …`) with bubblewrap around the agent, not the
 /// client: the words go in at `agent_at`, where the agent's program starts, `inner`
-/// ([`inner_words`]) after bubblewrap's `--`.
+/// ([`inner_words`]) after bubblewrap's `--`. With `seccomp` (a file holding
+/// [`keystroke_filter`]) the agent runs under that filter as a shell agent does: the pane's
+/// shell opens the file as descriptor 8 for the client, whose agent (bubblewrap) inherits it
+/// and reads it once (`--seccomp 8`). The command must be a simple command, as the launch
+/// builders make it.
 pub fn wrap_agent_words(
     command: &str,
     agent_at: usize,
     words: &[String],
     inner: &[String],
+    seccomp: Option<&Path>,
 ) -> Result<String> {
     let (client, agent) = command.split_at(agent_at);
     let mut wrapped = client.to_string();
@@ -550,12 +600,18 @@ pub fn wrap_agent_words(
         wrapped += &single_quote(word)?;
         wrapped.push(' ');
     }
+    if seccomp.is_some() {
+        wrapped += "--seccomp 8 ";
+    }
     wrapped += "-- ";
     for word in inner {
         wrapped += &single_quote(word)?;
         wrapped.push(' ');
     }
     wrapped += agent;
+    if let Some(filter) = seccomp {
+        wrapped += &format!(" 8<{}", single_quote(&filter.to_string_lossy())?);
+    }
     Ok(wrapped)
 }
 
@@ -746,7 +802,7 @@ mod tests {
             ),
             "{line}"
         );
-        let acp = wrap_agent_words("c -- 'gemini'", 5, &words, &inner).unwrap();
+        let acp = wrap_agent_words("c -- 'gemini'", 5, &words, &inner, None).unwrap();
         assert!(acp.ends_with("'--no-new-privs' '--' 'gemini'"), "{acp}");
         // Run as the user, nothing of it.
         let own = bwrap_words("bwrap", &super::tests::plan());
@@ -883,11 +939,19 @@ mod tests {
     fn an_acp_launch_wraps_the_agent_not_the_client() {
         let command = "'cuekit' __acp --prompt-file \"$cuekit_prompt\" -- 'gemini' --acp";
         let at = command.find("'gemini'").unwrap();
-        let wrapped =
-            wrap_agent_words(command, at, &["bwrap".into(), "--unshare-pid".into()], &[]).unwrap();
+        let words = ["bwrap".to_string(), "--unshare-pid".into()];
+        let wrapped = wrap_agent_words(command, at, &words, &[], None).unwrap();
         assert_eq!(
             wrapped,
             "'cuekit' __acp --prompt-file \"$cuekit_prompt\" -- 'bwrap' '--unshare-pid' -- 'gemini' --acp"
+        );
+        // Under the sandbox's filter, as a shell agent is: bubblewrap reads it from the
+        // descriptor the pane's shell opens for the client.
+        let filtered =
+            wrap_agent_words(command, at, &words, &[], Some(Path::new("/d/f'1"))).unwrap();
+        assert_eq!(
+            filtered,
+            "'cuekit' __acp --prompt-file \"$cuekit_prompt\" -- 'bwrap' '--unshare-pid' --seccomp 8 -- 'gemini' --acp 8<'/d/f'\\''1'"
         );
     }
 

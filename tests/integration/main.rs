@@ -39,6 +39,7 @@ mod races;
 mod remote;
 mod results;
 mod sandbox;
+mod sandbox_leftovers;
 mod sandbox_net;
 mod sandbox_reach;
 mod sandbox_root;

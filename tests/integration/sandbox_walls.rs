@@ -327,3 +327,40 @@ fn no_other_user_runs_what_a_sandboxed_child_left() {
         "another user ran the child's program"
     );
 }
+
+/// In ACP mode too (bubblewrap around the agent, the client outside): the agent runs under the
+/// sandbox's filter, so it cannot use the kernel keyring either (issue 48, F13 in ACP mode). The
+/// agent is a stand-in ACP server that tries `keyctl` first.
+#[test]
+fn a_sandboxed_acp_agent_cannot_reach_the_kernel_keyring() {
+    let h = Harness::new();
+    h.project_for_sandbox();
+    let nr = if cfg!(target_arch = "x86_64") {
+        250
+    } else {
+        219
+    };
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-agy-acp");
+    crate::harness::install_executable(&server, &h.bin.join("fake-agy-acp"));
+    crate::harness::write_executable(
+        &h.bin.join("agy_acp_server"),
+        &format!(
+            "#!/bin/sh\nperl -e 'my $r = syscall({nr}, 0, -3, 0); print \"KEYRING $r \", \
+             ($r < 0 ? 0 + $! : 0), \"\\n\"' > \"$PWD/seen-keyring\" 2>&1\n\
+             exec '{}' \"$@\"\n",
+            h.bin.join("fake-agy-acp").display()
+        ),
+    );
+    let id = h.submit(&["--sandbox", "--agent", "antigravity", "--mode", "acp", "hi"]);
+    h.wait_ended(&[&id], &limits::arg(limits::AGENT));
+    // The protocol works under the filter: the agent answered (not signed in inside, it
+    // refuses the session, and the task ends auth_missing).
+    let transcript = h.transcript(&id);
+    assert!(
+        transcript.contains("Authentication required"),
+        "{transcript}"
+    );
+    let said = || std::fs::read_to_string(h.project.join("seen-keyring")).unwrap_or_default();
+    // EPERM is 1.
+    assert!(said().contains("KEYRING -1 1"), "{}", said());
+}

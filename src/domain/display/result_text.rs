@@ -77,6 +77,15 @@ pub fn text(result: &TaskResult) -> String {
             error["message"].as_str().unwrap_or_default()
         );
     }
+    // What cuekit made harmless of what a sandboxed child left in your folders.
+    for left in result
+        .warnings
+        .iter()
+        .filter_map(|warning| warning.as_str())
+        .filter(|warning| warning.starts_with(crate::domain::sandbox::LEFT_NOTE))
+    {
+        let _ = writeln!(out, "  warning:  {left}");
+    }
     if let Some(stats) = &result.stats {
         let n = |key: &str| stats.get(key).and_then(|v| v.as_u64()).unwrap_or(0);
         // A session record counts tokens but not time.

@@ -17,6 +17,7 @@
 pub mod agent_files;
 pub mod files;
 pub mod gitmodules;
+pub mod left;
 pub mod names;
 pub mod session_record;
 

@@ -41,6 +41,7 @@ pub fn run_stopper(task_id: &str, after: Option<u32>) -> Result<()> {
     if claim.is_none() && after.is_none() {
         return Ok(());
     }
+    let mut ended = None;
     let pane = match crate::ops::task::found_for(placement.clone()) {
         Found::Trusted(task) if !task.record.status.is_terminal() => {
             if let Some(claim) = claim {
@@ -48,7 +49,11 @@ pub fn run_stopper(task_id: &str, after: Option<u32>) -> Result<()> {
             }
             return Ok(());
         }
-        Found::Trusted(task) => task.pane,
+        Found::Trusted(task) => {
+            let pane = task.pane.clone();
+            ended = Some(task);
+            pane
+        }
         // Its record deleted after the ending was written: the registry still says where.
         Found::Unreadable { pane, .. } => pane,
         // A record changed since: nothing is done on its word.
@@ -62,6 +67,10 @@ pub fn run_stopper(task_id: &str, after: Option<u32>) -> Result<()> {
     let survivors = end_processes(&placement, pane.as_ref(), None, grace);
     if let Some(claim) = claim.filter(|_| survivors.is_empty()) {
         claim.finish();
+        // Nothing of it runs now: what its sandboxed child left is made harmless.
+        if let Some(task) = &ended {
+            crate::ops::sandbox::after_end(task);
+        }
     }
     Ok(())
 }

@@ -52,6 +52,14 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
                 }
             }
         };
+        // Ended of itself (a stop tidies once its processes are gone): what its sandboxed
+        // child left in your folders is made harmless before anyone reads the ending.
+        if ending.status.is_terminal() {
+            record.warnings.extend(crate::ops::sandbox::tidy_after(
+                &task.placement,
+                record.started_at.as_deref(),
+            ));
+        }
         record.status = ending.status;
         record.reason = ending.reason;
         record.hint = ending.hint;

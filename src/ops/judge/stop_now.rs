@@ -74,6 +74,7 @@ pub(crate) fn stop(task: Task, ending: Ending, grace: Duration) -> Result<Task> 
     let survivors = end_processes(&task.placement, task.pane.as_ref(), pane_pid, grace);
     if let Some(claim) = claim.filter(|_| survivors.is_empty()) {
         claim.finish();
+        crate::ops::sandbox::after_end(&task);
     }
     Ok(task)
 }

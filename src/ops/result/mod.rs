@@ -62,6 +62,14 @@ pub fn result(task_id: &str, cwd: &Path) -> Result<TaskResult> {
         .filter(|attempts| attempts.len() > 1)
         .unwrap_or_default();
     result.check = record.check.clone();
+    // What its sandboxed child left in your folders and cuekit made harmless at its end.
+    result.warnings.extend(
+        record
+            .warnings
+            .iter()
+            .filter(|warning| warning.starts_with(crate::domain::sandbox::LEFT_NOTE))
+            .map(|warning| serde_json::Value::String(warning.clone())),
+    );
     if task.worktree().is_some() {
         // The branch's commits count too, which a before/after `git status` cannot see.
         result.files_changed = crate::ops::work::diff::changed_files(&task).map(|files| {

@@ -12,8 +12,11 @@ use crate::domain::spec::Mode;
 use crate::effects::config::Config;
 use crate::effects::store::WorktreePlacement;
 
+mod after;
 mod net;
 mod plan;
+
+pub(crate) use after::{after_end, tidy as tidy_after};
 
 pub use net::{probe_stack, run_net, stack as network_stack};
 pub(crate) use plan::{check_work_dir, scope};
@@ -258,7 +261,13 @@ pub(crate) fn wrap(
             let inner = sandbox::inner_words(&plan);
             let filter = keystroke_filter()?;
             let command = match launch.agent_at {
-                Some(at) => sandbox::wrap_agent_words(&launch.command, at, &words, &inner)?,
+                Some(at) => sandbox::wrap_agent_words(
+                    &launch.command,
+                    at,
+                    &words,
+                    &inner,
+                    filter.as_deref(),
+                )?,
                 None => sandbox::wrap_shell(
                     &launch.command,
                     &words,
