@@ -85,7 +85,18 @@ pub(super) fn approve_on_screen(
         ))
     })?;
     let _serialised = store::lock_task_file(&task.record.task_dir.join("steer.lock"))?;
-    let closed_after = answer_in_pane(&tmux, pane, &dialog, &option.digit, &capture)
+    // On record the moment the key went: the receipt below waits for the dialog to close (up
+    // to seconds), and an `approve` killed meanwhile had answered with nothing on record.
+    let typed = || {
+        let event = serde_json::json!({"type": "cuekit_approve_typed",
+            "at": crate::effects::clock::now_rfc3339(), "by": by,
+            "asked": dialog.line(), "key": &option.digit});
+        let _ = store::append_event(
+            &task.record.task_dir,
+            &serde_json::to_vec(&event).expect("events serialize"),
+        );
+    };
+    let closed_after = answer_in_pane(&tmux, pane, &dialog, &option.digit, &capture, typed)
         .map_err(|why| why.into_error(id, &dialog))?;
     let approval = Approval {
         task_id: id.clone(),
@@ -146,14 +157,15 @@ impl NotAnswered {
     }
 }
 
-/// Reads the screen again, types `key` only when it still shows `dialog`, and waits for the
-/// dialog to close: the time from the key to the close.
+/// Reads the screen again, types `key` only when it still shows `dialog` (`typed` is told once
+/// it went), and waits for the dialog to close: the time from the key to the close.
 fn answer_in_pane(
     tmux: &Tmux,
     pane: &PaneInfo,
     dialog: &Dialog,
     key: &str,
     capture: &impl Fn() -> Option<String>,
+    typed: impl FnOnce(),
 ) -> std::result::Result<Duration, NotAnswered> {
     let again = capture().ok_or(NotAnswered::GoneBefore)?;
     if permission_screen::closed(dialog, &again) {
@@ -166,6 +178,7 @@ fn answer_in_pane(
     let sent = Instant::now();
     tmux.run(&args::send_literal(&pane.pane_id, key))
         .map_err(NotAnswered::Tmux)?;
+    typed();
     // A capture taken while the TUI redraws may show the dialog half erased: it counts as
     // closed only when [`CLOSED_CAPTURES`] captures in a row show it gone.
     let mut gone: Option<(Duration, usize)> = None;

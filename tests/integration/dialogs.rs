@@ -119,6 +119,40 @@ fn an_interactive_dialog_is_rejected_from_the_cli_and_the_tool_never_runs() {
     assert!(!h.project.join("f.txt").exists(), "a rejected tool ran");
 }
 
+/// An `approve` killed after its key went and before the dialog was seen to close (the
+/// receipt's wait): the tool runs, and what was typed is on record all the same.
+#[test]
+fn an_approve_killed_after_its_key_leaves_the_key_on_record() {
+    let (h, id) = on_its_dialog();
+    let mut approver = h.cuekit().args(["approve", &id]).spawn().unwrap();
+    let events = h.task_dir(&id).join("events.jsonl");
+    let typed = || {
+        std::fs::read_to_string(&events)
+            .unwrap_or_default()
+            .lines()
+            .find(|line| line.contains("\"cuekit_approve_typed\""))
+            .map(str::to_string)
+    };
+    assert!(
+        poll(limits::TASK, || typed().is_some()),
+        "the key never went on record"
+    );
+    let _ = approver.kill();
+    let _ = approver.wait();
+    let line: serde_json::Value = serde_json::from_str(&typed().unwrap()).unwrap();
+    assert_eq!(line["key"], "1", "{line}");
+    assert!(
+        line["asked"]
+            .as_str()
+            .unwrap()
+            .starts_with("Allow execution of [Shell]?"),
+        "{line}"
+    );
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
+    assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
+    assert!(h.project.join("f.txt").exists());
+}
+
 /// Whether process `pid` holds `path` open.
 fn holds_open(pid: u32, path: &Path) -> bool {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
