@@ -13,7 +13,6 @@
 //! patterns anchored under its folder, shallow folders first, so a deeper folder's pattern wins
 //! as it does in git (the last match in one list wins).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::Git;
@@ -53,13 +52,10 @@ fn default_global() -> Option<PathBuf> {
     Some(config.join("git/ignore"))
 }
 
-/// A file of the user's (a dotfiles link followed), at most [`LIMIT`] bytes.
+/// A file of the user's, a dotfiles link followed to a regular file (never a FIFO), at most
+/// [`LIMIT`] bytes.
 fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(LIMIT)
-        .read_to_end(&mut bytes)?;
-    Ok(bytes)
+    crate::effects::store::read_limited(&path.canonicalize()?, LIMIT)
 }
 
 /// Keeps the user's excludes as they are now in the task's folder, for its removal.
