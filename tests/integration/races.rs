@@ -404,6 +404,37 @@ fn a_losers_checkout_with_a_process_working_in_it_is_kept() {
     assert!(problems.contains("works in"), "{result}");
 }
 
+/// The audit (round 1 F5): a race's cleanup removed a loser's checkout although it held work
+/// hidden by a `.gitignore` the loser wrote itself (a folder whose own `.gitignore` says `*`):
+/// the race's kept ref holds its commits and tracked files, never those. The checkout is kept
+/// and the race says why.
+#[test]
+fn a_losers_work_hidden_by_its_own_gitignore_keeps_its_checkout() {
+    let h = Harness::new();
+    checked_project(&h);
+    let claim = h.root().join("claim");
+    let script = format!(
+        "if mkdir '{claim}' 2>/dev/null; then \
+           echo answer=42 > answer.txt; seq 1 30 > extra.txt; \
+           mkdir notes; echo '*' > notes/.gitignore; echo keep me > notes/plan.md; \
+         else echo answer=42 > answer.txt; fi",
+        claim = claim.display(),
+    );
+    let (race, ids) = sh_race(&h, &["--best-of", "2"], &script);
+    let (waited, code) = h.json(&["wait", &race, "--timeout", "90s"]);
+    assert_eq!(code, 0, "{waited}");
+    let (result, _) = h.json(&["result", &race]);
+    let winner = result["pick"]["winner"].as_str().unwrap().to_string();
+    let loser = ids.iter().find(|id| **id != winner).unwrap();
+    let checkout = h.worktree_of(loser);
+    assert!(
+        checkout.join("notes/plan.md").is_file(),
+        "the loser's hidden work went with its checkout: {result}"
+    );
+    let problems = result["problems"].to_string();
+    assert!(problems.contains("notes/plan.md"), "{result}");
+}
+
 /// A race of `command` candidates in batch mode needs no `--check-rounds 0`: their check's
 /// first verdict is final (a fix round would need cuekit to resume the same child's session
 /// with the message, which it cannot for a program of yours), and the submit says so.
