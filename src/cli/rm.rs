@@ -3,8 +3,8 @@ use std::path::Path;
 use clap::Args;
 
 use super::render::{print_json, say};
-use crate::ops::KeepReason;
 use crate::ops::{self, Removal, RemovalOutcome};
+use crate::ops::{KeepReason, KeptIn};
 
 #[derive(Debug, Args)]
 pub struct RmArgs {
@@ -79,9 +79,17 @@ pub fn print_removals(removals: &[Removal], json: bool) {
             "  hint: merge or commit the work (`cuekit merge <id>`), or pass --force to drop it"
         );
     }
+    let hidden = |reason: &&KeepReason| matches!(reason, KeepReason::Unsaved(unsaved) if unsaved.holder == KeptIn::Hidden);
+    if work.iter().any(hidden) {
+        println!(
+            "  hint: files named above are ignored only by rules the task wrote (a .gitignore \
+             it added or changed, a line it added to .git/info/exclude): commit what you want in \
+             the worktree (`git add -f`), or pass --force to drop them"
+        );
+    }
     if work
         .iter()
-        .any(|reason| matches!(reason, KeepReason::Unsaved(_)))
+        .any(|reason| matches!(reason, KeepReason::Unsaved(_)) && !hidden(reason))
     {
         println!(
             "  hint: a ref, reflog or submodule named above holds commits or files only there: \

@@ -97,6 +97,7 @@ pub use work::merge::{merge, merge_unchecked, merged_into};
 // The types an operation takes or answers with, defined where they are kept.
 pub use crate::effects::git::cleanup::KeepReason;
 pub use crate::effects::git::diff::FileDiff as DiffFile;
+pub use crate::effects::git::inventory::Holder as KeptIn;
 pub use crate::effects::git::merge::Strategy as MergeStrategy;
 pub use crate::effects::store::transitions::TransitionEvent;
 pub use crate::effects::store::{Budget, project_tasks_root};

@@ -1078,24 +1078,31 @@ fn rewritten_during_check(h: &Harness, started: &Path) -> String {
     )
 }
 
-/// A checked task that writes the right answer and leaves a process which, once the check has
-/// begun (its snapshot is taken before the command runs), writes a wrong one: its id.
+/// A checked task that writes the right answer, and a writer that, once the check has begun
+/// (its snapshot is taken before the command runs), writes a wrong one into its checkout: its
+/// id. The writer is this test's, not a leftover of the child's: those are ended before the
+/// check runs (48 work F2); what can still change the checkout meanwhile (you, an editor, a
+/// process that escaped the task) is what the snapshot is for.
 fn submit_rewritten_during_check(h: &Harness) -> String {
     let started = h.root().join("check-started");
-    submit_checked_sh(
+    let id = submit_checked_sh(
         h,
-        &format!(
-            "echo answer=42 > answer.txt; \
-             setsid sh -c 'i=0; while [ ! -e {m} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \
-             echo answer=41 > answer.txt' </dev/null >/dev/null 2>&1 &",
-            m = started.display()
-        ),
+        "echo answer=42 > answer.txt",
         &rewritten_during_check(h, &started),
         &[],
-    )
+    );
+    let answer = h.worktree_of(&id).join("answer.txt");
+    std::thread::spawn(move || {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !started.exists() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = std::fs::write(answer, "answer=41\n");
+    });
+    id
 }
 
-/// Issue 42: a process the child left rewrites its work while the check runs on a snapshot.
+/// Issue 42: the work is rewritten while the check runs on a snapshot.
 /// The verdict names the commit it checked; the task reads "changed since its check"; the
 /// merge carries the checked content, and the later work stays in the task's checkout.
 #[test]

@@ -401,3 +401,65 @@ fn a_flood_of_output_does_not_hide_a_deleted_test() {
     );
     assert_eq!(verdict["base_tests_ran"], 2, "{verdict}");
 }
+
+/// The audit (48 work F2): an unsandboxed child left a process behind (`setsid -f`) that kept
+/// writing `correct` into every `impl.txt` under cuekit's data dir, where the check's scratch
+/// checkout lives; the check then passed on work whose `impl.txt` is still wrong. The task's
+/// leftover processes are ended before its check runs, and the check's log says so.
+#[test]
+fn a_process_the_child_left_running_is_ended_before_its_check() {
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    std::fs::create_dir_all(h.project.join("tests")).unwrap();
+    std::fs::write(
+        h.project.join("tests/test.sh"),
+        "sleep 1\ngrep -q correct impl.txt\n",
+    )
+    .unwrap();
+    std::fs::write(h.project.join("impl.txt"), "wrong\n").unwrap();
+    commit_all(&h.project, "tests");
+    let pid_file = h.root().join("leftover.pid");
+    let evil = h.root().join("evil.sh");
+    std::fs::write(
+        &evil,
+        format!(
+            "echo $$ > '{pid}'\nfor i in $(seq 1 400); do\n  \
+             find '{data}' -name impl.txt 2>/dev/null | while read -r f; do echo correct > \"$f\"; done\n  \
+             sleep 0.05\ndone\n",
+            pid = pid_file.display(),
+            data = h.data_dir().display(),
+        ),
+    )
+    .unwrap();
+    let id = submit(
+        &h,
+        &format!(
+            "echo still-wrong > impl.txt; setsid -f sh '{}' >/dev/null 2>&1 </dev/null; \
+             while [ ! -s '{}' ]; do sleep 0.01; done",
+            evil.display(),
+            pid_file.display()
+        ),
+        "sh tests/test.sh",
+    );
+    let _ = h.wait_all(&[&id], "120s");
+    let status = h.status(&id);
+    assert_check_failed(&status);
+    let log = std::fs::read_to_string(last_verdict(&status)["log"].as_str().unwrap()).unwrap();
+    assert!(
+        log.contains("process(es) the task left running, before its check"),
+        "{log}"
+    );
+    // Ended: gone, or a zombie its new parent has not reaped yet.
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let state = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .next();
+    assert!(
+        matches!(state, None | Some("Z")),
+        "the leftover still runs: {pid} {stat}"
+    );
+}

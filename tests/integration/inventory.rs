@@ -303,3 +303,60 @@ fn a_rebased_task_goes_and_an_amended_away_commit_keeps_one() {
     rm_keeps(&h, &amended, &[("reflog", "logs/HEAD")]);
     removed_by_force(&h, &amended);
 }
+
+/// The audits (round 1 F5, round 2 F1): an unsandboxed child hid new work from `rm` by ignore
+/// rules of its own — a line appended to the repository's shared `.git/info/exclude`, or a
+/// folder whose own `.gitignore` says `*` (or the user's global excludes) — and `rm` deleted it
+/// without a word. The removal's
+/// inventory lists untracked files with the rules the task started with: the base commit's
+/// `.gitignore` files and the user's excludes as they were at submit. What those ignore still
+/// goes (a base `*.log`, a nested base `.gitignore`, a global excludes line, an `info/exclude`
+/// line from before the submit).
+#[test]
+fn work_hidden_by_ignore_rules_the_child_wrote_keeps_the_worktree() {
+    let h = Harness::new();
+    project_repo(&h.project, "original line\n");
+    std::fs::write(h.project.join(".gitignore"), ".cuekit/\n*.log\n").unwrap();
+    std::fs::create_dir_all(h.project.join("sub")).unwrap();
+    std::fs::write(h.project.join("sub/.gitignore"), "out/\n").unwrap();
+    commit_all(&h.project, "ignores");
+    let global = h.home.join(".config/git/ignore");
+    std::fs::create_dir_all(global.parent().unwrap()).unwrap();
+    std::fs::write(&global, "*.swp\n").unwrap();
+    let exclude = h.project.join(".git/info/exclude");
+    std::fs::create_dir_all(exclude.parent().unwrap()).unwrap();
+    std::fs::write(&exclude, "notes.local\n").unwrap();
+    let in_exclude = h.submit_worktree_sh(
+        &[],
+        "echo PRECIOUS > work.txt && \
+         echo work.txt >> \"$(git rev-parse --git-common-dir)/info/exclude\"",
+    );
+    let in_gitignore = h.submit_worktree_sh(
+        &[],
+        "mkdir feature && echo '*' > feature/.gitignore && echo 42 > feature/impl.py && \
+         echo later.txt >> \"$HOME/.config/git/ignore\" && echo x > later.txt",
+    );
+    let base_ignored = h.submit_worktree_sh(
+        &[],
+        "echo x > build.log && mkdir -p sub/out && echo x > sub/out/a.o && \
+         echo x > edit.swp && echo x > notes.local",
+    );
+    h.wait_ok(
+        &[&in_exclude, &in_gitignore, &base_ignored],
+        &limits::arg(limits::AGENT),
+    );
+    let (diff, code) = h.json(&["diff", &in_exclude, "--stat"]);
+    assert_eq!(code, 0, "{diff}");
+    assert_eq!(diff["files"].as_array().unwrap().len(), 0, "{diff}");
+    rm_keeps(&h, &in_exclude, &[("hidden", "work.txt")]);
+    rm_keeps(
+        &h,
+        &in_gitignore,
+        &[("hidden", "feature/.gitignore, feature/impl.py, later.txt")],
+    );
+    let (gone, code) = h.json(&["rm", &base_ignored]);
+    assert_eq!(code, 0, "what the base's rules ignore goes: {gone}");
+    assert_eq!(row(&gone, &base_ignored)["outcome"], "removed", "{gone}");
+    removed_by_force(&h, &in_exclude);
+    removed_by_force(&h, &in_gitignore);
+}

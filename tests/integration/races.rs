@@ -242,13 +242,15 @@ fn a_candidate_that_shrinks_its_work_after_passing_does_not_win_on_a_smaller_dif
     checked_project(&h);
     let claim = h.root().join("claim");
     // The first to take the claim is the hostile one: 30 extra lines, then a shrink once its
-    // check began (the check's snapshot is taken before its command runs). The other waits
-    // for the shrink, then passes with 5 extra lines.
+    // check began (the check's snapshot is taken before its command runs), by a process that
+    // hid from cuekit (its environment cleaned, a session of its own: the task's leftovers
+    // cuekit can tell are ended before its check, 48 work F2). The other waits for the
+    // shrink, then passes with 5 extra lines.
     let started = h.root().join("check-started");
     let script = format!(
         "if mkdir '{claim}' 2>/dev/null; then \\
            echo answer=42 > answer.txt; seq 1 30 > extra.txt; \\
-           setsid sh -c 'i=0; while [ ! -e {started} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \\
+           env -u CUEKIT_TASK_ID setsid sh -c 'i=0; while [ ! -e {started} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \\
              echo answer=1 > answer.txt; rm -f extra.txt; touch {claim}/shrunk' \\
              </dev/null >/dev/null 2>&1 & \\
          else \\
@@ -358,7 +360,8 @@ fn a_race_needs_a_check_and_starts_nothing_without_one() {
 
 /// A loser that left a job running in its checkout (a build, a server) keeps the checkout when
 /// the race is decided, as `rm` would: the job's output would have nowhere to go. The race
-/// says why.
+/// says why. (The job hides from cuekit — its environment cleaned, a session of its own —:
+/// the task's leftovers cuekit can tell are ended before its check, 48 work F2.)
 #[test]
 fn a_losers_checkout_with_a_process_working_in_it_is_kept() {
     let h = Harness::new();
@@ -367,7 +370,7 @@ fn a_losers_checkout_with_a_process_working_in_it_is_kept() {
     let script = format!(
         "if mkdir '{claim}' 2>/dev/null; then \
            echo answer=42 > answer.txt; seq 1 30 > extra.txt; \
-           setsid sh -c 'sleep 60' </dev/null >/dev/null 2>&1 & \
+           env -u CUEKIT_TASK_ID setsid sh -c 'sleep 60' </dev/null >/dev/null 2>&1 & \
          else echo answer=42 > answer.txt; fi",
         claim = claim.display(),
     );
@@ -399,6 +402,37 @@ fn a_losers_checkout_with_a_process_working_in_it_is_kept() {
     );
     let problems = result["problems"].to_string();
     assert!(problems.contains("works in"), "{result}");
+}
+
+/// The audit (round 1 F5): a race's cleanup removed a loser's checkout although it held work
+/// hidden by a `.gitignore` the loser wrote itself (a folder whose own `.gitignore` says `*`):
+/// the race's kept ref holds its commits and tracked files, never those. The checkout is kept
+/// and the race says why.
+#[test]
+fn a_losers_work_hidden_by_its_own_gitignore_keeps_its_checkout() {
+    let h = Harness::new();
+    checked_project(&h);
+    let claim = h.root().join("claim");
+    let script = format!(
+        "if mkdir '{claim}' 2>/dev/null; then \
+           echo answer=42 > answer.txt; seq 1 30 > extra.txt; \
+           mkdir notes; echo '*' > notes/.gitignore; echo keep me > notes/plan.md; \
+         else echo answer=42 > answer.txt; fi",
+        claim = claim.display(),
+    );
+    let (race, ids) = sh_race(&h, &["--best-of", "2"], &script);
+    let (waited, code) = h.json(&["wait", &race, "--timeout", "90s"]);
+    assert_eq!(code, 0, "{waited}");
+    let (result, _) = h.json(&["result", &race]);
+    let winner = result["pick"]["winner"].as_str().unwrap().to_string();
+    let loser = ids.iter().find(|id| **id != winner).unwrap();
+    let checkout = h.worktree_of(loser);
+    assert!(
+        checkout.join("notes/plan.md").is_file(),
+        "the loser's hidden work went with its checkout: {result}"
+    );
+    let problems = result["problems"].to_string();
+    assert!(problems.contains("notes/plan.md"), "{result}");
 }
 
 /// A race of `command` candidates in batch mode needs no `--check-rounds 0`: their check's

@@ -277,6 +277,46 @@ impl Checkout<'_> {
         tree
     }
 
+    /// Untracked files of the checkout that the excludes file `rules` does not ignore but the
+    /// checkout's own rules do (what [`Checkout::tree_from`] leaves out): staged as that does,
+    /// with an index of cuekit's, then listed by `ls-files --others` with `rules` alone (no
+    /// `.gitignore` of the checkout's, no `info/exclude`, no `core.excludesFile`).
+    pub fn hidden_files(&self, tip: &str, rules: &Path) -> Result<Vec<String>> {
+        if !self.placed.path.is_dir() {
+            return Ok(Vec::new());
+        }
+        super::place::prove_checkout(&self.placed.path)?;
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let index = self
+            .scratch
+            .join(format!("{INDEX}.{}.hidden.{call}", std::process::id()));
+        let git = Git::over(&self.placed.common_dir, &self.placed.path, &index);
+        let seeded_from = crate::effects::store::read_small(&self.scratch.join(INDEX_TIP)).ok();
+        let listed = (|| {
+            let reuse = seeded_from.as_deref() == Some(tip.as_bytes())
+                && copy_index(&self.scratch.join(INDEX), &index);
+            if !reuse {
+                git.run(["read-tree", tip])?;
+            }
+            stage_all(&git)?;
+            let mut exclude = std::ffi::OsString::from("--exclude-from=");
+            exclude.push(rules);
+            git.run([
+                std::ffi::OsString::from("ls-files"),
+                "-z".into(),
+                "--others".into(),
+                exclude,
+            ])
+        })();
+        let _ = std::fs::remove_file(&index);
+        Ok(listed?
+            .split('\0')
+            .filter(|path| !path.is_empty())
+            .map(str::to_string)
+            .collect())
+    }
+
     /// Whether the work may have moved since a look, decided without git: the checkout's files
     /// ([`super::fingerprint`]) and the files a commit rewrites (its ref, `HEAD` and reflog of
     /// a task repository; the branch's ref of a worktree). `None`: only git can tell.

@@ -214,11 +214,28 @@ fn take_inventory(
         Some(Err(_)) => return Ok(Vec::new()),
         None => None,
     };
-    super::inventory::take(
+    let mut found = super::inventory::take(
         &target.task,
         tree,
         &super::inventory::Kept { commits: &kept },
-    )
+    )?;
+    if let (Some(tip), Some(_)) = (tip, tree) {
+        found.extend(hidden_work(&target.task, tip)?);
+    }
+    Ok(found)
+}
+
+/// The checkout's untracked files that only its own ignore rules hide
+/// ([`super::ignore_rules`]), as one inventory entry: git's own rules, which the child can
+/// write, never decide what a removal drops.
+fn hidden_work(checkout: &Checkout, tip: &str) -> Result<Option<super::inventory::Unsaved>> {
+    let files = super::ignore_rules::hidden(checkout, tip)?;
+    Ok((!files.is_empty()).then(|| super::inventory::Unsaved {
+        holder: super::inventory::Holder::Hidden,
+        name: super::ignore_rules::named(&files),
+        place: checkout.placed.path.clone(),
+        commits: None,
+    }))
 }
 
 /// Commits on the branch that neither its base nor cuekit's last merge of it holds. The merge
@@ -415,6 +432,11 @@ pub fn remove_saved_checkout(
                 place: placed.path.clone(),
                 commits: None,
             }]);
+        }
+        if tree.is_some()
+            && let Some(hidden) = hidden_work(checkout, kept)?
+        {
+            return Ok(vec![hidden]);
         }
         let commits = [kept.to_string(), placed.base_commit.clone()];
         super::inventory::take(

@@ -48,6 +48,10 @@ pub enum Holder {
     /// A process working in the checkout (its working directory inside): what it writes
     /// next would have nowhere to go.
     Process,
+    /// Untracked files of the checkout that only its own ignore rules hide — a `.gitignore`
+    /// the child wrote or changed, an `info/exclude` line added since submit
+    /// ([`super::ignore_rules`]); `name` lists them.
+    Hidden,
 }
 
 /// One thing a removal would lose: what holds it, its name and where it lives.
@@ -90,6 +94,11 @@ impl std::fmt::Display for Unsaved {
             ),
             Holder::Files => write!(f, "files in {place} changed since its work was kept"),
             Holder::Process => write!(f, "process {} works in {place}", self.name),
+            Holder::Hidden => write!(
+                f,
+                "untracked files in {place} that only the task's own ignore rules hide: {}",
+                self.name
+            ),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod conflicts;
 pub mod create;
 pub mod diff;
 pub mod fingerprint;
+pub mod ignore_rules;
 pub mod include;
 pub mod inventory;
 pub mod land;

@@ -5,6 +5,7 @@
 //! message for the child.
 
 mod count;
+mod leftovers;
 mod run;
 mod scratch;
 mod settings;

@@ -170,6 +170,18 @@ pub(super) fn check(task: &Task, plan: &CheckPlan, from_launch: bool) -> Result<
     std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, err))?;
     let log = dir.join(format!("{round}.log"));
     let _ = std::fs::remove_file(&log);
+    // Nothing the child left running may rewrite the scratch checkout while the check runs.
+    let ended = super::leftovers::end_before_check(task, from_launch);
+    if !ended.is_empty() {
+        let _ = store::append_line(
+            &log,
+            format!(
+                "cuekit: ended {} process(es) the task left running, before its check: {ended:?}",
+                ended.len()
+            )
+            .as_bytes(),
+        );
+    }
     let (mut verdict, tail) = run_round(task, plan, round, &log);
     verdict.started_at = started_at;
     state.verdicts.push(verdict.clone());

@@ -202,6 +202,15 @@ fn make_worktree(task: &mut Task, from: &str, branch: Option<&str>, config: &Con
             &crate::ops::submit::prepare::includes(config, planned.own_repo.is_some()),
         )?;
     }
+    // The user's excludes before the child runs, as a submit keeps them (`ignore_rules`).
+    if let Err(err) = crate::effects::git::ignore_rules::keep_user_excludes(
+        &planned.repo_root,
+        &planned.common_dir,
+        &task.record.task_dir,
+    ) {
+        crate::effects::git::create::remove_created(&planned);
+        return Err(err);
+    }
     let placed = planned.placement();
     let mut placement = task.placement.clone();
     if let Some(facts) = placement.facts.as_mut() {

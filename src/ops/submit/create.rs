@@ -76,6 +76,12 @@ pub(super) fn create(checked: &mut Checked, scheduled: Scheduled, undo: &Undo) -
     refuse_untrusted_agent_files(checked).map_err(|err| undo.undo(err))?;
     let task_dir = &checked.placement.task_dir;
     create_task_dir(task_dir).map_err(|err| undo.undo(err))?;
+    if let Some(plan) = &checked.worktree {
+        // The user's excludes as they are before the child runs: its removal trusts these and
+        // the base's `.gitignore` files, never rules the child wrote.
+        git::ignore_rules::keep_user_excludes(&plan.repo_root, &plan.common_dir, task_dir)
+            .map_err(|err| undo.undo(err))?;
+    }
     let resolved = &checked.resolved;
     let files = write_task_files(
         &id,
