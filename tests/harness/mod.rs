@@ -487,6 +487,7 @@ impl Harness {
         mut condition: impl FnMut() -> bool,
     ) {
         let start = Instant::now();
+        let mut pause = Pause::new();
         while !condition() {
             if start.elapsed() > limit {
                 panic!(
@@ -494,7 +495,7 @@ impl Harness {
                     self.transcript(id)
                 );
             }
-            std::thread::sleep(Duration::from_millis(50));
+            pause.sleep();
         }
     }
 
@@ -613,6 +614,7 @@ impl Harness {
     pub fn wait_pane(&self, session: &str, what: &str, condition: impl Fn(&str) -> bool) -> String {
         let target = format!("={session}:");
         let start = Instant::now();
+        let mut pause = Pause::new();
         loop {
             let shown =
                 String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", &target]).stdout)
@@ -624,7 +626,7 @@ impl Harness {
                 start.elapsed() < limits::TASK,
                 "never saw {what}; the screen:\n{shown}"
             );
-            std::thread::sleep(Duration::from_millis(50));
+            pause.sleep();
         }
     }
 
@@ -765,16 +767,47 @@ pub fn within(mut command: Command, limit: Duration) -> Output {
     })
 }
 
-/// Polls `condition` until it holds or `limit` passes; returns whether it held.
+/// Polls `condition` until it holds or `limit` passes; returns whether it held. The looks
+/// come [`Pause`]'s way: often at first, then at most every 250 ms.
 pub fn poll(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
+    let mut pause = Pause::new();
     while start.elapsed() < limit {
         if condition() {
             return true;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        pause.sleep();
     }
     condition()
+}
+
+/// The pauses between a wait's looks: 50 ms at first (a short wait ends as soon as it did
+/// with a fixed 50 ms), then half as long again after each look, up to 250 ms. Most looks start
+/// a process or two (`cuekit status`, `tmux capture-pane`), and the suite is CPU-bound on two
+/// cores: a 10 s wait took 200 looks at a fixed 50 ms, and takes about 40.
+pub struct Pause(Duration);
+
+impl Pause {
+    /// The first pause.
+    pub const FIRST: Duration = Duration::from_millis(50);
+    /// The longest pause: how late at most a wait sees its condition hold.
+    pub const LONGEST: Duration = Duration::from_millis(250);
+
+    pub fn new() -> Pause {
+        Pause(Self::FIRST)
+    }
+
+    /// Sleeps this pause, and makes the next one longer.
+    pub fn sleep(&mut self) {
+        std::thread::sleep(self.0);
+        self.0 = (self.0 * 3 / 2).min(Self::LONGEST);
+    }
+}
+
+impl Default for Pause {
+    fn default() -> Pause {
+        Pause::new()
+    }
 }
 
 /// Writes an executable at `path`. The test process never holds `path` open for writing: a
