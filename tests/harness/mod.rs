@@ -51,6 +51,9 @@ pub struct Harness {
     pub bin: PathBuf,
     pub socket: String,
     env: Vec<(String, String)>,
+    /// Whether the Gemini CLI may relaunch itself as a second Node process (see
+    /// [`Harness::gemini_relaunches`]).
+    gemini_relaunch: bool,
 }
 
 impl Harness {
@@ -74,8 +77,18 @@ impl Harness {
             bin: path.join("bin"),
             socket,
             env: Vec::new(),
+            gemini_relaunch: false,
             root,
         }
+    }
+
+    /// The Gemini CLI as a user runs it: relaunching itself as a child Node process (with a
+    /// larger heap). The other tests tell it not to (`GEMINI_CLI_NO_RELAUNCH`, which cuekit
+    /// itself sets for ACP): the second Node start was about 0.55 CPU-s of every Gemini run,
+    /// ~8% of the suite's CPU; the tests of the process tree a relaunch makes keep it.
+    pub fn gemini_relaunches(mut self) -> Harness {
+        self.gemini_relaunch = true;
+        self
     }
 
     /// The fake Gemini CLI (tests/fixtures/fake-gemini) as `gemini` on PATH.
@@ -169,6 +182,9 @@ impl Harness {
             if name.to_str().is_some_and(is_agent_credential) {
                 command.env_remove(name);
             }
+        }
+        if !self.gemini_relaunch {
+            command.env("GEMINI_CLI_NO_RELAUNCH", "true");
         }
         for (name, value) in &self.env {
             command.env(name, value);

@@ -105,7 +105,9 @@ fn missing_auth_fails_with_41_and_a_hint() {
 
 #[test]
 fn cancel_ends_the_whole_tree_and_is_never_read_as_success() {
-    let h = Harness::new().with_real_gemini(&canned_texts(&["Ready."]));
+    let h = Harness::new()
+        .gemini_relaunches()
+        .with_real_gemini(&canned_texts(&["Ready."]));
     let id = h.submit(&["--model", MODEL, "Wait for instructions"]);
     h.wait_until(&id, "the TUI", limits::AGENT, || {
         h.screen(&id).contains("Type your message")

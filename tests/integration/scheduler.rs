@@ -810,7 +810,10 @@ fn retries_stop_after_n_and_the_task_ends_rate_limited() {
 #[test]
 fn after_the_tmux_server_is_killed_running_gemini_tasks_with_a_retry_policy_continue_their_sessions()
  {
-    let h = Harness::new().with_real_gemini(&[canned_text("Ready.")]);
+    // As users run it: a relaunched Gemini's child may outlive the server it was killed with.
+    let h = Harness::new()
+        .gemini_relaunches()
+        .with_real_gemini(&[canned_text("Ready.")]);
     h.user_config("retry:\n  max: 2\n  backoff:\n    first: 1s\n");
     let ids: Vec<String> = (0..5)
         .map(|n| h.submit(&["--model", MODEL, &format!("Task number {n}")]))
