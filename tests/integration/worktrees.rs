@@ -1359,3 +1359,36 @@ fn a_checkout_behind_its_merge_with_changes_of_yours_is_refused_keeping_the_jour
     assert!(!text.contains("nothing was changed"), "{refused}");
     assert!(journal.exists(), "the journal was dropped");
 }
+
+/// A pass recorded while the task ran, followed by the task's own failing check (a process the
+/// child left could ask for that pass at a moment of its choosing): a plain merge refuses it,
+/// naming the failure, and lands nothing; `--unchecked` is still there.
+#[test]
+fn a_pass_a_later_failure_followed_while_the_task_ran_is_not_what_a_plain_merge_takes() {
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    let ready = h.root().join("ready");
+    let go = h.root().join("go");
+    let script = format!(
+        "echo 1 > impl.txt; echo evil > evil.txt; touch '{}'; \
+         while [ ! -f '{}' ]; do sleep 0.1; done; rm evil.txt; echo 0 > impl.txt",
+        ready.display(),
+        go.display()
+    );
+    let id = h.submit_worktree_sh(&["--check", "grep -q 1 impl.txt"], &script);
+    assert!(crate::harness::poll(limits::TASK, || ready.exists()));
+    let (checked, _) = h.json(&["check", &id]);
+    assert!(checked.to_string().contains("passed"), "{checked}");
+    std::fs::write(&go, "").unwrap();
+    h.wait_ended(&[&id], &limits::arg(limits::TASK));
+    assert_eq!(h.status(&id)["status"], "failed");
+    let head = git(&h.project, &["rev-parse", "HEAD"]);
+    let (refused, code) = h.json(&["merge", &id]);
+    assert_ne!(code, 0, "{refused}");
+    assert!(
+        refused.to_string().contains("last check failed"),
+        "{refused}"
+    );
+    assert_eq!(git(&h.project, &["rev-parse", "HEAD"]), head);
+    assert!(!h.project.join("evil.txt").exists());
+}
