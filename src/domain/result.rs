@@ -88,4 +88,8 @@ pub struct Attempt {
     /// When the agent said its limit resets (HH:MM UTC), for an attempt ended rate_limited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resets: Option<String>,
+    /// How long the task's transcript was when this attempt's pane started: its ending is
+    /// judged on what it printed after (never on an earlier attempt's words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_from: Option<u64>,
 }

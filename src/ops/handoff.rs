@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::failover::Fallback;
+use crate::domain::status::Status;
 use crate::effects::store::{schedule, schedule::Plan};
 use crate::ops::schedule::switch;
 use crate::ops::task::view::TaskView;
@@ -97,25 +98,43 @@ pub fn handoff(request: &HandoffRequest, cwd: &Path) -> Result<TaskView> {
         exit_code: None,
         reset: None,
     };
-    let Some(queued) =
-        switch::queue_switch(&task, plan, &ended, &next, request.message.clone(), &hint)?
-    else {
-        return Err(Error::new(
+    let plan = switch::journal(&task, plan, &ended, &next, request.message.clone());
+    let not_running = |status: Status| {
+        Error::new(
             ErrorCode::InvalidState,
             format!(
                 "task {} is {}: only a running task is handed off",
                 request.id,
-                record.status.as_str()
+                status.as_str()
             ),
         )
-        .with_hint("`cuekit retry ID` starts an ended task again; a queued one waits its turn"));
+        .with_hint("`cuekit retry ID` starts an ended task again; a queued one waits its turn")
     };
+    let fresh = crate::ops::task::reread(&task.placement)?;
+    if fresh.status != Status::Running || fresh.started_at != record.started_at {
+        return Err(not_running(fresh.status));
+    }
+    // The decision is in the plan before the attempt is ended: a hand-off killed from here on
+    // is carried out by the look that judges the attempt's ending (`switch::finish_pending`).
+    schedule::save_plan(&record.id, &plan)?;
     crate::ops::judge::end_processes(
         &task.placement,
         task.pane.as_ref(),
         None,
         crate::effects::process::DEFAULT_GRACE,
     );
+    let queued = match switch::commit_switch(&task, &plan, &ended, &hint)? {
+        Some(queued) => queued,
+        None => {
+            // A look at the ended attempt may have carried the hand-off out first.
+            let mut queued = task.clone();
+            queued.record = crate::ops::task::reread(&task.placement)?;
+            if queued.record.status != Status::Queued {
+                return Err(not_running(queued.record.status));
+            }
+            queued
+        }
+    };
     let _ = crate::ops::schedule::start_due();
     let record = crate::ops::task::reread(&queued.placement).unwrap_or(queued.record);
     let mut view = TaskView::from(&record);

@@ -510,3 +510,136 @@ fn the_recap_carries_every_recent_report_of_the_attempt() {
         assert!(recap.contains(report), "{report:?} missing from {recap}");
     }
 }
+
+/// After a failover the next attempt is judged on what it printed: the fallback's crash (no
+/// rate-limit words, exit 3) is its own ending, never the first attempt's 429 read again from
+/// the task's transcript, and the task does not fail over a second time.
+#[test]
+fn a_fallbacks_crash_after_a_failover_is_judged_on_its_own_words() {
+    let h = Harness::new().env("ANTHROPIC_API_KEY", "offline-test-key");
+    write_executable(
+        &h.bin.join("gemini"),
+        "#!/bin/sh\necho '[API Error: 429 Too Many Requests: RESOURCE_EXHAUSTED quota exceeded]' >&2\nexit 1\n",
+    );
+    write_executable(
+        &h.bin.join("opencode"),
+        "#!/bin/sh\ncat > /dev/null\necho 'An unexpected critical error occurred: ENOENT' >&2\nexit 3\n",
+    );
+    let third = h.root().join("third-ran");
+    write_executable(
+        &h.bin.join("claude"),
+        &format!(
+            "#!/bin/sh\n[ \"$1\" = --version ] && {{ echo '2.1.0 (Claude Code)'; exit 0; }}\ntouch '{}'\n",
+            third.display()
+        ),
+    );
+    let id = h.submit(&[
+        "--mode",
+        "batch",
+        "--fallback",
+        "opencode,claude-code",
+        OBJECTIVE,
+    ]);
+    h.wait_ended(&[&id], &limits::arg(limits::TASK));
+    let task = h.status(&id);
+    assert!(!third.exists(), "failed over again: {task}");
+    assert_eq!(task["agent_kind"], "opencode", "{task}");
+    assert_eq!(task["status"], "failed", "{task}");
+    assert_eq!(task["exit_code"], 3, "{task}");
+    assert_ne!(task["reason"], "rate_limited", "{task}");
+}
+
+/// The queue's folder as a plain file: no queue mark can be written (as if the process that
+/// queues a task were killed just before its mark). `restore` gives the folder back.
+fn block_queue_marks(h: &Harness) -> impl Fn() + '_ {
+    let queue = h.home.join(".local/share/cuekit/queue");
+    let _ = std::fs::remove_dir_all(&queue);
+    std::fs::create_dir_all(queue.parent().unwrap()).unwrap();
+    std::fs::write(&queue, "").unwrap();
+    move || {
+        std::fs::remove_file(&queue).unwrap();
+        std::fs::create_dir_all(&queue).unwrap();
+    }
+}
+
+/// A failover decision cut short before the queue mark (here: the mark cannot be written, as if
+/// its process were killed just before it) never leaves a task `queued` that the scheduler
+/// does not know of: the decision is in the plan first, and the next look carries it out —
+/// the fallback runs and completes the task, and `wait` returns.
+#[test]
+fn a_failover_decision_cut_short_before_its_queue_mark_is_carried_out_by_the_next_look() {
+    let h = Harness::new();
+    h.user_config("monitor:\n  interval: 60s\n");
+    write_executable(
+        &h.bin.join("gemini"),
+        "#!/bin/sh\nsleep 2\necho '[API Error: 429 Too Many Requests: RESOURCE_EXHAUSTED quota exceeded]' >&2\nexit 1\n",
+    );
+    write_executable(
+        &h.bin.join("opencode"),
+        "#!/bin/sh\ncat > /dev/null\necho 'Took over.'\n",
+    );
+    let id = h.submit(&["--mode", "batch", "--fallback", "opencode", OBJECTIVE]);
+    let restore = block_queue_marks(&h);
+    let plan = h.home.join(format!(".local/share/cuekit/tasks/{id}.plan"));
+    assert!(
+        poll(limits::TASK, || {
+            let _ = h.json(&["status", &id]);
+            std::fs::read_to_string(&plan).is_ok_and(|p| p.contains("\"switch\""))
+        }),
+        "no failover decided: {}",
+        h.json(&["status", &id]).0
+    );
+    restore();
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::TASK)]);
+    assert_eq!(code, 0, "{waited}\n{}", h.status(&id));
+    let task = h.status(&id);
+    assert_eq!(task["agent_kind"], "opencode", "{task}");
+    assert!(
+        task["queue"]["attempts"]
+            .to_string()
+            .contains("rate_limited"),
+        "{task}"
+    );
+}
+
+/// A hand-off cut short before its queue mark: the decision is in the plan and the first
+/// agent ended, so the look at that ending carries the hand-off out — the next agent runs,
+/// the task completes, `wait` returns.
+#[test]
+fn a_handoff_cut_short_before_its_queue_mark_is_carried_out_by_the_next_look() {
+    let h = Harness::new();
+    h.user_config("monitor:\n  interval: 60s\n");
+    write_executable(
+        &h.bin.join("opencode"),
+        "#!/bin/sh\ncat > /dev/null\necho 'Took over.'\n",
+    );
+    let id = h.submit_batch_sh("sleep 120");
+    let restore = block_queue_marks(&h);
+    let _ = h.json(&["handoff", &id, "--agent", "opencode", "finish it"]);
+    restore();
+    let (waited, code) = h.json(&["wait", &id, "--timeout", &limits::arg(limits::TASK)]);
+    assert_eq!(code, 0, "{waited}\n{}", h.status(&id));
+    assert_eq!(h.status(&id)["agent_kind"], "opencode");
+}
+
+/// A `queued` task whose queue mark is gone (deleted by hand, or lost by an older cuekit
+/// killed half-way) is named by `doctor`, and the next look marks it again.
+#[test]
+fn a_queued_task_without_its_queue_mark_is_named_by_doctor_and_marked_again_by_a_look() {
+    let h = Harness::new();
+    // No monitor's look meanwhile: it would mark the task again before `doctor` sees it.
+    h.user_config("monitor:\n  interval: 60s\n");
+    let first = h.submit_batch_sh("sleep 60");
+    let second = h.submit_sh("true", &["--mode", "batch", "--after", &first]);
+    let mark = h.home.join(format!(".local/share/cuekit/queue/{second}"));
+    assert!(mark.exists(), "{}", h.status(&second));
+    std::fs::remove_file(&mark).unwrap();
+    // Past the moment a live writer could still be marking it.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let (doctor, _) = h.json(&["doctor"]);
+    assert!(doctor.to_string().contains(&second), "{doctor}");
+    h.status(&second);
+    assert!(mark.exists(), "not marked again");
+    h.ok(&["cancel", &first]);
+    h.wait_ended(&[&second], &limits::arg(limits::TASK));
+}

@@ -1281,3 +1281,114 @@ fn a_merge_whose_record_cannot_be_written_still_says_it_merged() {
     assert_eq!(again["already_merged"], true, "{again}");
     assert!(record.is_file(), "the next merge wrote the record");
 }
+
+/// A merge whose process group was killed while `read-tree` brought the checkout up: the
+/// branch holds the merge, the index too, files it adds missing or half-written, and that
+/// `read-tree` (in a group of its own) may still hold the index lock. The next merge waits for
+/// the lock, writes those files again and finishes; the journal is never dropped while the
+/// checkout does not show the branch.
+#[test]
+fn a_merge_killed_in_read_tree_is_finished_by_the_next_merge_never_dropping_its_journal() {
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    let id = h.submit_worktree_sh(&[], "echo b > b.txt");
+    h.wait_ok(&[&id], &limits::arg(limits::TASK));
+    let old = git(&h.project, &["rev-parse", "HEAD"]).trim().to_string();
+    std::fs::create_dir(h.project.join("d")).unwrap();
+    for k in 1..=20 {
+        std::fs::write(h.project.join(format!("d/f{k}.txt")), format!("file {k}\n")).unwrap();
+    }
+    git(&h.project, &["add", "d"]);
+    git(&h.project, &["commit", "-qm", "d"]);
+    let new = git(&h.project, &["rev-parse", "HEAD"]).trim().to_string();
+    for k in 1..=5 {
+        std::fs::remove_file(h.project.join(format!("d/f{k}.txt"))).unwrap();
+    }
+    std::fs::write(h.project.join("d/f6.txt"), "fil").unwrap();
+    let journal = h.project.join(".git/cuekit-landing");
+    std::fs::write(&journal, format!("refs/heads/main {old} {new}\n")).unwrap();
+    let lock = h.project.join(".git/index.lock");
+    std::fs::write(&lock, "").unwrap();
+    let held = lock.clone();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        std::fs::remove_file(held).unwrap();
+    });
+    let (merged, code) = h.json(&["merge", &id]);
+    writer.join().unwrap();
+    assert_eq!(code, 0, "{merged}");
+    assert!(
+        merged["repaired"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("interrupted merge"),
+        "{merged}"
+    );
+    assert!(!journal.exists());
+    assert_eq!(git(&h.project, &["status", "--porcelain"]), "");
+    for k in 1..=20 {
+        assert_eq!(
+            std::fs::read_to_string(h.project.join(format!("d/f{k}.txt"))).unwrap(),
+            format!("file {k}\n")
+        );
+    }
+    assert!(h.project.join("b.txt").is_file());
+}
+
+/// The same state with a change of the user's in the checkout: refused, saying the branch is
+/// at the merge (never "nothing was changed"), the journal kept for the next merge.
+#[test]
+fn a_checkout_behind_its_merge_with_changes_of_yours_is_refused_keeping_the_journal() {
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    let id = h.submit_worktree_sh(&[], "echo b > b.txt");
+    h.wait_ok(&[&id], &limits::arg(limits::TASK));
+    let old = git(&h.project, &["rev-parse", "HEAD"]).trim().to_string();
+    std::fs::write(h.project.join("c.txt"), "c\n").unwrap();
+    git(&h.project, &["add", "c.txt"]);
+    git(&h.project, &["commit", "-qm", "c"]);
+    let new = git(&h.project, &["rev-parse", "HEAD"]).trim().to_string();
+    std::fs::remove_file(h.project.join("c.txt")).unwrap();
+    std::fs::write(h.project.join("shared.txt"), "mine\n").unwrap();
+    let journal = h.project.join(".git/cuekit-landing");
+    std::fs::write(&journal, format!("refs/heads/main {old} {new}\n")).unwrap();
+    let (refused, code) = h.json(&["merge", &id]);
+    assert_eq!(code, 5, "{refused}");
+    let text = refused.to_string();
+    assert!(text.contains("is at the merge"), "{refused}");
+    assert!(!text.contains("nothing was changed"), "{refused}");
+    assert!(journal.exists(), "the journal was dropped");
+}
+
+/// A pass recorded while the task ran, followed by the task's own failing check (a process the
+/// child left could ask for that pass at a moment of its choosing): a plain merge refuses it,
+/// naming the failure, and lands nothing; `--unchecked` is still there.
+#[test]
+fn a_pass_a_later_failure_followed_while_the_task_ran_is_not_what_a_plain_merge_takes() {
+    let h = Harness::new();
+    project_repo(&h.project, "shared\n");
+    let ready = h.root().join("ready");
+    let go = h.root().join("go");
+    let script = format!(
+        "echo 1 > impl.txt; echo evil > evil.txt; touch '{}'; \
+         while [ ! -f '{}' ]; do sleep 0.1; done; rm evil.txt; echo 0 > impl.txt",
+        ready.display(),
+        go.display()
+    );
+    let id = h.submit_worktree_sh(&["--check", "grep -q 1 impl.txt"], &script);
+    assert!(crate::harness::poll(limits::TASK, || ready.exists()));
+    let (checked, _) = h.json(&["check", &id]);
+    assert!(checked.to_string().contains("passed"), "{checked}");
+    std::fs::write(&go, "").unwrap();
+    h.wait_ended(&[&id], &limits::arg(limits::TASK));
+    assert_eq!(h.status(&id)["status"], "failed");
+    let head = git(&h.project, &["rev-parse", "HEAD"]);
+    let (refused, code) = h.json(&["merge", &id]);
+    assert_ne!(code, 0, "{refused}");
+    assert!(
+        refused.to_string().contains("last check failed"),
+        "{refused}"
+    );
+    assert_eq!(git(&h.project, &["rev-parse", "HEAD"]), head);
+    assert!(!h.project.join("evil.txt").exists());
+}

@@ -10,10 +10,15 @@
 //!
 //! The recovery rule, for a kill anywhere in between ([`repair`], run first by every merge
 //! into that worktree): a journal whose branch is still at `<old>` is dropped (nothing
-//! moved); one whose branch is at `<new>` while the index still holds `<old>` has step 3 run
-//! again (what an interrupted `read-tree` wrote there, files whose bytes are the start of
-//! what the merge puts at that path, removed first); any other state (the user moved on by
-//! hand) is left as it is, only the journal dropped. When step 3 fails and the branch cannot be
+//! moved). For a branch at `<new>`, first the checkout's `index.lock` is waited for (a
+//! `read-tree` runs in a process group of its own, so one may outlive a merge killed with its
+//! group, and still be writing); then an index still at `<old>` has step 3 run again (what an
+//! interrupted `read-tree` wrote there, files whose bytes are the start of what the merge
+//! puts at that path, removed first); an index at `<new>` whose files the merge adds or
+//! changes are missing or half-written has those written again. A checkout that then still
+//! differs from `<new>` by changes of the user's is refused, saying the branch is at the
+//! merge, and the journal stays; any other state (the user moved on by hand: an index that is
+//! neither) is left as it is, only the journal dropped. When step 3 fails and the branch cannot be
 //! put back either (a full disk), the journal stays for that rule, and the answer says where
 //! the branch and the checkout are. No `MERGE_HEAD`, `MERGE_MSG` or `AUTO_MERGE` is ever written: git's own merge
 //! never runs in the user's checkout. What an older cuekit's `git merge` left there (its
@@ -219,32 +224,12 @@ pub fn repair(there: &Git) -> Result<Option<String>> {
         let words: Vec<&str> = text.split_whitespace().collect();
         if let [name, old, new] = words[..]
             && there.resolve(name).ok().as_deref() == Some(new)
-            && there.yes(["diff-index", "--cached", "--quiet", old, "--"])?
         {
-            clear_partial_writes(there, old, new)?;
-            there
-                .run(["read-tree", "-m", "-u", old, new])
-                .map_err(|err| {
-                    Error::new(
-                    ErrorCode::InvalidState,
-                    format!(
-                        "an earlier merge moved {} to {} but its checkout could not follow, and \
-                         still cannot: {}",
-                        name.trim_start_matches("refs/heads/"),
-                        &new[..new.len().min(12)],
-                        err.message
-                    ),
-                )
-                .with_hint(
-                    "move the files git names out of the way (or make room), then merge again: \
-                     the checkout is brought up to the branch first",
-                )
-                })?;
-            done.push(format!(
-                "finished an interrupted merge: {} now shows {}",
-                name.trim_start_matches("refs/heads/"),
-                &new[..new.len().min(12)]
-            ));
+            // A `read-tree` that outlived the merge killed around it may still be writing.
+            wait_for_index_lock(there, name, new)?;
+            if let Some(finished) = follow(there, name, old, new)? {
+                done.push(finished);
+            }
         }
         let _ = std::fs::remove_file(&journal);
     }
@@ -258,4 +243,123 @@ pub fn repair(there: &Git) -> Result<Option<String>> {
         done.push("aborted an unfinished merge an older cuekit left".to_string());
     }
     Ok((!done.is_empty()).then(|| done.join("; ")))
+}
+
+/// How long a merge waits for a git still writing the checkout's index (a `read-tree` that
+/// outlived the merge killed around it) before it judges the checkout.
+const INDEX_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Waits while the checkout's `index.lock` is there; one still there after
+/// [`INDEX_LOCK_WAIT`] is refused (the journal stays), saying where the branch is.
+fn wait_for_index_lock(there: &Git, name: &str, new: &str) -> Result<()> {
+    let lock = git_path(there, "index.lock")?;
+    let started = std::time::Instant::now();
+    while lock.exists() {
+        if started.elapsed() >= INDEX_LOCK_WAIT {
+            return Err(at_the_merge(
+                name,
+                new,
+                &format!(
+                    "{} is still there (a git at work, or one killed)",
+                    lock.display()
+                ),
+            )
+            .with_hint(format!(
+                "commit nothing in that checkout yet; once no git runs there, remove {} and run \
+                 `cuekit merge` again: it first brings the checkout up to the branch",
+                lock.display()
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// The recovery rule for a branch at `new` (see the module): the checkout brought up to it
+/// and what was done, in words; `None` when it already shows `new` (or was moved on by hand
+/// in a way that is not the merge's). Refuses, the journal kept, a checkout that is neither.
+fn follow(there: &Git, name: &str, old: &str, new: &str) -> Result<Option<String>> {
+    let branch = name.trim_start_matches("refs/heads/");
+    let short = &new[..new.len().min(12)];
+    let finished = format!("finished an interrupted merge: {branch} now shows {short}");
+    if there.yes(["diff-index", "--cached", "--quiet", old, "--"])? {
+        clear_partial_writes(there, old, new)?;
+        there
+            .run(["read-tree", "-m", "-u", old, new])
+            .map_err(|err| {
+                at_the_merge(
+                    name,
+                    new,
+                    &format!("its checkout still cannot follow: {}", err.message),
+                )
+                .with_hint(
+                    "move the files git names out of the way (or make room), then merge \
+                         again: the checkout is brought up to the branch first",
+                )
+            })?;
+        return Ok(Some(finished));
+    }
+    if !there.yes(["diff-index", "--cached", "--quiet", new, "--"])? {
+        // The index is neither the old head nor the merge: someone moved on by hand.
+        return Ok(None);
+    }
+    if there.yes(["diff", "--quiet", "--"])? {
+        return Ok(None);
+    }
+    // The index shows the merge but files it adds or changes are missing or half-written
+    // (its `read-tree` stopped, or it and a retry crossed): they are written again. Any other
+    // change is the user's, and refused with the journal kept.
+    let mut missing = Vec::new();
+    let top = PathBuf::from(there.line(["rev-parse", "--show-toplevel"])?);
+    let changed = there.run([
+        "diff-tree",
+        "-r",
+        "-z",
+        "--no-renames",
+        "--name-only",
+        old,
+        new,
+    ])?;
+    for path in changed.split('\0').filter(|p| !p.is_empty()) {
+        if !top.join(path).exists() {
+            missing.push(path.to_string());
+        }
+    }
+    clear_partial_writes(there, old, new)?;
+    for path in changed.split('\0').filter(|p| !p.is_empty()) {
+        if !top.join(path).exists() && !missing.iter().any(|m| m == path) {
+            missing.push(path.to_string());
+        }
+    }
+    if !missing.is_empty() {
+        let mut args = vec!["checkout-index", "-f", "--"];
+        args.extend(missing.iter().map(String::as_str));
+        there.run(args)?;
+    }
+    if there.yes(["diff", "--quiet", "--"])? {
+        return Ok(Some(finished));
+    }
+    Err(at_the_merge(
+        name,
+        new,
+        "its checkout has changes that are not the merge's",
+    )
+    .with_hint(
+        "commit nothing in that checkout yet (`git status` shows the changes); move your own \
+         changes away, then run `cuekit merge` again: it first brings the checkout up to the \
+         branch",
+    ))
+}
+
+/// A refusal that says the branch already holds the merge while its checkout does not show it.
+fn at_the_merge(name: &str, new: &str, why: &str) -> Error {
+    let branch = name.trim_start_matches("refs/heads/");
+    Error::new(
+        ErrorCode::InvalidState,
+        format!(
+            "an earlier merge moved {branch} to {} but its checkout does not show it yet: {why}; \
+             {branch} is at the merge (nothing of it is lost)",
+            &new[..new.len().min(12)]
+        ),
+    )
 }

@@ -125,6 +125,7 @@ pub fn doctor(cwd: &Path, fix: bool, all: bool) -> Vec<Check> {
     }
     checks.extend(agent_checks(&config, all));
     checks.extend(queue_check());
+    checks.extend(queue::stranded_check());
     checks.extend(environment_checks());
     checks.extend(storage_checks(cwd, fix));
     checks.push(git_check());

@@ -30,3 +30,32 @@ pub(super) fn queue_check() -> Option<Check> {
         )
     })
 }
+
+/// Tasks `queued` on record with no queue mark (a failover decision or a hand-off killed
+/// half-way): the scheduler would never start them; a look finishes their queuing.
+pub(super) fn stranded_check() -> Option<Check> {
+    let tasks: Vec<crate::ops::task::Task> = crate::ops::task::scan_registry()
+        .ok()?
+        .into_iter()
+        .filter_map(|found| match found {
+            crate::ops::task::Found::Trusted(task) => Some(*task),
+            _ => None,
+        })
+        .collect();
+    let ids = crate::ops::schedule::stranded::stranded_ids(&tasks);
+    if ids.is_empty() {
+        return None;
+    }
+    Some(
+        Check::new(
+            "queue",
+            Level::Warn,
+            format!(
+                "{} task(s) queued with no place in the queue (a decision killed half-way): {}",
+                ids.len(),
+                ids.join(", ")
+            ),
+        )
+        .next("run `cuekit status ID` (or `cuekit list`): a look puts the task back in the queue"),
+    )
+}

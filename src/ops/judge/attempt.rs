@@ -34,7 +34,7 @@ pub(crate) fn name_fault(record: &store::TaskRecord, adapter: &Adapter, ending: 
     }
     let mut text = ending.hint.clone().unwrap_or_default();
     text.push('\n');
-    text.push_str(&transcript_end(record));
+    text.push_str(&attempt_transcript_end(record));
     let Some((reason, wait)) = adapter::faults::classify(adapter.faults, &text) else {
         return ending;
     };
@@ -60,13 +60,29 @@ pub(crate) fn name_fault(record: &store::TaskRecord, adapter: &Adapter, ending: 
 
 /// The last lines of the task's transcript as text (16 KiB of it at most).
 pub(crate) fn transcript_end(record: &store::TaskRecord) -> String {
+    transcript_end_from(record, 0)
+}
+
+/// The last lines of what the running attempt printed (16 KiB at most): the transcript from
+/// where the attempt's pane started (its plan names it), never an earlier attempt's words.
+pub(crate) fn attempt_transcript_end(record: &store::TaskRecord) -> String {
+    let from = schedule::plan(&record.id)
+        .and_then(|plan| plan.attempts.last().cloned())
+        .filter(|attempt| attempt.ended_at.is_none())
+        .and_then(|attempt| attempt.transcript_from)
+        .unwrap_or(0);
+    transcript_end_from(record, from)
+}
+
+/// The last 16 KiB at most of the transcript after byte `from`, rendered.
+fn transcript_end_from(record: &store::TaskRecord, from: u64) -> String {
     use std::io::{Read, Seek, SeekFrom};
     let path = crate::effects::store::transcript_path(record);
     let Ok(mut file) = store::open_own(&path) else {
         return String::new();
     };
     let len = file.metadata().map_or(0, |m| m.len());
-    let _ = file.seek(SeekFrom::Start(len.saturating_sub(16 * 1024)));
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(16 * 1024).max(from)));
     let mut raw = Vec::new();
     let _ = file.take(16 * 1024).read_to_end(&mut raw);
     let height = record.tmux.as_ref().map_or(50, |t| usize::from(t.height));
@@ -79,6 +95,14 @@ pub(crate) fn transcript_end(record: &store::TaskRecord) -> String {
 pub(crate) fn requeue(task: &Task, ending: &Ending) -> Option<Result<Task>> {
     let id = &task.record.id;
     let mut plan = schedule::plan(id)?;
+    // A failover or hand-off decided for this attempt (the plan holds it), its record not
+    // `queued` yet (its process was killed, or a hand-off is ending the attempt): carried out
+    // as decided, whatever the ending.
+    if store::lifecycle(id).is_none_or(|now| now.started_at == task.record.started_at)
+        && let Some(finished) = switch::finish_pending(task, &plan)
+    {
+        return finished.transpose();
+    }
     let reason = ending.reason.as_deref()?;
     if ending.status != Status::Failed {
         return None;

@@ -10,7 +10,7 @@ use crate::ops::background::monitor_lock;
 use crate::ops::task::Task;
 
 /// Undoes submits that were interrupted, serves the queue after a reboot (or a killed
-/// scheduler), finishes stops a killed caller left, reaps what a killed check runner left, and
+/// scheduler), finishes the queuing a killed decision left, finishes stops a killed caller left, reaps what a killed check runner left, and
 /// starts the monitor of every server with a running task among `tasks` (transitions are
 /// announced whoever watches).
 pub fn look_after(tasks: &[Task]) {
@@ -26,6 +26,13 @@ pub fn look_after(tasks: &[Task]) {
             .is_some_and(|check| check.phase == crate::domain::check::Phase::Checking)
     }) {
         crate::ops::check::reap_killed_runner(task);
+    }
+    // A task left `queued` with no queue mark by a decision that was killed half-way.
+    for task in tasks
+        .iter()
+        .filter(|task| task.record.status == Status::Queued)
+    {
+        crate::ops::schedule::stranded::repair(task);
     }
     let sockets: HashSet<&Socket> = tasks
         .iter()

@@ -14,6 +14,7 @@
 mod explain;
 mod retry;
 mod start;
+pub(crate) mod stranded;
 pub(crate) mod switch;
 
 use std::collections::HashMap;

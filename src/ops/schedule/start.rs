@@ -109,6 +109,9 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
     let session = &task.placement.session;
     // An earlier attempt's session (its pane dead) makes room for this one.
     let _ = tmux.run(&args::kill_session(session));
+    // What earlier attempts printed ends here: this attempt is judged on what follows.
+    let transcript_from = std::fs::metadata(record.task_dir.join(store::TRANSCRIPT_FILE))
+        .map_or(0, |meta| meta.len());
     let script = schedule::launch_path(&id).expect("a task id names a path");
     let height = record
         .tmux
@@ -160,6 +163,7 @@ pub(super) fn start(task: &Task, plan: &mut Plan) -> Result<bool> {
         exit_code: None,
         agent: Some(task.record.spec.agent_kind.clone()),
         model: task.record.spec.model.clone(),
+        transcript_from: Some(transcript_from),
         ..Default::default()
     });
     plan.not_before = None;

@@ -42,13 +42,25 @@ pub(crate) fn may_take(task: &Task, next: &Fallback) -> bool {
 /// `Ok(None)`: the look was at an attempt another has followed since (nothing is written).
 pub(crate) fn queue_switch(
     task: &Task,
-    mut plan: Plan,
+    plan: Plan,
     ended: &Ended,
     next: &Fallback,
     message: Option<String>,
     hint: &str,
 ) -> Result<Option<Task>> {
-    let id = &task.record.id;
+    let plan = journal(task, plan, ended, next, message);
+    commit_switch(task, &plan, ended, hint)
+}
+
+/// The plan with the running attempt's ending and the switch to `next` in it (written by
+/// [`commit_switch`], or first by a hand-off, before it ends the attempt).
+pub(crate) fn journal(
+    task: &Task,
+    mut plan: Plan,
+    ended: &Ended,
+    next: &Fallback,
+    message: Option<String>,
+) -> Plan {
     let now = crate::effects::clock::now_rfc3339();
     let resets = ended.reset.map(|wait| {
         let at = humantime::format_rfc3339_seconds(SystemTime::now() + wait).to_string();
@@ -80,6 +92,35 @@ pub(crate) fn queue_switch(
         reason: ended.reason.to_string(),
         message,
     });
+    plan
+}
+
+/// Carries out a switch the plan holds (its last attempt ended, `plan.switch` the next
+/// agent). The plan is written first and the record's `queued` last, so a process killed at
+/// any instant leaves either a task still `running` whose plan holds the decision (the next
+/// look finishes it: [`finish_pending`]) or a task queued with its mark — never one `queued`
+/// that the scheduler does not know of.
+pub(crate) fn commit_switch(
+    task: &Task,
+    plan: &Plan,
+    ended: &Ended,
+    hint: &str,
+) -> Result<Option<Task>> {
+    let id = &task.record.id;
+    let Some(next) = plan.switch.as_ref().map(|switch| Fallback {
+        agent: switch.agent.clone(),
+        model: switch.model.clone(),
+    }) else {
+        return Ok(None);
+    };
+    let fresh = crate::ops::task::reread(&task.placement)?;
+    if fresh.status != Status::Running || fresh.started_at != task.record.started_at {
+        return Ok(None);
+    }
+    schedule::save_plan(id, plan)?;
+    name_agent(task, &next)?;
+    // The scheduler leaves a mark alone while the record says `running`.
+    schedule::enqueue(id)?;
     let mut queued = false;
     let record = store::update(&task.placement.task_dir, |record| {
         if record.status != Status::Running || record.started_at != task.record.started_at {
@@ -97,9 +138,6 @@ pub(crate) fn queue_switch(
     if !queued {
         return Ok(None);
     }
-    name_agent(task, next)?;
-    schedule::save_plan(id, &plan)?;
-    schedule::enqueue(id)?;
     schedule::free_slot(id);
     schedule::close_gate(id);
     crate::ops::background::monitor_lock::ensure_scheduler();
@@ -108,9 +146,35 @@ pub(crate) fn queue_switch(
     Ok(Some(task))
 }
 
+/// A switch decided for the attempt that ended but cut short before the record said
+/// `queued` (its process was killed): the plan's last attempt is ended and holds the
+/// switch. `Some`: it is carried out now, as decided.
+pub(crate) fn finish_pending(task: &Task, plan: &Plan) -> Option<Result<Option<Task>>> {
+    let switch = plan.switch.as_ref()?;
+    let last = plan.attempts.last().filter(|a| a.ended_at.is_some())?;
+    let n = plan.attempts.len();
+    let hint = format!(
+        "attempt {n} ended {} on {}; attempt {} goes on with {} in the same work dir, told a \
+         recap",
+        switch.reason,
+        switch.from,
+        n + 1,
+        Fallback {
+            agent: switch.agent.clone(),
+            model: switch.model.clone(),
+        }
+    );
+    let ended = Ended {
+        reason: &switch.reason,
+        exit_code: last.exit_code,
+        reset: None,
+    };
+    Some(commit_switch(task, plan, &ended, &hint))
+}
+
 /// The registry's agent and the kept spec's agent and model become the new agent's; the
 /// agent session is the new agent's to make.
-fn name_agent(task: &Task, next: &Fallback) -> Result<()> {
+pub(super) fn name_agent(task: &Task, next: &Fallback) -> Result<()> {
     let id = &task.record.id;
     let mut spec = store::kept_spec(id)?;
     spec.agent_kind = next.agent.clone();

@@ -46,6 +46,9 @@ pub(super) fn start(
             exit_code: None,
             agent: Some(resolved.spec.agent_kind.clone()),
             model: resolved.spec.model.clone(),
+            transcript_from: std::fs::metadata(&created.files.transcript)
+                .ok()
+                .map(|meta| meta.len()),
             ..Default::default()
         });
         schedule::save_plan(id, &plan).map_err(|err| undo.undo(err))?;

@@ -20,9 +20,10 @@ pub(crate) fn commit(task: &Task) -> Option<String> {
 
 /// What a plain `merge` (or a `--base-from`) of `task` takes: `None` for a task without a
 /// check, or one whose pass names no commit (an older cuekit's verdict): its work as it is;
-/// else the commit of its last passing verdict — even after a re-check failed, the commit that
-/// passed is the only checked work there is. A checked task that never passed is refused:
-/// only `merge --unchecked` takes work no passing verdict names.
+/// else the commit of its last passing verdict — even after a re-check you asked for once the
+/// task ended failed, the commit that passed is the only checked work there is. A pass that a
+/// failure begun while the task ran follows (its own final check) is refused, as is a checked
+/// task that never passed: only `merge --unchecked` takes work no standing pass names.
 pub(crate) fn taken_commit(task: &Task) -> Result<Option<String>> {
     let Some(worktree) = task.worktree() else {
         return Ok(None);
@@ -31,6 +32,24 @@ pub(crate) fn taken_commit(task: &Task) -> Result<Option<String>> {
         return Ok(None);
     };
     let id = &task.record.id;
+    if let Some(pass) = state.last_pass()
+        && !pass_stands(task, &state, pass)
+    {
+        return Err(Error::new(
+            ErrorCode::CheckFailed,
+            format!(
+                "task {id}'s last check failed ({}): its pass of round {} was recorded while \
+                 the task ran, and a check of the task's own failed after it; a plain merge \
+                 takes a pass only when no failure from the task's run follows it",
+                state.summary(),
+                pass.round
+            ),
+        )
+        .with_hint(format!(
+            "check it again (`cuekit check {id}`), or take the work as it is with \
+             `cuekit merge {id} --unchecked`"
+        )));
+    }
     match state.last_pass() {
         Some(verdict) => Ok(verdict
             .commit
@@ -48,6 +67,32 @@ pub(crate) fn taken_commit(task: &Task) -> Result<Option<String>> {
              `cuekit merge {id} --unchecked`"
         ))),
     }
+}
+
+/// Whether `pass` is one a plain merge may take: no failure begun while the task ran follows
+/// it. A pass recorded mid-run may have been timed by the child (a process it left, escaped
+/// from the task, checking its work at a moment of its choosing), so the task's own failing
+/// check after it stands; a failed re-check you ask for after the task ended does not undo
+/// the pass before it.
+fn pass_stands(
+    task: &Task,
+    state: &crate::domain::check::CheckState,
+    pass: &crate::domain::check::Verdict,
+) -> bool {
+    let time = |text: &str| humantime::parse_rfc3339_weak(text).ok();
+    let ended = task.record.ended_at.as_deref().and_then(time);
+    let after = state
+        .verdicts
+        .iter()
+        .skip_while(|verdict| !std::ptr::eq(*verdict, pass))
+        .skip(1);
+    !after.into_iter().any(|verdict| {
+        !verdict.passed
+            && match (ended, time(&verdict.started_at)) {
+                (Some(ended), Some(started)) => started < ended,
+                _ => true,
+            }
+    })
 }
 
 /// The tree of `task`'s result: its checked commit's, else its work as it is now.
