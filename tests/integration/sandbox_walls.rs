@@ -56,6 +56,56 @@ fn a_sandboxed_child_cannot_drive_another_tmux_server_of_its_user() {
     );
 }
 
+/// Nor through a socket whose name the kernel's list (`/proc/net/unix`) does not give as it is
+/// now: one bound with a relative name (`cd dir && tmux -S b.sock`), one whose folder was
+/// renamed since, a second (hard-linked) name of one, and one bound in another network
+/// namespace (not in cuekit's list at all). All four bound before the sandbox starts.
+#[test]
+fn a_sandboxed_child_cannot_drive_a_tmux_server_whatever_name_its_socket_was_bound_with() {
+    let user = ThrowawayUser::new("cuekit-sbx-");
+    let out = outside();
+    let status = as_root("chown")
+        .arg(&user.name)
+        .arg(out.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let w = out.path().display().to_string();
+    let ways = [
+        ("relative", "rel/b.sock"),
+        ("renamed", "new/c.sock"),
+        ("hardlink", "link/d2.sock"),
+        ("othernetns", "e.sock"),
+    ];
+    let child: String = ways
+        .iter()
+        .map(|(name, socket)| {
+            format!("tmux -S '{w}/{socket}' run-shell 'touch {w}/ESCAPED-{name}'; ")
+        })
+        .collect();
+    let script = format!(
+        "cd '{w}' && mkdir rel old link && (cd rel && tmux -S b.sock -f /dev/null new-session -d 'sleep 120') \
+         && tmux -S old/c.sock -f /dev/null new-session -d 'sleep 120' && mv old new \
+         && tmux -S d.sock -f /dev/null new-session -d 'sleep 120' && ln d.sock link/d2.sock \
+         && unshare -rn tmux -S e.sock -f /dev/null new-session -d 'sleep 120' \
+         && mkdir -p ~/proj && cd ~/proj \
+         && cuekit submit --id t_5a4db0c00049 --sandbox --agent command --mode batch -- sh -c \
+         \"{child}echo TRIED\" \
+         && cuekit wait t_5a4db0c00049 --timeout 60s; cuekit logs t_5a4db0c00049; \
+         for s in rel/b.sock new/c.sock d.sock e.sock; do tmux -S '{w}'/$s kill-server; done"
+    );
+    let ran = run_as(&user, &script);
+    let said =
+        String::from_utf8_lossy(&ran.stdout).into_owned() + &String::from_utf8_lossy(&ran.stderr);
+    assert!(said.contains("TRIED"), "the child did not run:\n{said}");
+    for (name, _) in ways {
+        assert!(
+            !out.path().join(format!("ESCAPED-{name}")).exists(),
+            "the child ran a command outside its sandbox through a socket bound {name}:\n{said}"
+        );
+    }
+}
+
 /// `cuekit --json submit ARGS…` from `dir`: the task's id.
 fn submit_in(h: &Harness, dir: &Path, args: &[&str]) -> String {
     let output = h

@@ -14,6 +14,7 @@ use crate::effects::store::WorktreePlacement;
 
 mod net;
 mod plan;
+mod sockets;
 
 pub use net::{probe_stack, run_net, stack as network_stack};
 pub(crate) use plan::{check_work_dir, scope};

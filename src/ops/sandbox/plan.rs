@@ -81,8 +81,11 @@ pub(crate) fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
     mounts.push(Mount::Writable(drop.clone()));
     mounts.extend(outside_mounts(&hidden, subject));
     mounts.extend(other_records(&hidden, &mounts, subject));
+    mounts.extend(checkouts_shown_again(&hidden, &mounts, subject));
     let sockets = bound_sockets(&hidden, &mounts);
     mounts.extend(sockets);
+    let own = own_folders(subject, &drop);
+    mounts.extend(socket_files(&hidden, &mounts, &own)?);
     Ok(Plan {
         hidden,
         mounts,
@@ -111,7 +114,8 @@ pub(crate) fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
 /// hidden root (a repository at `/` or HOME) is left to the roots: a private folder over it
 /// would hide what the roots let through.
 fn other_checkouts(hidden: &[PathBuf], subject: &Subject) -> Vec<Mount> {
-    let own = subject.work_dir.canonicalize().ok();
+    // Not made yet at submit (the plan comes first): named as it will be.
+    let own = real_path(subject.work_dir);
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(worktree) = subject.worktree {
         let repo = worktree.repo_root.canonicalize().ok();
@@ -132,16 +136,31 @@ fn other_checkouts(hidden: &[PathBuf], subject: &Subject) -> Vec<Mount> {
     let mut mounts = Vec::new();
     for dir in dirs {
         let hide = Mount::Private(dir.clone());
-        if Some(&dir) != own.as_ref() && may_show(hidden, &dir) && !mounts.contains(&hide) {
+        // One inside a folder hidden already (another checkout in `<repo>.worktrees`) is not
+        // there at all: no empty folder of its name is made.
+        let not_hidden_yet = in_sight(&[], &mounts, &dir);
+        if Some(&dir) != own.as_ref() && may_show(hidden, &dir) && not_hidden_yet {
             mounts.push(hide);
         }
     }
     mounts
 }
 
+/// Another task's checkout that a later mount shows again (a `sandbox.read` folder above it):
+/// hidden again.
+fn checkouts_shown_again(hidden: &[PathBuf], mounts: &[Mount], subject: &Subject) -> Vec<Mount> {
+    let own = real_path(subject.work_dir);
+    store::projects::task_checkouts()
+        .into_iter()
+        .filter(|dir| Some(dir) != own.as_ref() && in_sight(hidden, mounts, dir))
+        .filter(|dir| !own.as_ref().is_some_and(|own| own.starts_with(dir)))
+        .map(Mount::Private)
+        .collect()
+}
+
 /// Whether `path` of the machine is in the child's sight once the hidden roots and `mounts`
 /// are laid: the last mount above it decides.
-fn in_sight(hidden: &[PathBuf], mounts: &[Mount], path: &Path) -> bool {
+pub(super) fn in_sight(hidden: &[PathBuf], mounts: &[Mount], path: &Path) -> bool {
     let mut seen = !is_hidden(hidden, path);
     for mount in mounts {
         match mount {
@@ -188,6 +207,51 @@ fn bound_sockets(hidden: &[PathBuf], mounts: &[Mount]) -> Vec<Mount> {
         }
     }
     masks
+}
+
+/// The task's own folders, whose sockets its child made: its checkout (made for it), its report
+/// drop and its state.
+fn own_folders(subject: &Subject, drop: &Path) -> Vec<PathBuf> {
+    let mut own = vec![drop.to_path_buf()];
+    own.extend(store::state_dir(subject.id));
+    if subject.worktree.is_some() {
+        own.push(subject.work_dir.to_path_buf());
+        own.extend(real_path(subject.work_dir));
+    }
+    own
+}
+
+/// Every socket file the child would see, whatever name it was bound with, in whichever network
+/// namespace: covered ([`super::sockets`]). Refused when the machine shows more entries than
+/// can be looked at.
+fn socket_files(hidden: &[PathBuf], mounts: &[Mount], own: &[PathBuf]) -> Result<Vec<Mount>> {
+    let sight = super::sockets::Sight {
+        hidden,
+        mounts,
+        own,
+    };
+    super::sockets::socket_covers(Path::new("/"), &sight, super::sockets::SOCKET_LOOK).map_err(
+        |looked| {
+            unavailable(
+                format!(
+                    "the sandbox would show more than {looked} entries of this machine: too \
+                     many to prove that no unix socket of the outside is among them"
+                ),
+                "submit without --sandbox, or on a machine with fewer files outside HOME",
+            )
+        },
+    )
+}
+
+/// A path as the kernel names it, also before it is made (a task's checkout at submit): the
+/// nearest folder there is, resolved, and the rest of the path as it is.
+fn real_path(path: &Path) -> Option<PathBuf> {
+    if let Ok(real) = path.canonicalize() {
+        return Some(real);
+    }
+    path.ancestors()
+        .find_map(|dir| Some((dir.canonicalize().ok()?, path.strip_prefix(dir).ok()?)))
+        .map(|(there, rest)| there.join(rest))
 }
 
 /// Who the child runs as: the sandbox's unprivileged uid when cuekit is root (never root,
