@@ -377,3 +377,71 @@ fn no_other_user_runs_what_a_sandboxed_child_left() {
         "another user ran the child's program"
     );
 }
+
+fn strs(words: &[String]) -> Vec<&str> {
+    words.iter().map(String::as_str).collect()
+}
+
+/// A task started after a sandbox, in another repository cuekit already has a task checkout in,
+/// is out of that sandbox's sight too: the repository's folder of checkouts
+/// (`<repo>.worktrees`) is hidden whole, not the checkouts there at the sandbox's start alone.
+#[test]
+fn a_checkout_made_after_a_sandbox_started_is_out_of_its_sight() {
+    let h = Harness::new();
+    let out = outside();
+    let (a_repo, b_repo) = (out.path().join("a"), out.path().join("b"));
+    for repo in [&a_repo, &b_repo] {
+        std::fs::create_dir_all(repo).unwrap();
+        project_repo(repo, "shared");
+    }
+    let sh = |script: &str| {
+        ["--agent", "command", "--mode", "batch", "--", "sh", "-c"]
+            .into_iter()
+            .map(String::from)
+            .chain([script.to_string()])
+            .collect::<Vec<String>>()
+    };
+    let args = |extra: &[&str], script: &str| {
+        extra
+            .iter()
+            .map(|word| (*word).to_string())
+            .chain(sh(script))
+            .collect::<Vec<String>>()
+    };
+    // B already has a checkout when A's sandbox starts.
+    let earlier = submit_in(&h, &b_repo, &strs(&args(&["--worktree"], "true")));
+    h.wait_ok(&[&earlier], &limits::arg(limits::AGENT));
+    let b_checkouts = h.worktree_of(&earlier).parent().unwrap().to_path_buf();
+    let a = submit_in(
+        &h,
+        &a_repo,
+        &strs(&args(
+            &["--sandbox"],
+            &format!(
+                "while [ ! -f go ]; do sleep 0.2; done; cat '{}'/*/later-work.txt > seen-later 2>&1; true",
+                b_checkouts.display()
+            ),
+        )),
+    );
+    // A's sandbox is up once its checkout is there and it waits.
+    let a_checkout = h.worktree_of(&a);
+    let later = submit_in(
+        &h,
+        &b_repo,
+        &strs(&args(
+            &["--worktree"],
+            "echo LATER-UNCOMMITTED-WORK > later-work.txt; chmod 644 later-work.txt; sleep 60",
+        )),
+    );
+    let written = h.worktree_of(&later).join("later-work.txt");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !written.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(written.exists(), "the later task never wrote its work");
+    std::fs::write(a_checkout.join("go"), "").unwrap();
+    h.wait_ok(&[&a], &limits::arg(limits::AGENT));
+    let _ = h.cuekit().args(["cancel", &later]).output();
+    let seen = std::fs::read_to_string(a_checkout.join("seen-later")).unwrap_or_default();
+    assert!(!seen.contains("LATER-UNCOMMITTED-WORK"), "{seen}");
+}

@@ -132,7 +132,17 @@ fn other_checkouts(hidden: &[PathBuf], subject: &Subject) -> Vec<Mount> {
         dirs.extend(beside.map(Path::to_path_buf));
         dirs.extend(repo.clone());
     }
-    dirs.extend(store::projects::task_checkouts());
+    // Every other repository's folder of task checkouts (`<repo>.worktrees`) whole, not its
+    // checkouts one by one: a task started there after this sandbox is out of sight too.
+    let checkouts = store::projects::task_checkouts();
+    dirs.extend(
+        checkouts
+            .iter()
+            .filter_map(|checkout| checkout.parent())
+            .filter(|dir| dir.extension().is_some_and(|ext| ext == "worktrees"))
+            .map(Path::to_path_buf),
+    );
+    dirs.extend(checkouts);
     let mut mounts = Vec::new();
     for dir in dirs {
         let hide = Mount::Private(dir.clone());
@@ -356,23 +366,7 @@ fn program_mounts(hidden: &[PathBuf], subject: &Subject) -> Vec<Mount> {
 fn agent_mounts(home: &Path, subject: &Subject) -> Result<Vec<Mount>> {
     let mut mounts = Vec::new();
     let needs = subject.adapter.sandbox;
-    // Every agent's state and private entries, not this one's alone: `~/.gemini` holds
-    // Antigravity's conversations too, and `~/.claude` every project's prompt history.
-    // Another agent's settings folder inside this one's (Antigravity's `~/.gemini/antigravity-cli`,
-    // its login among them) and what other programs keep there (`OTHERS_STATE`) too.
-    let kept_out: Vec<&Path> = crate::domain::adapter::ADAPTERS
-        .iter()
-        .flat_map(|adapter| adapter.sandbox.state.iter().chain(adapter.sandbox.private))
-        .chain(
-            crate::domain::adapter::ADAPTERS
-                .iter()
-                .filter(|adapter| !std::ptr::eq(adapter.sandbox, needs))
-                .flat_map(|adapter| adapter.sandbox.config_dirs.iter())
-                .filter(|dir| !needs.config_dirs.contains(dir)),
-        )
-        .chain(OTHERS_STATE)
-        .map(Path::new)
-        .collect();
+    let kept_out = kept_out(needs);
     for dir in needs.config_dirs {
         show_settings(home, &home.join(dir), &kept_out, &mut mounts);
     }
@@ -395,6 +389,27 @@ fn agent_mounts(home: &Path, subject: &Subject) -> Result<Vec<Mount>> {
         }
     }
     Ok(mounts)
+}
+
+/// What of a settings folder no sandbox shows (relative to HOME): every agent's state and
+/// private entries, not this one's alone (`~/.gemini` holds Antigravity's conversations too,
+/// and `~/.claude` every project's prompt history and plans); another agent's settings folder
+/// inside this one's (Antigravity's `~/.gemini/antigravity-cli`, its login among them), and
+/// what other programs keep there (`OTHERS_STATE`).
+fn kept_out(needs: &sandbox::Needs) -> Vec<&'static Path> {
+    crate::domain::adapter::ADAPTERS
+        .iter()
+        .flat_map(|adapter| adapter.sandbox.state.iter().chain(adapter.sandbox.private))
+        .chain(
+            crate::domain::adapter::ADAPTERS
+                .iter()
+                .filter(|adapter| !std::ptr::eq(adapter.sandbox, needs))
+                .flat_map(|adapter| adapter.sandbox.config_dirs.iter())
+                .filter(|dir| !needs.config_dirs.contains(dir)),
+        )
+        .chain(OTHERS_STATE)
+        .map(Path::new)
+        .collect()
 }
 
 /// What agents and their kin keep in a settings folder that is no adapter's own (relative to
@@ -754,6 +769,55 @@ mod tests {
             crate::domain::error::ErrorCode::SandboxUnavailable
         );
         assert!(err.message.contains("a/b/c"), "{}", err.message);
+    }
+
+    /// What Codex and Claude Code keep of every project in their folders (archived rollouts,
+    /// the session index, plan mode's plans) is not shown; their settings are.
+    #[test]
+    fn every_projects_agent_history_is_left_out_of_the_settings_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        for (file, text) in [
+            (".codex/config.toml", "model = 'x'"),
+            (
+                ".codex/archived_sessions/2026/rollout-other.jsonl",
+                "SECRET",
+            ),
+            (".codex/session_index.jsonl", "SECRET"),
+            (".claude/settings.json", "{}"),
+            (".claude/plans/other-project-plan.md", "SECRET"),
+        ] {
+            let path = home.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, text).unwrap();
+        }
+        for kind in ["codex", "claude-code"] {
+            let needs = crate::domain::adapter::lookup(kind).unwrap().sandbox;
+            let mut mounts = Vec::new();
+            for config in needs.config_dirs {
+                show_settings(home, &home.join(config), &kept_out(needs), &mut mounts);
+            }
+            let hidden = vec![home.to_path_buf()];
+            for shown in [".codex/config.toml", ".claude/settings.json"]
+                .iter()
+                .filter(|file| file.starts_with(needs.config_dirs[0]))
+            {
+                assert!(
+                    in_sight(&hidden, &mounts, &home.join(shown)),
+                    "{kind}: {shown}"
+                );
+            }
+            for secret in [
+                ".codex/archived_sessions/2026/rollout-other.jsonl",
+                ".codex/session_index.jsonl",
+                ".claude/plans/other-project-plan.md",
+            ] {
+                assert!(
+                    !in_sight(&hidden, &mounts, &home.join(secret)),
+                    "{kind}: {secret}"
+                );
+            }
+        }
     }
 
     #[test]

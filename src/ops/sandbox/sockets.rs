@@ -35,6 +35,23 @@ pub(super) struct Sight<'a> {
 }
 
 impl Sight<'_> {
+    /// The paths at which what the child sees may change: below any other, a folder in sight
+    /// shows its entries (`shows` is asked only there).
+    fn turns(&self) -> HashSet<PathBuf> {
+        let mut turns: HashSet<PathBuf> = self.hidden.iter().chain(self.own).cloned().collect();
+        turns.extend(OWN_OR_NONE.iter().map(PathBuf::from));
+        for mount in self.mounts {
+            turns.insert(match mount {
+                Mount::ReadOnly(dir)
+                | Mount::Writable(dir)
+                | Mount::Private(dir)
+                | Mount::Masked(dir) => dir.clone(),
+                Mount::Bound { to, .. } => to.clone(),
+            });
+        }
+        turns
+    }
+
     /// Whether `path` of the machine is in the child's sight, and not its own.
     pub(super) fn shows(&self, path: &Path) -> bool {
         !self.own.iter().any(|own| path.starts_with(own))
@@ -68,6 +85,7 @@ pub(super) fn socket_covers(
     use std::os::unix::fs::FileTypeExt;
     let mut covers: Vec<Mount> = Vec::new();
     let mut walked: HashSet<PathBuf> = HashSet::new();
+    let turns = sight.turns();
     let mut looked = 0;
     let cover = |path: PathBuf, covers: &mut Vec<Mount>| {
         let mask = Mount::Masked(path);
@@ -84,6 +102,11 @@ pub(super) fn socket_covers(
             cover(root, &mut covers);
             continue;
         }
+        if !sight.shows(&root) {
+            continue;
+        }
+        // Every folder walked is in sight: an entry of it is too, unless a turn is at it.
+        let shows = |path: &Path| !turns.contains(path) || sight.shows(path);
         let mut folders = vec![root];
         while let Some(folder) = folders.pop() {
             if !walked.insert(folder.clone()) {
@@ -101,10 +124,13 @@ pub(super) fn socket_covers(
                 let Ok(kind) = entry.file_type() else {
                     continue;
                 };
+                if !kind.is_dir() && !kind.is_socket() {
+                    continue;
+                }
                 let path = entry.path();
-                if kind.is_dir() && sight.shows(&path) {
+                if kind.is_dir() && shows(&path) {
                     folders.push(path);
-                } else if kind.is_socket() && sight.shows(&path) {
+                } else if kind.is_socket() && shows(&path) {
                     cover(path, &mut covers);
                 }
             }
