@@ -219,7 +219,10 @@ fn as_root_a_sandboxed_child_reaches_its_own_checkout_by_path_and_no_other() {
     let id = submit(
         "echo \"REAL $(realpath \"$PWD\" 2>&1)\"; echo \"BESIDE $(ls \"$PWD/..\" 2>&1 | tr '\\n' ' ')\"",
     );
-    h.wait_all(&[&id], "90s");
+    h.wait_ok(
+        &[&id],
+        &crate::harness::limits::arg(crate::harness::limits::AGENT),
+    );
     let _ = h.cuekit().args(["cancel", &other]).output();
     let said = h.ok(&["logs", &id]);
     let own = h.worktree_of(&id);
