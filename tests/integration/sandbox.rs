@@ -592,7 +592,8 @@ fn a_sandbox_that_cannot_be_made_at_start_ends_sandbox_failed() {
     let shown = h.root().join("shown");
     std::fs::create_dir_all(&shown).unwrap();
     h.user_config(&format!("sandbox:\n  read: ['{}']\n", shown.display()));
-    let first = h.submit_batch_sh("sleep 2");
+    // Long enough to outlast the second's submit (its plan walks what the sandbox shows).
+    let first = h.submit_batch_sh("sleep 8");
     let second = h.submit_sh(
         "echo AGENT-RAN",
         &["--sandbox", "--after", &first, "--mode", "batch"],

@@ -182,3 +182,64 @@ fn as_root_the_hand_over_never_follows_a_link_or_takes_a_shared_file() {
     assert_eq!(uid(&target), 0, "the link's target was handed over");
     assert_eq!(uid(&root.join("a/b/shared.txt")), 0, "a shared inode was");
 }
+
+/// As root, a sandboxed child reaches its own checkout by its path (`realpath`, the `lstat` the
+/// Gemini CLI makes at its start) through `<repo>.worktrees`, which is root's alone (`0700`), and
+/// sees nothing else there: no other task's checkout.
+#[test]
+fn as_root_a_sandboxed_child_reaches_its_own_checkout_by_path_and_no_other() {
+    needs_root();
+    let h = Harness::new();
+    // Outside HOME and /tmp, where the machine is shown read-only; open to the sandbox's uid.
+    let out = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::set_permissions(
+        out.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let repo = out.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    project_repo(&repo, "base\n");
+    let submit = |script: &str| {
+        let output = h
+            .cuekit()
+            .current_dir(&repo)
+            .args(["--json", "submit"])
+            .args(crate::harness::sh_task(
+                script,
+                &["--sandbox", "--mode", "batch"],
+            ))
+            .output()
+            .unwrap();
+        let said: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+        said["id"].as_str().unwrap().to_string()
+    };
+    let other = submit("sleep 60");
+    let id = submit(
+        "echo \"REAL $(realpath \"$PWD\" 2>&1)\"; echo \"BESIDE $(ls \"$PWD/..\" 2>&1 | tr '\\n' ' ')\"",
+    );
+    h.wait_ok(
+        &[&id],
+        &crate::harness::limits::arg(crate::harness::limits::AGENT),
+    );
+    let _ = h.cuekit().args(["cancel", &other]).output();
+    let said = h.ok(&["logs", &id]);
+    let own = h.worktree_of(&id);
+    let checkouts = own.parent().unwrap();
+    assert_eq!(
+        std::fs::metadata(checkouts).unwrap().mode() & 0o777,
+        0o700,
+        "the checkouts' folder is root's alone"
+    );
+    assert!(
+        said.contains(&format!("REAL {}", own.display())),
+        "the child cannot name its own checkout:\n{said}"
+    );
+    let name = own.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        said.lines()
+            .any(|line| line.trim() == format!("BESIDE {name}")),
+        "the child sees more than its own checkout there:\n{said}"
+    );
+}

@@ -56,6 +56,56 @@ fn a_sandboxed_child_cannot_drive_another_tmux_server_of_its_user() {
     );
 }
 
+/// Nor through a socket whose name the kernel's list (`/proc/net/unix`) does not give as it is
+/// now: one bound with a relative name (`cd dir && tmux -S b.sock`), one whose folder was
+/// renamed since, a second (hard-linked) name of one, and one bound in another network
+/// namespace (not in cuekit's list at all). All four bound before the sandbox starts.
+#[test]
+fn a_sandboxed_child_cannot_drive_a_tmux_server_whatever_name_its_socket_was_bound_with() {
+    let user = ThrowawayUser::new("cuekit-sbx-");
+    let out = outside();
+    let status = as_root("chown")
+        .arg(&user.name)
+        .arg(out.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let w = out.path().display().to_string();
+    let ways = [
+        ("relative", "rel/b.sock"),
+        ("renamed", "new/c.sock"),
+        ("hardlink", "link/d2.sock"),
+        ("othernetns", "e.sock"),
+    ];
+    let child: String = ways
+        .iter()
+        .map(|(name, socket)| {
+            format!("tmux -S '{w}/{socket}' run-shell 'touch {w}/ESCAPED-{name}'; ")
+        })
+        .collect();
+    let script = format!(
+        "cd '{w}' && mkdir rel old link && (cd rel && tmux -S b.sock -f /dev/null new-session -d 'sleep 120') \
+         && tmux -S old/c.sock -f /dev/null new-session -d 'sleep 120' && mv old new \
+         && tmux -S d.sock -f /dev/null new-session -d 'sleep 120' && ln d.sock link/d2.sock \
+         && unshare -rn tmux -S e.sock -f /dev/null new-session -d 'sleep 120' \
+         && mkdir -p ~/proj && cd ~/proj \
+         && cuekit submit --id t_5a4db0c00049 --sandbox --agent command --mode batch -- sh -c \
+         \"{child}echo TRIED\" \
+         && cuekit wait t_5a4db0c00049 --timeout 60s; cuekit logs t_5a4db0c00049; \
+         for s in rel/b.sock new/c.sock d.sock e.sock; do tmux -S '{w}'/$s kill-server; done"
+    );
+    let ran = run_as(&user, &script);
+    let said =
+        String::from_utf8_lossy(&ran.stdout).into_owned() + &String::from_utf8_lossy(&ran.stderr);
+    assert!(said.contains("TRIED"), "the child did not run:\n{said}");
+    for (name, _) in ways {
+        assert!(
+            !out.path().join(format!("ESCAPED-{name}")).exists(),
+            "the child ran a command outside its sandbox through a socket bound {name}:\n{said}"
+        );
+    }
+}
+
 /// `cuekit --json submit ARGS…` from `dir`: the task's id.
 fn submit_in(h: &Harness, dir: &Path, args: &[&str]) -> String {
     let output = h
@@ -363,4 +413,72 @@ fn a_sandboxed_acp_agent_cannot_reach_the_kernel_keyring() {
     let said = || std::fs::read_to_string(h.project.join("seen-keyring")).unwrap_or_default();
     // EPERM is 1.
     assert!(said().contains("KEYRING -1 1"), "{}", said());
+}
+
+fn strs(words: &[String]) -> Vec<&str> {
+    words.iter().map(String::as_str).collect()
+}
+
+/// A task started after a sandbox, in another repository cuekit already has a task checkout in,
+/// is out of that sandbox's sight too: the repository's folder of checkouts
+/// (`<repo>.worktrees`) is hidden whole, not the checkouts there at the sandbox's start alone.
+#[test]
+fn a_checkout_made_after_a_sandbox_started_is_out_of_its_sight() {
+    let h = Harness::new();
+    let out = outside();
+    let (a_repo, b_repo) = (out.path().join("a"), out.path().join("b"));
+    for repo in [&a_repo, &b_repo] {
+        std::fs::create_dir_all(repo).unwrap();
+        project_repo(repo, "shared");
+    }
+    let sh = |script: &str| {
+        ["--agent", "command", "--mode", "batch", "--", "sh", "-c"]
+            .into_iter()
+            .map(String::from)
+            .chain([script.to_string()])
+            .collect::<Vec<String>>()
+    };
+    let args = |extra: &[&str], script: &str| {
+        extra
+            .iter()
+            .map(|word| (*word).to_string())
+            .chain(sh(script))
+            .collect::<Vec<String>>()
+    };
+    // B already has a checkout when A's sandbox starts.
+    let earlier = submit_in(&h, &b_repo, &strs(&args(&["--worktree"], "true")));
+    h.wait_ok(&[&earlier], &limits::arg(limits::AGENT));
+    let b_checkouts = h.worktree_of(&earlier).parent().unwrap().to_path_buf();
+    let a = submit_in(
+        &h,
+        &a_repo,
+        &strs(&args(
+            &["--sandbox"],
+            &format!(
+                "while [ ! -f go ]; do sleep 0.2; done; cat '{}'/*/later-work.txt > seen-later 2>&1; true",
+                b_checkouts.display()
+            ),
+        )),
+    );
+    // A's sandbox is up once its checkout is there and it waits.
+    let a_checkout = h.worktree_of(&a);
+    let later = submit_in(
+        &h,
+        &b_repo,
+        &strs(&args(
+            &["--worktree"],
+            "echo LATER-UNCOMMITTED-WORK > later-work.txt; chmod 644 later-work.txt; sleep 60",
+        )),
+    );
+    let written = h.worktree_of(&later).join("later-work.txt");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !written.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(written.exists(), "the later task never wrote its work");
+    std::fs::write(a_checkout.join("go"), "").unwrap();
+    h.wait_ok(&[&a], &limits::arg(limits::AGENT));
+    let _ = h.cuekit().args(["cancel", &later]).output();
+    let seen = std::fs::read_to_string(a_checkout.join("seen-later")).unwrap_or_default();
+    assert!(!seen.contains("LATER-UNCOMMITTED-WORK"), "{seen}");
 }

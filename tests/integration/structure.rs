@@ -89,6 +89,10 @@ const MAY_OPEN: &[(&str, &str)] = &[
         "the names in the agents' settings folders in the user's HOME, the folders below an in-place work dir (names only, links not followed: a nested repository's `.git`), a program's `#!` line",
     ),
     (
+        "src/ops/sandbox/sockets.rs",
+        "the names and types of what a sandbox shows of the machine (names only, links not followed: its socket files, to cover)",
+    ),
+    (
         "src/ops/parent_setup.rs",
         "the MCP clients' own config files in the user's HOME (`mcp install`); a project's file goes through the door",
     ),

@@ -186,6 +186,8 @@ static CLAUDE_SANDBOX: crate::domain::sandbox::Needs = crate::domain::sandbox::N
         ".claude/session-env",
         ".claude/file-history",
         ".claude/debug",
+        // Plan mode's plans, of every project.
+        ".claude/plans",
     ],
     // Every project's prompts: a private one inside.
     private: &[".claude/history.jsonl"],

@@ -128,8 +128,10 @@ fn codex_auth() -> AuthProbe {
 /// Inside a sandbox: its settings read-only; its sessions and history kept.
 static CODEX_SANDBOX: crate::domain::sandbox::Needs = crate::domain::sandbox::Needs {
     config_dirs: &[".codex"],
-    state: &[".codex/sessions", ".codex/log"],
-    private: &[".codex/history.jsonl"],
+    // Archived rollouts are whole conversations of every project, as sessions are.
+    state: &[".codex/sessions", ".codex/log", ".codex/archived_sessions"],
+    // Every project's prompts, and the index of every session: a private one inside.
+    private: &[".codex/history.jsonl", ".codex/session_index.jsonl"],
     shared: &[],
 };
 

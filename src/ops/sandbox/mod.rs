@@ -15,6 +15,7 @@ use crate::effects::store::WorktreePlacement;
 mod after;
 mod net;
 mod plan;
+mod sockets;
 
 pub(crate) use after::{after_end, tidy as tidy_after};
 

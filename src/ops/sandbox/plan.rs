@@ -81,8 +81,11 @@ pub(crate) fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
     mounts.push(Mount::Writable(drop.clone()));
     mounts.extend(outside_mounts(&hidden, subject));
     mounts.extend(other_records(&hidden, &mounts, subject));
+    mounts.extend(checkouts_shown_again(&hidden, &mounts, subject));
     let sockets = bound_sockets(&hidden, &mounts);
     mounts.extend(sockets);
+    let own = own_folders(subject, &drop);
+    mounts.extend(socket_files(&hidden, &mounts, &own)?);
     Ok(Plan {
         hidden,
         mounts,
@@ -111,7 +114,8 @@ pub(crate) fn plan(policy: &Policy, subject: &Subject) -> Result<Plan> {
 /// hidden root (a repository at `/` or HOME) is left to the roots: a private folder over it
 /// would hide what the roots let through.
 fn other_checkouts(hidden: &[PathBuf], subject: &Subject) -> Vec<Mount> {
-    let own = subject.work_dir.canonicalize().ok();
+    // Not made yet at submit (the plan comes first): named as it will be.
+    let own = real_path(subject.work_dir);
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(worktree) = subject.worktree {
         let repo = worktree.repo_root.canonicalize().ok();
@@ -128,20 +132,45 @@ fn other_checkouts(hidden: &[PathBuf], subject: &Subject) -> Vec<Mount> {
         dirs.extend(beside.map(Path::to_path_buf));
         dirs.extend(repo.clone());
     }
-    dirs.extend(store::projects::task_checkouts());
+    // Every other repository's folder of task checkouts (`<repo>.worktrees`) whole, not its
+    // checkouts one by one: a task started there after this sandbox is out of sight too.
+    let checkouts = store::projects::task_checkouts();
+    dirs.extend(
+        checkouts
+            .iter()
+            .filter_map(|checkout| checkout.parent())
+            .filter(|dir| dir.extension().is_some_and(|ext| ext == "worktrees"))
+            .map(Path::to_path_buf),
+    );
+    dirs.extend(checkouts);
     let mut mounts = Vec::new();
     for dir in dirs {
         let hide = Mount::Private(dir.clone());
-        if Some(&dir) != own.as_ref() && may_show(hidden, &dir) && !mounts.contains(&hide) {
+        // One inside a folder hidden already (another checkout in `<repo>.worktrees`) is not
+        // there at all: no empty folder of its name is made.
+        let not_hidden_yet = in_sight(&[], &mounts, &dir);
+        if Some(&dir) != own.as_ref() && may_show(hidden, &dir) && not_hidden_yet {
             mounts.push(hide);
         }
     }
     mounts
 }
 
+/// Another task's checkout that a later mount shows again (a `sandbox.read` folder above it):
+/// hidden again.
+fn checkouts_shown_again(hidden: &[PathBuf], mounts: &[Mount], subject: &Subject) -> Vec<Mount> {
+    let own = real_path(subject.work_dir);
+    store::projects::task_checkouts()
+        .into_iter()
+        .filter(|dir| Some(dir) != own.as_ref() && in_sight(hidden, mounts, dir))
+        .filter(|dir| !own.as_ref().is_some_and(|own| own.starts_with(dir)))
+        .map(Mount::Private)
+        .collect()
+}
+
 /// Whether `path` of the machine is in the child's sight once the hidden roots and `mounts`
 /// are laid: the last mount above it decides.
-fn in_sight(hidden: &[PathBuf], mounts: &[Mount], path: &Path) -> bool {
+pub(super) fn in_sight(hidden: &[PathBuf], mounts: &[Mount], path: &Path) -> bool {
     let mut seen = !is_hidden(hidden, path);
     for mount in mounts {
         match mount {
@@ -188,6 +217,51 @@ fn bound_sockets(hidden: &[PathBuf], mounts: &[Mount]) -> Vec<Mount> {
         }
     }
     masks
+}
+
+/// The task's own folders, whose sockets its child made: its checkout (made for it), its report
+/// drop and its state.
+fn own_folders(subject: &Subject, drop: &Path) -> Vec<PathBuf> {
+    let mut own = vec![drop.to_path_buf()];
+    own.extend(store::state_dir(subject.id));
+    if subject.worktree.is_some() {
+        own.push(subject.work_dir.to_path_buf());
+        own.extend(real_path(subject.work_dir));
+    }
+    own
+}
+
+/// Every socket file the child would see, whatever name it was bound with, in whichever network
+/// namespace: covered ([`super::sockets`]). Refused when the machine shows more entries than
+/// can be looked at.
+fn socket_files(hidden: &[PathBuf], mounts: &[Mount], own: &[PathBuf]) -> Result<Vec<Mount>> {
+    let sight = super::sockets::Sight {
+        hidden,
+        mounts,
+        own,
+    };
+    super::sockets::socket_covers(Path::new("/"), &sight, super::sockets::SOCKET_LOOK).map_err(
+        |looked| {
+            unavailable(
+                format!(
+                    "the sandbox would show more than {looked} entries of this machine: too \
+                     many to prove that no unix socket of the outside is among them"
+                ),
+                "submit without --sandbox, or on a machine with fewer files outside HOME",
+            )
+        },
+    )
+}
+
+/// A path as the kernel names it, also before it is made (a task's checkout at submit): the
+/// nearest folder there is, resolved, and the rest of the path as it is.
+fn real_path(path: &Path) -> Option<PathBuf> {
+    if let Ok(real) = path.canonicalize() {
+        return Some(real);
+    }
+    path.ancestors()
+        .find_map(|dir| Some((dir.canonicalize().ok()?, path.strip_prefix(dir).ok()?)))
+        .map(|(there, rest)| there.join(rest))
 }
 
 /// Who the child runs as: the sandbox's unprivileged uid when cuekit is root (never root,
@@ -292,23 +366,7 @@ fn program_mounts(hidden: &[PathBuf], subject: &Subject) -> Vec<Mount> {
 fn agent_mounts(home: &Path, subject: &Subject) -> Result<Vec<Mount>> {
     let mut mounts = Vec::new();
     let needs = subject.adapter.sandbox;
-    // Every agent's state and private entries, not this one's alone: `~/.gemini` holds
-    // Antigravity's conversations too, and `~/.claude` every project's prompt history.
-    // Another agent's settings folder inside this one's (Antigravity's `~/.gemini/antigravity-cli`,
-    // its login among them) and what other programs keep there (`OTHERS_STATE`) too.
-    let kept_out: Vec<&Path> = crate::domain::adapter::ADAPTERS
-        .iter()
-        .flat_map(|adapter| adapter.sandbox.state.iter().chain(adapter.sandbox.private))
-        .chain(
-            crate::domain::adapter::ADAPTERS
-                .iter()
-                .filter(|adapter| !std::ptr::eq(adapter.sandbox, needs))
-                .flat_map(|adapter| adapter.sandbox.config_dirs.iter())
-                .filter(|dir| !needs.config_dirs.contains(dir)),
-        )
-        .chain(OTHERS_STATE)
-        .map(Path::new)
-        .collect();
+    let kept_out = kept_out(needs);
     for dir in needs.config_dirs {
         show_settings(home, &home.join(dir), &kept_out, &mut mounts);
     }
@@ -331,6 +389,27 @@ fn agent_mounts(home: &Path, subject: &Subject) -> Result<Vec<Mount>> {
         }
     }
     Ok(mounts)
+}
+
+/// What of a settings folder no sandbox shows (relative to HOME): every agent's state and
+/// private entries, not this one's alone (`~/.gemini` holds Antigravity's conversations too,
+/// and `~/.claude` every project's prompt history and plans); another agent's settings folder
+/// inside this one's (Antigravity's `~/.gemini/antigravity-cli`, its login among them), and
+/// what other programs keep there (`OTHERS_STATE`).
+fn kept_out(needs: &sandbox::Needs) -> Vec<&'static Path> {
+    crate::domain::adapter::ADAPTERS
+        .iter()
+        .flat_map(|adapter| adapter.sandbox.state.iter().chain(adapter.sandbox.private))
+        .chain(
+            crate::domain::adapter::ADAPTERS
+                .iter()
+                .filter(|adapter| !std::ptr::eq(adapter.sandbox, needs))
+                .flat_map(|adapter| adapter.sandbox.config_dirs.iter())
+                .filter(|dir| !needs.config_dirs.contains(dir)),
+        )
+        .chain(OTHERS_STATE)
+        .map(Path::new)
+        .collect()
 }
 
 /// What agents and their kin keep in a settings folder that is no adapter's own (relative to
@@ -690,6 +769,55 @@ mod tests {
             crate::domain::error::ErrorCode::SandboxUnavailable
         );
         assert!(err.message.contains("a/b/c"), "{}", err.message);
+    }
+
+    /// What Codex and Claude Code keep of every project in their folders (archived rollouts,
+    /// the session index, plan mode's plans) is not shown; their settings are.
+    #[test]
+    fn every_projects_agent_history_is_left_out_of_the_settings_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        for (file, text) in [
+            (".codex/config.toml", "model = 'x'"),
+            (
+                ".codex/archived_sessions/2026/rollout-other.jsonl",
+                "SECRET",
+            ),
+            (".codex/session_index.jsonl", "SECRET"),
+            (".claude/settings.json", "{}"),
+            (".claude/plans/other-project-plan.md", "SECRET"),
+        ] {
+            let path = home.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, text).unwrap();
+        }
+        for kind in ["codex", "claude-code"] {
+            let needs = crate::domain::adapter::lookup(kind).unwrap().sandbox;
+            let mut mounts = Vec::new();
+            for config in needs.config_dirs {
+                show_settings(home, &home.join(config), &kept_out(needs), &mut mounts);
+            }
+            let hidden = vec![home.to_path_buf()];
+            for shown in [".codex/config.toml", ".claude/settings.json"]
+                .iter()
+                .filter(|file| file.starts_with(needs.config_dirs[0]))
+            {
+                assert!(
+                    in_sight(&hidden, &mounts, &home.join(shown)),
+                    "{kind}: {shown}"
+                );
+            }
+            for secret in [
+                ".codex/archived_sessions/2026/rollout-other.jsonl",
+                ".codex/session_index.jsonl",
+                ".claude/plans/other-project-plan.md",
+            ] {
+                assert!(
+                    !in_sight(&hidden, &mounts, &home.join(secret)),
+                    "{kind}: {secret}"
+                );
+            }
+        }
     }
 
     #[test]
