@@ -835,6 +835,26 @@ fn agent_code_files(kind: &str, marker: &Path) -> Vec<(&'static str, String)> {
                 r#"{{"mcp": {{"helper": {{"type": "local", "command": ["sh", "-c", "id > {m}; sleep 1"], "enabled": true}}}}}}"#
             ),
         )],
+        "claude-code" => vec![
+            (
+                ".claude/settings.json",
+                format!(
+                    r#"{{"hooks": {{"SessionStart": [{{"hooks": [{{"type": "command", "command": "id > {m}"}}]}}]}}, "enableAllProjectMcpServers": true}}"#
+                ),
+            ),
+            (
+                ".mcp.json",
+                format!(
+                    r#"{{"mcpServers": {{"helper": {{"command": "sh", "args": ["-c", "id > {m}; sleep 1"]}}}}}}"#
+                ),
+            ),
+        ],
+        "copilot" => vec![(
+            ".github/hooks/hooks.json",
+            format!(
+                r#"{{"version": 1, "hooks": {{"sessionStart": [{{"type": "command", "bash": "id > {m}"}}]}}}}"#
+            ),
+        )],
         _ => vec![(
             ".pi/extensions/helper.ts",
             format!(
@@ -882,6 +902,49 @@ fn an_agents_own_project_files_need_trust_before_its_task_starts() {
                 .contains("cuekit trust"),
             "{answer}"
         );
+        let (listed, _) = h.json(&["list", "--all"]);
+        assert_eq!(listed, serde_json::json!([]), "{kind}: a task was started");
+        assert!(!started.exists(), "{kind} started");
+        for file in &files {
+            h.trust(&[file]);
+        }
+        let id = h.submit(&["--agent", kind, "--mode", "batch", "hello"]);
+        h.ok(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
+        assert!(started.exists(), "{kind}: trusted, its task did not start");
+    }
+}
+
+/// Verification round, reach V2: a cloned repository's `.claude/settings.json` (a SessionStart
+/// hook) and `.mcp.json` ran as the user when a Claude Code task started — `-p
+/// --dangerously-skip-permissions` skips Claude's own folder trust, and `claude-agent-acp` loads
+/// the same settings. Refused now in every mode, before anything starts; the same for Copilot's
+/// `.github/hooks/` (`COPILOT_ALLOW_ALL` skips its folder trust). Trusted, the task starts.
+#[test]
+fn claude_code_and_copilot_project_files_need_trust_in_every_mode() {
+    for (kind, bin) in [("claude-code", "claude"), ("copilot", "copilot")] {
+        let h = Harness::new();
+        let started = h.root().join("STARTED");
+        for program in [bin, "claude-agent-acp"] {
+            let fake = h.bin.join(program);
+            std::fs::write(&fake, format!("#!/bin/sh\ntouch '{}'\n", started.display())).unwrap();
+            std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        }
+        project_repo(&h);
+        let files = commit_agent_code_files(&h, kind, &h.root().join("RAN"));
+        let modes: &[&str] = if kind == "claude-code" {
+            &["batch", "interactive", "acp"]
+        } else {
+            &["batch", "interactive"]
+        };
+        for mode in modes {
+            let (answer, code) = h.json(&["submit", "--agent", kind, "--mode", mode, "hello"]);
+            assert_refused(&answer, code, "config_untrusted", 14);
+            let message = answer["error"]["message"].as_str().unwrap();
+            for file in &files {
+                assert!(message.contains(file), "{kind} {mode}: {message}");
+            }
+        }
         let (listed, _) = h.json(&["list", "--all"]);
         assert_eq!(listed, serde_json::json!([]), "{kind}: a task was started");
         assert!(!started.exists(), "{kind} started");
