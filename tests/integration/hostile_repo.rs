@@ -818,6 +818,61 @@ fn the_repositorys_hooks_never_run_for_cuekits_git() {
     );
 }
 
+/// Verification round, reach V6: a repository's own `.git/config` filter driver (picked by a
+/// committed `.gitattributes`) ran as the user when cuekit made a task's checkout (smudge) and
+/// staged its uncommitted work at merge (clean); its diff driver, merge driver and gpg program
+/// are of the same kind. None of them runs for cuekit's own git calls now; the checkout holds
+/// the stored blob.
+#[test]
+fn the_repositorys_config_drivers_never_run_for_cuekits_git() {
+    let h = Harness::new();
+    project_repo(&h);
+    std::fs::write(
+        h.project.join(".gitattributes"),
+        "*.txt filter=evil diff=evil merge=evil\n",
+    )
+    .unwrap();
+    std::fs::write(h.project.join("data.txt"), "stored\n").unwrap();
+    commit_all(&h.project, "attributes");
+    let ran = h.root().join("drivers-ran");
+    let r = ran.display();
+    for (key, value) in [
+        ("filter.evil.smudge", format!("echo smudge >> '{r}'; cat")),
+        ("filter.evil.clean", format!("echo clean >> '{r}'; cat")),
+        ("filter.evil.required", "true".to_string()),
+        ("diff.evil.textconv", format!("echo textconv >> '{r}'; cat")),
+        ("diff.evil.command", format!("echo command >> '{r}'; true")),
+        ("merge.evil.driver", format!("echo merge >> '{r}'; true")),
+        ("gpg.program", format!("echo gpg >> '{r}'; false")),
+        ("commit.gpgSign", "true".to_string()),
+    ] {
+        git(&h.project, &["config", key, &value]);
+    }
+    let id = h.submit_worktree_sh(
+        &["--check", "true", "--check-rounds", "0"],
+        "echo changed > data.txt; echo new > new.txt",
+    );
+    h.wait_ok(&[&id], &limits::arg(limits::TASK));
+    let worktree = h.worktree_of(&id);
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("README")).unwrap(),
+        "hello\n"
+    );
+    let (diff, code) = h.json(&["diff", &id]);
+    assert_eq!(code, 0, "{diff}");
+    let (merged, code) = h.json(&["merge", &id, "--yes"]);
+    assert_eq!(code, 0, "{merged}");
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("new.txt")).unwrap(),
+        "new\n"
+    );
+    assert!(
+        !ran.exists(),
+        "the repository's drivers ran: {}",
+        std::fs::read_to_string(&ran).unwrap_or_default()
+    );
+}
+
 /// The files of a repository that each agent's own CLI loads at its start and that run code
 /// there (audit reach F17): a marker command in each, and the file to trust.
 fn agent_code_files(kind: &str, marker: &Path) -> Vec<(&'static str, String)> {
