@@ -25,6 +25,7 @@ pub struct HandoffRequest {
 /// current attempt's processes ended (SIGTERM, then SIGKILL after the grace).
 pub fn handoff(request: &HandoffRequest, cwd: &Path) -> Result<TaskView> {
     let task = crate::ops::task::open(&request.id, cwd)?;
+    refuse_inside(&task)?;
     if task.placement.host.is_some() {
         return Err(Error::invalid_input(format!(
             "task {} runs on a host: hand it off there",
@@ -121,4 +122,36 @@ pub fn handoff(request: &HandoffRequest, cwd: &Path) -> Result<TaskView> {
     let mut view = TaskView::from(&record);
     view.queue = crate::ops::schedule::explain_one(&record);
     Ok(view)
+}
+
+/// Refuses a hand-off asked from inside the task's own process tree (its child, or a process
+/// it left), from every face: which agent (and model) runs next, with your credentials, is the
+/// parent's word, as a steer or an approval is.
+fn refuse_inside(task: &crate::ops::task::Task) -> Result<()> {
+    let id = &task.record.id;
+    if crate::ops::task::task_of_process(std::process::id()).as_deref() == Some(id.as_str()) {
+        return Err(Error::new(
+            ErrorCode::InsideTask,
+            format!(
+                "this runs inside task {id}'s own pane: a child never hands itself to another agent"
+            ),
+        )
+        .with_hint("the parent (or you) runs `cuekit handoff ID`, from outside the task"));
+    }
+    Ok(())
+}
+
+/// Whether the task `id`'s next attempt would run unguarded: an agent with its permission
+/// bypass (the task asks for no approvals) outside cuekit's sandbox, or the `command` agent
+/// outside it — whatever it is told runs as you. The web asks the terminal's code before a
+/// hand-off or a retry of such a task, as `/new` does for such a submit (verification round,
+/// reach V7).
+pub fn next_attempt_runs_unguarded(id: &str, cwd: &Path) -> Result<bool> {
+    let task = crate::ops::task::open(id, cwd)?;
+    if task.in_bubblewrap() {
+        return Ok(false);
+    }
+    let spec = crate::effects::store::kept_spec(&task.record.id)
+        .unwrap_or_else(|_| task.record.spec.clone());
+    Ok(spec.agent_kind == "command" || !crate::ops::sandbox::asks_for_approvals(&spec))
 }
