@@ -51,6 +51,7 @@ pub fn handoff(request: &HandoffRequest, cwd: &Path) -> Result<TaskView> {
         )
         .with_hint("hand it to a verified agent, or cancel it and submit anew"));
     }
+    refuse_untrusted_agent_files(&task, &next.agent)?;
     let record = &task.record;
     let plan = schedule::plan(&record.id).unwrap_or_else(|| Plan {
         queued_at: record.created_at.clone(),
@@ -154,4 +155,27 @@ pub fn next_attempt_runs_unguarded(id: &str, cwd: &Path) -> Result<bool> {
     let spec = crate::effects::store::kept_spec(&task.record.id)
         .unwrap_or_else(|_| task.record.spec.clone());
     Ok(spec.agent_kind == "command" || !crate::ops::sandbox::asks_for_approvals(&spec))
+}
+
+/// The next agent's own project files that run code ([`crate::domain::adapter::project_files`])
+/// must be trusted, as at submit: a hand-off to Claude Code where the task's folder holds an
+/// untrusted `.claude/settings.json` is refused with `config_untrusted` before anything ends
+/// (verification round, reach V2).
+fn refuse_untrusted_agent_files(task: &crate::ops::task::Task, agent: &str) -> Result<()> {
+    let cwd = &task.record.cwd;
+    let (start, top, trusted_top) = match task.worktree() {
+        Some(worktree) => {
+            let dir = cwd
+                .strip_prefix(&worktree.repo_root)
+                .map_or_else(|_| worktree.path.clone(), |sub| worktree.path.join(sub));
+            let start = if dir.is_dir() {
+                dir
+            } else {
+                worktree.path.clone()
+            };
+            (start, worktree.path.clone(), worktree.repo_root.clone())
+        }
+        None => (cwd.clone(), cwd.clone(), cwd.clone()),
+    };
+    crate::effects::project::agent_files::refuse_untrusted(agent, &start, &top, &trusted_top)
 }

@@ -1012,6 +1012,25 @@ fn claude_code_and_copilot_project_files_need_trust_in_every_mode() {
     }
 }
 
+/// Verification round, reach V2, by the other door: a running task handed off to Claude Code
+/// where the project holds its untrusted settings is refused as a submit is (`config_untrusted`),
+/// before the running attempt is ended.
+#[test]
+fn a_handoff_to_claude_code_needs_its_project_files_trusted() {
+    let h = Harness::new();
+    project_repo(&h);
+    let files = commit_agent_code_files(&h, "claude-code", &h.root().join("RAN"));
+    let id = h.submit_sh("sleep 60", &["--mode", "batch"]);
+    let (answer, code) = h.json(&["handoff", &id, "--agent", "claude-code", "--", "go on"]);
+    assert_refused(&answer, code, "config_untrusted", 14);
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains(files[0]), "{message}");
+    let status = h.status(&id);
+    assert_eq!(status["status"], "running", "{status}");
+    assert_eq!(status["agent_kind"], "command", "{status}");
+    h.ok(&["cancel", &id]);
+}
+
 /// The same with the real CLIs, offline (no model reachable): before trust nothing of the
 /// repository's runs; trusted, the agent loads it as its design says.
 #[test]
