@@ -180,10 +180,69 @@ fn strip_escapes(text: &str) -> String {
     out
 }
 
-/// Characters that change how text shows without being seen: bidirectional controls and
-/// zero-width ones.
+/// Characters that change how text shows without being seen: every Unicode format character
+/// (general category Cf, Unicode 16: bidirectional controls, zero-width ones, the word joiner,
+/// invisible operators, soft hyphen, prepended concatenation marks…), the whole tag block
+/// U+E0000–E007F (invisible text a model reads: "ASCII smuggling"), and the variation selectors
+/// (which can carry hidden bytes the same way).
 fn invisible(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061C}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E007F}'
+            | '\u{E0100}'..='\u{E01EF}'
+    )
+}
+
+/// `line` (a child's or an objective's words) with Discord's markdown escaped: a masked link
+/// (`[label](url)`), emphasis, spoilers, code, and a heading, quote or list at its start all
+/// show as the characters typed, so the notice's own link stays the only one that hides its
+/// address.
+fn discord_plain(line: &str) -> String {
+    let mut out = String::with_capacity(line.len() + 8);
+    for (i, c) in line.chars().enumerate() {
+        let special = matches!(
+            c,
+            '\\' | '*'
+                | '_'
+                | '~'
+                | '`'
+                | '|'
+                | '['
+                | ']'
+                | '('
+                | ')'
+                | '<'
+                | '>'
+                | '#'
+                | '@'
+                | ':'
+        ) || (i == 0 && matches!(c, '-' | '+'));
+        if special {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// A word shaped like a well-known credential (an API key, a chat or forge token).
@@ -315,12 +374,13 @@ pub fn slack(url: &str, notice: &Notice) -> Outgoing {
 }
 
 /// Discord's webhook: `content` (at most 2000 characters), mentions parsed from none of it,
-/// so a child's `@everyone` pings nobody.
+/// so a child's `@everyone` pings nobody, and the objective's and the report's markdown escaped
+/// (a child's `[open in cuekit](https://elsewhere)` is no masked link).
 pub fn discord(url: &str, notice: &Notice) -> Outgoing {
     let mut content = format!("**{}**", headline(notice));
     for line in body_lines(notice) {
         content.push('\n');
-        content.push_str(&line);
+        content.push_str(&discord_plain(&line));
     }
     if let Some(page) = &notice.url {
         content.push_str(&format!("\n<{page}>"));
@@ -432,6 +492,59 @@ mod tests {
         let long = clean(&"x".repeat(50), 10, &[]);
         assert_eq!(long.chars().count(), 10);
         assert!(long.ends_with('…'));
+    }
+
+    /// Verification round, reach V4: a child's report put a masked link ("open in cuekit", to
+    /// any site) and invisible characters (the word joiner, Unicode tags) into a Discord notice.
+    #[test]
+    fn a_discord_notice_shows_a_childs_markdown_as_typed_and_drops_invisible_text() {
+        let report = clean(
+            "[open in cuekit](https://evil.example/pair?next=/t/x) \u{2060}hid\u{2060}den \
+             \u{E0041}\u{E0042} soft\u{00AD}hyphen \u{061C}x \u{FE0F}",
+            REPORT_CHARS,
+            &[],
+        );
+        assert_eq!(
+            report,
+            "[open in cuekit](https://evil.example/pair?next=/t/x) hidden softhyphen x"
+        );
+        let mut n = notice(Event::Ended);
+        n.objective = clean("# Big *bold* ||spoiler|| `code` > quote", 300, &[]);
+        n.report = Some(report);
+        let sent: Value = serde_json::from_slice(&discord("http://d", &n).body).unwrap();
+        let content = sent["content"].as_str().unwrap();
+        assert!(
+            content.contains(
+                r"report\: \[open in cuekit\]\(https\://evil.example/pair?next=/t/x\) hidden"
+            ),
+            "{content}"
+        );
+        assert!(
+            content.contains(r"\# Big \*bold\* \|\|spoiler\|\| \`code\` \> quote"),
+            "{content}"
+        );
+        assert!(!content.contains("](http"), "{content}");
+        assert!(
+            content.ends_with("\n<https://box.example/t/t-1>"),
+            "{content}"
+        );
+        // Every format character of Unicode is dropped, not a hand-picked few.
+        for c in [
+            '\u{2061}',
+            '\u{2064}',
+            '\u{206A}',
+            '\u{FFF9}',
+            '\u{1D173}',
+            '\u{E0001}',
+            '\u{E007F}',
+        ] {
+            assert_eq!(
+                clean(&format!("a{c}b"), 10, &[]),
+                "ab",
+                "U+{:04X}",
+                c as u32
+            );
+        }
     }
 
     #[test]

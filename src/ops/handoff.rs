@@ -26,6 +26,7 @@ pub struct HandoffRequest {
 /// current attempt's processes ended (SIGTERM, then SIGKILL after the grace).
 pub fn handoff(request: &HandoffRequest, cwd: &Path) -> Result<TaskView> {
     let task = crate::ops::task::open(&request.id, cwd)?;
+    refuse_inside(&task)?;
     if task.placement.host.is_some() {
         return Err(Error::invalid_input(format!(
             "task {} runs on a host: hand it off there",
@@ -51,6 +52,7 @@ pub fn handoff(request: &HandoffRequest, cwd: &Path) -> Result<TaskView> {
         )
         .with_hint("hand it to a verified agent, or cancel it and submit anew"));
     }
+    refuse_untrusted_agent_files(&task, &next.agent)?;
     let record = &task.record;
     let plan = schedule::plan(&record.id).unwrap_or_else(|| Plan {
         queued_at: record.created_at.clone(),
@@ -140,4 +142,59 @@ pub fn handoff(request: &HandoffRequest, cwd: &Path) -> Result<TaskView> {
     let mut view = TaskView::from(&record);
     view.queue = crate::ops::schedule::explain_one(&record);
     Ok(view)
+}
+
+/// Refuses a hand-off asked from inside the task's own process tree (its child, or a process
+/// it left), from every face: which agent (and model) runs next, with your credentials, is the
+/// parent's word, as a steer or an approval is.
+fn refuse_inside(task: &crate::ops::task::Task) -> Result<()> {
+    let id = &task.record.id;
+    if crate::ops::task::task_of_process(std::process::id()).as_deref() == Some(id.as_str()) {
+        return Err(Error::new(
+            ErrorCode::InsideTask,
+            format!(
+                "this runs inside task {id}'s own pane: a child never hands itself to another agent"
+            ),
+        )
+        .with_hint("the parent (or you) runs `cuekit handoff ID`, from outside the task"));
+    }
+    Ok(())
+}
+
+/// Whether the task `id`'s next attempt would run unguarded: an agent with its permission
+/// bypass (the task asks for no approvals) outside cuekit's sandbox, or the `command` agent
+/// outside it — whatever it is told runs as you. The web asks the terminal's code before a
+/// hand-off or a retry of such a task, as `/new` does for such a submit (verification round,
+/// reach V7).
+pub fn next_attempt_runs_unguarded(id: &str, cwd: &Path) -> Result<bool> {
+    let task = crate::ops::task::open(id, cwd)?;
+    if task.in_bubblewrap() {
+        return Ok(false);
+    }
+    let spec = crate::effects::store::kept_spec(&task.record.id)
+        .unwrap_or_else(|_| task.record.spec.clone());
+    Ok(spec.agent_kind == "command" || !crate::ops::sandbox::asks_for_approvals(&spec))
+}
+
+/// The next agent's own project files that run code ([`crate::domain::adapter::project_files`])
+/// must be trusted, as at submit: a hand-off to Claude Code where the task's folder holds an
+/// untrusted `.claude/settings.json` is refused with `config_untrusted` before anything ends
+/// (verification round, reach V2).
+fn refuse_untrusted_agent_files(task: &crate::ops::task::Task, agent: &str) -> Result<()> {
+    let cwd = &task.record.cwd;
+    let (start, top, trusted_top) = match task.worktree() {
+        Some(worktree) => {
+            let dir = cwd
+                .strip_prefix(&worktree.repo_root)
+                .map_or_else(|_| worktree.path.clone(), |sub| worktree.path.join(sub));
+            let start = if dir.is_dir() {
+                dir
+            } else {
+                worktree.path.clone()
+            };
+            (start, worktree.path.clone(), worktree.repo_root.clone())
+        }
+        None => (cwd.clone(), cwd.clone(), cwd.clone()),
+    };
+    crate::effects::project::agent_files::refuse_untrusted(agent, &start, &top, &trusted_top)
 }

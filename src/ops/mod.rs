@@ -60,7 +60,7 @@ pub use config_view::config_entries;
 pub use dialog::DialogAnswer;
 pub use digest::{DigestReport, digest, send_now as send_digest, since as digest_since};
 pub use events::{EventScope, events, next_events};
-pub use handoff::{HandoffRequest, handoff};
+pub use handoff::{HandoffRequest, handoff, next_attempt_runs_unguarded};
 pub use init::{InitOutcome, init};
 pub use judge::ScreenCache;
 pub use list::{list, status};

@@ -1083,7 +1083,18 @@ async fn cancel(State(app): Shared, Action { id, session, .. }: Action) -> Respo
     .await
 }
 
-async fn retry(State(app): Shared, Action { id, session, .. }: Action) -> Response {
+async fn retry(State(app): Shared, Action { id, session, form }: Action) -> Response {
+    let step = Step {
+        action: format!("retry unguarded {id}"),
+        what: format!(
+            "start task {id} again with its agent's permission bypass and no sandbox (it runs \
+             what it is told, as you)"
+        ),
+        path: format!("/t/{id}/retry"),
+    };
+    if let Err(page) = next_attempt_factor(&app, &session, &id, &step, &form).await {
+        return page;
+    }
     run_on_task(&app, &id, &session, |id, cwd| {
         ops::retry(id, cwd)?;
         Ok(Receipt::Retried)
@@ -1114,11 +1125,51 @@ async fn handoff(State(app): Shared, Action { id, session, form }: Action) -> Re
         model: field("model"),
         message: field("message"),
     };
+    let fields = format!(
+        "{}\n{}\n{}",
+        request.agent,
+        request.model.as_deref().unwrap_or(""),
+        request.message.as_deref().unwrap_or("")
+    );
+    let step = Step {
+        action: format!("handoff unguarded {id} {}", hex_digest(&fields)),
+        what: format!(
+            "hand task {id} to {} with its permission bypass and no sandbox (it runs what it is \
+             told, as you), told `{}`",
+            request.agent,
+            request.message.as_deref().unwrap_or("(a recap only)")
+        ),
+        path: format!("/t/{id}/handoff"),
+    };
+    if let Err(page) = next_attempt_factor(&app, &session, &id, &step, &form).await {
+        return page;
+    }
     run_on_task(&app, &id, &session, move |_, cwd| {
         ops::handoff(&request, cwd)?;
         Ok(Receipt::HandedOff)
     })
     .await
+}
+
+/// A hand-off or a retry whose next attempt runs unguarded (`ops::next_attempt_runs_unguarded`:
+/// its agent's permission bypass, no sandbox) needs the terminal's code, as `/new` asks for such
+/// a submit (verification round, reach V7). A task that cannot be read goes on, for the action
+/// to say why.
+async fn next_attempt_factor(
+    app: &Arc<App>,
+    session: &web_access::Session,
+    id: &str,
+    step: &Step,
+    form: &HashMap<String, String>,
+) -> Result<(), Response> {
+    let (id, cwd) = (id.to_string(), app.cwd.clone());
+    if !matches!(
+        blocking(move || ops::next_attempt_runs_unguarded(&id, &cwd)).await,
+        Ok(true)
+    ) {
+        return Ok(());
+    }
+    second_factor(app, session, step, form)
 }
 
 /// Tool kinds whose allowing asks twice: all but those that only read, edit, search, think or

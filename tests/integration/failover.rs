@@ -643,3 +643,32 @@ fn a_queued_task_without_its_queue_mark_is_named_by_doctor_and_marked_again_by_a
     h.ok(&["cancel", &first]);
     h.wait_ended(&[&second], &limits::arg(limits::TASK));
 }
+
+/// Verification round, work V5: a child's own `cuekit handoff $CUEKIT_TASK_ID --agent …` was
+/// taken — its attempt ended and the agent it chose ran next, with your credentials. Refused
+/// now with `inside_task` (exit 30), as its own steer, approval or check is; the task goes on.
+#[test]
+fn a_child_cannot_hand_itself_to_another_agent() {
+    let h = Harness::new().with_fake_gemini();
+    let said = h.root().join("self-handoff");
+    let id = h.submit_sh(
+        &format!(
+            "cuekit handoff \"$CUEKIT_TASK_ID\" --agent gemini 'take over' >/dev/null 2>&1; \
+             echo \"code $?\" > '{}'; sleep 30",
+            said.display()
+        ),
+        &["--mode", "batch"],
+    );
+    h.wait_until(&id, "the child's own hand-off", HANG_GUARD, || {
+        std::fs::read_to_string(&said).is_ok_and(|text| text.ends_with('\n'))
+    });
+    assert_eq!(
+        std::fs::read_to_string(&said).unwrap().trim(),
+        "code 30",
+        "the child's own hand-off was not refused as inside_task"
+    );
+    let status = h.status(&id);
+    assert_eq!(status["status"], "running", "{status}");
+    assert_eq!(status["agent_kind"], "command", "{status}");
+    h.ok(&["cancel", &id]);
+}

@@ -818,6 +818,61 @@ fn the_repositorys_hooks_never_run_for_cuekits_git() {
     );
 }
 
+/// Verification round, reach V6: a repository's own `.git/config` filter driver (picked by a
+/// committed `.gitattributes`) ran as the user when cuekit made a task's checkout (smudge) and
+/// staged its uncommitted work at merge (clean); its diff driver, merge driver and gpg program
+/// are of the same kind. None of them runs for cuekit's own git calls now; the checkout holds
+/// the stored blob.
+#[test]
+fn the_repositorys_config_drivers_never_run_for_cuekits_git() {
+    let h = Harness::new();
+    project_repo(&h);
+    std::fs::write(
+        h.project.join(".gitattributes"),
+        "*.txt filter=evil diff=evil merge=evil\n",
+    )
+    .unwrap();
+    std::fs::write(h.project.join("data.txt"), "stored\n").unwrap();
+    commit_all(&h.project, "attributes");
+    let ran = h.root().join("drivers-ran");
+    let r = ran.display();
+    for (key, value) in [
+        ("filter.evil.smudge", format!("echo smudge >> '{r}'; cat")),
+        ("filter.evil.clean", format!("echo clean >> '{r}'; cat")),
+        ("filter.evil.required", "true".to_string()),
+        ("diff.evil.textconv", format!("echo textconv >> '{r}'; cat")),
+        ("diff.evil.command", format!("echo command >> '{r}'; true")),
+        ("merge.evil.driver", format!("echo merge >> '{r}'; true")),
+        ("gpg.program", format!("echo gpg >> '{r}'; false")),
+        ("commit.gpgSign", "true".to_string()),
+    ] {
+        git(&h.project, &["config", key, &value]);
+    }
+    let id = h.submit_worktree_sh(
+        &["--check", "true", "--check-rounds", "0"],
+        "echo changed > data.txt; echo new > new.txt",
+    );
+    h.wait_ok(&[&id], &limits::arg(limits::TASK));
+    let worktree = h.worktree_of(&id);
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("README")).unwrap(),
+        "hello\n"
+    );
+    let (diff, code) = h.json(&["diff", &id]);
+    assert_eq!(code, 0, "{diff}");
+    let (merged, code) = h.json(&["merge", &id, "--yes"]);
+    assert_eq!(code, 0, "{merged}");
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("new.txt")).unwrap(),
+        "new\n"
+    );
+    assert!(
+        !ran.exists(),
+        "the repository's drivers ran: {}",
+        std::fs::read_to_string(&ran).unwrap_or_default()
+    );
+}
+
 /// The files of a repository that each agent's own CLI loads at its start and that run code
 /// there (audit reach F17): a marker command in each, and the file to trust.
 fn agent_code_files(kind: &str, marker: &Path) -> Vec<(&'static str, String)> {
@@ -833,6 +888,26 @@ fn agent_code_files(kind: &str, marker: &Path) -> Vec<(&'static str, String)> {
             "opencode.json",
             format!(
                 r#"{{"mcp": {{"helper": {{"type": "local", "command": ["sh", "-c", "id > {m}; sleep 1"], "enabled": true}}}}}}"#
+            ),
+        )],
+        "claude-code" => vec![
+            (
+                ".claude/settings.json",
+                format!(
+                    r#"{{"hooks": {{"SessionStart": [{{"hooks": [{{"type": "command", "command": "id > {m}"}}]}}]}}, "enableAllProjectMcpServers": true}}"#
+                ),
+            ),
+            (
+                ".mcp.json",
+                format!(
+                    r#"{{"mcpServers": {{"helper": {{"command": "sh", "args": ["-c", "id > {m}; sleep 1"]}}}}}}"#
+                ),
+            ),
+        ],
+        "copilot" => vec![(
+            ".github/hooks/hooks.json",
+            format!(
+                r#"{{"version": 1, "hooks": {{"sessionStart": [{{"type": "command", "bash": "id > {m}"}}]}}}}"#
             ),
         )],
         _ => vec![(
@@ -892,6 +967,68 @@ fn an_agents_own_project_files_need_trust_before_its_task_starts() {
         h.ok(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
         assert!(started.exists(), "{kind}: trusted, its task did not start");
     }
+}
+
+/// Verification round, reach V2: a cloned repository's `.claude/settings.json` (a SessionStart
+/// hook) and `.mcp.json` ran as the user when a Claude Code task started — `-p
+/// --dangerously-skip-permissions` skips Claude's own folder trust, and `claude-agent-acp` loads
+/// the same settings. Refused now in every mode, before anything starts; the same for Copilot's
+/// `.github/hooks/` (`COPILOT_ALLOW_ALL` skips its folder trust). Trusted, the task starts.
+#[test]
+fn claude_code_and_copilot_project_files_need_trust_in_every_mode() {
+    for (kind, bin) in [("claude-code", "claude"), ("copilot", "copilot")] {
+        let h = Harness::new();
+        let started = h.root().join("STARTED");
+        for program in [bin, "claude-agent-acp"] {
+            let fake = h.bin.join(program);
+            std::fs::write(&fake, format!("#!/bin/sh\ntouch '{}'\n", started.display())).unwrap();
+            std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        }
+        project_repo(&h);
+        let files = commit_agent_code_files(&h, kind, &h.root().join("RAN"));
+        let modes: &[&str] = if kind == "claude-code" {
+            &["batch", "interactive", "acp"]
+        } else {
+            &["batch", "interactive"]
+        };
+        for mode in modes {
+            let (answer, code) = h.json(&["submit", "--agent", kind, "--mode", mode, "hello"]);
+            assert_refused(&answer, code, "config_untrusted", 14);
+            let message = answer["error"]["message"].as_str().unwrap();
+            for file in &files {
+                assert!(message.contains(file), "{kind} {mode}: {message}");
+            }
+        }
+        let (listed, _) = h.json(&["list", "--all"]);
+        assert_eq!(listed, serde_json::json!([]), "{kind}: a task was started");
+        assert!(!started.exists(), "{kind} started");
+        for file in &files {
+            h.trust(&[file]);
+        }
+        let id = h.submit(&["--agent", kind, "--mode", "batch", "hello"]);
+        h.ok(&["wait", &id, "--timeout", &limits::arg(limits::AGENT)]);
+        assert!(started.exists(), "{kind}: trusted, its task did not start");
+    }
+}
+
+/// Verification round, reach V2, by the other door: a running task handed off to Claude Code
+/// where the project holds its untrusted settings is refused as a submit is (`config_untrusted`),
+/// before the running attempt is ended.
+#[test]
+fn a_handoff_to_claude_code_needs_its_project_files_trusted() {
+    let h = Harness::new();
+    project_repo(&h);
+    let files = commit_agent_code_files(&h, "claude-code", &h.root().join("RAN"));
+    let id = h.submit_sh("sleep 60", &["--mode", "batch"]);
+    let (answer, code) = h.json(&["handoff", &id, "--agent", "claude-code", "--", "go on"]);
+    assert_refused(&answer, code, "config_untrusted", 14);
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains(files[0]), "{message}");
+    let status = h.status(&id);
+    assert_eq!(status["status"], "running", "{status}");
+    assert_eq!(status["agent_kind"], "command", "{status}");
+    h.ok(&["cancel", &id]);
 }
 
 /// The same with the real CLIs, offline (no model reachable): before trust nothing of the

@@ -1362,15 +1362,24 @@ fn a_failed_task_is_retried_from_the_page_and_completes() {
     ));
     let (failed, _) = h.json(&["wait", &id, "--timeout", "60s"]);
     assert_eq!(failed["tasks"][0]["status"], "failed", "{failed}");
-    let s = serve(&h, &[]);
+    let mut s = serve(&h, &[]);
     let (_, session) = pair_http(&s, &s.code, "phone");
     let session = session.expect("paired");
     let csrf = csrf_of(&s, &session);
-    let reply = post_signed(
+    // It runs unsandboxed, whatever it is told: the terminal's code is asked first.
+    let asked = post_signed(
         &s.addr,
         &session,
         &format!("/t/{id}/retry"),
         &[("csrf", &csrf)],
+    );
+    assert!(asked.body.contains("confirm-code"), "{}", asked.body);
+    let code = confirm_code(&mut s);
+    let reply = post_signed(
+        &s.addr,
+        &session,
+        &format!("/t/{id}/retry"),
+        &[("csrf", &csrf), ("code", &code)],
     );
     assert_eq!(reply.status, 303, "{}", reply.body);
     let back = reply.header("location").unwrap_or_default().to_string();
@@ -1397,7 +1406,7 @@ fn a_running_task_is_handed_off_from_the_page() {
     h.wait_until(&id, "running", limits::AGENT, || {
         h.status(&id)["status"] == "running"
     });
-    let s = serve(&h, &[]);
+    let mut s = serve(&h, &[]);
     let (_, session) = pair_http(&s, &s.code, "phone");
     let session = session.expect("paired");
     let cookie = format!("ck_session={session}");
@@ -1421,17 +1430,19 @@ fn a_running_task_is_handed_off_from_the_page() {
     assert!(command.body.contains("command agent"), "{}", command.body);
     let no_token = post_signed(&s.addr, &session, &path, &[("agent", "gemini")]);
     assert_eq!(no_token.status, 403, "{}", no_token.body);
-    let reply = post_signed(
-        &s.addr,
-        &session,
-        &path,
-        &[
-            ("csrf", &csrf),
-            ("agent", "gemini"),
-            ("model", ""),
-            ("message", "Go on from here."),
-        ],
-    );
+    let fields = [
+        ("csrf", csrf.as_str()),
+        ("agent", "gemini"),
+        ("model", ""),
+        ("message", "Go on from here."),
+    ];
+    // The next agent runs with its bypass and no sandbox: the terminal's code is asked first.
+    let asked = post_signed(&s.addr, &session, &path, &fields);
+    assert!(asked.body.contains("confirm-code"), "{}", asked.body);
+    let code = confirm_code(&mut s);
+    let mut confirmed = fields.to_vec();
+    confirmed.push(("code", &code));
+    let reply = post_signed(&s.addr, &session, &path, &confirmed);
     assert_eq!(reply.status, 303, "{}", reply.body);
     assert_eq!(
         reply.header("location"),

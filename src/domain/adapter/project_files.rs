@@ -6,7 +6,10 @@
 //! Gemini and Codex need no list: Gemini runs with `--skip-trust` (an untrusted folder's
 //! settings are ignored), Codex reads a project's `.codex/` only for a project trusted in
 //! `~/.codex/config.toml`. Qwen Code (a Gemini fork) has folder trust off by default; opencode
-//! and pi have no trust of their own.
+//! and pi have no trust of their own. Claude Code and Copilot have a folder trust, but the
+//! permission bypass cuekit starts them with (`--dangerously-skip-permissions`,
+//! `COPILOT_ALLOW_ALL`) skips it, and `claude-agent-acp` (the ACP mode) loads the same project
+//! settings as the CLI.
 
 use std::path::{Component, Path};
 
@@ -34,9 +37,30 @@ pub fn code_files(agent_kind: &str) -> &'static [&'static str] {
         // pi: the project's extensions (TypeScript run in its process) and the project settings
         // (`packages` and `extensions` it installs and loads).
         "pi" => &[".pi/settings.json", ".pi/extensions/"],
+        // Claude Code 2.x (and claude-agent-acp, its SDK): the project settings' `hooks`
+        // (SessionStart runs before the model is asked), `apiKeyHelper`, `statusLine`,
+        // `enabledPlugins`, `enableAllProjectMcpServers`; `.mcp.json`'s servers; the hook scripts
+        // the settings conventionally name under `.claude/hooks/`.
+        "claude-code" => &[
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".mcp.json",
+            ".claude/hooks/",
+        ],
+        // Copilot CLI: the project's hooks (`.github/hooks/*.json`, sessionStart included), its
+        // MCP servers (`.mcp.json`, `.github/mcp.json`) and LSP servers (`.github/lsp.json`).
+        "copilot" => &[
+            ".github/hooks/",
+            ".mcp.json",
+            ".github/mcp.json",
+            ".github/lsp.json",
+        ],
         _ => &[],
     }
 }
+
+/// The agents [`code_files`] names files for.
+const CODE_AGENTS: [&str; 5] = ["qwen", "opencode", "pi", "claude-code", "copilot"];
 
 /// Whether `path` (absolute or relative) is one of the files some agent's CLI loads from a
 /// project ([`code_files`] of any agent): a file `cuekit trust` takes as an agent's file.
@@ -48,7 +72,7 @@ pub fn is_code_file(path: &Path) -> bool {
             _ => None,
         })
         .collect();
-    ["qwen", "opencode", "pi"]
+    CODE_AGENTS
         .iter()
         .flat_map(|kind| code_files(kind))
         .any(|entry| {
@@ -77,6 +101,9 @@ mod tests {
         assert!(code_files("pi").contains(&".pi/extensions/"));
         assert!(code_files("gemini").is_empty());
         assert!(code_files("codex").is_empty());
+        assert!(code_files("claude-code").contains(&".claude/settings.json"));
+        assert!(code_files("claude-code").contains(&".mcp.json"));
+        assert!(code_files("copilot").contains(&".github/hooks/"));
     }
 
     #[test]
@@ -89,6 +116,12 @@ mod tests {
             "/r/.pi/extensions/deep/x.ts",
             "/r/.opencode/plugin/p.ts",
             ".pi/settings.json",
+            "/r/.claude/settings.json",
+            "/r/.claude/settings.local.json",
+            "/r/.mcp.json",
+            "/r/.claude/hooks/start.sh",
+            "/r/.github/hooks/hooks.json",
+            "/r/.github/mcp.json",
         ] {
             assert!(is_code_file(Path::new(yes)), "{yes}");
         }
@@ -98,6 +131,9 @@ mod tests {
             "/r/settings.json",
             "/r/.qwen/other.json",
             "/r/.gemini/settings.json",
+            "/r/.claude/agents/reviewer.md",
+            "/r/CLAUDE.md",
+            "/r/.github/workflows/ci.yml",
         ] {
             assert!(!is_code_file(Path::new(no)), "{no}");
         }

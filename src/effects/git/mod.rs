@@ -10,6 +10,7 @@ pub mod cleanup;
 pub mod conflicts;
 pub mod create;
 pub mod diff;
+pub mod drivers;
 pub mod fingerprint;
 pub mod ignore_rules;
 pub mod include;
@@ -68,6 +69,8 @@ pub struct Git {
     env: Vec<(String, OsString)>,
     /// How long each call may take.
     deadline: Duration,
+    /// The repository's own programs' overrides ([`drivers`]), read once for this git.
+    neutral: std::sync::Arc<std::sync::OnceLock<Vec<(String, OsString)>>>,
 }
 
 /// How long one git call may take before its process group is killed: a child's tree can
@@ -92,6 +95,7 @@ impl Git {
             global: Vec::new(),
             env: Vec::new(),
             deadline: deadline(false),
+            neutral: std::sync::Arc::default(),
         }
     }
 
@@ -123,6 +127,7 @@ impl Git {
                 ("GIT_INDEX_FILE".to_string(), index.as_os_str().to_owned()),
             ],
             deadline: deadline(true),
+            neutral: std::sync::Arc::default(),
         }
     }
 
@@ -133,6 +138,7 @@ impl Git {
             global: Vec::new(),
             env: vec![("GIT_DIR".to_string(), git_dir.as_os_str().to_owned())],
             deadline: deadline(false),
+            neutral: std::sync::Arc::default(),
         }
     }
 
@@ -148,7 +154,8 @@ impl Git {
         self.command_with(args, &[])
     }
 
-    /// git with cuekit's own config entries first, then `extra`, all out of band.
+    /// git with the repository's own programs overridden, then cuekit's own config entries,
+    /// then `extra`, all out of band.
     ///
     /// cuekit runs git in folders a repository filled: a bare repository tracked inside it
     /// (`evil/HEAD`, `evil/config`) would be found as the repository and its `core.fsmonitor`
@@ -159,7 +166,33 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut config = vec![
+        // The repository's own filter, diff and merge drivers, ssh command, credential helper
+        // and gpg program run nothing in cuekit's calls ([`drivers`]); cuekit's own entries
+        // come after them.
+        let mut config = self.neutral_config().clone();
+        config.extend(Self::own_config());
+        config.extend(extra.iter().cloned());
+        self.bounded(args, &config)
+    }
+
+    /// What [`drivers::neutralised`] overrides in this repository's own config, listed once
+    /// (nothing where git finds no repository).
+    fn neutral_config(&self) -> &Vec<(String, OsString)> {
+        self.neutral.get_or_init(|| {
+            let listing = self.bounded(
+                ["config", "--list", "--show-scope", "--includes", "-z"],
+                &Self::own_config(),
+            );
+            match finish(listing, None, self.deadline) {
+                Ok(output) if output.status.success() => drivers::neutralised(&output.stdout),
+                _ => Vec::new(),
+            }
+        })
+    }
+
+    /// cuekit's own config entries for every call.
+    fn own_config() -> Vec<(String, OsString)> {
+        vec![
             (
                 "safe.bareRepository".to_string(),
                 OsString::from("explicit"),
@@ -171,14 +204,21 @@ impl Git {
             // repository's hooks run nothing before it is trusted, and only your own git
             // commands run yours.
             ("core.hooksPath".to_string(), OsString::from("/dev/null")),
-        ];
-        config.extend(extra.iter().cloned());
+        ]
+    }
+
+    /// git with exactly `config` given out of band.
+    fn bounded<I, S>(&self, args: I, config: &[(String, OsString)]) -> Bounded
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
         let command = Bounded::new("git", self.deadline)
             .arg("-C")
             .arg(&self.dir)
             .args(&self.global)
             .args(args)
-            .envs(args::config_env(&config))
+            .envs(args::config_env(config))
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             // A promisor remote is never asked for a missing object (CVE-2024-32004's kin).
             .env("GIT_NO_LAZY_FETCH", "1")
