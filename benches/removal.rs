@@ -50,7 +50,8 @@ fn removals(bench: &Sandbox, flags: &[&str], count: usize) -> Vec<Duration> {
             let left = bench.json(&["list"]);
             assert!(
                 !left.to_string().contains(id.as_str()),
-                "{id} was kept: the benchmark measures removals"
+                "{id} was kept: the benchmark measures removals; rm says: {}",
+                String::from_utf8_lossy(&bench.cuekit(&["rm", id]).output().unwrap().stderr)
             );
             took
         })
