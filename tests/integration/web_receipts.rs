@@ -171,7 +171,7 @@ fn cancel_and_retry_from_the_page_come_back_with_their_receipts() {
     h.wait_until(&id, "running", limits::AGENT, || {
         h.status(&id)["status"] == "running"
     });
-    let s = serve(&h, &[]);
+    let mut s = serve(&h, &[]);
     let (cookie, csrf) = signed_in(&s);
     let act = |action: &str| {
         post(
@@ -210,7 +210,16 @@ fn cancel_and_retry_from_the_page_come_back_with_their_receipts() {
         page.contains("<b>Cancelled</b> — the child was stopped"),
         "{page}"
     );
-    let retried = act("retry");
+    // A retry starts the command agent again, unsandboxed: the terminal's code is asked first.
+    let asked = act("retry");
+    assert!(asked.body.contains("confirm-code"), "{}", asked.body);
+    let code = crate::web::confirm_code(&mut s);
+    let retried = post(
+        &s,
+        &cookie,
+        &format!("/t/{id}/retry"),
+        &[("csrf", &csrf), ("code", &code)],
+    );
     assert_eq!(retried.status, 303, "{}", retried.body);
     assert_eq!(
         retried.header("location"),
