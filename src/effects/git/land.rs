@@ -117,6 +117,27 @@ fn files_did_not_follow(
     }
 }
 
+/// The checkout's top folder and the paths `old` → `new` changes (only those `filter` keeps,
+/// a `--diff-filter=…`), as git names them.
+fn merge_paths(
+    there: &Git,
+    old: &str,
+    new: &str,
+    filter: Option<&str>,
+) -> Result<(PathBuf, Vec<String>)> {
+    let top = PathBuf::from(there.line(["rev-parse", "--show-toplevel"])?);
+    let mut args = vec!["diff-tree", "-r", "-z", "--no-renames", "--name-only"];
+    args.extend(filter);
+    args.extend([old, new]);
+    let listed = there.run(args)?;
+    let paths = listed
+        .split('\0')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    Ok((top, paths))
+}
+
 /// Before the recovery rule's step 3 is run again: what an interrupted `read-tree` wrote in the
 /// checkout is removed, so that it does not stand in the way. A file is taken for such only
 /// when its bytes are the start (or the whole) of what the merge puts at that path and not
@@ -124,23 +145,14 @@ fn files_did_not_follow(
 /// else is left, and git names it.
 fn clear_partial_writes(there: &Git, old: &str, new: &str) -> Result<()> {
     const LARGEST: u64 = 64 * 1024 * 1024;
-    let top = PathBuf::from(there.line(["rev-parse", "--show-toplevel"])?);
-    let changed = there.run([
-        "diff-tree",
-        "-r",
-        "-z",
-        "--no-renames",
-        "--name-only",
-        old,
-        new,
-    ])?;
+    let (top, changed) = merge_paths(there, old, new, None)?;
     let blob = |commit: &str, path: &str| -> Option<Vec<u8>> {
         let output = there
             .output(["cat-file", "blob", &format!("{commit}:{path}")])
             .ok()?;
         output.status.success().then_some(output.stdout)
     };
-    for path in changed.split('\0').filter(|p| !p.is_empty()) {
+    for path in &changed {
         let at = top.join(path);
         let Ok(meta) = at.symlink_metadata() else {
             continue;
@@ -166,19 +178,9 @@ fn clear_partial_writes(there: &Git, old: &str, new: &str) -> Result<()> {
 /// has as a file. `read-tree -m -u` refuses untracked files in the way, but takes *ignored*
 /// ones (a `settings.local`, an `out/` of results) as expendable: they are often the only copy.
 fn refuse_files_in_the_way(there: &Git, old: &str, new: &str) -> Result<()> {
-    let top = PathBuf::from(there.line(["rev-parse", "--show-toplevel"])?);
-    let added = there.run([
-        "diff-tree",
-        "-r",
-        "-z",
-        "--no-renames",
-        "--name-only",
-        "--diff-filter=AT",
-        old,
-        new,
-    ])?;
+    let (top, added) = merge_paths(there, old, new, Some("--diff-filter=AT"))?;
     let mut in_the_way: Vec<String> = Vec::new();
-    for path in added.split('\0').filter(|p| !p.is_empty()) {
+    for path in &added {
         let mut at = top.clone();
         let names: Vec<&str> = path.split('/').collect();
         for (n, name) in names.iter().enumerate() {
@@ -310,23 +312,14 @@ fn follow(there: &Git, name: &str, old: &str, new: &str) -> Result<Option<String
     // (its `read-tree` stopped, or it and a retry crossed): they are written again. Any other
     // change is the user's, and refused with the journal kept.
     let mut missing = Vec::new();
-    let top = PathBuf::from(there.line(["rev-parse", "--show-toplevel"])?);
-    let changed = there.run([
-        "diff-tree",
-        "-r",
-        "-z",
-        "--no-renames",
-        "--name-only",
-        old,
-        new,
-    ])?;
-    for path in changed.split('\0').filter(|p| !p.is_empty()) {
+    let (top, changed) = merge_paths(there, old, new, None)?;
+    for path in &changed {
         if !top.join(path).exists() {
             missing.push(path.to_string());
         }
     }
     clear_partial_writes(there, old, new)?;
-    for path in changed.split('\0').filter(|p| !p.is_empty()) {
+    for path in &changed {
         if !top.join(path).exists() && !missing.iter().any(|m| m == path) {
             missing.push(path.to_string());
         }
