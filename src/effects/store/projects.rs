@@ -17,31 +17,23 @@ pub fn records_dir_of(task_dir: &Path) -> Option<PathBuf> {
 /// way (its pending entry), as the kernel names them, each once; those no longer there are
 /// left out. A task on another host has its folder there, not here.
 pub fn task_records_dirs() -> Vec<PathBuf> {
-    let placements = super::registered_ids()
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|id| super::placement(&id).ok().flatten())
-        .chain(
-            super::pending_submits()
-                .into_iter()
-                .map(|pending| pending.placement),
-        );
-    let mut dirs: Vec<PathBuf> = placements
-        .filter(|placement| placement.host.is_none())
-        .filter_map(|placement| records_dir_of(&placement.task_dir))
-        .filter_map(|dir| dir.canonicalize().ok())
-        .filter(|dir| dir.is_dir())
-        .collect();
-    dirs.sort();
-    dirs.dedup();
-    dirs
+    existing_once(local_placements().filter_map(|placement| records_dir_of(&placement.task_dir)))
 }
 
 /// The checkout of every local task the registry holds, and of every submit under way, as the
 /// kernel names them, each once; those no longer there are left out. A sandbox hides each but
 /// its own: another task's uncommitted work is none of its child's.
 pub fn task_checkouts() -> Vec<PathBuf> {
-    let placements = super::registered_ids()
+    existing_once(
+        local_placements()
+            .filter_map(|placement| placement.facts?.worktree.map(|worktree| worktree.path)),
+    )
+}
+
+/// The placement of every task of this machine's the registry holds, and of every submit
+/// under way (its pending entry).
+fn local_placements() -> impl Iterator<Item = super::Placement> {
+    super::registered_ids()
         .unwrap_or_default()
         .into_iter()
         .filter_map(|id| super::placement(&id).ok().flatten())
@@ -49,10 +41,13 @@ pub fn task_checkouts() -> Vec<PathBuf> {
             super::pending_submits()
                 .into_iter()
                 .map(|pending| pending.placement),
-        );
-    let mut dirs: Vec<PathBuf> = placements
+        )
         .filter(|placement| placement.host.is_none())
-        .filter_map(|placement| placement.facts?.worktree.map(|worktree| worktree.path))
+}
+
+/// `dirs` as the kernel names them, each once, those no longer there left out.
+fn existing_once(dirs: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = dirs
         .filter_map(|dir| dir.canonicalize().ok())
         .filter(|dir| dir.is_dir())
         .collect();
