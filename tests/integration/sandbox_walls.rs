@@ -22,6 +22,31 @@ fn outside() -> tempfile::TempDir {
     dir
 }
 
+/// [`outside`], for a throw-away user to work in: given to `user`. Every folder above it must be
+/// passable by other users (the checkout's place: `mktemp -d` makes a `0700` one); said at once
+/// rather than as the child's "Permission denied".
+fn outside_for(user: &ThrowawayUser) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let out = outside();
+    for above in out.path().ancestors().skip(1) {
+        let mode = std::fs::metadata(above).unwrap().permissions().mode();
+        assert!(
+            mode & 0o001 != 0,
+            "{} (mode {mode:o}) cannot be passed by other users: these tests run a throw-away \
+             user in a folder of the checkout's target/, so clone the repository where every \
+             user may pass",
+            above.display()
+        );
+    }
+    let status = as_root("chown")
+        .arg(&user.name)
+        .arg(out.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    out
+}
+
 /// An unprivileged user's sandboxed child cannot drive another tmux server of that user's
 /// whose socket lies outside HOME and /tmp (a second cuekit's `CUEKIT_TMUX_SOCKET`, a
 /// `tmux -S <path>`): the socket stays in sight read-only, and a read-only mount does not stop
@@ -29,13 +54,7 @@ fn outside() -> tempfile::TempDir {
 #[test]
 fn a_sandboxed_child_cannot_drive_another_tmux_server_of_its_user() {
     let user = ThrowawayUser::new("cuekit-sbx-");
-    let out = outside();
-    let status = as_root("chown")
-        .arg(&user.name)
-        .arg(out.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let out = outside_for(&user);
     let (socket, escaped) = (out.path().join("b.sock"), out.path().join("ESCAPED"));
     let script = format!(
         "tmux -S '{socket}' new-session -d 'sleep 120' && mkdir -p ~/proj && cd ~/proj \
@@ -63,13 +82,7 @@ fn a_sandboxed_child_cannot_drive_another_tmux_server_of_its_user() {
 #[test]
 fn a_sandboxed_child_cannot_drive_a_tmux_server_whatever_name_its_socket_was_bound_with() {
     let user = ThrowawayUser::new("cuekit-sbx-");
-    let out = outside();
-    let status = as_root("chown")
-        .arg(&user.name)
-        .arg(out.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let out = outside_for(&user);
     let w = out.path().display().to_string();
     let ways = [
         ("relative", "rel/b.sock"),
