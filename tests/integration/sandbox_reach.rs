@@ -40,13 +40,17 @@ fn seen(h: &Harness, name: &str) -> String {
 /// read cuekit's data dir or the user's runtime dir when XDG puts them there too.
 #[test]
 fn cuekits_socket_data_and_runtime_dirs_are_out_of_reach_wherever_they_lie() {
-    let out = outside();
+    // Kept after the test: every sandbox another test starts meanwhile covers this test's
+    // listening tmux socket, and bubblewrap fails making a cover whose file was removed
+    // between the plan and the start (seen once in a full run). tmux leaves its socket file
+    // when its server ends, so a kept folder keeps it; `target/tmp` holds it until `cargo clean`.
+    let out = outside().keep();
     // The socket's folder is not there yet either: the first submit makes it.
     let (socket, data, runtime, config) = (
-        out.path().join("fresh/tmux.sock"),
-        out.path().join("data"),
-        out.path().join("run"),
-        out.path().join("config"),
+        out.join("fresh/tmux.sock"),
+        out.join("data"),
+        out.join("run"),
+        out.join("config"),
     );
     std::fs::create_dir_all(runtime.join("cuekit")).unwrap();
     std::fs::write(runtime.join("secret"), "RUNTIME-SECRET").unwrap();
@@ -59,7 +63,7 @@ fn cuekits_socket_data_and_runtime_dirs_are_out_of_reach_wherever_they_lie() {
         .env("XDG_RUNTIME_DIR", runtime.to_str().unwrap())
         .env("XDG_CONFIG_HOME", config.to_str().unwrap());
     let _server = Server(socket.clone());
-    let escaped = out.path().join("escaped");
+    let escaped = out.join("escaped");
     let script = format!(
         "tmux -S '{}' run-shell 'touch {}'; ls '{}/cuekit' > seen-data 2>&1; \
          cat '{}/secret' '{}/gh/hosts.yml' > seen-private 2>&1; echo done",

@@ -24,8 +24,11 @@ fn outside() -> tempfile::TempDir {
 
 /// [`outside`], for a throw-away user to work in: given to `user`. Every folder above it must be
 /// passable by other users (the checkout's place: `mktemp -d` makes a `0700` one); said at once
-/// rather than as the child's "Permission denied".
-fn outside_for(user: &ThrowawayUser) -> tempfile::TempDir {
+/// rather than as the child's "Permission denied". Kept after the test: the tmux sockets its
+/// user binds there are covered by every sandbox another test starts meanwhile, and bubblewrap
+/// fails making a cover whose file was removed between the plan and the start (tmux leaves its
+/// socket file when its server ends; `target/tmp` holds the folder until `cargo clean`).
+fn outside_for(user: &ThrowawayUser) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let out = outside();
     for above in out.path().ancestors().skip(1) {
@@ -44,7 +47,7 @@ fn outside_for(user: &ThrowawayUser) -> tempfile::TempDir {
         .status()
         .unwrap();
     assert!(status.success());
-    out
+    out.keep()
 }
 
 /// An unprivileged user's sandboxed child cannot drive another tmux server of that user's
@@ -55,7 +58,7 @@ fn outside_for(user: &ThrowawayUser) -> tempfile::TempDir {
 fn a_sandboxed_child_cannot_drive_another_tmux_server_of_its_user() {
     let user = ThrowawayUser::new("cuekit-sbx-");
     let out = outside_for(&user);
-    let (socket, escaped) = (out.path().join("b.sock"), out.path().join("ESCAPED"));
+    let (socket, escaped) = (out.join("b.sock"), out.join("ESCAPED"));
     let script = format!(
         "tmux -S '{socket}' new-session -d 'sleep 120' && mkdir -p ~/proj && cd ~/proj \
          && cuekit submit --id t_5a4db0c00048 --sandbox --agent command --mode batch -- sh -c \
@@ -83,7 +86,7 @@ fn a_sandboxed_child_cannot_drive_another_tmux_server_of_its_user() {
 fn a_sandboxed_child_cannot_drive_a_tmux_server_whatever_name_its_socket_was_bound_with() {
     let user = ThrowawayUser::new("cuekit-sbx-");
     let out = outside_for(&user);
-    let w = out.path().display().to_string();
+    let w = out.display().to_string();
     let ways = [
         ("relative", "rel/b.sock"),
         ("renamed", "new/c.sock"),
@@ -113,7 +116,7 @@ fn a_sandboxed_child_cannot_drive_a_tmux_server_whatever_name_its_socket_was_bou
     assert!(said.contains("TRIED"), "the child did not run:\n{said}");
     for (name, _) in ways {
         assert!(
-            !out.path().join(format!("ESCAPED-{name}")).exists(),
+            !out.join(format!("ESCAPED-{name}")).exists(),
             "the child ran a command outside its sandbox through a socket bound {name}:\n{said}"
         );
     }
