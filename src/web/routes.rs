@@ -1238,7 +1238,7 @@ async fn answer(State(app): Shared, action: Action) -> Response {
         }
     };
     app.live.invalidate();
-    let view = match view_of(&app, &id).await {
+    let view = match view_with_its_request(&app, &id).await {
         Ok(view) => view,
         Err(err) => return failure(&err, "/"),
     };
@@ -1287,6 +1287,26 @@ async fn answer(State(app): Shared, action: Action) -> Response {
         Ok(receipt)
     })
     .await
+}
+
+/// The task's view for an answer: a permission prompt whose request was not read from the
+/// screen (the agent was redrawing its dialog as it was captured: seen once in a loaded run,
+/// where Allow was refused with "no permission request" under a page that showed one) is
+/// looked at again, three times at most, 200 ms apart.
+async fn view_with_its_request(
+    app: &Arc<App>,
+    id: &str,
+) -> crate::domain::error::Result<ops::TaskView> {
+    let mut view = view_of(app, id).await?;
+    for _ in 0..3 {
+        if view.request.is_some() || view.reason.as_deref() != Some("permission_prompt") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        app.live.invalidate();
+        view = view_of(app, id).await?;
+    }
+    Ok(view)
 }
 
 async fn merge_form(State(app): Shared, Viewer { id, session }: Viewer) -> Response {

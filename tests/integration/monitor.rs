@@ -243,7 +243,13 @@ fn timeouts_hold_with_nobody_waiting_and_one_monitor_for_the_server() {
         .map(|_| h.submit_sh("sleep 600", &["--timeout", "2s"]))
         .collect();
     assert!(poll(Duration::from_secs(5), || !h.monitors().is_empty()));
-    assert_eq!(h.monitors().len(), 1, "one monitor per server");
+    // A monitor another submit started leaves as soon as it finds the first one's lock: under
+    // load it was counted once in that instant. One stays.
+    assert!(
+        poll(limits::SHORT, || h.monitors().len() == 1),
+        "one monitor per server: {:?}",
+        h.monitors()
+    );
     // No process per task: nothing else of cuekit runs but the monitor.
     assert!(
         poll(limits::TASK, || ids
