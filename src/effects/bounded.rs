@@ -15,7 +15,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -432,7 +432,7 @@ impl Bounded {
         // The pipe's writing ends are the child's now; ours must go for the reader to end.
         drop(command);
         if let (Input::Bytes(bytes), Some(mut stdin)) = (self.stdin, child.stdin.take()) {
-            std::thread::spawn(move || stdin.write_all(&bytes));
+            std::thread::spawn(move || crate::effects::spawn::write_to_child(&mut stdin, &bytes));
         }
         let (head, tail) = (self.head, self.tail);
         let stdout = match merged {

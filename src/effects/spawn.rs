@@ -103,3 +103,65 @@ pub fn handing_over(
     }
     command.spawn()
 }
+
+/// Writes `bytes` into a child's stdin. A child that exits before it read them all makes this
+/// an error (broken pipe), never the end of cuekit: its CLI keeps SIGPIPE's default action
+/// (`cuekit list | head` ends quietly), and the signal a write into a closed pipe raises goes
+/// to the writing thread. Blocked around the write, it is taken back when it was raised: a
+/// `git` that failed before reading its input once ended `cuekit list` with signal 13 and no
+/// word.
+pub fn write_to_child(pipe: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+    // SAFETY: the set is initialised by sigemptyset before use; the mask changes affect this
+    // thread alone and are put back before returning; sigtimedwait with a zero timeout only
+    // takes a SIGPIPE already pending.
+    unsafe {
+        let mut pipe_signal: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe_signal);
+        libc::sigaddset(&mut pipe_signal, libc::SIGPIPE);
+        let mut before: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe_signal, &mut before);
+        let written = pipe.write_all(bytes);
+        let now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        while libc::sigtimedwait(&pipe_signal, std::ptr::null_mut(), &now) == libc::SIGPIPE {}
+        libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
+        written
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In a forked process with SIGPIPE at its default action (as the CLI sets it), a write
+    /// into a pipe nobody reads is an error, and the process lives on to say so.
+    #[test]
+    fn a_write_to_a_child_that_is_gone_is_an_error_not_the_end() {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        // SAFETY: the forked child only changes its own signal disposition, writes to a pipe
+        // and exits with _exit, never returning into the test harness.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+            let mut writer = writer;
+            let said = write_to_child(&mut writer, &[b'x'; 100_000]);
+            let code = match said {
+                Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => 0,
+                _ => 1,
+            };
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(
+            !libc::WIFSIGNALED(status),
+            "ended by signal {}",
+            libc::WTERMSIG(status)
+        );
+        assert_eq!(libc::WEXITSTATUS(status), 0, "the write did not fail");
+    }
+}

@@ -239,7 +239,8 @@ impl Harness {
         let output = self.cuekit().arg("--json").args(args).output().unwrap();
         let value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
             panic!(
-                "cuekit --json {args:?}: not JSON ({err}):\n{}{}",
+                "cuekit --json {args:?}: not JSON ({err}; {:?}):\n{}{}",
+                output.status,
                 String::from_utf8_lossy(&output.stdout),
                 String::from_utf8_lossy(&output.stderr)
             )

@@ -3,7 +3,6 @@
 pub mod args;
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -215,7 +214,7 @@ impl Tmux {
         })?;
         if let Some(input) = input {
             let mut stdin = child.stdin.take().expect("stdin was piped");
-            stdin.write_all(input).map_err(|err| {
+            crate::effects::spawn::write_to_child(&mut stdin, input).map_err(|err| {
                 Error::new(
                     ErrorCode::TmuxFailed,
                     format!("cannot write to tmux: {err}"),
