@@ -1148,8 +1148,14 @@ fn the_monitor_finishes_a_stop_whose_cancel_and_stopper_were_killed() {
         "survivors: {:?}",
         processes_of(&id)
     );
-    let view = h.assert_status(&id, "cancelled");
-    assert!(view.get("stopping").is_none(), "{view}");
+    // The monitor records the stop finished just after its last process is gone: under load
+    // a look in between still read `stopping` (once, in a clean-clone run).
+    assert!(
+        poll(limits::SHORT, || h.status(&id).get("stopping").is_none()),
+        "{}",
+        h.status(&id)
+    );
+    h.assert_status(&id, "cancelled");
 }
 
 /// `rm` of a task a `wait` is waiting on (with others) ends nothing badly: the removed task
