@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::harness::http::{Answer, Server};
 use crate::harness::{Harness, MODEL, canned_text, limits, poll, sh_task};
+use crate::races::sh_race;
 
 /// A secret the tests plant in the environment, an objective and a report: no payload may
 /// carry it.
@@ -455,24 +456,7 @@ fn failed_checks_and_a_race_decided_are_announced_once_each() {
         "notify:\n  channels:\n    races:\n      webhook: {}/r\n      notify_on: [check_failed, race_decided]\n",
         server.origin
     ));
-    let args = sh_task(
-        "echo answer=1 > answer.txt",
-        &[
-            "--best-of",
-            "2",
-            "--mode",
-            "batch",
-            "--check",
-            "sh tests/check.sh",
-            "--check-rounds",
-            "0",
-        ],
-    );
-    let mut all = vec!["submit"];
-    all.extend_from_slice(&args);
-    let (value, code) = h.json(&all);
-    assert_eq!(code, 0, "{value}");
-    let race = value["race"].as_str().unwrap().to_string();
+    let (race, _) = sh_race(&h, &["--best-of", "2"], "echo answer=1 > answer.txt");
     let (waited, _) = h.json(&["wait", &race, "--timeout", "60s"]);
     assert!(server.wait_for(3, limits::TASK), "{waited}");
     h.monitor_ticks_pass(3);
@@ -502,24 +486,11 @@ fn a_race_decided_by_a_wait_in_another_process_is_still_announced() {
         "notify:\n  channels:\n    races:\n      webhook: {}/r\n      notify_on: [race_decided]\n",
         server.origin
     ));
-    let args = sh_task(
+    let (race, candidates) = sh_race(
+        &h,
+        &["--best-of", "2"],
         "sleep 3; echo answer=1 > answer.txt",
-        &[
-            "--best-of",
-            "2",
-            "--mode",
-            "batch",
-            "--check",
-            "sh tests/check.sh",
-            "--check-rounds",
-            "0",
-        ],
     );
-    let mut all = vec!["submit"];
-    all.extend_from_slice(&args);
-    let (value, code) = h.json(&all);
-    assert_eq!(code, 0, "{value}");
-    let race = value["race"].as_str().unwrap().to_string();
     // Held by this test (the lock is `flock`'s, as cuekit's own): the monitor and the `wait`
     // below, other processes, find it taken.
     let lock_path = h.data_dir().join(format!("races/{race}.lock"));
@@ -530,12 +501,6 @@ fn a_race_decided_by_a_wait_in_another_process_is_still_announced() {
         .open(&lock_path)
         .unwrap();
     lock.lock().unwrap();
-    let candidates: Vec<String> = value["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_str().unwrap().to_string())
-        .collect();
     for id in &candidates {
         h.wait_until(id, "the candidate's ending", limits::TASK, || {
             h.status(id)["status"] == "failed"

@@ -3,6 +3,8 @@
 //! tmux, real /bin/sh, and the real Gemini CLI offline (canned replies per model) where the
 //! candidates' behaviour matters.
 
+use std::path::PathBuf;
+
 use serde_json::Value;
 
 use super::checks::{answer, checked_project};
@@ -61,7 +63,7 @@ fn submit_race(h: &Harness, args: &[&str]) -> (String, Vec<String>) {
 
 /// A race of `command` candidates running `sh -c SCRIPT` in batch mode, checked by the
 /// project's test with no fix round; `flags` say how many and how it is decided.
-fn sh_race(h: &Harness, flags: &[&str], script: &str) -> (String, Vec<String>) {
+pub(crate) fn sh_race(h: &Harness, flags: &[&str], script: &str) -> (String, Vec<String>) {
     let mut args = flags.to_vec();
     args.extend([
         "--mode",
@@ -72,6 +74,19 @@ fn sh_race(h: &Harness, flags: &[&str], script: &str) -> (String, Vec<String>) {
         "0",
     ]);
     submit_race(h, &crate::harness::sh_task(script, &args))
+}
+
+/// A race of two [`sh_race`] candidates running `script`, waited for: its result, the loser's
+/// id and the loser's checkout.
+fn race_of_two_with_its_loser(h: &Harness, script: &str) -> (Value, String, PathBuf) {
+    let (race, ids) = sh_race(h, &["--best-of", "2"], script);
+    let (waited, code) = h.json(&["wait", &race, "--timeout", "90s"]);
+    assert_eq!(code, 0, "{waited}");
+    let (result, _) = h.json(&["result", &race]);
+    let winner = result["pick"]["winner"].as_str().unwrap().to_string();
+    let loser = ids.into_iter().find(|id| *id != winner).unwrap();
+    let checkout = h.worktree_of(&loser);
+    (result, loser, checkout)
 }
 
 fn kept_ref(h: &Harness, race: &str, id: &str) -> Option<String> {
@@ -374,13 +389,7 @@ fn a_losers_checkout_with_a_process_working_in_it_is_kept() {
          else echo answer=42 > answer.txt; fi",
         claim = claim.display(),
     );
-    let (race, ids) = sh_race(&h, &["--best-of", "2"], &script);
-    let (waited, code) = h.json(&["wait", &race, "--timeout", "90s"]);
-    assert_eq!(code, 0, "{waited}");
-    let (result, _) = h.json(&["result", &race]);
-    let winner = result["pick"]["winner"].as_str().unwrap().to_string();
-    let loser = ids.iter().find(|id| **id != winner).unwrap();
-    let checkout = h.worktree_of(loser);
+    let (result, _, checkout) = race_of_two_with_its_loser(&h, &script);
     let kept = checkout.is_dir();
     // The job (whatever works in the checkout) is ended either way, so that it outlives
     // nothing.
@@ -420,13 +429,7 @@ fn a_losers_work_hidden_by_its_own_gitignore_keeps_its_checkout() {
          else echo answer=42 > answer.txt; fi",
         claim = claim.display(),
     );
-    let (race, ids) = sh_race(&h, &["--best-of", "2"], &script);
-    let (waited, code) = h.json(&["wait", &race, "--timeout", "90s"]);
-    assert_eq!(code, 0, "{waited}");
-    let (result, _) = h.json(&["result", &race]);
-    let winner = result["pick"]["winner"].as_str().unwrap().to_string();
-    let loser = ids.iter().find(|id| **id != winner).unwrap();
-    let checkout = h.worktree_of(loser);
+    let (result, loser, checkout) = race_of_two_with_its_loser(&h, &script);
     assert!(
         checkout.join("notes/plan.md").is_file(),
         "the loser's hidden work went with its checkout: {result}"
@@ -438,7 +441,7 @@ fn a_losers_work_hidden_by_its_own_gitignore_keeps_its_checkout() {
         // names the hidden work and keeps it all the same.
         assert!(problems.contains("works in"), "{result}");
         let refused = poll(limits::TASK, || {
-            let output = h.run(&["rm", loser]);
+            let output = h.run(&["rm", &loser]);
             output.status.code() == Some(36)
                 && String::from_utf8_lossy(&output.stderr).contains("notes/plan.md")
         });
