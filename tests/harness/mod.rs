@@ -807,6 +807,19 @@ pub fn within(mut command: Command, limit: Duration) -> Output {
 
 /// Polls `condition` until it holds or `limit` passes; returns whether it held. The looks
 /// come [`Pause`]'s way: often at first, then at most every 250 ms.
+/// The file at `path` (made if missing) with an exclusive `flock` held on it until it is
+/// dropped: cuekit's own locks are `flock`'s, so another process finds the lock taken.
+pub fn held_lock(path: &Path) -> std::fs::File {
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .unwrap();
+    lock.lock().unwrap();
+    lock
+}
+
 pub fn poll(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     let mut pause = Pause::new();

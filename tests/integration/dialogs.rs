@@ -170,14 +170,8 @@ fn a_dialog_that_closes_on_its_own_before_the_key_is_not_answered() {
     let (h, id) = on_its_dialog();
     // Hold the task's steer lock: `approve` reads the dialog, then waits for it to type.
     let lock_path = h.task_dir(&id).join("steer.lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .unwrap();
+    let lock = crate::harness::held_lock(&lock_path);
     std::fs::set_permissions(&lock_path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    lock.lock().unwrap();
     let approver = h
         .cuekit()
         .args(["approve", &id])

@@ -493,14 +493,7 @@ fn a_race_decided_by_a_wait_in_another_process_is_still_announced() {
     );
     // Held by this test (the lock is `flock`'s, as cuekit's own): the monitor and the `wait`
     // below, other processes, find it taken.
-    let lock_path = h.data_dir().join(format!("races/{race}.lock"));
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .unwrap();
-    lock.lock().unwrap();
+    let lock = crate::harness::held_lock(&h.data_dir().join(format!("races/{race}.lock")));
     for id in &candidates {
         h.wait_until(id, "the candidate's ending", limits::TASK, || {
             h.status(id)["status"] == "failed"

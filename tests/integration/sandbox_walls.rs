@@ -214,6 +214,13 @@ fn a_sandboxed_child_sees_no_other_tasks_checkout_nor_the_main_checkout() {
     );
 }
 
+/// The `keyctl` system call's number (x86_64, else aarch64's).
+const KEYCTL: u32 = if cfg!(target_arch = "x86_64") {
+    250
+} else {
+    219
+};
+
 /// A sandboxed child cannot use the kernel keyring: the session keyring bubblewrap leaves it
 /// (and the persistent one linked into it, where `kinit` keeps a Kerberos ticket) is the
 /// user's. `keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING)` fails with EPERM.
@@ -221,11 +228,7 @@ fn a_sandboxed_child_sees_no_other_tasks_checkout_nor_the_main_checkout() {
 fn a_sandboxed_child_cannot_reach_the_kernel_keyring() {
     let h = Harness::new();
     h.project_for_sandbox();
-    let nr = if cfg!(target_arch = "x86_64") {
-        250
-    } else {
-        219
-    };
+    let nr = KEYCTL;
     let script = format!(
         "perl -e 'my $r = syscall({nr}, 0, -3, 0); print \"KEYRING $r \", ($r < 0 ? 0 + $! : 0), \"\\n\"' \
          > seen-keyring 2>&1"
@@ -401,11 +404,7 @@ fn no_other_user_runs_what_a_sandboxed_child_left() {
 fn a_sandboxed_acp_agent_cannot_reach_the_kernel_keyring() {
     let h = Harness::new();
     h.project_for_sandbox();
-    let nr = if cfg!(target_arch = "x86_64") {
-        250
-    } else {
-        219
-    };
+    let nr = KEYCTL;
     let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-agy-acp");
     crate::harness::install_executable(&server, &h.bin.join("fake-agy-acp"));
     crate::harness::write_executable(
