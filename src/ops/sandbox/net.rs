@@ -235,23 +235,12 @@ impl ProcessHandle {
     }
 }
 
-/// One byte to bubblewrap's `--block-fd`: the child may run.
+/// One byte to bubblewrap's `--block-fd`: the child may run. A bubblewrap that died meanwhile
+/// closed the other end: an error here, not SIGPIPE (the CLI restores its default), so that its
+/// own status is the one reported.
 fn release(fd: &OwnedFd) -> std::io::Result<()> {
-    // A bubblewrap that died meanwhile closed the other end: an error here, not SIGPIPE (the
-    // CLI restores its default), so that its own status is the one reported.
-    // SAFETY: the disposition of SIGPIPE swapped around one write of one byte from a live
-    // buffer to a descriptor of ours, and put back.
-    let written = unsafe {
-        let before = libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        let written = libc::write(fd.as_raw_fd(), b"1".as_ptr().cast(), 1);
-        libc::signal(libc::SIGPIPE, before);
-        written
-    };
-    if written == 1 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    let mut block = std::fs::File::from(fd.try_clone()?);
+    crate::effects::spawn::write_to_child(&mut block, b"1")
 }
 
 /// slirp4netns attached to the network namespace of bubblewrap's child `pid`, once bubblewrap
