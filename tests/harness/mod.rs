@@ -390,17 +390,10 @@ impl Harness {
     /// The processes of this test's cuekit (their environment names its HOME) whose argv holds
     /// `word`: `__monitor`, `__scheduler`.
     pub fn processes(&self, word: &str) -> Vec<u32> {
-        let home = format!("HOME={}", self.home.display());
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| {
-                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-                cmdline.split(|b| *b == 0).any(|w| w == word.as_bytes())
-                    && environ.split(|b| *b == 0).any(|w| w == home.as_bytes())
-            })
+        self.own_processes()
+            .into_iter()
+            .filter(|(_, cmdline)| holds_entry(cmdline, word))
+            .map(|(pid, _)| pid)
             .collect()
     }
 
@@ -663,8 +656,7 @@ impl Drop for Harness {
     /// drop a minute of CPU at the end of a loaded run.
     fn drop(&mut self) {
         for (pid, cmdline) in self.own_processes() {
-            let is = |word: &str| cmdline.split(|b| *b == 0).any(|w| w == word.as_bytes());
-            if is("__scheduler") || is("__monitor") {
+            if holds_entry(&cmdline, "__scheduler") || holds_entry(&cmdline, "__monitor") {
                 unsafe { libc::kill(pid as i32, libc::SIGKILL) };
             }
         }
@@ -713,9 +705,13 @@ impl Harness {
     /// Whether `pid` runs with this test's HOME.
     fn is_own_process(&self, pid: u32) -> bool {
         let home = format!("HOME={}", self.home.display());
-        std::fs::read(format!("/proc/{pid}/environ"))
-            .is_ok_and(|env| env.split(|b| *b == 0).any(|e| e == home.as_bytes()))
+        std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| holds_entry(&env, &home))
     }
+}
+
+/// Whether a NUL-separated list of `/proc` (a `cmdline`, an `environ`) holds `entry` whole.
+fn holds_entry(list: &[u8], entry: &str) -> bool {
+    list.split(|b| *b == 0).any(|e| e == entry.as_bytes())
 }
 
 /// Whether an environment variable may carry an agent's login (an API key, a token, a provider
