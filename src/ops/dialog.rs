@@ -26,6 +26,11 @@ const CLOSE_WINDOW: Duration = Duration::from_secs(5);
 const CLOSE_POLL: Duration = Duration::from_millis(20);
 /// Captures in a row that must show the dialog gone.
 const CLOSED_CAPTURES: usize = 4;
+/// Looks at a screen expected to show a dialog, and how far apart: a TUI redrawing its dialog
+/// can be captured mid-write, its options not drawn yet (seen with the real Gemini CLI under
+/// load), and a screen that shows no dialog once is looked at again before it counts.
+const DIALOG_LOOKS: usize = 5;
+const DIALOG_LOOK_GAP: Duration = Duration::from_millis(200);
 
 /// What was typed into a dialog and what it did: part of an interactive task's approval.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -70,10 +75,14 @@ pub(super) fn approve_on_screen(
     };
     let rules = &adapter::lookup(&record.spec.agent_kind)?.screen;
     let shown = capture().ok_or_else(|| nothing_asked(id, "its pane is gone"))?;
-    let on_dialog = attention::detect(rules, &shown, pane.history_lines > 0)
-        == Some(Attention::PermissionPrompt);
-    let dialog = permission_screen::dialog(&shown)
-        .filter(|_| on_dialog)
+    let dialog_on = |screen: &String| {
+        let on_dialog = attention::detect(rules, screen, pane.history_lines > 0)
+            == Some(Attention::PermissionPrompt);
+        permission_screen::dialog(screen).filter(|_| on_dialog)
+    };
+    let dialog = std::iter::once(shown)
+        .chain(looks_again(&capture))
+        .find_map(|screen| dialog_on(&screen))
         .ok_or_else(|| nothing_asked(id, "its screen shows no permission dialog"))?;
     let option = dialog.choose(answer).cloned().ok_or_else(|| {
         Error::invalid_input(format!(
@@ -168,7 +177,10 @@ fn answer_in_pane(
     typed: impl FnOnce(),
 ) -> std::result::Result<Duration, NotAnswered> {
     let again = capture().ok_or(NotAnswered::GoneBefore)?;
-    if permission_screen::closed(dialog, &again) {
+    let still_shown = std::iter::once(again)
+        .chain(looks_again(capture))
+        .any(|screen| !permission_screen::closed(dialog, &screen));
+    if !still_shown {
         return Err(NotAnswered::GoneBefore);
     }
     if pane.in_mode {
@@ -198,6 +210,15 @@ fn answer_in_pane(
         };
     }
     Err(NotAnswered::StillShown)
+}
+
+/// Up to [`DIALOG_LOOKS`] − 1 more captures, [`DIALOG_LOOK_GAP`] apart, taken only as asked
+/// for (a search that finds what it looks for stops them); none once the pane is gone.
+fn looks_again(capture: &impl Fn() -> Option<String>) -> impl Iterator<Item = String> + '_ {
+    (1..DIALOG_LOOKS).map_while(move |_| {
+        std::thread::sleep(DIALOG_LOOK_GAP);
+        capture()
+    })
 }
 
 fn nothing_asked(id: &str, why: &str) -> Error {

@@ -1289,20 +1289,33 @@ async fn answer(State(app): Shared, action: Action) -> Response {
     .await
 }
 
-/// The task's view for an answer: a permission prompt whose request was not read from the
-/// screen (the agent was redrawing its dialog as it was captured: seen once in a loaded run,
-/// where Allow was refused with "no permission request" under a page that showed one) is
-/// looked at again, three times at most, 200 ms apart.
+/// How often, and how far apart, an answer looks again at a running interactive task's screen
+/// that shows no request: five looks over one second.
+const ANSWER_LOOKS: u32 = 5;
+const ANSWER_LOOK_GAP: Duration = Duration::from_millis(200);
+
+/// The task's view for an answer. An answer names a request the page showed; a TUI redrawing
+/// its dialog can be captured mid-write, before its options are drawn, and then the screen
+/// shows no dialog at all (the task reads as running) or a dialog whose request was not read.
+/// Twice in loaded runs Allow was refused "no permission request" under a page that showed
+/// one. So a running interactive task with no request read is looked at again (a fresh
+/// capture: the board is invalidated) before the answer is refused.
 async fn view_with_its_request(
     app: &Arc<App>,
     id: &str,
 ) -> crate::domain::error::Result<ops::TaskView> {
     let mut view = view_of(app, id).await?;
-    for _ in 0..3 {
-        if view.request.is_some() || view.reason.as_deref() != Some("permission_prompt") {
+    for _ in 0..ANSWER_LOOKS {
+        let on_screen = view.mode == Some(crate::domain::spec::Mode::Interactive)
+            && matches!(
+                view.status,
+                crate::domain::status::Status::Running
+                    | crate::domain::status::Status::InputRequired
+            );
+        if view.request.is_some() || !on_screen {
             break;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        tokio::time::sleep(ANSWER_LOOK_GAP).await;
         app.live.invalidate();
         view = view_of(app, id).await?;
     }

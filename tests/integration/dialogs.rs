@@ -4,7 +4,7 @@
 //! (`top` and the web page answer through the same operation: tests in top.rs and web.rs.)
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::harness::{Harness, MODEL, canned_shell_call, canned_text, limits, poll};
@@ -165,6 +165,78 @@ fn holds_open(pid: u32, path: &Path) -> bool {
 /// The dialog closes on its own (the person at the terminal pressed Esc) after `approve` read
 /// it and before its key: the screen read again just before the key shows no dialog, so
 /// nothing is typed into the prompt, and `approve` says why.
+/// A `gemini` stand-in showing Gemini's own permission dialog (captured from 0.61.0) that, each
+/// time the first path returned appears, redraws it in two writes 400 ms apart: its top half
+/// first (no option drawn yet: no dialog a screen rule knows), then all of it. The first key
+/// typed closes the dialog and goes to the second path. The real CLI's redraws cannot be had
+/// on demand.
+fn redrawing_dialog_gemini(h: &Harness) -> (PathBuf, PathBuf) {
+    let dialog =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/screens/gemini-permission.txt");
+    let mark = h.project.with_file_name("redraw-now");
+    let typed = h.project.with_file_name("key-typed");
+    let (dialog, redraw, key) = (dialog.display(), mark.display(), typed.display());
+    let script = format!(
+        r#"#!/bin/sh
+draw() {{ printf '\033[H\033[2J'; cat '{dialog}'; }}
+draw
+while true; do
+  if [ -e '{redraw}' ]; then
+    rm -f '{redraw}'; printf '\033[H\033[2J'; head -n 20 '{dialog}'; sleep 0.4; draw
+  fi
+  sleep 0.05
+done &
+stty -icanon -echo min 1
+key=$(dd bs=1 count=1 2>/dev/null)
+kill $!
+printf '\033[H\033[2J'; echo "answered"; printf '%s' "$key" > '{key}'
+exec sleep 600
+"#
+    );
+    crate::harness::write_executable(&h.bin.join("gemini"), &script);
+    (mark, typed)
+}
+
+/// A task of that stand-in waiting on its dialog: the harness, the task, the file that starts a
+/// redraw and the file the key typed goes to.
+pub(crate) fn on_a_redrawing_dialog() -> (Harness, String, PathBuf, PathBuf) {
+    let h = Harness::new();
+    let (mark, typed) = redrawing_dialog_gemini(&h);
+    let id = h.submit(&["--no-skip-permissions", "--sandbox=none", "x"]);
+    let (waited, code) = h.json(&[
+        "wait",
+        &id,
+        "--until",
+        "input-required",
+        "--timeout",
+        &limits::arg(limits::TASK),
+    ]);
+    assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
+    (h, id, mark, typed)
+}
+
+/// Starts a redraw of the stand-in's dialog; returns once its first half shows.
+pub(crate) fn redraw_begun(h: &Harness, id: &str, mark: &Path) {
+    std::fs::write(mark, "").unwrap();
+    assert!(
+        poll(limits::TASK, || !h.screen(id).contains("Allow once")),
+        "the redraw's first half never showed"
+    );
+}
+
+/// `cuekit approve` while the child redraws its dialog (captured with its options not drawn
+/// yet: no dialog seen) answers it: the screen is looked at again before "no permission
+/// dialog". Twice in loaded full runs the real CLI's redraw was caught so (by the web's Allow,
+/// which goes through the same operation).
+#[test]
+fn approve_while_the_dialog_is_redrawn_answers_it() {
+    let (h, id, mark, typed) = on_a_redrawing_dialog();
+    redraw_begun(&h, &id, &mark);
+    let (approved, code) = h.json(&["approve", &id, "--allow"]);
+    assert_eq!(code, 0, "{approved}\n{}", h.screen(&id));
+    assert_eq!(std::fs::read_to_string(&typed).unwrap(), "1");
+}
+
 #[test]
 fn a_dialog_that_closes_on_its_own_before_the_key_is_not_answered() {
     let (h, id) = on_its_dialog();

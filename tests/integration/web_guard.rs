@@ -1102,6 +1102,38 @@ fn a_long_shell_call_with_no_kind_found_needs_the_terminals_code() {
     h.ok(&["cancel", &id]);
 }
 
+/// Allow pressed while the child redraws its dialog (captured with its options not drawn yet,
+/// the task reads as running) is not refused "no permission request": the answer looks at the
+/// screen again, and the request it finds goes on to its second factor. Twice in loaded full
+/// runs the real CLI's redraw was caught this way (by the test above). (`approve`'s own looks:
+/// dialogs.rs.)
+#[test]
+fn allow_pressed_while_the_dialog_is_redrawn_finds_the_request() {
+    let (h, id, mark, _) = crate::dialogs::on_a_redrawing_dialog();
+    let status = h.status(&id);
+    let tool = status["request"]["tool"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no request: {status}"))
+        .to_string();
+    let s = serve(&h, &[]);
+    let (_, session) = pair_http(&s, &s.code, "phone");
+    let session = session.expect("a session");
+    let csrf = csrf_of(&s, &session);
+    crate::dialogs::redraw_begun(&h, &id, &mark);
+    let answered = post_signed(
+        &s.addr,
+        &session,
+        &format!("/t/{id}/answer"),
+        &[("csrf", &csrf), ("tool", &tool), ("answer", "allow")],
+    );
+    assert!(
+        answered.body.contains("confirm-code"),
+        "the request was not found ({}): {}",
+        answered.status,
+        answered.body
+    );
+}
+
 /// Issue 48, F3: the terminal's code cannot be guessed by asking for fresh ones: a device's
 /// wrong codes are counted across its codes, and after 10 in a run of serve no new code is
 /// given to it (nor a step confirmed). The old serve printed a fresh code at every ask, 3
