@@ -79,6 +79,7 @@ pub fn run_monitor(socket: &str) -> Result<()> {
         conflicts_checked: None,
         hooks: Vec::new(),
         settling: HashMap::new(),
+        let_go: HashSet::new(),
     };
     let mut next_tick = Instant::now();
     let data_dir = store::data_dir();
@@ -160,6 +161,9 @@ struct Monitor {
     hooks: Vec<JoinHandle<()>>,
     /// Tasks whose sentinel was seen while they still ran: how many quick looks each had.
     settling: HashMap<String, u8>,
+    /// Tasks the last tick let go because their server is gone (found again by a look at the
+    /// registry, they are not a reason to stay while it is still gone).
+    let_go: HashSet<String>,
 }
 
 impl Monitor {
@@ -232,6 +236,7 @@ impl Monitor {
 
     /// One look at the server. Returns whether anything is left to watch.
     fn tick(&mut self) -> Result<bool> {
+        self.let_go.clear();
         self.discover()?;
         let mut trusted = Vec::new();
         let mut unreadable = Vec::new();
@@ -322,6 +327,7 @@ impl Monitor {
             for id in idle {
                 self.watched.remove(&id);
                 self.known.remove(&id);
+                self.let_go.insert(id);
             }
         }
         Ok(!self.watched.is_empty())
@@ -337,6 +343,10 @@ impl Monitor {
     fn stays_after_letting_go(&mut self, lock: &std::fs::File) -> bool {
         let _ = lock.unlock();
         if self.discover().is_err() || self.watched.is_empty() {
+            return false;
+        }
+        let only_let_go = self.watched.keys().all(|id| self.let_go.contains(id));
+        if only_let_go && self.server_gone() {
             return false;
         }
         // Taken by a monitor started since: that one (a fresh look at the registry) watches.
