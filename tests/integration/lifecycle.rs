@@ -221,6 +221,32 @@ fn parallel_submits_keep_every_record() {
     assert_eq!(all.as_array().unwrap().len(), 12);
 }
 
+/// A tmux server left with no session answers a look at its panes "no current target" (it
+/// exits just after its last session ends, and a look can come between; one told `exit-empty
+/// off` stays so): the task's pane is gone, not the server unreachable. A status racing a
+/// cancel (the test below) once read `unknown`, "tmux failed: no current target", so.
+#[test]
+fn a_server_left_with_no_session_has_no_panes_not_an_unknown_state() {
+    let h = Harness::new()
+        .with_fake_gemini()
+        .env("FAKE_GEMINI_SLEEP", "60");
+    let id = h.submit(&["--mode", "batch", "long"]);
+    let (pane, _) = h.pane(&id);
+    assert!(h.tmux(&["set", "-g", "exit-empty", "off"]).status.success());
+    assert!(h.tmux(&["kill-pane", "-t", &pane]).status.success());
+    let left = h.tmux(&["list-panes", "-a"]);
+    assert!(
+        String::from_utf8_lossy(&left.stderr).contains("no current target"),
+        "the server is not the one this test needs: {left:?}"
+    );
+    let status = h.status(&id);
+    assert_ne!(status["status"], "unknown", "{status}");
+    assert_ne!(status["status"], "running", "{status}");
+    let (list, code) = h.json(&["list", "--all"]);
+    assert_eq!(code, 0, "{list}");
+    assert_eq!(list[0]["status"], status["status"], "{list}");
+}
+
 #[test]
 fn cancel_racing_status_refreshes_never_corrupts_the_record() {
     let h = Harness::new()

@@ -224,11 +224,15 @@ impl Tmux {
         Ok(Pending { child, again: None })
     }
 
-    /// Every pane of the server in one tmux call; no server means no panes.
+    /// Every pane of the server in one tmux call; no server, or a server with no session left,
+    /// means no panes.
     pub fn panes(&self) -> Result<Vec<PaneInfo>> {
         match self.run(&args::list_panes()) {
             Ok(stdout) => Ok(parse_panes(&stdout)),
-            Err(err) if err.code == ErrorCode::TmuxFailed && is_no_server(&err.message) => {
+            Err(err)
+                if err.code == ErrorCode::TmuxFailed
+                    && (is_no_server(&err.message) || is_no_session_left(&err.message)) =>
+            {
                 Ok(Vec::new())
             }
             Err(err) => Err(err),
@@ -290,6 +294,15 @@ pub fn is_no_server(message: &str) -> bool {
     message.contains("no server running on")
         || (message.contains("error connecting to")
             && message.contains("(No such file or directory)"))
+}
+
+/// Whether a pane listing (`list-panes -a`, or `-s -t =session`) was answered by a server with
+/// no session left: tmux 3.3a says "no current target" then, not "can't find session". The
+/// server exits once its last session is gone, but a look can come between the two (a status
+/// during a cancel read `unknown`, "tmux failed", so), and a server told `exit-empty off`
+/// stays so.
+pub fn is_no_session_left(message: &str) -> bool {
+    message.contains("no current target")
 }
 
 /// Whether tmux said that a target session or pane does not exist (the server answered).
@@ -363,5 +376,7 @@ mod tests {
             "tmux failed: error connecting to /tmp/x (Permission denied)"
         ));
         assert!(!is_no_server("tmux failed: can't find session"));
+        assert!(is_no_session_left("tmux failed: no current target"));
+        assert!(!is_no_session_left("tmux failed: can't find session"));
     }
 }

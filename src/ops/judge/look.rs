@@ -271,7 +271,11 @@ pub(super) fn look_at_one(task: &Task) -> (Snapshot, Option<(String, String)>) {
             });
             (Snapshot::Panes(panes), screen)
         }
-        Err(err) if tmux::is_no_server(&err.message) || tmux::is_no_such_target(&err.message) => {
+        Err(err)
+            if tmux::is_no_server(&err.message)
+                || tmux::is_no_such_target(&err.message)
+                || tmux::is_no_session_left(&err.message) =>
+        {
             (Snapshot::Panes(PaneIndex::default()), None)
         }
         Err(err) if err.code == ErrorCode::TmuxFailed => (
