@@ -50,6 +50,7 @@ pub use acp::{Approval, approve, approve_by};
 pub use agents_here::{AgentHere, agents_here};
 pub use attach::{AttachEnd, attach, attach_and_return, attach_opens_popup};
 pub use background::monitor::run_monitor;
+pub(crate) use background::monitor_lock::is_stopping as stop_in_progress;
 pub use background::scheduler::run_scheduler;
 pub use background::stopper::run_stopper;
 pub use background::stream::run_event_filter;

@@ -3,7 +3,7 @@
 //! server), and one watcher thread that turns the transitions the monitors record, and the
 //! growth of the transcripts of the tasks open in a page, into server-sent events.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -144,6 +144,7 @@ impl Live {
         let scope = EventScope::new(true, &self.cwd);
         let mut cursor = None;
         let mut seen: HashMap<String, (SystemTime, u64)> = HashMap::new();
+        let mut stops_told = HashSet::new();
         loop {
             match ops::next_events(&scope, cursor, WATCH) {
                 Ok((events, next)) => {
@@ -164,6 +165,33 @@ impl Live {
                 Err(_) => std::thread::sleep(WATCH),
             }
             self.look_at_transcripts(&mut seen);
+            self.look_at_stops(&mut stops_told);
+        }
+    }
+
+    /// A task the board shows still stopping (its ending on record, its processes being
+    /// ended) whose stop is over: its pages are told, once. The stop's end records no
+    /// transition, and a page drawn while it went on (the ending's transition redraws it at
+    /// once) read `stopping` until something else changed: seen so in a loaded run. A `stat`
+    /// per stopping task, no tmux call.
+    fn look_at_stops(&self, told: &mut HashSet<String>) {
+        let board = Arc::clone(&self.cached.lock().expect("not poisoned").board);
+        let stopping: Vec<&str> = board
+            .rows
+            .iter()
+            // A host's task stops on that host: its rows come with the host's next answer.
+            .filter(|row| row.view.stopping && row.view.host.is_none())
+            .map(|row| row.view.id.as_str())
+            .collect();
+        told.retain(|id| stopping.contains(&id.as_str()));
+        for id in stopping {
+            if told.contains(id) || ops::stop_in_progress(id) {
+                continue;
+            }
+            told.insert(id.to_string());
+            self.invalidate();
+            let line = serde_json::json!({"kind": "stopped", "task": id});
+            let _ = self.news.send(line.to_string());
         }
     }
 

@@ -650,6 +650,68 @@ pub(crate) async fn confirm_in_browser(client: &Client, s: &mut Serve) {
     click_and_leave(client, "confirm").await;
 }
 
+/// A stop that outlasts its ending (a child that ignores SIGTERM, ended after the grace)
+/// records no transition when it is over: the open list, redrawn by the ending while the task
+/// still read `stopping`, is told once the stop is done and shows it cancelled. In a loaded
+/// run the list stayed on `stopping` (the test below).
+#[test]
+fn the_open_list_shows_a_stop_that_ends_after_its_ending_as_over() {
+    let h = Harness::new();
+    let stubborn = h.submit_sh("trap '' TERM HUP INT; while :; do sleep 0.1; done", &[]);
+    let s = serve(&h, &[]);
+    let rt = runtime();
+    rt.block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        pair_in_browser(client, &s, "phone").await;
+        client
+            .wait()
+            .at_most(limits::TASK)
+            .for_element(Locator::Css(&format!("li.task[data-id='{stubborn}']")))
+            .await
+            .unwrap();
+        let mut cancel = h
+            .cuekit()
+            .args(["cancel", "--grace", "3s", &stubborn])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let row = || async {
+            let text = client
+                .execute(
+                    &format!(
+                        "var e = document.querySelector(\"li.task[data-id='{stubborn}'] .st\"); return e ? e.textContent : '';"
+                    ),
+                    vec![],
+                )
+                .await
+                .unwrap();
+            text.as_str().unwrap_or_default().to_string()
+        };
+        let mut shown = Vec::new();
+        let start = Instant::now();
+        loop {
+            let now = row().await;
+            if shown.last() != Some(&now) {
+                shown.push(now.clone());
+            }
+            if now == "cancelled" {
+                break;
+            }
+            assert!(
+                start.elapsed() < limits::TASK,
+                "the list never showed {stubborn} cancelled: it showed {shown:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(
+            shown.iter().any(|seen| seen == "stopping"),
+            "the list never showed the stop going on (the test needs it): {shown:?}"
+        );
+        assert!(cancel.wait().unwrap().success());
+    });
+}
+
 /// The main path in a browser: pair with the printed code (once only), the list shows
 /// the running children, hostile text stays text, a task's screen, steer with its receipt, a
 /// live update from a recorded transition, cancel; screenshots of the list and a task.
