@@ -308,6 +308,22 @@ impl Harness {
         value
     }
 
+    /// `cuekit wait ID --until input-required` within `limit`: the task as it then stood,
+    /// failing the test with its screen unless it came to need a human in time.
+    #[track_caller]
+    pub fn wait_input_required(&self, id: &str, limit: Duration) -> Value {
+        let (waited, code) = self.json(&[
+            "wait",
+            id,
+            "--until",
+            "input-required",
+            "--timeout",
+            &limits::arg(limit),
+        ]);
+        assert_eq!(code, 0, "{waited}\n{}", self.screen(id));
+        waited["tasks"][0].clone()
+    }
+
     /// The user's own cuekit config file (`~/.config/cuekit/config.yaml`), written whole.
     pub fn user_config(&self, text: &str) {
         let dir = self.home.join(".config/cuekit");

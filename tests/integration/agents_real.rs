@@ -11,18 +11,10 @@ fn a_real_cli_on_its_login_screen_is_input_required_and_blocks_steering() {
         let h = Harness::new();
         std::os::unix::fs::symlink(installed_tool(binary), h.bin.join(binary)).unwrap();
         let id = h.submit(&["--agent", kind, "hello"]);
-        let (waited, code) = h.json(&[
-            "wait",
-            &id,
-            "--until",
-            "input-required",
-            "--timeout",
-            &limits::arg(limits::AGENT),
-        ]);
-        assert_eq!(code, 0, "{kind}: {waited}\n{}", h.screen(&id));
+        let waited = h.wait_input_required(&id, limits::AGENT);
         // Codex draws its prompt for a moment before it finds there is no login (longer on a
         // loaded machine): that look is `idle_at_prompt`; the login screen follows.
-        let mut task = waited["tasks"][0].clone();
+        let mut task = waited;
         poll(limits::AGENT, || {
             task = h.status(&id);
             task["reason"] == "auth_required"

@@ -25,21 +25,8 @@ pub(crate) fn on_its_dialog() -> (Harness, String) {
         "--sandbox=none",
         "Write hi to f.txt",
     ]);
-    let (waited, code) = h.json(&[
-        "wait",
-        &id,
-        "--until",
-        "input-required",
-        "--timeout",
-        &limits::arg(limits::AGENT),
-    ]);
-    assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
-    assert_eq!(
-        waited["tasks"][0]["reason"],
-        "permission_prompt",
-        "{}",
-        h.screen(&id)
-    );
+    let waited = h.wait_input_required(&id, limits::AGENT);
+    assert_eq!(waited["reason"], "permission_prompt", "{}", h.screen(&id));
     (h, id)
 }
 
@@ -203,15 +190,7 @@ pub(crate) fn on_a_redrawing_dialog() -> (Harness, String, PathBuf, PathBuf) {
     let h = Harness::new();
     let (mark, typed) = redrawing_dialog_gemini(&h);
     let id = h.submit(&["--no-skip-permissions", "--sandbox=none", "x"]);
-    let (waited, code) = h.json(&[
-        "wait",
-        &id,
-        "--until",
-        "input-required",
-        "--timeout",
-        &limits::arg(limits::TASK),
-    ]);
-    assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
+    h.wait_input_required(&id, limits::TASK);
     (h, id, mark, typed)
 }
 

@@ -18,15 +18,7 @@ fn interactive_task_shows_the_first_reply_and_quits_completed_even_under_ci() {
     let id = h.submit(&["--model", MODEL, "Say hello"]);
     // As a parent would: wait until the child needs it. (A slash command typed the moment the
     // TUI first draws can reach the model as chat text: its commands load a little later.)
-    let (waited, code) = h.json(&[
-        "wait",
-        &id,
-        "--until",
-        "input-required",
-        "--timeout",
-        &limits::arg(limits::AGENT),
-    ]);
-    assert_eq!(code, 0, "{waited}");
+    h.wait_input_required(&id, limits::AGENT);
     assert!(
         h.ok(&["logs", &id])
             .contains("Hello from the canned model.")

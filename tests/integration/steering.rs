@@ -9,19 +9,6 @@ use crate::harness::canned_texts;
 use crate::harness::sh_task;
 use crate::harness::{Harness, MODEL, canned_text, poll};
 
-fn wait_input_required(h: &Harness, id: &str) -> serde_json::Value {
-    let (waited, code) = h.json(&[
-        "wait",
-        id,
-        "--until",
-        "input-required",
-        "--timeout",
-        &limits::arg(limits::AGENT),
-    ]);
-    assert_eq!(code, 0, "{waited}\n{}", h.transcript(id));
-    waited["tasks"][0].clone()
-}
-
 /// How often `text` shows in the pane's whole history as tmux rendered it.
 fn occurrences(h: &Harness, id: &str, text: &str) -> usize {
     let (pane, _) = h.pane(id);
@@ -40,7 +27,7 @@ fn single_and_multi_line_messages_each_arrive_as_one_turn() {
         "Answer four.",
     ]));
     let id = h.submit(&["--model", MODEL, "First question"]);
-    let task = wait_input_required(&h, &id);
+    let task = h.wait_input_required(&id, limits::AGENT);
     assert_eq!(
         (task["status"].as_str(), task["reason"].as_str()),
         (Some("input_required"), Some("idle_at_prompt"))
@@ -54,7 +41,7 @@ fn single_and_multi_line_messages_each_arrive_as_one_turn() {
         "{receipt}"
     );
     assert_eq!(receipt["delivery"], "typed");
-    wait_input_required(&h, &id);
+    h.wait_input_required(&id, limits::AGENT);
     assert_eq!(
         occurrences(&h, &id, "Answer two."),
         1,
@@ -73,7 +60,7 @@ fn single_and_multi_line_messages_each_arrive_as_one_turn() {
         "{receipt}"
     );
     assert_eq!(receipt["delivery"], "pasted");
-    wait_input_required(&h, &id);
+    h.wait_input_required(&id, limits::AGENT);
     assert_eq!(
         occurrences(&h, &id, "Answer three."),
         1,
@@ -115,7 +102,7 @@ fn a_child_on_its_login_screen_is_input_required_and_steering_is_blocked() {
     std::fs::remove_file(h.home.join(".gemini/settings.json")).unwrap();
     let h = h.env("GEMINI_API_KEY", "");
     let id = h.submit(&["--model", MODEL, "hello"]);
-    let task = wait_input_required(&h, &id);
+    let task = h.wait_input_required(&id, limits::AGENT);
     assert_eq!(
         (task["status"].as_str(), task["reason"].as_str()),
         (Some("input_required"), Some("auth_required"))
@@ -159,7 +146,7 @@ fn a_tool_approval_menu_is_a_permission_prompt() {
         "--sandbox=none",
         "Create f.txt",
     ]);
-    let task = wait_input_required(&h, &id);
+    let task = h.wait_input_required(&id, limits::AGENT);
     assert_eq!(task["reason"], "permission_prompt", "{}", h.screen(&id));
     assert!(!h.project.join("f.txt").exists());
     let (receipt, code) = h.json(&["steer", &id, "go on"]);
@@ -337,7 +324,7 @@ fn a_steers_flags_count_anywhere_and_text_starting_with_a_dash_goes_after_a_doub
 fn a_child_that_reads_its_keys_late_still_takes_the_message_once() {
     let h = Harness::new().with_real_gemini(&canned_texts(&["Answer one."]));
     let id = h.submit(&["--model", MODEL, "First question"]);
-    wait_input_required(&h, &id);
+    h.wait_input_required(&id, limits::AGENT);
     let frozen = crate::harness::processes_of(&id);
     let signal_all = |signal| {
         for pid in &frozen {

@@ -628,6 +628,52 @@ pub(crate) async fn pair_in_browser(client: &Client, s: &Serve, name: &str) {
     );
 }
 
+/// Waits for task `id`'s row on the open list.
+async fn row_listed(client: &Client, id: &str) {
+    client
+        .wait()
+        .at_most(limits::TASK)
+        .for_element(Locator::Css(&format!("li.task[data-id='{id}']")))
+        .await
+        .unwrap();
+}
+
+/// Waits until task `id`'s row on the open list shows `status` (within [`limits::TASK`]):
+/// every status it showed meanwhile, in order.
+async fn row_comes_to(client: &Client, id: &str, status: &str) -> Vec<String> {
+    let mut shown: Vec<String> = Vec::new();
+    let start = Instant::now();
+    loop {
+        let now = row_status(client, id).await;
+        if shown.last() != Some(&now) {
+            shown.push(now.clone());
+        }
+        if now == status {
+            return shown;
+        }
+        assert!(
+            start.elapsed() < limits::TASK,
+            "the list never showed {id} {status}: it showed {shown:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The status task `id`'s row on the open list shows (empty while it has none). Read by
+/// script: the row is replaced whenever the list is brought up to date.
+async fn row_status(client: &Client, id: &str) -> String {
+    let shown = client
+        .execute(
+            &format!(
+                "var e = document.querySelector(\"li.task[data-id='{id}'] .st\"); return e ? e.textContent : '';"
+            ),
+            vec![],
+        )
+        .await
+        .unwrap();
+    shown.as_str().unwrap_or_default().to_string()
+}
+
 /// The code serve printed in its terminal for a destructive step (the next `confirm code`
 /// line of its output).
 pub(crate) fn confirm_code(s: &mut Serve) -> String {
@@ -664,46 +710,14 @@ fn the_open_list_shows_a_stop_that_ends_after_its_ending_as_over() {
         let browser = browser().await;
         let client = browser.client();
         pair_in_browser(client, &s, "phone").await;
-        client
-            .wait()
-            .at_most(limits::TASK)
-            .for_element(Locator::Css(&format!("li.task[data-id='{stubborn}']")))
-            .await
-            .unwrap();
+        row_listed(client, &stubborn).await;
         let mut cancel = h
             .cuekit()
             .args(["cancel", "--grace", "3s", &stubborn])
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let row = || async {
-            let text = client
-                .execute(
-                    &format!(
-                        "var e = document.querySelector(\"li.task[data-id='{stubborn}'] .st\"); return e ? e.textContent : '';"
-                    ),
-                    vec![],
-                )
-                .await
-                .unwrap();
-            text.as_str().unwrap_or_default().to_string()
-        };
-        let mut shown = Vec::new();
-        let start = Instant::now();
-        loop {
-            let now = row().await;
-            if shown.last() != Some(&now) {
-                shown.push(now.clone());
-            }
-            if now == "cancelled" {
-                break;
-            }
-            assert!(
-                start.elapsed() < limits::TASK,
-                "the list never showed {stubborn} cancelled: it showed {shown:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let shown = row_comes_to(client, &stubborn, "cancelled").await;
         assert!(
             shown.iter().any(|seen| seen == "stopping"),
             "the list never showed the stop going on (the test needs it): {shown:?}"
@@ -754,12 +768,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
 
         // The list: every running child, hostile text shown as text.
         for id in [&gemini, &printer, &other, &talker] {
-            client
-                .wait()
-                .at_most(limits::TASK)
-                .for_element(Locator::Css(&format!("li.task[data-id='{id}']")))
-                .await
-                .unwrap();
+            row_listed(client, id).await;
         }
         let listed = wait_text(client, "<script>window.__xss='objective'</script>").await;
         assert!(
@@ -824,12 +833,9 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
         wait_text(client, "Steered — the child received your message").await;
         landed_on(client, &format!("/t/{gemini}?done=steered")).await;
         screenshot(client, "task-steered-390x844.png").await;
-        h.wait_until(
-            &gemini,
-            "the steered answer",
-            limits::AGENT,
-            || h.transcript(&gemini).contains("The second answer."),
-        );
+        h.wait_until(&gemini, "the steered answer", limits::AGENT, || {
+            h.transcript(&gemini).contains("The second answer.")
+        });
 
         // A child that prints: its open page shows it without a reload.
         client.goto(&format!("{}/t/{talker}", s.url)).await.unwrap();
@@ -847,28 +853,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
             .await
             .unwrap();
         h.ok(&["cancel", &other]);
-        let start = Instant::now();
-        loop {
-            // The row is replaced whenever the list is brought up to date: read it by script.
-            let row = client
-                .execute(
-                    &format!(
-                        "var e = document.querySelector(\"li.task[data-id='{other}'] .st\"); return e ? e.textContent : '';"
-                    ),
-                    vec![],
-                )
-                .await
-                .unwrap();
-            let row = row.as_str().unwrap_or_default().to_string();
-            if row == "cancelled" {
-                break;
-            }
-            assert!(
-                start.elapsed() < limits::TASK,
-                "the list never showed {other} cancelled (it shows {row})"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        row_comes_to(client, &other, "cancelled").await;
         updated_in_place(client).await;
 
         // Cancel from the page (it asks first).
@@ -1071,12 +1056,7 @@ fn over_tls_the_pages_are_served_and_the_session_cookie_is_secure() {
         let browser = browser_with(true).await;
         let client = browser.client();
         pair_in_browser(client, &s, "tls-phone").await;
-        client
-            .wait()
-            .at_most(limits::TASK)
-            .for_element(Locator::Css(&format!("li.task[data-id='{id}']")))
-            .await
-            .unwrap();
+        row_listed(client, &id).await;
         let cookies = client.get_all_cookies().await.unwrap();
         let session = cookies
             .iter()

@@ -1064,30 +1064,8 @@ fn a_long_shell_call_with_no_kind_found_needs_the_terminals_code() {
         "--sandbox=none",
         "Run the script",
     ]);
-    let (waited, code) = h.json(&[
-        "wait",
-        &id,
-        "--until",
-        "input-required",
-        "--timeout",
-        &limits::arg(limits::AGENT),
-    ]);
-    assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
-    let status = h.status(&id);
-    let tool = status["request"]["tool"]["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no request: {status}"))
-        .to_string();
-    let s = serve(&h, &[]);
-    let (_, session) = pair_http(&s, &s.code, "phone");
-    let session = session.expect("a session");
-    let csrf = csrf_of(&s, &session);
-    let answered = crate::web::post_signed(
-        &s.addr,
-        &session,
-        &format!("/t/{id}/answer"),
-        &[("csrf", &csrf), ("tool", &tool), ("answer", "allow")],
-    );
+    h.wait_input_required(&id, limits::AGENT);
+    let answered = allow_from_a_page(&h, &id, || ());
     assert!(
         answered.body.contains("confirm-code"),
         "allowed without the code ({}): {}",
@@ -1102,6 +1080,27 @@ fn a_long_shell_call_with_no_kind_found_needs_the_terminals_code() {
     h.ok(&["cancel", &id]);
 }
 
+/// Allow, from a phone's page paired to a fresh `serve`, for the request task `id` waits on (its
+/// tool as `status` reads it), posted once `meanwhile` has run: the answer.
+fn allow_from_a_page(h: &Harness, id: &str, meanwhile: impl FnOnce()) -> crate::web::Reply {
+    let status = h.status(id);
+    let tool = status["request"]["tool"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no request: {status}"))
+        .to_string();
+    let s = serve(h, &[]);
+    let (_, session) = pair_http(&s, &s.code, "phone");
+    let session = session.expect("a session");
+    let csrf = csrf_of(&s, &session);
+    meanwhile();
+    post_signed(
+        &s.addr,
+        &session,
+        &format!("/t/{id}/answer"),
+        &[("csrf", &csrf), ("tool", &tool), ("answer", "allow")],
+    )
+}
+
 /// Allow pressed while the child redraws its dialog (captured with its options not drawn yet,
 /// the task reads as running) is not refused "no permission request": the answer looks at the
 /// screen again, and the request it finds goes on to its second factor. Twice in loaded full
@@ -1110,22 +1109,7 @@ fn a_long_shell_call_with_no_kind_found_needs_the_terminals_code() {
 #[test]
 fn allow_pressed_while_the_dialog_is_redrawn_finds_the_request() {
     let (h, id, mark, _) = crate::dialogs::on_a_redrawing_dialog();
-    let status = h.status(&id);
-    let tool = status["request"]["tool"]["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no request: {status}"))
-        .to_string();
-    let s = serve(&h, &[]);
-    let (_, session) = pair_http(&s, &s.code, "phone");
-    let session = session.expect("a session");
-    let csrf = csrf_of(&s, &session);
-    crate::dialogs::redraw_begun(&h, &id, &mark);
-    let answered = post_signed(
-        &s.addr,
-        &session,
-        &format!("/t/{id}/answer"),
-        &[("csrf", &csrf), ("tool", &tool), ("answer", "allow")],
-    );
+    let answered = allow_from_a_page(&h, &id, || crate::dialogs::redraw_begun(&h, &id, &mark));
     assert!(
         answered.body.contains("confirm-code"),
         "the request was not found ({}): {}",
