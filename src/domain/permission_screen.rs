@@ -3,6 +3,8 @@
 //! text of `capture-pane -p`. The screen is the child's to draw: the line is cut to a bound and
 //! is only ever shown (through the faces' escaping), never acted on.
 
+use std::time::Duration;
+
 use super::acp::control::Answer;
 use super::acp::policy::ToolKind;
 use super::acp::protocol::{PermissionOption, ToolCall};
@@ -24,6 +26,12 @@ fn is_option(line: &str) -> bool {
     let digits = line.chars().take_while(char::is_ascii_digit).count();
     digits > 0 && line[digits..].starts_with(". ")
 }
+
+/// How many times, and how far apart, a screen expected to show a dialog is looked at before
+/// it counts as showing none: a TUI redrawing its dialog can be captured mid-write, its options
+/// not drawn yet (seen with the real Gemini CLI under load, by `approve` and the web's Allow).
+pub const LOOKS_FOR_A_DIALOG: usize = 5;
+pub const DIALOG_LOOK_GAP: Duration = Duration::from_millis(200);
 
 /// The question the dialog asks, the call it names and its options, e.g. `Allow execution of
 /// [Shell]? (Shell echo hi > f.txt) 1. Allow once · 2. Allow for this session · 3. No, suggest

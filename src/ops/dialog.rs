@@ -26,11 +26,6 @@ const CLOSE_WINDOW: Duration = Duration::from_secs(5);
 const CLOSE_POLL: Duration = Duration::from_millis(20);
 /// Captures in a row that must show the dialog gone.
 const CLOSED_CAPTURES: usize = 4;
-/// Looks at a screen expected to show a dialog, and how far apart: a TUI redrawing its dialog
-/// can be captured mid-write, its options not drawn yet (seen with the real Gemini CLI under
-/// load), and a screen that shows no dialog once is looked at again before it counts.
-const DIALOG_LOOKS: usize = 5;
-const DIALOG_LOOK_GAP: Duration = Duration::from_millis(200);
 
 /// What was typed into a dialog and what it did: part of an interactive task's approval.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -212,11 +207,11 @@ fn answer_in_pane(
     Err(NotAnswered::StillShown)
 }
 
-/// Up to [`DIALOG_LOOKS`] − 1 more captures, [`DIALOG_LOOK_GAP`] apart, taken only as asked
-/// for (a search that finds what it looks for stops them); none once the pane is gone.
+/// Up to [`permission_screen::LOOKS_FOR_A_DIALOG`] − 1 more captures, taken only as asked for
+/// (a search that finds what it looks for stops them); none once the pane is gone.
 fn looks_again(capture: &impl Fn() -> Option<String>) -> impl Iterator<Item = String> + '_ {
-    (1..DIALOG_LOOKS).map_while(move |_| {
-        std::thread::sleep(DIALOG_LOOK_GAP);
+    (1..permission_screen::LOOKS_FOR_A_DIALOG).map_while(move |_| {
+        std::thread::sleep(permission_screen::DIALOG_LOOK_GAP);
         capture()
     })
 }

@@ -1289,23 +1289,19 @@ async fn answer(State(app): Shared, action: Action) -> Response {
     .await
 }
 
-/// How often, and how far apart, an answer looks again at a running interactive task's screen
-/// that shows no request: five looks over one second.
-const ANSWER_LOOKS: u32 = 5;
-const ANSWER_LOOK_GAP: Duration = Duration::from_millis(200);
-
 /// The task's view for an answer. An answer names a request the page showed; a TUI redrawing
 /// its dialog can be captured mid-write, before its options are drawn, and then the screen
 /// shows no dialog at all (the task reads as running) or a dialog whose request was not read.
 /// Twice in loaded runs Allow was refused "no permission request" under a page that showed
 /// one. So a running interactive task with no request read is looked at again (a fresh
-/// capture: the board is invalidated) before the answer is refused.
+/// capture: the board is invalidated), as `approve` looks, before the answer is refused.
 async fn view_with_its_request(
     app: &Arc<App>,
     id: &str,
 ) -> crate::domain::error::Result<ops::TaskView> {
     let mut view = view_of(app, id).await?;
-    for _ in 0..ANSWER_LOOKS {
+    use crate::domain::permission_screen::{DIALOG_LOOK_GAP, LOOKS_FOR_A_DIALOG};
+    for _ in 1..LOOKS_FOR_A_DIALOG {
         let on_screen = view.mode == Some(crate::domain::spec::Mode::Interactive)
             && matches!(
                 view.status,
@@ -1315,7 +1311,7 @@ async fn view_with_its_request(
         if view.request.is_some() || !on_screen {
             break;
         }
-        tokio::time::sleep(ANSWER_LOOK_GAP).await;
+        tokio::time::sleep(DIALOG_LOOK_GAP).await;
         app.live.invalidate();
         view = view_of(app, id).await?;
     }
