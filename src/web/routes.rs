@@ -1299,8 +1299,8 @@ async fn view_with_its_request(
     app: &Arc<App>,
     id: &str,
 ) -> crate::domain::error::Result<ops::TaskView> {
-    let mut view = view_of(app, id).await?;
     use crate::domain::permission_screen::{DIALOG_LOOK_GAP, LOOKS_FOR_A_DIALOG};
+    let mut view = view_of(app, id).await?;
     for _ in 1..LOOKS_FOR_A_DIALOG {
         let on_screen = view.mode == Some(crate::domain::spec::Mode::Interactive)
             && matches!(

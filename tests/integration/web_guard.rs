@@ -1094,25 +1094,28 @@ fn allow_from_a_page(h: &Harness, id: &str, meanwhile: impl FnOnce()) -> crate::
             .unwrap_or_else(|| panic!("no request: {status}"))
             .to_string()
     };
-    let mut asked = tool();
+    let asked = tool();
     let s = serve(h, &[]);
     let (_, session) = pair_http(&s, &s.code, "phone");
     let session = session.expect("a session");
     let csrf = csrf_of(&s, &session);
-    meanwhile();
-    for tries in 1.. {
-        let answered = post_signed(
+    let allow = |tool: &str| {
+        post_signed(
             &s.addr,
             &session,
             &format!("/t/{id}/answer"),
-            &[("csrf", &csrf), ("tool", &asked), ("answer", "allow")],
-        );
-        if tries == 3 || !answered.body.contains("data-code=\"request_changed\"") {
-            return answered;
+            &[("csrf", &csrf), ("tool", tool), ("answer", "allow")],
+        )
+    };
+    meanwhile();
+    let mut answered = allow(&asked);
+    for _ in 1..3 {
+        if !answered.body.contains("data-code=\"request_changed\"") {
+            break;
         }
-        asked = tool();
+        answered = allow(&tool());
     }
-    unreachable!("the tries end at three")
+    answered
 }
 
 /// Allow pressed while the child redraws its dialog (captured with its options not drawn yet,
