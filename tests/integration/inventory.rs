@@ -312,6 +312,30 @@ fn a_rebased_task_goes_and_an_amended_away_commit_keeps_one() {
 /// `.gitignore` files and the user's excludes as they were at submit. What those ignore still
 /// goes (a base `*.log`, a nested base `.gitignore`, a global excludes line, an `info/exclude`
 /// line from before the submit).
+/// A line added to the repository's `info/exclude` after a look at a worktree hides the file
+/// from the next `diff`, as it would had no look come before: a look's tree is not served
+/// again, nor its staging kept, as if nothing changed. Once in a loaded run a child's `echo
+/// work.txt >> info/exclude` landed just after a look (the test below), and `diff` still
+/// showed the file.
+#[test]
+fn an_exclude_line_added_after_a_look_is_seen_by_the_next_diff() {
+    let h = Harness::new();
+    project_repo(&h.project, "original line\n");
+    let id = h.submit_worktree_sh(&[], "echo PRECIOUS > work.txt");
+    h.wait_ok(&[&id], &limits::arg(limits::AGENT));
+    let (diff, code) = h.json(&["diff", &id, "--stat"]);
+    assert_eq!(code, 0, "{diff}");
+    assert_eq!(diff["files"].as_array().unwrap().len(), 1, "{diff}");
+    let exclude = h.project.join(".git/info/exclude");
+    std::fs::create_dir_all(exclude.parent().unwrap()).unwrap();
+    let mut lines = std::fs::read_to_string(&exclude).unwrap_or_default();
+    lines.push_str("work.txt\n");
+    std::fs::write(&exclude, lines).unwrap();
+    let (diff, code) = h.json(&["diff", &id, "--stat"]);
+    assert_eq!(code, 0, "{diff}");
+    assert_eq!(diff["files"].as_array().unwrap().len(), 0, "{diff}");
+}
+
 #[test]
 fn work_hidden_by_ignore_rules_the_child_wrote_keeps_the_worktree() {
     let h = Harness::new();

@@ -73,8 +73,14 @@ fn upload_pack(git_dir: &Path, objects: &Path) -> Result<String> {
 /// inside a nested repository (`add` runs `git status` in each submodule it holds, which reads
 /// that repository's config): the changed tracked paths come from `diff-files`, with
 /// submodules judged by their `HEAD` alone, the untracked ones from `ls-files`, and
-/// `update-index` takes both.
-pub(super) fn stage_all(git: &Git) -> Result<()> {
+/// `update-index` takes both. An index `reused` from an earlier look, seeded from `base` then,
+/// may hold files that look staged, untracked by `base`, and ignored now (a line a child added
+/// to `info/exclude` after that look): they go, so the tree is the same whichever looks came
+/// before (once in a loaded run `diff` showed a file the child had hidden).
+pub(super) fn stage_all(git: &Git, base: &str, reused: bool) -> Result<()> {
+    if reused {
+        drop_newly_ignored(git, base)?;
+    }
     let changed = git.run([
         "diff-files",
         "--ignore-submodules=dirty",
@@ -92,6 +98,35 @@ pub(super) fn stage_all(git: &Git) -> Result<()> {
     }
     if !paths.is_empty() {
         let update = ["update-index", "--add", "--remove", "-z", "--stdin"];
+        let update: Vec<std::ffi::OsString> = update.iter().map(Into::into).collect();
+        git.run_with(&update, &[], &paths)?;
+    }
+    Ok(())
+}
+
+/// Removes from the index the entries ignored now that `base` does not hold.
+fn drop_newly_ignored(git: &Git, base: &str) -> Result<()> {
+    let ignored = git.run([
+        "ls-files",
+        "-z",
+        "--cached",
+        "--ignored",
+        "--exclude-standard",
+    ])?;
+    if ignored.split('\0').all(str::is_empty) {
+        return Ok(());
+    }
+    let in_base = git.run(["ls-tree", "-r", "-z", "--name-only", base])?;
+    let in_base: std::collections::HashSet<&str> = in_base.split('\0').collect();
+    let mut paths = Vec::new();
+    for path in ignored.split('\0').filter(|path| !path.is_empty()) {
+        if !in_base.contains(path) {
+            paths.extend_from_slice(path.as_bytes());
+            paths.push(0);
+        }
+    }
+    if !paths.is_empty() {
+        let update = ["update-index", "--force-remove", "-z", "--stdin"];
         let update: Vec<std::ffi::OsString> = update.iter().map(Into::into).collect();
         git.run_with(&update, &[], &paths)?;
     }
@@ -258,7 +293,7 @@ impl Checkout<'_> {
             if !reuse {
                 git.run(["read-tree", tip])?;
             }
-            stage_all(&git)?;
+            stage_all(&git, tip, reuse)?;
             git.line(["write-tree"])
         })();
         match &tree {
@@ -299,7 +334,7 @@ impl Checkout<'_> {
             if !reuse {
                 git.run(["read-tree", tip])?;
             }
-            stage_all(&git)?;
+            stage_all(&git, tip, reuse)?;
             let mut exclude = std::ffi::OsString::from("--exclude-from=");
             exclude.push(rules);
             git.run([
@@ -322,6 +357,16 @@ impl Checkout<'_> {
     /// a task repository; the branch's ref of a worktree). `None`: only git can tell.
     pub fn fingerprint(&self) -> Option<u64> {
         let files = super::fingerprint::of(&self.placed.path, None)?;
+        // What outside the checkout changes which files git adds: the repository's
+        // `info/exclude` and git's default user excludes file (a line a child appends there
+        // after a look must not have that look's tree served again).
+        let excludes = [
+            Some(self.placed.common_dir.join("info/exclude")),
+            super::ignore_rules::default_global(),
+        ];
+        let files = excludes.iter().flatten().fold(files, |acc, file| {
+            acc.rotate_left(17) ^ super::fingerprint::stat_of(file)
+        });
         match self
             .placed
             .git_dir

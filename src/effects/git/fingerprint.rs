@@ -12,9 +12,10 @@
 //! - A walk past [`MAX_ENTRIES`] entries gives no fingerprint: such a worktree is checked by git
 //!   every time (always sound, never cheap). Folders linked in (`worktree.symlink`) are one
 //!   entry each: a link is not followed.
-//! - What lives outside the worktree and changes which files git adds (`info/exclude`, the
-//!   user's `core.excludesFile`) and a submodule's checked-out commit (inside its own `.git`)
-//!   are not seen.
+//! - What lives outside the worktree and changes which files git adds is not seen here: a
+//!   checkout's fingerprint adds the repository's `info/exclude` and git's default user
+//!   excludes file (`Checkout::fingerprint`); a `core.excludesFile` configured elsewhere and a
+//!   submodule's checked-out commit (inside its own `.git`) are not seen.
 
 use std::hash::Hasher;
 use std::os::unix::ffi::OsStrExt;

@@ -44,7 +44,7 @@ pub fn user_excludes(repo_root: &Path, common_dir: &Path) -> Vec<u8> {
 }
 
 /// git's own default for `core.excludesFile`.
-fn default_global() -> Option<PathBuf> {
+pub(super) fn default_global() -> Option<PathBuf> {
     let config = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|dir| !dir.is_empty())
         .map(PathBuf::from)

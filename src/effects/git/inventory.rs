@@ -545,7 +545,7 @@ impl Inventory {
             if !reuse {
                 over.run(["read-tree", commit])?;
             }
-            super::checkout::stage_all(&over)?;
+            super::checkout::stage_all(&over, commit, reuse)?;
             over.line(["write-tree"])
         })();
         if staged.is_ok() && std::fs::rename(&index, &kept).is_ok() && !reuse {
