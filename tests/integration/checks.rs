@@ -851,6 +851,45 @@ fn keep_open_leaves_a_passing_interactive_child_at_its_prompt() {
     assert_eq!(h.status(&id)["status"], "completed");
 }
 
+/// The child exits while its turn's check runs (here the parent tells it `/quit` then; a
+/// keep-open child told `/quit` after a pass has that last turn checked again): the verdict of
+/// that check decides its ending, not the exit — it completes on the pass, and `wait` says so.
+#[test]
+fn a_child_that_exits_while_its_check_runs_ends_on_that_checks_verdict() {
+    let h = gemini_by_run(
+        Harness::new(),
+        &[vec![
+            canned_shell_call("echo answer=42 > answer.txt"),
+            canned_text("Done."),
+        ]],
+    );
+    checked_project(&h);
+    let started = h.root().join("check-started");
+    let check = format!("touch '{}'; sleep 3; sh tests/check.sh", started.display());
+    let id = h.submit(&[
+        "--worktree",
+        "--model",
+        MODEL,
+        "--check",
+        &check,
+        "Write the answer into answer.txt",
+    ]);
+    h.wait_until(&id, "its check to start", limits::TASK, || started.exists());
+    let receipt = h.ok(&["steer", &id, "/quit"]);
+    assert!(receipt.contains("submitted"), "{receipt}");
+    let (waited, code) = h.wait_all(&[&id], "60s");
+    assert_eq!(code, 0, "{waited}");
+    let status = h.status(&id);
+    assert_eq!(
+        (&status["status"], &status["check"]["phase"]),
+        (
+            &serde_json::json!("completed"),
+            &serde_json::json!("passed")
+        ),
+        "{status}"
+    );
+}
+
 #[test]
 fn a_sandboxed_tasks_check_runs_in_its_sandbox() {
     let h = Harness::new();

@@ -19,7 +19,7 @@ use crate::domain::error::{Error, ErrorCode, Result};
 use crate::domain::spec::{Mode, TaskSpec};
 
 pub use run::{CheckOutcome, check_from_launch, check_now};
-pub(crate) use run::{hold_for_removal, reap_killed_runner};
+pub(crate) use run::{hold_for_removal, reap_killed_runner, verdict_pending};
 pub(crate) use turn::{abandoned, after_turn};
 
 /// A check as asked for; what is left open comes from the defaults in `domain::check`.

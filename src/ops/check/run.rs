@@ -143,6 +143,13 @@ pub(crate) fn hold_for_removal(task: &Task) -> Result<Option<std::fs::File>> {
     }
 }
 
+/// Whether a runner holds `task`'s check lock this moment, for an ending: the verdict of a
+/// check that runs decides it. An unknown answer (a lock file that cannot be opened) is no: an
+/// ending is never held back on a doubt.
+pub(crate) fn verdict_pending(task: &Task) -> bool {
+    matches!(store::lock_file_try(&check_lock(task)), Ok(None))
+}
+
 fn check_lock(task: &Task) -> std::path::PathBuf {
     task.placement.task_dir.join("check.lock")
 }

@@ -41,6 +41,18 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
             (Some(code), _) => {
                 let mut believed = record.clone();
                 believed.check = crate::ops::task::believed_check(&task.placement);
+                // A check of its work runs (the turn before the exit, or a parent's `cuekit
+                // check`): that verdict decides, so nothing is written; the look after it judges.
+                // (A keep-open child told `/quit` after a pass had its last turn checked
+                // again, and exited meanwhile: failed `check_failed` on a pass.)
+                if believed
+                    .check
+                    .as_ref()
+                    .is_some_and(|check| check.phase == crate::domain::check::Phase::Checking)
+                    && crate::ops::check::verdict_pending(&task)
+                {
+                    return Ok(false);
+                }
                 match crate::domain::status::check_ending(&believed, code) {
                     Some(check_failed) => check_failed,
                     // Judged check_failed on a verdict that has passed since: nothing is
