@@ -393,6 +393,40 @@ fn a_team_spec_is_a_pipeline_under_its_max_parallel() {
     );
 }
 
+/// `--base-from` and `--context-from` a task whose dependency is met by the time the submit
+/// decides its start, though it read the task running (here an interactive child that reported
+/// `done` and idles; so too one that ends between those two looks, as under load): the new task
+/// is still started from that task's work and with its answer, which only the scheduler's start
+/// takes — never at once in the project folder without them.
+#[test]
+fn base_and_context_from_a_task_done_while_it_runs_are_taken_at_the_start() {
+    let h = Harness::new();
+    crate::harness::git::init_repo(&h.project);
+    std::fs::write(h.project.join(".gitignore"), ".cuekit/\n").unwrap();
+    crate::harness::git::commit_all(&h.project, "init");
+    let implementer = h.submit_sh(
+        "echo implemented > feature.txt; cuekit report --done 'the feature is written'; sleep 60",
+        &["--mode", "interactive", "--worktree"],
+    );
+    h.wait_until(&implementer, "its done report", limits::TASK, || {
+        h.status(&implementer)["last_report"]["kind"] == "done"
+    });
+    let log = h.root().join("seen.log");
+    let tester = h.submit_sh(
+        &format!("cat feature.txt >> '{}'", log.display()),
+        &["--base-from", &implementer, "--context-from", &implementer],
+    );
+    let (waited, code) = h.json(&["wait", &tester, "--timeout", &limits::arg(limits::TASK)]);
+    assert_eq!(code, 0, "{waited}");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "implemented\n");
+    let started = h.status(&tester);
+    assert!(started["worktree"].is_string(), "{started}");
+    // A command's argv carries no prompt: the answer is in its spec's context.
+    let record = std::fs::read_to_string(h.task_dir(&tester).join("task.json")).unwrap();
+    assert!(record.contains("the feature is written"), "{record}");
+    h.ok(&["cancel", &implementer]);
+}
+
 /// A reviewer submitted while the implementer still runs waits for it, and its prompt takes
 /// the implementer's answer at its start.
 #[test]

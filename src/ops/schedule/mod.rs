@@ -171,7 +171,11 @@ pub(crate) fn admit(
     let lock = schedule::decision_lock()?;
     let queued = |waits: QueueView| Ok(Admission::Queue(Box::new((plan.clone(), waits))));
     let waiting_for = unfinished_dependencies(plan);
-    if !waiting_for.is_empty() {
+    // A task that takes another's work or answer (`--base-from`, `--context-from`) takes them
+    // at its start, which only the scheduler's does: the submit read that task unfinished
+    // (else it took them itself), and a start here, its dependency met since (ended, or a
+    // `done` report), would run it in the project folder without either.
+    if !waiting_for.is_empty() || plan.base_from.is_some() || plan.context_from.is_some() {
         return queued(QueueView {
             waiting_for,
             priority: plan.priority,
