@@ -296,7 +296,15 @@ fn a_queued_task_cancelled_or_removed_never_starts_and_bad_dependencies_are_refu
     let cancelled = h.submit_sh(&script("cancelled"), &["--mode", "batch"]);
     let removed = h.submit_sh(&script("removed"), &["--mode", "batch"]);
     let waited_on = h.submit_sh(&script("waited_on"), &["--mode", "batch"]);
-    let now = h.submit_sh(&script("now"), &["--mode", "batch", "--now"]);
+    // Held by the gate too: a second of work could end before a loaded machine's status.
+    let now = h.submit_sh(
+        &format!(
+            "echo now >> '{}'; while [ ! -e '{}' ]; do sleep 0.05; done",
+            log.display(),
+            gate.display()
+        ),
+        &["--mode", "batch", "--now"],
+    );
     assert_eq!(
         h.status(&now)["status"],
         "running",
