@@ -27,6 +27,15 @@ pub(crate) fn checked_project(h: &Harness) {
     commit_all(&h.project, "a project with a test");
 }
 
+/// The interactive Gemini task most of these tests check: in a worktree, with `check` and
+/// `extra` flags, told to write the answer into answer.txt.
+fn submit_answer_task(h: &Harness, check: &str, extra: &[&str]) -> String {
+    let mut args = vec!["--worktree", "--model", MODEL, "--check", check];
+    args.extend_from_slice(extra);
+    args.push("Write the answer into answer.txt");
+    h.submit(&args)
+}
+
 /// The real Gemini CLI offline, each run with replies of its own (`canned-<n>.jsonl`, the
 /// last one for any later run); each run's argv and (when a file: batch) stdin are kept in
 /// `runs/`.
@@ -554,14 +563,7 @@ fn interactive_replies() -> Vec<Vec<String>> {
 fn an_interactive_gemini_child_is_steered_its_failure_and_told_to_quit_after_the_pass() {
     let h = gemini_by_run(Harness::new(), &interactive_replies());
     checked_project(&h);
-    let id = h.submit(&[
-        "--worktree",
-        "--model",
-        MODEL,
-        "--check",
-        "sh tests/check.sh",
-        "Write the answer into answer.txt",
-    ]);
+    let id = submit_answer_task(&h, "sh tests/check.sh", &[]);
     let (waited, code) = h.wait_all(&[&id], "120s");
     assert_eq!(code, 0, "{waited}\n{}", h.screen(&id));
     let status = h.status(&id);
@@ -602,16 +604,7 @@ fn an_interactive_gemini_child_is_steered_its_failure_and_told_to_quit_after_the
 fn an_interactive_gemini_child_whose_only_check_fails_ends_check_failed() {
     let h = gemini_by_run(Harness::new(), &interactive_replies());
     checked_project(&h);
-    let id = h.submit(&[
-        "--worktree",
-        "--model",
-        MODEL,
-        "--check",
-        "sh tests/check.sh",
-        "--check-rounds",
-        "0",
-        "Write the answer into answer.txt",
-    ]);
+    let id = submit_answer_task(&h, "sh tests/check.sh", &["--check-rounds", "0"]);
     let (waited, code) = h.wait_all(&[&id], "120s");
     assert_eq!(code, 20, "{waited}\n{}", h.screen(&id));
     let status = h.status(&id);
@@ -763,16 +756,7 @@ fn a_done_report_of_a_checked_child_does_not_start_its_dependent() {
         ]],
     );
     checked_project(&h);
-    let id = h.submit(&[
-        "--worktree",
-        "--model",
-        MODEL,
-        "--check",
-        "sh tests/check.sh",
-        "--check-rounds",
-        "0",
-        "Write the answer into answer.txt",
-    ]);
+    let id = submit_answer_task(&h, "sh tests/check.sh", &["--check-rounds", "0"]);
     let ran = h.root().join("dependent-ran");
     let dependent = h.submit_sh(
         &format!("touch '{}'", ran.display()),
@@ -812,15 +796,7 @@ fn keep_open_leaves_a_passing_interactive_child_at_its_prompt() {
         ]],
     );
     checked_project(&h);
-    let id = h.submit(&[
-        "--worktree",
-        "--model",
-        MODEL,
-        "--check",
-        "sh tests/check.sh",
-        "--keep-open",
-        "Write the answer into answer.txt",
-    ]);
+    let id = submit_answer_task(&h, "sh tests/check.sh", &["--keep-open"]);
     h.wait_until(
         &id,
         "the check's verdict",
@@ -866,14 +842,7 @@ fn a_child_that_exits_while_its_check_runs_ends_on_that_checks_verdict() {
     checked_project(&h);
     let started = h.root().join("check-started");
     let check = format!("touch '{}'; sleep 3; sh tests/check.sh", started.display());
-    let id = h.submit(&[
-        "--worktree",
-        "--model",
-        MODEL,
-        "--check",
-        &check,
-        "Write the answer into answer.txt",
-    ]);
+    let id = submit_answer_task(&h, &check, &[]);
     h.wait_until(&id, "its check to start", limits::TASK, || started.exists());
     let receipt = h.ok(&["steer", &id, "/quit"]);
     assert!(receipt.contains("submitted"), "{receipt}");
@@ -1085,14 +1054,7 @@ fn a_check_whose_monitor_died_is_run_again_by_the_next_monitor() {
         "if [ ! -e '{0}' ]; then touch '{0}'; sleep 60; fi; sh tests/check.sh",
         first.display()
     );
-    let id = h.submit(&[
-        "--worktree",
-        "--model",
-        MODEL,
-        "--check",
-        &check,
-        "Write the answer into answer.txt",
-    ]);
+    let id = submit_answer_task(&h, &check, &[]);
     h.wait_until(&id, "the first check to start", limits::LONG, || {
         first.exists()
     });

@@ -409,9 +409,7 @@ fn a_team_spec_is_a_pipeline_under_its_max_parallel() {
 #[test]
 fn base_and_context_from_a_task_done_while_it_runs_are_taken_at_the_start() {
     let h = Harness::new();
-    crate::harness::git::init_repo(&h.project);
-    std::fs::write(h.project.join(".gitignore"), ".cuekit/\n").unwrap();
-    crate::harness::git::commit_all(&h.project, "init");
+    crate::harness::git::project_repo(&h.project, "shared\n");
     let implementer = h.submit_sh(
         "echo implemented > feature.txt; cuekit report --done 'the feature is written'; sleep 60",
         &["--mode", "interactive", "--worktree"],
@@ -536,9 +534,7 @@ fn a_budget_stops_a_child_and_is_refused_where_no_usage_is_reported() {
 #[test]
 fn base_from_starts_a_worktree_from_another_tasks_work_once_it_completed() {
     let h = Harness::new();
-    crate::harness::git::init_repo(&h.project);
-    std::fs::write(h.project.join(".gitignore"), ".cuekit/\n").unwrap();
-    crate::harness::git::commit_all(&h.project, "init");
+    crate::harness::git::project_repo(&h.project, "shared\n");
     let log = h.root().join("seen.log");
     let implementer = h.submit_sh(
         "sleep 0.5; echo implemented > feature.txt",
