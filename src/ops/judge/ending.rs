@@ -32,6 +32,13 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
         {
             return Ok(false);
         }
+        // Judged with the agent and event stream of an earlier attempt: a look reads the
+        // registry's facts before the lifecycle, and a switch to another agent started (and a
+        // quick one ended) in between, so the new attempt's exit was read as the old agent's.
+        // The next look judges with the facts as they are.
+        if ending.status != Status::Cancelled && judged_with_older_facts(&task) {
+            return Ok(false);
+        }
         ended_queued = record.status == Status::Queued;
         // A launch's exit judged on a look older than the check's last verdict: the verdict
         // as the registry has it now decides (never for the sandbox's or setup's own
@@ -96,6 +103,20 @@ pub(crate) fn record_ending(mut task: Task, ending: Ending) -> Result<Task> {
         crate::effects::store::schedule::close_plan(&task.record.id);
     }
     Ok(task)
+}
+
+/// Whether the registry names another agent, or another kind of output, for `task` than the
+/// look that judged it read (a failover or hand-off started a new attempt since).
+fn judged_with_older_facts(task: &Task) -> bool {
+    let Some(looked) = task.placement.facts.as_ref() else {
+        return false;
+    };
+    let Ok(Some(now)) = store::placement(&task.placement.id) else {
+        return false;
+    };
+    now.facts.is_some_and(|facts| {
+        facts.agent != looked.agent || facts.event_stream != looked.event_stream
+    })
 }
 
 /// Records the ending; when it cannot be written (a full or read-only disk) the task is still
