@@ -285,6 +285,24 @@ fn live_processes(worktree: &Path) -> Result<Vec<u32>> {
         .collect())
 }
 
+/// How long a race's tidy waits for the processes in a loser's checkout to go: a candidate is
+/// judged ended on the exit code its launch writes a moment before its shell exits there (much
+/// more than a moment on a loaded machine), and that shell must not keep the checkout.
+const LEAVING_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// [`live_processes`] once those about to end have, within [`LEAVING_GRACE`]: what still works
+/// there then (a server the child left) keeps the checkout.
+fn still_working(worktree: &Path) -> Result<Vec<u32>> {
+    let deadline = std::time::Instant::now() + LEAVING_GRACE;
+    loop {
+        let pids = live_processes(worktree)?;
+        if pids.is_empty() || std::time::Instant::now() >= deadline {
+            return Ok(pids);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "snake_case", tag = "outcome")]
 pub enum Cleanup {
@@ -403,7 +421,7 @@ pub fn remove_saved_checkout(
     let placed = checkout.placed;
     // A process still working there (a build, a server the child started) keeps it, as it
     // keeps a worktree from `rm`.
-    let working: Vec<super::inventory::Unsaved> = live_processes(&placed.path)?
+    let working: Vec<super::inventory::Unsaved> = still_working(&placed.path)?
         .into_iter()
         .map(|pid| super::inventory::Unsaved {
             holder: super::inventory::Holder::Process,
