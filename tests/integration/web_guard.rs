@@ -1087,8 +1087,14 @@ fn a_long_shell_call_with_no_kind_found_needs_the_terminals_code() {
 /// tall dialog with one line more or less hidden a moment after it first draws it, and the
 /// dialog's name changes with what it shows: once in a loaded run).
 fn allow_from_a_page(h: &Harness, id: &str, meanwhile: impl FnOnce()) -> crate::web::Reply {
+    // A status read while the CLI redraws its dialog can show none (the task reads `running`
+    // for that moment): read again, for a short while.
     let tool = || {
-        let status = h.status(id);
+        let mut status = h.status(id);
+        crate::harness::poll(limits::SHORT, || {
+            status = h.status(id);
+            status["request"]["tool"]["id"].is_string()
+        });
         status["request"]["tool"]["id"]
             .as_str()
             .unwrap_or_else(|| panic!("no request: {status}"))
