@@ -382,12 +382,17 @@ fn a_losers_checkout_with_a_process_working_in_it_is_kept() {
     let h = Harness::new();
     checked_project(&h);
     let claim = h.root().join("claim");
+    // The job leaves the task (a session of its own, no CUEKIT_TASK_ID) before the candidate
+    // ends: else the sweep of its leftovers before its check could end it on its way out.
+    let started = h.root().join("job-started");
     let script = format!(
         "if mkdir '{claim}' 2>/dev/null; then \
            echo answer=42 > answer.txt; seq 1 30 > extra.txt; \
-           env -u CUEKIT_TASK_ID setsid sh -c 'sleep 60' </dev/null >/dev/null 2>&1 & \
+           env -u CUEKIT_TASK_ID setsid sh -c \"touch '{started}'; exec sleep 60\" </dev/null >/dev/null 2>&1 & \
+           while [ ! -e '{started}' ]; do sleep 0.05; done; \
          else echo answer=42 > answer.txt; fi",
         claim = claim.display(),
+        started = started.display(),
     );
     let (result, _, checkout) = race_of_two_with_its_loser(&h, &script);
     let kept = checkout.is_dir();
