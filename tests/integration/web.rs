@@ -613,6 +613,24 @@ pub(crate) async fn type_into(client: &Client, id: &str, text: &str) {
     panic!("#{id} was replaced under every try");
 }
 
+/// `body` with a phone's browser paired to a fresh `serve` (given `args`); the browser's
+/// WebDriver session is closed after it.
+pub(crate) fn on_a_paired_phone<R>(
+    h: &Harness,
+    args: &[&str],
+    body: impl AsyncFnOnce(&Client, &Serve) -> R,
+) -> R {
+    let s = serve(h, args);
+    runtime().block_on(async {
+        let browser = browser().await;
+        let client = browser.client();
+        pair_in_browser(client, &s, "phone").await;
+        let value = body(client, &s).await;
+        let _ = client.clone().close().await;
+        value
+    })
+}
+
 pub(crate) async fn pair_in_browser(client: &Client, s: &Serve, name: &str) {
     client.goto(&format!("{}/pair", s.url)).await.unwrap();
     type_into(client, "code", &s.code).await;
@@ -704,12 +722,7 @@ pub(crate) async fn confirm_in_browser(client: &Client, s: &mut Serve) {
 fn the_open_list_shows_a_stop_that_ends_after_its_ending_as_over() {
     let h = Harness::new();
     let stubborn = h.submit_sh("trap '' TERM HUP INT; while :; do sleep 0.1; done", &[]);
-    let s = serve(&h, &[]);
-    let rt = runtime();
-    rt.block_on(async {
-        let browser = browser().await;
-        let client = browser.client();
-        pair_in_browser(client, &s, "phone").await;
+    on_a_paired_phone(&h, &[], async |client, _| {
         row_listed(client, &stubborn).await;
         let mut cancel = h
             .cuekit()
@@ -759,13 +772,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
     h.wait_until(&printer, "its report", limits::TASK, || {
         h.status(&printer)["last_report"]["message"].is_string()
     });
-    let s = serve(&h, &[]);
-    let rt = runtime();
-    rt.block_on(async {
-        let browser = browser().await;
-        let client = browser.client();
-        pair_in_browser(client, &s, "phone").await;
-
+    on_a_paired_phone(&h, &[], async |client, s| {
         // The list: every running child, hostile text shown as text.
         for id in [&gemini, &printer, &other, &talker] {
             row_listed(client, id).await;
@@ -781,7 +788,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
         screenshot(client, "list-390x844.png").await;
 
         // The same code a second time is refused.
-        let (again, session) = pair_http(&s, &s.code, "second");
+        let (again, session) = pair_http(s, &s.code, "second");
         assert_eq!(again.status, 403, "{}", again.body);
         assert!(session.is_none());
         assert!(
@@ -866,7 +873,6 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
         wait_text(client, "Cancelled — the child was stopped").await;
         assert_eq!(h.status(&printer)["status"], "cancelled");
         no_payload_ran(client).await;
-        let _ = browser.client.clone().unwrap().close().await;
     });
 }
 

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use crate::harness::{Harness, MODEL, canned_shell_call, canned_text, limits};
 use crate::web::{
-    browser, click, confirm_code, csrf_of, form_encode, http, nonce_for, pair_http,
-    pair_in_browser, post_signed, runtime, serve, serve_on, signed_body, signed_get, signed_text,
-    type_into, updated_in_place, wait_text,
+    browser, click, confirm_code, csrf_of, form_encode, http, nonce_for, on_a_paired_phone,
+    pair_http, pair_in_browser, post_signed, runtime, serve, serve_on, signed_body, signed_get,
+    signed_text, type_into, updated_in_place, wait_text,
 };
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
 
@@ -665,12 +665,7 @@ fn a_paired_browser_signs_its_actions_and_its_cookie_alone_acts_on_nothing() {
     h.wait_until(&id, "running", limits::AGENT, || {
         h.status(&id)["status"] == "running"
     });
-    let s = serve(&h, &[]);
-    let rt = runtime();
-    rt.block_on(async {
-        let browser = browser().await;
-        let client = browser.client();
-        pair_in_browser(client, &s, "phone").await;
+    on_a_paired_phone(&h, &[], async |client, s| {
         let key = client
             .execute_async(
                 "var done = arguments[arguments.length - 1];\
@@ -732,7 +727,6 @@ fn a_paired_browser_signs_its_actions_and_its_cookie_alone_acts_on_nothing() {
         );
         unsigned(&stolen, "the browser's cookie and token without its key");
         assert_eq!(h.status(&id)["status"], "running");
-        let _ = browser.client().clone().close().await;
     });
     let _ = h.json(&["cancel", &id]);
 }

@@ -233,7 +233,7 @@ fn cancel_and_retry_from_the_page_come_back_with_their_receipts() {
 /// and still shows the message; a batch task's page offers no steer box at all.
 #[test]
 fn in_a_browser_a_steer_not_done_keeps_its_text_and_a_batch_task_offers_none() {
-    use crate::web::{browser, click, pair_in_browser, runtime, type_into, wait_text};
+    use crate::web::{click, on_a_paired_phone, type_into, wait_text};
     use fantoccini::Locator;
     let h = Harness::new();
     let id = h.submit(&[
@@ -248,12 +248,7 @@ fn in_a_browser_a_steer_not_done_keeps_its_text_and_a_batch_task_offers_none() {
     h.wait_until(&id, "running", limits::AGENT, || {
         h.status(&id)["status"] == "running"
     });
-    let s = serve(&h, &[]);
-    let rt = runtime();
-    rt.block_on(async {
-        let browser = browser().await;
-        let client = browser.client();
-        pair_in_browser(client, &s, "phone").await;
+    on_a_paired_phone(&h, &[], async |client, s| {
         client.goto(&format!("{}/t/{batch}", s.url)).await.unwrap();
         wait_text(client, "Cancel task").await;
         assert!(client.find(Locator::Id("steer-text")).await.is_err());
