@@ -2,7 +2,7 @@
 //! named `mcp_cuekit_<tool>` (how Gemini CLI names an MCP server's tools), with cuekit registered
 //! exactly as `cuekit mcp config --client gemini` prints it, delegating to a real Gemini child.
 
-use crate::harness::{Harness, MODEL, canned_text, real_gemini};
+use crate::harness::{Harness, MODEL, canned_text, limits, poll, real_gemini};
 use serde_json::{Value, json};
 
 /// The child's id, chosen by the parent (submit_task's `id`), so canned calls can name it.
@@ -401,6 +401,12 @@ fn a_busy_gemini_parent_is_woken_once_when_idle_and_reads_the_result() {
         ended_at < slept_at,
         "the child did not end while the parent was busy ({ended_at} vs {slept_at}): the test proves nothing"
     );
+    // The wake is recorded once its Enter's receipt is read, which a loaded machine can take
+    // longer to read than the parent takes to answer the line.
+    assert!(
+        poll(limits::TASK, || !wakes(&h, CHILD).is_empty()),
+        "the wake typed was never recorded"
+    );
     let woken = wakes(&h, CHILD);
     assert_eq!(woken.len(), 1, "{woken:?}");
     assert_eq!(woken[0]["wake"]["receipt"], "submitted", "{woken:?}");
@@ -413,6 +419,7 @@ fn a_busy_gemini_parent_is_woken_once_when_idle_and_reads_the_result() {
     h.monitor_ticks_pass(3);
     let later = h.history("parent");
     assert_eq!(later.matches(&line).count(), 1);
+    assert_eq!(wakes(&h, CHILD).len(), 1);
     assert_eq!(h.status(UNASKED)["status"], "completed");
     assert!(wakes(&h, UNASKED).is_empty());
     assert!(!later.contains(&format!("[cuekit] {UNASKED}")), "{later}");
