@@ -154,22 +154,24 @@ fn holds_open(pid: u32, path: &Path) -> bool {
 /// nothing is typed into the prompt, and `approve` says why.
 /// A `gemini` stand-in showing Gemini's own permission dialog (captured from 0.61.0) that, each
 /// time the first path returned appears, redraws it in two writes 400 ms apart: its top half
-/// first (no option drawn yet: no dialog a screen rule knows), then all of it. The first key
-/// typed closes the dialog and goes to the second path. The real CLI's redraws cannot be had
-/// on demand.
+/// first (no option drawn yet: no dialog a screen rule knows; [`half_drawn`] made once it is
+/// written), then all of it. The first key typed closes the dialog and goes to the second
+/// path. The real CLI's redraws cannot be had on demand.
 fn redrawing_dialog_gemini(h: &Harness) -> (PathBuf, PathBuf) {
     let dialog =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/screens/gemini-permission.txt");
     let mark = h.project.with_file_name("redraw-now");
     let typed = h.project.with_file_name("key-typed");
+    let half = half_drawn(&mark);
     let (dialog, redraw, key) = (dialog.display(), mark.display(), typed.display());
+    let half = half.display();
     let script = format!(
         r#"#!/bin/sh
 draw() {{ printf '\033[H\033[2J'; cat '{dialog}'; }}
 draw
 while true; do
   if [ -e '{redraw}' ]; then
-    rm -f '{redraw}'; printf '\033[H\033[2J'; head -n 20 '{dialog}'; sleep 0.4; draw
+    rm -f '{redraw}'; printf '\033[H\033[2J'; head -n 20 '{dialog}'; : > '{half}'; sleep 0.4; draw
   fi
   sleep 0.05
 done &
@@ -194,12 +196,22 @@ pub(crate) fn on_a_redrawing_dialog() -> (Harness, String, PathBuf, PathBuf) {
     (h, id, mark, typed)
 }
 
-/// Starts a redraw of the stand-in's dialog; returns once its first half shows.
+/// The file the stand-in makes once a redraw's first half is written.
+fn half_drawn(mark: &Path) -> PathBuf {
+    mark.with_file_name("redraw-half-drawn")
+}
+
+/// Starts a redraw of the stand-in's dialog; returns once its first half is written. (Not
+/// once a capture shows it: on a loaded machine a capture could come after the 400 ms
+/// it shows, and the redraw was then never seen.)
 pub(crate) fn redraw_begun(h: &Harness, id: &str, mark: &Path) {
+    let half = half_drawn(mark);
+    let _ = std::fs::remove_file(&half);
     std::fs::write(mark, "").unwrap();
     assert!(
-        poll(limits::TASK, || !h.screen(id).contains("Allow once")),
-        "the redraw's first half never showed"
+        poll(limits::TASK, || half.exists()),
+        "the redraw never began: {}",
+        h.screen(id)
     );
 }
 
