@@ -68,6 +68,21 @@ pub fn turn_to_check(before: &Announced, after: Option<&Announced>) -> bool {
     })
 }
 
+/// Whether `after` announces, as a wait on a person, the very screen `before` recorded as a
+/// turn's end to check: that turn, checked already (a pass that leaves the next move to the
+/// parent), not a new one to check again.
+pub fn waits_on_the_checked_turn(before: &Announced, after: Option<&Announced>) -> bool {
+    match (
+        &before.last_wait,
+        after.and_then(|after| after.last_wait.as_ref()),
+    ) {
+        (Some((reason, checked)), Some((waits_on, screen))) => {
+            reason == CHECKING && waits_on != CHECKING && checked == screen
+        }
+        _ => false,
+    }
+}
+
 /// One transition to announce.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Transition {
@@ -302,6 +317,30 @@ mod tests {
             }]
         );
         assert!(turn_to_check(&asked, after.as_ref()));
+    }
+
+    #[test]
+    fn a_kept_open_pass_announces_its_checked_turn_as_a_wait_not_a_new_turn() {
+        let checked = |screen| Announced {
+            status: Some(Status::Running),
+            reason: None,
+            last_wait: Some((CHECKING.into(), screen)),
+        };
+        // Passed and kept open: the same screen, now a wait on a person.
+        let (transitions, after) = next(&checked(1), &waiting("idle_at_prompt", 1, 3), DWELL);
+        assert_eq!(transitions[0].new_status, Status::InputRequired);
+        assert!(waits_on_the_checked_turn(&checked(1), after.as_ref()));
+        // Steered meanwhile: another screen is another turn.
+        let (_, after) = next(&checked(1), &waiting("idle_at_prompt", 2, 3), DWELL);
+        assert!(!waits_on_the_checked_turn(&checked(1), after.as_ref()));
+        // A wait after a wait, or nothing recorded: no checked turn to wait on.
+        let asked = Announced {
+            last_wait: Some(("idle_at_prompt".into(), 1)),
+            ..checked(1)
+        };
+        let (_, after) = next(&asked, &waiting("permission_prompt", 1, 3), DWELL);
+        assert!(!waits_on_the_checked_turn(&asked, after.as_ref()));
+        assert!(!waits_on_the_checked_turn(&checked(1), None));
     }
 
     #[test]

@@ -774,15 +774,20 @@ fn a_done_report_of_a_checked_child_does_not_start_its_dependent() {
     );
 }
 
-/// The `cuekit_check` lines of a task's `events.jsonl`: what cuekit sent its child after each
-/// interactive check.
-fn check_events(h: &Harness, id: &str) -> Vec<Value> {
+/// The lines of type `kind` of a task's `events.jsonl`.
+fn events_of(h: &Harness, id: &str, kind: &str) -> Vec<Value> {
     std::fs::read_to_string(h.task_dir(id).join("events.jsonl"))
         .unwrap_or_default()
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| event["type"] == "cuekit_check")
+        .filter(|event| event["type"] == kind)
         .collect()
+}
+
+/// The `cuekit_check` lines of a task's `events.jsonl`: what cuekit sent its child after each
+/// interactive check.
+fn check_events(h: &Harness, id: &str) -> Vec<Value> {
+    events_of(h, id, "cuekit_check")
 }
 
 #[test]
@@ -809,8 +814,19 @@ fn keep_open_leaves_a_passing_interactive_child_at_its_prompt() {
         (Some(true), Some("nothing")),
         "{events:?}"
     );
+    // The pass leaves the next move to the parent: announced as a wait on a person, on the
+    // screen of the turn it checked — that turn, not a new one, so nothing is checked again
+    // (a second round of the same turn once ran at that announcement, `running` meanwhile).
+    h.wait_until(&id, "the wait announced", limits::TASK, || {
+        events_of(&h, &id, "cuekit_transition")
+            .iter()
+            .any(|e| e["transition"]["new_status"] == "input_required")
+    });
+    h.monitor_ticks_pass(2);
     let status = h.status(&id);
     assert_eq!(status["status"], "input_required", "told to quit: {status}");
+    let events = check_events(&h, &id);
+    assert_eq!(events.len(), 1, "checked again: {events:?}\n{status}");
     // The parent ends it: completed, on the pass. (A `/quit` the TUI takes for chat text is
     // answered instead; it is sent again then, as gemini_real.rs does.)
     let mut attempts = 0;

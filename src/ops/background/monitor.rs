@@ -572,6 +572,10 @@ impl Monitor {
         let (announce, after) = transition::next(&watched.announced, &seen, self.dwell);
         // A turn's end whose check is to come: recorded quietly, checked below.
         let turn_to_check = transition::turn_to_check(&watched.announced, after.as_ref());
+        // A pass kept open waits on a person on the screen of the turn it checked: announced,
+        // not checked again.
+        let checked_already =
+            transition::waits_on_the_checked_turn(&watched.announced, after.as_ref());
         if let Some(after) = after {
             let _ = store::save_announced(&record.id, &after);
             watched.announced = after;
@@ -595,9 +599,10 @@ impl Monitor {
         // (A kept-open task that passed waits on a person after its turns: announced
         // `input_required`, and each turn checked again.)
         let turn_ended = turn_to_check
-            || announce
-                .iter()
-                .any(|t| t.new_status == Status::InputRequired && idle(t.reason.as_deref()));
+            || !checked_already
+                && announce
+                    .iter()
+                    .any(|t| t.new_status == Status::InputRequired && idle(t.reason.as_deref()));
         let abandoned = checked_interactive
             && !watched.rechecked
             && (matches!(&seen, Seen::Checking { .. })

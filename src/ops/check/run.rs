@@ -114,10 +114,15 @@ fn slot(cap: u32) -> Result<std::fs::File> {
     }
 }
 
-/// Whether a check of `task` runs now: its runner holds the task's check lock for as long as
-/// it lives (an unknown answer counts as running).
-pub(super) fn check_running(task: &Task) -> bool {
-    !matches!(store::lock_file_try(&check_lock(task)), Ok(Some(_)))
+/// `task`'s check state between two runs of its check, read under its check lock: a runner
+/// holds the lock for as long as it lives and writes its verdict before it lets go, so a state
+/// read first and the lock tried after could be a `checking` its runner ended in between.
+/// `None` while a check runs (an unknown answer about the lock counts as running).
+pub(super) fn state_between_runs(task: &Task) -> Option<Option<CheckState>> {
+    match store::lock_file_try(&check_lock(task)) {
+        Ok(Some(_held)) => Some(store::check_of(&task.record.id)),
+        _ => None,
+    }
 }
 
 /// For a removal: `task`'s check lock, held so that no check of it starts until the removal is

@@ -11,8 +11,7 @@ use crate::ops::task::Task;
 
 /// Whether `task`'s check was left `checking` by a runner that died: none holds its lock.
 pub(crate) fn abandoned(task: &Task) -> bool {
-    store::check_of(&task.record.id).is_some_and(|state| state.phase == Phase::Checking)
-        && !super::run::check_running(task)
+    matches!(super::run::state_between_runs(task), Some(Some(state)) if state.phase == Phase::Checking)
 }
 
 /// Checks `task`'s work after its turn, and tells the child what follows.
@@ -22,11 +21,12 @@ pub(crate) fn after_turn(task: &Task) -> Result<()> {
         return Ok(());
     };
     let plan = super::run::plan_of(task)?;
-    let state = store::check_of(&record.id);
+    // A check runs (its runner holds the task's check lock). One whose runner died (a monitor
+    // killed mid-check) holds nothing and left `checking`: the work is checked again, below.
+    let Some(state) = super::run::state_between_runs(task) else {
+        return Ok(());
+    };
     let (round, passed, what, message) = match state.as_ref().map(|state| state.phase) {
-        // A check runs (its runner holds the task's check lock). One whose runner died (a
-        // monitor killed mid-check) holds nothing: the work is checked again, below.
-        Some(Phase::Checking) if super::run::check_running(task) => return Ok(()),
         // Decided, and idle again: the quit did not take (typed too early?); again.
         Some(Phase::Passed | Phase::Failed)
             if !(plan.keep_open && state.as_ref().is_some_and(|s| s.phase == Phase::Passed)) =>
