@@ -511,9 +511,13 @@ fn cancel_and_batch_rules_over_mcp() {
 fn a_dependency_waits_queued_and_an_ended_task_is_retried_over_mcp() {
     let h = Harness::new().with_fake_gemini();
     let mut client = Client::start(&h);
-    let log = h.root().join("starts.log");
-    let step = |name: &str| format!("sleep 0.5; echo {name} >> '{}'", log.display());
-    let first = h.submit_sh(&step("first"), &["--mode", "batch"]);
+    // The first task holds its dependent queued until the test has read its place and
+    // cancelled it, however slow the machine: it waits for a gate the test opens.
+    let gate = h.root().join("go");
+    let first = h.submit_sh(
+        &format!("while [ ! -e '{}' ]; do sleep 0.05; done", gate.display()),
+        &["--mode", "batch"],
+    );
     let queued = client.ok(
         "submit_task",
         json!({"objective": "second", "agent_kind": "gemini", "after": [first], "model": MODEL}),
@@ -529,6 +533,8 @@ fn a_dependency_waits_queued_and_an_ended_task_is_retried_over_mcp() {
     assert_eq!(status["tasks"][0]["queue"]["place"], 1, "{status}");
     let (cancelled, _) = h.json(&["cancel", task["id"].as_str().unwrap()]);
     assert_eq!(cancelled[0]["status"], "cancelled", "{cancelled}");
+    std::fs::write(&gate, "").unwrap();
+    h.wait_ok(&[&first], &limits::arg(limits::TASK));
 
     let failing = h.submit_sh("exit 7", &["--mode", "batch"]);
     let waited = client.wait(json!({"ids": [failing], "mode": "all"}));

@@ -440,26 +440,21 @@ pub(crate) async fn browser_at(self_signed: bool, (width, height): (u32, u32)) -
         Path::new(CHROMEDRIVER).exists() && Path::new(CHROMIUM).exists(),
         "Chromium and chromedriver are not installed: run scripts/test, which installs Debian's chromium and chromium-driver"
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let profile = tempfile::Builder::new()
         .prefix("cuekit-chromium-")
         .tempdir()
         .unwrap();
-    let driver = Command::new(CHROMEDRIVER)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
+    // The port chromedriver takes itself: one picked here and let go first could be taken
+    // meanwhile by another test's process (a loaded run once had its session cut so, "webdriver
+    // could not be reached"), whose listener the wait for it would then have found.
+    let mut driver = Command::new(CHROMEDRIVER)
+        .arg("--port=0")
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()
         .unwrap();
-    let ready = poll(limits::TASK, || {
-        TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    assert!(ready, "chromedriver never listened on {port}");
+    let port = listening_port(driver.stdout.take().unwrap());
     let capabilities = json!({
         "browserName": "chrome",
         "acceptInsecureCerts": self_signed,
@@ -487,6 +482,30 @@ pub(crate) async fn browser_at(self_signed: bool, (width, height): (u32, u32)) -
         client: Some(client),
         _profile: profile,
     }
+}
+
+/// The port chromedriver says it listens on (`ChromeDriver was started successfully on port
+/// N.`). Its later output is read to the end on a thread of its own, so it never blocks on a
+/// full pipe.
+fn listening_port(stdout: ChildStdout) -> u16 {
+    const STARTED: &str = "ChromeDriver was started successfully on port ";
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sender = Some(sender);
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let port = line
+                .strip_prefix(STARTED)
+                .and_then(|rest| rest.trim_end_matches('.').parse::<u16>().ok());
+            if let Some(port) = port
+                && let Some(sender) = sender.take()
+            {
+                let _ = sender.send(port);
+            }
+        }
+    });
+    receiver
+        .recv_timeout(limits::TASK)
+        .expect("chromedriver never said it listens")
 }
 
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
