@@ -597,7 +597,7 @@ impl Monitor {
                 .is_some_and(|facts| facts.check.is_some());
         let idle = |reason: Option<&str>| reason == Some(Attention::IdleAtPrompt.as_str());
         // (A kept-open task that passed waits on a person after its turns: announced
-        // `input_required`, and each turn checked again.)
+        // `input_required`, and each later turn checked again.)
         let turn_ended = turn_to_check
             || !checked_already
                 && announce
