@@ -501,6 +501,17 @@ impl Harness {
         self.project.join(".cuekit/tasks").join(id)
     }
 
+    /// The lines of type `kind` (`cuekit_check`, `cuekit_transition`, …) of a task's
+    /// `events.jsonl`; none while it has no such file.
+    pub fn events_of(&self, id: &str, kind: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.task_dir(id).join("events.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|event| event["type"] == kind)
+            .collect()
+    }
+
     pub fn transcript(&self, id: &str) -> String {
         String::from_utf8_lossy(&std::fs::read(self.task_dir(id).join("transcript.txt")).unwrap())
             .into_owned()

@@ -338,12 +338,7 @@ fn parent_in_pane(h: &Harness, session: &str, replies: &[String], prompt: &str) 
 
 /// The `cuekit_wake` lines of a task's events.
 fn wakes(h: &Harness, id: &str) -> Vec<Value> {
-    std::fs::read_to_string(h.task_dir(id).join("events.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| event["type"] == "cuekit_wake")
-        .collect()
+    h.events_of(id, "cuekit_wake")
 }
 
 /// An interactive Gemini parent submits with wake_parent, then stays busy (a shell command)

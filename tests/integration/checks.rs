@@ -774,20 +774,10 @@ fn a_done_report_of_a_checked_child_does_not_start_its_dependent() {
     );
 }
 
-/// The lines of type `kind` of a task's `events.jsonl`.
-fn events_of(h: &Harness, id: &str, kind: &str) -> Vec<Value> {
-    std::fs::read_to_string(h.task_dir(id).join("events.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| event["type"] == kind)
-        .collect()
-}
-
 /// The `cuekit_check` lines of a task's `events.jsonl`: what cuekit sent its child after each
 /// interactive check.
 fn check_events(h: &Harness, id: &str) -> Vec<Value> {
-    events_of(h, id, "cuekit_check")
+    h.events_of(id, "cuekit_check")
 }
 
 #[test]
@@ -818,7 +808,7 @@ fn keep_open_leaves_a_passing_interactive_child_at_its_prompt() {
     // screen of the turn it checked — that turn, not a new one, so nothing is checked again
     // (a second round of the same turn once ran at that announcement, `running` meanwhile).
     h.wait_until(&id, "the wait announced", limits::TASK, || {
-        events_of(&h, &id, "cuekit_transition")
+        h.events_of(&id, "cuekit_transition")
             .iter()
             .any(|e| e["transition"]["new_status"] == "input_required")
     });

@@ -72,16 +72,6 @@ fn harness_with(services: &Services, extra: &str) -> Harness {
     h
 }
 
-/// The lines of a task's events.jsonl of one type.
-fn events_of(h: &Harness, id: &str, kind: &str) -> Vec<Value> {
-    std::fs::read_to_string(h.task_dir(id).join("events.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| event["type"] == kind)
-        .collect()
-}
-
 #[test]
 fn an_ending_reaches_each_channel_once_in_its_documented_shape() {
     let services = Services::start();
@@ -151,7 +141,7 @@ fn an_ending_reaches_each_channel_once_in_its_documented_shape() {
     assert_eq!(ntfy.header("tags"), Some("cuekit,warning"));
     assert_eq!(ntfy.header("click"), Some(page.as_str()));
     // Each delivery is in the task's events.
-    let sent = events_of(&h, &id, "cuekit_notify_sent");
+    let sent = h.events_of(&id, "cuekit_notify_sent");
     assert_eq!(sent.len(), 4, "{sent:?}");
     assert!(
         sent.iter().all(|e| e["delivery"]["sent"] == true),
@@ -169,13 +159,10 @@ fn a_real_gemini_wait_reaches_each_channel_once() {
     let id = h.submit(&["--model", MODEL, "Say hello"]);
     services.each_got(1);
     h.monitor_ticks_pass(3);
-    let transition = std::fs::read_to_string(h.task_dir(&id).join("events.jsonl"))
-        .unwrap()
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .find(|e| {
-            e["type"] == "cuekit_transition" && e["transition"]["new_status"] == "input_required"
-        })
+    let transition = h
+        .events_of(&id, "cuekit_transition")
+        .into_iter()
+        .find(|e| e["transition"]["new_status"] == "input_required")
         .expect("the wait is announced");
     for (name, server) in services.all() {
         let requests = server.requests();
@@ -230,7 +217,7 @@ fn a_hanging_or_limiting_endpoint_delays_nothing_else() {
         "the second task's hook never ran"
     );
     let dead_done = |id: &str| {
-        events_of(&h, id, "cuekit_notify_sent")
+        h.events_of(id, "cuekit_notify_sent")
             .iter()
             .any(|e| e["channel"] == "dead")
     };
@@ -258,7 +245,8 @@ fn a_hanging_or_limiting_endpoint_delays_nothing_else() {
         poll(limits::AGENT, || dead_done(&first)),
         "the dead endpoint's delivery never ended"
     );
-    let dead = events_of(&h, &first, "cuekit_notify_sent")
+    let dead = h
+        .events_of(&first, "cuekit_notify_sent")
         .into_iter()
         .find(|e| e["channel"] == "dead")
         .unwrap();
@@ -308,7 +296,8 @@ fn a_transition_announced_again_is_sent_once() {
         .map(|_| h.cuekit().args(["__monitor", &socket]).spawn().unwrap())
         .collect();
     assert!(
-        poll(limits::TASK, || events_of(&h, &id, "cuekit_transition")
+        poll(limits::TASK, || h
+            .events_of(&id, "cuekit_transition")
             .iter()
             .filter(|e| e["transition"]["new_status"] == "completed")
             .count()
@@ -387,7 +376,8 @@ fn notify_on_quiet_hours_and_a_mute_hold_notices_back() {
     let quiet = h.submit_sh("exit 0", &["--mode", "batch"]);
     h.wait_ended(&[&quiet], "60s");
     assert!(
-        poll(limits::TASK, || events_of(&h, &quiet, "cuekit_notify_sent")
+        poll(limits::TASK, || h
+            .events_of(&quiet, "cuekit_notify_sent")
             .iter()
             .any(|e| e["held"] == "quiet_hours")),
         "no hold recorded"

@@ -632,14 +632,10 @@ pub(crate) async fn type_into(client: &Client, id: &str, text: &str) {
     panic!("#{id} was replaced under every try");
 }
 
-/// `body` with a phone's browser paired to a fresh `serve` (given `args`); the browser's
+/// `body` with a phone's browser paired to a fresh `serve`; the browser's
 /// WebDriver session is closed after it.
-pub(crate) fn on_a_paired_phone<R>(
-    h: &Harness,
-    args: &[&str],
-    body: impl AsyncFnOnce(&Client, &Serve) -> R,
-) -> R {
-    let s = serve(h, args);
+pub(crate) fn on_a_paired_phone<R>(h: &Harness, body: impl AsyncFnOnce(&Client, &Serve) -> R) -> R {
+    let s = serve(h, &[]);
     runtime().block_on(async {
         let browser = browser().await;
         let client = browser.client();
@@ -741,7 +737,7 @@ pub(crate) async fn confirm_in_browser(client: &Client, s: &mut Serve) {
 fn the_open_list_shows_a_stop_that_ends_after_its_ending_as_over() {
     let h = Harness::new();
     let stubborn = h.submit_sh("trap '' TERM HUP INT; while :; do sleep 0.1; done", &[]);
-    on_a_paired_phone(&h, &[], async |client, _| {
+    on_a_paired_phone(&h, async |client, _| {
         row_listed(client, &stubborn).await;
         let mut cancel = h
             .cuekit()
@@ -791,7 +787,7 @@ fn a_paired_browser_sees_steers_and_cancels_children_and_no_payload_runs() {
     h.wait_until(&printer, "its report", limits::TASK, || {
         h.status(&printer)["last_report"]["message"].is_string()
     });
-    on_a_paired_phone(&h, &[], async |client, s| {
+    on_a_paired_phone(&h, async |client, s| {
         // The list: every running child, hostile text shown as text.
         for id in [&gemini, &printer, &other, &talker] {
             row_listed(client, id).await;

@@ -665,7 +665,7 @@ fn a_paired_browser_signs_its_actions_and_its_cookie_alone_acts_on_nothing() {
     h.wait_until(&id, "running", limits::AGENT, || {
         h.status(&id)["status"] == "running"
     });
-    on_a_paired_phone(&h, &[], async |client, s| {
+    on_a_paired_phone(&h, async |client, s| {
         let key = client
             .execute_async(
                 "var done = arguments[arguments.length - 1];\

@@ -248,7 +248,7 @@ fn in_a_browser_a_steer_not_done_keeps_its_text_and_a_batch_task_offers_none() {
     h.wait_until(&id, "running", limits::AGENT, || {
         h.status(&id)["status"] == "running"
     });
-    on_a_paired_phone(&h, &[], async |client, s| {
+    on_a_paired_phone(&h, async |client, s| {
         client.goto(&format!("{}/t/{batch}", s.url)).await.unwrap();
         wait_text(client, "Cancel task").await;
         assert!(client.find(Locator::Id("steer-text")).await.is_err());
